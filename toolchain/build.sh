@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Builds the pinned toolchain from Go modules into .toolchain/bin (gitignored).
+# Binaries are cached outside the clone, keyed by pin + wrapper go.sum + Go version,
+# so a fresh clone on a warm machine only links them (seconds); the Go module and
+# build caches (GOMODCACHE, GOCACHE) are the go command's usual ones and are reused.
+# Usage: toolchain/build.sh [tool ...]   (default: all). Timings go to .toolchain/timings.tsv.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+# shellcheck source=/dev/null
+. "$here/pins.env"
+export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
+cache=${GPU_QUEUES_CACHE:-$HOME/.cache/gpu-queues}/toolchain
+bin=$root/.toolchain/bin
+mkdir -p "$bin" "$cache"
+timings=$root/.toolchain/timings.tsv
+gover=$(go env GOVERSION)
+
+log() { printf 'toolchain: %s\n' "$*" >&2; }
+
+# key DIR EXTRA...: a short hash naming one build of a wrapper module.
+key() { local d=$1; shift; { cat "$here/go/$d/go.mod" "$here/go/$d/go.sum"; [ -d "$here/go/$d/src" ] && cat "$here/go/$d"/src/*; echo "$gover $*"; } | sha256sum | cut -c1-16; }
+
+# build NAME DIR PKG LDFLAGS [MODFILE]: build one binary into the cache unless there, then link it.
+build() {
+  local name=$1 dir=$2 pkg=$3 ldflags=$4 modfile=${5:-} k out start
+  k=$(key "$dir" "$pkg" "$ldflags")
+  out=$cache/$name-$k
+  if [ ! -x "$out" ]; then
+    log "building $name ($pkg) ..."
+    start=$(date +%s)
+    ( cd "$here/go/$dir"
+      go build -trimpath ${modfile:+-modfile="$modfile"} -tags osusergo,netgo,grpcnotrace -ldflags "-s -w $ldflags" -o "$out.tmp" "$pkg" )
+    mv "$out.tmp" "$out"
+    printf '%s\t%s\tcold\t%ss\n' "$name" "$k" "$(( $(date +%s) - start ))" | tee -a "$timings" >&2
+  fi
+  ln -sfn "$out" "$bin/$name"
+}
+
+k8s() {
+  local minor=${KUBERNETES_VERSION#v1.}; minor=${minor%%.*}
+  local date=2026-01-01T00:00:00Z fl=""
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    fl+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+    fl+=" -X $p.gitCommit=$KUBERNETES_VERSION -X $p.gitTreeState=clean -X $p.buildDate=$date"
+  done
+  for t in kube-apiserver kube-controller-manager kube-scheduler; do
+    build "$t" kubernetes "k8s.io/kubernetes/cmd/$t" "$fl"
+  done
+}
+etcd() { build etcd etcd go.etcd.io/etcd/server/v3 ""; }
+kueue() { build kueue kueue sigs.k8s.io/kueue/cmd/kueue "-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION -X sigs.k8s.io/kueue/pkg/version.GitCommit=$KUEUE_VERSION"; }
+kwok() {
+  local fl="-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$KUBERNETES_VERSION"
+  build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$fl"
+  build kwokctl kwok sigs.k8s.io/kwok/cmd/kwokctl "$fl"
+}
+actionlint() { build actionlint actionlint github.com/rhysd/actionlint/cmd/actionlint ""; }
+pulumi() { build pulumi pulumi github.com/pulumi/pulumi/pkg/v3/cmd/pulumi "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION"; }
+
+# Our Python language host (toolchain/go/pulumi-language-python, see its README):
+# upstream's module is not served by the proxy. The executor script it runs comes
+# from the pinned sdk/v3 module, copied beside the binary (never into the repo).
+language_python() {
+  build pulumi-language-python pulumi-language-python ./src "-X main.version=$PULUMI_VERSION"
+  local sdk
+  sdk=$(cd "$here/go/pulumi-language-python" && go list -m -f '{{.Dir}}' github.com/pulumi/pulumi/sdk/v3)
+  install -m 0755 "$sdk/python/cmd/pulumi-language-python-exec" "$bin/pulumi-language-python-exec"
+}
+
+# The provider's main go:embeds files made at release time from the committed
+# schema.json; make them in a writable temporary copy of the module and build that.
+kubernetes_provider() {
+  local pkg=github.com/pulumi/pulumi-kubernetes/provider/v4 k out
+  local fl="-X $pkg/pkg/version.Version=$PULUMI_KUBERNETES_VERSION"
+  k=$(key pulumi-kubernetes "$pkg/cmd/pulumi-resource-kubernetes" "$fl")
+  out=$cache/pulumi-resource-kubernetes-$k
+  if [ ! -x "$out" ]; then
+    local tmp src
+    tmp=$(mktemp -d); trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' RETURN
+    src=$(cd "$here/go/pulumi-kubernetes" && go list -m -f '{{.Dir}}' "$pkg")
+    cp -r "$src" "$tmp/provider"; chmod -R u+w "$tmp/provider"
+    ( cd "$here/go/pulumi-kubernetes" && go build -o "$tmp/generate" "$tmp/provider/cmd/pulumi-resource-kubernetes/generate.go" )
+    ( cd "$tmp/provider/cmd/pulumi-resource-kubernetes" && VERSION=$PULUMI_KUBERNETES_VERSION "$tmp/generate" )
+    cp "$here/go/pulumi-kubernetes/go.mod" "$tmp/go.mod"; cp "$here/go/pulumi-kubernetes/go.sum" "$tmp/go.sum"
+    ( cd "$here/go/pulumi-kubernetes" && go mod edit -modfile="$tmp/go.mod" -replace="$pkg=$tmp/provider" )
+    build pulumi-resource-kubernetes pulumi-kubernetes "$pkg/cmd/pulumi-resource-kubernetes" "$fl" "$tmp/go.mod"
+    return
+  fi
+  ln -sfn "$out" "$bin/pulumi-resource-kubernetes"
+}
+
+all=(pulumi language_python kubernetes_provider etcd k8s kueue kwok actionlint)
+[ $# -gt 0 ] || set -- "${all[@]}"
+for t in "$@"; do
+  case " ${all[*]} " in *" $t "*) "$t" ;; *) log "unknown tool $t (known: ${all[*]})"; exit 2 ;; esac
+done

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Regenerates the wrapper go.mod/go.sum files under toolchain/go/ from pins.env.
+# Run after bumping a pin; the results are committed (they are ours, not upstream's).
+# Wrappers exist because several upstream main modules carry replace directives
+# (so `go install mod@ver` is refused) and because each tool must keep its own
+# dependency graph (shared graphs would raise one tool's deps to another's).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=/dev/null
+. "$here/pins.env"
+export GOFLAGS=-mod=mod GOTOOLCHAIN=local
+modcache=$(go env GOMODCACHE)
+
+gomod_of() { go mod download -json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])'; }
+
+wrapper() { # dir module-path go-version
+  mkdir -p "$here/go/$1"; rm -f "$here/go/$1/go.mod" "$here/go/$1/go.sum"
+  printf 'module gpu-queues.local/toolchain/%s\n\ngo %s\n' "$1" "$2" > "$here/go/$1/go.mod"
+}
+
+# Kubernetes: replace every ./staging module with its published v0.<minor>.<patch>.
+k8s_staging_version="v0.${KUBERNETES_VERSION#v1.}"
+wrapper kubernetes 1.26.0
+( cd "$here/go/kubernetes"
+  go mod edit -require="k8s.io/kubernetes@$KUBERNETES_VERSION"
+  for m in $(grep -E '=> \./staging/src/' "$(gomod_of "k8s.io/kubernetes@$KUBERNETES_VERSION")" | awk '{print $1}'); do
+    go mod edit -replace="$m=$m@$k8s_staging_version"
+  done
+  for t in kube-apiserver kube-controller-manager kube-scheduler; do go mod edit -tool="k8s.io/kubernetes/cmd/$t"; done
+  go mod tidy )
+
+# etcd: the server main module replaces its sibling modules; require them at the same tag.
+wrapper etcd 1.25.0
+( cd "$here/go/etcd"
+  go mod edit -require="go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+  for m in api/v3 client/pkg/v3 client/v3 pkg/v3; do go mod edit -require="go.etcd.io/etcd/$m@$ETCD_VERSION"; done
+  go mod edit -tool=go.etcd.io/etcd/server/v3
+  go mod tidy )
+
+# Kueue, kwok, actionlint: no replaces, a wrapper only pins them.
+wrapper kueue 1.26.0
+( cd "$here/go/kueue"; go mod edit -require="sigs.k8s.io/kueue@$KUEUE_VERSION" -tool=sigs.k8s.io/kueue/cmd/kueue; go mod tidy )
+wrapper kwok 1.26.0
+( cd "$here/go/kwok"; go mod edit -require="sigs.k8s.io/kwok@$KWOK_VERSION" -tool=sigs.k8s.io/kwok/cmd/kwok -tool=sigs.k8s.io/kwok/cmd/kwokctl; go mod tidy )
+wrapper actionlint 1.26.0
+( cd "$here/go/actionlint"; go mod edit -require="github.com/rhysd/actionlint@$ACTIONLINT_VERSION" -tool=github.com/rhysd/actionlint/cmd/actionlint; go mod tidy )
+
+# Pulumi CLI: pkg/v3 replaces sdk/v3 with ../sdk and a fork of clipboard; repeat the non-local ones.
+wrapper pulumi 1.26.0
+( cd "$here/go/pulumi"
+  go mod edit -require="github.com/pulumi/pulumi/pkg/v3@$PULUMI_VERSION" -require="github.com/pulumi/pulumi/sdk/v3@$PULUMI_VERSION"
+  grep -E '^replace .* => [^.]' "$(gomod_of "github.com/pulumi/pulumi/pkg/v3@$PULUMI_VERSION")" | sed -E 's/^replace +//' | while read -r from _ to ver; do
+    go mod edit -replace="$from=$to@$ver"; done
+  go mod edit -tool=github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
+  go mod tidy )
+
+# pulumi-kubernetes provider: replaces sdk/v4 with ../sdk; the module only names it, build does not need it.
+wrapper pulumi-kubernetes 1.26.0
+( cd "$here/go/pulumi-kubernetes"
+  go mod edit -require="github.com/pulumi/pulumi-kubernetes/provider/v4@$PULUMI_KUBERNETES_PROVIDER_MODULE"
+  go mod edit -tool=github.com/pulumi/pulumi-kubernetes/provider/v4/cmd/pulumi-resource-kubernetes
+  go mod tidy )
