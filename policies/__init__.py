@@ -1,0 +1,1 @@
+"""gpu-queues policy pack: guardrails that refuse unsafe Kueue objects at preview time."""

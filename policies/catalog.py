@@ -1,0 +1,255 @@
+"""The pack's policies: each rule of rules.py with its name, default enforcement level and
+config schema. Building these objects starts nothing, so tests use this module; only
+__main__.py wraps them in a PolicyPack (which starts the analyzer server).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pulumi_policy import (
+    EnforcementLevel,
+    Policy,
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from . import rules
+from .rules import Resource, ResourceRule, StackRule
+
+PACK_NAME: Final = "gpu-queues"
+
+_STRINGS: Final = {"type": "array", "items": {"type": "string"}}
+_QUANTITY: Final = {
+    "type": ["string", "number"],
+    "description": "Kubernetes quantity, e.g. 8, 64, 512Gi",
+}
+_KUEUE_CONTROLLER: Final = {
+    "namespace": {
+        "type": "string",
+        "default": rules.DEFAULT_KUEUE_NAMESPACE,
+        "description": "namespace of the Kueue controller Deployment",
+    },
+    "deploymentName": {
+        "type": "string",
+        "default": rules.DEFAULT_KUEUE_DEPLOYMENT,
+        "description": "name of the Kueue controller Deployment",
+    },
+}
+
+
+def _is_clusterqueue(type_: str) -> bool:
+    return rules.kueue_kind(Resource(type_, "", "", {})) == "ClusterQueue"
+
+
+def _is_kueue(type_: str) -> bool:
+    return rules.kueue_kind(Resource(type_, "", "", {})) is not None
+
+
+@dataclass(frozen=True)
+class ResourcePolicySpec:
+    name: str
+    description: str
+    rule: ResourceRule
+    applies_to: Callable[[str], bool]
+    level: EnforcementLevel
+    config: Mapping[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class StackPolicySpec:
+    name: str
+    description: str
+    rule: StackRule
+    level: EnforcementLevel
+    config: Mapping[str, dict[str, Any]]
+
+
+RESOURCE_POLICIES: Final = (
+    ResourcePolicySpec(
+        rules.COVERS_CPU_MEMORY,
+        "Every ClusterQueue covers cpu and memory; a job requesting only GPUs is never admitted.",
+        rules.clusterqueue_covers_cpu_memory,
+        _is_clusterqueue,
+        EnforcementLevel.MANDATORY,
+        {
+            "requiredResources": {
+                **_STRINGS,
+                "default": list(rules.DEFAULT_REQUIRED_RESOURCES),
+                "description": "resources every ClusterQueue must cover",
+            }
+        },
+    ),
+    ResourcePolicySpec(
+        rules.WEBHOOK_VALID,
+        "ClusterQueue structure Kueue's webhook would reject at apply time.",
+        rules.clusterqueue_webhook_valid,
+        _is_clusterqueue,
+        EnforcementLevel.MANDATORY,
+        {},
+    ),
+    ResourcePolicySpec(
+        rules.NAMESPACE_SELECTOR_SET,
+        "Every ClusterQueue sets namespaceSelector (null admits no namespace).",
+        rules.clusterqueue_namespace_selector_set,
+        _is_clusterqueue,
+        EnforcementLevel.MANDATORY,
+        {},
+    ),
+    ResourcePolicySpec(
+        rules.NAMESPACE_SELECTOR_NOT_ALL,
+        "A ClusterQueue's namespaceSelector {} lets every namespace use its quota.",
+        rules.clusterqueue_namespace_selector_not_all,
+        _is_clusterqueue,
+        EnforcementLevel.ADVISORY,
+        {},
+    ),
+    ResourcePolicySpec(
+        rules.SHARED_PVC,
+        "A claim on the shared storage class is ReadWriteMany and names its volume.",
+        rules.shared_pvc_rwx_bound,
+        lambda type_: type_ == rules.PVC_TYPE,
+        EnforcementLevel.MANDATORY,
+        {
+            "sharedStorageClass": {
+                "type": "string",
+                "default": rules.DEFAULT_SHARED_STORAGE_CLASS,
+                "description": "storage class of the cluster's shared volume",
+            }
+        },
+    ),
+    ResourcePolicySpec(
+        rules.KUEUE_RELEASE_PINNED,
+        "The Kueue controller runs a pinned vX.Y.Z release.",
+        rules.kueue_release_pinned,
+        lambda type_: type_ == rules.DEPLOYMENT_TYPE,
+        EnforcementLevel.MANDATORY,
+        {
+            **_KUEUE_CONTROLLER,
+            "expectedVersion": {
+                "type": "string",
+                "pattern": r"^v[0-9]+\.[0-9]+\.[0-9]+$",
+                "description": "if set, the only Kueue release allowed (e.g. v0.18.3)",
+            },
+        },
+    ),
+    ResourcePolicySpec(
+        rules.KUEUE_RELEASE_CHECKSUM,
+        "The Kueue release manifest is checked against a configured sha256.",
+        rules.kueue_release_checksum,
+        lambda type_: type_ == rules.DEPLOYMENT_TYPE,
+        EnforcementLevel.MANDATORY,
+        dict(_KUEUE_CONTROLLER),
+    ),
+    ResourcePolicySpec(
+        rules.JOB_QUEUED_SUSPENDED,
+        "A Job carries the kueue.x-k8s.io/queue-name label and suspend: true.",
+        rules.job_queued_suspended,
+        lambda type_: type_ == rules.JOB_TYPE,
+        EnforcementLevel.MANDATORY,
+        {
+            "exemptNamespaces": {
+                **_STRINGS,
+                "default": [],
+                "description": "namespaces whose Jobs Kueue does not manage",
+            }
+        },
+    ),
+)
+
+STACK_POLICIES: Final = (
+    StackPolicySpec(
+        rules.FLAVORS_EXIST,
+        "Every flavor a ClusterQueue names exists as a ResourceFlavor.",
+        rules.clusterqueue_flavors_exist,
+        EnforcementLevel.MANDATORY,
+        {
+            "preExistingFlavors": {
+                **_STRINGS,
+                "default": [],
+                "description": "ResourceFlavors that exist in the cluster outside this stack",
+            }
+        },
+    ),
+    StackPolicySpec(
+        rules.CLUSTERQUEUE_EXISTS,
+        "Every LocalQueue points at an existing ClusterQueue.",
+        rules.localqueue_clusterqueue_exists,
+        EnforcementLevel.MANDATORY,
+        {
+            "preExistingClusterQueues": {
+                **_STRINGS,
+                "default": [],
+                "description": "ClusterQueues that exist in the cluster outside this stack",
+            }
+        },
+    ),
+    StackPolicySpec(
+        rules.QUOTA_WITHIN_CAPACITY,
+        "Per flavor and resource, the queues' nominal quotas fit the capacity.",
+        rules.quota_within_capacity,
+        EnforcementLevel.MANDATORY,
+        {
+            "capacity": {
+                "type": "object",
+                "default": {},
+                "additionalProperties": {"type": "object", "additionalProperties": _QUANTITY},
+                "description": "flavor -> resource -> quantity of the hardware behind it",
+            }
+        },
+    ),
+)
+
+
+def _schema(config: Mapping[str, dict[str, Any]]) -> PolicyConfigSchema | None:
+    return PolicyConfigSchema(properties=dict(config)) if config else None
+
+
+def _resource_policy(spec: ResourcePolicySpec) -> ResourceValidationPolicy:
+    def validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
+        if not spec.applies_to(args.resource_type):
+            return
+        resource = Resource.of(args.resource_type, args.name, args.urn, args.props)
+        for violation in spec.rule(resource, args.get_config()):
+            report(violation.message, None)
+
+    return ResourceValidationPolicy(
+        name=spec.name,
+        description=spec.description,
+        validate=validate,
+        enforcement_level=spec.level,
+        config_schema=_schema(spec.config),
+    )
+
+
+def _stack_policy(spec: StackPolicySpec) -> StackValidationPolicy:
+    def validate(args: StackValidationArgs, report: ReportViolation) -> None:
+        # Only Kueue objects matter to stack rules; skipping the rest avoids copying CRDs.
+        resources = [
+            Resource.of(r.resource_type, r.name, r.urn, r.props)
+            for r in args.resources
+            if _is_kueue(r.resource_type)
+        ]
+        for violation in spec.rule(resources, args.get_config()):
+            report(violation.message, violation.urn)
+
+    return StackValidationPolicy(
+        name=spec.name,
+        description=spec.description,
+        validate=validate,
+        enforcement_level=spec.level,
+        config_schema=_schema(spec.config),
+    )
+
+
+def policies() -> list[Policy]:
+    """Fresh Policy objects for every rule, in the order of the issue's rule list."""
+    built: list[Policy] = [_resource_policy(spec) for spec in RESOURCE_POLICIES]
+    built += [_stack_policy(spec) for spec in STACK_POLICIES]
+    return built

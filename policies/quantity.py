@@ -1,0 +1,79 @@
+"""Kubernetes resource quantities ("512Gi", "12000m", "1e3", 64) as exact fractions.
+
+Rules compare quotas with each other and with capacities, so a quantity must parse the way
+the API server parses it: decimal and binary SI suffixes, decimal exponents, signs, and the
+bare JSON numbers that reach a policy pack as floats after the engine's protobuf round trip.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+__all__ = ["QuantityError", "format_quantity", "parse_quantity"]
+
+# Binary suffixes are powers of 1024, decimal suffixes powers of 10 (k8s.io/apimachinery
+# resource.Quantity). "" means no suffix; "E" alone is exa, "E" followed by a number is an exponent.
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+_QUANTITY = re.compile(
+    rf"^(?P<number>{_NUMBER})"
+    r"(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)"
+    r"|[eE](?P<exponent>[+-]?[0-9]+)"
+    r"|(?P<decimal>[numkMGTPE]?))$"
+)
+
+
+class QuantityError(ValueError):
+    """The value is not a Kubernetes quantity."""
+
+
+def parse_quantity(value: object) -> Fraction:
+    """Return the exact value of a Kubernetes quantity, or raise QuantityError."""
+    if isinstance(value, bool):
+        raise QuantityError(f"{value!r} is a boolean, not a quantity")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise QuantityError(f"{value!r} is not a finite number")
+        # repr gives the shortest decimal that round-trips, which is what the user wrote.
+        return Fraction(repr(value))
+    if not isinstance(value, str):
+        raise QuantityError(f"{value!r} is a {type(value).__name__}, not a quantity")
+    match = _QUANTITY.match(value)
+    if match is None:
+        raise QuantityError(
+            f"{value!r} is not a quantity (expected e.g. 64, 500m, 512Gi, 1.5G, 1e3)"
+        )
+    number = Fraction(match["number"])
+    if match["binary"] is not None:
+        return number * _BINARY[match["binary"]]
+    if match["exponent"] is not None:
+        return number * Fraction(10) ** int(match["exponent"])
+    return number * _DECIMAL[match["decimal"] or ""]
+
+
+def format_quantity(value: Fraction) -> str:
+    """A short human form for messages: whole numbers plainly, others in milli-units or Gi."""
+    if value.denominator == 1:
+        whole = value.numerator
+        if whole != 0 and whole % 2**30 == 0:
+            return f"{whole // 2**30}Gi"
+        return str(whole)
+    millis = value * 1000
+    if millis.denominator == 1:
+        return f"{millis.numerator}m"
+    return str(float(value))

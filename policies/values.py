@@ -1,0 +1,93 @@
+"""Reading resource properties safely while some of them are still unknown.
+
+During `pulumi preview` the engine hands policies the resource's inputs wrapped in
+pulumi_policy's unknown-checking proxy: reading a value that is not known yet raises
+UnknownValueError, which would abort the whole policy. Rules instead convert the props to plain
+data once, with every unknown value replaced by the UNKNOWN marker, and skip only the checks
+that need a value that is not known. `pulumi up` runs the policies again with known values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from pulumi_policy.proxy import (
+    UNKNOWN_ARCHIVE_VALUE,
+    UNKNOWN_ARRAY_VALUE,
+    UNKNOWN_ASSET_VALUE,
+    UNKNOWN_BOOLEAN_VALUE,
+    UNKNOWN_NUMBER_VALUE,
+    UNKNOWN_OBJECT_VALUE,
+    UNKNOWN_STRING_VALUE,
+    UnknownValueError,
+)
+
+__all__ = ["UNKNOWN", "Unknown", "child", "is_unknown", "plain"]
+
+_SENTINELS: Final = frozenset(
+    {
+        UNKNOWN_ARCHIVE_VALUE,
+        UNKNOWN_ARRAY_VALUE,
+        UNKNOWN_ASSET_VALUE,
+        UNKNOWN_BOOLEAN_VALUE,
+        UNKNOWN_NUMBER_VALUE,
+        UNKNOWN_OBJECT_VALUE,
+        UNKNOWN_STRING_VALUE,
+    }
+)
+
+
+class Unknown:
+    """A value that is only known after the update (e.g. another resource's output)."""
+
+    _instance: Unknown | None = None
+
+    def __new__(cls) -> Unknown:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN: Final = Unknown()
+
+
+def is_unknown(value: object) -> bool:
+    return value is UNKNOWN
+
+
+def plain(value: Any) -> Any:
+    """Deep-copy props (proxied or not) into dicts, lists and scalars, unknowns as UNKNOWN."""
+    if isinstance(value, str):
+        return UNKNOWN if value in _SENTINELS else value
+    if isinstance(value, Mapping):
+        result: dict[str, Any] = {}
+        for key in value:
+            try:
+                result[str(key)] = plain(value[key])
+            except UnknownValueError:
+                result[str(key)] = UNKNOWN
+        return result
+    if isinstance(value, Sequence):
+        items: list[Any] = []
+        for index in range(len(value)):
+            try:
+                items.append(plain(value[index]))
+            except UnknownValueError:
+                items.append(UNKNOWN)
+        return items
+    return value
+
+
+def child(value: Any, *path: str) -> Any:
+    """Follow keys through plain data: None where a key is missing, UNKNOWN where unknown."""
+    for key in path:
+        if is_unknown(value):
+            return UNKNOWN
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
