@@ -159,7 +159,7 @@ def clusterqueue_covers_cpu_memory(
             COVERS_CPU_MEMORY,
             resource,
             f"coveredResources [{_names(covered)}] do not include {_names(missing)}, so a job "
-            f"whose pods request {_names(missing)} (every pod does) is never admitted",
+            f"whose pods also request {_names(missing)} (almost every job) is never admitted",
             f"add {_names(repr(m) for m in missing)} to a resourceGroup's coveredResources and "
             "give every flavor of that group a nominalQuota for it",
         )
@@ -462,8 +462,8 @@ def clusterqueue_namespace_selector_not_all(
             "spec.namespaceSelector is {} (no matchLabels or matchExpressions), so a job from "
             "any namespace can use this queue's quota",
             "select the teams' namespaces with matchLabels or matchExpressions (e.g. "
-            "kubernetes.io/metadata.name In [team-a]), or set this policy's enforcementLevel "
-            "to advisory for stacks where that is intended",
+            "kubernetes.io/metadata.name In [team-a]); {} suits only stacks where every "
+            "namespace may use the queue (this policy is advisory there)",
         )
     ]
 

@@ -1,0 +1,119 @@
+"""Kubernetes quantity parsing, as the API server reads quotas."""
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from policies.quantity import QuantityError, format_quantity, parse_quantity
+
+pytestmark = pytest.mark.policy
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("0", 0),
+        ("64", 64),
+        ("+64", 64),
+        ("-1", -1),
+        ("500m", Fraction(1, 2)),
+        ("12000m", 12),
+        ("1.5", Fraction(3, 2)),
+        ("1.", 1),
+        (".5", Fraction(1, 2)),
+        ("100n", Fraction(1, 10**7)),
+        ("3u", Fraction(3, 10**6)),
+        ("1k", 1000),
+        ("1M", 10**6),
+        ("2G", 2 * 10**9),
+        ("1T", 10**12),
+        ("1P", 10**15),
+        ("1E", 10**18),
+        ("1Ki", 1024),
+        ("512Mi", 512 * 2**20),
+        ("512Gi", 512 * 2**30),
+        ("1.5Gi", 3 * 2**29),
+        ("1Ti", 2**40),
+        ("1Pi", 2**50),
+        ("1Ei", 2**60),
+        ("1e3", 1000),
+        ("1E3", 1000),
+        ("1e-3", Fraction(1, 1000)),
+        ("1.5e+2", 150),
+        ("-2Gi", -2 * 2**30),
+    ],
+)
+def test_valid_quantities_parse_exactly(text, expected):
+    assert parse_quantity(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        " 1",
+        "1 ",
+        "Gi",
+        "1gi",
+        "1KI",
+        "1K",
+        "1.2.3",
+        "1e",
+        "1e1.5",
+        "1Gi1",
+        "--1",
+        "latest",
+        "1 Gi",
+        "0x10",
+    ],
+)
+def test_malformed_quantities_are_rejected(text):
+    with pytest.raises(QuantityError):
+        parse_quantity(text)
+
+
+@pytest.mark.parametrize(
+    ("number", "expected"), [(8, 8), (8.0, 8), (0.5, Fraction(1, 2)), (0.1, Fraction(1, 10))]
+)
+def test_json_numbers_parse_as_written(number, expected):
+    # Numbers reach policies as floats after the engine's protobuf round trip.
+    assert parse_quantity(number) == expected
+
+
+@pytest.mark.parametrize("value", [True, None, [1], {"a": 1}, float("nan"), float("inf")])
+def test_non_quantities_are_rejected(value):
+    with pytest.raises(QuantityError):
+        parse_quantity(value)
+
+
+_SUFFIXES = {
+    "": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "m": Fraction(1, 1000),
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40,
+}  # fmt: skip
+
+
+@given(st.integers(min_value=0, max_value=10**6), st.sampled_from(sorted(_SUFFIXES)))
+def test_suffix_multiplies_the_number(number, suffix):
+    assert parse_quantity(f"{number}{suffix}") == number * _SUFFIXES[suffix]
+
+
+@given(st.integers(min_value=-(10**6), max_value=10**6), st.integers(min_value=-6, max_value=6))
+def test_exponent_scales_by_powers_of_ten(number, exponent):
+    assert parse_quantity(f"{number}e{exponent}") == number * Fraction(10) ** exponent
+
+
+@given(
+    st.fractions(min_value=0, max_value=10**6, max_denominator=1000).filter(
+        lambda f: (f * 1000).denominator == 1
+    )
+)
+def test_format_round_trips(value):
+    assert parse_quantity(format_quantity(value)) == value
+
+
+def test_format_is_short():
+    assert format_quantity(Fraction(512 * 2**30)) == "512Gi"
+    assert format_quantity(Fraction(8)) == "8"
+    assert format_quantity(Fraction(1, 2)) == "500m"

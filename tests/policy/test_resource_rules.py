@@ -1,0 +1,507 @@
+"""Resource rules (1, 2, 5, 7, 8, 9) through faithful ResourceValidationArgs."""
+
+import pytest
+from policy_harness import (
+    CQ,
+    DEPLOYMENT,
+    JOB,
+    PVC,
+    UNKNOWN,
+    cluster_queue,
+    job,
+    kueue_deployment,
+    quota,
+    resource_args,
+    run_policy,
+    shared_pvc,
+)
+
+from policies import rules
+
+pytestmark = pytest.mark.policy
+
+
+def check(rule, type_, props, config=None, name="r"):
+    return run_policy(rule, resource_args(type_, props, name, config))
+
+
+def one(messages, *fragments):
+    assert len(messages) == 1, messages
+    for fragment in fragments:
+        assert fragment in messages[0], messages[0]
+    return messages[0]
+
+
+# Rule 1 ---------------------------------------------------------------------------------
+
+
+def test_seed_cluster_queue_covers_cpu_and_memory():
+    assert check(rules.COVERS_CPU_MEMORY, CQ, cluster_queue()) == []
+
+
+def test_gpu_only_queue_is_rejected_naming_resource_rule_and_fix():
+    message = one(
+        check(rules.COVERS_CPU_MEMORY, CQ, cluster_queue(covered=["nvidia.com/gpu"]), name="cq"),
+        '[clusterqueue-covers-cpu-memory] ClusterQueue "gpu-cluster-queue" (Pulumi resource "cq")',
+        "do not include cpu, memory",
+        "never admitted",
+        "Fix: add 'cpu', 'memory' to a resourceGroup's coveredResources",
+    )
+    assert "nvidia.com/gpu" in message
+
+
+def test_cpu_and_memory_may_sit_in_another_resource_group():
+    props = cluster_queue(covered=["nvidia.com/gpu"])
+    props["spec"]["resourceGroups"].append(
+        {
+            "coveredResources": ["cpu", "memory"],
+            "flavors": [
+                {"name": "cpu-flavor", "resources": [quota("cpu", 8), quota("memory", "8Gi")]}
+            ],
+        }
+    )
+    assert check(rules.COVERS_CPU_MEMORY, CQ, props) == []
+
+
+def test_queue_without_resource_groups_is_rejected():
+    props = cluster_queue()
+    del props["spec"]["resourceGroups"]
+    one(check(rules.COVERS_CPU_MEMORY, CQ, props), "coveredResources [none]")
+
+
+def test_only_memory_missing_names_memory():
+    one(check(rules.COVERS_CPU_MEMORY, CQ, cluster_queue(covered=["cpu"])), "do not include memory")
+
+
+def test_required_resources_are_configurable():
+    config = {"requiredResources": ["cpu", "memory", "ephemeral-storage"]}
+    one(check(rules.COVERS_CPU_MEMORY, CQ, cluster_queue(), config), "ephemeral-storage")
+
+
+@pytest.mark.parametrize(
+    "groups",
+    [
+        UNKNOWN,
+        [{"coveredResources": UNKNOWN, "flavors": []}],
+        [{"coveredResources": ["nvidia.com/gpu", UNKNOWN], "flavors": []}],
+    ],
+)
+def test_unknown_covered_resources_wait_for_the_update(groups):
+    props = cluster_queue()
+    props["spec"]["resourceGroups"] = groups
+    assert check(rules.COVERS_CPU_MEMORY, CQ, props) == []
+
+
+def test_other_types_are_ignored():
+    assert check(rules.COVERS_CPU_MEMORY, PVC, shared_pvc()) == []
+
+
+def test_v1beta1_cluster_queues_are_checked_too():
+    messages = check(
+        rules.COVERS_CPU_MEMORY,
+        "kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue",
+        cluster_queue(covered=["nvidia.com/gpu"]),
+    )
+    one(messages, "never admitted")
+
+
+# Rule 2 ---------------------------------------------------------------------------------
+
+
+def webhook(props):
+    return check(rules.WEBHOOK_VALID, CQ, props)
+
+
+def test_seed_cluster_queue_is_webhook_valid():
+    assert webhook(cluster_queue()) == []
+
+
+def test_flavor_resources_must_follow_covered_order():
+    props = cluster_queue(
+        quotas=[quota("memory", "1Gi"), quota("cpu", 1), quota("nvidia.com/gpu", 1)]
+    )
+    one(
+        webhook(props),
+        "resources lists [memory, cpu, nvidia.com/gpu]",
+        "in the order of coveredResources",
+    )
+
+
+def test_flavor_must_list_every_covered_resource():
+    props = cluster_queue(quotas=[quota("cpu", 1), quota("memory", "1Gi")])
+    one(webhook(props), "exactly one quota per covered resource")
+
+
+def test_resource_in_two_groups_is_rejected():
+    props = cluster_queue()
+    props["spec"]["resourceGroups"].append(
+        {
+            "coveredResources": ["cpu"],
+            "flavors": [{"name": "other", "resources": [quota("cpu", 1)]}],
+        }
+    )
+    one(webhook(props), "resource 'cpu' is covered by resourceGroups[0] and resourceGroups[1]")
+
+
+def test_flavor_in_two_groups_is_rejected():
+    props = cluster_queue(covered=["cpu", "memory"])
+    props["spec"]["resourceGroups"].append(
+        {
+            "coveredResources": ["nvidia.com/gpu"],
+            "flavors": [{"name": "gpu-flavor", "resources": [quota("nvidia.com/gpu", 8)]}],
+        }
+    )
+    one(webhook(props), "flavor 'gpu-flavor' appears in resourceGroups[0] and resourceGroups[1]")
+
+
+@pytest.mark.parametrize("bad", ["-1", -4, "8 GPUs", "1gi", True])
+def test_invalid_or_negative_nominal_quota_is_rejected(bad):
+    props = cluster_queue(
+        quotas=[quota("cpu", bad), quota("memory", "1Gi"), quota("nvidia.com/gpu", 8)]
+    )
+    one(webhook(props), "nominalQuota", "Fix: write a non-negative Kubernetes quantity")
+
+
+def test_missing_nominal_quota_is_rejected():
+    props = cluster_queue(
+        quotas=[{"name": "cpu"}, quota("memory", "1Gi"), quota("nvidia.com/gpu", 8)]
+    )
+    one(webhook(props), "has no nominalQuota")
+
+
+def test_limits_without_cohort_are_rejected():
+    props = cluster_queue(
+        quotas=[
+            quota("cpu", 8, borrowingLimit=2),
+            quota("memory", "1Gi", lendingLimit="1Gi"),
+            quota("nvidia.com/gpu", 8),
+        ]
+    )
+    messages = webhook(props)
+    assert len(messages) == 2
+    assert all("no cohortName" in m and "set spec.cohortName" in m for m in messages)
+
+
+def test_limits_with_cohort_are_accepted():
+    props = cluster_queue(
+        quotas=[
+            quota("cpu", 8, borrowingLimit=2),
+            quota("memory", "2Gi", lendingLimit="1Gi"),
+            quota("nvidia.com/gpu", 8),
+        ],
+        cohortName="research",
+    )
+    assert webhook(props) == []
+
+
+def test_lending_limit_above_nominal_quota_is_rejected_across_units():
+    props = cluster_queue(
+        quotas=[
+            quota("cpu", 8),
+            quota("memory", "1Gi", lendingLimit="1025Mi"),
+            quota("nvidia.com/gpu", 8),
+        ],
+        cohortName="research",
+    )
+    one(webhook(props), "lendingLimit 1025Mi is above nominalQuota 1Gi")
+
+
+def test_lending_limit_equal_to_nominal_in_other_units_is_fine():
+    props = cluster_queue(
+        quotas=[
+            quota("cpu", "8", lendingLimit="8000m"),
+            quota("memory", "1Gi"),
+            quota("nvidia.com/gpu", 8),
+        ],
+        cohortName="research",
+    )
+    assert webhook(props) == []
+
+
+def test_more_than_16_resource_groups_is_rejected():
+    props = cluster_queue(covered=["cpu", "memory"])
+    props["spec"]["resourceGroups"] += [
+        {
+            "coveredResources": [f"example.com/r{i}"],
+            "flavors": [{"name": f"f{i}", "resources": [quota(f"example.com/r{i}", 1)]}],
+        }
+        for i in range(16)
+    ]
+    one(webhook(props), "17 resourceGroups, more than 16")
+
+
+def test_empty_covered_resources_and_flavors_are_rejected():
+    props = cluster_queue()
+    props["spec"]["resourceGroups"] = [{"coveredResources": [], "flavors": []}]
+    messages = webhook(props)
+    assert any("coveredResources has 0 entries" in m for m in messages)
+    assert any("flavors has 0 entries" in m for m in messages)
+
+
+def test_preemption_combination_the_webhook_rejects():
+    props = cluster_queue(
+        preemption={
+            "reclaimWithinCohort": "Never",
+            "borrowWithinCohort": {"policy": "LowerPriority"},
+        }
+    )
+    one(
+        webhook(props),
+        "reclaimWithinCohort is Never but borrowWithinCohort.policy is LowerPriority",
+    )
+
+
+def test_every_problem_is_reported_separately():
+    props = cluster_queue(
+        quotas=[
+            quota("cpu", "-1"),
+            quota("memory", "x"),
+            quota("nvidia.com/gpu", 8, borrowingLimit=1),
+        ]
+    )
+    assert len(webhook(props)) == 3
+
+
+@pytest.mark.parametrize(
+    "quotas",
+    [
+        UNKNOWN,
+        [quota("cpu", UNKNOWN), quota("memory", "1Gi"), quota("nvidia.com/gpu", 8)],
+        [quota("cpu", 8), quota("memory", "1Gi", lendingLimit=UNKNOWN), quota("nvidia.com/gpu", 8)],
+        [quota(UNKNOWN, 8), quota("memory", "1Gi"), quota("nvidia.com/gpu", 8)],
+    ],
+)
+def test_unknown_quota_values_wait_for_the_update(quotas):
+    props = cluster_queue(cohortName="research")
+    props["spec"]["resourceGroups"][0]["flavors"][0]["resources"] = quotas
+    assert webhook(props) == []
+
+
+def test_unknown_cohort_allows_limits():
+    props = cluster_queue(
+        quotas=[
+            quota("cpu", 8, borrowingLimit=2),
+            quota("memory", "1Gi"),
+            quota("nvidia.com/gpu", 8),
+        ],
+        cohortName=UNKNOWN,
+    )
+    assert webhook(props) == []
+
+
+# Rule 5 ---------------------------------------------------------------------------------
+
+
+def test_null_namespace_selector_is_rejected():
+    props = cluster_queue()
+    del props["spec"]["namespaceSelector"]
+    one(
+        check(rules.NAMESPACE_SELECTOR_SET, CQ, props),
+        "selecting no namespace",
+        "Fix: set spec.namespaceSelector",
+    )
+
+
+def test_set_namespace_selector_passes_rule_5a():
+    assert check(rules.NAMESPACE_SELECTOR_SET, CQ, cluster_queue()) == []
+
+
+def test_unknown_namespace_selector_is_not_a_violation():
+    props = cluster_queue(namespaceSelector=UNKNOWN)
+    assert check(rules.NAMESPACE_SELECTOR_SET, CQ, props) == []
+    assert check(rules.NAMESPACE_SELECTOR_NOT_ALL, CQ, props) == []
+
+
+@pytest.mark.parametrize(
+    "selector", [{}, {"matchLabels": {}}, {"matchLabels": {}, "matchExpressions": []}]
+)
+def test_select_all_namespaces_is_flagged(selector):
+    one(
+        check(rules.NAMESPACE_SELECTOR_NOT_ALL, CQ, cluster_queue(namespaceSelector=selector)),
+        "any namespace",
+    )
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        {"matchLabels": {"team": "research"}},
+        {
+            "matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["a"]}
+            ]
+        },
+    ],
+)
+def test_restricted_namespace_selector_passes(selector):
+    assert (
+        check(rules.NAMESPACE_SELECTOR_NOT_ALL, CQ, cluster_queue(namespaceSelector=selector)) == []
+    )
+
+
+# Rule 7 ---------------------------------------------------------------------------------
+
+
+def test_seed_shared_pvc_passes():
+    assert check(rules.SHARED_PVC, PVC, shared_pvc()) == []
+
+
+def test_shared_pvc_must_be_read_write_many():
+    one(
+        check(rules.SHARED_PVC, PVC, shared_pvc(accessModes=["ReadWriteOnce"])),
+        "accessModes are [ReadWriteOnce]",
+        "Fix: set accessModes to [ReadWriteMany]",
+    )
+
+
+def test_shared_pvc_must_name_its_volume():
+    one(
+        check(rules.SHARED_PVC, PVC, shared_pvc(volumeName=None)),
+        "spec.volumeName is not set",
+        'PersistentVolumeClaim "default/shared-pvc"',
+    )
+
+
+def test_volume_name_known_only_after_update_is_fine():
+    assert check(rules.SHARED_PVC, PVC, shared_pvc(volumeName=UNKNOWN, accessModes=UNKNOWN)) == []
+
+
+def test_claims_on_other_storage_classes_are_not_checked():
+    assert (
+        check(
+            rules.SHARED_PVC,
+            PVC,
+            shared_pvc(
+                storageClassName="local-path", accessModes=["ReadWriteOnce"], volumeName=None
+            ),
+        )
+        == []
+    )
+
+
+def test_shared_storage_class_is_configurable():
+    props = shared_pvc(storageClassName="nfs", volumeName=None)
+    one(check(rules.SHARED_PVC, PVC, props, {"sharedStorageClass": "nfs"}), "on nfs")
+
+
+# Rule 8 ---------------------------------------------------------------------------------
+
+
+def test_pinned_release_passes():
+    assert check(rules.KUEUE_RELEASE_PINNED, DEPLOYMENT, kueue_deployment()) == []
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "registry.k8s.io/kueue/kueue:latest",
+        "registry.k8s.io/kueue/kueue:main",
+        "registry.k8s.io/kueue/kueue",
+        "registry.k8s.io/kueue/kueue:release-0.18",
+        "registry.k8s.io/kueue/kueue:v0.18",
+        "registry.k8s.io/kueue/kueue:v0.18.3-rc.1",
+        "localhost:5000/kueue/kueue",
+        "controller:latest",
+    ],
+)
+def test_unpinned_release_is_rejected(image):
+    one(
+        check(rules.KUEUE_RELEASE_PINNED, DEPLOYMENT, kueue_deployment(image=image)),
+        "not a pinned release vX.Y.Z",
+        "Fix:",
+    )
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "localhost:5000/kueue/kueue:v0.18.3",
+        "registry.k8s.io/kueue/kueue:v0.18.3@sha256:" + "a" * 64,
+    ],
+)
+def test_registry_port_and_digest_do_not_confuse_the_tag(image):
+    assert check(rules.KUEUE_RELEASE_PINNED, DEPLOYMENT, kueue_deployment(image=image)) == []
+
+
+def test_expected_version_is_enforced_when_configured():
+    config = {"expectedVersion": "v0.18.3"}
+    assert check(rules.KUEUE_RELEASE_PINNED, DEPLOYMENT, kueue_deployment(), config) == []
+    props = kueue_deployment(image="registry.k8s.io/kueue/kueue:v0.17.0")
+    one(check(rules.KUEUE_RELEASE_PINNED, DEPLOYMENT, props, config), "expects v0.18.3")
+
+
+def test_other_deployments_are_not_checked():
+    props = kueue_deployment(image="nginx:latest", sha=None, name="web", namespace="default")
+    assert check(rules.KUEUE_RELEASE_PINNED, DEPLOYMENT, props) == []
+    assert check(rules.KUEUE_RELEASE_CHECKSUM, DEPLOYMENT, props) == []
+
+
+def test_unknown_image_waits_for_the_update():
+    assert check(rules.KUEUE_RELEASE_PINNED, DEPLOYMENT, kueue_deployment(image=UNKNOWN)) == []
+
+
+def test_checksum_annotation_passes():
+    assert check(rules.KUEUE_RELEASE_CHECKSUM, DEPLOYMENT, kueue_deployment()) == []
+    assert (
+        check(rules.KUEUE_RELEASE_CHECKSUM, DEPLOYMENT, kueue_deployment(sha="sha256:" + "b" * 64))
+        == []
+    )
+
+
+def test_missing_checksum_is_rejected():
+    one(
+        check(rules.KUEUE_RELEASE_CHECKSUM, DEPLOYMENT, kueue_deployment(sha=None)),
+        "gpu-queues.dev/manifest-sha256 is missing",
+        "Fix: set kueue.manifestSha256",
+    )
+
+
+def test_malformed_checksum_is_rejected():
+    one(
+        check(rules.KUEUE_RELEASE_CHECKSUM, DEPLOYMENT, kueue_deployment(sha="abc")),
+        "not a sha256 hex digest",
+    )
+
+
+def test_unknown_checksum_waits_for_the_update():
+    assert check(rules.KUEUE_RELEASE_CHECKSUM, DEPLOYMENT, kueue_deployment(sha=UNKNOWN)) == []
+
+
+# Rule 9 ---------------------------------------------------------------------------------
+
+
+def test_seed_job_passes():
+    assert check(rules.JOB_QUEUED_SUSPENDED, JOB, job()) == []
+
+
+def test_job_without_queue_label_is_rejected():
+    one(
+        check(rules.JOB_QUEUED_SUSPENDED, JOB, job(labels={})),
+        "kueue.x-k8s.io/queue-name is missing",
+        "bypasses Kueue",
+    )
+
+
+@pytest.mark.parametrize("suspend", [False, None])
+def test_job_not_suspended_is_rejected(suspend):
+    one(
+        check(rules.JOB_QUEUED_SUSPENDED, JOB, job(suspend=suspend)),
+        "spec.suspend is",
+        "Fix: set spec.suspend: true",
+    )
+
+
+def test_job_breaking_both_gets_two_messages():
+    assert len(check(rules.JOB_QUEUED_SUSPENDED, JOB, job(labels={}, suspend=False))) == 2
+
+
+def test_unknown_label_and_suspend_wait_for_the_update():
+    props = job(labels={"kueue.x-k8s.io/queue-name": UNKNOWN}, suspend=UNKNOWN)
+    assert check(rules.JOB_QUEUED_SUSPENDED, JOB, props) == []
+
+
+def test_exempt_namespaces_are_configurable():
+    assert (
+        check(rules.JOB_QUEUED_SUSPENDED, JOB, job(labels={}), {"exemptNamespaces": ["default"]})
+        == []
+    )
