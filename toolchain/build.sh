@@ -34,7 +34,17 @@ build() {
     mv "$out.tmp" "$out"
     printf '%s\t%s\tcold\t%ss\n' "$name" "$k" "$(( $(date +%s) - start ))" | tee -a "$timings" >&2
   fi
-  ln -sfn "$out" "$bin/$name"
+  place "$out" "$name"
+}
+
+# place FILE NAME: hard link (copy across filesystems) into .toolchain/bin. Not a symlink:
+# pulumi looks for its language host beside its own resolved path, and the language host
+# for its executor script, so they must all appear to live in one folder.
+place() {
+  local dest=$bin/$2
+  [ "$2" = pulumi-resource-kubernetes ] && dest=$root/.toolchain/plugins/$2 # installed by toolchain/run, not on PATH
+  mkdir -p "$(dirname "$dest")"
+  ln -f "$1" "$dest" 2>/dev/null || cp -f "$1" "$dest"
 }
 
 k8s() {
@@ -44,7 +54,7 @@ k8s() {
     fl+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
     fl+=" -X $p.gitCommit=$KUBERNETES_VERSION -X $p.gitTreeState=clean -X $p.buildDate=$date"
   done
-  for t in kube-apiserver kube-controller-manager kube-scheduler; do
+  for t in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
     build "$t" kubernetes "k8s.io/kubernetes/cmd/$t" "$fl"
   done
 }
@@ -87,7 +97,7 @@ kubernetes_provider() {
     build pulumi-resource-kubernetes pulumi-kubernetes "$pkg/cmd/pulumi-resource-kubernetes" "$fl" "$tmp/go.mod"
     return
   fi
-  ln -sfn "$out" "$bin/pulumi-resource-kubernetes"
+  place "$out" pulumi-resource-kubernetes
 }
 
 all=(pulumi language_python kubernetes_provider etcd k8s kueue kwok actionlint)

@@ -26,7 +26,7 @@ wrapper kubernetes 1.26.0
   for m in $(grep -E '=> \./staging/src/' "$(gomod_of "k8s.io/kubernetes@$KUBERNETES_VERSION")" | awk '{print $1}'); do
     go mod edit -replace="$m=$m@$k8s_staging_version"
   done
-  for t in kube-apiserver kube-controller-manager kube-scheduler; do go mod edit -tool="k8s.io/kubernetes/cmd/$t"; done
+  for t in kube-apiserver kube-controller-manager kube-scheduler kubectl; do go mod edit -tool="k8s.io/kubernetes/cmd/$t"; done
   go mod tidy )
 
 # etcd: the server main module replaces its sibling modules; require them at the same tag.
