@@ -1,0 +1,23 @@
+"""gpu-queues: validate the stack config and the Kueue manifest, then build the stack."""
+
+from __future__ import annotations
+
+import sys
+
+import pulumi
+
+from components.config import ConfigError, load_config, raw_from_pulumi_config
+from components.kueue import ManifestError, load_manifest
+from components.stack import GpuQueues, GpuQueuesArgs
+
+try:
+    # Everything is checked before the first resource is registered.
+    config = load_config(raw_from_pulumi_config())
+    manifest = load_manifest(config.kueue) if config.kueue.install else None
+except (ConfigError, ManifestError) as error:
+    print(error, file=sys.stderr)
+    sys.exit(1)
+
+stack = GpuQueues("gpu-queues", GpuQueuesArgs(config=config, manifest=manifest))
+for key, value in stack.outputs.items():
+    pulumi.export(key, value)

@@ -1,0 +1,1 @@
+"""gpu-queues components: one ComponentResource per concern, plus typed stack config."""

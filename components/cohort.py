@@ -1,0 +1,37 @@
+"""The Cohort teams borrow from and lend to."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import keys
+from components.config import Cohort
+
+
+@dataclass(frozen=True)
+class SharedCohortArgs:
+    cohort: Cohort
+    ready: pulumi.Input[Sequence[pulumi.Resource]] | None = None
+
+
+class SharedCohort(pulumi.ComponentResource):
+    """A kueue.x-k8s.io/v1beta2 Cohort; ClusterQueues join it with spec.cohortName."""
+
+    def __init__(
+        self, name: str, args: SharedCohortArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpu-queues:cohort:SharedCohort", name, None, opts)
+        self.cohort = k8s.apiextensions.CustomResource(
+            f"{name}-cohort",
+            api_version=keys.KUEUE_API_VERSION,
+            kind="Cohort",
+            metadata={"name": args.cohort.name, "labels": {keys.LABEL_MANAGED_BY: keys.PROJECT}},
+            spec={},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.ready),
+        )
+        self.cohort_name = pulumi.Output.from_input(args.cohort.name)
+        self.register_outputs({"name": self.cohort_name})

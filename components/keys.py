@@ -1,0 +1,42 @@
+"""Stack config keys and stack output names, shared by the program and its tests."""
+
+from __future__ import annotations
+
+from typing import Final
+
+PROJECT: Final = "gpu-queues"
+
+# Top-level keys under the project's config namespace (`gpu-queues:<key>`).
+KEY_KUBERNETES: Final = "kubernetes"
+KEY_KUEUE: Final = "kueue"
+KEY_FLAVORS: Final = "flavors"
+KEY_COHORT: Final = "cohort"
+KEY_TEAMS: Final = "teams"
+KEY_SHARED_STORAGE: Final = "sharedStorage"
+CONFIG_KEYS: Final = (
+    KEY_KUBERNETES,
+    KEY_KUEUE,
+    KEY_FLAVORS,
+    KEY_COHORT,
+    KEY_TEAMS,
+    KEY_SHARED_STORAGE,
+)
+
+# Stack outputs.
+OUT_KUEUE_VERSION: Final = "kueueVersion"
+OUT_KUEUE_INSTALLED: Final = "kueueInstalled"
+OUT_FLAVORS: Final = "flavors"
+OUT_COHORT: Final = "cohort"
+OUT_CLUSTER_QUEUES: Final = "clusterQueues"
+OUT_LOCAL_QUEUES: Final = "localQueues"
+OUT_NAMESPACES: Final = "namespaces"
+OUT_SHARED_CLAIMS: Final = "sharedClaims"
+
+# Kueue API used for every queue object.
+KUEUE_API_VERSION: Final = "kueue.x-k8s.io/v1beta2"
+KUEUE_CONFIG_API_VERSION: Final = "config.kueue.x-k8s.io/v1beta2"
+
+# Labels and annotations this project puts on what it creates.
+LABEL_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
+LABEL_TEAM: Final = "gpu-queues.dev/team"
+ANNOTATION_CONFIG_HASH: Final = "gpu-queues.dev/manager-config-sha256"

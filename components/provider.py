@@ -1,0 +1,35 @@
+"""The one explicit Kubernetes provider, built from `gpu-queues:kubernetes` (read as a secret)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import keys
+
+
+def connection() -> tuple[pulumi.Output[Any], pulumi.Output[Any]]:
+    """(kubeconfig, context) as secret outputs; None values mean the ambient $KUBECONFIG."""
+    secret = pulumi.Config(keys.PROJECT).get_secret_object(keys.KEY_KUBERNETES)
+    settings: pulumi.Output[Any] = secret if secret is not None else pulumi.Output.secret(None)
+    kubeconfig = settings.apply(lambda s: (s or {}).get("kubeconfig") or None)
+    context = settings.apply(lambda s: (s or {}).get("context") or None)
+    return kubeconfig, context
+
+
+def build_provider(
+    name: str,
+    kubeconfig: pulumi.Input[Any],
+    context: pulumi.Input[Any],
+    opts: pulumi.ResourceOptions | None = None,
+) -> k8s.Provider:
+    return k8s.Provider(
+        name,
+        kubeconfig=kubeconfig,
+        context=context,
+        # The Kueue CRDs exceed the client-side apply annotation limit.
+        enable_server_side_apply=True,
+        opts=opts,
+    )
