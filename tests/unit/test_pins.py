@@ -1,0 +1,20 @@
+"""components.pins reads toolchain/pins.env; the default Kueue version comes from it."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.config import KueueConfig
+from components.pins import PINS_FILE, read_pins
+
+pytestmark = pytest.mark.unit
+
+
+def test_pins_file_parses(tmp_path):
+    pins = tmp_path / "pins.env"
+    pins.write_text("# comment\n\nKUEUE_VERSION=v9.9.9\nOTHER = 'x'\n")
+    assert read_pins(pins) == {"KUEUE_VERSION": "v9.9.9", "OTHER": "x"}
+
+
+def test_default_kueue_version_is_the_pin():
+    assert KueueConfig().version == read_pins(PINS_FILE)["KUEUE_VERSION"]

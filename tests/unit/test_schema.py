@@ -1,0 +1,40 @@
+"""The checked-in JSON schema of the stack config matches the models."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from components import schema
+
+pytestmark = pytest.mark.unit
+
+
+def test_checked_in_schema_is_not_stale():
+    assert schema.SCHEMA_PATH.exists(), "run `make schema`"
+    assert schema.SCHEMA_PATH.read_text(encoding="utf-8") == schema.render(), (
+        "schema/stack-config.schema.json is stale: run `make schema`"
+    )
+
+
+def test_schema_check_command_fails_when_stale(tmp_path, monkeypatch, capsys):
+    stale = tmp_path / "stack-config.schema.json"
+    stale.write_text("{}\n")
+    monkeypatch.setattr(schema, "SCHEMA_PATH", stale)
+    assert schema.main(["--check"]) == 1
+    assert "stale" in capsys.readouterr().err
+    assert schema.main(["--write"]) == 0
+    assert schema.main(["--check"]) == 0
+
+
+def test_schema_describes_the_project_keys():
+    props = json.loads(schema.render())["properties"]["config"]["properties"]
+    assert set(props) == {
+        "gpu-queues:kubernetes",
+        "gpu-queues:kueue",
+        "gpu-queues:flavors",
+        "gpu-queues:cohort",
+        "gpu-queues:teams",
+        "gpu-queues:sharedStorage",
+    }

@@ -1,0 +1,139 @@
+"""The prod stack: three teams in a cohort, two flavors, limits, RBAC."""
+
+from __future__ import annotations
+
+import pytest
+
+from components import keys
+
+pytestmark = pytest.mark.unit
+
+TEAMS = ("research", "vision", "nlp")
+
+
+def test_prod_creates_one_namespace_per_team(prod_run):
+    created = [r for r in prod_run.resources if r.typ == "kubernetes:core/v1:Namespace"]
+    names = {r.inputs["metadata"]["name"] for r in created}
+    assert names == {"kueue-system", *(f"team-{t}" for t in TEAMS)}
+
+
+def test_prod_cohort(prod_run):
+    cohort = prod_run.one("Cohort", "gpu-pool")
+    assert cohort.inputs["apiVersion"] == keys.KUEUE_API_VERSION
+    for team in TEAMS:
+        cq = prod_run.one("ClusterQueue", f"{team}-cq")
+        assert cq.inputs["spec"]["cohortName"] == "gpu-pool"
+
+
+def test_prod_cluster_queue_is_restricted_to_the_team_namespace(prod_run):
+    for team in TEAMS:
+        spec = prod_run.one("ClusterQueue", f"{team}-cq").inputs["spec"]
+        assert spec["namespaceSelector"] == {
+            "matchLabels": {"kubernetes.io/metadata.name": f"team-{team}"}
+        }
+
+
+def test_prod_research_queue_limits_and_flavor_order(prod_run):
+    spec = prod_run.one("ClusterQueue", "research-cq").inputs["spec"]
+    (group,) = spec["resourceGroups"]
+    assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"]
+    assert [f["name"] for f in group["flavors"]] == ["h100", "a100"]
+    h100 = group["flavors"][0]["resources"]
+    assert [r["name"] for r in h100] == group["coveredResources"]
+    assert h100[2] == {
+        "name": "nvidia.com/gpu",
+        "nominalQuota": "16",
+        "borrowingLimit": "8",
+        "lendingLimit": "8",
+    }
+    assert spec["preemption"] == {
+        "reclaimWithinCohort": "Any",
+        "withinClusterQueue": "LowerPriority",
+        "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100},
+    }
+    assert spec["queueingStrategy"] == "BestEffortFIFO"
+
+
+def test_prod_flavors_have_node_labels_taints_and_tolerations(prod_run):
+    h100 = prod_run.one("ResourceFlavor", "h100").inputs["spec"]
+    assert h100["nodeLabels"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    assert h100["nodeTaints"] == [
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    ]
+    assert h100["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+
+
+def test_prod_local_queues(prod_run):
+    for team in TEAMS:
+        lq = [
+            r
+            for r in prod_run.of_kind("LocalQueue")
+            if r.inputs["metadata"]["namespace"] == f"team-{team}"
+        ]
+        assert len(lq) == 1
+        assert lq[0].inputs["metadata"]["name"] == "gpu-queue"
+        assert lq[0].inputs["spec"] == {"clusterQueue": f"{team}-cq"}
+
+
+def test_prod_rbac_lets_teams_submit_jobs_and_only_read_queues(prod_run):
+    roles = [
+        r
+        for r in prod_run.of_kind("Role")
+        if r.typ == "kubernetes:rbac.authorization.k8s.io/v1:Role"
+    ]
+    assert {r.inputs["metadata"]["namespace"] for r in roles} == {f"team-{t}" for t in TEAMS}
+    rules = roles[0].inputs["rules"]
+    by_resource = {res: rule["verbs"] for rule in rules for res in rule["resources"]}
+    assert "create" in by_resource["jobs"]
+    for queue_kind in ("localqueues", "workloads"):
+        assert set(by_resource[queue_kind]) == {"get", "list", "watch"}
+    writes = {"create", "update", "patch", "delete"}
+    for role in prod_run.of_kind("ClusterRole"):
+        if role.inputs["metadata"]["name"].startswith("gpu-queues-"):
+            for rule in role.inputs["rules"]:
+                assert not writes & set(rule["verbs"])
+    reader = prod_run.one("ClusterRole", "gpu-queues-research-queue-reader")
+    assert reader.inputs["rules"][0]["resourceNames"] == ["research-cq"]
+
+
+def test_prod_rbac_subjects(prod_run):
+    bindings = [
+        r
+        for r in prod_run.of_kind("RoleBinding")
+        if r.inputs["metadata"].get("namespace") == "team-vision"
+    ]
+    assert len(bindings) == 1
+    assert bindings[0].inputs["subjects"] == [
+        {"kind": "Group", "name": "vision-engineers", "apiGroup": "rbac.authorization.k8s.io"},
+        {"kind": "ServiceAccount", "name": "pipeline", "namespace": "team-vision"},
+    ]
+    assert bindings[0].inputs["roleRef"]["kind"] == "Role"
+
+
+def test_prod_shared_claims_one_volume_per_namespace(prod_run):
+    claims = prod_run.of_kind("PersistentVolumeClaim")
+    volumes = [c.inputs["spec"]["volumeName"] for c in claims]
+    assert len(volumes) == len(set(volumes)) == 3
+
+
+def test_prod_outputs(prod_run):
+    out = prod_run.outputs
+    assert out[keys.OUT_COHORT] == "gpu-pool"
+    assert out[keys.OUT_CLUSTER_QUEUES] == {t: f"{t}-cq" for t in TEAMS}
+    assert out[keys.OUT_FLAVORS] == ["h100", "a100"]
+
+
+def test_component_type_tokens_and_child_names(prod_run):
+    components = {r.typ for r in prod_run.resources if r.typ.startswith("gpu-queues:")}
+    assert components == {
+        "gpu-queues:stack:GpuQueues",
+        "gpu-queues:kueue:KueueRelease",
+        "gpu-queues:readiness:KueueReady",
+        "gpu-queues:flavors:Flavors",
+        "gpu-queues:cohort:SharedCohort",
+        "gpu-queues:queues:TeamQueues",
+        "gpu-queues:storage:SharedStorage",
+    }
+    assert all(r.name.startswith("gpu-queues") for r in prod_run.resources)
