@@ -4,9 +4,11 @@ include toolchain/pins.env
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
+SANDBOX := sandbox/sandbox.sh
 export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv lock toolchain test test-unit test-policy test-toolchain schema lint clean
+.PHONY: venv lock toolchain schema lint test test-unit test-policy test-toolchain test-e2e \
+        sandbox-up sandbox-down sandbox-shell sandbox-status demo clean
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -19,6 +21,7 @@ lock: venv
 	( echo "# Full resolved Python environment (pip freeze), used as constraints by make venv. Regenerate: make lock"; \
 	  $(VENV)/bin/pip freeze ) > requirements.lock
 
+# Builds (or links from the pin-keyed cache) every pinned binary into .toolchain/bin.
 toolchain:
 	bash toolchain/build.sh
 
@@ -30,11 +33,46 @@ lint: venv
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
+# --- the sandbox: a simulated GPU cluster in a network namespace of its own ---------------
+sandbox-up: venv toolchain
+	bash $(SANDBOX) up
+
+sandbox-down:
+	bash $(SANDBOX) down
+
+sandbox-status:
+	bash $(SANDBOX) status
+
+sandbox-shell:
+	bash $(SANDBOX) shell
+
+# The guide on the sandbox: deploy the local stack, then replay the walkthrough.
+demo: sandbox-up
+	bash $(SANDBOX) exec $(PY) -m sandbox.stack up --yes --skip-preview
+	bash $(SANDBOX) exec $(PY) -m sandbox.walkthrough
+	@echo
+	@echo "The sandbox is still running. Look around:  make sandbox-shell   (kubectl, pulumi inside)"
+	@echo "Stop it:                                    make sandbox-down"
+
+# --- tests ------------------------------------------------------------------------------
 test-unit: venv
 	$(PY) -m pytest -m "unit or policy" -q
 
-test: venv toolchain
-	$(PY) -m pytest -q
+test-policy: venv
+	$(PY) -m pytest -m policy -q
 
-clean:
-	rm -rf $(VENV) .toolchain .pulumi
+test-toolchain: venv toolchain
+	$(PY) -m pytest -m toolchain -q
+
+# e2e runs inside the sandbox's namespace: only from there is the cluster reachable.
+test-e2e: sandbox-up
+	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q
+
+# Everything CI runs (.ci/run calls exactly this).
+test: venv toolchain
+	$(PY) -m pytest -m "unit or policy or toolchain" -q
+	bash $(SANDBOX) up
+	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q; rc=$$?; bash $(SANDBOX) down; exit $$rc
+
+clean: sandbox-down
+	rm -rf $(VENV) .toolchain .pulumi .sandbox

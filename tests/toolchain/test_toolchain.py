@@ -1,0 +1,135 @@
+"""The pinned toolchain: every binary reports its pin, and the real Pulumi CLI, with our
+language host, the built Kubernetes provider and the policy analyzer, runs programs."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from components.pins import read_pins
+
+pytestmark = pytest.mark.toolchain
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = ROOT / ".toolchain" / "bin"
+RUN = ROOT / "toolchain" / "run"
+PROGRAMS = ROOT / "tests" / "fixtures" / "policy-programs"
+PINS = read_pins()
+
+
+def tool(name: str) -> Path:
+    path = BIN / name
+    assert path.exists(), f"{path} is missing: run `make toolchain`"
+    return path
+
+
+def output(*argv: str | Path) -> str:
+    done = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=60)
+    return done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("binary", "args", "expected"),
+    [
+        ("pulumi", ["version"], PINS["PULUMI_VERSION"]),
+        ("pulumi-language-python", ["--version"], PINS["PULUMI_VERSION"]),
+        ("kube-apiserver", ["--version"], f"Kubernetes {PINS['KUBERNETES_VERSION']}"),
+        ("kube-controller-manager", ["--version"], f"Kubernetes {PINS['KUBERNETES_VERSION']}"),
+        ("kube-scheduler", ["--version"], f"Kubernetes {PINS['KUBERNETES_VERSION']}"),
+        ("kubectl", ["version", "--client"], f"Client Version: {PINS['KUBERNETES_VERSION']}"),
+        ("etcd", ["--version"], f"etcd Version: {PINS['ETCD_VERSION'].lstrip('v')}"),
+        ("kwok", ["--version"], PINS["KWOK_VERSION"]),
+        ("kwokctl", ["--version"], PINS["KWOK_VERSION"]),
+        ("actionlint", ["-version"], PINS["ACTIONLINT_VERSION"]),
+    ],
+)
+def test_binary_reports_its_pinned_version(binary: str, args: list[str], expected: str) -> None:
+    assert expected in output(tool(binary), *args)
+
+
+def test_kueue_reports_its_pinned_version() -> None:
+    # kueue has no --version flag; it logs its build info first thing, then fails without a cluster.
+    out = output(tool("kueue"), "--kubeconfig=/nonexistent")
+    assert (
+        f'"gitVersion":"{PINS["KUEUE_VERSION"]}"' in out.replace(" ", "")
+        or PINS["KUEUE_VERSION"] in out
+    ), out[:2000]
+
+
+def test_kubernetes_provider_plugin_is_installed_at_its_pin(tmp_path: Path) -> None:
+    env = {**os.environ, "GPU_QUEUES_PULUMI_DIR": str(tmp_path)}
+    out = subprocess.run(
+        [str(RUN), "pulumi", "plugin", "ls"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    ).stdout
+    assert re.search(
+        rf"kubernetes\s+resource\s+{re.escape(PINS['PULUMI_KUBERNETES_VERSION'])}", out
+    ), out
+
+
+def _preview(program: str, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """`pulumi preview --policy-pack policies` of a test program, on a fresh file backend."""
+    work = tmp_path / program
+    shutil.copytree(PROGRAMS / program, work)
+    # The programs name the repo's venv relative to their own folder; keep that true.
+    text = (work / "Pulumi.yaml").read_text().replace("../../../../.venv", str(ROOT / ".venv"))
+    (work / "Pulumi.yaml").write_text(text)
+    env = {
+        **os.environ,
+        "GPU_QUEUES_PULUMI_DIR": str(tmp_path / "pulumi"),
+        "POLICY_PROGRAM_RENDER_DIR": str(tmp_path / "rendered"),
+    }
+    subprocess.run(
+        [str(RUN), "pulumi", "stack", "init", "test", "--non-interactive"],
+        cwd=work,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return subprocess.run(
+        [
+            str(RUN),
+            "pulumi",
+            "preview",
+            "--non-interactive",
+            "--policy-pack",
+            str(ROOT / "policies"),
+            *extra,
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_cli_runs_a_program_with_the_policy_pack_and_passes(tmp_path: Path) -> None:
+    done = _preview("passing", tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Policies:" in done.stdout and "gpu-queues" in done.stdout, done.stdout
+
+
+def test_cli_refuses_a_gpu_only_cluster_queue(tmp_path: Path) -> None:
+    done = _preview("gpu-only-clusterqueue", tmp_path)
+    assert done.returncode != 0, done.stdout
+    assert "clusterqueue-covers-cpu-memory" in done.stdout, done.stdout
+    assert 'ClusterQueue "gpu-only-cluster-queue"' in done.stdout, done.stdout
+    assert "mandatory" in done.stdout
+
+
+def test_cli_refuses_a_local_queue_pointing_at_a_missing_cluster_queue(tmp_path: Path) -> None:
+    done = _preview("missing-clusterqueue", tmp_path)
+    assert done.returncode != 0, done.stdout
+    assert "localqueue-clusterqueue-exists" in done.stdout, done.stdout
+    assert "no-such-cluster-queue" in done.stdout, done.stdout
