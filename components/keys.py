@@ -40,3 +40,6 @@ KUEUE_CONFIG_API_VERSION: Final = "config.kueue.x-k8s.io/v1beta2"
 LABEL_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
 LABEL_TEAM: Final = "gpu-queues.dev/team"
 ANNOTATION_CONFIG_HASH: Final = "gpu-queues.dev/manager-config-sha256"
+# On the controller Deployment: the sha256 the release manifest was verified against
+# (present only when kueue.manifest.sha256 is configured; policy kueue-release-checksum reads it).
+ANNOTATION_MANIFEST_SHA256: Final = "gpu-queues.dev/manifest-sha256"

@@ -186,6 +186,10 @@ def prepare_manifest(
     configmap["data"] = {**data, MANAGER_CONFIG_KEY: rendered}
     config_hash = hashlib.sha256(rendered.encode("utf-8")).hexdigest()
 
+    if config.manifest.sha256:
+        # load_manifest refused any other content, so this records a verified checksum.
+        meta = deployment.setdefault("metadata", {})
+        meta.setdefault("annotations", {})[keys.ANNOTATION_MANIFEST_SHA256] = config.manifest.sha256
     spec = deployment.setdefault("spec", {})
     template = spec.setdefault("template", {})
     pod_meta = template.setdefault("metadata", {})

@@ -197,3 +197,19 @@ def test_probe_gets_the_kubeconfig_and_context_from_secret_config(manifest):
         kubernetes={"kubeconfig": "apiVersion: v1\nkind: Config\n", "context": "sandbox"},
     )
     assert run.probes == [("apiVersion: v1\nkind: Config\n", "sandbox", 300.0)]
+
+
+def test_a_verified_checksum_is_recorded_on_the_deployment_for_the_policy_pack(manifest):
+    def annotations(cfg):
+        deployment = next(o for o in prepare_manifest(manifest, cfg) if o["kind"] == "Deployment")
+        return deployment["metadata"].get("annotations", {})
+
+    digest = "a" * 64
+    assert annotations(kueue(manifest={"sha256": digest}))[keys.ANNOTATION_MANIFEST_SHA256] == digest
+    assert keys.ANNOTATION_MANIFEST_SHA256 not in annotations(kueue())
+
+
+def test_the_policy_pack_reads_the_annotation_the_program_writes():
+    from policies.rules import CHECKSUM_ANNOTATION
+
+    assert CHECKSUM_ANNOTATION == keys.ANNOTATION_MANIFEST_SHA256
