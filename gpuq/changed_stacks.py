@@ -1,0 +1,99 @@
+"""Which stacks a change touches, for the PR preview matrix.
+
+    python -m gpuq.changed_stacks --base origin/main [--head HEAD] [--json]
+    git diff --name-only A B | python -m gpuq.changed_stacks --stdin
+
+A stack file touches its own stack; the program, its dependencies, the policy pack and the
+pins touch every deployable stack; anything else (docs, tests, sandbox) touches none. Sandbox
+stacks (`local*`) are never previewed by CI: the e2e tests run them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from gpuq.stackfile import ROOT, StackFileError, list_stacks, ordered, resolve_commit, stack_of
+
+# Paths whose change can change what every stack deploys or how it is checked.
+SHARED_FILES = frozenset(
+    {
+        "Pulumi.yaml",
+        "__main__.py",
+        "requirements.txt",
+        "requirements.lock",
+        "toolchain/pins.env",
+    }
+)
+SHARED_DIRS = ("components/", "policies/")
+
+
+def is_deployable(stack: str) -> bool:
+    return not stack.startswith("local")
+
+
+def changed_stacks(paths: Iterable[str], stacks: Sequence[str]) -> list[str]:
+    """The deployable stacks among `stacks` (those that exist at the head) that `paths` touch."""
+    deployable = [s for s in stacks if is_deployable(s)]
+    touched: set[str] = set()
+    for path in paths:
+        path = path.strip()
+        if not path:
+            continue
+        if path in SHARED_FILES or path.startswith(SHARED_DIRS):
+            return ordered(deployable)
+        stack = stack_of(path)
+        if stack is not None and stack in deployable:
+            touched.add(stack)
+    return ordered(touched)
+
+
+def diff_paths(root: Path, base: str, head: str | None) -> list[str]:
+    """Files changed between the merge base of `base` and `head` (the work tree when None)."""
+    base_commit = resolve_commit(root, base)
+    head_commit = resolve_commit(root, head) if head else None
+    args = (
+        ["git", "diff", "--name-only", f"{base_commit}...{head_commit}"]
+        if head_commit
+        else ["git", "diff", "--name-only", base_commit]
+    )
+    result = subprocess.run(args, cwd=root, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise StackFileError(f"{' '.join(args)} failed: {result.stderr.strip()}")
+    return result.stdout.splitlines()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m gpuq.changed_stacks",
+        description="Print the deployable stacks whose config or code a change touches.",
+    )
+    parser.add_argument("--base", help="git revision the change is compared with")
+    parser.add_argument("--head", help="git revision of the change (default: the work tree)")
+    parser.add_argument("--stdin", action="store_true", help="read changed paths from stdin")
+    parser.add_argument("--json", action="store_true", help="print a JSON list (for a matrix)")
+    parser.add_argument("--root", type=Path, default=ROOT, help="project directory")
+    args = parser.parse_args(argv)
+    if bool(args.base) == bool(args.stdin):
+        parser.error("give exactly one of --base REV or --stdin")
+    try:
+        paths = (
+            sys.stdin.read().splitlines()
+            if args.stdin
+            else diff_paths(args.root, args.base, args.head)
+        )
+        stacks = list_stacks(args.root, args.head)
+    except StackFileError as error:
+        print(f"changed_stacks: {error}", file=sys.stderr)
+        return 2
+    found = changed_stacks(paths, stacks)
+    print(json.dumps(found) if args.json else "\n".join(found))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
