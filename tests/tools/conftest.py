@@ -29,7 +29,9 @@ def stack_yaml(
     return yaml.safe_dump({"config": config}, sort_keys=False)
 
 
-def team(name: str, quotas: dict[str, dict[str, Any]], cohort: str | None = "pool") -> dict[str, Any]:
+def team(
+    name: str, quotas: dict[str, dict[str, Any]], cohort: str | None = "pool"
+) -> dict[str, Any]:
     """quotas: flavor -> {"gpu": nominal, "borrow": ..., "lend": ...}."""
     flavors = []
     for flavor, q in quotas.items():

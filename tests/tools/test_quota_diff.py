@@ -29,9 +29,7 @@ def rows(old: quota_diff.Side, new: quota_diff.Side) -> dict[tuple[str, str, str
 def test_identical_configs_report_no_quota_changes(write: Write, project: Path) -> None:
     write("a", BASE)
     write("b", BASE)
-    out = quota_diff.render(
-        quota_diff.load_side("a", project), quota_diff.load_side("b", project)
-    )
+    out = quota_diff.render(quota_diff.load_side("a", project), quota_diff.load_side("b", project))
     assert "No quota changes." in out
     assert "| research | h100 | nvidia.com/gpu | 4 | 4 | 2 |  |" in out
 
@@ -143,9 +141,7 @@ def test_unreadable_revision_is_a_clear_error(
     assert "cannot read revision 'no-such-branch': it is not a commit" in err
 
 
-def test_stack_missing_at_revision_is_an_error_unless_missing_ok(
-    repo: Path, write: Write
-) -> None:
+def test_stack_missing_at_revision_is_an_error_unless_missing_ok(repo: Path, write: Write) -> None:
     write("dev", BASE)
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "base")
@@ -161,17 +157,21 @@ def test_stack_missing_at_revision_is_an_error_unless_missing_ok(
 
 def test_malformed_config_is_an_error_naming_the_key(write: Write, project: Path) -> None:
     write("bad", BASE.replace("nominalQuota: 4", "nominalQuota: lots"))
-    with pytest.raises(StackFileError, match=r"(?s)bad: .*nominalQuota: must be a Kubernetes quantity"):
+    with pytest.raises(
+        StackFileError, match=r"(?s)bad: .*nominalQuota: must be a Kubernetes quantity"
+    ):
         quota_diff.load_side("bad", project)
 
 
 def test_invalid_yaml_is_an_error(write: Write, project: Path) -> None:
     write("bad", "config: [unclosed\n")
-    with pytest.raises(StackFileError, match="Pulumi.bad.yaml is not valid YAML"):
+    with pytest.raises(StackFileError, match=r"Pulumi\.bad\.yaml is not valid YAML"):
         quota_diff.load_side("bad", project)
 
 
 def test_real_stacks_staging_to_prod_render() -> None:
     out = quota_diff.render(quota_diff.load_side("staging"), quota_diff.load_side("prod"))
-    assert "| research | h100 | nvidia.com/gpu | 4 → **16** | 4 → **8** | 2 → **8** | changed |" in out
+    assert (
+        "| research | h100 | nvidia.com/gpu | 4 → **16** | 4 → **8** | 2 → **8** | changed |" in out
+    )
     assert "| h100 | nvidia.com/gpu | 8 → **32** | 8 → **32** | ok |" in out

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuq import changed_stacks
+from tests.tools.conftest import Write, git
+
+pytestmark = pytest.mark.unit
+
+STACKS = ["dev", "staging", "prod", "local"]
+
+
+@pytest.mark.parametrize(
+    ("paths", "expected"),
+    [
+        (["Pulumi.staging.yaml"], ["staging"]),
+        (["Pulumi.prod.yaml", "Pulumi.dev.yaml"], ["dev", "prod"]),
+        (["components/queues.py"], ["dev", "staging", "prod"]),
+        (["policies/rules.py"], ["dev", "staging", "prod"]),
+        (["Pulumi.yaml"], ["dev", "staging", "prod"]),
+        (["requirements.lock"], ["dev", "staging", "prod"]),
+        (["toolchain/pins.env"], ["dev", "staging", "prod"]),
+        (["README.md", "docs/promotion.md", "tests/unit/test_x.py", "sandbox/stack.py"], []),
+        (["Pulumi.local.yaml"], []),  # the sandbox stack: the e2e tests cover it
+        (["Pulumi.gone.yaml"], []),  # deleted in the change: nothing to preview
+        ([], []),
+    ],
+)
+def test_which_stacks_a_change_touches(paths: list[str], expected: list[str]) -> None:
+    assert changed_stacks.changed_stacks(paths, STACKS) == expected
+
+
+def test_from_git_revisions(repo: Path, write: Write, capsys: pytest.CaptureFixture[str]) -> None:
+    for stack in ("dev", "staging", "prod"):
+        write(stack, "config: {}\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    write("prod", "config: {gpu-queues:cohort: {name: pool}}\n")
+    git(repo, "commit", "-qam", "prod quota")
+    args = ["--base", base, "--head", "HEAD", "--json", "--root", str(repo)]
+    assert changed_stacks.main(args) == 0
+    assert json.loads(capsys.readouterr().out) == ["prod"]
+
+
+def test_unknown_base_revision_is_a_clear_error(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    git(repo, "commit", "-q", "--allow-empty", "-m", "base")
+    assert changed_stacks.main(["--base", "origin/nope", "--root", str(repo)]) == 2
+    assert "cannot read revision 'origin/nope'" in capsys.readouterr().err
