@@ -10,6 +10,7 @@ a reused pid is never killed) in .sandbox/state.json and keeps each one's log in
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -54,22 +55,54 @@ def _openssl_cert(name: str, subject: str, ca: str | None, san: str | None = Non
     key, crt = PKI / f"{name}.key", PKI / f"{name}.crt"
     _run("openssl", "genrsa", "-out", str(key), "2048")
     if ca is None:
-        _run("openssl", "req", "-x509", "-new", "-key", str(key), "-subj", subject,
-             "-days", "3650", "-out", str(crt),
-             "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature")
+        _run(
+            "openssl",
+            "req",
+            "-x509",
+            "-new",
+            "-key",
+            str(key),
+            "-subj",
+            subject,
+            "-days",
+            "3650",
+            "-out",
+            str(crt),
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
+        )
         return
     csr = PKI / f"{name}.csr"
     _run("openssl", "req", "-new", "-key", str(key), "-subj", subject, "-out", str(csr))
     ext = PKI / f"{name}.ext"
-    lines = ["basicConstraints=CA:FALSE", "keyUsage=critical,digitalSignature,keyEncipherment",
-             "extendedKeyUsage=serverAuth,clientAuth"]
+    lines = [
+        "basicConstraints=CA:FALSE",
+        "keyUsage=critical,digitalSignature,keyEncipherment",
+        "extendedKeyUsage=serverAuth,clientAuth",
+    ]
     if san:
         lines.append(f"subjectAltName={san}")
     ext.write_text("\n".join(lines) + "\n")
-    _run("openssl", "x509", "-req", "-in", str(csr), "-CA", str(PKI / f"{ca}.crt"),
-         "-CAkey", str(PKI / f"{ca}.key"), "-CAcreateserial", "-days", "3650",
-         "-extfile", str(ext), "-out", str(crt))
+    _run(
+        "openssl",
+        "x509",
+        "-req",
+        "-in",
+        str(csr),
+        "-CA",
+        str(PKI / f"{ca}.crt"),
+        "-CAkey",
+        str(PKI / f"{ca}.key"),
+        "-CAcreateserial",
+        "-days",
+        "3650",
+        "-extfile",
+        str(ext),
+        "-out",
+        str(crt),
+    )
 
 
 def make_pki() -> None:
@@ -79,9 +112,13 @@ def make_pki() -> None:
     PKI.mkdir(parents=True, exist_ok=True)
     os.chmod(PKI, 0o700)
     _openssl_cert("ca", "/CN=gpu-queues-sandbox-ca", None)
-    _openssl_cert("apiserver", "/CN=kube-apiserver", "ca",
-                  "IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,"
-                  "DNS:kubernetes.default,DNS:kubernetes.default.svc")
+    _openssl_cert(
+        "apiserver",
+        "/CN=kube-apiserver",
+        "ca",
+        "IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,"
+        "DNS:kubernetes.default,DNS:kubernetes.default.svc",
+    )
     _openssl_cert("admin", "/O=system:masters/CN=sandbox-admin", "ca")
     _openssl_cert("front-proxy-ca", "/CN=front-proxy-ca", None)
     _openssl_cert("front-proxy-client", "/CN=front-proxy-client", "front-proxy-ca")
@@ -94,12 +131,27 @@ def write_kubeconfig() -> None:
         return base64.b64encode((PKI / name).read_bytes()).decode()
 
     cfg = {
-        "apiVersion": "v1", "kind": "Config", "current-context": "sandbox",
-        "clusters": [{"name": "sandbox", "cluster": {
-            "server": APISERVER, "certificate-authority-data": b64("ca.crt")}}],
-        "users": [{"name": "sandbox-admin", "user": {
-            "client-certificate-data": b64("admin.crt"), "client-key-data": b64("admin.key")}}],
-        "contexts": [{"name": "sandbox", "context": {"cluster": "sandbox", "user": "sandbox-admin"}}],
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "sandbox",
+        "clusters": [
+            {
+                "name": "sandbox",
+                "cluster": {"server": APISERVER, "certificate-authority-data": b64("ca.crt")},
+            }
+        ],
+        "users": [
+            {
+                "name": "sandbox-admin",
+                "user": {
+                    "client-certificate-data": b64("admin.crt"),
+                    "client-key-data": b64("admin.key"),
+                },
+            }
+        ],
+        "contexts": [
+            {"name": "sandbox", "context": {"cluster": "sandbox", "user": "sandbox-admin"}}
+        ],
     }
     KUBECONFIG.write_text(yaml.safe_dump(cfg))
     os.chmod(KUBECONFIG, 0o600)
@@ -133,9 +185,15 @@ def _alive(entry: dict[str, Any]) -> bool:
 def spawn(name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
     LOGS.mkdir(parents=True, exist_ok=True)
     log = open(LOGS / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True, cwd=ROOT,
-                            env={**os.environ, **(env or {})})
+    proc = subprocess.Popen(
+        argv,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )
     state = _load_state()
     state["processes"][name] = {"pid": proc.pid, "start": _start_time(proc.pid), "argv": argv}
     _save_state(state)
@@ -148,7 +206,7 @@ def _wait(what: str, check: Any, timeout: float = READY_TIMEOUT) -> None:
         try:
             if check():
                 return
-        except Exception as e:  # noqa: BLE001 - reported below if it never passes
+        except Exception as e:
             last = e
         for name, entry in _load_state()["processes"].items():
             if not _alive(entry):
@@ -173,64 +231,122 @@ def kubectl(*args: str, stdin: str | None = None) -> str:
 
 def start_control_plane() -> None:
     data = STATE / "etcd"
-    spawn("etcd", [str(BIN / "etcd"), "--data-dir", str(data), "--unsafe-no-fsync",
-                   "--listen-client-urls", "http://127.0.0.1:2379",
-                   "--advertise-client-urls", "http://127.0.0.1:2379",
-                   "--listen-peer-urls", "http://127.0.0.1:2380",
-                   "--initial-advertise-peer-urls", "http://127.0.0.1:2380",
-                   "--initial-cluster", "default=http://127.0.0.1:2380",
-                   "--listen-metrics-urls", "http://127.0.0.1:2381"])
-    _wait("etcd", lambda: urllib.request.urlopen("http://127.0.0.1:2379/health", timeout=2).status == 200)
+    spawn(
+        "etcd",
+        [
+            str(BIN / "etcd"),
+            "--data-dir",
+            str(data),
+            "--unsafe-no-fsync",
+            "--listen-client-urls",
+            "http://127.0.0.1:2379",
+            "--advertise-client-urls",
+            "http://127.0.0.1:2379",
+            "--listen-peer-urls",
+            "http://127.0.0.1:2380",
+            "--initial-advertise-peer-urls",
+            "http://127.0.0.1:2380",
+            "--initial-cluster",
+            "default=http://127.0.0.1:2380",
+            "--listen-metrics-urls",
+            "http://127.0.0.1:2381",
+        ],
+    )
+    _wait(
+        "etcd",
+        lambda: urllib.request.urlopen("http://127.0.0.1:2379/health", timeout=2).status == 200,
+    )
     p = str(PKI)
-    spawn("kube-apiserver", [
-        str(BIN / "kube-apiserver"), "--etcd-servers=http://127.0.0.1:2379",
-        "--bind-address=127.0.0.1", "--secure-port=6443", "--advertise-address=127.0.0.1",
-        "--endpoint-reconciler-type=none",  # loopback endpoints are refused
-        f"--service-cluster-ip-range={SERVICE_RANGE}",
-        f"--tls-cert-file={p}/apiserver.crt", f"--tls-private-key-file={p}/apiserver.key",
-        f"--client-ca-file={p}/ca.crt", "--authorization-mode=RBAC",
-        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-        f"--service-account-key-file={p}/sa.pub", f"--service-account-signing-key-file={p}/sa.key",
-        # Webhooks and aggregated APIs are dialled at their pods' endpoints (on lo), never at
-        # a service IP: the service range exists only as numbers in the API.
-        "--enable-aggregator-routing=true",
-        f"--requestheader-client-ca-file={p}/front-proxy-ca.crt",
-        "--requestheader-allowed-names=front-proxy-client",
-        "--requestheader-username-headers=X-Remote-User",
-        "--requestheader-group-headers=X-Remote-Group",
-        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
-        f"--proxy-client-cert-file={p}/front-proxy-client.crt",
-        f"--proxy-client-key-file={p}/front-proxy-client.key",
-        "--allow-privileged=true", "--profiling=false",
-    ])
+    spawn(
+        "kube-apiserver",
+        [
+            str(BIN / "kube-apiserver"),
+            "--etcd-servers=http://127.0.0.1:2379",
+            "--bind-address=127.0.0.1",
+            "--secure-port=6443",
+            "--advertise-address=127.0.0.1",
+            "--endpoint-reconciler-type=none",  # loopback endpoints are refused
+            f"--service-cluster-ip-range={SERVICE_RANGE}",
+            f"--tls-cert-file={p}/apiserver.crt",
+            f"--tls-private-key-file={p}/apiserver.key",
+            f"--client-ca-file={p}/ca.crt",
+            "--authorization-mode=RBAC",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={p}/sa.pub",
+            f"--service-account-signing-key-file={p}/sa.key",
+            # Webhooks and aggregated APIs are dialled at their pods' endpoints (on lo), never at
+            # a service IP: the service range exists only as numbers in the API.
+            "--enable-aggregator-routing=true",
+            f"--requestheader-client-ca-file={p}/front-proxy-ca.crt",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={p}/front-proxy-client.crt",
+            f"--proxy-client-key-file={p}/front-proxy-client.key",
+            "--allow-privileged=true",
+            "--profiling=false",
+        ],
+    )
     write_kubeconfig()
     _wait("kube-apiserver /readyz", lambda: _https_ok(f"{APISERVER}/readyz"))
     kc = str(KUBECONFIG)
-    common = [f"--kubeconfig={kc}", f"--authentication-kubeconfig={kc}",
-              f"--authorization-kubeconfig={kc}", "--leader-elect=false", "--bind-address=127.0.0.1"]
-    spawn("kube-controller-manager", [
-        str(BIN / "kube-controller-manager"), *common, "--secure-port=10257",
-        f"--service-account-private-key-file={p}/sa.key", f"--root-ca-file={p}/ca.crt",
-        f"--cluster-signing-cert-file={p}/ca.crt", f"--cluster-signing-key-file={p}/ca.key",
-        "--use-service-account-credentials=false", "--allocate-node-cidrs=false",
-        "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route",
-    ])
+    common = [
+        f"--kubeconfig={kc}",
+        f"--authentication-kubeconfig={kc}",
+        f"--authorization-kubeconfig={kc}",
+        "--leader-elect=false",
+        "--bind-address=127.0.0.1",
+    ]
+    spawn(
+        "kube-controller-manager",
+        [
+            str(BIN / "kube-controller-manager"),
+            *common,
+            "--secure-port=10257",
+            f"--service-account-private-key-file={p}/sa.key",
+            f"--root-ca-file={p}/ca.crt",
+            f"--cluster-signing-cert-file={p}/ca.crt",
+            f"--cluster-signing-key-file={p}/ca.key",
+            "--use-service-account-credentials=false",
+            "--allocate-node-cidrs=false",
+            "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route",
+        ],
+    )
     spawn("kube-scheduler", [str(BIN / "kube-scheduler"), *common, "--secure-port=10259"])
-    spawn("kwok", [
-        str(BIN / "kwok"), f"--kubeconfig={kc}", "--manage-all-nodes=false",
-        f"--manage-nodes-with-annotation-selector={fake_cluster.NODE_ANNOTATION}=fake",
-        *(f"--config={c}" for c in kwok_stage_files()), f"--cidr={POD_RANGE}",
-        "--node-ip=10.244.0.1", "--server-address=127.0.0.1:10247",
-    ])
-    _wait("kube-controller-manager", lambda: _https_ok("https://127.0.0.1:10257/healthz", client=False))
+    spawn(
+        "kwok",
+        [
+            str(BIN / "kwok"),
+            f"--kubeconfig={kc}",
+            "--manage-all-nodes=false",
+            f"--manage-nodes-with-annotation-selector={fake_cluster.NODE_ANNOTATION}=fake",
+            *(f"--config={c}" for c in kwok_stage_files()),
+            f"--cidr={POD_RANGE}",
+            "--node-ip=10.244.0.1",
+            "--server-address=127.0.0.1:10247",
+        ],
+    )
+    _wait(
+        "kube-controller-manager",
+        lambda: _https_ok("https://127.0.0.1:10257/healthz", client=False),
+    )
     _wait("kube-scheduler", lambda: _https_ok("https://127.0.0.1:10259/healthz", client=False))
     _wait("default service account", lambda: bool(kubectl("get", "sa", "default", "-o", "name")))
 
 
 def _module_dir(module: str, wrapper: str) -> Path:
     """Where the go command keeps a pinned module's source (it is in the module cache)."""
-    out = _run("go", "list", "-m", "-f", "{{.Dir}}", module, cwd=ROOT / "toolchain" / "go" / wrapper,
-               env={**os.environ, "GOFLAGS": "-mod=mod", "GOPROXY": "off"})
+    out = _run(
+        "go",
+        "list",
+        "-m",
+        "-f",
+        "{{.Dir}}",
+        module,
+        cwd=ROOT / "toolchain" / "go" / wrapper,
+        env={**os.environ, "GOFLAGS": "-mod=mod", "GOPROXY": "off"},
+    )
     return Path(out.stdout.strip())
 
 
@@ -238,10 +354,13 @@ def kwok_stage_files() -> list[Path]:
     """kwok's own stages from its pinned module (nodes Ready with leases, pods Running and
     deleted), plus ours: Job pods run until deleted, or complete after a delay they ask for."""
     kwok = _module_dir("sigs.k8s.io/kwok", "kwok") / "kustomize" / "stage"
-    return [kwok / "node/fast/node-initialize.yaml",
-            kwok / "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
-            kwok / "pod/fast/pod-ready.yaml", kwok / "pod/fast/pod-delete.yaml",
-            ROOT / "sandbox" / "kwok-stages.yaml"]
+    return [
+        kwok / "node/fast/node-initialize.yaml",
+        kwok / "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+        kwok / "pod/fast/pod-ready.yaml",
+        kwok / "pod/fast/pod-delete.yaml",
+        ROOT / "sandbox" / "kwok-stages.yaml",
+    ]
 
 
 def render_kueue_manifest(version: str) -> None:  # the version names the image tag only
@@ -250,14 +369,22 @@ def render_kueue_manifest(version: str) -> None:  # the version names the image 
     src = _module_dir("sigs.k8s.io/kueue", "kueue")
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copytree(Path(src) / "config", Path(tmp) / "config")
-        base = yaml.safe_load((Path(src) / "config/components/manager/kustomization.yaml").read_text())
+        base = yaml.safe_load(
+            (Path(src) / "config/components/manager/kustomization.yaml").read_text()
+        )
         image = base["images"][0]["newName"]
         overlay = Path(tmp) / "release"
         overlay.mkdir()
-        (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
-            "resources": ["../config/default"],
-            "images": [{"name": image, "newName": "registry.k8s.io/kueue/kueue", "newTag": version}],
-        }))
+        (overlay / "kustomization.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "resources": ["../config/default"],
+                    "images": [
+                        {"name": image, "newName": "registry.k8s.io/kueue/kueue", "newTag": version}
+                    ],
+                }
+            )
+        )
         os.chmod(tmp, 0o755)
         out = kubectl("kustomize", str(overlay))
     KUEUE_MANIFEST.write_text(out)
@@ -276,8 +403,11 @@ def up() -> None:
     _wait("fake nodes Ready", lambda: fake_cluster.nodes_ready(kubectl))
     if not KUEUE_MANIFEST.exists():
         render_kueue_manifest(read_pins()["KUEUE_VERSION"])
-    spawn("kueue-pod", [sys.executable, "-m", "sandbox.kueue_pod"],
-          env={"KUBECONFIG": str(KUBECONFIG)})
+    spawn(
+        "kueue-pod",
+        [sys.executable, "-m", "sandbox.kueue_pod"],
+        env={"KUBECONFIG": str(KUBECONFIG)},
+    )
     state = _load_state()
     state["ready_seconds"] = round(time.monotonic() - t0, 1)
     _save_state(state)
@@ -288,10 +418,8 @@ def down() -> None:
     state = _load_state()
     for entry in reversed(list(state["processes"].values())):
         if _alive(entry):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(int(entry["pid"]), signal.SIGTERM)
-            except ProcessLookupError:
-                pass
     deadline = time.monotonic() + 10
     while any(_alive(e) for e in state["processes"].values()) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -25,22 +25,32 @@ PODS_PER_NODE = "110"
 
 def load_stack(path: Path) -> StackConfig:
     doc = yaml.safe_load(path.read_text()) or {}
-    raw = {k.split(":", 1)[1]: v for k, v in (doc.get("config") or {}).items()
-           if k.startswith(f"{PROJECT}:")}
+    raw = {
+        k.split(":", 1)[1]: v
+        for k, v in (doc.get("config") or {}).items()
+        if k.startswith(f"{PROJECT}:")
+    }
     return load_config(raw)
 
 
-def node(flavor_name: str, labels: dict[str, str], taints: list[dict[str, Any]],
-         capacity: dict[str, str]) -> dict[str, Any]:
+def node(
+    flavor_name: str, labels: dict[str, str], taints: list[dict[str, Any]], capacity: dict[str, str]
+) -> dict[str, Any]:
     name = f"{flavor_name}-node-0"
     resources = {**capacity, "pods": PODS_PER_NODE}
     return {
-        "apiVersion": "v1", "kind": "Node",
+        "apiVersion": "v1",
+        "kind": "Node",
         "metadata": {
             "name": name,
             "annotations": {NODE_ANNOTATION: "fake"},
-            "labels": {**labels, "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                       "kubernetes.io/arch": "amd64", "type": "kwok"},
+            "labels": {
+                **labels,
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "type": "kwok",
+            },
         },
         "spec": {"taints": taints} if taints else {},
         "status": {"capacity": resources, "allocatable": resources},
@@ -54,25 +64,36 @@ def manifests(stack: StackConfig) -> str:
         objs.append(node(f.name, dict(f.node_labels or {}), taints, dict(f.capacity or {})))
     classes = sorted({v.storage_class for v in stack.shared_storage})
     for sc in classes:
-        objs.append({
-            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": sc},
-            "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "Immediate",
-            "reclaimPolicy": "Retain",
-        })
+        objs.append(
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "StorageClass",
+                "metadata": {"name": sc},
+                "provisioner": "kubernetes.io/no-provisioner",
+                "volumeBindingMode": "Immediate",
+                "reclaimPolicy": "Retain",
+            }
+        )
     for v in stack.shared_storage:
-        objs.append({
-            "apiVersion": "v1", "kind": "PersistentVolume",
-            "metadata": {"name": v.volume_name, "labels": {"gpu-queues.dev/shared-volume": "true"}},
-            "spec": {
-                "capacity": {"storage": v.size},
-                "accessModes": [v.access_mode],
-                "storageClassName": v.storage_class,
-                "persistentVolumeReclaimPolicy": "Retain",
-                # A shared filesystem export, as the cloud provisions it. Nothing mounts it:
-                # kwok plays the kubelet, so the address is never dialled.
-                "nfs": {"server": "127.0.0.1", "path": f"/exports/{v.volume_name}"},
-            },
-        })
+        objs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {
+                    "name": v.volume_name,
+                    "labels": {"gpu-queues.dev/shared-volume": "true"},
+                },
+                "spec": {
+                    "capacity": {"storage": v.size},
+                    "accessModes": [v.access_mode],
+                    "storageClassName": v.storage_class,
+                    "persistentVolumeReclaimPolicy": "Retain",
+                    # A shared filesystem export, as the cloud provisions it. Nothing mounts it:
+                    # kwok plays the kubelet, so the address is never dialled.
+                    "nfs": {"server": "127.0.0.1", "path": f"/exports/{v.volume_name}"},
+                },
+            }
+        )
     return "\n---\n".join(json.dumps(o) for o in objs)
 
 
@@ -80,6 +101,9 @@ def nodes_ready(kubectl: Callable[..., str]) -> bool:
     out = json.loads(kubectl("get", "nodes", "-o", "json"))
     items = out.get("items", [])
     return bool(items) and all(
-        any(c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions", []))
+        any(
+            c["type"] == "Ready" and c["status"] == "True"
+            for c in n.get("status", {}).get("conditions", [])
+        )
         for n in items
     )

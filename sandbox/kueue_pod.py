@@ -54,8 +54,13 @@ class Runner:
 
     def current_pod(self) -> Any | None:
         pods = self.core.list_namespaced_pod(NAMESPACE, label_selector=SELECTOR).items
-        running = [p for p in pods if p.metadata.deletion_timestamp is None
-                   and p.status.phase == "Running" and p.status.pod_ip]
+        running = [
+            p
+            for p in pods
+            if p.metadata.deletion_timestamp is None
+            and p.status.phase == "Running"
+            and p.status.pod_ip
+        ]
         return min(running, key=lambda p: p.metadata.creation_timestamp) if running else None
 
     def sync_volumes(self, pod: Any) -> dict[str, Path]:
@@ -93,7 +98,8 @@ class Runner:
                 mounts.append((src, m.mount_path))
         script = "set -e\n"
         for src, target in mounts:
-            script += f"mkdir -p {shlex.quote(target)}\nmount --bind {shlex.quote(str(src))} {shlex.quote(target)}\n"
+            t, q = shlex.quote(target), shlex.quote(str(src))
+            script += f"mkdir -p {t}\nmount --bind {q} {t}\n"
         script += "exec " + " ".join(shlex.quote(a) for a in [str(KUEUE), *args])
         return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
 
@@ -111,10 +117,13 @@ class Runner:
         argv = self.command(pod, dirs)
         LOG.parent.mkdir(parents=True, exist_ok=True)
         with open(LOG, "ab") as log:
-            log.write(f"--- starting kueue as pod {pod.metadata.name} ({pod.status.pod_ip})\n".encode())
+            log.write(
+                f"--- starting kueue as pod {pod.metadata.name} ({pod.status.pod_ip})\n".encode()
+            )
             log.flush()
-            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, cwd=WORK)
+            self.proc = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=WORK
+            )
         self.pod_uid = pod.metadata.uid
 
     def step(self) -> None:
@@ -128,10 +137,12 @@ class Runner:
             self.backoff = 1.0
             self.start(pod, dirs)
         elif self.proc is not None and self.proc.poll() is not None:
-            if time.monotonic() >= self.next_start:  # crashed: restart with backoff, as a kubelet would
+            if (
+                time.monotonic() >= self.next_start
+            ):  # crashed: restart with backoff, as a kubelet would
                 self.start(pod, dirs)
-                self.next_start = time.monotonic() + self.backoff
-                self.backoff = min(self.backoff * 2, 30.0)
+            self.next_start = time.monotonic() + self.backoff
+            self.backoff = min(self.backoff * 2, 30.0)
 
     def run(self) -> None:
         signal.signal(signal.SIGTERM, lambda *_: (self.stop(), sys.exit(0)))
@@ -139,7 +150,7 @@ class Runner:
         while True:
             try:
                 self.step()
-            except Exception as e:  # noqa: BLE001 - the API server may be restarting; retry
+            except Exception as e:
                 print(f"kueue-pod: {e}", file=sys.stderr, flush=True)
             time.sleep(0.5)
 

@@ -22,15 +22,34 @@ KUBECONFIG = STATE / "kubeconfig"
 CONFIG_FILE_COMMANDS = {"up", "preview", "refresh", "destroy", "config"}
 
 
-def _pulumi(args: list[str], *, stdin: str | None = None, check: bool = True,
-            capture: bool = False, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(RUN), "pulumi", "--non-interactive", *args], cwd=cwd, text=True,
-                          input=stdin, check=check, capture_output=capture)
+def _pulumi(
+    args: list[str],
+    *,
+    stdin: str | None = None,
+    check: bool = True,
+    capture: bool = False,
+    cwd: Path = ROOT,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(RUN), "pulumi", "--non-interactive", *args],
+        cwd=cwd,
+        text=True,
+        input=stdin,
+        check=check,
+        capture_output=capture,
+    )
 
 
-def config_file(stack: str, project_dir: Path = ROOT) -> Path:
-    """Write the generated config file for `stack` and return its path."""
-    committed = project_dir / f"Pulumi.{stack}.yaml"
+def config_file(
+    stack: str,
+    project_dir: Path = ROOT,
+    source: Path | None = None,
+    overrides: dict[str, str] | None = None,
+) -> Path:
+    """Write the generated config file for `stack` and return its path: the stack's config
+    (Pulumi.<stack>.yaml, or `source`), the sandbox kubeconfig as a secret, and `overrides`
+    (config paths as `pulumi config set --path` takes them, e.g. gpu-queues:kueue.manifest.path)."""
+    committed = source or project_dir / f"Pulumi.{stack}.yaml"
     generated = STATE / f"Pulumi.{stack}.yaml"
     doc = yaml.safe_load(committed.read_text()) if committed.exists() else {}
     doc = doc or {}
@@ -40,9 +59,28 @@ def config_file(stack: str, project_dir: Path = ROOT) -> Path:
             doc["encryptionsalt"] = salt
     STATE.mkdir(exist_ok=True)
     generated.write_text(yaml.safe_dump(doc, sort_keys=False))
-    _pulumi(["config", "set", "--secret", "--path", "gpu-queues:kubernetes.kubeconfig",
-             "-s", stack, "--config-file", str(generated)],
-            stdin=KUBECONFIG.read_text(), capture=True, cwd=project_dir)
+    _pulumi(
+        [
+            "config",
+            "set",
+            "--secret",
+            "--path",
+            "gpu-queues:kubernetes.kubeconfig",
+            "-s",
+            stack,
+            "--config-file",
+            str(generated),
+        ],
+        stdin=KUBECONFIG.read_text(),
+        capture=True,
+        cwd=project_dir,
+    )
+    for key, value in (overrides or {}).items():
+        _pulumi(
+            ["config", "set", "--path", key, value, "-s", stack, "--config-file", str(generated)],
+            capture=True,
+            cwd=project_dir,
+        )
     return generated
 
 
@@ -50,13 +88,20 @@ def select(stack: str, project_dir: Path = ROOT) -> None:
     _pulumi(["stack", "select", "--create", stack], capture=True, cwd=project_dir)
 
 
-def pulumi(*args: str, stack: str = "local", check: bool = True, capture: bool = False,
-           project_dir: Path = ROOT) -> subprocess.CompletedProcess[str]:
+def pulumi(
+    *args: str,
+    stack: str = "local",
+    check: bool = True,
+    capture: bool = False,
+    project_dir: Path = ROOT,
+    source: Path | None = None,
+    overrides: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     """`pulumi <args> -s <stack>`, with the generated config file where the command takes one."""
     select(stack, project_dir)
     extra = ["-s", stack]
     if args and args[0] in CONFIG_FILE_COMMANDS:
-        extra += ["--config-file", str(config_file(stack, project_dir))]
+        extra += ["--config-file", str(config_file(stack, project_dir, source, overrides))]
     return _pulumi([*args, *extra], check=check, capture=capture, cwd=project_dir)
 
 

@@ -32,25 +32,38 @@ GPU_JOB: dict[str, Any] = {
         "parallelism": 1,
         "completions": 1,
         "suspend": True,
-        "template": {"spec": {
-            "restartPolicy": "Never",
-            "containers": [{
-                "name": "worker",
-                "image": "nvidia/cuda:12.4.0-base-ubuntu22.04",
-                "command": ["bash", "-c", "nvidia-smi -L; sleep 180"],
-                "resources": {"requests": {"cpu": "2", "memory": "8Gi"},
-                              "limits": {"nvidia.com/gpu": 6}},
-                "volumeMounts": [{"name": "shared", "mountPath": "/mnt/shared"}],
-            }],
-            "volumes": [{"name": "shared", "persistentVolumeClaim": {"claimName": "shared-pvc"}}],
-        }},
+        "template": {
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {
+                        "name": "worker",
+                        "image": "nvidia/cuda:12.4.0-base-ubuntu22.04",
+                        "command": ["bash", "-c", "nvidia-smi -L; sleep 180"],
+                        "resources": {
+                            "requests": {"cpu": "2", "memory": "8Gi"},
+                            "limits": {"nvidia.com/gpu": 6},
+                        },
+                        "volumeMounts": [{"name": "shared", "mountPath": "/mnt/shared"}],
+                    }
+                ],
+                "volumes": [
+                    {"name": "shared", "persistentVolumeClaim": {"claimName": "shared-pvc"}}
+                ],
+            }
+        },
     },
 }
 
 
-def job(name: str, namespace: str = "default", queue: str | None = "gpu-queue",
-        gpus: int = 6, extra_limits: dict[str, Any] | None = None,
-        claim: str | None = "shared-pvc") -> dict[str, Any]:
+def job(
+    name: str,
+    namespace: str = "default",
+    queue: str | None = "gpu-queue",
+    gpus: int = 6,
+    extra_limits: dict[str, Any] | None = None,
+    claim: str | None = "shared-pvc",
+) -> dict[str, Any]:
     """The guide's job under another name; queue=None drops the queue-name label."""
     j = copy.deepcopy(GPU_JOB)
     j["metadata"]["name"], j["metadata"]["namespace"] = name, namespace
@@ -87,7 +100,8 @@ class Cluster:
 
     def workloads(self, namespace: str = "default") -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = self.custom.list_namespaced_custom_object(
-            *KUEUE, namespace, "workloads")["items"]
+            *KUEUE, namespace, "workloads"
+        )["items"]
         return items
 
     def workload_for(self, job_name: str, namespace: str = "default") -> dict[str, Any] | None:
@@ -99,7 +113,8 @@ class Cluster:
 
     def job_pods(self, job_name: str, namespace: str = "default") -> list[Any]:
         items: list[Any] = self.core.list_namespaced_pod(
-            namespace, label_selector=f"job-name={job_name}").items
+            namespace, label_selector=f"job-name={job_name}"
+        ).items
         return items
 
     # --- diagnostics -------------------------------------------------------------------
@@ -108,29 +123,44 @@ class Cluster:
         for wl in self.workloads(namespace):
             lines.append(f"  {wl['metadata']['name']}:")
             for c in wl.get("status", {}).get("conditions", []):
-                lines.append(f"    {c['type']}={c['status']} {c.get('reason', '')}: {c.get('message', '')}")
+                lines.append(
+                    f"    {c['type']}={c['status']} {c.get('reason', '')}: {c.get('message', '')}"
+                )
         lines.append("clusterqueues:")
         for cq in self.custom.list_cluster_custom_object(*KUEUE, "clusterqueues")["items"]:
             conds = cq.get("status", {}).get("conditions", [])
-            lines.append(f"  {cq['metadata']['name']}: "
-                         + "; ".join(f"{c['type']}={c['status']} {c.get('message', '')}" for c in conds))
+            lines.append(
+                f"  {cq['metadata']['name']}: "
+                + "; ".join(f"{c['type']}={c['status']} {c.get('message', '')}" for c in conds)
+            )
         lines.append(f"events in {namespace} (last 15):")
-        events = sorted(self.core.list_namespaced_event(namespace).items,
-                        key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp)
+        events = sorted(
+            self.core.list_namespaced_event(namespace).items,
+            key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp,
+        )
         for e in events[-15:]:
-            lines.append(f"  {e.involved_object.kind}/{e.involved_object.name} {e.reason}: {e.message}")
+            lines.append(
+                f"  {e.involved_object.kind}/{e.involved_object.name} {e.reason}: {e.message}"
+            )
         return "\n".join(lines)
 
-    def wait(self, what: str, check: Callable[[], T | None], timeout: float = 60.0,
-             namespace: str = "default") -> T:
+    def wait(
+        self,
+        what: str,
+        check: Callable[[], T | None],
+        timeout: float = 60.0,
+        namespace: str = "default",
+    ) -> T:
         deadline = time.monotonic() + timeout
         while True:
             result = check()
             if result:
                 return result
             if time.monotonic() > deadline:
-                raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}\n"
-                                   + self.describe(namespace))
+                raise TimeoutError(
+                    f"timed out after {timeout:.0f}s waiting for {what}\n"
+                    + self.describe(namespace)
+                )
             time.sleep(0.25)
 
 
@@ -154,25 +184,33 @@ def demo() -> None:
     """Replays the guide and prints what its reader sees."""
     k = Cluster()
     for name in ("gpu-job-a", "gpu-job-b"):
-        if k.workload_for(name) or any(j.metadata.name == name for j in k.batch.list_namespaced_job("default").items):
+        if k.workload_for(name) or any(
+            j.metadata.name == name for j in k.batch.list_namespaced_job("default").items
+        ):
             k.delete_job(name)
             k.wait(f"old {name} to go", lambda n=name: k.workload_for(n) is None)  # type: ignore[misc]
     print("$ kubectl apply -f gpu-job.yaml   # gpu-job-a: 6 GPUs, 2 cpu, 8Gi, shared-pvc mounted")
     k.submit(job("gpu-job-a"))
     k.wait("gpu-job-a admitted", lambda: is_true(k.workload_for("gpu-job-a"), "Admitted"))
-    k.wait("gpu-job-a's pod Running",
-           lambda: any(p.status.phase == "Running" for p in k.job_pods("gpu-job-a")))
+    k.wait(
+        "gpu-job-a's pod Running",
+        lambda: any(p.status.phase == "Running" for p in k.job_pods("gpu-job-a")),
+    )
     print("$ kubectl get workloads")
     print(kubectl("get", "workloads"))
     print("$ kubectl apply -f gpu-job-b.yaml   # the same shape: 6 more GPUs, 12 > 8")
     k.submit(job("gpu-job-b"))
-    k.wait("gpu-job-b's workload to be evaluated",
-           lambda: condition(k.workload_for("gpu-job-b"), "QuotaReserved"))
-    print("$ kubectl get jobs -o custom-columns='NAME:.metadata.name,SUSPEND:.spec.suspend,ACTIVE:.status.active'")
-    print(kubectl("get", "jobs", "-o",
-                  "custom-columns=NAME:.metadata.name,SUSPEND:.spec.suspend,ACTIVE:.status.active"))
+    k.wait(
+        "gpu-job-b's workload to be evaluated",
+        lambda: condition(k.workload_for("gpu-job-b"), "QuotaReserved"),
+    )
+    columns = "NAME:.metadata.name,SUSPEND:.spec.suspend,ACTIVE:.status.active"
+    print(f"$ kubectl get jobs -o custom-columns='{columns}'")
+    print(kubectl("get", "jobs", "-o", f"custom-columns={columns}"))
     msg = condition(k.workload_for("gpu-job-b"), "QuotaReserved")
-    print("$ kubectl get \"$WORKLOAD\" -o jsonpath='{.status.conditions[?(@.type==\"QuotaReserved\")].message}'")
+    jsonpath = '{.status.conditions[?(@.type=="QuotaReserved")].message}'
+    print("$ WORKLOAD=$(kubectl get workloads -o name | grep gpu-job-b)")
+    print(f"$ kubectl get \"$WORKLOAD\" -o jsonpath='{jsonpath}'")
     print(f"{(msg or {}).get('message', '')}\n")
     print("$ kubectl delete job gpu-job-a")
     k.delete_job("gpu-job-a")

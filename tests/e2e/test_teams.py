@@ -1,0 +1,213 @@
+"""Teams sharing GPUs through a cohort, on the real Kueue: borrowing up to the limit,
+reclaim by preemption, namespace isolation, RBAC, and quota changes through `pulumi up`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sandbox import stack
+from sandbox.walkthrough import KUBECTL, KUEUE, Cluster, condition, is_true, job
+
+pytestmark = pytest.mark.e2e
+
+STACK = "local-teams"
+SOURCE = Path(__file__).parent / "stacks" / f"Pulumi.{STACK}.yaml"
+ALPHA_GPUS = (
+    'gpu-queues:teams[0].resourceGroups[0].flavors[0].resources["nvidia.com/gpu"].nominalQuota'
+)
+
+
+def up(overrides: dict[str, str] | None = None) -> None:
+    done = stack.pulumi(
+        "up",
+        "--yes",
+        "--skip-preview",
+        stack=STACK,
+        source=SOURCE,
+        overrides=overrides,
+        check=False,
+        capture=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def teams(cluster: Cluster) -> Iterator[Cluster]:
+    up()
+    yield cluster
+    for ns in ("team-alpha", "team-beta", "outsiders"):
+        for j in cluster.batch.list_namespaced_job(ns).items:
+            cluster.delete_job(j.metadata.name, ns)
+    subprocess.run(
+        [str(KUBECTL), "delete", "namespace", "outsiders", "--ignore-not-found", "--wait=false"],
+        check=False,
+        capture_output=True,
+    )
+    for ns in ("team-alpha", "team-beta"):
+        cluster.wait(f"no workloads in {ns}", lambda n=ns: not cluster.workloads(n), namespace=ns)
+    done = stack.pulumi("destroy", "--yes", stack=STACK, source=SOURCE, check=False, capture=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def submit_alpha(k: Cluster, count: int, prefix: str) -> list[str]:
+    names = [f"{prefix}-{i}" for i in range(count)]
+    for n in names:
+        k.submit(job(n, namespace="team-alpha", queue="alpha-queue", gpus=1, claim=None))
+    k.wait(
+        "alpha's workloads evaluated",
+        lambda: all(condition(k.workload_for(n, "team-alpha"), "QuotaReserved") for n in names),
+        namespace="team-alpha",
+    )
+    return names
+
+
+def admitted(k: Cluster, names: list[str], ns: str = "team-alpha") -> list[str]:
+    return [n for n in names if is_true(k.workload_for(n, ns), "Admitted")]
+
+
+def test_team_a_borrows_idle_gpus_up_to_its_borrowing_limit_then_b_reclaims(teams: Cluster) -> None:
+    k = teams
+    names = submit_alpha(k, 6, "alpha-borrow")
+    # 3 nominal + 2 borrowed: five 1-GPU jobs, though beta still has a GPU idle.
+    k.wait(
+        "five of alpha's six jobs admitted",
+        lambda: len(admitted(k, names)) == 5,
+        namespace="team-alpha",
+    )
+    time.sleep(3)
+    assert len(admitted(k, names)) == 5
+    cq = k.custom.get_cluster_custom_object(*KUEUE, "clusterqueues", "alpha-cq")
+    usage = {r["name"]: r for f in cq["status"]["flavorsUsage"] for r in f["resources"]}
+    assert usage["nvidia.com/gpu"]["borrowed"] in (2, "2")
+
+    # beta asks for its own 3 GPUs: Kueue preempts alpha's borrowed work to give them back.
+    k.submit(job("beta-reclaims", namespace="team-beta", queue="beta-queue", gpus=3, claim=None))
+    k.wait(
+        "beta admitted",
+        lambda: is_true(k.workload_for("beta-reclaims", "team-beta"), "Admitted"),
+        namespace="team-beta",
+        timeout=90,
+    )
+    k.wait(
+        "alpha back within its nominal quota",
+        lambda: len(admitted(k, names)) == 3,
+        namespace="team-alpha",
+    )
+    evicted = [
+        n
+        for n in names
+        if (c := condition(k.workload_for(n, "team-alpha"), "Evicted"))
+        and c["status"] == "True"
+        and c["reason"] == "Preempted"
+    ]
+    assert len(evicted) == 2, k.describe("team-alpha")
+
+
+def test_raising_a_quota_with_pulumi_up_admits_held_work_and_lowering_it_evicts_nothing(
+    teams: Cluster,
+) -> None:
+    k = teams
+    names = [j.metadata.name for j in k.batch.list_namespaced_job("team-alpha").items]
+    if not names:
+        names = submit_alpha(k, 6, "alpha-quota")
+    before = len(admitted(k, names))
+    assert before < len(names), "nothing is held; the quota change would prove nothing"
+    up({ALPHA_GPUS: "5"})
+    k.wait(
+        "held alpha work admitted after the quota rise",
+        lambda: len(admitted(k, names)) > before,
+        namespace="team-alpha",
+        timeout=90,
+    )
+    raised = admitted(k, names)
+    up({ALPHA_GPUS: "3"})
+    time.sleep(5)
+    assert admitted(k, names) == raised, k.describe("team-alpha")
+
+
+def test_a_namespace_no_cluster_queue_selects_is_not_admitted(teams: Cluster) -> None:
+    k = teams
+    manifest = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "outsiders"}},
+        {
+            "apiVersion": "/".join(KUEUE),
+            "kind": "LocalQueue",
+            "metadata": {"name": "sneaky-queue", "namespace": "outsiders"},
+            "spec": {"clusterQueue": "alpha-cq"},
+        },
+    ]
+    subprocess.run(
+        [str(KUBECTL), "apply", "-f", "-"],
+        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": manifest}),
+        text=True,
+        check=True,
+        capture_output=True,
+    )
+    k.submit(job("outsider", namespace="outsiders", queue="sneaky-queue", gpus=1, claim=None))
+    cond = k.wait(
+        "outsider's workload evaluated",
+        lambda: condition(k.workload_for("outsider", "outsiders"), "QuotaReserved"),
+        namespace="outsiders",
+    )
+    assert cond["status"] == "False"
+    assert "namespace doesn't match ClusterQueue selector" in cond["message"]
+    assert k.get_job("outsider", "outsiders").spec.suspend is True
+
+
+def kubectl_as(user: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(KUBECTL), f"--as={user}", *args], input=stdin, text=True, capture_output=True
+    )
+
+
+def test_a_team_member_submits_jobs_but_cannot_edit_queues(teams: Cluster) -> None:
+    manifest = json.dumps(
+        job("alice-job", namespace="team-alpha", queue="alpha-queue", gpus=1, claim=None)
+    )
+    created = kubectl_as("alice", "create", "-f", "-", stdin=manifest)
+    assert created.returncode == 0, created.stderr
+    assert (
+        kubectl_as("alice", "get", "localqueue", "alpha-queue", "-n", "team-alpha").returncode == 0
+    )
+    for args in (
+        [
+            "patch",
+            "localqueue",
+            "alpha-queue",
+            "-n",
+            "team-alpha",
+            "--type=merge",
+            "-p",
+            '{"spec":{"stopPolicy":"Hold"}}',
+        ],
+        [
+            "patch",
+            "clusterqueue",
+            "alpha-cq",
+            "--type=merge",
+            "-p",
+            '{"spec":{"stopPolicy":"Hold"}}',
+        ],
+        ["delete", "localqueue", "alpha-queue", "-n", "team-alpha"],
+    ):
+        denied = kubectl_as("alice", *args)
+        assert denied.returncode != 0 and "forbidden" in denied.stderr.lower(), (
+            args,
+            denied.stderr,
+        )
+    other = kubectl_as(
+        "alice",
+        "create",
+        "-f",
+        "-",
+        stdin=json.dumps(
+            job("alice-elsewhere", namespace="team-beta", queue="beta-queue", gpus=1, claim=None)
+        ),
+    )
+    assert other.returncode != 0 and "forbidden" in other.stderr.lower(), other.stderr
