@@ -52,6 +52,17 @@ def changed_stacks(paths: Iterable[str], stacks: Sequence[str]) -> list[str]:
     return ordered(touched)
 
 
+def policy_config(stack: str, root: Path = ROOT) -> str:
+    """The policy pack config a stack is checked with: its own file, else the strict prod one."""
+    own = Path("policies") / "config" / f"{stack}.json"
+    return str(own if (root / own).is_file() else Path("policies") / "config" / "prod.json")
+
+
+def matrix(stacks: Sequence[str], root: Path = ROOT) -> list[dict[str, str]]:
+    """GitHub Actions matrix entries: the stack and its policy pack config."""
+    return [{"stack": s, "policyConfig": policy_config(s, root)} for s in stacks]
+
+
 def diff_paths(root: Path, base: str, head: str | None) -> list[str]:
     """Files changed between the merge base of `base` and `head` (the work tree when None)."""
     base_commit = resolve_commit(root, base)
@@ -75,7 +86,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--base", help="git revision the change is compared with")
     parser.add_argument("--head", help="git revision of the change (default: the work tree)")
     parser.add_argument("--stdin", action="store_true", help="read changed paths from stdin")
-    parser.add_argument("--json", action="store_true", help="print a JSON list (for a matrix)")
+    parser.add_argument("--json", action="store_true", help="print a JSON list of stack names")
+    parser.add_argument(
+        "--matrix",
+        action="store_true",
+        help="print a JSON list of {stack, policyConfig} for a GitHub Actions matrix",
+    )
     parser.add_argument("--root", type=Path, default=ROOT, help="project directory")
     args = parser.parse_args(argv)
     if bool(args.base) == bool(args.stdin):
@@ -91,7 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"changed_stacks: {error}", file=sys.stderr)
         return 2
     found = changed_stacks(paths, stacks)
-    print(json.dumps(found) if args.json else "\n".join(found))
+    if args.matrix:
+        print(json.dumps(matrix(found, args.root)))
+    else:
+        print(json.dumps(found) if args.json else "\n".join(found))
     return 0
 
 

@@ -52,3 +52,11 @@ def test_unknown_base_revision_is_a_clear_error(
     git(repo, "commit", "-q", "--allow-empty", "-m", "base")
     assert changed_stacks.main(["--base", "origin/nope", "--root", str(repo)]) == 2
     assert "cannot read revision 'origin/nope'" in capsys.readouterr().err
+
+
+def test_matrix_pairs_each_stack_with_its_policy_config() -> None:
+    assert changed_stacks.matrix(["dev", "staging", "prod"]) == [
+        {"stack": "dev", "policyConfig": "policies/config/dev.json"},
+        {"stack": "staging", "policyConfig": "policies/config/prod.json"},
+        {"stack": "prod", "policyConfig": "policies/config/prod.json"},
+    ]
