@@ -179,7 +179,7 @@ def _save_state(state: dict[str, Any]) -> None:
 
 
 def _alive(entry: dict[str, Any]) -> bool:
-    return _start_time(int(entry["pid"])) == entry["start"]
+    return bool(_start_time(int(entry["pid"])) == entry["start"])
 
 
 def spawn(name: str, argv: list[str], env: dict[str, str] | None = None) -> None:

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client, config  # type: ignore[import-untyped]
+from kubernetes import client, config
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".sandbox" / "kueue"
@@ -45,8 +45,9 @@ def _write_if_changed(path: Path, data: bytes) -> None:
 
 class Runner:
     def __init__(self) -> None:
-        config.load_kube_config()
-        self.core = client.CoreV1Api()
+        config.load_kube_config()  # type: ignore[no-untyped-call]
+        # The client's models type every field Optional; read them as plain objects.
+        self.core: Any = client.CoreV1Api()
         self.proc: subprocess.Popen[bytes] | None = None
         self.pod_uid: str | None = None
         self.backoff = 1.0
@@ -145,7 +146,11 @@ class Runner:
             self.backoff = min(self.backoff * 2, 30.0)
 
     def run(self) -> None:
-        signal.signal(signal.SIGTERM, lambda *_: (self.stop(), sys.exit(0)))
+        def terminate(*_: object) -> None:
+            self.stop()
+            sys.exit(0)
+
+        signal.signal(signal.SIGTERM, terminate)
         WORK.mkdir(parents=True, exist_ok=True)
         while True:
             try:

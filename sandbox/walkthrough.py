@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kubernetes import client, config  # type: ignore[import-untyped]
+from kubernetes import client, config
 
 ROOT = Path(__file__).resolve().parent.parent
 KUBECTL = ROOT / ".toolchain" / "bin" / "kubectl"
@@ -83,10 +83,11 @@ def job(
 
 class Cluster:
     def __init__(self, kubeconfig: str | None = None) -> None:
-        config.load_kube_config(config_file=kubeconfig)
-        self.batch = client.BatchV1Api()
-        self.core = client.CoreV1Api()
-        self.custom = client.CustomObjectsApi()
+        config.load_kube_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+        # The client's models type every field Optional; tests read them as plain objects.
+        self.batch: Any = client.BatchV1Api()
+        self.core: Any = client.CoreV1Api()
+        self.custom: Any = client.CustomObjectsApi()
 
     # --- objects -----------------------------------------------------------------------
     def submit(self, manifest: dict[str, Any]) -> None:
