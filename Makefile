@@ -78,7 +78,7 @@ test-e2e: sandbox-up
 	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q
 
 # Everything CI runs (.ci/run calls exactly this).
-test: venv toolchain
+test: venv toolchain lint
 	$(PY) -m pytest -m "unit or policy or toolchain" -q
 	bash $(SANDBOX) up
 	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q; rc=$$?; bash $(SANDBOX) down; exit $$rc

@@ -205,7 +205,8 @@ def test_a_verified_checksum_is_recorded_on_the_deployment_for_the_policy_pack(m
         return deployment["metadata"].get("annotations", {})
 
     digest = "a" * 64
-    assert annotations(kueue(manifest={"sha256": digest}))[keys.ANNOTATION_MANIFEST_SHA256] == digest
+    recorded = annotations(kueue(manifest={"sha256": digest}))
+    assert recorded[keys.ANNOTATION_MANIFEST_SHA256] == digest
     assert keys.ANNOTATION_MANIFEST_SHA256 not in annotations(kueue())
 
 
