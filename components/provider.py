@@ -25,10 +25,12 @@ def build_provider(
     context: pulumi.Input[Any],
     opts: pulumi.ResourceOptions | None = None,
 ) -> k8s.Provider:
+    # An unset value must reach the provider as "" (its "not set"): a None inside an Output
+    # arrives as the string "null" and names a context that does not exist.
     return k8s.Provider(
         name,
-        kubeconfig=kubeconfig,
-        context=context,
+        kubeconfig=pulumi.Output.from_input(kubeconfig).apply(lambda v: v or ""),
+        context=pulumi.Output.from_input(context).apply(lambda v: v or ""),
         # The Kueue CRDs exceed the client-side apply annotation limit.
         enable_server_side_apply=True,
         opts=opts,

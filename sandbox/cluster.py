@@ -323,7 +323,10 @@ def start_control_plane() -> None:
             f"--manage-nodes-with-annotation-selector={fake_cluster.NODE_ANNOTATION}=fake",
             *(f"--config={c}" for c in kwok_stage_files()),
             f"--cidr={POD_RANGE}",
-            "--node-ip=10.244.0.1",
+            # Nodes renew leases like kubelets, so the node lifecycle controller keeps them Ready.
+            "--node-lease-duration-seconds=40",
+            # The node's address: top of the pod range, clear of pod IPs (numbered from .0.1).
+            "--node-ip=10.244.255.254",
             "--server-address=127.0.0.1:10247",
         ],
     )
@@ -426,7 +429,16 @@ def down() -> None:
     for entry in state["processes"].values():
         if _alive(entry):
             os.killpg(int(entry["pid"]), signal.SIGKILL)
-    for path in (STATE_FILE, STATE / "etcd", PKI, KUBECONFIG, STATE / "kueue"):
+    # The cluster's data and the sandbox stacks' state go together: a new cluster starts clean.
+    for path in (
+        STATE_FILE,
+        STATE / "etcd",
+        PKI,
+        KUBECONFIG,
+        STATE / "kueue",
+        STATE / "pulumi",
+        STATE / "project",
+    ):
         if path.is_dir():
             shutil.rmtree(path)
         elif path.exists():

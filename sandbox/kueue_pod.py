@@ -30,6 +30,7 @@ WORK = ROOT / ".sandbox" / "kueue"
 LOG = ROOT / ".sandbox" / "logs" / "kueue.log"
 KUEUE = ROOT / ".toolchain" / "bin" / "kueue"
 NAMESPACE = "kueue-system"
+TOKEN_REFRESH_SECONDS = 1800
 SELECTOR = "control-plane=controller-manager"
 CONTAINER = "manager"
 
@@ -84,7 +85,41 @@ class Runner:
                     continue
                 for key, value in (sec.data or {}).items():
                     _write_if_changed(d / key, base64.b64decode(value))
+            elif vol.projected is not None:
+                self.sync_projected(pod, vol.projected, d)
         return dirs
+
+    def sync_projected(self, pod: Any, projected: Any, d: Path) -> None:
+        """The service account volume the API server injects: a bound token, the cluster CA
+        (kube-root-ca.crt) and the namespace, so the controller runs as its own service account."""
+        for src in projected.sources or []:
+            if src.service_account_token is not None:
+                path = d / src.service_account_token.path
+                fresh = path.exists() and time.time() - path.stat().st_mtime < TOKEN_REFRESH_SECONDS
+                if not fresh:
+                    spec: dict[str, Any] = {
+                        "expirationSeconds": src.service_account_token.expiration_seconds or 3607,
+                        "boundObjectRef": {
+                            "kind": "Pod",
+                            "apiVersion": "v1",
+                            "name": pod.metadata.name,
+                            "uid": pod.metadata.uid,
+                        },
+                    }
+                    if src.service_account_token.audience:
+                        spec["audiences"] = [src.service_account_token.audience]
+                    token = self.core.create_namespaced_service_account_token(
+                        pod.spec.service_account_name, NAMESPACE, {"spec": spec}
+                    )
+                    _write_if_changed(path, token.status.token.encode())
+            elif src.config_map is not None:
+                cm = self.core.read_namespaced_config_map(src.config_map.name, NAMESPACE)
+                for item in src.config_map.items or []:
+                    _write_if_changed(d / item.path, (cm.data or {})[item.key].encode())
+            elif src.downward_api is not None:
+                for item in src.downward_api.items or []:
+                    if item.field_ref and item.field_ref.field_path == "metadata.namespace":
+                        _write_if_changed(d / item.path, NAMESPACE.encode())
 
     def command(self, pod: Any, dirs: dict[str, Path]) -> list[str]:
         c = next(c for c in pod.spec.containers if c.name == CONTAINER)
@@ -117,13 +152,22 @@ class Runner:
     def start(self, pod: Any, dirs: dict[str, Path]) -> None:
         argv = self.command(pod, dirs)
         LOG.parent.mkdir(parents=True, exist_ok=True)
+        # In-cluster configuration, as a kubelet gives it: the API server's address plus the
+        # mounted service account token, so Kueue runs with exactly its manifest's RBAC.
+        env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+        env.update(KUBERNETES_SERVICE_HOST="127.0.0.1", KUBERNETES_SERVICE_PORT="6443")
         with open(LOG, "ab") as log:
             log.write(
                 f"--- starting kueue as pod {pod.metadata.name} ({pod.status.pod_ip})\n".encode()
             )
             log.flush()
             self.proc = subprocess.Popen(
-                argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=WORK
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=WORK,
+                env=env,
             )
         self.pod_uid = pod.metadata.uid
 

@@ -1,9 +1,12 @@
 """The real Pulumi CLI on a sandbox stack (`local` by default), from inside the namespace.
 
-The committed Pulumi.<stack>.yaml never holds the sandbox's kubeconfig: each run writes
-.sandbox/Pulumi.<stack>.yaml, the committed config plus the kubeconfig as a Pulumi secret
-(encrypted by the passphrase provider, fed through stdin so it never appears in argv or
-output), and passes it with --config-file.
+The committed Pulumi.<stack>.yaml never holds the sandbox's kubeconfig, and no sandbox
+run writes to it. Pulumi keeps a stack's secrets salt in the stack file and `stack init`
+writes it there, so the CLI runs in a shadow of the project under .sandbox/project: links
+to the project's files, plus a generated Pulumi.<stack>.yaml. That file is the stack's
+config (Pulumi.<stack>.yaml, or a `source` file) plus the sandbox kubeconfig as a Pulumi
+secret (fed through stdin, never in argv or output) and any `overrides`. State lives in
+.sandbox/pulumi, so it goes with the cluster it describes.
 """
 
 from __future__ import annotations
@@ -17,9 +20,15 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".sandbox"
+SHADOW = STATE / "project"
+PULUMI_DIR = STATE / "pulumi"
 RUN = ROOT / "toolchain" / "run"
 KUBECONFIG = STATE / "kubeconfig"
-CONFIG_FILE_COMMANDS = {"up", "preview", "refresh", "destroy", "config"}
+NOT_LINKED = {".git", ".sandbox", ".pulumi", ".toolchain"}
+
+
+def environment() -> dict[str, str]:
+    return {**os.environ, "GPU_QUEUES_PULUMI_DIR": str(PULUMI_DIR)}
 
 
 def _pulumi(
@@ -28,7 +37,7 @@ def _pulumi(
     stdin: str | None = None,
     check: bool = True,
     capture: bool = False,
-    cwd: Path = ROOT,
+    cwd: Path = SHADOW,
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(RUN), "pulumi", "--non-interactive", *args],
@@ -37,55 +46,48 @@ def _pulumi(
         input=stdin,
         check=check,
         capture_output=capture,
+        env=environment(),
     )
 
 
-def config_file(
+def shadow_project(project_dir: Path = ROOT) -> Path:
+    """Links to the project's files (not its stack files) under .sandbox/project."""
+    SHADOW.mkdir(parents=True, exist_ok=True)
+    for entry in project_dir.iterdir():
+        is_stack_file = entry.name.startswith("Pulumi.") and entry.name != "Pulumi.yaml"
+        link = SHADOW / entry.name
+        if entry.name in NOT_LINKED or is_stack_file or link.is_symlink():
+            continue
+        link.symlink_to(entry)
+    return SHADOW
+
+
+def prepare(
     stack: str,
     project_dir: Path = ROOT,
     source: Path | None = None,
     overrides: dict[str, str] | None = None,
 ) -> Path:
-    """Write the generated config file for `stack` and return its path: the stack's config
-    (Pulumi.<stack>.yaml, or `source`), the sandbox kubeconfig as a secret, and `overrides`
-    (config paths as `pulumi config set --path` takes them, e.g. gpu-queues:kueue.manifest.path)."""
-    committed = source or project_dir / f"Pulumi.{stack}.yaml"
-    generated = STATE / f"Pulumi.{stack}.yaml"
-    doc = yaml.safe_load(committed.read_text()) if committed.exists() else {}
-    doc = doc or {}
+    """Write the shadow's Pulumi.<stack>.yaml, select (or create) the stack, add the secret."""
+    shadow = shadow_project(project_dir)
+    source = source or project_dir / f"Pulumi.{stack}.yaml"
+    doc = (yaml.safe_load(source.read_text()) if source.exists() else None) or {}
+    generated = shadow / f"Pulumi.{stack}.yaml"
     if generated.exists():  # keep the stack's salt: its state was encrypted with it
         salt = (yaml.safe_load(generated.read_text()) or {}).get("encryptionsalt")
         if salt:
             doc["encryptionsalt"] = salt
-    STATE.mkdir(exist_ok=True)
     generated.write_text(yaml.safe_dump(doc, sort_keys=False))
+    _pulumi(["stack", "select", "--create", stack], capture=True)
+    key = "gpu-queues:kubernetes.kubeconfig"
     _pulumi(
-        [
-            "config",
-            "set",
-            "--secret",
-            "--path",
-            "gpu-queues:kubernetes.kubeconfig",
-            "-s",
-            stack,
-            "--config-file",
-            str(generated),
-        ],
+        ["config", "set", "--secret", "--path", key, "-s", stack],
         stdin=KUBECONFIG.read_text(),
         capture=True,
-        cwd=project_dir,
     )
-    for key, value in (overrides or {}).items():
-        _pulumi(
-            ["config", "set", "--path", key, value, "-s", stack, "--config-file", str(generated)],
-            capture=True,
-            cwd=project_dir,
-        )
+    for path, value in (overrides or {}).items():
+        _pulumi(["config", "set", "--path", path, value, "-s", stack], capture=True)
     return generated
-
-
-def select(stack: str, project_dir: Path = ROOT) -> None:
-    _pulumi(["stack", "select", "--create", stack], capture=True, cwd=project_dir)
 
 
 def pulumi(
@@ -97,12 +99,9 @@ def pulumi(
     source: Path | None = None,
     overrides: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """`pulumi <args> -s <stack>`, with the generated config file where the command takes one."""
-    select(stack, project_dir)
-    extra = ["-s", stack]
-    if args and args[0] in CONFIG_FILE_COMMANDS:
-        extra += ["--config-file", str(config_file(stack, project_dir, source, overrides))]
-    return _pulumi([*args, *extra], check=check, capture=capture, cwd=project_dir)
+    """`pulumi <args> -s <stack>` in the shadow project, with the stack's config prepared."""
+    prepare(stack, project_dir, source, overrides)
+    return _pulumi([*args, "-s", stack], check=check, capture=capture)
 
 
 if __name__ == "__main__":

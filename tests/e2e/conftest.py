@@ -22,6 +22,8 @@ KUBECONFIG = ROOT / ".sandbox" / "kubeconfig"
 def sandbox_up() -> Path:
     assert KUBECONFIG.exists(), "the sandbox is not up: run `make sandbox-up` (or `make test-e2e`)"
     os.environ["KUBECONFIG"] = str(KUBECONFIG)
+    # Every pulumi call of the session, through sandbox.stack or not, sees the sandbox's state.
+    os.environ.update(stack.environment())
     return KUBECONFIG
 
 
