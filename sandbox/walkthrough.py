@@ -42,7 +42,7 @@ GPU_JOB: dict[str, Any] = {
                         "command": ["bash", "-c", "nvidia-smi -L; sleep 180"],
                         "resources": {
                             "requests": {"cpu": "2", "memory": "8Gi"},
-                            "limits": {"nvidia.com/gpu": 6},
+                            "limits": {"nvidia.com/gpu": "6"},
                         },
                         "volumeMounts": [{"name": "shared", "mountPath": "/mnt/shared"}],
                     }
@@ -72,7 +72,10 @@ def job(
     else:
         j["metadata"]["labels"][QUEUE_LABEL] = queue
     c = j["spec"]["template"]["spec"]["containers"][0]
-    c["resources"]["limits"] = {"nvidia.com/gpu": gpus, **(extra_limits or {})}
+    c["resources"]["limits"] = {
+        "nvidia.com/gpu": str(gpus),
+        **{k: str(v) for k, v in (extra_limits or {}).items()},
+    }
     if claim is None:
         del c["volumeMounts"]
         del j["spec"]["template"]["spec"]["volumes"]
