@@ -707,7 +707,7 @@ def kueue_release_checksum(resource: Resource, config: Mapping[str, Any]) -> lis
             KUEUE_RELEASE_CHECKSUM,
             resource,
             problem,
-            "set kueue.manifestSha256 in the stack config to the release manifest's sha256 "
+            "set gpu-queues:kueue.manifest.sha256 in the stack config to the release manifest's sha256 "
             "(sha256sum manifests.yaml)",
         )
     ]

@@ -452,7 +452,7 @@ def test_missing_checksum_is_rejected():
     one(
         check(rules.KUEUE_RELEASE_CHECKSUM, DEPLOYMENT, kueue_deployment(sha=None)),
         "gpu-queues.dev/manifest-sha256 is missing",
-        "Fix: set kueue.manifestSha256",
+        "Fix: set gpu-queues:kueue.manifest.sha256",
     )
 
 
