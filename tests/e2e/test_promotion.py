@@ -29,7 +29,7 @@ config:
     install: false   # local installed Kueue: never a second copy in one cluster
     version: v0.17.0
     manifest:
-      sha256: {"0" * 64}
+      sha256: "{"0" * 64}"
     readinessTimeoutSeconds: 120
   gpu-queues:flavors:
     - name: promo-gpu
@@ -77,9 +77,16 @@ def test_promote_local_into_a_second_stack_then_up(project: Path) -> None:
     kueue = yaml.safe_load((project / f"Pulumi.{TARGET}.yaml").read_text())["config"][
         "gpu-queues:kueue"
     ]
-    # local follows the pinned version and sets no checksum: so does the target now, and
-    # what is the target's own (install: false, its timeout) is untouched
-    assert kueue == {"install": False, "readinessTimeoutSeconds": 120}
+    # local follows the pinned version and pins its manifest's checksum: so does the target
+    # now, and what is the target's own (install: false, its timeout) is untouched
+    local_kueue = yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text())["config"][
+        "gpu-queues:kueue"
+    ]
+    assert kueue == {
+        "install": False,
+        "manifest": {"sha256": local_kueue["manifest"]["sha256"]},
+        "readinessTimeoutSeconds": 120,
+    }
 
     done = stack.pulumi(
         "up",

@@ -149,6 +149,16 @@ def test_a_namespace_no_cluster_queue_selects_is_not_admitted(teams: Cluster) ->
         check=True,
         capture_output=True,
     )
+    k.wait(
+        "the outsiders' LocalQueue active",
+        lambda: condition(
+            k.custom.get_namespaced_custom_object(
+                *KUEUE, "outsiders", "localqueues", "sneaky-queue"
+            ),
+            "Active",
+        ),
+        namespace="outsiders",
+    )
     k.submit(job("outsider", namespace="outsiders", queue="sneaky-queue", gpus=1, claim=None))
     cond = k.wait(
         "outsider's workload evaluated",
@@ -156,7 +166,7 @@ def test_a_namespace_no_cluster_queue_selects_is_not_admitted(teams: Cluster) ->
         namespace="outsiders",
     )
     assert cond["status"] == "False"
-    assert "namespace doesn't match ClusterQueue selector" in cond["message"]
+    assert cond["message"] == "Workload namespace doesn't match ClusterQueue selector"
     assert k.get_job("outsider", "outsiders").spec.suspend is True
 
 
