@@ -707,8 +707,8 @@ def kueue_release_checksum(resource: Resource, config: Mapping[str, Any]) -> lis
             KUEUE_RELEASE_CHECKSUM,
             resource,
             problem,
-            "set gpu-queues:kueue.manifest.sha256 in the stack config to the release manifest's sha256 "
-            "(sha256sum manifests.yaml)",
+            "set gpu-queues:kueue.manifest.sha256 in the stack config to the release "
+            "manifest's sha256 (sha256sum manifests.yaml)",
         )
     ]
 
