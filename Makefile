@@ -82,6 +82,7 @@ test: venv toolchain lint
 	$(PY) -m pytest -m "unit or policy or toolchain" -q
 	bash $(SANDBOX) up
 	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q; rc=$$?; bash $(SANDBOX) down; exit $$rc
+	$(PY) -m pytest -m sandbox -q
 
 clean: sandbox-down
 	rm -rf $(VENV) .toolchain .pulumi .sandbox

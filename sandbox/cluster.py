@@ -161,10 +161,12 @@ def write_kubeconfig() -> None:
 
 
 def _start_time(pid: int) -> str | None:
+    """The process's start time, or None when it is gone (an unreaped zombie counts as gone)."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
+    return None if fields[0] in ("Z", "X") else fields[19]
 
 
 def _load_state() -> dict[str, Any]:

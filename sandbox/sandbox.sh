@@ -38,8 +38,9 @@ down() {
     in_ns "$py" -m sandbox.cluster down || true
     # Anything still in the namespace belongs to the sandbox: stop it by namespace membership.
     for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -TERM "$pid" 2>/dev/null || true; done
-    sleep 0.5
+    for _ in $(seq 50); do [ -z "$(ip netns pids "$ns" 2>/dev/null)" ] && break; sleep 0.2; done
     for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
+    for _ in $(seq 50); do [ -z "$(ip netns pids "$ns" 2>/dev/null)" ] && break; sleep 0.2; done
     ip netns del "$ns"
   fi
   rm -f "$state/netns"
