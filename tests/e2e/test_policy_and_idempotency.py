@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from sandbox import stack
 from sandbox.walkthrough import KUEUE, Cluster
+from tests.fixtures.policy_programs import Program
 
 pytestmark = pytest.mark.e2e
 
@@ -51,37 +49,12 @@ def test_a_gpu_only_cluster_queue_is_refused_and_nothing_reaches_the_cluster(
     cluster: Cluster,
     tmp_path: Path,
 ) -> None:
-    work = tmp_path / "program"
-    shutil.copytree(ROOT / "tests/fixtures/policy-programs/gpu-only-clusterqueue", work)
-    text = (work / "Pulumi.yaml").read_text().replace("../../../../.venv", str(ROOT / ".venv"))
-    (work / "Pulumi.yaml").write_text(text)
-    env = {
-        **os.environ,
-        "GPU_QUEUES_PULUMI_DIR": str(tmp_path / "pulumi"),
-        "POLICY_PROGRAM_KUBECONFIG": str(ROOT / ".sandbox" / "kubeconfig"),
-    }
-    subprocess.run(
-        [str(RUN), "pulumi", "stack", "init", "e2e", "--non-interactive"],
-        cwd=work,
-        env=env,
-        check=True,
-        capture_output=True,
+    program = Program(
+        "gpu-only-clusterqueue",
+        tmp_path,
+        POLICY_PROGRAM_KUBECONFIG=str(ROOT / ".sandbox" / "kubeconfig"),
     )
-    done = subprocess.run(
-        [
-            str(RUN),
-            "pulumi",
-            "up",
-            "--yes",
-            "--non-interactive",
-            "--policy-pack",
-            str(ROOT / "policies"),
-        ],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    done = program.with_policy_pack("up")
     assert done.returncode != 0, done.stdout
     assert "clusterqueue-covers-cpu-memory" in done.stdout, done.stdout
     assert 'ClusterQueue "gpu-only-cluster-queue"' in done.stdout, done.stdout

@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from components.pins import read_pins
+from tests.fixtures.policy_programs import Program
 
 pytestmark = pytest.mark.toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / ".toolchain" / "bin"
 RUN = ROOT / "toolchain" / "run"
-PROGRAMS = ROOT / "tests" / "fixtures" / "policy-programs"
 PINS = read_pins()
 
 
@@ -73,42 +72,11 @@ def test_kubernetes_provider_plugin_is_installed_at_its_pin(tmp_path: Path) -> N
     ), out
 
 
-def _preview(program: str, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    """`pulumi preview --policy-pack policies` of a test program, on a fresh file backend."""
-    work = tmp_path / program
-    shutil.copytree(PROGRAMS / program, work)
-    # The programs name the repo's venv relative to their own folder; keep that true.
-    text = (work / "Pulumi.yaml").read_text().replace("../../../../.venv", str(ROOT / ".venv"))
-    (work / "Pulumi.yaml").write_text(text)
-    env = {
-        **os.environ,
-        "GPU_QUEUES_PULUMI_DIR": str(tmp_path / "pulumi"),
-        "POLICY_PROGRAM_RENDER_DIR": str(tmp_path / "rendered"),
-    }
-    subprocess.run(
-        [str(RUN), "pulumi", "stack", "init", "test", "--non-interactive"],
-        cwd=work,
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    return subprocess.run(
-        [
-            str(RUN),
-            "pulumi",
-            "preview",
-            "--non-interactive",
-            "--policy-pack",
-            str(ROOT / "policies"),
-            *extra,
-        ],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def _preview(program: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """`pulumi preview --policy-pack policies` of a test program, rendering YAML (no cluster)."""
+    return Program(
+        program, tmp_path, POLICY_PROGRAM_RENDER_DIR=str(tmp_path / "rendered")
+    ).with_policy_pack("preview")
 
 
 def test_cli_runs_a_program_with_the_policy_pack_and_passes(tmp_path: Path) -> None:
