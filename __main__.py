@@ -10,13 +10,17 @@ from components.config import ConfigError, load_config, raw_from_pulumi_config
 from components.kueue import ManifestError, load_manifest
 from components.stack import GpuQueues, GpuQueuesArgs
 
+# The Python language host's exit code for "the error was already shown to the user":
+# the engine then reports the failure without an "unhandled error" line of its own.
+BAIL = 32
+
 try:
     # Everything is checked before the first resource is registered.
     config = load_config(raw_from_pulumi_config())
     manifest = load_manifest(config.kueue) if config.kueue.install else None
 except (ConfigError, ManifestError) as error:
     print(error, file=sys.stderr)
-    sys.exit(1)
+    sys.exit(BAIL)
 
 stack = GpuQueues("gpu-queues", GpuQueuesArgs(config=config, manifest=manifest))
 for key, value in stack.outputs.items():

@@ -98,3 +98,36 @@ def test_cli_refuses_a_local_queue_pointing_at_a_missing_cluster_queue(tmp_path:
     assert done.returncode != 0, done.stdout
     assert "localqueue-clusterqueue-exists" in done.stdout, done.stdout
     assert "no-such-cluster-queue" in done.stdout, done.stdout
+
+
+def test_cli_runs_the_project_and_bad_config_stops_it_before_any_resource(tmp_path: Path) -> None:
+    """The project's own program under the real CLI: every config problem listed at once,
+    a non-zero exit, and no resource but the stack itself registered."""
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("Pulumi.yaml", "__main__.py", "components", "toolchain", ".venv"):
+        (project / name).symlink_to(ROOT / name)
+    dev = (ROOT / "Pulumi.dev.yaml").read_text()
+    bad = dev.replace("nominalQuota: 8}", "nominalQuota: -8}").replace("claimName:", "claimNmae:")
+    assert bad != dev
+    (project / "Pulumi.bad.yaml").write_text(bad)
+    env = {**os.environ, "GPU_QUEUES_PULUMI_DIR": str(tmp_path / "pulumi")}
+
+    def pulumi(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(RUN), "pulumi", "--non-interactive", *args],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    pulumi("stack", "init", "bad").check_returncode()
+    done = pulumi("preview", "-s", "bad")
+    assert done.returncode != 0, done.stdout
+    assert "invalid stack config (3 problem(s))" in done.stdout, done.stdout
+    assert "nominalQuota: must not be negative, got -8" in done.stdout
+    assert "unknown key 'claimNmae' (did you mean 'claimName'?)" in done.stdout
+    assert "+ 1 to create" in done.stdout  # the stack resource only
+    assert "kubernetes:" not in done.stdout
