@@ -8,7 +8,7 @@ SANDBOX := sandbox/sandbox.sh
 export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: venv lock toolchain schema lint test test-unit test-policy test-toolchain test-e2e \
-        sandbox-up sandbox-down sandbox-shell sandbox-status demo promote quota-diff clean
+        sandbox-up sandbox-down sandbox-shell sandbox-status demo bench promote quota-diff clean
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -53,6 +53,11 @@ demo: sandbox-up
 	@echo
 	@echo "The sandbox is still running. Look around:  make sandbox-shell   (kubectl, pulumi inside)"
 	@echo "Stop it:                                    make sandbox-down"
+
+# Fresh-install rounds with timings (sandbox up, pulumi up, walkthrough, down).
+ROUNDS ?= 3
+bench: venv toolchain
+	$(PY) -m sandbox.bench $(ROUNDS)
 
 # --- promotion and PR previews (docs/promotion.md) ---------------------------------------
 # make promote FROM=dev TO=staging [ARGS=--dry-run]
