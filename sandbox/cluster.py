@@ -352,7 +352,12 @@ def _module_dir(module: str, wrapper: str) -> Path:
         cwd=ROOT / "toolchain" / "go" / wrapper,
         env={**os.environ, "GOFLAGS": "-mod=mod", "GOPROXY": "off"},
     )
-    return Path(out.stdout.strip())
+    # The namespace has no network: the module must already be in the cache, where
+    # `make toolchain` put it when it built the binary.
+    found = out.stdout.strip()
+    if not found:
+        raise RuntimeError(f"{module} is not in the Go module cache: run `make toolchain` first")
+    return Path(found)
 
 
 def kwok_stage_files() -> list[Path]:

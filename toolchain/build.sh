@@ -18,6 +18,12 @@ gover=$(go env GOVERSION)
 
 log() { printf 'toolchain: %s\n' "$*" >&2; }
 
+# module_dir WRAPPER MODULE: the module's source folder in the module cache, downloaded
+# first if needed (`go list -m` alone reports nothing for a module not yet downloaded).
+module_dir() {
+  (cd "$here/go/$1" && go mod download "$2" && go list -m -f '{{.Dir}}' "$2")
+}
+
 # key DIR EXTRA...: a short hash naming one build of a wrapper module.
 key() { local d=$1; shift; { cat "$here/go/$d/go.mod" "$here/go/$d/go.sum"; [ -d "$here/go/$d/src" ] && cat "$here/go/$d"/src/*; echo "$gover $*"; } | sha256sum | cut -c1-16; }
 
@@ -74,7 +80,7 @@ pulumi() { build pulumi pulumi github.com/pulumi/pulumi/pkg/v3/cmd/pulumi "-X gi
 language_python() {
   build pulumi-language-python pulumi-language-python ./src "-X main.version=$PULUMI_VERSION"
   local sdk
-  sdk=$(cd "$here/go/pulumi-language-python" && go list -m -f '{{.Dir}}' github.com/pulumi/pulumi/sdk/v3)
+  sdk=$(module_dir pulumi-language-python github.com/pulumi/pulumi/sdk/v3)
   install -m 0755 "$sdk/python/cmd/pulumi-language-python-exec" "$bin/pulumi-language-python-exec"
 }
 
@@ -88,7 +94,7 @@ kubernetes_provider() {
   if [ ! -x "$out" ]; then
     local tmp src
     tmp=$(mktemp -d); trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' RETURN
-    src=$(cd "$here/go/pulumi-kubernetes" && go list -m -f '{{.Dir}}' "$pkg")
+    src=$(module_dir pulumi-kubernetes "$pkg")
     cp -r "$src" "$tmp/provider"; chmod -R u+w "$tmp/provider"
     ( cd "$here/go/pulumi-kubernetes" && go build -o "$tmp/generate" "$tmp/provider/cmd/pulumi-resource-kubernetes/generate.go" )
     ( cd "$tmp/provider/cmd/pulumi-resource-kubernetes" && VERSION=$PULUMI_KUBERNETES_VERSION "$tmp/generate" )
