@@ -1,7 +1,8 @@
 """JSON schema of Pulumi.<stack>.yaml, generated from the config models.
 
-`python -m components.schema --write` regenerates schema/stack-config.schema.json;
-`--check` exits non-zero when the checked-in file is stale.
+`python -m components.schema --write` regenerates schema/stack-config.schema.json and the
+Markdown reference docs/config-reference.md made from it; `--check` exits non-zero when
+either checked-in file is stale.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from components import keys
 from components.config import StackConfig
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "stack-config.schema.json"
+REFERENCE_PATH = Path(__file__).resolve().parent.parent / "docs" / "config-reference.md"
 
 _SECURE = {
     "type": "object",
@@ -74,24 +76,84 @@ def render() -> str:
     return json.dumps(build_schema(), indent=2, sort_keys=True) + "\n"
 
 
+def _type(spec: dict[str, Any]) -> str:
+    """A short, readable type for one property of the JSON schema."""
+    if "$ref" in spec:
+        name = str(spec["$ref"]).rsplit("/", 1)[-1]
+        return f"[{name}](#{name.lower()})"
+    if "anyOf" in spec:
+        return " or ".join(_type(s) for s in spec["anyOf"] if s.get("type") != "null")
+    if "enum" in spec:
+        return " or ".join(f"`{v}`" for v in spec["enum"])
+    if "const" in spec:
+        return f"`{spec['const']}`"
+    kind = spec.get("type", "any")
+    if kind == "array":
+        return f"list of {_type(spec.get('items', {}))}"
+    if kind == "object" and "additionalProperties" in spec:
+        extra = spec["additionalProperties"]
+        return f"map of {_type(extra) if isinstance(extra, dict) else 'any'}"
+    return str(kind)
+
+
+def _rows(spec: dict[str, Any], prefix: str = "") -> list[str]:
+    required = set(spec.get("required", []))
+    rows = []
+    for key, prop in spec.get("properties", {}).items():
+        notes = [str(prop["description"])] if prop.get("description") else []
+        if "default" in prop and prop["default"] not in (None, [], {}):
+            notes.append(f"default `{json.dumps(prop['default'])}`")
+        if prop.get("pattern"):
+            notes.append(f"pattern `{prop['pattern']}`")
+        need = "yes" if key in required else ""
+        cells = [f"`{prefix}{key}`", _type(prop), need, "; ".join(notes).replace("|", "\\|")]
+        rows.append("| " + " | ".join(cells) + " |")
+    return rows
+
+
+def render_reference() -> str:
+    """The stack config reference, in Markdown, from the same schema."""
+    schema = build_schema()
+    head = "| key | type | required | notes |\n|---|---|---|---|"
+    out = [
+        "# Stack config reference",
+        "",
+        "Generated from the config models by `make schema` (`python -m components.schema "
+        "--write`); do not edit. Keys live under `config:` in `Pulumi.<stack>.yaml`.",
+        "",
+        head,
+        *_rows(schema["properties"]["config"]),
+    ]
+    for name, spec in sorted(schema["$defs"].items()):
+        out += ["", f"## {name}", ""]
+        if spec.get("description"):
+            out += [str(spec["description"]), ""]
+        out += [head, *_rows(spec)]
+    return "\n".join(out) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--write", action="store_true", help="regenerate the checked-in schema")
     group.add_argument("--check", action="store_true", help="fail when the schema is stale")
     args = parser.parse_args(argv)
-    text = render()
+    paths = {SCHEMA_PATH: render(), REFERENCE_PATH: render_reference()}
     if args.write:
-        SCHEMA_PATH.parent.mkdir(parents=True, exist_ok=True)
-        SCHEMA_PATH.write_text(text, encoding="utf-8")
+        for path, text in paths.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
         return 0
     if args.check:
-        current = SCHEMA_PATH.read_text(encoding="utf-8") if SCHEMA_PATH.exists() else ""
-        if current != text:
-            print(f"{SCHEMA_PATH} is stale: run `make schema`", file=sys.stderr)
-            return 1
-        return 0
-    sys.stdout.write(text)
+        stale = [
+            p
+            for p, text in paths.items()
+            if not p.exists() or p.read_text(encoding="utf-8") != text
+        ]
+        for path in stale:
+            print(f"{path} is stale: run `make schema`", file=sys.stderr)
+        return 1 if stale else 0
+    sys.stdout.write(paths[SCHEMA_PATH])
     return 0
 
 

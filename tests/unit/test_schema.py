@@ -22,6 +22,7 @@ def test_schema_check_command_fails_when_stale(tmp_path, monkeypatch, capsys):
     stale = tmp_path / "stack-config.schema.json"
     stale.write_text("{}\n")
     monkeypatch.setattr(schema, "SCHEMA_PATH", stale)
+    monkeypatch.setattr(schema, "REFERENCE_PATH", tmp_path / "config-reference.md")
     assert schema.main(["--check"]) == 1
     assert "stale" in capsys.readouterr().err
     assert schema.main(["--write"]) == 0
@@ -38,3 +39,17 @@ def test_schema_describes_the_project_keys():
         "gpu-queues:teams",
         "gpu-queues:sharedStorage",
     }
+
+
+def test_checked_in_config_reference_is_not_stale():
+    assert schema.REFERENCE_PATH.read_text(encoding="utf-8") == schema.render_reference(), (
+        "docs/config-reference.md is stale: run `make schema`"
+    )
+
+
+def test_config_reference_documents_every_model_and_key():
+    text = schema.render_reference()
+    for name, spec in json.loads(schema.render())["$defs"].items():
+        assert f"## {name}" in text
+        for key in spec.get("properties", {}):
+            assert f"| `{key}` |" in text, f"{name}.{key} missing from the reference"
