@@ -38,7 +38,7 @@ build() {
     ( cd "$here/go/$dir"
       go build -trimpath ${modfile:+-modfile="$modfile"} -tags osusergo,netgo,grpcnotrace -ldflags "-s -w $ldflags" -o "$out.tmp" "$pkg" )
     mv "$out.tmp" "$out"
-    printf '%s\t%s\tcold\t%ss\n' "$name" "$k" "$(( $(date +%s) - start ))" | tee -a "$timings" >&2
+    printf '%s\t%s\tbuilt\t%ss\n' "$name" "$k" "$(( $(date +%s) - start ))" | tee -a "$timings" >&2
   fi
   place "$out" "$name"
 }
