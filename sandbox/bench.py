@@ -8,9 +8,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from sandbox.paths import ROOT
+
 SANDBOX = ["bash", str(ROOT / "sandbox" / "sandbox.sh")]
 PY = str(ROOT / ".venv" / "bin" / "python")
 STEPS = {

@@ -28,13 +28,9 @@ import yaml
 
 from components.pins import read_pins
 from sandbox import fake_cluster
+from sandbox.paths import BIN, KUBECONFIG, KUBECTL, LOGS, ROOT, STATE
 
-ROOT = Path(__file__).resolve().parent.parent
-STATE = ROOT / ".sandbox"
-LOGS = STATE / "logs"
 PKI = STATE / "pki"
-BIN = ROOT / ".toolchain" / "bin"
-KUBECONFIG = STATE / "kubeconfig"
 STATE_FILE = STATE / "state.json"
 KUEUE_MANIFEST = STATE / "kueue-manifests.yaml"
 
@@ -228,7 +224,7 @@ def _https_ok(url: str, client: bool = True) -> bool:
 
 
 def kubectl(*args: str, stdin: str | None = None) -> str:
-    return _run(str(BIN / "kubectl"), "--kubeconfig", str(KUBECONFIG), *args, input=stdin).stdout
+    return _run(str(KUBECTL), "--kubeconfig", str(KUBECONFIG), *args, input=stdin).stdout
 
 
 def start_control_plane() -> None:

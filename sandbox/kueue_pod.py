@@ -25,10 +25,11 @@ from typing import Any
 
 from kubernetes import client, config
 
-ROOT = Path(__file__).resolve().parent.parent
-WORK = ROOT / ".sandbox" / "kueue"
-LOG = ROOT / ".sandbox" / "logs" / "kueue.log"
-KUEUE = ROOT / ".toolchain" / "bin" / "kueue"
+from sandbox.paths import BIN, LOGS, STATE
+
+WORK = STATE / "kueue"
+LOG = LOGS / "kueue.log"
+KUEUE = BIN / "kueue"
 NAMESPACE = "kueue-system"
 TOKEN_REFRESH_SECONDS = 1800
 SELECTOR = "control-plane=controller-manager"

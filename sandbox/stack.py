@@ -18,12 +18,11 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-STATE = ROOT / ".sandbox"
+from sandbox.paths import KUBECONFIG, ROOT, STATE
+
 SHADOW = STATE / "project"
 PULUMI_DIR = STATE / "pulumi"
 RUN = ROOT / "toolchain" / "run"
-KUBECONFIG = STATE / "kubeconfig"
 NOT_LINKED = {".git", ".sandbox", ".pulumi", ".toolchain"}
 
 

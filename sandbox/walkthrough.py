@@ -12,13 +12,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from kubernetes import client, config
 
-ROOT = Path(__file__).resolve().parent.parent
-KUBECTL = ROOT / ".toolchain" / "bin" / "kubectl"
+from sandbox.paths import KUBECTL
+
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 T = TypeVar("T")

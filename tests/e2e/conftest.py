@@ -12,10 +12,8 @@ from pathlib import Path
 import pytest
 
 from sandbox import stack
+from sandbox.paths import KUBECONFIG
 from sandbox.walkthrough import Cluster
-
-ROOT = Path(__file__).resolve().parents[2]
-KUBECONFIG = ROOT / ".sandbox" / "kubeconfig"
 
 
 @pytest.fixture(scope="session")

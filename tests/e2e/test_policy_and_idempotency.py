@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from sandbox import stack
+from sandbox.paths import KUBECONFIG
 from sandbox.walkthrough import KUEUE, Cluster
 from tests.fixtures.policy_programs import Program
 
@@ -52,7 +53,7 @@ def test_a_gpu_only_cluster_queue_is_refused_and_nothing_reaches_the_cluster(
     program = Program(
         "gpu-only-clusterqueue",
         tmp_path,
-        POLICY_PROGRAM_KUBECONFIG=str(ROOT / ".sandbox" / "kubeconfig"),
+        POLICY_PROGRAM_KUBECONFIG=str(KUBECONFIG),
     )
     done = program.with_policy_pack("up")
     assert done.returncode != 0, done.stdout

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from sandbox.paths import STATE
+
 pytestmark = pytest.mark.sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 SANDBOX = ROOT / "sandbox" / "sandbox.sh"
-STATE = ROOT / ".sandbox"
 
 
 def sandbox(*args: str) -> subprocess.CompletedProcess[str]:
