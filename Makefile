@@ -86,7 +86,8 @@ test-e2e: sandbox-up
 test: venv toolchain lint
 	$(PY) -m pytest -m "unit or policy or toolchain" -q
 	bash $(SANDBOX) up
-	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q; rc=$$?; bash $(SANDBOX) down; exit $$rc
+	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q; rc=$$?; \
+	  if [ $$rc -ne 0 ]; then bash $(SANDBOX) logs; fi; bash $(SANDBOX) down; exit $$rc
 	$(PY) -m pytest -m sandbox -q
 
 clean: sandbox-down
