@@ -1,32 +1,79 @@
-"""Kubernetes resource quantities: parse for comparison, keep the user's spelling for the API."""
+"""Kubernetes resource quantities ("512Gi", "12000m", "1e3", 64) as exact fractions.
+
+One parser for the whole project: the config models, the quota diff and the policy pack
+compare quotas with each other and with capacities, so a quantity must parse the way the
+API server parses it: decimal and binary SI suffixes, decimal exponents, signs, and the bare
+JSON numbers that reach a policy pack as floats after the engine's protobuf round trip.
+The config keeps the user's spelling for the API; parsing is only for comparison.
+"""
 
 from __future__ import annotations
 
 import re
 from fractions import Fraction
 
-_QUANTITY = re.compile(
-    r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
-    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$"
-)
-_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+__all__ = [
+    "QUANTITY_HELP",
+    "QuantityError",
+    "format_number",
+    "format_quantity",
+    "parse_quantity",
+]
 
 QUANTITY_HELP = "a Kubernetes quantity such as 64, 500m, 512Gi or 1e3"
 
+# Binary suffixes are powers of 1024, decimal suffixes powers of 10 (k8s.io/apimachinery
+# resource.Quantity). "" means no suffix; "E" alone is exa, "E" followed by a number is an exponent.
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+_QUANTITY = re.compile(
+    rf"(?P<number>{_NUMBER})"
+    r"(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)"
+    r"|[eE](?P<exponent>[+-]?[0-9]+)"
+    r"|(?P<decimal>[numkMGTPE]?))"
+)
 
-def parse_quantity(text: str) -> Fraction:
-    """Exact value of a quantity; ValueError when `text` is not one."""
-    match = _QUANTITY.match(text.strip()) if isinstance(text, str) else None
-    if match is None or text.strip() != text:
-        raise ValueError(f"{text!r} is not {QUANTITY_HELP}")
-    number = Fraction(match["num"])
-    suffix = match["suffix"] or ""
-    if suffix in _BINARY:
-        return number * Fraction(1024) ** _BINARY[suffix]
-    if suffix in _DECIMAL:
-        return number * Fraction(10) ** _DECIMAL[suffix]
-    return number * Fraction(10) ** int(suffix[1:])
+
+class QuantityError(ValueError):
+    """The value is not a Kubernetes quantity."""
+
+
+def parse_quantity(value: object) -> Fraction:
+    """Return the exact value of a Kubernetes quantity, or raise QuantityError."""
+    if isinstance(value, bool):
+        raise QuantityError(f"{value!r} is a boolean, not a quantity")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise QuantityError(f"{value!r} is not a finite number")
+        # repr gives the shortest decimal that round-trips, which is what the user wrote.
+        return Fraction(repr(value))
+    if not isinstance(value, str):
+        raise QuantityError(f"{value!r} is a {type(value).__name__}, not a quantity")
+    match = _QUANTITY.fullmatch(value)
+    if match is None:
+        raise QuantityError(
+            f"{value!r} is not a quantity (expected e.g. 64, 500m, 512Gi, 1.5G, 1e3)"
+        )
+    number = Fraction(match["number"])
+    if match["binary"] is not None:
+        return number * _BINARY[match["binary"]]
+    if match["exponent"] is not None:
+        return number * Fraction(10) ** int(match["exponent"])
+    return number * _DECIMAL[match["decimal"] or ""]
 
 
 def format_number(value: Fraction) -> str:
@@ -34,3 +81,16 @@ def format_number(value: Fraction) -> str:
     if value.denominator == 1:
         return str(value.numerator)
     return f"{float(value):g}"
+
+
+def format_quantity(value: Fraction) -> str:
+    """A short human form for messages: whole numbers plainly, others in milli-units or Gi."""
+    if value.denominator == 1:
+        whole = value.numerator
+        if whole != 0 and whole % 2**30 == 0:
+            return f"{whole // 2**30}Gi"
+        return str(whole)
+    millis = value * 1000
+    if millis.denominator == 1:
+        return f"{millis.numerator}m"
+    return str(float(value))

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Final, NamedTuple
 
-from .quantity import QuantityError, format_quantity, parse_quantity
+from components.quantity import QuantityError, format_quantity, parse_quantity
+
 from .values import child, is_unknown, plain
 
 # Policy names: what `--policy-pack-config` files and violation reports use.

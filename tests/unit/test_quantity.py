@@ -1,4 +1,4 @@
-"""Kubernetes quantity parsing, as the API server reads quotas."""
+"""Kubernetes quantity parsing (components.quantity), as the API server reads quotas."""
 
 from fractions import Fraction
 
@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from policies.quantity import QuantityError, format_quantity, parse_quantity
+from components.quantity import QuantityError, format_quantity, parse_quantity
 
-pytestmark = pytest.mark.policy
+pytestmark = pytest.mark.unit
 
 
 @pytest.mark.parametrize(
@@ -67,6 +67,7 @@ def test_valid_quantities_parse_exactly(text, expected):
         "latest",
         "1 Gi",
         "0x10",
+        "64\n",
     ],
 )
 def test_malformed_quantities_are_rejected(text):
