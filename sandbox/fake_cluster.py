@@ -13,24 +13,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from components.config import StackConfig, load_config
+from gpuq.stackfile import parse_config
 
 NODE_ANNOTATION = "kwok.x-k8s.io/node"
-PROJECT = "gpu-queues"
 # The pod count kubelets advertise by default; kwok nodes need one too or nothing schedules.
 PODS_PER_NODE = "110"
 
 
 def load_stack(path: Path) -> StackConfig:
-    doc = yaml.safe_load(path.read_text()) or {}
-    raw = {
-        k.split(":", 1)[1]: v
-        for k, v in (doc.get("config") or {}).items()
-        if k.startswith(f"{PROJECT}:")
-    }
-    return load_config(raw)
+    return load_config(parse_config(path.read_text(), path.name))
 
 
 def node(

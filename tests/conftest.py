@@ -10,11 +10,11 @@ from typing import Any
 
 import pulumi
 import pytest
-import yaml
 
 from components import keys
 from components.config import StackConfig, load_config
 from components.kueue import parse_manifest
+from gpuq.stackfile import read_config
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "tests" / "unit" / "data" / "kueue-manifest.yaml"
@@ -22,9 +22,7 @@ MANIFEST = ROOT / "tests" / "unit" / "data" / "kueue-manifest.yaml"
 
 def stack_raw(stack: str) -> dict[str, Any]:
     """The `gpu-queues:*` keys of Pulumi.<stack>.yaml, without the prefix."""
-    data = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
-    prefix = f"{keys.PROJECT}:"
-    return {k[len(prefix) :]: v for k, v in data.items() if k.startswith(prefix)}
+    return read_config(stack, ROOT)
 
 
 @dataclass
