@@ -8,7 +8,6 @@ carries the workloads' conditions and the namespace's recent events.
 from __future__ import annotations
 
 import copy
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -16,7 +15,7 @@ from typing import Any, TypeVar
 
 from kubernetes import client, config
 
-from sandbox.paths import KUBECTL
+from sandbox.cluster import kubectl
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -177,10 +176,6 @@ def condition(wl: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
 def is_true(wl: dict[str, Any] | None, kind: str) -> bool:
     c = condition(wl, kind)
     return c is not None and c["status"] == "True"
-
-
-def kubectl(*args: str) -> str:
-    return subprocess.run([str(KUBECTL), *args], check=True, text=True, capture_output=True).stdout
 
 
 def demo() -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from sandbox import stack
-from sandbox.walkthrough import KUBECTL, KUEUE, Cluster, condition, is_true, job
+from sandbox.paths import KUBECTL
+from sandbox.walkthrough import KUEUE, Cluster, condition, is_true, job
 
 pytestmark = pytest.mark.e2e
 
