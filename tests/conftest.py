@@ -13,7 +13,7 @@ import pytest
 
 from components import keys
 from components.config import StackConfig, load_config
-from components.kueue import parse_manifest
+from components.kueue import parse_manifest, prepare_manifest
 from gpuq.stackfile import read_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,9 +70,12 @@ def run_stack(
     kubernetes: dict[str, Any] | None = None,
     preview: bool = False,
 ) -> MockRun:
-    """Build GpuQueues under Pulumi mocks; the readiness probe is recorded, never dialled."""
+    """Build GpuQueues under Pulumi mocks; the readiness probe is recorded, never dialled.
+
+    The manifest is prepared first, as the program's validation phase does."""
     from components.stack import GpuQueues, GpuQueuesArgs
 
+    prepared = prepare_manifest(manifest, config.kueue) if manifest is not None else None
     run = MockRun()
 
     def probe(kubeconfig: Any, context: Any, timeout: float) -> str:
@@ -89,7 +92,7 @@ def run_stack(
 
     @pulumi.runtime.test
     def program() -> pulumi.Output[Any]:
-        stack = GpuQueues("gpu-queues", GpuQueuesArgs(config, manifest, probe))
+        stack = GpuQueues("gpu-queues", GpuQueuesArgs(config, prepared, probe))
         return pulumi.Output.all(**stack.outputs).apply(run.outputs.update)
 
     program()
