@@ -30,6 +30,7 @@ from components.config import KueueConfig, ManagerConfig
 from components.kueue_allowlist import (
     CONTROLLER_DEPLOYMENT,
     KUEUE_NAMESPACE,
+    MANAGER_CONFIG_KEY,
     MANAGER_CONFIGMAP,
     MANAGER_CONTAINER,
     Document,
@@ -41,7 +42,6 @@ from components.kueue_manifest import RENDER_DIR
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
-MANAGER_CONFIG_KEY = "controller_manager_config.yaml"
 __all__ = [
     "CONTROLLER_DEPLOYMENT",
     "KUEUE_NAMESPACE",
@@ -275,18 +275,8 @@ def prepare_manifest(
     deployment = find(prepared, "apps", "Deployment", KUEUE_NAMESPACE, CONTROLLER_DEPLOYMENT)
     if configmap is None or deployment is None:  # check_release requires both
         raise _refused(source, config.version, ["no manager ConfigMap or controller Deployment"])
-    data = configmap.get("data")
-    data = data if isinstance(data, dict) else {}
-    base = data.get(MANAGER_CONFIG_KEY, "")
-    if not isinstance(base, str) or not isinstance(yaml.safe_load(base or "{}"), dict):
-        raise _refused(
-            source,
-            config.version,
-            [
-                f"ConfigMap {KUEUE_NAMESPACE}/{MANAGER_CONFIGMAP}: {MANAGER_CONFIG_KEY} is not a "
-                "YAML mapping (Kueue's Configuration)"
-            ],
-        )
+    data = dict(configmap["data"])  # check_release: a mapping holding the Configuration
+    base = data[MANAGER_CONFIG_KEY]
     rendered = render_manager_config(base, config.manager)
     configmap["data"] = {**data, MANAGER_CONFIG_KEY: rendered}
     config_hash = hashlib.sha256(rendered.encode("utf-8")).hexdigest()

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import yaml
+
 KUEUE_NAMESPACE: Final = "kueue-system"
 NAME_PREFIX: Final = "kueue-"
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
@@ -29,6 +31,24 @@ CONTROLLER_DEPLOYMENT: Final = "kueue-controller-manager"
 MANAGER_CONTAINER: Final = "manager"
 MANAGER_COMMAND: Final = ("/manager",)
 MANAGER_CONFIGMAP: Final = "kueue-manager-config"
+MANAGER_CONFIG_KEY: Final = "controller_manager_config.yaml"
+# What the release's manager Configuration sets: wiring (ports, probes, leader election,
+# client rate, concurrency) and the default integrations. Settings that change what Kueue
+# manages (manageJobsWithoutQueueName, managedJobsNamespaceSelector, waitForPodsReady,
+# featureGates, ...) come from the stack config (gpu-queues:kueue.manager), never from it.
+RELEASE_CONFIG_KEYS: Final = frozenset(
+    {
+        "apiVersion",
+        "kind",
+        "health",
+        "metrics",
+        "webhook",
+        "leaderElection",
+        "controller",
+        "clientConnection",
+        "integrations",
+    }
+)
 # Keys under these prefixes are the program's own record (manifest checksum, config hash) or
 # steer how the provider applies objects: a manifest that carries one is trying to speak for
 # the program.
@@ -496,6 +516,30 @@ def _check_secret(doc: Document) -> list[str]:
     return problems
 
 
+def _check_manager_config(doc: Document) -> list[str]:
+    text = _map(doc.obj.get("data")).get(MANAGER_CONFIG_KEY)
+    if not isinstance(text, str):
+        return [f"has no {MANAGER_CONFIG_KEY}, Kueue's manager Configuration"]
+    try:
+        config = yaml.safe_load(text)
+    except yaml.YAMLError:
+        config = None
+    if not isinstance(config, dict) or config.get("kind", "Configuration") != "Configuration":
+        return [f"{MANAGER_CONFIG_KEY} is not Kueue's Configuration (a YAML mapping)"]
+    problems = []
+    if extra := sorted(set(config) - RELEASE_CONFIG_KEYS):
+        problems.append(
+            f"{MANAGER_CONFIG_KEY} sets {', '.join(map(str, extra))}: a release leaves what "
+            "Kueue manages to the stack config (gpu-queues:kueue.manager)"
+        )
+    if extra := sorted(set(_map(config.get("integrations"))) - {"frameworks"}):
+        problems.append(
+            f"{MANAGER_CONFIG_KEY} sets integrations.{', integrations.'.join(map(str, extra))}, "
+            "which a release leaves to the stack config"
+        )
+    return problems
+
+
 def _check_security_context(context: Any, where: str, pod: bool) -> list[str]:
     ctx = _map(context)
     problems = []
@@ -656,6 +700,8 @@ def _check_one(doc: Document, inv: Inventory, version: str) -> list[str]:
             return _check_service(doc)
         case "Secret":
             return _check_secret(doc)
+        case "ConfigMap" if doc.name == MANAGER_CONFIGMAP:
+            return _check_manager_config(doc)
         case "Deployment":
             return _check_deployment(doc, inv, version)
     return []

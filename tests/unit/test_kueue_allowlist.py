@@ -1033,6 +1033,45 @@ HOSTILE: list[tuple[str, Callable[[list[dict[str, Any]]], None], str]] = [
         ),
         "carries metadata.annotations.pulumi.com/patchForce",
     ),
+    # --- the release's manager Configuration may not change what Kueue manages
+    (
+        "config-manages-every-job",
+        _set(
+            ["ConfigMap", "kueue-manager-config", "data", "controller_manager_config.yaml"],
+            "kind: Configuration\nmanageJobsWithoutQueueName: true\n",
+        ),
+        "ConfigMap kueue-system/kueue-manager-config: controller_manager_config.yaml sets "
+        "manageJobsWithoutQueueName: a release leaves what Kueue manages to the stack config",
+    ),
+    (
+        "config-feature-gates-and-selector",
+        _set(
+            ["ConfigMap", "kueue-manager-config", "data", "controller_manager_config.yaml"],
+            "kind: Configuration\nfeatureGates: {X: true}\nmanagedJobsNamespaceSelector: {}\n",
+        ),
+        "sets featureGates, managedJobsNamespaceSelector",
+    ),
+    (
+        "config-external-frameworks",
+        _set(
+            ["ConfigMap", "kueue-manager-config", "data", "controller_manager_config.yaml"],
+            "kind: Configuration\nintegrations: {externalFrameworks: [Foo.v1.example.com]}\n",
+        ),
+        "sets integrations.externalFrameworks",
+    ),
+    (
+        "config-not-a-mapping",
+        _set(
+            ["ConfigMap", "kueue-manager-config", "data", "controller_manager_config.yaml"],
+            "- just\n- a list\n",
+        ),
+        "controller_manager_config.yaml is not Kueue's Configuration",
+    ),
+    (
+        "config-missing",
+        _set(["ConfigMap", "kueue-manager-config", "data"], {"other.yaml": "x: 1"}),
+        "has no controller_manager_config.yaml",
+    ),
     # --- required objects
     (
         "missing-manager-configmap",
