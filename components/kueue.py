@@ -240,6 +240,14 @@ class PreparedManifest:
     """Namespaces the manifest creates (kueue-system): never a team's."""
 
 
+def _mapping(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    """parent[key] as a mapping, made one when it is missing or empty (`annotations:`)."""
+    value = parent.get(key)
+    if not isinstance(value, dict):
+        value = parent[key] = {}
+    return value
+
+
 def _refused(source: str, version: str, refusals: Sequence[object]) -> ManifestError:
     lines = "\n".join(f"  - {r}" for r in refusals)
     return ManifestError(
@@ -281,12 +289,13 @@ def prepare_manifest(
     configmap["data"] = {**data, MANAGER_CONFIG_KEY: rendered}
     config_hash = hashlib.sha256(rendered.encode("utf-8")).hexdigest()
 
-    spec = deployment.setdefault("spec", {})
-    template = spec.setdefault("template", {})
-    pod_meta = template.setdefault("metadata", {})
+    spec = _mapping(deployment, "spec")
+    template = _mapping(spec, "template")
     # A changed Configuration changes the pod template, so the controller rolls and reloads it.
-    pod_meta.setdefault("annotations", {})[keys.ANNOTATION_CONFIG_HASH] = config_hash
-    pod = template.setdefault("spec", {})
+    _mapping(_mapping(template, "metadata"), "annotations")[keys.ANNOTATION_CONFIG_HASH] = (
+        config_hash
+    )
+    pod = _mapping(template, "spec")
     manager = next(c for c in pod["containers"] if c.get("name") == MANAGER_CONTAINER)
     in_args = _feature_gate_args(manager)
     twice = sorted({g for g in in_args if in_args.count(g) > 1})
@@ -304,12 +313,9 @@ def prepare_manifest(
             f"(Kueue manifest {source}); Kueue refuses that, keep one. Nothing was applied"
         )
     if verified_sha256 is not None:
-        meta = deployment.setdefault("metadata", {})
-        annotations = meta.get("annotations")
-        meta["annotations"] = {
-            **(annotations if isinstance(annotations, dict) else {}),
-            keys.ANNOTATION_MANIFEST_SHA256: verified_sha256,
-        }
+        _mapping(_mapping(deployment, "metadata"), "annotations")[
+            keys.ANNOTATION_MANIFEST_SHA256
+        ] = verified_sha256
     ctrl = config.controller
     if ctrl.replicas is not None:
         spec["replicas"] = ctrl.replicas

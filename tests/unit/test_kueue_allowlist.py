@@ -1187,3 +1187,14 @@ def test_a_feature_gate_set_twice_in_the_controller_flags_is_refused():
     manager(objects)["args"] += ["--feature-gates=A=true,B=false", "--feature-gates=A=false"]
     with pytest.raises(ManifestError, match="feature gate\\(s\\) A are set more than once"):
         prepare_manifest(objects, kueue())
+
+
+def test_empty_metadata_fields_in_the_controller_are_filled_not_crashed_on():
+    objects = release()
+    deployment = one(objects, "Deployment", "kueue-controller-manager")
+    deployment["metadata"]["annotations"] = None  # `annotations:` with nothing under it
+    deployment["spec"]["template"]["metadata"] = None
+    prepared = prepare_manifest(objects, kueue(), verified_sha256="c" * 64)
+    out = one(list(prepared.objects), "Deployment", "kueue-controller-manager")
+    assert out["metadata"]["annotations"] == {keys.ANNOTATION_MANIFEST_SHA256: "c" * 64}
+    assert keys.ANNOTATION_CONFIG_HASH in out["spec"]["template"]["metadata"]["annotations"]
