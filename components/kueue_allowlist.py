@@ -17,6 +17,7 @@ once, each naming the document, the object and the reason.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -91,6 +92,8 @@ _PROTECTED_WEBHOOK_GROUPS = frozenset(
         "flowcontrol.apiserver.k8s.io",
     }
 )
+# Environment that changes where the controller's client connects or whom it trusts.
+_REDIRECTING_ENV = re.compile(r"^(KUBERNETES_.*|.*_PROXY|SSL_CERT_.*|GODEBUG)$", re.IGNORECASE)
 _POD_VOLUME_TYPES = frozenset({"emptyDir", "secret", "configMap", "projected", "downwardAPI"})
 
 
@@ -556,6 +559,8 @@ def _check_security_context(context: Any, where: str, pod: bool) -> list[str]:
     for field in ("seccompProfile", "appArmorProfile"):
         if _get(ctx, field, "type") == "Unconfined":
             problems.append(f"{where} runs with {field} Unconfined")
+    if ctx.get("seLinuxOptions"):
+        problems.append(f"{where} sets SELinux options (a release sets none)")
     if pod and _map(ctx.get("windowsOptions")).get("hostProcess") is True:
         problems.append(f"{where} is a host process")
     return problems
@@ -575,12 +580,13 @@ def _check_deployment(doc: Document, inv: Inventory, version: str) -> list[str]:
     for field in ("initContainers", "ephemeralContainers"):
         if pod.get(field):
             problems.append(f"the pod has {field}: a release runs only the manager container")
-    account = pod.get("serviceAccountName", pod.get("serviceAccount"))
-    if account not in inv.service_accounts:
-        problems.append(
-            f"the pod runs as ServiceAccount {account}, not one this manifest defines in "
-            f"{KUEUE_NAMESPACE}"
-        )
+    accounts = {pod.get("serviceAccountName"), pod.get("serviceAccount")} - {None}
+    for account in sorted(map(str, accounts)) or ["default"]:
+        if account not in inv.service_accounts:
+            problems.append(
+                f"the pod runs as ServiceAccount {account}, not one this manifest defines in "
+                f"{KUEUE_NAMESPACE}"
+            )
     containers = _seq(pod.get("containers"))
     names = [_map(c).get("name") for c in containers]
     if names != [MANAGER_CONTAINER]:
@@ -599,6 +605,18 @@ def _check_deployment(doc: Document, inv: Inventory, version: str) -> list[str]:
         problems += _check_security_context(container.get("securityContext"), where, pod=False)
         if any(_map(p).get("hostPort") for p in _seq(container.get("ports"))):
             problems.append(f"{where} binds a host port")
+        if container.get("envFrom"):
+            problems.append(f"{where} takes its environment from other objects (envFrom)")
+        redirecting = sorted(
+            str(name)
+            for name in (_map(e).get("name") for e in _seq(container.get("env")))
+            if _REDIRECTING_ENV.match(str(name))
+        )
+        if redirecting:
+            problems.append(
+                f"{where} sets {', '.join(redirecting)}, which redirect or re-trust the "
+                "controller's connections to the API server"
+            )
     for raw in _seq(pod.get("volumes")):
         volume = _map(raw)
         types = sorted(set(volume) - {"name"})

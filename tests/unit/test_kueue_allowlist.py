@@ -708,6 +708,55 @@ HOSTILE: list[tuple[str, Callable[[list[dict[str, Any]]], None], str]] = [
         edit(lambda o: manager(o)["ports"].append({"containerPort": 1, "hostPort": 22})),
         "binds a host port",
     ),
+    (
+        "controller-api-server-redirect",
+        edit(
+            lambda o: manager(o).__setitem__(
+                "env",
+                [
+                    {"name": "KUBERNETES_SERVICE_HOST", "value": "203.0.113.7"},
+                    {"name": "https_proxy", "value": "http://203.0.113.7:3128"},
+                ],
+            )
+        ),
+        "sets KUBERNETES_SERVICE_HOST, https_proxy, which redirect",
+    ),
+    (
+        "controller-env-from",
+        edit(lambda o: manager(o).__setitem__("envFrom", [{"configMapRef": {"name": "x"}}])),
+        "takes its environment from other objects",
+    ),
+    (
+        "controller-selinux-spc",
+        _set(
+            [
+                "Deployment",
+                "kueue-controller-manager",
+                "spec",
+                "template",
+                "spec",
+                "securityContext",
+                "seLinuxOptions",
+            ],
+            {"type": "spc_t"},
+        ),
+        "the pod sets SELinux options",
+    ),
+    (
+        "controller-deprecated-service-account-field",
+        _set(
+            [
+                "Deployment",
+                "kueue-controller-manager",
+                "spec",
+                "template",
+                "spec",
+                "serviceAccount",
+            ],
+            "default",
+        ),
+        "the pod runs as ServiceAccount default",
+    ),
     # --- image tied to the version (item 6)
     (
         "image-main",
