@@ -69,13 +69,20 @@ def run_stack(
     manifest: list[dict[str, Any]] | None,
     kubernetes: dict[str, Any] | None = None,
     preview: bool = False,
+    verified_sha256: str | None = None,
 ) -> MockRun:
     """Build GpuQueues under Pulumi mocks; the readiness probe is recorded, never dialled.
 
-    The manifest is prepared first, as the program's validation phase does."""
+    The manifest is prepared first, as the program's validation phase does. It records a
+    checksum on the controller only when `verified_sha256` is given: the digest the caller
+    verified the manifest's bytes against (components.kueue.load_release does it for real)."""
     from components.stack import GpuQueues, GpuQueuesArgs
 
-    prepared = prepare_manifest(manifest, config.kueue) if manifest is not None else None
+    prepared = (
+        prepare_manifest(manifest, config.kueue, verified_sha256=verified_sha256)
+        if manifest is not None
+        else None
+    )
     run = MockRun()
 
     def probe(kubeconfig: Any, context: Any, timeout: float) -> str:

@@ -234,3 +234,18 @@ def test_the_policy_pack_reads_the_annotation_the_program_writes():
     from policies.rules import CHECKSUM_ANNOTATION
 
     assert CHECKSUM_ANNOTATION == keys.ANNOTATION_MANIFEST_SHA256
+
+
+def test_the_checksum_policy_passes_only_on_a_verified_digest(manifest):
+    from policies.rules import Resource, kueue_release_checksum
+
+    def violations(run):
+        deployment = run.one("Deployment", "kueue-controller-manager")
+        resource = Resource.of(deployment.typ, deployment.name, "urn:x", deployment.inputs)
+        return kueue_release_checksum(resource, {})
+
+    config = load_config(stack_raw("prod"))
+    assert config.kueue.manifest.sha256  # prod pins one; unverified it is not recorded
+    assert len(violations(run_stack(config, manifest))) == 1
+    verified = run_stack(config, manifest, verified_sha256=config.kueue.manifest.sha256)
+    assert violations(verified) == []
