@@ -16,7 +16,9 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,73 +63,70 @@ def test_go_unit_tests_of_the_host_pass() -> None:
 # --- programs --------------------------------------------------------------------------------
 
 
-def test_a_stack_with_no_config_previews_and_deploys(tmp_path: Path, backend: Backend) -> None:
-    """A new user's first stack: no config at all (upstream's l1-empty)."""
-    project = Project("basic", tmp_path, backend)
-    stack_file = project.work / f"Pulumi.{project.stack}.yaml"
-    assert "config:" not in stack_file.read_text()  # only the passphrase salt: really no config
+@dataclass
+class BasicRun:
+    """One preview and one up of the basic program (no config at all) on a stack whose name
+    uses every character class a stack name may hold, shared by the tests that read it."""
 
+    project: Project
+    preview: subprocess.CompletedProcess[str]
+    up: subprocess.CompletedProcess[str]
+    outputs: dict[str, Any]  # pulumi stack output --json --show-secrets
+    masked: subprocess.CompletedProcess[str]  # pulumi stack output --json
+
+
+@pytest.fixture(scope="module")
+def basic(tmp_path_factory: pytest.TempPathFactory, backend: Backend) -> BasicRun:
+    project = Project(
+        "basic", tmp_path_factory.mktemp("basic"), backend, stack=f"Odd_Stack-{os.getpid()}.x9"
+    )
     preview = project.pulumi("preview")
-    assert preview.returncode == 0, output_of(preview)
-    assert "AttributeError" not in output_of(preview)
     up = project.up()
     assert up.returncode == 0, output_of(up)
-    assert project.outputs()["project"] == "host-basic"
-
-
-def test_program_sees_project_stack_and_organization_names(
-    tmp_path: Path, backend: Backend
-) -> None:
-    """pulumi.get_project/get_stack/get_organization (l1-builtin-info), with a stack name never
-    seen before that uses every character class a stack name may hold."""
-    project = Project("basic", tmp_path, backend, stack=f"Odd_Stack-{os.getpid()}.x9")
-    assert project.up().returncode == 0
-    outputs = project.outputs()
-    assert outputs["project"] == "host-basic"
-    assert outputs["stack"] == project.stack
-    assert outputs["organization"] == "organization"  # the file backend's organization
-
-
-def test_program_runs_in_its_directory_with_the_project_root(
-    tmp_path: Path, backend: Backend
-) -> None:
-    """l1-builtin-cwd: the working and root directory are the project's."""
-    project = Project("basic", tmp_path, backend)
-    assert project.up().returncode == 0
-    outputs = project.outputs()
-    assert Path(outputs["cwd"]).resolve() == project.work.resolve()
-    assert Path(outputs["root"]).resolve() == project.work.resolve()
-
-
-def test_is_dry_run_is_true_in_preview_and_false_in_up(tmp_path: Path, backend: Backend) -> None:
-    project = Project("basic", tmp_path, backend)
-    preview = project.pulumi("preview")
-    assert "basic-stdout dry_run=True" in preview.stdout, output_of(preview)
-    up = project.up()
-    assert "basic-stdout dry_run=False" in up.stdout, output_of(up)
-    assert project.outputs()["dry_run"] is False
-
-
-def test_program_stdout_and_stderr_reach_the_cli(tmp_path: Path, backend: Backend) -> None:
-    project = Project("basic", tmp_path, backend)
-    up = project.up()
-    assert up.returncode == 0, output_of(up)
-    assert "basic-stdout dry_run=False" in up.stdout
-    assert "basic-stderr dry_run=False" in up.stdout  # the engine shows both streams
-
-
-def test_stack_outputs_plain_structured_and_secret(tmp_path: Path, backend: Backend) -> None:
-    """l1-output-*: values keep their JSON types; a secret output is masked unless asked for."""
-    project = Project("basic", tmp_path, backend)
-    up = project.up()
-    assert up.returncode == 0, output_of(up)
-    assert "basic-secret-value" not in output_of(up)
-    outputs = project.outputs()
-    assert outputs["structured"] == {"list": [1, 2.5, True, None], "text": "ünïcode ✓"}
-    assert outputs["secret"] == "basic-secret-value"
     masked = project.pulumi("stack", "output", "--json")
-    assert json.loads(masked.stdout)["secret"] == "[secret]"
-    assert "basic-secret-value" not in output_of(masked)
+    return BasicRun(project, preview, up, project.outputs(), masked)
+
+
+def test_a_stack_with_no_config_previews_and_deploys(basic: BasicRun) -> None:
+    """A new user's first stack: no config at all (upstream's l1-empty)."""
+    stack_file = basic.project.work / f"Pulumi.{basic.project.stack}.yaml"
+    assert "config:" not in stack_file.read_text()  # only the passphrase salt: really no config
+    assert basic.preview.returncode == 0, output_of(basic.preview)
+    assert "AttributeError" not in output_of(basic.preview)
+    assert basic.up.returncode == 0, output_of(basic.up)
+
+
+def test_program_sees_project_stack_and_organization_names(basic: BasicRun) -> None:
+    """pulumi.get_project/get_stack/get_organization (l1-builtin-info)."""
+    assert basic.outputs["project"] == "host-basic"
+    assert basic.outputs["stack"] == basic.project.stack
+    assert basic.outputs["organization"] == "organization"  # the file backend's organization
+
+
+def test_program_runs_in_its_directory_with_the_project_root(basic: BasicRun) -> None:
+    """l1-builtin-cwd: the working and root directory are the project's."""
+    assert Path(basic.outputs["cwd"]).resolve() == basic.project.work.resolve()
+    assert Path(basic.outputs["root"]).resolve() == basic.project.work.resolve()
+
+
+def test_is_dry_run_is_true_in_preview_and_false_in_up(basic: BasicRun) -> None:
+    assert "basic-stdout dry_run=True" in basic.preview.stdout, output_of(basic.preview)
+    assert "basic-stdout dry_run=False" in basic.up.stdout, output_of(basic.up)
+    assert basic.outputs["dry_run"] is False
+
+
+def test_program_stdout_and_stderr_reach_the_cli(basic: BasicRun) -> None:
+    assert "basic-stdout dry_run=False" in basic.up.stdout
+    assert "basic-stderr dry_run=False" in basic.up.stdout  # the engine shows both streams
+
+
+def test_stack_outputs_plain_structured_and_secret(basic: BasicRun) -> None:
+    """l1-output-*: values keep their JSON types; a secret output is masked unless asked for."""
+    assert "basic-secret-value" not in output_of(basic.up)
+    assert basic.outputs["structured"] == {"list": [1, 2.5, True, None], "text": "ünïcode ✓"}
+    assert basic.outputs["secret"] == "basic-secret-value"
+    assert json.loads(basic.masked.stdout)["secret"] == "[secret]"
+    assert "basic-secret-value" not in output_of(basic.masked)
 
 
 def test_config_plain_typed_structured_object_and_secret(tmp_path: Path, backend: Backend) -> None:
@@ -171,10 +170,11 @@ def test_config_plain_typed_structured_object_and_secret(tmp_path: Path, backend
         assert masked[key] == "[secret]", key
 
 
-def test_stack_reference_reads_plain_and_secret_outputs(tmp_path: Path, backend: Backend) -> None:
+def test_stack_reference_reads_plain_and_secret_outputs(
+    tmp_path: Path, backend: Backend, basic: BasicRun
+) -> None:
     """l1-stack-reference: another stack's outputs, secrets staying secret."""
-    source = Project("basic", tmp_path / "source", backend)
-    assert source.up().returncode == 0
+    source = basic.project
     project = Project("stack-reference", tmp_path, backend)
     project.config("source", f"organization/host-basic/{source.stack}")
     up = project.up()
@@ -261,12 +261,12 @@ def _running(pid: int) -> bool:
 
 
 def test_an_attached_host_interrupts_a_cancelled_program_and_keeps_serving(
-    tmp_path: Path, backend: Backend
+    tmp_path: Path, backend: Backend, basic: BasicRun
 ) -> None:
     """A host the user started (PULUMI_DEBUG_LANGUAGES=python:PORT, how hosts are debugged)
-    learns the engine's address from Handshake and outlives the CLI. Ctrl-C on the CLI reaches
-    it only as the Cancel RPC: the program must get SIGINT, stop as an interrupted Python
-    program does (atexit handlers run), and the host must still run the next program."""
+    learns the engine's address from Handshake and outlives the CLI, which therefore cannot
+    stop its programs itself. Ctrl-C on the CLI reaches the host only as the Cancel RPC: the
+    program must stop (SIGINT, a kill 5 s later), and the host must still run the next one."""
     host = subprocess.Popen(
         [str(ROOT / ".toolchain" / "bin" / "pulumi-language-python")],
         env=backend.env,
@@ -317,14 +317,15 @@ def test_an_attached_host_interrupts_a_cancelled_program_and_keeps_serving(
             os.kill(pid, signal.SIGKILL)
         assert not still_running, "the program kept running after the CLI was interrupted"
         assert "update canceled" in out, out
-        assert Path(f"{pidfile}.atexit").exists(), "the program was killed, not interrupted"
         assert "sleeper-finished" not in "".join(host_output)
 
         # The same host runs the next program (a stack with no config) to completion.
-        basic = Project("basic", tmp_path, backend)
-        preview = basic.pulumi("preview", **attached)
+        preview = basic.project.pulumi("preview", **attached)
         assert preview.returncode == 0, output_of(preview)
-        assert f'stack       : "{basic.stack}"' in preview.stdout, preview.stdout
+        deadline = time.monotonic() + 10  # the host's output is read by another thread
+        while "basic-stdout dry_run=True" not in "".join(host_output):
+            assert time.monotonic() < deadline, "".join(host_output)
+            time.sleep(0.1)
     finally:
         host.send_signal(signal.SIGINT)
         try:
@@ -395,10 +396,10 @@ class _DapClient:
         self.sock.close()
 
 
-def test_attach_debugger_waits_for_a_debugger_then_runs(tmp_path: Path, backend: Backend) -> None:
+def test_attach_debugger_waits_for_a_debugger_then_runs(backend: Backend, basic: BasicRun) -> None:
     """`--attach-debugger`: the program starts under debugpy, the CLI announces the port the
     host chose, and the program runs once a client has attached."""
-    project = Project("basic", tmp_path, backend)
+    project = basic.project
     cli = subprocess.Popen(
         [str(RUN), "pulumi", "--non-interactive", "preview", "--attach-debugger"],
         cwd=project.work,
@@ -428,10 +429,10 @@ def test_attach_debugger_waits_for_a_debugger_then_runs(tmp_path: Path, backend:
     assert "basic-stdout dry_run=True" in out
 
 
-def test_engine_logging_and_tracing_flags_reach_the_host(tmp_path: Path, backend: Backend) -> None:
+def test_engine_logging_and_tracing_flags_reach_the_host(tmp_path: Path, basic: BasicRun) -> None:
     """With --logflow the engine starts the host with --logtostderr -v=N and --tracing before its
     address; the host must accept them (upstream's does)."""
-    project = Project("basic", tmp_path, backend)
+    project = basic.project
     trace = tmp_path / "trace.json"
     preview = project.pulumi(
         "preview", "--logflow", "--logtostderr", "-v=1", "--tracing", f"file:{trace}"
@@ -440,8 +441,8 @@ def test_engine_logging_and_tracing_flags_reach_the_host(tmp_path: Path, backend
     assert "basic-stdout dry_run=True" in preview.stdout
 
 
-def test_pulumi_about_describes_the_python_toolchain(tmp_path: Path, backend: Backend) -> None:
-    project = Project("basic", tmp_path, backend)
+def test_pulumi_about_describes_the_python_toolchain(basic: BasicRun) -> None:
+    project = basic.project
     done = project.pulumi("about", "--json")
     assert done.returncode == 0, output_of(done)
     about = json.loads(done.stdout)
@@ -511,9 +512,9 @@ def _policy_run(
     return project.pulumi(command, *extra, "--policy-pack", pack, "--policy-pack-config", config)
 
 
-def test_policy_pack_sees_the_stack_in_preview(tmp_path: Path, backend: Backend) -> None:
+def test_policy_pack_sees_the_stack_in_preview(tmp_path: Path, basic: BasicRun) -> None:
     """policy-stack-config, policy-dryrun, policy-config, on a stack with no config at all."""
-    project = Project("basic", tmp_path, backend)
+    project = basic.project
     preview = _policy_run(project, tmp_path, "preview", limit=7)
     out = output_of(preview)
     assert preview.returncode == 0, out
