@@ -192,7 +192,8 @@ def test_stack_reference_reads_plain_and_secret_outputs(
 
 def test_main_option_runs_a_package_directory(tmp_path: Path, backend: Backend) -> None:
     """l1-main, l1-builtin-project-root-main: `main: app/` runs app/__main__.py, in app/,
-    which imports its sibling module; the root directory stays where Pulumi.yaml is."""
+    which imports its sibling module; the root directory stays where Pulumi.yaml is. Then
+    `refresh --run-program` and `destroy --run-program`."""
     project = Project("main-subdir", tmp_path, backend)
     up = project.up()
     assert up.returncode == 0, output_of(up)
@@ -200,6 +201,11 @@ def test_main_option_runs_a_package_directory(tmp_path: Path, backend: Backend) 
     assert outputs["greeting"] == "hello from helper.py"
     assert Path(outputs["cwd"]).resolve() == (project.work / "app").resolve()
     assert Path(outputs["root"]).resolve() == project.work.resolve()
+    # refresh and destroy that run the program go through the host too.
+    for command in ("refresh", "destroy"):
+        done = project.pulumi(command, "--yes", "--skip-preview", "--run-program")
+        assert done.returncode == 0, output_of(done)
+    assert project.outputs() == {}
 
 
 def test_unhandled_exception_fails_with_the_programs_traceback(
