@@ -140,7 +140,11 @@ def test_resource_in_two_groups_is_rejected():
             "flavors": [{"name": "other", "resources": [quota("cpu", 1)]}],
         }
     )
-    one(webhook(props), "resource 'cpu' is covered by resourceGroups[0] and resourceGroups[1]")
+    one(
+        webhook(props),
+        "spec.resourceGroups[1].coveredResources[0]: resource 'cpu' is already covered by "
+        "resourceGroups[0]",
+    )
 
 
 def test_flavor_in_two_groups_is_rejected():
@@ -151,7 +155,11 @@ def test_flavor_in_two_groups_is_rejected():
             "flavors": [{"name": "gpu-flavor", "resources": [quota("nvidia.com/gpu", 8)]}],
         }
     )
-    one(webhook(props), "flavor 'gpu-flavor' appears in resourceGroups[0] and resourceGroups[1]")
+    one(
+        webhook(props),
+        "spec.resourceGroups[1].flavors[0].name: flavor 'gpu-flavor' already appears in "
+        "resourceGroups[0]",
+    )
 
 
 @pytest.mark.parametrize("bad", ["-1", -4, "8 GPUs", "1gi", True])
@@ -247,7 +255,7 @@ def test_preemption_combination_the_webhook_rejects():
     )
     one(
         webhook(props),
-        "reclaimWithinCohort is Never but borrowWithinCohort.policy is LowerPriority",
+        "borrowWithinCohort.policy is LowerPriority but reclaimWithinCohort is Never",
     )
 
 

@@ -70,7 +70,8 @@ def test_negative_quota(raw):
 def test_quota_naming_an_undeclared_flavor(raw):
     raw["teams"][0]["resourceGroups"][0]["flavors"][0]["name"] = "h200"
     msg = one_error(raw, f"{CQ}.name")
-    assert "flavor 'h200' is not declared under flavors; declared: a100, h100" in msg
+    assert "flavor 'h200' is not declared (declared: a100, h100)" in msg
+    assert "FlavorNotFound" in msg and "declare it under flavors, or fix the name" in msg
 
 
 def test_quota_without_cpu_and_memory_is_never_admitted(dev_raw):
@@ -79,8 +80,8 @@ def test_quota_without_cpu_and_memory_is_never_admitted(dev_raw):
     group["coveredResources"] = ["nvidia.com/gpu"]
     group["flavors"][0]["resources"] = {"nvidia.com/gpu": {"nominalQuota": 8}}
     msg = one_error(raw, "teams[0].resourceGroups")
-    assert "does not cover cpu and memory" in msg
-    assert "never be admitted" in msg
+    assert "coveredResources [nvidia.com/gpu] do not include cpu, memory" in msg
+    assert "never admitted" in msg
 
 
 def test_quota_missing_for_a_covered_resource(dev_raw):
@@ -204,7 +205,8 @@ def test_system_namespace_must_be_adopted(dev_raw):
 def test_borrow_within_cohort_needs_reclaim(raw):
     raw["teams"][0]["preemption"]["reclaimWithinCohort"] = "Never"
     msg = one_error(raw, "teams[0].preemption.borrowWithinCohort.policy")
-    assert "needs reclaimWithinCohort LowerPriority or Any" in msg
+    assert "borrowWithinCohort.policy is LowerPriority but reclaimWithinCohort is Never" in msg
+    assert "set reclaimWithinCohort to LowerPriority or Any" in msg
 
 
 def test_all_problems_are_reported_at_once(raw):
