@@ -79,7 +79,7 @@ def flavor_hardware(flavor: Mapping[str, Any]) -> FlavorHardware:
     for name, (value, amount) in per_node.items():
         result.capacity[name] = amount * count
         result.source[name] = ("nodes", "resources", name)
-        result.detail[name] = f"{count} nodes x {value}"
+        result.detail[name] = f"{count} node{'' if count == 1 else 's'} x {value}"
     for name, (value, amount) in capacity.items():
         if name not in per_node:
             result.problems.append(

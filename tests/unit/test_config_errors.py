@@ -146,18 +146,26 @@ def test_invalid_kubernetes_names(raw):
 def test_quotas_above_flavor_capacity_give_the_numbers(raw):
     gpu(raw, team=2)["nominalQuota"] = 12
     gpu(raw, team=2)["lendingLimit"] = 4
-    msg = one_error(raw, "flavors[0].capacity['nvidia.com/gpu']")
+    msg = one_error(raw, "flavors[0].nodes.resources['nvidia.com/gpu']")
     assert (
         "nominal quotas of nvidia.com/gpu in flavor 'h100' add up to 36 "
-        "(research 16, vision 8, nlp 12), above the declared capacity 32"
+        "(research 16, vision 8, nlp 12), above the declared capacity 32 (4 nodes x 8)"
     ) in msg
 
 
+def test_quotas_above_a_declared_total_name_the_capacity_key(raw):
+    raw["flavors"][0]["capacity"] = {"nvidia.com/gpu": 32}
+    gpu(raw, team=2)["nominalQuota"] = 12
+    gpu(raw, team=2)["lendingLimit"] = 4
+    msg = one_error(raw, "flavors[0].capacity['nvidia.com/gpu']")
+    assert "add up to 36 (research 16, vision 8, nlp 12), above the declared capacity 32" in msg
+
+
 def test_capacity_compares_quantities_not_strings(raw):
-    raw["flavors"][0]["capacity"]["memory"] = "8192Gi"  # == 8Ti
+    raw["flavors"][0]["nodes"]["resources"]["memory"] = "2048Gi"  # == 2Ti, 4 nodes: 8Ti
     load_config(raw)
-    raw["flavors"][0]["capacity"]["memory"] = "8191Gi"
-    assert "add up to" in one_error(raw, "flavors[0].capacity.memory")
+    raw["flavors"][0]["nodes"]["resources"]["memory"] = "2047Gi"
+    assert "add up to" in one_error(raw, "flavors[0].nodes.resources.memory")
 
 
 @pytest.mark.parametrize("version", ["0.18.3", "v0.18", "v0.18.3-rc.1", "latest"])
