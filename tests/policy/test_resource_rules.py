@@ -259,6 +259,19 @@ def test_preemption_combination_the_webhook_rejects():
     )
 
 
+def test_borrowing_preemption_without_reclaim_is_rejected_as_the_crd_defaults_it_to_never():
+    props = cluster_queue(preemption={"borrowWithinCohort": {"policy": "LowerPriority"}})
+    one(
+        webhook(props),
+        "spec.preemption.borrowWithinCohort.policy: borrowWithinCohort.policy is LowerPriority "
+        "but reclaimWithinCohort is not set (Kueue defaults it to Never)",
+    )
+    props["spec"]["preemption"]["reclaimWithinCohort"] = "LowerPriority"
+    assert webhook(props) == []
+    props["spec"]["preemption"]["reclaimWithinCohort"] = UNKNOWN
+    assert webhook(props) == []
+
+
 def test_every_problem_is_reported_separately():
     props = cluster_queue(
         quotas=[
