@@ -35,6 +35,7 @@ from components.k8s_types import (
     LabelName,
     LabelValue,
     LocalQueueName,
+    ManifestUrl,
     NodeCount,
     ObjectName,
     QualifiedName,
@@ -82,7 +83,7 @@ class KubernetesConfig(Model):
 
 
 class ManifestSource(Model):
-    url: str | None = Field(
+    url: ManifestUrl | None = Field(
         default=None, description="mirror of manifests.yaml; default: the official release URL"
     )
     path: str | None = Field(
@@ -96,12 +97,6 @@ class ManifestSource(Model):
     def _one_source(self) -> ManifestSource:
         if self.url is not None and self.path is not None:
             raise PydanticCustomError("manifest_source", "set either url or path, not both")
-        if self.url is not None and not self.url.startswith(("https://", "http://", "file://")):
-            raise PydanticCustomError(
-                "manifest_url",
-                "url must start with https://, http:// or file://, got {url}",
-                {"url": repr(self.url)},
-            )
         return self
 
 
@@ -345,9 +340,7 @@ class StackConfig(Model):
 
 def _shadowed(problem: Problem, by_models: list[Problem]) -> bool:
     """A cross-check problem at (or below) a key the models already refused says it twice."""
-    # pydantic ends the path of a refused dict key with '[key]'.
-    locs = [m.loc[:-1] if m.loc[-1:] == ("[key]",) else m.loc for m in by_models]
-    return any(problem.loc[: len(loc)] == loc for loc in locs)
+    return any(problem.loc[: len(m.loc)] == m.loc for m in by_models)
 
 
 def load_config(raw: Mapping[str, Any]) -> StackConfig:

@@ -141,5 +141,7 @@ def problems_from_validation(root: type[BaseModel], exc: ValidationError) -> lis
     problems = []
     for err in exc.errors():
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        if loc[-1:] == ("[key]",):
+            loc = loc[:-1]  # a refused map key: the message names it, the path ends at it
         problems.append(Problem(loc, _describe_error(root, err)))
     return problems

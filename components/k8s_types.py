@@ -276,6 +276,16 @@ def _check_sha256(value: str) -> str:
     return value
 
 
+def _check_manifest_url(value: str) -> str:
+    if not value.startswith(("https://", "http://", "file://")):
+        raise PydanticCustomError(
+            "manifest_url",
+            "url must start with https://, http:// or file://, got {url}",
+            {"url": repr(value)},
+        )
+    return value
+
+
 def _check_feature_gate(value: str) -> str:
     if not FEATURE_GATE.match(value):
         raise PydanticCustomError(
@@ -348,5 +358,10 @@ FeatureGate = Annotated[
     str,
     AfterValidator(_check_feature_gate),
     WithJsonSchema({"type": "string", "pattern": FEATURE_GATE.pattern}),
+]
+ManifestUrl = Annotated[
+    str,
+    AfterValidator(_check_manifest_url),
+    WithJsonSchema({"type": "string", "pattern": "^(https|http|file)://"}),
 ]
 ResourceName = QualifiedName

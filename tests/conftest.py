@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,9 +21,15 @@ ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "tests" / "unit" / "data" / "kueue-manifest.yaml"
 
 
-def stack_raw(stack: str) -> dict[str, Any]:
-    """The `gpu-queues:*` keys of Pulumi.<stack>.yaml, without the prefix."""
+@functools.cache
+def _read_stack(stack: str) -> dict[str, Any]:
     return read_config(stack, ROOT)
+
+
+def stack_raw(stack: str) -> dict[str, Any]:
+    """The `gpu-queues:*` keys of Pulumi.<stack>.yaml, without the prefix (a fresh copy: the
+    file is parsed once per test run, and tests may change what they get)."""
+    return copy.deepcopy(_read_stack(stack))
 
 
 @dataclass

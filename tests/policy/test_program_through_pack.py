@@ -15,6 +15,7 @@ sha256 as the pin, and the program's loader verifies that digest before anything
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -78,6 +79,12 @@ def build(raw: dict[str, Any]) -> tuple[StackConfig, MockRun]:
     return config, run_stack(config, manifest)
 
 
+@functools.cache
+def built(stack: str) -> tuple[StackConfig, MockRun]:
+    """A committed stack built once per test run (tests only read it, or copy first)."""
+    return build(stack_raw(stack))
+
+
 def resources(run: MockRun) -> list[tuple[str, str, dict[str, Any]]]:
     return [(r.typ, r.name, r.inputs) for r in run.resources]
 
@@ -93,7 +100,7 @@ def test_deploy_and_preview_check_a_stack_with_the_same_pack_config():
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_committed_stack_passes_the_pack_its_workflow_uses(stack):
-    _, run = build(stack_raw(stack))
+    _, run = built(stack)
     found = Analyzer(pack_config_of(stack)).preview(resources(run))
     assert [d.message for d in mandatory(found)] == []
 
@@ -108,7 +115,7 @@ def test_a_stack_nobody_wrote_passes_the_strict_pack(seed):
 
 
 def test_components_register_exactly_what_render_returns():
-    config, run = build(stack_raw("prod"))
+    config, run = built("prod")
     for team in config.teams:
         registered = run.one("ClusterQueue", team.cluster_queue).inputs
         assert registered == render.cluster_queue(team)
@@ -125,7 +132,7 @@ def test_components_register_exactly_what_render_returns():
 
 
 def test_flavors_carry_the_capacity_their_nodes_give():
-    _, run = build(stack_raw("prod"))
+    _, run = built("prod")
     annotations = run.one("ResourceFlavor", "h100").inputs["metadata"]["annotations"]
     assert json.loads(annotations[CAPACITY_ANNOTATION]) == {
         "cpu": "768",
@@ -135,7 +142,7 @@ def test_flavors_carry_the_capacity_their_nodes_give():
 
 
 def test_the_pack_checks_quotas_against_the_capacity_the_program_declares():
-    _, run = build(stack_raw("prod"))
+    _, run = built("prod")
     stack = resources(run)
     kueue = [(t, n, p) for t, n, p in stack if t in (CQ, RF)]
     assert run_policy(rules.QUOTA_WITHIN_CAPACITY, stack_args(kueue)) == []
