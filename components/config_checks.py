@@ -257,25 +257,62 @@ def _subjects(
                         "DNS subdomain (lowercase letters, digits, '-' and '.')",
                     )
                 )
-            if namespace is None or namespace == own:
-                continue
-            reason = reserved_namespace(namespace)
-            if reason is None and namespace in ALWAYS_PRESENT_NAMESPACES:
+            if namespace is None or namespace == own or reserved_namespace(namespace):
+                continue  # reserved namespaces: reserved_namespace_problems
+            reason = None
+            if namespace in ALWAYS_PRESENT_NAMESPACES:
                 reason = f"namespace {namespace!r} is shared by everyone who can run pods there"
-            if reason is None and namespace in team_namespaces:
+            elif namespace in team_namespaces:
                 reason = (
                     f"namespace {namespace!r} belongs to the team at "
                     f"{_key_path(team_namespaces[namespace])}, whose workloads could then "
                     "spend this team's quota (share quota through the cohort instead)"
                 )
             if reason:
-                out.append(
-                    Problem(
-                        (*loc, "namespace"),
-                        f"{reason}: a service account from there may not submit to this "
-                        "team's queue. Use a service account in the team namespace",
-                    )
+                out.append(Problem((*loc, "namespace"), _sa_refusal(reason)))
+
+
+def _sa_refusal(reason: str) -> str:
+    return (
+        f"{reason}: a service account from there may not submit to this team's queue. Use a "
+        "service account in the team namespace"
+    )
+
+
+def reserved_namespace_problems(config: render.Entry, extra: Iterable[str] = ()) -> list[Problem]:
+    """Team namespaces, and namespaces of submitter service accounts, that belong to the
+    cluster or to Kueue (k8s_types.reserved_namespace), adopted or not.
+
+    `extra`: the namespaces the Kueue release manifest creates. load_config runs this without
+    them; the manifest check calls it with them (on the raw config or the typed StackConfig)
+    once the manifest is read, still before any resource is registered.
+    """
+    extra = tuple(extra)
+    raw = render.config_form(config)
+    problems: list[Problem] = []
+    for i, raw_team in enumerate(_list(raw.get(keys.KEY_TEAMS))):
+        team = _dict(raw_team)
+        base: Loc = (keys.KEY_TEAMS, i)
+        own = _str(team.get("namespace"))
+        reason = reserved_namespace(own, extra) if own else None
+        if reason:
+            problems.append(
+                Problem(
+                    (*base, "namespace"),
+                    f"{reason}, not a team's to take (adopted or not); give the team a "
+                    "namespace of its own",
                 )
+            )
+        for k, raw_subject in enumerate(_list(team.get("submitters"))):
+            subject = _dict(raw_subject)
+            namespace = _str(subject.get("namespace"))
+            if subject.get("kind") != "ServiceAccount" or not namespace or namespace == own:
+                continue
+            reason = reserved_namespace(namespace, extra)
+            if reason:
+                loc: Loc = (*base, "submitters", k, "namespace")
+                problems.append(Problem(loc, _sa_refusal(reason)))
+    return problems
 
 
 def _teams(raw: Mapping[str, Any], problems: list[Problem]) -> None:
@@ -310,15 +347,8 @@ def _teams(raw: Mapping[str, Any], problems: list[Problem]) -> None:
                 Problem((*base, "cohort"), f"cohort {team_cohort!r} is not declared; {allowed}")
             )
         namespace = _str(team.get("namespace"))
-        reason = reserved_namespace(namespace) if namespace else None
-        if reason:
-            problems.append(
-                Problem(
-                    (*base, "namespace"),
-                    f"{reason}, not a team's to take (adopted or not); give the team a "
-                    "namespace of its own",
-                )
-            )
+        if namespace and reserved_namespace(namespace):
+            pass  # reported by reserved_namespace_problems
         elif namespace in ALWAYS_PRESENT_NAMESPACES and team.get("adoptNamespace") is not True:
             problems.append(
                 Problem(
@@ -438,6 +468,7 @@ def cross_check(raw: Mapping[str, Any]) -> list[Problem]:
         problems,
     )
     _teams(raw, problems)
+    problems += reserved_namespace_problems(raw)
     _kueue_rules(raw, problems)
     _storage(raw, problems)
     _kueue(raw, problems)

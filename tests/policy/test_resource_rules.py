@@ -6,8 +6,10 @@ from policy_harness import (
     DEPLOYMENT,
     JOB,
     PVC,
+    RF,
     UNKNOWN,
     cluster_queue,
+    flavor,
     job,
     kueue_deployment,
     quota,
@@ -526,3 +528,30 @@ def test_exempt_namespaces_are_configurable():
         check(rules.JOB_QUEUED_SUSPENDED, JOB, job(labels={}), {"exemptNamespaces": ["default"]})
         == []
     )
+
+
+# Whole numbers of extended resources, and ResourceFlavor structure ----------------------
+
+
+def test_half_a_gpu_of_quota_is_rejected():
+    props = cluster_queue(
+        quotas=[quota("cpu", "500m"), quota("memory", "1Gi"), quota("nvidia.com/gpu", 0.5)]
+    )
+    one(
+        check(rules.WHOLE_EXTENDED_RESOURCES, CQ, props),
+        "spec.resourceGroups[0].flavors[0].resources[2].nominalQuota",
+        "only whole numbers",
+        "Fix: write a whole number of nvidia.com/gpu",
+    )
+    assert check(rules.WHOLE_EXTENDED_RESOURCES, CQ, cluster_queue()) == []
+
+
+def test_flavor_the_webhook_would_reject_is_rejected():
+    props = flavor()
+    props["spec"] = {"tolerations": [{"key": "gpu", "operator": "Exists", "value": "yes"}]}
+    one(
+        check(rules.FLAVOR_WEBHOOK_VALID, RF, props),
+        '[resourceflavor-webhook-valid] ResourceFlavor "gpu-flavor"',
+        "spec.tolerations[0].value: a value is set but operator is Exists",
+    )
+    assert check(rules.FLAVOR_WEBHOOK_VALID, RF, flavor()) == []

@@ -503,3 +503,19 @@ def test_near_misses_are_accepted(base, edits):
     for path, value in edits:
         edit(raw, path, value)
     load_config(raw)
+
+
+def test_namespaces_the_kueue_manifest_creates_are_refused_once_it_is_known():
+    from components.config_checks import reserved_namespace_problems
+
+    raw = copy.deepcopy(stack_raw("prod"))
+    edit(raw, "teams[1].namespace", "kueue-metrics")
+    edit(raw, "sharedStorage[1].namespace", "kueue-metrics")
+    edit(raw, f"{SA}.namespace", "kueue-webhooks")
+    config = load_config(raw)  # without the manifest, nothing says they are Kueue's
+    assert reserved_namespace_problems(config) == []
+    problems = reserved_namespace_problems(config, extra={"kueue-metrics", "kueue-webhooks"})
+    assert [(p.path, "created by the Kueue release manifest" in p.message) for p in problems] == [
+        ("gpu-queues:teams[0].submitters[1].namespace", True),
+        ("gpu-queues:teams[1].namespace", True),
+    ]
