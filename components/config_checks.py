@@ -20,6 +20,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from components import keys, kueue_rules, render
+from components.capacity import QuotaHolder, over_capacity, quota_totals
 from components.config_errors import Loc, Problem, format_loc
 from components.hardware import flavor_hardware
 from components.k8s_types import (
@@ -28,7 +29,7 @@ from components.k8s_types import (
     reserved_namespace,
     whole_number_problem,
 )
-from components.kueue_rules import FieldError, QuotaHolder
+from components.kueue_rules import FieldError
 
 # Resources every ClusterQueue must cover (the pack's requiredResources default is the same).
 REQUIRED_RESOURCES: Final = kueue_rules.DEFAULT_REQUIRED_RESOURCES
@@ -166,8 +167,8 @@ def _kueue_rules(raw: Mapping[str, Any], problems: list[Problem]) -> None:
     def label(holder: QuotaHolder) -> str:
         return team_of.get(holder.name, f"{holder.kind} {holder.name}")
 
-    totals = kueue_rules.quota_totals(queues)
-    for overrun in kueue_rules.over_capacity(totals, capacity):
+    totals = quota_totals(queues)
+    for overrun in over_capacity(totals, capacity):
         loc, detail = capacity_at[overrun.flavor, overrun.resource]
         problems.append(Problem(loc, overrun.describe(label) + detail))
 

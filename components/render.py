@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from components import keys
+from components.capacity import CAPACITY_ANNOTATION, encode_capacity
 from components.hardware import flavor_hardware
-from components.kueue_rules import CAPACITY_ANNOTATION, encode_capacity
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from components import kueue_rules
+from components.capacity import quota_totals
 from components.config import ConfigError, StackConfig, load_config
 from components.quantity import format_number
 from components.render import cluster_queue
@@ -147,7 +147,7 @@ def quota_rows(before: StackConfig, after: StackConfig) -> list[QuotaRow]:
 def _totals(config: StackConfig) -> dict[tuple[str, str], Fraction]:
     """GPU nominal quotas per flavor: the validation core's capacity sum over the queues."""
     queues = [cluster_queue(team) for team in config.teams]
-    totals = kueue_rules.quota_totals(queues)
+    totals = quota_totals(queues)
     return {key: totals.total(key) for key in totals.holders if is_gpu(key[1])}
 
 

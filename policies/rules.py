@@ -16,7 +16,13 @@ from fractions import Fraction
 from typing import Any, Final
 
 from components import kueue_rules
-from components.kueue_rules import CAPACITY_ANNOTATION, QuotaHolder
+from components.capacity import (
+    CAPACITY_ANNOTATION,
+    QuotaHolder,
+    declared_capacity,
+    over_capacity,
+    quota_totals,
+)
 from components.quantity import QuantityError, parse_quantity
 
 from .resource import (
@@ -281,7 +287,7 @@ def _capacity_from_flavors(resources: Sequence[Resource]) -> tuple[Capacity, lis
         if kueue_kind(resource) != "ResourceFlavor":
             continue
         flavor = known_str(resource.k8s_name)
-        declared, errors = kueue_rules.declared_capacity(resource.props)
+        declared, errors = declared_capacity(resource.props)
         violations += [field_violation(QUOTA_WITHIN_CAPACITY, resource, e) for e in errors]
         if flavor is None:
             continue
@@ -302,13 +308,13 @@ def quota_within_capacity(
         Violation(None, f"[{QUOTA_WITHIN_CAPACITY}] policy config: {text}. Fix: correct it.")
         for text in config_problems
     ]
-    totals = kueue_rules.quota_totals(r.props for r in resources)
+    totals = quota_totals(r.props for r in resources)
     limits = {key: amount for key, (amount, _) in capacity.items()}
 
     def label(holder: QuotaHolder) -> str:
         return f"{holder.kind} {holder.name}"
 
-    for overrun in kueue_rules.over_capacity(totals, limits):
+    for overrun in over_capacity(totals, limits):
         source = capacity[overrun.flavor, overrun.resource][1]
         violations.append(
             Violation(

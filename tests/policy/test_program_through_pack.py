@@ -26,9 +26,9 @@ import yaml
 from policy_harness import CQ, PACK_DIR, REPO, RF, Analyzer, mandatory, run_policy, stack_args
 
 from components import keys, render
+from components.capacity import CAPACITY_ANNOTATION
 from components.config import StackConfig, load_config
 from components.kueue import load_manifest
-from components.kueue_rules import CAPACITY_ANNOTATION
 from gpuq.changed_stacks import is_deployable, policy_config
 from policies import rules
 from tests.conftest import MANIFEST, MockRun, run_stack, stack_raw

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from components import capacity as cap
 from components import kueue_rules as kr
 from components.quantity import parse_quantity
 
@@ -149,15 +150,15 @@ def test_whole_numbers_of_extended_resources_only():
     ["8", "4Ti", "1536Mi", "1500m", "250n", "3u", "123456789", "1Ei", "2Ki"],
 )
 def test_the_capacity_annotation_is_exact(value):
-    encoded = kr.encode_capacity({"memory": parse_quantity(value)})
-    decoded, errors = kr.declared_capacity(
-        {"metadata": {"annotations": {kr.CAPACITY_ANNOTATION: encoded}}}
+    encoded = cap.encode_capacity({"memory": parse_quantity(value)})
+    decoded, errors = cap.declared_capacity(
+        {"metadata": {"annotations": {cap.CAPACITY_ANNOTATION: encoded}}}
     )
     assert errors == [] and decoded == {"memory": parse_quantity(value)}
 
 
 def test_the_capacity_annotation_rounds_sub_nano_values_up_like_the_api_server():
-    assert json.loads(kr.encode_capacity({"cpu": Fraction(1, 10**10)})) == {"cpu": "1n"}
+    assert json.loads(cap.encode_capacity({"cpu": Fraction(1, 10**10)})) == {"cpu": "1n"}
 
 
 def test_quota_totals_sum_queues_and_cohorts_and_withhold_verdicts_on_unknowns():
@@ -168,16 +169,16 @@ def test_quota_totals_sum_queues_and_cohorts_and_withhold_verdicts_on_unknowns()
         "metadata": {"name": "pool"},
         "spec": {"resourceGroups": a["spec"]["resourceGroups"]},
     }
-    totals = kr.quota_totals([a, b, pool, {"kind": "LocalQueue"}])
+    totals = cap.quota_totals([a, b, pool, {"kind": "LocalQueue"}])
     key = ("h100", "nvidia.com/gpu")
     assert totals.total(key) == 24
-    [overrun] = kr.over_capacity(totals, {key: Fraction(16)})
+    [overrun] = cap.over_capacity(totals, {key: Fraction(16)})
     assert overrun.describe() == (
         "nominal quotas of nvidia.com/gpu in flavor 'h100' add up to 24 (ClusterQueue q 8, "
         "ClusterQueue r 8, Cohort pool 8), above the declared capacity 16"
     )
     b["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]["nominalQuota"] = kr.UNKNOWN
-    assert kr.over_capacity(kr.quota_totals([a, b]), {key: Fraction(1)}) == []
+    assert cap.over_capacity(cap.quota_totals([a, b]), {key: Fraction(1)}) == []
 
 
 json_values = st.recursive(
@@ -223,7 +224,7 @@ def test_the_core_never_raises_on_any_input(obj):
             *kr.fractional_quotas(thing),
             *kr.undeclared_flavors(thing, {"h100"}),
             *kr.resource_flavor_errors(thing),
-            *kr.declared_capacity(thing)[1],
+            *cap.declared_capacity(thing)[1],
         ]:
             assert isinstance(error.message, str) and isinstance(error.where, str)
-        kr.over_capacity(kr.quota_totals([thing]), {("h100", "cpu"): Fraction(1)})
+        cap.over_capacity(cap.quota_totals([thing]), {("h100", "cpu"): Fraction(1)})
