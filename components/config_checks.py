@@ -30,6 +30,7 @@ from components.k8s_types import (
     whole_number_problem,
 )
 from components.kueue_rules import FieldError
+from components.pins import kueue_version
 
 # Resources every ClusterQueue must cover (the pack's requiredResources default is the same).
 REQUIRED_RESOURCES: Final = kueue_rules.DEFAULT_REQUIRED_RESOURCES
@@ -439,8 +440,69 @@ def manifest_url_problem(url: str, sha256: object) -> str | None:
     return None
 
 
+# Kueue v0.18's built-in integrations (pkg/controller/jobs/*: FrameworkName). Kueue refuses to
+# start with any other name, which the stack would only see as a readiness timeout.
+KUEUE_FRAMEWORKS: Final = {
+    "v0.18": frozenset(
+        {
+            "batch/job",
+            "pod",
+            "deployment",
+            "statefulset",
+            "jobset.x-k8s.io/jobset",
+            "leaderworkerset.x-k8s.io/leaderworkerset",
+            "kubeflow.org/mpijob",
+            "kubeflow.org/pytorchjob",
+            "kubeflow.org/tfjob",
+            "kubeflow.org/xgboostjob",
+            "kubeflow.org/paddlejob",
+            "kubeflow.org/jaxjob",
+            "trainer.kubeflow.org/trainjob",
+            "ray.io/rayjob",
+            "ray.io/raycluster",
+            "ray.io/rayservice",
+            "sparkoperator.k8s.io/sparkapplication",
+            "workload.codeflare.dev/appwrapper",
+        }
+    )
+}
+
+
+def _integrations(kueue: Mapping[str, Any], problems: list[Problem]) -> None:
+    integrations = _dict(_dict(kueue.get("manager")).get("integrations"))
+    loc: Loc = (keys.KEY_KUEUE, "manager", "integrations")
+    version = _str(kueue.get("version")) or kueue_version()
+    known = KUEUE_FRAMEWORKS.get(".".join(version.split(".")[:2]))
+    seen: set[str] = set()
+    for i, name in enumerate(_list(integrations.get("frameworks"))):
+        if not isinstance(name, str):
+            continue
+        if known is not None and name not in known:
+            problems.append(
+                Problem(
+                    (*loc, "frameworks", i),
+                    f"{name!r} is not a Kueue {version} integration (Kueue would refuse to "
+                    f"start); known: {', '.join(sorted(known))}. Other job kinds go under "
+                    "externalFrameworks",
+                )
+            )
+        elif name in seen:
+            problems.append(Problem((*loc, "frameworks", i), f"{name!r} is listed twice"))
+        seen.add(name)
+    for i, name in enumerate(_list(integrations.get("externalFrameworks"))):
+        if isinstance(name, str) and (name.count(".") < 2 or not all(name.split(".", 2))):
+            problems.append(
+                Problem(
+                    (*loc, "externalFrameworks", i),
+                    f"{name!r} must have the form Kind.version.group (e.g. "
+                    "MyJob.v1.example.com), as Kueue reads it",
+                )
+            )
+
+
 def _kueue(raw: Mapping[str, Any], problems: list[Problem]) -> None:
     kueue = _dict(raw.get(keys.KEY_KUEUE))
+    _integrations(kueue, problems)
     manifest = _dict(kueue.get("manifest"))
     url = _str(manifest.get("url"))
     if url is not None:

@@ -269,6 +269,18 @@ NAMES = [
     ),
 ]
 
+FRAMEWORKS = "kueue.manager.integrations.frameworks"
+NAMES += [
+    one("framework-unknown", f"{FRAMEWORKS}[1]", "jobset.x-k8s.io/jobsets", "not a Kueue v0"),
+    one("framework-twice", f"{FRAMEWORKS}[2]", "batch/job", "listed twice"),
+    case(
+        "external-framework",
+        "kueue.manager.integrations.externalFrameworks[0]",
+        "Kind.version.group",
+        ("kueue.manager.integrations.externalFrameworks", ["MyJob"]),
+    ),
+]
+
 URL = "kueue.manifest.url"
 MANIFEST = [
     one("http-without-sha", URL, "http://mirror.example/manifests.yaml", "without TLS"),
