@@ -48,12 +48,18 @@ from components.k8s_types import (
 from components.pins import kueue_version
 
 __all__ = [
+    "Cohort",
     "ConfigError",
     "Flavor",
     "KueueConfig",
     "Loc",
+    "ManagerConfig",
+    "Node",
+    "NodeShape",
     "Problem",
+    "SharedVolume",
     "StackConfig",
+    "Subject",
     "Team",
     "format_loc",
     "load_config",
