@@ -118,11 +118,16 @@ def prod_raw() -> dict[str, Any]:
     return stack_raw("prod")
 
 
-@pytest.fixture
-def dev_run(manifest: list[dict[str, Any]]) -> MockRun:
-    return run_stack(load_config(stack_raw("dev")), manifest)
+# Built once per test run: the stack tests only read what the program registered.
+@pytest.fixture(scope="session")
+def dev_run() -> MockRun:
+    return run_stack(
+        load_config(stack_raw("dev")), parse_manifest(MANIFEST.read_bytes(), str(MANIFEST))
+    )
 
 
-@pytest.fixture
-def prod_run(manifest: list[dict[str, Any]]) -> MockRun:
-    return run_stack(load_config(stack_raw("prod")), manifest)
+@pytest.fixture(scope="session")
+def prod_run() -> MockRun:
+    return run_stack(
+        load_config(stack_raw("prod")), parse_manifest(MANIFEST.read_bytes(), str(MANIFEST))
+    )
