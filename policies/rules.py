@@ -4,8 +4,8 @@ Each rule takes a Resource (or every Resource of the stack) and its policy's con
 returns Violations. A message names the object, the rule and the fix. Values that are unknown
 during preview (see values.py) never cause a violation: the check waits for `pulumi up`.
 The Kueue rules themselves (ClusterQueue and ResourceFlavor structure, coverage, whole numbers,
-flavors that exist, the capacity sum) are the project's one validation core,
-components/kueue_rules.py, which the stack config check runs too.
+flavors that exist) and the capacity sum are the project's one validation core,
+components/kueue_rules.py and components/capacity.py, which the stack config check runs too.
 """
 
 from __future__ import annotations
