@@ -127,7 +127,10 @@ def reserved_namespace(name: str, extra: Iterable[str] = ()) -> str | None:
     if name.startswith("kube-"):
         return f"namespace {name!r}: the kube- prefix is reserved for Kubernetes' own namespaces"
     if name == KUEUE_NAMESPACE:
-        return f"namespace {name!r} is Kueue's own namespace (its controller runs there)"
+        return (
+            f"namespace {name!r} is created by the Kueue release manifest (Kueue's own "
+            "namespace, where its controller runs)"
+        )
     if name in set(extra):
         return f"namespace {name!r} is created by the Kueue release manifest"
     return None

@@ -27,8 +27,9 @@ from policy_harness import CQ, PACK_DIR, REPO, RF, Analyzer, mandatory, run_poli
 
 from components import keys, render
 from components.capacity import CAPACITY_ANNOTATION
-from components.config import StackConfig, load_config
+from components.config import StackConfig
 from components.kueue import load_manifest
+from components.stack import validate
 from gpuq.changed_stacks import is_deployable, policy_config
 from policies import rules
 from tests.conftest import MANIFEST, MockRun, run_stack, stack_raw
@@ -74,9 +75,11 @@ def with_test_manifest(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def build(raw: dict[str, Any]) -> tuple[StackConfig, MockRun]:
-    config = load_config(with_test_manifest(raw))
+    """The program's validation phase (components.stack.validate: config, manifest digest and
+    allowlist), then the stack under mocks with the digest it verified."""
+    config, _ = validate(with_test_manifest(raw))
     manifest = load_manifest(config.kueue) if config.kueue.install else None
-    return config, run_stack(config, manifest)
+    return config, run_stack(config, manifest, verified_sha256=config.kueue.manifest.sha256)
 
 
 @functools.cache

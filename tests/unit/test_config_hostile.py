@@ -80,7 +80,12 @@ NAMESPACES = [
     one("ns-kube-system", "teams[0].namespace", "kube-system", "belongs to the cluster"),
     one("ns-kube-public", "teams[0].namespace", "kube-public", "belongs to the cluster"),
     one("ns-kube-node-lease", "teams[0].namespace", "kube-node-lease", "belongs to the cluster"),
-    one("ns-kueue-system", "teams[0].namespace", "kueue-system", "Kueue's own namespace"),
+    one(
+        "ns-kueue-system",
+        "teams[0].namespace",
+        "kueue-system",
+        "created by the Kueue release manifest",
+    ),
     one("ns-kube-prefix", "teams[0].namespace", "kube-flannel", "kube- prefix is reserved"),
     one("ns-kube-prefix-2", "teams[2].namespace", "kube-team", "kube- prefix is reserved"),
     *[
@@ -165,7 +170,7 @@ RBAC = [
         for ns, says in [
             ("kube-system", "belongs to the cluster"),
             ("kube-public", "belongs to the cluster"),
-            ("kueue-system", "Kueue's own namespace"),
+            ("kueue-system", "created by the Kueue release manifest"),
             ("kube-ci", "kube- prefix is reserved"),
             ("default", "shared by everyone who can run pods there"),
             ("team-vision", "belongs to the team at teams[1]"),
@@ -282,18 +287,25 @@ NAMES += [
 ]
 
 URL = "kueue.manifest.url"
+
+
+def url(id: str, value: str, says: str) -> Case:
+    """The manifest fetched from `value` instead of the stack's own source."""
+    return case(id, URL, says, ("kueue.manifest", {"url": value}))
+
+
 MANIFEST = [
-    one("http-without-sha", URL, "http://mirror.example/manifests.yaml", "without TLS"),
-    one("http-upper", URL, "HTTP://mirror.example/manifests.yaml", "must start with https://"),
-    one("credentials", URL, "https://user:secret@mirror.example/m.yaml", "carries credentials"),
-    one("token-user", URL, "https://ghp_token@mirror.example/m.yaml", "carries credentials"),
-    one("no-host", URL, "https:///manifests.yaml", "has no host"),
-    one("http-no-host", URL, "http:///manifests.yaml", "has no host"),
-    one("file-remote-host", URL, "file://fileserver/share/m.yaml", "names host 'fileserver'"),
-    one("ftp", URL, "ftp://mirror.example/m.yaml", "must start with https://"),
-    one("javascript", URL, "javascript:alert(1)", "must start with https://"),
-    one("newline", URL, "https://mirror.example/m.yaml\n", "whitespace or control characters"),
-    one("space", URL, "https://mirror.example/m .yaml", "whitespace or control characters"),
+    url("http-without-sha", "http://mirror.example/manifests.yaml", "without TLS"),
+    url("http-upper", "HTTP://mirror.example/manifests.yaml", "must start with https://"),
+    url("credentials", "https://user:secret@mirror.example/m.yaml", "carries credentials"),
+    url("token-user", "https://ghp_token@mirror.example/m.yaml", "carries credentials"),
+    url("no-host", "https:///manifests.yaml", "has no host"),
+    url("http-no-host", "http:///manifests.yaml", "has no host"),
+    url("file-remote-host", "file://fileserver/share/m.yaml", "names host 'fileserver'"),
+    url("ftp", "ftp://mirror.example/m.yaml", "must start with https://"),
+    url("javascript", "javascript:alert(1)", "must start with https://"),
+    url("newline", "https://mirror.example/m.yaml\n", "whitespace or control characters"),
+    url("space", "https://mirror.example/m .yaml", "whitespace or control characters"),
     case(
         "url-and-path",
         "kueue.manifest",
@@ -505,8 +517,8 @@ def _run_program(raw: dict[str, Any]) -> tuple[int | str | None, MockRun]:
         ("prod", [(f"{SA}.namespace", "ci-pipelines")]),  # a namespace outside the stack
         ("prod", [(f"{SUBJECT}.name", "oidc:ML Engineers")]),  # inner spaces are real names
         ("prod", [(f"{GPU}.nominalQuota", "16000m")]),  # a whole number, in milli-units
-        ("prod", [(URL, "http://mirror.example/m.yaml"), ("kueue.manifest.sha256", "0" * 64)]),
-        ("prod", [(URL, "file:///srv/kueue/manifests.yaml")]),
+        ("prod", [("kueue.manifest", {"url": "http://mirror.example/m", "sha256": "0" * 64})]),
+        ("prod", [("kueue.manifest", {"url": "file:///srv/kueue/manifests.yaml"})]),
         ("prod", [("sharedStorage[0].size", "1")]),
     ],
 )
