@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import keys
+from components import render
 from components.config import Cohort
 
 
@@ -25,12 +25,13 @@ class SharedCohort(pulumi.ComponentResource):
         self, name: str, args: SharedCohortArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpu-queues:cohort:SharedCohort", name, None, opts)
+        obj = render.cohort(args.cohort)
         self.cohort = k8s.apiextensions.CustomResource(
             f"{name}-cohort",
-            api_version=keys.KUEUE_API_VERSION,
-            kind="Cohort",
-            metadata={"name": args.cohort.name, "labels": {keys.LABEL_MANAGED_BY: keys.PROJECT}},
-            spec={},
+            api_version=obj["apiVersion"],
+            kind=obj["kind"],
+            metadata=obj["metadata"],
+            spec=obj["spec"],
             opts=pulumi.ResourceOptions(parent=self, depends_on=args.ready),
         )
         self.cohort_name = pulumi.Output.from_input(args.cohort.name)

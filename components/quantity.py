@@ -5,6 +5,9 @@ compare quotas with each other and with capacities, so a quantity must parse the
 API server parses it: decimal and binary SI suffixes, decimal exponents, signs, and the bare
 JSON numbers that reach a policy pack as floats after the engine's protobuf round trip.
 The config keeps the user's spelling for the API; parsing is only for comparison.
+
+Not kubernetes.utils.parse_quantity: it accepts what the API server refuses (" 1", "1K",
+"1_000", "inf", True); tests/unit/test_quantity.py pins each case against apimachinery.
 """
 
 from __future__ import annotations

@@ -9,49 +9,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import keys
+from components import keys, render
 from components.config import Subject, Team
 
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 SUBMIT_ROLE = "gpu-queues-submit"
-
-
-def namespace_selector(team: Team) -> dict[str, Any]:
-    """Only the team's namespace, or `{}` (all namespaces) when config asks for it by name.
-
-    Never null: a null selector admits from no namespace at all.
-    """
-    if team.namespace_selector == "all":
-        return {}
-    return {"matchLabels": {NAMESPACE_NAME_LABEL: team.namespace}}
-
-
-def cluster_queue_spec(team: Team) -> dict[str, Any]:
-    spec: dict[str, Any] = {}
-    if team.cohort is not None:
-        spec["cohortName"] = team.cohort
-    spec["namespaceSelector"] = namespace_selector(team)
-    groups = []
-    for group in team.resource_groups:
-        flavors = []
-        for fq in group.flavors:
-            resources = []
-            for resource in group.covered_resources:  # Kueue wants coveredResources order
-                quota = fq.resources[resource]
-                entry: dict[str, Any] = {"name": resource, "nominalQuota": quota.nominal_quota}
-                if quota.borrowing_limit is not None:
-                    entry["borrowingLimit"] = quota.borrowing_limit
-                if quota.lending_limit is not None:
-                    entry["lendingLimit"] = quota.lending_limit
-                resources.append(entry)
-            flavors.append({"name": fq.name, "resources": resources})
-        groups.append({"coveredResources": list(group.covered_resources), "flavors": flavors})
-    spec["resourceGroups"] = groups
-    if team.preemption is not None:
-        spec["preemption"] = team.preemption.model_dump(by_alias=True, exclude_none=True)
-    if team.queueing_strategy is not None:
-        spec["queueingStrategy"] = team.queueing_strategy
-    return spec
 
 
 def rbac_subject(subject: Subject, team_namespace: str) -> dict[str, Any]:
@@ -135,22 +96,25 @@ class TeamQueues(pulumi.ComponentResource):
                 f"{name}-namespace", metadata=ns_meta, opts=child
             )
 
+        # The Kueue objects are registered exactly as rendered (and validated) by render.py.
+        cq = render.cluster_queue(team)
         self.cluster_queue = k8s.apiextensions.CustomResource(
             f"{name}-clusterqueue",
-            api_version=keys.KUEUE_API_VERSION,
-            kind="ClusterQueue",
-            metadata={"name": team.cluster_queue, "labels": labels},
-            spec=cluster_queue_spec(team),
+            api_version=cq["apiVersion"],
+            kind=cq["kind"],
+            metadata=cq["metadata"],
+            spec=cq["spec"],
             opts=pulumi.ResourceOptions(
                 parent=self, depends_on=_gate(args.ready, [self.namespace, *args.uses])
             ),
         )
+        lq = render.local_queue(team)
         self.local_queue = k8s.apiextensions.CustomResource(
             f"{name}-localqueue",
-            api_version=keys.KUEUE_API_VERSION,
-            kind="LocalQueue",
-            metadata={"name": team.local_queue, "namespace": team.namespace, "labels": labels},
-            spec={"clusterQueue": team.cluster_queue},
+            api_version=lq["apiVersion"],
+            kind=lq["kind"],
+            metadata=lq["metadata"],
+            spec=lq["spec"],
             opts=pulumi.ResourceOptions(
                 parent=self,
                 depends_on=_gate(args.ready, [self.namespace, self.cluster_queue]),

@@ -93,6 +93,9 @@ def _type(spec: dict[str, Any]) -> str:
     if kind == "object" and "additionalProperties" in spec:
         extra = spec["additionalProperties"]
         return f"map of {_type(extra) if isinstance(extra, dict) else 'any'}"
+    if kind == "object" and spec.get("patternProperties"):
+        (pattern, value), *_ = spec["patternProperties"].items()
+        return f"map (keys `{pattern}`) of {_type(value)}"
     return str(kind)
 
 

@@ -17,6 +17,7 @@ import pulumi
 from components import keys
 from components.cohort import SharedCohort, SharedCohortArgs
 from components.config import ConfigError, Problem, StackConfig, load_config
+from components.config_checks import reserved_namespace_problems
 from components.flavors import Flavors, FlavorsArgs
 from components.kueue import (
     PROJECT_ROOT,
@@ -40,18 +41,12 @@ class GpuQueuesArgs:
 
 
 def manifest_problems(config: StackConfig, manifest: PreparedManifest | None) -> list[Problem]:
-    """Stack config that clashes with the manifest: a team namespace the manifest creates."""
+    """Stack config that clashes with the manifest: a team namespace (or a submitter service
+    account's namespace) the manifest creates. One rule with load_config's reserved
+    namespaces: config_checks.reserved_namespace_problems, given the manifest's namespaces."""
     if manifest is None:
         return []
-    return [
-        Problem(
-            (keys.KEY_TEAMS, i, "namespace"),
-            f"namespace {team.namespace!r} is created by the Kueue release manifest (it holds "
-            "the Kueue controller); a team namespace must be one of its own",
-        )
-        for i, team in enumerate(config.teams)
-        if team.namespace in manifest.namespaces
-    ]
+    return reserved_namespace_problems(config, extra=manifest.namespaces)
 
 
 def validate(

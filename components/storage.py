@@ -2,7 +2,7 @@
 
 A PersistentVolume binds to exactly one claim, so each entry of `sharedStorage` is one
 static volume and one claim in one team namespace. A second namespace is refused with a
-config error (see config.cross_check) instead of creating extra PersistentVolumes here:
+config error (see components/config_checks.py) instead of creating extra PersistentVolumes here:
 the volume source (CSI driver, handle, mount options) belongs to the platform that made
 the static volume, and copying it by guesswork could mount the wrong data. To share the
 same storage with another namespace, have the platform create a second static volume on it

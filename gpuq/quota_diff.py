@@ -20,8 +20,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from components.capacity import quota_totals
 from components.config import ConfigError, StackConfig, load_config
-from components.quantity import format_number, parse_quantity
+from components.quantity import format_number
+from components.render import cluster_queue
 from gpuq.stackfile import ROOT, StackFileError, read_config, resolve_commit
 
 ABSENT = "-"
@@ -143,19 +145,18 @@ def quota_rows(before: StackConfig, after: StackConfig) -> list[QuotaRow]:
 
 
 def _totals(config: StackConfig) -> dict[tuple[str, str], Fraction]:
-    totals: dict[tuple[str, str], Fraction] = {}
-    for (_, flavor, res), (nominal, _, _) in _quotas(config).items():
-        if is_gpu(res) and nominal is not None:
-            key = (flavor, res)
-            totals[key] = totals.get(key, Fraction(0)) + parse_quantity(nominal)
-    return totals
+    """GPU nominal quotas per flavor: the validation core's capacity sum over the queues."""
+    queues = [cluster_queue(team) for team in config.teams]
+    totals = quota_totals(queues)
+    return {key: totals.total(key) for key in totals.holders if is_gpu(key[1])}
 
 
 def _capacities(config: StackConfig) -> dict[tuple[str, str], Fraction]:
+    """GPU capacity per flavor: declared totals, or node count x GPUs per node."""
     return {
-        (f.name, res): parse_quantity(value)
+        (f.name, res): value
         for f in config.flavors
-        for res, value in (f.capacity or {}).items()
+        for res, value in f.effective_capacity().items()
         if is_gpu(res)
     }
 

@@ -48,6 +48,10 @@ def _is_clusterqueue(type_: str) -> bool:
     return rules.kueue_kind(Resource(type_, "", "", {})) == "ClusterQueue"
 
 
+def _is_resource_flavor(type_: str) -> bool:
+    return rules.kueue_kind(Resource(type_, "", "", {})) == "ResourceFlavor"
+
+
 def _is_kueue(type_: str) -> bool:
     return rules.kueue_kind(Resource(type_, "", "", {})) is not None
 
@@ -91,6 +95,22 @@ RESOURCE_POLICIES: Final = (
         "ClusterQueue structure Kueue's webhook would reject at apply time.",
         rules.clusterqueue_webhook_valid,
         _is_clusterqueue,
+        EnforcementLevel.MANDATORY,
+        {},
+    ),
+    ResourcePolicySpec(
+        rules.WHOLE_EXTENDED_RESOURCES,
+        "Quotas of extended resources such as nvidia.com/gpu are whole numbers.",
+        rules.clusterqueue_whole_extended_resources,
+        _is_clusterqueue,
+        EnforcementLevel.MANDATORY,
+        {},
+    ),
+    ResourcePolicySpec(
+        rules.FLAVOR_WEBHOOK_VALID,
+        "ResourceFlavor labels, taints and tolerations Kueue's webhook would reject.",
+        rules.resourceflavor_webhook_valid,
+        _is_resource_flavor,
         EnforcementLevel.MANDATORY,
         {},
     ),

@@ -23,6 +23,9 @@ from pulumi_policy.proxy import (
     UnknownValueError,
 )
 
+# One marker for the whole project: the validation core skips checks on it.
+from components.kueue_rules import UNKNOWN, Unknown, child, is_unknown
+
 __all__ = ["UNKNOWN", "Unknown", "child", "is_unknown", "plain"]
 
 _SENTINELS: Final = frozenset(
@@ -36,27 +39,6 @@ _SENTINELS: Final = frozenset(
         UNKNOWN_STRING_VALUE,
     }
 )
-
-
-class Unknown:
-    """A value that is only known after the update (e.g. another resource's output)."""
-
-    _instance: Unknown | None = None
-
-    def __new__(cls) -> Unknown:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "UNKNOWN"
-
-
-UNKNOWN: Final = Unknown()
-
-
-def is_unknown(value: object) -> bool:
-    return value is UNKNOWN
 
 
 def plain(value: Any) -> Any:
@@ -79,15 +61,4 @@ def plain(value: Any) -> Any:
             except UnknownValueError:
                 items.append(UNKNOWN)
         return items
-    return value
-
-
-def child(value: Any, *path: str) -> Any:
-    """Follow keys through plain data: None where a key is missing, UNKNOWN where unknown."""
-    for key in path:
-        if is_unknown(value):
-            return UNKNOWN
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
     return value

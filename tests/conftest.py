@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,9 +21,15 @@ ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "tests" / "unit" / "data" / "kueue-manifest.yaml"
 
 
-def stack_raw(stack: str) -> dict[str, Any]:
-    """The `gpu-queues:*` keys of Pulumi.<stack>.yaml, without the prefix."""
+@functools.cache
+def _read_stack(stack: str) -> dict[str, Any]:
     return read_config(stack, ROOT)
+
+
+def stack_raw(stack: str) -> dict[str, Any]:
+    """The `gpu-queues:*` keys of Pulumi.<stack>.yaml, without the prefix (a fresh copy: the
+    file is parsed once per test run, and tests may change what they get)."""
+    return copy.deepcopy(_read_stack(stack))
 
 
 @dataclass
@@ -121,11 +128,16 @@ def prod_raw() -> dict[str, Any]:
     return stack_raw("prod")
 
 
-@pytest.fixture
-def dev_run(manifest: list[dict[str, Any]]) -> MockRun:
-    return run_stack(load_config(stack_raw("dev")), manifest)
+# Built once per test run: the stack tests only read what the program registered.
+@pytest.fixture(scope="session")
+def dev_run() -> MockRun:
+    return run_stack(
+        load_config(stack_raw("dev")), parse_manifest(MANIFEST.read_bytes(), str(MANIFEST))
+    )
 
 
-@pytest.fixture
-def prod_run(manifest: list[dict[str, Any]]) -> MockRun:
-    return run_stack(load_config(stack_raw("prod")), manifest)
+@pytest.fixture(scope="session")
+def prod_run() -> MockRun:
+    return run_stack(
+        load_config(stack_raw("prod")), parse_manifest(MANIFEST.read_bytes(), str(MANIFEST))
+    )

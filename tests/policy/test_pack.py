@@ -30,6 +30,8 @@ CONFIGS = sorted((PACK_DIR / "config").glob("*.json"))
 DEFAULT_LEVELS = {
     rules.COVERS_CPU_MEMORY: proto.MANDATORY,
     rules.WEBHOOK_VALID: proto.MANDATORY,
+    rules.WHOLE_EXTENDED_RESOURCES: proto.MANDATORY,
+    rules.FLAVOR_WEBHOOK_VALID: proto.MANDATORY,
     rules.FLAVORS_EXIST: proto.MANDATORY,
     rules.CLUSTERQUEUE_EXISTS: proto.MANDATORY,
     rules.NAMESPACE_SELECTOR_SET: proto.MANDATORY,

@@ -6,8 +6,10 @@ from policy_harness import (
     DEPLOYMENT,
     JOB,
     PVC,
+    RF,
     UNKNOWN,
     cluster_queue,
+    flavor,
     job,
     kueue_deployment,
     quota,
@@ -140,7 +142,11 @@ def test_resource_in_two_groups_is_rejected():
             "flavors": [{"name": "other", "resources": [quota("cpu", 1)]}],
         }
     )
-    one(webhook(props), "resource 'cpu' is covered by resourceGroups[0] and resourceGroups[1]")
+    one(
+        webhook(props),
+        "spec.resourceGroups[1].coveredResources[0]: resource 'cpu' is already covered by "
+        "resourceGroups[0]",
+    )
 
 
 def test_flavor_in_two_groups_is_rejected():
@@ -151,7 +157,11 @@ def test_flavor_in_two_groups_is_rejected():
             "flavors": [{"name": "gpu-flavor", "resources": [quota("nvidia.com/gpu", 8)]}],
         }
     )
-    one(webhook(props), "flavor 'gpu-flavor' appears in resourceGroups[0] and resourceGroups[1]")
+    one(
+        webhook(props),
+        "spec.resourceGroups[1].flavors[0].name: flavor 'gpu-flavor' already appears in "
+        "resourceGroups[0]",
+    )
 
 
 @pytest.mark.parametrize("bad", ["-1", -4, "8 GPUs", "1gi", True])
@@ -247,8 +257,21 @@ def test_preemption_combination_the_webhook_rejects():
     )
     one(
         webhook(props),
-        "reclaimWithinCohort is Never but borrowWithinCohort.policy is LowerPriority",
+        "borrowWithinCohort.policy is LowerPriority but reclaimWithinCohort is Never",
     )
+
+
+def test_borrowing_preemption_without_reclaim_is_rejected_as_the_crd_defaults_it_to_never():
+    props = cluster_queue(preemption={"borrowWithinCohort": {"policy": "LowerPriority"}})
+    one(
+        webhook(props),
+        "spec.preemption.borrowWithinCohort.policy: borrowWithinCohort.policy is LowerPriority "
+        "but reclaimWithinCohort is not set (Kueue defaults it to Never)",
+    )
+    props["spec"]["preemption"]["reclaimWithinCohort"] = "LowerPriority"
+    assert webhook(props) == []
+    props["spec"]["preemption"]["reclaimWithinCohort"] = UNKNOWN
+    assert webhook(props) == []
 
 
 def test_every_problem_is_reported_separately():
@@ -505,3 +528,30 @@ def test_exempt_namespaces_are_configurable():
         check(rules.JOB_QUEUED_SUSPENDED, JOB, job(labels={}), {"exemptNamespaces": ["default"]})
         == []
     )
+
+
+# Whole numbers of extended resources, and ResourceFlavor structure ----------------------
+
+
+def test_half_a_gpu_of_quota_is_rejected():
+    props = cluster_queue(
+        quotas=[quota("cpu", "500m"), quota("memory", "1Gi"), quota("nvidia.com/gpu", 0.5)]
+    )
+    one(
+        check(rules.WHOLE_EXTENDED_RESOURCES, CQ, props),
+        "spec.resourceGroups[0].flavors[0].resources[2].nominalQuota",
+        "only whole numbers",
+        "Fix: write a whole number of nvidia.com/gpu",
+    )
+    assert check(rules.WHOLE_EXTENDED_RESOURCES, CQ, cluster_queue()) == []
+
+
+def test_flavor_the_webhook_would_reject_is_rejected():
+    props = flavor()
+    props["spec"] = {"tolerations": [{"key": "gpu", "operator": "Exists", "value": "yes"}]}
+    one(
+        check(rules.FLAVOR_WEBHOOK_VALID, RF, props),
+        '[resourceflavor-webhook-valid] ResourceFlavor "gpu-flavor"',
+        "spec.tolerations[0].value: a value is set but operator is Exists",
+    )
+    assert check(rules.FLAVOR_WEBHOOK_VALID, RF, flavor()) == []

@@ -119,9 +119,10 @@ def test_quotas_summed_across_queues_above_capacity_are_rejected():
     [message] = check(
         rules.QUOTA_WITHIN_CAPACITY, [(CQ, "a", team_a), (CQ, "b", team_b)], SEED_CAPACITY
     )
-    assert "flavor gpu-flavor, resource nvidia.com/gpu" in message
-    assert "add up to 10 (ClusterQueue team-a 6; ClusterQueue team-b 4)" in message
-    assert "capacity is 8 (from the policy config)" in message and "Fix:" in message
+    assert "nominal quotas of nvidia.com/gpu in flavor 'gpu-flavor'" in message
+    assert "add up to 10 (ClusterQueue team-a 6, ClusterQueue team-b 4)" in message
+    assert "above the declared capacity 8 (from the policy config)" in message
+    assert "Fix:" in message
 
 
 def test_units_are_compared_exactly():
@@ -157,8 +158,8 @@ def test_capacity_can_come_from_a_flavor_annotation():
     resources = [(RF, "rf", annotated), (CQ, "cq", cluster_queue())]
     [message] = check(rules.QUOTA_WITHIN_CAPACITY, resources)
     assert (
-        "capacity is 4 (from ResourceFlavor gpu-flavor's gpu-queues.dev/capacity annotation)"
-        in message
+        "above the declared capacity 4 "
+        "(from ResourceFlavor gpu-flavor's gpu-queues.dev/capacity annotation)" in message
     )
 
 

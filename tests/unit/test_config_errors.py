@@ -70,7 +70,8 @@ def test_negative_quota(raw):
 def test_quota_naming_an_undeclared_flavor(raw):
     raw["teams"][0]["resourceGroups"][0]["flavors"][0]["name"] = "h200"
     msg = one_error(raw, f"{CQ}.name")
-    assert "flavor 'h200' is not declared under flavors; declared: a100, h100" in msg
+    assert "flavor 'h200' is not declared (declared: a100, h100)" in msg
+    assert "FlavorNotFound" in msg and "declare it under flavors, or fix the name" in msg
 
 
 def test_quota_without_cpu_and_memory_is_never_admitted(dev_raw):
@@ -79,8 +80,8 @@ def test_quota_without_cpu_and_memory_is_never_admitted(dev_raw):
     group["coveredResources"] = ["nvidia.com/gpu"]
     group["flavors"][0]["resources"] = {"nvidia.com/gpu": {"nominalQuota": 8}}
     msg = one_error(raw, "teams[0].resourceGroups")
-    assert "does not cover cpu and memory" in msg
-    assert "never be admitted" in msg
+    assert "coveredResources [nvidia.com/gpu] do not include cpu, memory" in msg
+    assert "never admitted" in msg
 
 
 def test_quota_missing_for_a_covered_resource(dev_raw):
@@ -145,18 +146,26 @@ def test_invalid_kubernetes_names(raw):
 def test_quotas_above_flavor_capacity_give_the_numbers(raw):
     gpu(raw, team=2)["nominalQuota"] = 12
     gpu(raw, team=2)["lendingLimit"] = 4
-    msg = one_error(raw, "flavors[0].capacity['nvidia.com/gpu']")
+    msg = one_error(raw, "flavors[0].nodes.resources['nvidia.com/gpu']")
     assert (
         "nominal quotas of nvidia.com/gpu in flavor 'h100' add up to 36 "
-        "(research 16, vision 8, nlp 12), above the declared capacity 32"
+        "(research 16, vision 8, nlp 12), above the declared capacity 32 (4 nodes x 8)"
     ) in msg
 
 
+def test_quotas_above_a_declared_total_name_the_capacity_key(raw):
+    raw["flavors"][0]["capacity"] = {"nvidia.com/gpu": 32}
+    gpu(raw, team=2)["nominalQuota"] = 12
+    gpu(raw, team=2)["lendingLimit"] = 4
+    msg = one_error(raw, "flavors[0].capacity['nvidia.com/gpu']")
+    assert "add up to 36 (research 16, vision 8, nlp 12), above the declared capacity 32" in msg
+
+
 def test_capacity_compares_quantities_not_strings(raw):
-    raw["flavors"][0]["capacity"]["memory"] = "8192Gi"  # == 8Ti
+    raw["flavors"][0]["nodes"]["resources"]["memory"] = "2048Gi"  # == 2Ti, 4 nodes: 8Ti
     load_config(raw)
-    raw["flavors"][0]["capacity"]["memory"] = "8191Gi"
-    assert "add up to" in one_error(raw, "flavors[0].capacity.memory")
+    raw["flavors"][0]["nodes"]["resources"]["memory"] = "2047Gi"
+    assert "add up to" in one_error(raw, "flavors[0].nodes.resources.memory")
 
 
 @pytest.mark.parametrize("version", ["0.18.3", "v0.18", "v0.18.3-rc.1", "latest"])
@@ -204,7 +213,8 @@ def test_system_namespace_must_be_adopted(dev_raw):
 def test_borrow_within_cohort_needs_reclaim(raw):
     raw["teams"][0]["preemption"]["reclaimWithinCohort"] = "Never"
     msg = one_error(raw, "teams[0].preemption.borrowWithinCohort.policy")
-    assert "needs reclaimWithinCohort LowerPriority or Any" in msg
+    assert "borrowWithinCohort.policy is LowerPriority but reclaimWithinCohort is Never" in msg
+    assert "set reclaimWithinCohort to LowerPriority or Any" in msg
 
 
 def test_all_problems_are_reported_at_once(raw):

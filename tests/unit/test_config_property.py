@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from components.config import ConfigError, StackConfig, load_config
 from tests.conftest import stack_raw
+from tests.unit.stackgen import random_stack
 
 pytestmark = pytest.mark.unit
 
@@ -102,3 +103,14 @@ def test_mutated_prod_configs_validate_or_raise_config_error(mutations):
     for path, value in mutations:
         raw = _mutate(raw, path, value)
     _check(raw)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(min_value=0, max_value=2**32))
+def test_generated_valid_stacks_are_accepted(seed):
+    # No false refusals: any names, flavors, node shapes, teams and cohort that fit together.
+    config = load_config(random_stack(seed))
+    for flavor in config.flavors:
+        nodes = flavor.node_list()
+        assert nodes and all(n.flavor == flavor.name for n in nodes)
+        assert flavor.effective_capacity()

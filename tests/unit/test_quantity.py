@@ -118,3 +118,45 @@ def test_format_is_short():
     assert format_quantity(Fraction(512 * 2**30)) == "512Gi"
     assert format_quantity(Fraction(8)) == "8"
     assert format_quantity(Fraction(1, 2)) == "500m"
+
+
+# --- why not kubernetes.utils.parse_quantity (issue 10, item 13b) -------------------------
+#
+# The kubernetes client in the venv ships a parser, but it accepts quantities the API server
+# refuses. What the API server says comes from k8s.io/apimachinery v0.36.1 (the version
+# Kueue v0.18.3 builds with), resource.ParseQuantity: its regular expression
+# ^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$ and suffix table (decimal n u m "" k M G T P E,
+# binary Ki..Ei), and quantity_test.go's invalid list (" 1" and "1 ": "trailing whitespace is
+# forbidden"). A quantity in JSON is a string or a number, never a boolean. Each row was
+# also run through ParseQuantity itself; the API server's answer is in the last column.
+_CLIENT_ACCEPTS_SERVER_REFUSES = [
+    # input, what kubernetes.utils.parse_quantity returns, the API server's error
+    (" 1", "1", "quantities must match the regular expression"),
+    ("1 ", "1", "quantities must match the regular expression"),
+    ("1K", "1000", "unable to parse quantity's suffix (kilo is a lowercase k)"),
+    ("1_000", "1000", "quantities must match the regular expression"),
+    ("inf", "Infinity", "quantities must match the regular expression"),
+    ("NaN", "NaN", "quantities must match the regular expression"),
+    (True, "1", "a boolean is not a quantity"),
+]
+
+
+@pytest.mark.parametrize(("text", "client", "server"), _CLIENT_ACCEPTS_SERVER_REFUSES)
+def test_the_kubernetes_clients_parser_accepts_what_the_api_server_refuses(text, client, server):
+    from kubernetes.utils import parse_quantity as client_parse
+
+    assert str(client_parse(text)) == client  # the client: a value
+    with pytest.raises(QuantityError):  # ours, like the API server: refused
+        parse_quantity(text)
+
+
+def test_where_ours_is_stricter_or_more_exact_than_the_api_server():
+    # "-" and "+" alone parse as 0 in ParseQuantity (its zero-stripping loop runs off the end);
+    # no one means zero by them, so ours refuses them.
+    for text in ("-", "+"):
+        with pytest.raises(QuantityError):
+            parse_quantity(text)
+    # ParseQuantity rounds sub-nano values up to 1n and caps binary-SI values at 2^63-1; ours
+    # keeps the exact value, which only matters for quotas no one writes.
+    assert parse_quantity("0.5n") == Fraction(1, 2 * 10**9)
+    assert parse_quantity("9Ei") == 9 * 2**60
