@@ -386,6 +386,28 @@ def test_a_cache_key_missing_a_go_sum_is_reported() -> None:
     assert cache_key_problems({"with": no_pins}) == ["key does not hash toolchain/pins.env"]
 
 
+def _triggers(path: Path) -> dict[str, Any]:
+    loaded = _load(path)
+    on: dict[str, Any] = loaded.get("on", loaded.get(True))  # YAML 1.1 reads `on` as True
+    return on
+
+
+def test_caches_are_saved_on_main_where_every_pr_can_restore_them() -> None:
+    # A PR restores only its own entries and its base branch's: without a run on main, every
+    # PR would start cold.
+    for name in {name for name, _, _ in _cache_steps()}:
+        push = _triggers(ROOT / ".github" / "workflows" / name).get("push") or {}
+        assert "main" in push.get("branches", []), f"{name} does not run on pushes to main"
+
+
+def test_files_named_in_action_inputs_exist() -> None:
+    for path in WORKFLOWS:
+        for _job, step in _steps(path):
+            for key, value in step.get("with", {}).items():
+                if key.endswith("-file") or key == "cache-dependency-path":
+                    assert (ROOT / value).is_file(), f"{path.name}: {key}: {value} does not exist"
+
+
 def test_go_builds_happen_after_the_cache_is_restored() -> None:
     for path in WORKFLOWS:
         for job in _load(path)["jobs"].values():
