@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: venv lock toolchain schema lint lint-shell lint-workflows test test-unit test-policy \
         test-toolchain test-e2e sandbox-up sandbox-down sandbox-shell sandbox-status demo bench \
-        promote quota-diff clean kueue-manifest pin-kueue
+        promote quota-diff clean kueue-manifest ci-kueue-manifest pin-kueue
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -87,6 +87,12 @@ quota-diff: venv
 # the pinned kubectl only (toolchain/build.sh k8s: linked from the cache when built).
 kueue-manifest: venv
 	bash toolchain/build.sh k8s
+	$(PY) -m components.kueue_manifest
+
+# GitHub CI: the same render with the official kubectl at the pin, checksum-verified
+# (.github/scripts/install-official.sh), instead of building Kubernetes from source.
+ci-kueue-manifest: venv
+	bash .github/scripts/install-official.sh kubectl .toolchain/bin
 	$(PY) -m components.kueue_manifest
 
 # make pin-kueue [VERSION=vX.Y.Z] [FILE=downloaded-manifests.yaml] [ARGS=--check]

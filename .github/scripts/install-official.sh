@@ -64,7 +64,11 @@ pulumi_cli() {
   [ -x "$tmp/cli/pulumi/pulumi" ] || die "$(basename "$tarball") has no pulumi/pulumi"
   got=$(PULUMI_SKIP_UPDATE_CHECK=true "$tmp/cli/pulumi/pulumi" version)
   [ "$got" = "v$ver" ] || die "$(basename "$tarball") holds pulumi $got, expected v$ver"
-  cp -Rf "$tmp/cli/pulumi/." "$dest/"
+  # Replace, never write through: a file already there may be a hard link into a cache.
+  for f in "$tmp/cli/pulumi/"*; do
+    rm -rf "${dest:?}/${f##*/}"
+    cp -R "$f" "$dest/"
+  done
   printf 'install-official: pulumi %s (checksum verified) in %s\n' "$got" "$dest" >&2
 }
 
@@ -92,6 +96,7 @@ kubectl() {
   got=$("$tmp/kubectl" version --client -o json | sed -nE 's/.*"gitVersion": *"([^"]+)".*/\1/p' | head -n1)
   [ "$got" = "$ver" ] || die "the downloaded kubectl reports ${got:-no version}, expected $ver"
   mkdir -p "$dest"
+  rm -f "$dest/kubectl" # it may be a hard link into the build cache (toolchain/build.sh)
   install -m 0755 "$tmp/kubectl" "$dest/kubectl"
   printf 'install-official: kubectl %s (checksum verified) in %s\n' "$got" "$dest" >&2
 }

@@ -101,9 +101,17 @@ def mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.toolchain
 def test_installs_the_pinned_cli_provider_and_kubectl(mirror: Path, tmp_path: Path) -> None:
     dest = tmp_path / "bin"
+    # Files already there may be hard links into the build cache: they are replaced, the
+    # cached files left alone.
+    dest.mkdir()
+    cached = tmp_path / "cached"
+    cached.write_bytes(b"a cached build")
+    os.link(cached, dest / "pulumi")
+    os.link(cached, dest / "kubectl")
     done = _run(mirror, "pulumi", str(dest), home=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "checksum verified" in done.stderr
+    assert cached.read_bytes() == b"a cached build"
     version = subprocess.run([str(dest / "pulumi"), "version"], capture_output=True, text=True)
     assert version.stdout.strip() == f"v{CLI}"
     assert (dest / "pulumi-language-python").is_file()
@@ -126,6 +134,7 @@ def test_installs_the_pinned_cli_provider_and_kubectl(mirror: Path, tmp_path: Pa
         [str(dest / "kubectl"), "version", "--client"], capture_output=True, text=True
     )
     assert f"Client Version: {KUBERNETES}" in client.stdout
+    assert cached.read_bytes() == b"a cached build"
 
 
 def _tampered_mirror(root: Path, which: str) -> tuple[Path, list[str]]:

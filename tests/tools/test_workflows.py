@@ -480,6 +480,7 @@ def test_workflows_use_the_project_scripts() -> None:
         "make test-unit",
         "install-official.sh pulumi",
         "install-official.sh kubernetes-provider",
+        "make ci-kueue-manifest",
         "policyPacks: policies",
         "comment-on-pr:",
         "secrets.PULUMI_CONFIG_PASSPHRASE",
@@ -503,6 +504,15 @@ def test_make_targets_the_workflows_call_build_only_actionlint() -> None:
         )
         builds = re.findall(r"bash toolchain/build\.sh([^\n;&|]*)", dry.stdout)
         assert all(b.split() == ["actionlint"] for b in builds), f"make {target}: {builds}"
+
+
+def test_pulumi_jobs_render_the_kueue_manifest_before_pulumi_runs() -> None:
+    # Every stack pins .kueue/<version>/manifests.yaml, which only the render makes.
+    for job in _load(ROOT / ".github/workflows/pulumi.yml")["jobs"].values():
+        steps = job["steps"]
+        render = [i for i, s in enumerate(steps) if "make ci-kueue-manifest" in s.get("run", "")]
+        pulumi = [i for i, s in enumerate(steps) if "pulumi/actions@" in s.get("uses", "")]
+        assert render and pulumi and render[0] < pulumi[0]
 
 
 def test_pulumi_jobs_forbid_plugin_downloads() -> None:
