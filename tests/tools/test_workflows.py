@@ -209,6 +209,46 @@ def test_one_action_at_two_commits_is_reported() -> None:
     assert check_action_pins([a, b])
 
 
+# actionlint checks `with:` inputs only for actions it knows by tag, not by commit, so the
+# inputs of each pinned commit are listed here, read from its action.yml at that commit.
+ACTION_INPUTS = {
+    "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683": (
+        "clean fetch-depth fetch-tags filter github-server-url lfs path persist-credentials ref"
+        " repository set-safe-directory show-progress sparse-checkout sparse-checkout-cone-mode"
+        " ssh-key ssh-known-hosts ssh-strict ssh-user submodules token"
+    ),
+    "actions/setup-python@0b93645e9fea7318ecaed2b359559ac225c90a2b": (
+        "allow-prereleases architecture cache cache-dependency-path check-latest python-version"
+        " python-version-file token update-environment"
+    ),
+    "actions/setup-go@41dfa10bad2bb2ae585af6ee5bb4d7d973ad74ed": (
+        "architecture cache cache-dependency-path check-latest go-version go-version-file token"
+    ),
+    "actions/cache@0057852bfaa89a56745cba8c7296529d2fc39830": (
+        "enableCrossOsArchive fail-on-cache-miss key lookup-only path restore-keys save-always"
+        " upload-chunk-size"
+    ),
+    "pulumi/actions@c7fad9e2f0b79653172b36538b8b34b3c0291952": (
+        "always-include-summary cloud-url color command comment-on-pr comment-on-pr-number"
+        " comment-on-summary config-map diff edit-pr-comment exclude-protected expect-no-changes"
+        " github-token message parallel plan policyPackConfigs policyPacks pulumi-version"
+        " pulumi-version-file refresh remove replace secrets-provider stack-name suppress-outputs"
+        " suppress-progress target target-dependents upsert work-dir"
+    ),
+}
+
+
+def test_pinned_actions_get_only_inputs_they_define() -> None:
+    for path in WORKFLOWS:
+        for job, step in _steps(path):
+            uses = step.get("uses", "")
+            if uses.startswith("./") or not uses:
+                continue
+            assert uses in ACTION_INPUTS, f"{path.name}:{job}: list the inputs of {uses} here"
+            unknown = set(step.get("with", {})) - set(ACTION_INPUTS[uses].split())
+            assert not unknown, f"{path.name}:{job}: {uses} has no input {sorted(unknown)}"
+
+
 # --- versions come from toolchain/pins.env ------------------------------------------------
 
 
