@@ -29,6 +29,7 @@ import yaml
 from components.pins import read_pins
 from sandbox import fake_cluster
 from sandbox.paths import BIN, KUBECONFIG, KUBECTL, LOGS, ROOT, STATE
+from sandbox.procs import start_time
 
 PKI = STATE / "pki"
 STATE_FILE = STATE / "state.json"
@@ -120,6 +121,9 @@ def make_pki() -> None:
     _openssl_cert("front-proxy-client", "/CN=front-proxy-client", "front-proxy-ca")
     _run("openssl", "genrsa", "-out", str(PKI / "sa.key"), "2048")
     _run("openssl", "rsa", "-in", str(PKI / "sa.key"), "-pubout", "-out", str(PKI / "sa.pub"))
+    # Whatever the caller's umask was: the CA and signing keys let anyone act as the cluster.
+    for path in PKI.iterdir():
+        path.chmod(0o600)
 
 
 def write_kubeconfig() -> None:
@@ -156,15 +160,6 @@ def write_kubeconfig() -> None:
 # --- processes -------------------------------------------------------------------------
 
 
-def _start_time(pid: int) -> str | None:
-    """The process's start time, or None when it is gone (an unreaped zombie counts as gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return None if fields[0] in ("Z", "X") else fields[19]
-
-
 def _load_state() -> dict[str, Any]:
     if STATE_FILE.exists():
         loaded: dict[str, Any] = json.loads(STATE_FILE.read_text())
@@ -177,7 +172,7 @@ def _save_state(state: dict[str, Any]) -> None:
 
 
 def _alive(entry: dict[str, Any]) -> bool:
-    return bool(_start_time(int(entry["pid"])) == entry["start"])
+    return bool(start_time(int(entry["pid"])) == entry["start"])
 
 
 def spawn(name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
@@ -193,7 +188,7 @@ def spawn(name: str, argv: list[str], env: dict[str, str] | None = None) -> None
         env={**os.environ, **(env or {})},
     )
     state = _load_state()
-    state["processes"][name] = {"pid": proc.pid, "start": _start_time(proc.pid), "argv": argv}
+    state["processes"][name] = {"pid": proc.pid, "start": start_time(proc.pid), "argv": argv}
     _save_state(state)
 
 
@@ -466,6 +461,9 @@ def logs(lines: int = 40) -> None:
 
 
 def main() -> int:
+    # Everything the sandbox writes (keys, tokens, etcd's data, logs) is its owner's alone, and
+    # so is everything its processes write: they inherit the mask.
+    os.umask(0o077)
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
     if cmd == "up":
         up()
