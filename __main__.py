@@ -7,6 +7,7 @@ import sys
 import pulumi
 
 from components.config import ConfigError, load_config, raw_from_pulumi_config
+from components.kubeclient import KubeconfigError, validate
 from components.kueue import ManifestError, load_manifest
 from components.stack import GpuQueues, GpuQueuesArgs
 
@@ -17,8 +18,10 @@ BAIL = 32
 try:
     # Everything is checked before the first resource is registered.
     config = load_config(raw_from_pulumi_config())
+    if config.kubernetes.kubeconfig is not None:  # unset: $KUBECONFIG, possibly absent in CI
+        validate(config.kubernetes.kubeconfig.get_secret_value(), config.kubernetes.context)
     manifest = load_manifest(config.kueue) if config.kueue.install else None
-except (ConfigError, ManifestError) as error:
+except (ConfigError, KubeconfigError, ManifestError) as error:
     print(error, file=sys.stderr)
     sys.exit(BAIL)
 

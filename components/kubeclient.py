@@ -157,7 +157,13 @@ def _file_or_data(
     return None
 
 
-def resolve(kubeconfig: str | None, context: str | None) -> Connection:
+def validate(kubeconfig: str | None, context: str | None) -> None:
+    """Raise KubeconfigError if the context cannot be used, without running an exec plugin
+    (its command is only checked to be given): for checking config before anything runs."""
+    resolve(kubeconfig, context, run_exec=False)
+
+
+def resolve(kubeconfig: str | None, context: str | None, run_exec: bool = True) -> Connection:
     """The connection a kubeconfig's context describes (runs its exec plugin, if any)."""
     if kubeconfig:
         source = _Source(f"{KEY}.kubeconfig", Path.cwd())
@@ -210,11 +216,16 @@ def resolve(kubeconfig: str | None, context: str | None) -> Connection:
         tls_server_name=cluster.get("tls-server-name"),
         proxy_url=proxy,
     )
-    return _with_credentials(conn, user, str(user_name), cluster, source)
+    return _with_credentials(conn, user, str(user_name), cluster, source, run_exec)
 
 
 def _with_credentials(
-    conn: Connection, user: dict[str, Any], name: str, cluster: dict[str, Any], source: _Source
+    conn: Connection,
+    user: dict[str, Any],
+    name: str,
+    cluster: dict[str, Any],
+    source: _Source,
+    run_exec: bool,
 ) -> Connection:
     where = f"user {name!r}"
     base = Path(user.get(BASE) or source.base)
@@ -243,17 +254,19 @@ def _with_credentials(
         except OSError as exc:
             raise _problem(source, f"{where}: tokenFile {token_file} ({exc.strerror})") from None
     elif user.get("exec"):
-        cert, key, token = _run_exec_plugin(user["exec"], cluster, base, source, where)
+        spec = user["exec"]
+        if not isinstance(spec, dict) or not spec.get("command") or not spec.get("apiVersion"):
+            raise _problem(source, f"{where}: `exec` needs a command and an apiVersion")
+        if run_exec:
+            cert, key, token = _run_exec_plugin(spec, cluster, base, source, where)
     if (cert is None) != (key is None):
         raise _problem(source, f"{where}: a client certificate and a client key go together")
     return Connection(**{**conn.__dict__, "client_cert": cert, "client_key": key, "token": token})
 
 
 def _run_exec_plugin(
-    spec: Any, cluster: dict[str, Any], base: Path, source: _Source, where: str
+    spec: dict[str, Any], cluster: dict[str, Any], base: Path, source: _Source, where: str
 ) -> tuple[bytes | None, bytes | None, str | None]:
-    if not isinstance(spec, dict):
-        raise _problem(source, f"{where}: `exec` must be a mapping")
     public = {k: v for k, v in cluster.items() if k != BASE}
     try:
         # The library's runner of credential plugins, as its own loader uses it (untyped).

@@ -231,3 +231,29 @@ def test_a_second_up_while_one_runs_is_refused_by_the_lock_and_nothing_is_corrup
     assert again.returncode == 0, again.stdout + again.stderr
     back = pulumi("up", "--yes", "--skip-preview")  # the stack file's quota again
     assert back.returncode == 0, back.stdout + back.stderr
+
+
+# --- 19: a kubeconfig that cannot be used is refused before anything is registered ---------
+
+
+def test_an_unknown_context_is_refused_naming_the_key_before_anything_is_registered() -> None:
+    name = "local-bad-context"
+    done = stack.pulumi(
+        "preview",
+        stack=name,
+        source=ROOT / "Pulumi.local.yaml",
+        overrides={"gpu-queues:kubernetes.context": "no-such-context"},
+        check=False,
+        capture=True,
+    )
+    out = done.stdout + done.stderr
+    try:
+        assert done.returncode != 0, out
+        assert (
+            "gpu-queues:kubernetes.context: no context 'no-such-context' in the kubeconfig "
+            "(it has: sandbox)"
+        ) in out
+        assert "kubernetes:" not in out  # no resource was registered, not even the provider
+        assert "Traceback" not in out
+    finally:
+        stack.pulumi("stack", "rm", "--yes", stack=name, check=False, capture=True)

@@ -26,7 +26,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from components.kubeclient import KubeconfigError, api_client, resolve
+from components.kubeclient import KubeconfigError, api_client, resolve, validate
 from components.readiness import probe_webhooks
 
 pytestmark = pytest.mark.unit
@@ -468,7 +468,7 @@ def test_not_yaml_is_refused_without_showing_the_content() -> None:
         (
             kubeconfig(SERVER, {"exec": {"command": "true"}}),
             None,
-            "user 'u': the exec plugin failed: exec: malformed request. missing key 'apiVersion'",
+            "user 'u': `exec` needs a command and an apiVersion",
         ),
     ],
 )
@@ -520,6 +520,21 @@ def test_the_probe_reports_a_bad_kubeconfig_instead_of_retrying() -> None:
         KubeconfigError, match=r"^gpu-queues:kubernetes\.kubeconfig: has no contexts$"
     ):
         probe_webhooks("apiVersion: v1\nkind: Config\n", None, timeout=60)
+
+
+def test_validation_checks_the_kubeconfig_without_running_its_exec_plugin(tmp_path: Path) -> None:
+    ran = tmp_path / "ran"
+    user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": "touch",
+            "args": [str(ran)],
+        }
+    }
+    validate(kubeconfig(SERVER, user), None)
+    assert not ran.exists()
+    with pytest.raises(KubeconfigError, match=r"no context 'other'"):
+        validate(kubeconfig(SERVER, user), "other")
 
 
 def test_the_connection_never_shows_its_secrets() -> None:
