@@ -212,7 +212,7 @@ def _stop(entry: dict[str, Any], grace: float) -> None:
             time.sleep(0.05)
 
 
-def restart(name: str, grace: float = 30.0) -> float:
+def restart(name: str, grace: float = 10.0) -> float:
     """Stop one component and start it again with its recorded command, keeping every piece
     of its data (etcd's, for the API server). Waits until it is ready again (the API server's
     /readyz); returns how long it was down, in seconds."""

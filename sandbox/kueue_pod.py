@@ -19,6 +19,7 @@ import json
 import os
 import shlex
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -94,7 +95,9 @@ def pod_root_script(
             new = q(str(root / sub))
             on_path = any(t == sub or sub in t.parents for t in targets)
             if on_path and entry.is_dir(follow_symlinks=False):
-                lines.append(f"mkdir {new}")
+                # Made in the tmpfs with the machine's mode (/tmp stays 1777).
+                mode = stat.S_IMODE(entry.stat(follow_symlinks=False).st_mode)
+                lines.append(f"mkdir -m {mode:o} {new}")
                 if not any(t == sub for t in targets):
                     graft(sub, top=False)
                 continue

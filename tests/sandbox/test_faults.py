@@ -70,9 +70,25 @@ def kubectl(*args: str) -> str:
     return done.stdout
 
 
-def wait_for(what: str, check: Callable[[], T | None], timeout: float, step: float = 0.1) -> T:
+def cluster_queues() -> list[str]:
+    """The ClusterQueues in the cluster; none while their CRD is not there yet."""
+    done = inside(KUBECTL, "get", "clusterqueues", "-o", "name")
+    if "the server could not find the requested resource" in done.stderr:
+        return []
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def wait_for(
+    what: str,
+    check: Callable[[], T | None],
+    timeout: float,
+    step: float = 0.1,
+    meanwhile: Callable[[], None] = lambda: None,
+) -> T:
     deadline = time.monotonic() + timeout
     while True:
+        meanwhile()
         result = check()
         if result:
             return result
@@ -107,13 +123,25 @@ def first(path: Path, kind: str, typ: str) -> dict[str, Any] | None:
 
 
 def start_up(event_log: Path, log: Path) -> subprocess.Popen[bytes]:
+    """`pulumi up` of the local stack, logging the engine's events (a flag Pulumi shows only
+    with PULUMI_DEBUG_COMMANDS)."""
     with open(log, "wb") as out:
         return subprocess.Popen(
             ["bash", str(SANDBOX), "exec", str(PY), "-m", "sandbox.stack", "up", "--yes",
              "--skip-preview", "--event-log", str(event_log)],
             stdout=out,
             stderr=subprocess.STDOUT,
+            env={**os.environ, "PULUMI_DEBUG_COMMANDS": "true"},
         )  # fmt: skip
+
+
+def running(up: subprocess.Popen[bytes], log: Path) -> Callable[[], None]:
+    """A check for wait_for loops: the `up` must not have ended on its own meanwhile."""
+
+    def check() -> None:
+        assert up.poll() is None, f"pulumi up ended early:\n{log.read_text()}"
+
+    return check
 
 
 # --- processes ----------------------------------------------------------------------------
@@ -197,8 +225,14 @@ def assert_private(absent: dict[str, Path | None]) -> None:
     kueue = live_kueue()
     assert kueue, "kueue is not running"
     for path, missing in absent.items():
-        assert (Path(f"/proc/{kueue[0]}/root") / path.lstrip("/")).is_dir(), path
+        # Through the machine's symlinks (/var/run -> /run), as Kueue's root shows them too.
+        inside_root = Path(f"/proc/{kueue[0]}/root") / os.path.realpath(path).lstrip("/")
+        assert inside_root.is_dir(), path
         assert missing is None or not missing.exists(), f"{missing} was created on the machine"
+        if Path(path).is_dir():  # there before: nothing of the pod's shows through
+            assert not {p.name for p in inside_root.iterdir()} & {
+                p.name for p in Path(path).iterdir()
+            }, path
     volumes = WORK / "volumes"
     holding = [p for p in volumes.rglob("*") if p.is_file()]
     assert any(p.name == "token" for p in holding) and any(p.name == "tls.key" for p in holding)
@@ -237,14 +271,19 @@ def test_an_up_killed_mid_install_converges_after_the_readmes_recovery(
     started = time.monotonic()
     up = start_up(event_log, log)
     # The kill point: the first CRD has been created; many other install steps are in flight.
-    wait_for("a CRD created", lambda: first(event_log, "resOutputsEvent", CRD), timeout=240)
+    wait_for(
+        "a CRD created",
+        lambda: first(event_log, "resOutputsEvent", CRD),
+        timeout=240,
+        meanwhile=running(up, log),
+    )
     killed = kill_tree(up.pid)
     up.wait()
     at = time.monotonic() - started
-    assert not any(alive(p) for p in killed)
+    wait_for("the killed processes gone", lambda: not any(alive(p) for p in killed), timeout=10)
     assert first(event_log, "resourcePreEvent", FLAVOR) is None  # the queues never started
     crds = kubectl("get", "crd", "-o", "name").split()
-    assert not kubectl("get", "clusterqueues", "-A", "-o", "name").strip()
+    assert cluster_queues() == []
 
     state = json.loads(pulumi("stack", "export").stdout)["deployment"]
     pending = state.get("pending_operations") or []
@@ -264,14 +303,16 @@ def test_an_up_killed_mid_install_converges_after_the_readmes_recovery(
     steps = readme_recovery()
     assert [s[0] for s in steps] == ["cancel", "refresh", "up"]
     for args in steps:
+        t0 = time.monotonic()
         done = pulumi(*args, "--yes")
+        print(f"pulumi {' '.join(args)}: {time.monotonic() - t0:.1f}s")
         assert done.returncode == 0, f"pulumi {' '.join(args)}:\n{done.stdout}{done.stderr}"
         assert "pending operations" not in done.stdout, done.stdout
     state = json.loads(pulumi("stack", "export").stdout)["deployment"]
     assert not state.get("pending_operations")
     preview = pulumi("preview", "--expect-no-changes", "--diff")
     assert preview.returncode == 0, preview.stdout + preview.stderr
-    assert "gpu-cluster-queue" in kubectl("get", "clusterqueues", "-o", "name")
+    assert cluster_queues() == ["clusterqueue.kueue.x-k8s.io/gpu-cluster-queue"]
     assert_private(fresh_sandbox)
     assert_nothing_left(fresh_sandbox)
 
@@ -288,6 +329,7 @@ def test_kueue_killed_twice_at_the_readiness_gate_is_restarted_and_up_succeeds(
         "the controller Deployment created",
         lambda: first(event_log, "resOutputsEvent", DEPLOYMENT),
         timeout=240,
+        meanwhile=running(up, log),
     )
     # From here the gate holds the queues back until Kueue's webhooks answer.
     assert first(event_log, "resourcePreEvent", FLAVOR) is None

@@ -205,6 +205,7 @@ def host(tmp_path: Path) -> Path:
     h = tmp_path / "host"
     for d in ("tmp/other", "run/netns", "usr/bin", "var/lib", "work/checkout", "proc"):
         (h / d).mkdir(parents=True)
+    (h / "tmp").chmod(0o1777)
     (h / "tmp" / "keep.txt").write_text("x")
     (h / "run" / "lock").write_text("")
     (h / "var" / "run").symlink_to("../run")
@@ -240,7 +241,7 @@ def test_the_pod_root_makes_the_mount_paths_inside_itself_only(host: Path, tmp_p
     ):
         assert f"mount --bind {tmp_path}/vol{i} {root}/{target}" in lines
     # Directories on the way are the pod's own, showing the machine's other entries.
-    assert f"mkdir {root}/tmp" in lines
+    assert f"mkdir -m 1777 {root}/tmp" in lines
     assert any(f"mount --bind {host}/tmp/keep.txt {root}/tmp/keep.txt" in ln for ln in lines)
     assert any(f"mount --bind {host}/run/netns {root}/run/netns" in ln for ln in lines)
     # Entries off the paths are shown whole (with their submounts), symlinks copied.
@@ -257,7 +258,8 @@ def test_a_mount_path_that_exists_on_the_machine_is_covered_not_entered(
     (host / "visibility" / "old").mkdir(parents=True)
     root = tmp_path / "root"
     script = pod_root_script(root, [(tmp_path / "v", "/visibility")], host, ["k"], host=host)
-    assert f"mkdir {root}/visibility" in script
+    mode = stat.S_IMODE((host / "visibility").stat().st_mode)
+    assert f"mkdir -m {mode:o} {root}/visibility" in script
     assert "old" not in script  # its content is hidden by the volume, as in a pod
 
 
