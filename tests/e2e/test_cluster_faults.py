@@ -3,7 +3,7 @@ server restarted under a running and a held job; `pulumi destroy` of a stack who
 claim is protected; two `pulumi up` at once on one stack.
 
 (Faults that need a fresh cluster, an `up` killed mid-install and Kueue killed at the
-readiness gate, are in tests/sandbox/test_faults.py: they bring up sandboxes of their own.)
+readiness gate, are in tests/sandbox/test_install_faults.py: they bring up sandboxes of their own.)
 """
 
 from __future__ import annotations
