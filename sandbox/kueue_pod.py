@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from kubernetes import client, config
+from kubernetes import client
 
+from components.kubeclient import api_client
 from sandbox.paths import BIN, LOGS, STATE
 from sandbox.procs import start_time
 
@@ -170,9 +171,8 @@ class Runner:
         work: Path = WORK,
         log: Path = LOG,
     ) -> None:
-        if core is None:
-            config.load_kube_config()  # type: ignore[no-untyped-call]
-            core = client.CoreV1Api()
+        if core is None:  # $KUBECONFIG: the sandbox's admin, its key kept in memory
+            core = client.CoreV1Api(api_client(None, None))
         # The client's models type every field Optional; read them as plain objects.
         self.core: Any = core
         self.clock = clock

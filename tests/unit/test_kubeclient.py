@@ -541,3 +541,20 @@ def test_the_connection_never_shows_its_secrets() -> None:
     conn = resolve(kubeconfig(SERVER, {"token": "s3cr3t"}), None)
     assert conn.token == "s3cr3t"
     assert "s3cr3t" not in repr(conn)
+
+
+def test_the_sandboxes_clients_keep_the_admin_key_in_memory_too(
+    pki: Pki, tmp_path: Path, private_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pod runner and the walkthrough hold the sandbox admin's kubeconfig all along.
+    from sandbox.kueue_pod import Runner
+    from sandbox.walkthrough import Cluster
+
+    path = tmp_path / "kubeconfig"
+    path.write_text(kubeconfig(SERVER, cert_user(pki)))
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    with _WRITES.recording() as written:
+        Cluster(str(path))
+        Runner(work=tmp_path / "work", log=tmp_path / "log")
+    assert written == []
+    assert list(private_tmp.iterdir()) == []
