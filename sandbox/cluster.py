@@ -208,8 +208,15 @@ def _stop(entry: dict[str, Any], grace: float) -> None:
     if _alive(entry):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(int(entry["pid"]), signal.SIGKILL)
-        while _alive(entry):
-            time.sleep(0.05)
+        _wait_gone(entry)
+
+
+def _wait_gone(entry: dict[str, Any], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while _alive(entry):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"pid {entry['pid']} survived SIGKILL for {timeout:.0f}s")
+        time.sleep(0.05)
 
 
 def restart(name: str, grace: float = 10.0) -> float:
