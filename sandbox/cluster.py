@@ -468,8 +468,12 @@ def down() -> None:
         time.sleep(0.1)
     for entry in state["processes"].values():
         if _alive(entry):
-            os.killpg(int(entry["pid"]), signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # it may have just exited
+                os.killpg(int(entry["pid"]), signal.SIGKILL)
     # The cluster's data and the sandbox stacks' state go together: a new cluster starts clean.
+    # Each is removed even if another could not be: a half-removed sandbox would hand its
+    # stale stack state (encrypted with a passphrase that is gone) to the next one.
+    problems = []
     for path in (
         STATE_FILE,
         STATE / "etcd",
@@ -479,10 +483,15 @@ def down() -> None:
         STATE / "pulumi",
         STATE / "project",
     ):
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
+        try:
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
+        except OSError as e:
+            problems.append(f"{path}: {e}")
+    if problems:
+        raise RuntimeError("sandbox down could not remove: " + "; ".join(problems))
 
 
 def status() -> int:

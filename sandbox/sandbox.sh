@@ -43,6 +43,9 @@ down() {
     for _ in $(seq 50); do [ -z "$(ip netns pids "$ns" 2>/dev/null)" ] && break; sleep 0.2; done
     ip netns del "$ns"
   fi
+  # Again, with every process gone: what a late writer recreated, or the leftovers of a down
+  # that failed part-way (no namespace then), are removed all the same.
+  "$py" -m sandbox.cluster down || true
   rm -f "$state/netns"
   echo "sandbox: down"
 }

@@ -122,17 +122,21 @@ def first(path: Path, kind: str, typ: str) -> dict[str, Any] | None:
     return next((e for e in events(path) if (step(e, kind) or {}).get("type") == typ), None)
 
 
+STARTED: list[subprocess.Popen[bytes]] = []  # killed, if still running, when a test ends
+
+
 def start_up(event_log: Path, log: Path) -> subprocess.Popen[bytes]:
     """`pulumi up` of the local stack, logging the engine's events (a flag Pulumi shows only
     with PULUMI_DEBUG_COMMANDS)."""
     with open(log, "wb") as out:
-        return subprocess.Popen(
+        STARTED.append(subprocess.Popen(
             ["bash", str(SANDBOX), "exec", str(PY), "-m", "sandbox.stack", "up", "--yes",
              "--skip-preview", "--event-log", str(event_log)],
             stdout=out,
             stderr=subprocess.STDOUT,
             env={**os.environ, "PULUMI_DEBUG_COMMANDS": "true"},
-        )  # fmt: skip
+        ))  # fmt: skip
+    return STARTED[-1]
 
 
 def running(up: subprocess.Popen[bytes], log: Path) -> Callable[[], None]:
@@ -216,6 +220,11 @@ def fresh_sandbox() -> Iterator[dict[str, Path | None]]:
     absent = {p: first_missing(p) for p in POD_MOUNTS}
     sandbox("up")
     yield absent
+    while STARTED:  # a test that failed midway leaves no `pulumi up` behind
+        run = STARTED.pop()
+        if run.poll() is None:
+            kill_tree(run.pid)
+            run.wait()
     sandbox("down")
 
 
