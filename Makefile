@@ -46,8 +46,10 @@ lint-workflows: venv
 	.toolchain/bin/actionlint -shellcheck $(CURDIR)/$(VENV)/bin/shellcheck
 
 # --- the sandbox: a simulated GPU cluster in a network namespace of its own ---------------
+# make sandbox-up [TOPOLOGY=multikueue]: one cluster (the default), or a MultiKueue manager and
+# two workers, each a control plane of its own in the same namespace (sandbox/topology.py).
 sandbox-up: venv toolchain
-	bash $(SANDBOX) up
+	bash $(SANDBOX) up $(TOPOLOGY)
 
 sandbox-down:
 	bash $(SANDBOX) down

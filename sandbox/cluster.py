@@ -1,10 +1,11 @@
-"""The sandbox control plane: start, wait ready, kubeconfig, stop, logs.
+"""The sandbox control planes: start, wait ready, kubeconfig, stop, logs.
 
-Runs inside the sandbox's network namespace (sandbox/sandbox.sh puts it there). It starts
-etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (fake nodes and pods)
-and the Kueue pod runner as detached processes, records their pids (with start times, so
-a reused pid is never killed) in .sandbox/state.json and keeps each one's log in
-.sandbox/logs/.
+Runs inside the sandbox's network namespace (sandbox/sandbox.sh puts it there). For each
+cluster of the topology (sandbox/topology.py: one cluster, or a MultiKueue manager and two
+workers) it starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (fake
+nodes and pods) and the Kueue pod runner as detached processes, each cluster on its own
+loopback address, records their pids (with start times, so a reused pid is never killed) in
+.sandbox/state.json and keeps each one's log in .sandbox/logs/.
 """
 
 from __future__ import annotations
@@ -21,25 +22,29 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import yaml
 
 from components.kueue_manifest import render_release, rendered_path
 from components.pins import read_pins
-from sandbox import fake_cluster
+from sandbox import fake_cluster, topology
 from sandbox.paths import BIN, KUBECONFIG, KUBECTL, LOGS, ROOT, STATE
 from sandbox.procs import start_time
+from sandbox.topology import Cluster
 
-PKI = STATE / "pki"
 STATE_FILE = STATE / "state.json"
 # The very file the stacks pin (make kueue-manifest renders the same bytes).
 KUEUE_MANIFEST = rendered_path(read_pins()["KUEUE_VERSION"])
 
-APISERVER = "https://127.0.0.1:6443"
+PRIMARY = topology.single()[0]
+PKI = PRIMARY.pki
+APISERVER = PRIMARY.apiserver
 SERVICE_RANGE = "10.96.0.0/16"
-POD_RANGE = "10.244.0.0/16"
+POD_RANGE = PRIMARY.pod_range
 READY_TIMEOUT = 90.0
+# A manager cluster has no GPU nodes; Kueue's own pod needs a node to run on all the same.
+SYSTEM_NODE: Final = {"cpu": "8", "memory": "32Gi"}
 
 
 def _run(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
@@ -49,8 +54,10 @@ def _run(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
 # --- PKI -------------------------------------------------------------------------------
 
 
-def _openssl_cert(name: str, subject: str, ca: str | None, san: str | None = None) -> None:
-    key, crt = PKI / f"{name}.key", PKI / f"{name}.crt"
+def _openssl_cert(
+    pki: Path, name: str, subject: str, ca: str | None, san: str | None = None
+) -> None:
+    key, crt = pki / f"{name}.key", pki / f"{name}.crt"
     _run("openssl", "genrsa", "-out", str(key), "2048")
     if ca is None:
         _run(
@@ -72,9 +79,9 @@ def _openssl_cert(name: str, subject: str, ca: str | None, san: str | None = Non
             "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
         )
         return
-    csr = PKI / f"{name}.csr"
+    csr = pki / f"{name}.csr"
     _run("openssl", "req", "-new", "-key", str(key), "-subj", subject, "-out", str(csr))
-    ext = PKI / f"{name}.ext"
+    ext = pki / f"{name}.ext"
     lines = [
         "basicConstraints=CA:FALSE",
         "keyUsage=critical,digitalSignature,keyEncipherment",
@@ -90,9 +97,9 @@ def _openssl_cert(name: str, subject: str, ca: str | None, san: str | None = Non
         "-in",
         str(csr),
         "-CA",
-        str(PKI / f"{ca}.crt"),
+        str(pki / f"{ca}.crt"),
         "-CAkey",
-        str(PKI / f"{ca}.key"),
+        str(pki / f"{ca}.key"),
         "-CAcreateserial",
         "-days",
         "3650",
@@ -103,33 +110,36 @@ def _openssl_cert(name: str, subject: str, ca: str | None, san: str | None = Non
     )
 
 
-def make_pki() -> None:
-    """Certificates for one sandbox life: a CA, the API server, an admin, a front proxy."""
-    if (PKI / "admin.crt").exists():
+def make_pki(c: Cluster = PRIMARY) -> None:
+    """Certificates for one cluster's life: a CA, the API server, an admin, a front proxy.
+    Each cluster has a CA of its own, as separate clusters do."""
+    pki = c.pki
+    if (pki / "admin.crt").exists():
         return
-    PKI.mkdir(parents=True, exist_ok=True)
-    os.chmod(PKI, 0o700)
-    _openssl_cert("ca", "/CN=gpu-queues-sandbox-ca", None)
+    pki.mkdir(parents=True, exist_ok=True)
+    os.chmod(pki, 0o700)
+    _openssl_cert(pki, "ca", f"/CN=gpu-queues-sandbox-{c.name}-ca", None)
     _openssl_cert(
+        pki,
         "apiserver",
         "/CN=kube-apiserver",
         "ca",
-        "IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,"
+        f"IP:{c.address},IP:10.96.0.1,DNS:localhost,DNS:kubernetes,"
         "DNS:kubernetes.default,DNS:kubernetes.default.svc",
     )
-    _openssl_cert("admin", "/O=system:masters/CN=sandbox-admin", "ca")
-    _openssl_cert("front-proxy-ca", "/CN=front-proxy-ca", None)
-    _openssl_cert("front-proxy-client", "/CN=front-proxy-client", "front-proxy-ca")
-    _run("openssl", "genrsa", "-out", str(PKI / "sa.key"), "2048")
-    _run("openssl", "rsa", "-in", str(PKI / "sa.key"), "-pubout", "-out", str(PKI / "sa.pub"))
+    _openssl_cert(pki, "admin", "/O=system:masters/CN=sandbox-admin", "ca")
+    _openssl_cert(pki, "front-proxy-ca", "/CN=front-proxy-ca", None)
+    _openssl_cert(pki, "front-proxy-client", "/CN=front-proxy-client", "front-proxy-ca")
+    _run("openssl", "genrsa", "-out", str(pki / "sa.key"), "2048")
+    _run("openssl", "rsa", "-in", str(pki / "sa.key"), "-pubout", "-out", str(pki / "sa.pub"))
     # Whatever the caller's umask was: the CA and signing keys let anyone act as the cluster.
-    for path in PKI.iterdir():
+    for path in pki.iterdir():
         path.chmod(0o600)
 
 
-def write_kubeconfig() -> None:
+def write_kubeconfig(c: Cluster = PRIMARY) -> None:
     def b64(name: str) -> str:
-        return base64.b64encode((PKI / name).read_bytes()).decode()
+        return base64.b64encode((c.pki / name).read_bytes()).decode()
 
     cfg = {
         "apiVersion": "v1",
@@ -138,7 +148,7 @@ def write_kubeconfig() -> None:
         "clusters": [
             {
                 "name": "sandbox",
-                "cluster": {"server": APISERVER, "certificate-authority-data": b64("ca.crt")},
+                "cluster": {"server": c.apiserver, "certificate-authority-data": b64("ca.crt")},
             }
         ],
         "users": [
@@ -154,8 +164,9 @@ def write_kubeconfig() -> None:
             {"name": "sandbox", "context": {"cluster": "sandbox", "user": "sandbox-admin"}}
         ],
     }
-    KUBECONFIG.write_text(yaml.safe_dump(cfg))
-    os.chmod(KUBECONFIG, 0o600)
+    c.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+    c.kubeconfig.write_text(yaml.safe_dump(cfg))
+    os.chmod(c.kubeconfig, 0o600)
 
 
 # --- processes -------------------------------------------------------------------------
@@ -176,9 +187,15 @@ def _alive(entry: dict[str, Any]) -> bool:
     return bool(start_time(int(entry["pid"])) == entry["start"])
 
 
+def log_path(name: str) -> Path:
+    """A process's log: .sandbox/logs/<name>.log (a worker's under logs/<cluster>/)."""
+    return LOGS / f"{name}.log"
+
+
 def spawn(name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
-    LOGS.mkdir(parents=True, exist_ok=True)
-    with open(LOGS / f"{name}.log", "ab") as log:
+    path = log_path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "ab") as log:
         proc = subprocess.Popen(
             argv,
             stdout=log,
@@ -224,12 +241,14 @@ def restart(name: str, grace: float = 10.0) -> float:
     """Stop one component and start it again with its recorded command, keeping every piece
     of its data (etcd's, for the API server). Waits until it is ready again (the API server's
     /readyz); returns how long it was down, in seconds."""
-    entry = _load_state()["processes"][name]
+    state = _load_state()
+    entry = state["processes"][name]
     started = time.monotonic()
     _stop(entry, grace)
     spawn(name, entry["argv"], entry.get("env"))
-    if name == "kube-apiserver":
-        _wait("kube-apiserver /readyz", lambda: _https_ok(f"{APISERVER}/readyz"))
+    for c in topology.clusters(state.get("topology")):
+        if name == c.process("kube-apiserver"):
+            _wait(f"{name} /readyz", lambda c=c: _https_ok(f"{c.apiserver}/readyz", c))
     return time.monotonic() - started
 
 
@@ -244,61 +263,61 @@ def _wait(what: str, check: Any, timeout: float = READY_TIMEOUT) -> None:
             last = e
         for name, entry in _load_state()["processes"].items():
             if not _alive(entry):
-                raise RuntimeError(f"{name} exited while waiting for {what}; see {LOGS / name}.log")
+                raise RuntimeError(f"{name} exited while waiting for {what}; see {log_path(name)}")
         time.sleep(0.2)
     raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}: {last}")
 
 
-def _https_ok(url: str, client: bool = True) -> bool:
-    ctx = ssl.create_default_context(cafile=str(PKI / "ca.crt"))
+def _https_ok(url: str, c: Cluster = PRIMARY, client: bool = True) -> bool:
+    ctx = ssl.create_default_context(cafile=str(c.pki / "ca.crt"))
     if client:
-        ctx.load_cert_chain(str(PKI / "admin.crt"), str(PKI / "admin.key"))
+        ctx.load_cert_chain(str(c.pki / "admin.crt"), str(c.pki / "admin.key"))
     else:
         ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
     with urllib.request.urlopen(url, context=ctx, timeout=2) as r:
         return bool(r.status == 200)
 
 
-def kubectl(*args: str, stdin: str | None = None) -> str:
-    return _run(str(KUBECTL), "--kubeconfig", str(KUBECONFIG), *args, input=stdin).stdout
+def kubectl(*args: str, stdin: str | None = None, kubeconfig: Path = KUBECONFIG) -> str:
+    return _run(str(KUBECTL), "--kubeconfig", str(kubeconfig), *args, input=stdin).stdout
 
 
-def start_control_plane() -> None:
-    data = STATE / "etcd"
+def start_control_plane(c: Cluster = PRIMARY) -> None:
+    a = c.address
     spawn(
-        "etcd",
+        c.process("etcd"),
         [
             str(BIN / "etcd"),
             "--data-dir",
-            str(data),
+            str(c.etcd),
             "--unsafe-no-fsync",
             "--listen-client-urls",
-            "http://127.0.0.1:2379",
+            f"http://{a}:2379",
             "--advertise-client-urls",
-            "http://127.0.0.1:2379",
+            f"http://{a}:2379",
             "--listen-peer-urls",
-            "http://127.0.0.1:2380",
+            f"http://{a}:2380",
             "--initial-advertise-peer-urls",
-            "http://127.0.0.1:2380",
+            f"http://{a}:2380",
             "--initial-cluster",
-            "default=http://127.0.0.1:2380",
+            f"default=http://{a}:2380",
             "--listen-metrics-urls",
-            "http://127.0.0.1:2381",
+            f"http://{a}:2381",
         ],
     )
     _wait(
-        "etcd",
-        lambda: urllib.request.urlopen("http://127.0.0.1:2379/health", timeout=2).status == 200,
+        c.process("etcd"),
+        lambda: urllib.request.urlopen(f"http://{a}:2379/health", timeout=2).status == 200,
     )
-    p = str(PKI)
+    p = str(c.pki)
     spawn(
-        "kube-apiserver",
+        c.process("kube-apiserver"),
         [
             str(BIN / "kube-apiserver"),
-            "--etcd-servers=http://127.0.0.1:2379",
-            "--bind-address=127.0.0.1",
+            f"--etcd-servers=http://{a}:2379",
+            f"--bind-address={a}",
             "--secure-port=6443",
-            "--advertise-address=127.0.0.1",
+            f"--advertise-address={a}",
             "--endpoint-reconciler-type=none",  # loopback endpoints are refused
             f"--service-cluster-ip-range={SERVICE_RANGE}",
             f"--tls-cert-file={p}/apiserver.crt",
@@ -322,18 +341,18 @@ def start_control_plane() -> None:
             "--profiling=false",
         ],
     )
-    write_kubeconfig()
-    _wait("kube-apiserver /readyz", lambda: _https_ok(f"{APISERVER}/readyz"))
-    kc = str(KUBECONFIG)
+    write_kubeconfig(c)
+    _wait(f"{c.process('kube-apiserver')} /readyz", lambda: _https_ok(f"{c.apiserver}/readyz", c))
+    kc = str(c.kubeconfig)
     common = [
         f"--kubeconfig={kc}",
         f"--authentication-kubeconfig={kc}",
         f"--authorization-kubeconfig={kc}",
         "--leader-elect=false",
-        "--bind-address=127.0.0.1",
+        f"--bind-address={a}",
     ]
     spawn(
-        "kube-controller-manager",
+        c.process("kube-controller-manager"),
         [
             str(BIN / "kube-controller-manager"),
             *common,
@@ -347,29 +366,38 @@ def start_control_plane() -> None:
             "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route",
         ],
     )
-    spawn("kube-scheduler", [str(BIN / "kube-scheduler"), *common, "--secure-port=10259"])
     spawn(
-        "kwok",
+        c.process("kube-scheduler"),
+        [str(BIN / "kube-scheduler"), *common, "--secure-port=10259"],
+    )
+    spawn(
+        c.process("kwok"),
         [
             str(BIN / "kwok"),
             f"--kubeconfig={kc}",
             "--manage-all-nodes=false",
             f"--manage-nodes-with-annotation-selector={fake_cluster.NODE_ANNOTATION}=fake",
             *(f"--config={c}" for c in kwok_stage_files()),
-            f"--cidr={POD_RANGE}",
+            f"--cidr={c.pod_range}",
             # Nodes renew leases like kubelets, so the node lifecycle controller keeps them Ready.
             "--node-lease-duration-seconds=40",
             # The node's address: top of the pod range, clear of pod IPs (numbered from .0.1).
-            "--node-ip=10.244.255.254",
-            "--server-address=127.0.0.1:10247",
+            f"--node-ip={c.node_ip}",
+            f"--server-address={a}:10247",
         ],
     )
     _wait(
-        "kube-controller-manager",
-        lambda: _https_ok("https://127.0.0.1:10257/healthz", client=False),
+        c.process("kube-controller-manager"),
+        lambda: _https_ok(f"https://{a}:10257/healthz", c, client=False),
     )
-    _wait("kube-scheduler", lambda: _https_ok("https://127.0.0.1:10259/healthz", client=False))
-    _wait("default service account", lambda: bool(kubectl("get", "sa", "default", "-o", "name")))
+    _wait(
+        c.process("kube-scheduler"),
+        lambda: _https_ok(f"https://{a}:10259/healthz", c, client=False),
+    )
+    _wait(
+        f"{c.name}'s default service account",
+        lambda: bool(kubectl("get", "sa", "default", "-o", "name", kubeconfig=c.kubeconfig)),
+    )
 
 
 def _module_dir(module: str, wrapper: str) -> Path:
@@ -414,25 +442,63 @@ def render_kueue_manifest(version: str) -> None:
 # --- commands --------------------------------------------------------------------------
 
 
-def up() -> None:
+def ensure_pod_range(c: Cluster) -> None:
+    """The cluster's pod range on lo: a fake pod's IP answers inside the namespace only."""
+    shown = _run("ip", "-o", "addr", "show", "dev", "lo").stdout
+    if f" {c.pod_range} " not in shown:
+        _run("ip", "addr", "add", c.pod_range, "dev", "lo")
+
+
+def cloud_manifests(c: Cluster) -> str:
+    """What the simulated cloud gives the cluster before any stack runs: the nodes and volumes
+    of its stack's flavors, or one system node (no GPUs) for Kueue's own pod."""
+    if c.shape is None:
+        return json.dumps(fake_cluster.node("system", {}, [], dict(SYSTEM_NODE)))
+    return fake_cluster.manifests(fake_cluster.load_stack(c.shape))
+
+
+def start_cluster(c: Cluster) -> None:
+    ensure_pod_range(c)
+    c.state.mkdir(parents=True, exist_ok=True)
+    make_pki(c)
+    start_control_plane(c)
+
+    def run(*args: str, stdin: str | None = None) -> str:
+        return kubectl(*args, stdin=stdin, kubeconfig=c.kubeconfig)
+
+    run("apply", "-f", "-", stdin=cloud_manifests(c))
+    _wait(f"{c.name}'s fake nodes Ready", lambda: fake_cluster.nodes_ready(run))
+    spawn(
+        c.process("kueue-pod"),
+        [
+            sys.executable,
+            "-m",
+            "sandbox.kueue_pod",
+            f"--work={c.kueue_work}",
+            f"--log={log_path(c.process('kueue'))}",
+            f"--apiserver={c.address}:6443",
+        ],
+        env={"KUBECONFIG": str(c.kubeconfig)},
+    )
+
+
+def up(topology_name: str | None = None) -> None:
     t0 = time.monotonic()
     STATE.mkdir(exist_ok=True)
-    make_pki()
-    start_control_plane()
-    stack = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
-    kubectl("apply", "-f", "-", stdin=fake_cluster.manifests(stack))
-    _wait("fake nodes Ready", lambda: fake_cluster.nodes_ready(kubectl))
+    name = topology_name or os.environ.get(topology.TOPOLOGY_ENV) or topology.SINGLE
+    clusters = topology.clusters(name)
+    state = _load_state()
+    state["topology"] = name
+    _save_state(state)
     if not KUEUE_MANIFEST.exists():
         render_kueue_manifest(read_pins()["KUEUE_VERSION"])
-    spawn(
-        "kueue-pod",
-        [sys.executable, "-m", "sandbox.kueue_pod"],
-        env={"KUBECONFIG": str(KUBECONFIG)},
-    )
+    for c in clusters:
+        start_cluster(c)
     state = _load_state()
     state["ready_seconds"] = round(time.monotonic() - t0, 1)
     _save_state(state)
-    print(f"sandbox: control plane ready in {state['ready_seconds']}s; KUBECONFIG={KUBECONFIG}")
+    shown = ", ".join(f"{c.name} {c.apiserver}" for c in clusters)
+    print(f"sandbox: {name} ({shown}) ready in {state['ready_seconds']}s; KUBECONFIG={KUBECONFIG}")
 
 
 def down() -> None:
@@ -462,6 +528,7 @@ def down() -> None:
         STATE / "kueue",
         STATE / "pulumi",
         STATE / "project",
+        STATE / "clusters",
     ):
         try:
             if path.is_dir():
@@ -474,6 +541,10 @@ def down() -> None:
         raise RuntimeError("sandbox down could not remove: " + "; ".join(problems))
 
 
+def running_topology() -> str:
+    return str(_load_state().get("topology") or topology.SINGLE)
+
+
 def status() -> int:
     state = _load_state()
     procs = state["processes"]
@@ -484,8 +555,8 @@ def status() -> int:
 
 
 def logs(lines: int = 40) -> None:
-    for log in sorted(LOGS.glob("*.log")):
-        print(f"===== {log.name} (last {lines} lines)")
+    for log in sorted(LOGS.rglob("*.log")):
+        print(f"===== {log.relative_to(LOGS)} (last {lines} lines)")
         print("\n".join(log.read_text(errors="replace").splitlines()[-lines:]))
 
 
@@ -495,11 +566,13 @@ def main() -> int:
     os.umask(0o077)
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
     if cmd == "up":
-        up()
+        up(sys.argv[2] if len(sys.argv) > 2 else None)
     elif cmd == "down":
         down()
     elif cmd == "status":
         return status()
+    elif cmd == "topology":
+        print(running_topology())
     elif cmd == "logs":
         logs()
     elif cmd == "restart" and len(sys.argv) == 3:
@@ -507,7 +580,8 @@ def main() -> int:
         print(f"sandbox: {sys.argv[2]} restarted; down for {down_for:.1f}s")
     else:
         print(
-            "usage: python -m sandbox.cluster up|down|status|logs|restart COMPONENT",
+            "usage: python -m sandbox.cluster up [TOPOLOGY]|down|status|topology|logs|"
+            "restart COMPONENT",
             file=sys.stderr,
         )
         return 2

@@ -5,15 +5,16 @@ webhooks. This runner watches for that pod (as the stack's `pulumi up` creates i
 release manifest), and when kwok has it Running, runs the real `kueue` binary as it: with
 the pod's own args, its volumes (the kueue-manager-config ConfigMap, the webhook
 certificate Secret Kueue itself fills, emptyDirs) materialised under .sandbox/kueue/ and
-bind-mounted at the pod's mount paths in a private mount namespace, listening on all
-addresses of the network namespace, so on the pod's IP too. The API server reaches it there
-(endpoint routing), exactly as it would reach a pod. A new pod (rollout after a config
-change) restarts the process; a crash restarts it with a kubelet's CrashLoopBackOff; no
-pod, no process.
+bind-mounted at the pod's mount paths in a private mount namespace, listening on the pod's
+IP. The API server reaches it there (endpoint routing), exactly as it would reach a pod. A
+new pod (rollout after a config change) restarts the process; a crash restarts it with a
+kubelet's CrashLoopBackOff; no pod, no process. One runner per sandbox cluster, each with its
+own work directory, log and API server (`--work`, `--log`, `--apiserver`).
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import json
 import os
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import yaml
 from kubernetes import client
 
 from components.kubeclient import api_client
@@ -42,6 +44,8 @@ NAMESPACE = "kueue-system"
 TOKEN_REFRESH_SECONDS = 1800
 SELECTOR = "control-plane=controller-manager"
 CONTAINER = "manager"
+APISERVER = ("127.0.0.1", 6443)
+CONFIG_FLAG = "--config="
 
 
 def _private_dir(d: Path) -> Path:
@@ -122,6 +126,51 @@ def pod_root_script(
     return "\n".join(lines) + "\n"
 
 
+def _port(address: object, default: int) -> int:
+    """The port of a Go listen address (":8081", "0.0.0.0:8443"), else `default`."""
+    if isinstance(address, str) and ":" in address:
+        tail = address.rsplit(":", 1)[1]
+        if tail.isdigit():
+            return int(tail)
+    return default
+
+
+def bind_to_pod_ip(text: str, pod_ip: str) -> str:
+    """Kueue's Configuration with every server it opens bound to the pod's IP.
+
+    In a real pod, ":9443" means the pod's own network namespace, so its IP. The sandbox runs
+    every cluster's Kueue in one namespace, where ":9443" would be every address and the
+    second Kueue could not start. Binding the webhook, health, metrics and visibility servers
+    to the pod IP gives each Kueue what its pod would have; ports stay as configured, so the
+    Services' targetPorts still reach them. Text that is not a Configuration is left alone.
+    """
+    try:
+        config = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if not isinstance(config, dict):
+        return text
+
+    def section(key: str) -> dict[str, Any]:
+        value = config.get(key)
+        if not isinstance(value, dict):
+            value = config[key] = {}
+        return value
+
+    section("webhook")["host"] = pod_ip
+    health = section("health")
+    health["healthProbeBindAddress"] = (
+        f"{pod_ip}:{_port(health.get('healthProbeBindAddress'), 8081)}"
+    )
+    metrics = section("metrics")
+    if str(metrics.get("bindAddress")) != "0":  # "0" switches the metrics server off
+        metrics["bindAddress"] = f"{pod_ip}:{_port(metrics.get('bindAddress'), 8443)}"
+    section("visibilityServer")["bindAddress"] = pod_ip
+    if str(config.get("pprofBindAddress") or "0") != "0":
+        config["pprofBindAddress"] = f"{pod_ip}:{_port(config['pprofBindAddress'], 8083)}"
+    return yaml.safe_dump(config, sort_keys=False)
+
+
 def _resolve(host: Path, target: str) -> Path:
     """The mount target relative to the root, through the machine's symlinks (/var/run -> /run)."""
     real = Path(os.path.realpath(host / target.lstrip("/")))
@@ -170,6 +219,7 @@ class Runner:
         backoff: CrashLoopBackOff | None = None,
         work: Path = WORK,
         log: Path = LOG,
+        apiserver: tuple[str, int] = APISERVER,
     ) -> None:
         if core is None:  # $KUBECONFIG: the sandbox's admin, its key kept in memory
             core = client.CoreV1Api(api_client(None, None))
@@ -177,7 +227,7 @@ class Runner:
         self.core: Any = core
         self.clock = clock
         self.backoff = backoff or CrashLoopBackOff()
-        self.work, self.log = work, log
+        self.work, self.log, self.apiserver = work, log, apiserver
         self.pid_file = work / PID_FILE_NAME
         self.proc: Process | None = None
         self.pod_uid: str | None = None  # the pod the process runs (or will run again) as
@@ -261,8 +311,22 @@ class Runner:
                 args = [a.replace(m.mount_path, str(src / m.sub_path)) for a in args]
             else:
                 mounts.append((src, m.mount_path))
+        args = [self.bound_config(a, pod.status.pod_ip) for a in args]
         script = pod_root_script(self.work / "root", mounts, self.work, [str(KUEUE), *args])
         return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
+
+    def bound_config(self, arg: str, pod_ip: str) -> str:
+        """`--config=<file>` pointing at a copy bound to the pod IP (bind_to_pod_ip)."""
+        if not arg.startswith(CONFIG_FLAG):
+            return arg
+        source = Path(arg[len(CONFIG_FLAG) :])
+        try:
+            text = source.read_text()
+        except OSError:
+            return arg  # Kueue itself reports a config it cannot read
+        bound = _private_dir(self.work / "bound") / source.name
+        _write_private(bound, bind_to_pod_ip(text, pod_ip).encode())
+        return f"{CONFIG_FLAG}{bound}"
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -286,7 +350,8 @@ class Runner:
         # In-cluster configuration, as a kubelet gives it: the API server's address plus the
         # mounted service account token, so Kueue runs with exactly its manifest's RBAC.
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-        env.update(KUBERNETES_SERVICE_HOST="127.0.0.1", KUBERNETES_SERVICE_PORT="6443")
+        host, port = self.apiserver
+        env.update(KUBERNETES_SERVICE_HOST=host, KUBERNETES_SERVICE_PORT=str(port))
         self.say(f"starting kueue as pod {pod.metadata.name} ({pod.status.pod_ip})")
         with open(self.log, "ab") as log:
             proc = subprocess.Popen(
@@ -356,6 +421,18 @@ class Runner:
             time.sleep(0.5)
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m sandbox.kueue_pod", description=__doc__)
+    parser.add_argument("--work", type=Path, default=WORK, help="the pod's files on the machine")
+    parser.add_argument("--log", type=Path, default=LOG, help="kueue's output and restarts")
+    parser.add_argument(
+        "--apiserver", default=":".join(map(str, APISERVER)), help="HOST:PORT of the API server"
+    )
+    args = parser.parse_args(argv)
+    host, _, port = args.apiserver.rpartition(":")
     os.umask(0o077)
-    Runner().run()
+    Runner(work=args.work, log=args.log, apiserver=(host, int(port))).run()
+
+
+if __name__ == "__main__":
+    main()

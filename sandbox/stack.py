@@ -4,9 +4,11 @@ The committed Pulumi.<stack>.yaml never holds the sandbox's kubeconfig, and no s
 run writes to it. Pulumi keeps a stack's secrets salt in the stack file and `stack init`
 writes it there, so the CLI runs in a shadow of the project under .sandbox/project: links
 to the project's files, plus a generated Pulumi.<stack>.yaml. That file is the stack's
-config (Pulumi.<stack>.yaml, or a `source` file) plus the sandbox kubeconfig as a Pulumi
-secret (fed through stdin, never in argv or output) and any `overrides`. State lives in
-.sandbox/pulumi, so it goes with the cluster it describes.
+config (Pulumi.<stack>.yaml, or a `source` file; a sandbox-only stack's file is in
+tests/e2e/stacks) plus the kubeconfig of the sandbox cluster it deploys to as a Pulumi secret
+(fed through stdin, never in argv or output) and any `overrides`. State lives in
+.sandbox/pulumi, so it goes with the clusters it describes; all stacks share it, so one stack
+can read another's outputs (a MultiKueue manager its workers' kubeconfigs).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from pathlib import Path
 
 import yaml
 
-from sandbox.paths import KUBECONFIG, ROOT, STATE
+from sandbox import topology
+from sandbox.paths import ROOT, STATE
 
 SHADOW = STATE / "project"
 PULUMI_DIR = STATE / "pulumi"
@@ -61,15 +64,27 @@ def shadow_project(project_dir: Path = ROOT) -> Path:
     return SHADOW
 
 
+def source_of(stack: str, project_dir: Path = ROOT) -> Path:
+    """Pulumi.<stack>.yaml of the project, else the sandbox-only one in tests/e2e/stacks."""
+    name = f"Pulumi.{stack}.yaml"
+    own = project_dir / name
+    return (
+        own
+        if own.exists() or not (topology.E2E_STACKS / name).exists()
+        else topology.E2E_STACKS / name
+    )
+
+
 def prepare(
     stack: str,
     project_dir: Path = ROOT,
     source: Path | None = None,
     overrides: dict[str, str] | None = None,
 ) -> Path:
-    """Write the shadow's Pulumi.<stack>.yaml, select (or create) the stack, add the secret."""
+    """Write the shadow's Pulumi.<stack>.yaml, select (or create) the stack, add the secret:
+    the kubeconfig of the sandbox cluster the stack deploys to (topology.cluster_of_stack)."""
     shadow = shadow_project(project_dir)
-    source = source or project_dir / f"Pulumi.{stack}.yaml"
+    source = source or source_of(stack, project_dir)
     doc = (yaml.safe_load(source.read_text()) if source.exists() else None) or {}
     generated = shadow / f"Pulumi.{stack}.yaml"
     if generated.exists():  # keep the stack's salt: its state was encrypted with it
@@ -81,7 +96,7 @@ def prepare(
     key = "gpu-queues:kubernetes.kubeconfig"
     _pulumi(
         ["config", "set", "--secret", "--path", key, "-s", stack],
-        stdin=KUBECONFIG.read_text(),
+        stdin=topology.cluster_of_stack(stack).kubeconfig.read_text(),
         capture=True,
     )
     for path, value in (overrides or {}).items():

@@ -1,0 +1,126 @@
+"""Which control planes a sandbox runs: one cluster (the default), or a MultiKueue manager with
+two workers. Each cluster gets its own loopback address (so every component keeps its usual
+port), its own pod range on `lo`, its own state directory and its own shape: the stack file
+whose flavors become its kwok nodes, or none for a manager that only runs Kueue.
+
+The first cluster of a topology is the primary one: its paths are the sandbox's usual ones
+(.sandbox/kubeconfig, .sandbox/pki, ...), so `make sandbox-shell` and the e2e suite talk to it,
+and its processes keep their plain names. The others live under .sandbox/clusters/<name>/ and
+their processes are named `<name>/<component>`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from sandbox.paths import KUBECONFIG, ROOT, STATE
+
+TOPOLOGY_ENV: Final = "GPUQ_TOPOLOGY"
+SINGLE: Final = "single"
+MULTIKUEUE: Final = "multikueue"
+E2E_STACKS: Final = ROOT / "tests" / "e2e" / "stacks"
+# The sandbox stacks of the multikueue topology (tests/e2e/stacks): the workers' flavors shape
+# their nodes; the manager has no GPU nodes, only a small system node for Kueue's own pod.
+MK_MANAGER_STACK: Final = "local-mk-manager"
+MK_WORKER_STACKS: Final = {"worker-a": "local-mk-worker-a", "worker-b": "local-mk-worker-b"}
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """One control plane of the sandbox."""
+
+    name: str
+    address: str
+    """Its loopback address: etcd, the API server, controller-manager, scheduler and kwok all
+    listen there on their usual ports."""
+    pod_range: str
+    """Where kwok numbers its pods (on lo inside the namespace, disjoint across clusters): the
+    API server reaches Kueue's webhooks at the pod's IP in it."""
+    state: Path
+    shape: Path | None
+    """The stack file whose flavors and shared volumes make its nodes and volumes; None: one
+    system node (no GPUs) for Kueue's own pod."""
+    primary: bool = False
+
+    @property
+    def pki(self) -> Path:
+        return self.state / "pki"
+
+    @property
+    def etcd(self) -> Path:
+        return self.state / "etcd"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return KUBECONFIG if self.primary else self.state / "kubeconfig"
+
+    @property
+    def kueue_work(self) -> Path:
+        return self.state / "kueue"
+
+    @property
+    def apiserver(self) -> str:
+        return f"https://{self.address}:6443"
+
+    def process(self, component: str) -> str:
+        """The name its component has in state.json and the logs."""
+        return component if self.primary else f"{self.name}/{component}"
+
+    @property
+    def node_ip(self) -> str:
+        """The top of the pod range, clear of the pod IPs kwok numbers from the bottom."""
+        base = self.pod_range.split("/", 1)[0].split(".")
+        return f"{base[0]}.{base[1]}.255.254"
+
+
+def single() -> list[Cluster]:
+    return [
+        Cluster("sandbox", "127.0.0.1", "10.244.0.0/16", STATE, ROOT / "Pulumi.local.yaml", True)
+    ]
+
+
+def multikueue() -> list[Cluster]:
+    clusters = [Cluster("manager", "127.0.0.1", "10.244.0.0/16", STATE, None, True)]
+    for i, (name, stack) in enumerate(MK_WORKER_STACKS.items()):
+        clusters.append(
+            Cluster(
+                name,
+                f"127.0.0.{i + 2}",
+                f"10.{245 + i}.0.0/16",
+                STATE / "clusters" / name,
+                E2E_STACKS / f"Pulumi.{stack}.yaml",
+            )
+        )
+    return clusters
+
+
+TOPOLOGIES: Final = {SINGLE: single, MULTIKUEUE: multikueue}
+
+
+def clusters(name: str | None = None) -> list[Cluster]:
+    """The clusters of a topology (default: $GPUQ_TOPOLOGY, else one cluster)."""
+    chosen = name or os.environ.get(TOPOLOGY_ENV) or SINGLE
+    if chosen not in TOPOLOGIES:
+        raise ValueError(
+            f"unknown sandbox topology {chosen!r}; known: {', '.join(sorted(TOPOLOGIES))}"
+        )
+    return TOPOLOGIES[chosen]()
+
+
+def by_name(topology: str, name: str) -> Cluster:
+    for cluster in clusters(topology):
+        if cluster.name == name:
+            return cluster
+    raise KeyError(f"no cluster {name!r} in sandbox topology {topology!r}")
+
+
+def cluster_of_stack(stack: str) -> Cluster:
+    """The sandbox cluster a sandbox stack deploys to: a MultiKueue worker stack to its worker,
+    every other stack to the primary cluster."""
+    for name, worker_stack in MK_WORKER_STACKS.items():
+        if stack == worker_stack:
+            return by_name(MULTIKUEUE, name)
+    return clusters(SINGLE)[0]
