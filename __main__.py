@@ -19,7 +19,7 @@ try:
     # Everything is checked before the first resource (the provider too) is registered: the
     # config, the kubeconfig, the Kueue manifest (checksum, allowlist, image, manager settings)
     # and how they fit together.
-    config, manifest = validate(raw_from_pulumi_config())
+    config, manifest = validate(raw_from_pulumi_config(), stack=pulumi.get_stack())
 except (ConfigError, KubeconfigError, ManifestError) as error:
     print(error, file=sys.stderr)
     sys.exit(BAIL)

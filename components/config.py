@@ -30,6 +30,7 @@ from components.config_checks import cross_check
 from components.config_errors import ConfigError, Loc, Problem, format_loc, problems_from_validation
 from components.hardware import Node, flavor_hardware, flavor_nodes
 from components.k8s_types import (
+    ApiServerUrl,
     Duration,
     FeatureGate,
     LabelName,
@@ -42,6 +43,7 @@ from components.k8s_types import (
     Quantity,
     ResourceName,
     Sha256,
+    StackName,
     StorageSize,
     Version,
 )
@@ -54,6 +56,12 @@ __all__ = [
     "KueueConfig",
     "Loc",
     "ManagerConfig",
+    "MultiKueue",
+    "MultiKueueManager",
+    "MultiKueueSettings",
+    "MultiKueueTeam",
+    "MultiKueueWorker",
+    "MultiKueueWorkerRole",
     "Node",
     "NodeShape",
     "Problem",
@@ -150,6 +158,39 @@ class LabelSelector(Model):
     match_expressions: list[LabelSelectorRequirement] | None = None
 
 
+class MultiKueueSettings(Model):
+    """Kueue's `multiKueue` section of the Configuration; read only on a MultiKueue manager."""
+
+    gc_interval: Duration | None = Field(
+        default=None,
+        description="how often remote objects whose local workload is gone are deleted "
+        "(Kueue's default 1m; 0s: never)",
+    )
+    origin: LabelValue | None = Field(
+        default=None,
+        min_length=1,
+        description="label value marking this manager's objects on the workers, for its "
+        "garbage collector; default on a manager stack: gpu-queues-<stack>, so two managers "
+        "sharing a worker never delete each other's work",
+    )
+    worker_lost_timeout: Duration | None = Field(
+        default=None,
+        description="how long a workload stays admitted while its worker is unreachable "
+        "(Kueue's default 15m)",
+    )
+    dispatcher_name: (
+        Literal[
+            "kueue.x-k8s.io/multikueue-dispatcher-all-at-once",
+            "kueue.x-k8s.io/multikueue-dispatcher-incremental",
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="how workers are nominated (Kueue's built-in dispatchers, config API "
+        "MultiKueueDispatcherMode*): all at once (the default) or a few at a time",
+    )
+
+
 class ManagerConfig(Model):
     """Fields rendered into Kueue's manager Configuration (ConfigMap kueue-manager-config)."""
 
@@ -159,6 +200,7 @@ class ManagerConfig(Model):
     managed_jobs_namespace_selector: LabelSelector | None = None
     manage_jobs_without_queue_name: bool | None = None
     feature_gates: dict[FeatureGate, bool] | None = None
+    multi_kueue: MultiKueueSettings | None = None
 
 
 class Toleration(Model):
@@ -332,6 +374,63 @@ class SharedVolume(Model):
     allow_destroy: bool = Field(default=False, description="false: `pulumi destroy` refuses")
 
 
+# --- MultiKueue (docs/multikueue.md) -------------------------------------------------------
+
+
+class MultiKueueWorker(Model):
+    """A worker cluster of a MultiKueue manager; its kubeconfig comes from `kubeconfig`, else
+    from the `stack` (the multiKueueKubeconfig output of a worker stack of this project)."""
+
+    name: LabelName = Field(description="the MultiKueueCluster's name on the manager")
+    stack: StackName | None = Field(
+        default=None,
+        description="the worker's stack (<stack>, or <org>/<project>/<stack>): its "
+        "multiKueueKubeconfig output is read through a StackReference unless kubeconfig is "
+        "set, and when its Pulumi.<stack>.yaml is in this repo the dispatching teams are "
+        "checked against it",
+    )
+    kubeconfig: SecretStr | None = Field(
+        default=None,
+        description="kubeconfig Kueue dials the worker with (set it with --secret; plain text "
+        "is refused); wins over the stack's output",
+    )
+
+
+class MultiKueueTeam(Model):
+    """A team of this stack whose ClusterQueue dispatches through MultiKueue."""
+
+    name: LabelName = Field(description="a team under teams")
+    workers: list[LabelName] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=20,
+        description="the workers it dispatches to; default: every worker",
+    )
+
+
+class MultiKueueManager(Model):
+    """This stack's cluster is a MultiKueue manager: teams submit here, jobs run on workers."""
+
+    workers: list[MultiKueueWorker] = Field(min_length=1, max_length=20)
+    teams: list[MultiKueueTeam] = Field(min_length=1)
+
+
+class MultiKueueWorkerRole(Model):
+    """This stack's cluster is a MultiKueue worker: a service account with what a manager needs,
+    and its kubeconfig as the secret output multiKueueKubeconfig."""
+
+    server: ApiServerUrl | None = Field(
+        default=None,
+        description="the API server address managers dial; default: the server of this "
+        "stack's own kubeconfig",
+    )
+
+
+class MultiKueue(Model):
+    manager: MultiKueueManager | None = None
+    worker: MultiKueueWorkerRole | None = None
+
+
 class StackConfig(Model):
     kubernetes: KubernetesConfig = Field(default_factory=KubernetesConfig)
     kueue: KueueConfig = Field(default_factory=KueueConfig)
@@ -339,6 +438,7 @@ class StackConfig(Model):
     cohort: Cohort | None = None
     teams: list[Team] = Field(default_factory=list)
     shared_storage: list[SharedVolume] = Field(default_factory=list)
+    multi_kueue: MultiKueue | None = None
 
 
 # --- entry points -------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from components import keys, kueue_rules, render
+from components import keys, kueue_rules, multikueue_checks, render
 from components.capacity import QuotaHolder, over_capacity, quota_totals
 from components.config_errors import Loc, Problem, format_loc
 from components.hardware import flavor_hardware
@@ -82,6 +82,9 @@ def _team_loc(base: Loc, cq: Mapping[str, Any], path: tuple[str | int, ...]) -> 
         return (*base, "cohort")
     if key in ("namespaceSelector", "queueingStrategy"):
         return (*base, key)
+    if key == "admissionChecksStrategy":
+        # The program writes a team's admission check from its multiKueue.manager entry.
+        return (keys.KEY_MULTI_KUEUE, "manager", "teams")
     if key == "preemption":
         return (*base, key, *tail)
     if key != "resourceGroups":
@@ -149,10 +152,18 @@ def _kueue_rules(raw: Mapping[str, Any], problems: list[Problem]) -> None:
 
     queues = []
     team_of: dict[str, str] = {}
+    mk_objects = render.multikueue_objects(raw)
+    checks = {o["metadata"]["name"] for o in mk_objects if o["kind"] == "AdmissionCheck"}
+    multikueue = {
+        o["metadata"]["name"]
+        for o in mk_objects
+        if o["kind"] == "AdmissionCheck"
+        and o["spec"]["controllerName"] == kueue_rules.MULTIKUEUE_CONTROLLER
+    }
     for i, raw_team in enumerate(teams):
         team = _dict(raw_team)
         base = (keys.KEY_TEAMS, i)
-        cq = render.cluster_queue(team)
+        cq = render.cluster_queue(team, render.admission_checks_of(raw, team.get("name")))
         queues.append(cq)
         cq_name, team_name = _str(team.get("clusterQueue")), _str(team.get("name"))
         if cq_name and team_name:
@@ -162,6 +173,8 @@ def _kueue_rules(raw: Mapping[str, Any], problems: list[Problem]) -> None:
             *kueue_rules.uncovered_resources(cq, REQUIRED_RESOURCES),
             *kueue_rules.fractional_quotas(cq),
             *kueue_rules.undeclared_flavors(cq, declared),
+            *kueue_rules.undeclared_admission_checks(cq, checks),
+            *kueue_rules.multikueue_check_placement(cq, multikueue),
         ]
         problems += _mapped(errors, lambda p, b=base, q=cq: _team_loc(b, q, p))
 
@@ -535,4 +548,5 @@ def cross_check(raw: Mapping[str, Any]) -> list[Problem]:
     _kueue_rules(raw, problems)
     _storage(raw, problems)
     _kueue(raw, problems)
+    problems += multikueue_checks.config_problems(raw)
     return problems

@@ -2,7 +2,7 @@
 
 Also turns pydantic's validation errors into such problems: the key path as the user wrote it
 (`gpu-queues:teams[0].resourceGroups`), and for a misspelt key the allowed keys and the
-nearest match. Secrets (anything under `kubernetes`) are never echoed.
+nearest match. Secrets (anything under `kubernetes`, any `kubeconfig`) are never echoed.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def _describe_error(root: type[BaseModel], err: Mapping[str, Any]) -> str:
     if kind == "missing":
         return "required key is missing"
     message = str(err["msg"])
-    secret = bool(loc) and loc[0] == keys.KEY_KUBERNETES
+    secret = bool(loc) and (loc[0] == keys.KEY_KUBERNETES or "kubeconfig" in loc)
     value = err.get("input")
     show = value is None or isinstance(value, str | int | float | bool)
     prefixes = ("literal_error", "int_", "bool_", "string_", "list_", "dict_", "model_")

@@ -8,10 +8,13 @@ IsIntegerResourceName), so a value the config accepts is one the cluster accepts
 
 from __future__ import annotations
 
+import ipaddress
 import re
+import unicodedata
 from collections.abc import Iterable
 from fractions import Fraction
 from typing import Annotated, Final
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, PlainValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
@@ -29,6 +32,9 @@ DURATION: Final = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$")
 SHA256: Final = re.compile(r"^[0-9a-f]{64}$")
 # Kueue's feature gates are Go identifiers in CamelCase (TopologyAwareScheduling, ...).
 FEATURE_GATE: Final = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+# A Pulumi stack, as `pulumi stack select` and StackReference take it: <stack>,
+# <org>/<stack> or <org>/<project>/<stack> (each part letters, digits, '-', '_' or '.').
+STACK_NAME: Final = re.compile(r"^([A-Za-z0-9_.-]{1,100}/){0,2}[A-Za-z0-9_.-]{1,100}$")
 LABEL_VALUE_MAX: Final = 63
 
 # --- names ---------------------------------------------------------------------------------
@@ -289,6 +295,56 @@ def _check_manifest_url(value: str) -> str:
     return value
 
 
+def _check_stack_name(value: str) -> str:
+    if not STACK_NAME.match(value):
+        raise PydanticCustomError(
+            "stack_name",
+            "{value} is not a Pulumi stack name: <stack>, <org>/<stack> or "
+            "<org>/<project>/<stack>, each part letters, digits, '-', '_' or '.'",
+            {"value": repr(value)},
+        )
+    return value
+
+
+def api_server_url_problem(url: str) -> str | None:
+    """Why `url` cannot be the address Kueue's MultiKueue dials a worker at (None when it can):
+    https only (the manager sends a token), and a host that is an IP or a DNS name, as Kueue's
+    kubeconfig validation wants it (multikueuecluster.go: isValidHostname)."""
+    if any(c.isspace() or unicodedata.category(c).startswith("C") for c in url):
+        return "it contains whitespace or control characters"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        return "it is not a URL"
+    if parts.scheme != "https":
+        return "it must start with https:// (the manager authenticates with a token)"
+    if parts.username is not None or parts.password is not None:
+        return "it carries credentials (user:password@); Kueue refuses basic auth"
+    host = (parts.hostname or "").lower()
+    if not host:
+        return "it has no host"
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        if not is_dns_subdomain(host):
+            return f"host {host!r} is neither an IP address nor a DNS name, which Kueue refuses"
+    if parts.query or parts.fragment:
+        return "it has a query or fragment, which an API server address never has"
+    return None
+
+
+def _check_api_server_url(value: str) -> str:
+    problem = api_server_url_problem(value)
+    if problem:
+        raise PydanticCustomError(
+            "api_server_url",
+            "{value} is not an API server address for MultiKueue: {problem}",
+            {"value": repr(value), "problem": problem},
+        )
+    return value
+
+
 def _check_feature_gate(value: str) -> str:
     if not FEATURE_GATE.match(value):
         raise PydanticCustomError(
@@ -366,5 +422,15 @@ ManifestUrl = Annotated[
     str,
     AfterValidator(_check_manifest_url),
     WithJsonSchema({"type": "string", "pattern": "^(https|http|file)://"}),
+]
+StackName = Annotated[
+    str,
+    AfterValidator(_check_stack_name),
+    WithJsonSchema({"type": "string", "pattern": STACK_NAME.pattern}),
+]
+ApiServerUrl = Annotated[
+    str,
+    AfterValidator(_check_api_server_url),
+    WithJsonSchema({"type": "string", "pattern": "^https://"}),
 ]
 ResourceName = QualifiedName

@@ -13,6 +13,7 @@ KEY_FLAVORS: Final = "flavors"
 KEY_COHORT: Final = "cohort"
 KEY_TEAMS: Final = "teams"
 KEY_SHARED_STORAGE: Final = "sharedStorage"
+KEY_MULTI_KUEUE: Final = "multiKueue"
 CONFIG_KEYS: Final = (
     KEY_KUBERNETES,
     KEY_KUEUE,
@@ -20,6 +21,7 @@ CONFIG_KEYS: Final = (
     KEY_COHORT,
     KEY_TEAMS,
     KEY_SHARED_STORAGE,
+    KEY_MULTI_KUEUE,
 )
 
 # Stack outputs.
@@ -31,6 +33,10 @@ OUT_CLUSTER_QUEUES: Final = "clusterQueues"
 OUT_LOCAL_QUEUES: Final = "localQueues"
 OUT_NAMESPACES: Final = "namespaces"
 OUT_SHARED_CLAIMS: Final = "sharedClaims"
+# MultiKueue: a manager's worker clusters and each dispatching team's AdmissionCheck; a
+# worker's kubeconfig for its managers (a secret output, read through a StackReference).
+OUT_MULTI_KUEUE: Final = "multiKueue"
+OUT_MULTI_KUEUE_KUBECONFIG: Final = "multiKueueKubeconfig"
 
 # Kueue API used for every queue object.
 KUEUE_API_VERSION: Final = "kueue.x-k8s.io/v1beta2"

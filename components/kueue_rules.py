@@ -7,10 +7,15 @@ it, and the quota diff uses the same capacity sum. An object is a dict as the AP
 the object, what is wrong, how to fix it, and a code naming the rule), in the manner of
 Kueue's webhook validators (pkg/webhooks: field.ErrorList).
 
-Sources, Kueue v0.18.3: the v1beta2 CRDs (MaxItems, CEL rules, defaults) and its ClusterQueue
-and ResourceFlavor webhooks. The project adds rules Kueue does not have, each marked PROJECT:
-cpu/memory coverage, whole numbers of extended resources, flavors that exist, quotas within the
-hardware (that last one, the capacity sum, is in components/capacity.py).
+Sources, Kueue v0.18.3: the v1beta2 CRDs (MaxItems, CEL rules, defaults), its ClusterQueue
+and ResourceFlavor webhooks, and what its controllers refuse in MultiKueue objects (an
+AdmissionCheck's parameters, a MultiKueueConfig's clusters, a MultiKueueCluster's kubeconfig
+source; pkg/controller/admissionchecks/multikueue and pkg/cache/scheduler/clusterqueue.go:
+one MultiKueue check per ClusterQueue, never per flavor). The project adds rules Kueue does
+not have, each marked PROJECT: cpu/memory coverage, whole numbers of extended resources,
+flavors, admission checks and MultiKueue references that exist (Kueue would only mark the
+queue or check inactive), quotas within the hardware (that last one, the capacity sum, is in
+components/capacity.py).
 
 A value may be UNKNOWN (only known after `pulumi up`); a check that needs it is skipped. A value
 of the wrong type is reported where Kueue would refuse it; nothing here raises on bad input.
@@ -18,12 +23,14 @@ of the wrong type is reported where Kueue would refuse it; nothing here raises o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Final
 
 from components.k8s_types import (
+    is_dns_label,
     is_dns_subdomain,
     is_label_value,
     is_qualified_name,
@@ -32,16 +39,26 @@ from components.k8s_types import (
 from components.quantity import QuantityError, parse_quantity
 
 __all__ = [
+    "MULTIKUEUE_CONTROLLER",
     "UNKNOWN",
     "FieldError",
     "Unknown",
+    "admission_check_errors",
+    "admission_check_names",
     "child",
     "cluster_queue_errors",
     "format_path",
     "fractional_quotas",
     "is_unknown",
+    "missing_kubeconfig_secret",
+    "missing_multikueue_clusters",
+    "missing_multikueue_config",
+    "multikueue_check_placement",
+    "multikueue_cluster_errors",
+    "multikueue_config_errors",
     "resource_flavor_errors",
     "uncovered_resources",
+    "undeclared_admission_checks",
     "undeclared_flavors",
 ]
 
@@ -128,9 +145,20 @@ LABEL: Final = "label"
 TAINT_TWICE: Final = "taint-twice"
 TOLERATION: Final = "toleration"
 TOPOLOGY_NEEDS_LABEL: Final = "topology-needs-label"
+CHECK_NAME: Final = "check-name"
+CHECK_TWICE: Final = "check-twice"
+CONTROLLER_NAME: Final = "controller-name"
+CHECK_PARAMETERS: Final = "check-parameters"
+MULTIKUEUE_CHECKS: Final = "multikueue-checks"
+CLUSTER_NAME: Final = "cluster-name"
+CLUSTER_TWICE: Final = "cluster-twice"
+CLUSTER_SOURCE: Final = "cluster-source"
+KUBECONFIG_LOCATION: Final = "kubeconfig-location"
 NOT_COVERED: Final = "not-covered"  # PROJECT
 NOT_WHOLE: Final = "not-whole"  # PROJECT
 FLAVOR_UNDECLARED: Final = "flavor-undeclared"  # PROJECT
+CHECK_UNDECLARED: Final = "check-undeclared"  # PROJECT
+MULTIKUEUE_REFERENCE: Final = "multikueue-reference"  # PROJECT
 
 # PROJECT: what every ClusterQueue must cover (the pack's requiredResources default).
 DEFAULT_REQUIRED_RESOURCES: Final = ("cpu", "memory")
@@ -142,6 +170,18 @@ MAX_TOTAL_FLAVORS: Final = 256
 MAX_TOTAL_COVERED: Final = 256
 MAX_FLAVOR_RESOURCE_COMBINATIONS: Final = 512
 MAX_FLAVOR_ITEMS: Final = 8  # ResourceFlavor nodeLabels, nodeTaints, tolerations
+MAX_ADMISSION_CHECKS: Final = 64  # ClusterQueue admissionChecksStrategy.admissionChecks
+MAX_MULTIKUEUE_CLUSTERS: Final = 20  # MultiKueueConfig clusters
+MAX_MULTIKUEUE_NAME: Final = 256  # MultiKueueConfig cluster names, kubeConfig location
+
+# Kueue's MultiKueue admission check controller and the one kind its parameters may name.
+MULTIKUEUE_CONTROLLER: Final = "kueue.x-k8s.io/multikueue"
+KUEUE_GROUP: Final = "kueue.x-k8s.io"
+# Kueue v0.19 reads a kubeconfig given by path only from under here (gate
+# MultiKueueKubeConfigPathValidation, on by default); earlier versions read any path in
+# their pod, which holds no such file unless mounted. A Secret is the portable source.
+KUBECONFIG_PATH_PREFIX: Final = "/etc/multikueue/kubeconfigs/"
+_PARAMETERS_KIND: Final = re.compile(r"^[A-Za-z]([-A-Za-z0-9]*[A-Za-z0-9])?$")
 
 # CRD enums (and defaults, which the API server fills in before any webhook runs).
 _ENUMS: Final[tuple[tuple[Path, tuple[str, ...]], ...]] = (
@@ -558,6 +598,65 @@ def _fair_sharing(spec: Any, errors: list[FieldError]) -> None:
         )
 
 
+def _admission_checks_strategy(spec: Any, errors: list[FieldError]) -> None:
+    """admissionChecksStrategy: 1-64 checks, a map keyed by name, onFlavors a set of names."""
+    strategy = child(spec, "admissionChecksStrategy")
+    if strategy is None or is_unknown(strategy):
+        return
+    path: Path = ("spec", "admissionChecksStrategy", "admissionChecks")
+    checks = _sized(
+        child(strategy, "admissionChecks"),
+        path,
+        "admission checks",
+        1,
+        MAX_ADMISSION_CHECKS,
+        errors,
+    )
+    seen: dict[Any, int] = {}
+    for i, check in enumerate(checks or []):
+        name = _key(child(check, "name"))
+        if is_unknown(name):
+            continue
+        if not isinstance(name, str) or not name:
+            errors.append(
+                FieldError(
+                    (*path, i, "name"),
+                    "the admission check has no name",
+                    "name the AdmissionCheck",
+                    CHECK_NAME,
+                )
+            )
+        elif name in seen:
+            errors.append(
+                FieldError(
+                    (*path, i, "name"),
+                    f"admission check {name!r} is already admissionChecks[{seen[name]}]",
+                    "list each admission check once",
+                    CHECK_TWICE,
+                )
+            )
+        else:
+            seen[name] = i
+        flavors = _sized(
+            child(check, "onFlavors"),
+            (*path, i, "onFlavors"),
+            "flavors",
+            0,
+            MAX_ITEMS_PER_LIST,
+            errors,
+        )
+        names = [_key(f) for f in flavors or []]
+        if any(names.count(f) > 1 for f in names if not is_unknown(f)):
+            errors.append(
+                FieldError(
+                    (*path, i, "onFlavors"),
+                    "onFlavors names a flavor twice",
+                    "list each flavor once",
+                    FLAVOR_TWICE,
+                )
+            )
+
+
 def cluster_queue_errors(cq: Mapping[str, Any]) -> list[FieldError]:
     """What Kueue's CRD validation and webhook refuse in a ClusterQueue (ValidateClusterQueue)."""
     spec = child(cq, "spec")
@@ -569,6 +668,7 @@ def cluster_queue_errors(cq: Mapping[str, Any]) -> list[FieldError]:
     _preemption(spec, errors)
     _fungibility(spec, errors)
     _fair_sharing(spec, errors)
+    _admission_checks_strategy(spec, errors)
     return errors
 
 
@@ -780,3 +880,326 @@ def _toleration(toleration: Any, path: Path, errors: list[FieldError]) -> None:
             "set effect: NoExecute, or remove tolerationSeconds",
             "tolerationSeconds",
         )
+
+
+# --- admission checks and MultiKueue ---------------------------------------------------------
+
+
+def _checks(cq: Any) -> Iterable[tuple[Path, Any, Any]]:
+    """(path, name, rule) of every admission check a ClusterQueue lists."""
+    path: Path = ("spec", "admissionChecksStrategy", "admissionChecks")
+    checks = child(cq, *(str(p) for p in path))
+    for i, check in enumerate(_list(checks)):
+        yield (*path, i), child(check, "name"), check
+
+
+def admission_check_names(cq: Mapping[str, Any]) -> list[str]:
+    """The names of the admission checks a ClusterQueue lists (unknown ones left out)."""
+    return [name for _, name, _ in _checks(cq) if isinstance(name, str) and name]
+
+
+def undeclared_admission_checks(
+    cq: Mapping[str, Any], declared: Collection[str]
+) -> list[FieldError]:
+    """PROJECT: every admission check a ClusterQueue names exists; Kueue would otherwise mark
+    the queue inactive (AdmissionCheckNotFound) and admit nothing."""
+    return [
+        FieldError(
+            (*path, "name"),
+            f"admission check {name!r} is not declared (declared: {_names(sorted(declared))}), "
+            "so Kueue would mark the queue inactive (AdmissionCheckNotFound) and admit nothing",
+            "declare the AdmissionCheck, or fix the name",
+            CHECK_UNDECLARED,
+        )
+        for path, name, _ in _checks(cq)
+        if isinstance(name, str) and name and name not in declared
+    ]
+
+
+def multikueue_check_placement(
+    cq: Mapping[str, Any], multikueue_checks: Collection[str]
+) -> list[FieldError]:
+    """Kueue makes a ClusterQueue inactive with more than one MultiKueue admission check
+    (MultipleMultiKueueAdmissionChecks) or with one limited to some flavors
+    (MultiKueueAdmissionCheckAppliedPerFlavor). `multikueue_checks`: the AdmissionChecks whose
+    controllerName is kueue.x-k8s.io/multikueue."""
+    errors: list[FieldError] = []
+    found = [(p, n, c) for p, n, c in _checks(cq) if n in multikueue_checks]
+    if len(found) > 1:
+        errors.append(
+            FieldError(
+                ("spec", "admissionChecksStrategy", "admissionChecks"),
+                f"it lists {len(found)} MultiKueue admission checks "
+                f"({_names(n for _, n, _ in found)}); Kueue allows one and would mark the queue "
+                "inactive",
+                "keep one MultiKueue admission check; put every worker in its MultiKueueConfig",
+                MULTIKUEUE_CHECKS,
+            )
+        )
+    for path, name, check in found:
+        flavors = child(check, "onFlavors")
+        if is_unknown(flavors) or not _list(flavors):
+            continue
+        errors.append(
+            FieldError(
+                (*path, "onFlavors"),
+                f"MultiKueue admission check {name!r} is limited to flavors "
+                f"{_names(_list(flavors))}; Kueue runs MultiKueue for a whole queue only and "
+                "would mark it inactive",
+                "remove onFlavors from the MultiKueue admission check",
+                MULTIKUEUE_CHECKS,
+            )
+        )
+    return errors
+
+
+def _bounded_name(
+    value: Any, path: Path, what: str, high: int, errors: list[FieldError], code: str
+) -> None:
+    if is_unknown(value):
+        return
+    if not isinstance(value, str) or not value:
+        errors.append(FieldError(path, f"{what} is not set", f"set {what}", code))
+    elif len(value) > high:
+        errors.append(
+            FieldError(
+                path, f"{what} has {len(value)} characters", f"keep it to at most {high}", code
+            )
+        )
+
+
+def admission_check_errors(ac: Mapping[str, Any]) -> list[FieldError]:
+    """What the AdmissionCheck CRD refuses, and what Kueue's MultiKueue controller cannot load
+    (BadConfig): a MultiKueue check's parameters must name a kueue.x-k8s.io MultiKueueConfig."""
+    spec = child(ac, "spec")
+    if is_unknown(spec):
+        return []
+    errors: list[FieldError] = []
+    controller = child(spec, "controllerName")
+    _bounded_name(
+        controller, ("spec", "controllerName"), "controllerName", 253, errors, CONTROLLER_NAME
+    )
+    params = child(spec, "parameters")
+    if params is not None and not is_unknown(params):
+        group, kind, name = (child(params, k) for k in ("apiGroup", "kind", "name"))
+        path: Path = ("spec", "parameters")
+        if isinstance(group, str) and not is_dns_subdomain(group):
+            errors.append(
+                FieldError(
+                    (*path, "apiGroup"),
+                    f"apiGroup {group!r} is not an API group",
+                    "write a DNS subdomain",
+                    CHECK_PARAMETERS,
+                )
+            )
+        if isinstance(kind, str) and not (len(kind) <= 63 and _PARAMETERS_KIND.match(kind)):
+            errors.append(
+                FieldError(
+                    (*path, "kind"),
+                    f"kind {kind!r} is not a kind",
+                    "write a kind such as MultiKueueConfig",
+                    CHECK_PARAMETERS,
+                )
+            )
+        if isinstance(name, str) and not is_dns_label(name):
+            errors.append(
+                FieldError(
+                    (*path, "name"),
+                    f"parameters name {name!r} is not a DNS label of at most 63 characters",
+                    "use a shorter name of lowercase letters, digits and '-'",
+                    CHECK_PARAMETERS,
+                )
+            )
+        for key, value in (("apiGroup", group), ("kind", kind), ("name", name)):
+            if value is None:
+                errors.append(
+                    FieldError(
+                        (*path, key), f"parameters.{key} is not set", "set it", CHECK_PARAMETERS
+                    )
+                )
+    if controller == MULTIKUEUE_CONTROLLER and not is_unknown(params):
+        group, kind = child(params, "apiGroup"), child(params, "kind")
+        if params is None or (
+            not is_unknown(group)
+            and not is_unknown(kind)
+            and (group, kind) != (KUEUE_GROUP, "MultiKueueConfig")
+        ):
+            errors.append(
+                FieldError(
+                    ("spec", "parameters"),
+                    "a MultiKueue admission check needs parameters naming a MultiKueueConfig "
+                    "(apiGroup kueue.x-k8s.io); without them Kueue keeps it inactive (BadConfig)",
+                    "set parameters: {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: ...}",
+                    CHECK_PARAMETERS,
+                )
+            )
+    return errors
+
+
+def multikueue_config_errors(mkc: Mapping[str, Any]) -> list[FieldError]:
+    """What the MultiKueueConfig CRD refuses: 1-20 clusters, each named once, at most 256
+    characters."""
+    path: Path = ("spec", "clusters")
+    errors: list[FieldError] = []
+    clusters = _sized(
+        child(mkc, "spec", "clusters"),
+        path,
+        "MultiKueueCluster names",
+        1,
+        MAX_MULTIKUEUE_CLUSTERS,
+        errors,
+    )
+    seen: set[Any] = set()
+    for i, name in enumerate(clusters or []):
+        _bounded_name(
+            name, (*path, i), "the cluster name", MAX_MULTIKUEUE_NAME, errors, CLUSTER_NAME
+        )
+        if isinstance(name, str) and name in seen:
+            errors.append(
+                FieldError(
+                    (*path, i), f"cluster {name!r} is listed twice", "list it once", CLUSTER_TWICE
+                )
+            )
+        seen.add(_key(name))
+    quota = child(mkc, "spec", "quotaManagement")
+    if quota is not None and not is_unknown(quota) and quota not in ("Manual", "Automated"):
+        errors.append(
+            FieldError(
+                ("spec", "quotaManagement"),
+                f"quotaManagement is {_show(quota)!r}",
+                "use Manual or Automated",
+                ENUM,
+            )
+        )
+    return errors
+
+
+def multikueue_cluster_errors(cluster: Mapping[str, Any]) -> list[FieldError]:
+    """What the MultiKueueCluster CRD refuses (exactly one of kubeConfig and clusterProfileRef;
+    location 1-256 characters; locationType Secret or Path), and a Path Kueue v0.19 refuses."""
+    source = child(cluster, "spec", "clusterSource")
+    if is_unknown(source):
+        return []
+    path: Path = ("spec", "clusterSource")
+    errors: list[FieldError] = []
+    kubeconfig, profile = child(source, "kubeConfig"), child(source, "clusterProfileRef")
+    if (kubeconfig is None) == (profile is None):
+        errors.append(
+            FieldError(
+                path,
+                "clusterSource needs exactly one of kubeConfig and clusterProfileRef",
+                "set kubeConfig: {location: <Secret name>, locationType: Secret}",
+                CLUSTER_SOURCE,
+            )
+        )
+    if profile is not None and not is_unknown(profile):
+        _bounded_name(
+            child(profile, "name"),
+            (*path, "clusterProfileRef", "name"),
+            "clusterProfileRef.name",
+            MAX_MULTIKUEUE_NAME,
+            errors,
+            CLUSTER_SOURCE,
+        )
+    if kubeconfig is None or is_unknown(kubeconfig):
+        return errors
+    kpath: Path = (*path, "kubeConfig")
+    location = child(kubeconfig, "location")
+    kind = child(kubeconfig, "locationType")
+    _bounded_name(
+        location, (*kpath, "location"), "location", MAX_MULTIKUEUE_NAME, errors, KUBECONFIG_LOCATION
+    )
+    if kind is not None and not is_unknown(kind) and kind not in ("Secret", "Path"):
+        errors.append(
+            FieldError(
+                (*kpath, "locationType"),
+                f"locationType is {_show(kind)!r}",
+                "use Secret (the default) or Path",
+                ENUM,
+            )
+        )
+    is_text = isinstance(location, str) and bool(location)
+    if kind in (None, "Secret") and is_text and not is_dns_subdomain(str(location)):
+        errors.append(
+            FieldError(
+                (*kpath, "location"),
+                f"location {location!r} is not a Secret name",
+                "name a Secret in Kueue's namespace",
+                KUBECONFIG_LOCATION,
+            )
+        )
+    if kind == "Path" and is_text and not _under_kubeconfig_dir(str(location)):
+        errors.append(
+            FieldError(
+                (*kpath, "location"),
+                f"path {location!r} is outside {KUBECONFIG_PATH_PREFIX}, which Kueue v0.19 "
+                "refuses (and only a file mounted into Kueue's pod can be read at all)",
+                "keep the kubeconfig in a Secret (locationType: Secret), or mount it under "
+                f"{KUBECONFIG_PATH_PREFIX}",
+                KUBECONFIG_LOCATION,
+            )
+        )
+    return errors
+
+
+def _under_kubeconfig_dir(path: str) -> bool:
+    return path.startswith(KUBECONFIG_PATH_PREFIX) and ".." not in path.split("/")
+
+
+def missing_multikueue_config(ac: Mapping[str, Any], configs: Collection[str]) -> list[FieldError]:
+    """PROJECT: a MultiKueue admission check's MultiKueueConfig exists; Kueue would otherwise
+    keep the check inactive (BadConfig), and every queue using it admits nothing."""
+    if child(ac, "spec", "controllerName") != MULTIKUEUE_CONTROLLER:
+        return []
+    name = child(ac, "spec", "parameters", "name")
+    if not isinstance(name, str) or not name or name in configs:
+        return []
+    return [
+        FieldError(
+            ("spec", "parameters", "name"),
+            f"MultiKueueConfig {name!r} is not declared (declared: {_names(sorted(configs))}), "
+            "so Kueue keeps the admission check inactive and its queues admit nothing",
+            "declare the MultiKueueConfig, or fix the name",
+            MULTIKUEUE_REFERENCE,
+        )
+    ]
+
+
+def missing_multikueue_clusters(
+    mkc: Mapping[str, Any], clusters: Collection[str]
+) -> list[FieldError]:
+    """PROJECT: every worker a MultiKueueConfig names is a MultiKueueCluster; Kueue would
+    report it missing (and the check inactive when none is left)."""
+    return [
+        FieldError(
+            ("spec", "clusters", i),
+            f"MultiKueueCluster {name!r} is not declared (declared: "
+            f"{_names(sorted(clusters))}), so no job is ever dispatched to it",
+            "declare the MultiKueueCluster, or fix the name",
+            MULTIKUEUE_REFERENCE,
+        )
+        for i, name in enumerate(_list(child(mkc, "spec", "clusters")))
+        if isinstance(name, str) and name and name not in clusters
+    ]
+
+
+def missing_kubeconfig_secret(
+    cluster: Mapping[str, Any], secrets: Collection[str]
+) -> list[FieldError]:
+    """PROJECT: the Secret a MultiKueueCluster reads its kubeconfig from exists in Kueue's
+    namespace; Kueue would otherwise never connect to the worker."""
+    kubeconfig = child(cluster, "spec", "clusterSource", "kubeConfig")
+    location = child(kubeconfig, "location")
+    if child(kubeconfig, "locationType") not in (None, "Secret"):
+        return []
+    if not isinstance(location, str) or not location or location in secrets:
+        return []
+    return [
+        FieldError(
+            ("spec", "clusterSource", "kubeConfig", "location"),
+            f"Secret {location!r} is not declared in Kueue's namespace (declared: "
+            f"{_names(sorted(secrets))}), so Kueue cannot connect to this worker",
+            "declare the Secret with the worker's kubeconfig under key kubeconfig",
+            MULTIKUEUE_REFERENCE,
+        )
+    ]

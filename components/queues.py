@@ -68,7 +68,9 @@ class TeamQueuesArgs:
     ready: pulumi.Input[Sequence[pulumi.Resource]] | None = None
     """Kueue readiness gate (KueueReady.dependency)."""
     uses: Sequence[pulumi.Resource] = field(default_factory=list)
-    """Flavors and cohort the ClusterQueue refers to."""
+    """Flavors, cohort and admission checks the ClusterQueue refers to."""
+    admission_checks: Sequence[str] = ()
+    """Admission checks of the ClusterQueue (a MultiKueue manager's: render.admission_checks_of)."""
 
 
 class TeamQueues(pulumi.ComponentResource):
@@ -97,7 +99,7 @@ class TeamQueues(pulumi.ComponentResource):
             )
 
         # The Kueue objects are registered exactly as rendered (and validated) by render.py.
-        cq = render.cluster_queue(team)
+        cq = render.cluster_queue(team, list(args.admission_checks))
         self.cluster_queue = k8s.apiextensions.CustomResource(
             f"{name}-clusterqueue",
             api_version=cq["apiVersion"],

@@ -20,6 +20,11 @@ from components.capacity import CAPACITY_ANNOTATION, encode_capacity
 from components.hardware import flavor_hardware
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+# Kueue's MultiKueue admission check controller (apis/kueue/v1beta2: MultiKueueControllerName).
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+KUEUE_GROUP = "kueue.x-k8s.io"
+# Where Kueue reads a MultiKueueCluster's kubeconfig: this key of a Secret in its namespace.
+KUBECONFIG_SECRET_KEY = "kubeconfig"
 
 Entry = Mapping[str, Any] | BaseModel
 
@@ -130,11 +135,17 @@ def cluster_queue_spec(entry: Entry) -> dict[str, Any]:
     return spec
 
 
-def cluster_queue(entry: Entry) -> dict[str, Any]:
-    """A team's ClusterQueue."""
+def cluster_queue(entry: Entry, admission_checks: list[str] | None = None) -> dict[str, Any]:
+    """A team's ClusterQueue; `admission_checks` (admission_checks_of) go in its
+    admissionChecksStrategy, which is absent without them."""
     team = config_form(entry)
     metadata = {"name": team.get("clusterQueue"), "labels": team_labels(team)}
-    return _object("ClusterQueue", metadata, cluster_queue_spec(team))
+    spec = cluster_queue_spec(team)
+    if admission_checks:
+        spec["admissionChecksStrategy"] = {
+            "admissionChecks": [{"name": name} for name in admission_checks]
+        }
+    return _object("ClusterQueue", metadata, spec)
 
 
 def local_queue(entry: Entry) -> dict[str, Any]:
@@ -148,12 +159,85 @@ def local_queue(entry: Entry) -> dict[str, Any]:
     return _object("LocalQueue", metadata, {"clusterQueue": team.get("clusterQueue")})
 
 
+# --- MultiKueue (a manager's objects) ---------------------------------------------------
+
+
+def multikueue_manager(config: Entry) -> Mapping[str, Any]:
+    """The stack's `multiKueue.manager` entry, {} when the stack is no manager."""
+    return _map(_map(config_form(config).get(keys.KEY_MULTI_KUEUE)).get("manager"))
+
+
+def multikueue_check_name(team_name: object) -> str:
+    """The AdmissionCheck (and its MultiKueueConfig) of a dispatching team."""
+    return f"multikueue-{team_name}"
+
+
+def kubeconfig_secret_name(worker_name: object) -> str:
+    """The Secret in Kueue's namespace holding a worker's kubeconfig."""
+    return f"multikueue-{worker_name}"
+
+
+def dispatch_workers(manager: Mapping[str, Any], team: Mapping[str, Any]) -> list[Any]:
+    """The workers a dispatching team's jobs go to: its own list, else every worker."""
+    if team.get("workers") is not None:
+        return _list(team.get("workers"))
+    return [_map(w).get("name") for w in _list(manager.get("workers"))]
+
+
+def admission_checks_of(config: Entry, team_name: object) -> list[str]:
+    """The admission checks of a team's ClusterQueue: its MultiKueue check, if it dispatches."""
+    teams = _list(multikueue_manager(config).get("teams"))
+    return [multikueue_check_name(team_name) for t in teams if _map(t).get("name") == team_name]
+
+
+def _mk_metadata(name: str) -> dict[str, Any]:
+    return {"name": name, "labels": {keys.LABEL_MANAGED_BY: keys.PROJECT}}
+
+
+def multikueue_cluster(worker: Entry) -> dict[str, Any]:
+    """A worker as the manager's Kueue knows it: a kubeconfig in a Secret of its namespace."""
+    name = config_form(worker).get("name")
+    source = {"location": kubeconfig_secret_name(name), "locationType": "Secret"}
+    return _object(
+        "MultiKueueCluster", _mk_metadata(str(name)), {"clusterSource": {"kubeConfig": source}}
+    )
+
+
+def multikueue_config(team: Entry, workers: list[Any]) -> dict[str, Any]:
+    """The workers a team's admission check dispatches to."""
+    name = multikueue_check_name(config_form(team).get("name"))
+    return _object("MultiKueueConfig", _mk_metadata(name), {"clusters": list(workers)})
+
+
+def admission_check(team: Entry) -> dict[str, Any]:
+    """A team's MultiKueue admission check, parameterised by its MultiKueueConfig."""
+    name = multikueue_check_name(config_form(team).get("name"))
+    spec = {
+        "controllerName": MULTIKUEUE_CONTROLLER,
+        "parameters": {"apiGroup": KUEUE_GROUP, "kind": "MultiKueueConfig", "name": name},
+    }
+    return _object("AdmissionCheck", _mk_metadata(name), spec)
+
+
+def multikueue_objects(config: Entry) -> list[dict[str, Any]]:
+    """A manager's MultiKueue objects: a MultiKueueCluster per worker, then per dispatching team
+    its MultiKueueConfig and AdmissionCheck. None for a stack that is no manager."""
+    manager = multikueue_manager(config)
+    objects = [multikueue_cluster(_map(w)) for w in _list(manager.get("workers"))]
+    for raw_team in _list(manager.get("teams")):
+        team = _map(raw_team)
+        objects += [multikueue_config(team, dispatch_workers(manager, team)), admission_check(team)]
+    return objects
+
+
 def kueue_objects(config: Entry) -> list[dict[str, Any]]:
-    """Every Kueue object of a stack config: flavors, cohort, then per team CQ and LQ."""
+    """Every Kueue object of a stack config: flavors, cohort, per team CQ and LQ, then a
+    MultiKueue manager's objects."""
     raw = config_form(config)
     objects = [resource_flavor(_map(f)) for f in _list(raw.get(keys.KEY_FLAVORS))]
     if isinstance(raw.get(keys.KEY_COHORT), Mapping):
         objects.append(cohort(raw[keys.KEY_COHORT]))
     for team in _list(raw.get(keys.KEY_TEAMS)):
-        objects += [cluster_queue(_map(team)), local_queue(_map(team))]
-    return objects
+        checks = admission_checks_of(raw, _map(team).get("name"))
+        objects += [cluster_queue(_map(team), checks), local_queue(_map(team))]
+    return objects + multikueue_objects(raw)

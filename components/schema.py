@@ -38,6 +38,13 @@ def build_schema() -> dict[str, Any]:
             "description": kube["kubeconfig"].get("description", ""),
             "anyOf": [_SECURE, {"type": "string"}, {"type": "null"}],
         }
+    # A MultiKueue worker's kubeconfig is only ever a secret: plain text is refused.
+    worker = defs.get("MultiKueueWorker", {}).get("properties", {})
+    if "kubeconfig" in worker:
+        worker["kubeconfig"] = {
+            "description": worker["kubeconfig"].get("description", ""),
+            "anyOf": [_SECURE, {"type": "null"}],
+        }
     properties = {
         f"{keys.PROJECT}:{name}": spec for name, spec in models.get("properties", {}).items()
     }

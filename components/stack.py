@@ -7,6 +7,8 @@ is registered. GpuQueues only builds what `validate` returned.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,11 +16,13 @@ from typing import Any
 
 import pulumi
 
-from components import keys
+from components import keys, multikueue_checks, render
 from components.cohort import SharedCohort, SharedCohortArgs
 from components.config import ConfigError, Problem, StackConfig, load_config
 from components.config_checks import reserved_namespace_problems
 from components.flavors import Flavors, FlavorsArgs
+from components.k8s_types import api_server_url_problem
+from components.kubeclient import KubeconfigError, resolve
 from components.kubeclient import validate as validate_kubeconfig
 from components.kueue import (
     PROJECT_ROOT,
@@ -27,6 +31,14 @@ from components.kueue import (
     PreparedManifest,
     load_release,
 )
+from components.multikueue import (
+    ManagerArgs,
+    MultiKueueManager,
+    MultiKueueWorkerAccess,
+    WorkerAccessArgs,
+    effective_kueue,
+)
+from components.multikueue_checks import DEFAULT_FRAMEWORKS
 from components.provider import build_provider, connection
 from components.queues import TeamQueues, TeamQueuesArgs
 from components.readiness import KueueReady, KueueReadyArgs, Probe, probe_webhooks
@@ -50,16 +62,98 @@ def manifest_problems(config: StackConfig, manifest: PreparedManifest | None) ->
     return reserved_namespace_problems(config, extra=manifest.namespaces)
 
 
+def _runtime_secret_keys() -> list[str] | None:
+    """The config keys the engine holds as secrets, when the language host says (it sets
+    PULUMI_CONFIG_SECRET_KEYS for the program); None outside a Pulumi run."""
+    text = os.environ.get("PULUMI_CONFIG_SECRET_KEYS")
+    if text is None:
+        return None
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return None
+    return [str(k) for k in found] if isinstance(found, list) else None
+
+
+def _worker_server(config: StackConfig) -> str | None:
+    """The API server a worker stack's managers dial (None when it cannot be told here)."""
+    role = config.multi_kueue.worker if config.multi_kueue else None
+    if role is None:
+        return None
+    if role.server is not None:
+        return role.server
+    kubeconfig = config.kubernetes.kubeconfig
+    try:
+        conn = resolve(
+            kubeconfig.get_secret_value() if kubeconfig else None,
+            config.kubernetes.context,
+            run_exec=False,
+        )
+    except KubeconfigError:
+        return None  # no kubeconfig where this runs (a CI preview): checked where it applies
+    return conn.server
+
+
+def multikueue_problems(
+    raw: Mapping[str, Any],
+    config: StackConfig,
+    project_dir: Path,
+    stack: str | None,
+    secret_keys: list[str] | None,
+) -> list[Problem]:
+    """The MultiKueue checks that read beyond the config: the stack's own file (a plain-text
+    worker kubeconfig), the engine's secret keys, the worker stacks' files in the project,
+    and the address a worker stack gives its managers."""
+    mk = config.multi_kueue
+    problems: list[Problem] = []
+    if mk is not None and mk.manager is not None:
+        problems += multikueue_checks.worker_stack_problems(raw, project_dir, stack)
+        own = project_dir / f"Pulumi.{stack}.yaml" if stack else None
+        if own is not None and own.is_file():
+            problems += multikueue_checks.stack_file_problems(own.read_text(), own.name)
+        if secret_keys is not None:
+            problems += multikueue_checks.plaintext_at_runtime(raw, secret_keys)
+    if mk is not None and mk.worker is not None and mk.worker.server is None:
+        server = _worker_server(config)
+        reason = api_server_url_problem(server) if server else None
+        if reason:
+            problems.append(
+                Problem(
+                    (keys.KEY_MULTI_KUEUE, "worker", "server"),
+                    f"is unset, and the server of this stack's kubeconfig ({server}) cannot be "
+                    f"dialled by Kueue's MultiKueue: {reason}; set the address managers reach "
+                    "this cluster at",
+                )
+            )
+    return problems
+
+
 def validate(
-    raw: Mapping[str, Any], root: Path = PROJECT_ROOT
+    raw: Mapping[str, Any],
+    root: Path = PROJECT_ROOT,
+    *,
+    stack: str | None = None,
+    project_dir: Path | None = None,
 ) -> tuple[StackConfig, PreparedManifest | None]:
     """Everything the program can check without a cluster; ConfigError, KubeconfigError or
-    ManifestError."""
+    ManifestError.
+
+    `stack` is the running stack (its Pulumi.<stack>.yaml, in `project_dir`, is checked for
+    plain-text secrets); `project_dir` (default: the working directory, where Pulumi runs the
+    program) holds the stack files a MultiKueue manager's worker stacks are checked against.
+    The config returned carries what MultiKueue needs in Kueue's Configuration
+    (multikueue.effective_kueue)."""
     config = load_config(raw)
     if config.kubernetes.kubeconfig is not None:  # unset: $KUBECONFIG, possibly absent in CI
         validate_kubeconfig(
             config.kubernetes.kubeconfig.get_secret_value(), config.kubernetes.context
         )
+    problems = multikueue_problems(
+        raw, config, project_dir or Path.cwd(), stack, _runtime_secret_keys()
+    )
+    if problems:
+        raise ConfigError(problems)
+    config = config.model_copy(update={"kueue": effective_kueue(config, stack)})
     manifest = load_release(config.kueue, root) if config.kueue.install else None
     problems = manifest_problems(config, manifest)
     if problems:
@@ -120,8 +214,23 @@ class GpuQueues(pulumi.ComponentResource):
             uses.append(cohort.cohort)
             cohort_name = cfg.cohort.name
 
+        mk = cfg.multi_kueue
+        checks: dict[str, pulumi.Resource] = {}
+        if mk is not None and mk.manager is not None:
+            checks = MultiKueueManager(
+                f"{name}-multikueue", ManagerArgs(mk.manager, ready.dependency), under
+            ).checks
         teams = [
-            TeamQueues(f"{name}-{team.name}", TeamQueuesArgs(team, ready.dependency, uses), under)
+            TeamQueues(
+                f"{name}-{team.name}",
+                TeamQueuesArgs(
+                    team,
+                    ready.dependency,
+                    [*uses, *([checks[team.name]] if team.name in checks else [])],
+                    render.admission_checks_of(cfg, team.name),
+                ),
+                under,
+            )
             for team in cfg.teams
         ]
         namespaces = {t.namespace: q.namespace for t, q in zip(cfg.teams, teams, strict=True)}
@@ -129,6 +238,13 @@ class GpuQueues(pulumi.ComponentResource):
             f"{name}-storage", SharedStorageArgs(cfg.shared_storage, namespaces), under
         )
 
+        multi_kueue: dict[str, Any] | None = None
+        if mk is not None and mk.manager is not None:
+            multi_kueue = {
+                "role": "manager",
+                "workers": [w.name for w in mk.manager.workers],
+                "admissionChecks": {t: render.multikueue_check_name(t) for t in checks},
+            }
         self.outputs = {
             keys.OUT_KUEUE_VERSION: cfg.kueue.version,
             keys.OUT_KUEUE_INSTALLED: cfg.kueue.install,
@@ -138,5 +254,26 @@ class GpuQueues(pulumi.ComponentResource):
             keys.OUT_LOCAL_QUEUES: {t.name: f"{t.namespace}/{t.local_queue}" for t in cfg.teams},
             keys.OUT_NAMESPACES: {t.name: t.namespace for t in cfg.teams},
             keys.OUT_SHARED_CLAIMS: storage.claim_refs,
+            keys.OUT_MULTI_KUEUE: multi_kueue,
         }
+        if mk is not None and mk.worker is not None:
+            role = mk.worker
+            server: pulumi.Input[str] = role.server or pulumi.Output.all(kubeconfig, context).apply(
+                lambda v: resolve(v[0], v[1], run_exec=False).server
+            )
+            integrations = cfg.kueue.manager.integrations
+            access = MultiKueueWorkerAccess(
+                f"{name}-multikueue-worker",
+                WorkerAccessArgs(
+                    role=role,
+                    server=server,
+                    frameworks=(integrations.frameworks if integrations else None)
+                    or list(DEFAULT_FRAMEWORKS),
+                    cluster_name=pulumi.get_stack(),
+                    ready=ready.dependency,
+                ),
+                under,
+            )
+            self.outputs[keys.OUT_MULTI_KUEUE] = {"role": "worker"}
+            self.outputs[keys.OUT_MULTI_KUEUE_KUBECONFIG] = access.kubeconfig
         self.register_outputs(self.outputs)

@@ -56,6 +56,21 @@ def _is_kueue(type_: str) -> bool:
     return rules.kueue_kind(Resource(type_, "", "", {})) is not None
 
 
+def _is_multikueue(type_: str) -> bool:
+    return rules.kueue_kind(Resource(type_, "", "", {})) in rules.MULTIKUEUE_KINDS
+
+
+def _stack_resource(type_: str, name: str, urn: str, props: Any) -> Resource | None:
+    """How a stack rule sees a resource: Kueue objects whole; a Secret by its metadata only
+    (the MultiKueue rule needs its name and namespace, never its data); nothing else."""
+    if _is_kueue(type_):
+        return Resource.of(type_, name, urn, props)
+    if type_ == rules.SECRET_TYPE:
+        metadata = Resource.of(type_, name, urn, props).props.get("metadata")
+        return Resource(type_, name, urn, {"metadata": metadata})
+    return None
+
+
 @dataclass(frozen=True)
 class ResourcePolicySpec:
     name: str
@@ -181,7 +196,22 @@ RESOURCE_POLICIES: Final = (
             }
         },
     ),
+    ResourcePolicySpec(
+        rules.MULTIKUEUE_WEBHOOK_VALID,
+        "AdmissionCheck, MultiKueueConfig and MultiKueueCluster fields Kueue would refuse.",
+        rules.multikueue_webhook_valid,
+        _is_multikueue,
+        EnforcementLevel.MANDATORY,
+        {},
+    ),
 )
+
+_PRE_EXISTING: Final = {
+    "preExistingMultiKueueConfigs": "MultiKueueConfigs that exist outside this stack",
+    "preExistingMultiKueueClusters": "MultiKueueClusters that exist outside this stack",
+    "preExistingKubeconfigSecrets": "kubeconfig Secrets in Kueue's namespace made outside "
+    "this stack",
+}
 
 STACK_POLICIES: Final = (
     StackPolicySpec(
@@ -224,6 +254,37 @@ STACK_POLICIES: Final = (
             }
         },
     ),
+    StackPolicySpec(
+        rules.ADMISSION_CHECKS_EXIST,
+        "Every admission check a ClusterQueue names exists; at most one MultiKueue check, "
+        "for all flavors.",
+        rules.clusterqueue_admission_checks_exist,
+        EnforcementLevel.MANDATORY,
+        {
+            "preExistingAdmissionChecks": {
+                **_STRINGS,
+                "default": [],
+                "description": "AdmissionChecks that exist in the cluster outside this stack",
+            }
+        },
+    ),
+    StackPolicySpec(
+        rules.MULTIKUEUE_REFERENCES_EXIST,
+        "A MultiKueue check's config, its clusters and their kubeconfig Secrets exist.",
+        rules.multikueue_references_exist,
+        EnforcementLevel.MANDATORY,
+        {
+            "kueueNamespace": {
+                "type": "string",
+                "default": rules.DEFAULT_KUEUE_NAMESPACE,
+                "description": "Kueue's namespace, where MultiKueueClusters' Secrets are",
+            },
+            **{
+                key: {**_STRINGS, "default": [], "description": text}
+                for key, text in _PRE_EXISTING.items()
+            },
+        },
+    ),
 )
 
 
@@ -250,11 +311,12 @@ def _resource_policy(spec: ResourcePolicySpec) -> ResourceValidationPolicy:
 
 def _stack_policy(spec: StackPolicySpec) -> StackValidationPolicy:
     def validate(args: StackValidationArgs, report: ReportViolation) -> None:
-        # Only Kueue objects matter to stack rules; skipping the rest avoids copying CRDs.
+        # Only Kueue objects (and Secrets' names) matter to stack rules; skipping the rest
+        # avoids copying CRDs.
         resources = [
-            Resource.of(r.resource_type, r.name, r.urn, r.props)
+            found
             for r in args.resources
-            if _is_kueue(r.resource_type)
+            if (found := _stack_resource(r.resource_type, r.name, r.urn, r.props)) is not None
         ]
         for violation in spec.rule(resources, args.get_config()):
             report(violation.message, violation.urn)

@@ -61,6 +61,9 @@ SHARED_PVC: Final = "shared-pvc-rwx-bound"
 KUEUE_RELEASE_PINNED: Final = "kueue-release-pinned"
 KUEUE_RELEASE_CHECKSUM: Final = "kueue-release-checksum"
 JOB_QUEUED_SUSPENDED: Final = "job-queued-suspended"
+ADMISSION_CHECKS_EXIST: Final = "clusterqueue-admission-checks-exist"
+MULTIKUEUE_WEBHOOK_VALID: Final = "multikueue-webhook-valid"
+MULTIKUEUE_REFERENCES_EXIST: Final = "multikueue-references-exist"
 
 # Defaults of the config keys (the pack's config schema in catalog.py repeats them).
 DEFAULT_REQUIRED_RESOURCES: Final = kueue_rules.DEFAULT_REQUIRED_RESOURCES
@@ -76,6 +79,8 @@ _SHA256: Final = re.compile(r"^(sha256:)?[0-9a-f]{64}$")
 PVC_TYPE: Final = "kubernetes:core/v1:PersistentVolumeClaim"
 DEPLOYMENT_TYPE: Final = "kubernetes:apps/v1:Deployment"
 JOB_TYPE: Final = "kubernetes:batch/v1:Job"
+SECRET_TYPE: Final = "kubernetes:core/v1:Secret"
+MULTIKUEUE_KINDS: Final = ("AdmissionCheck", "MultiKueueConfig", "MultiKueueCluster")
 
 
 # --- Rules 1 and 2: ClusterQueue structure (the validation core) --------------------------
@@ -494,3 +499,105 @@ def _items(value: Any) -> list[Any]:
 
 ResourceRule = Callable[[Resource, Mapping[str, Any]], list[Violation]]
 StackRule = Callable[[Sequence[Resource], Mapping[str, Any]], list[Violation]]
+
+
+# --- Rules 10-12: admission checks and MultiKueue -----------------------------------------
+
+
+def multikueue_webhook_valid(resource: Resource, config: Mapping[str, Any]) -> list[Violation]:
+    """AdmissionCheck, MultiKueueConfig and MultiKueueCluster fields Kueue's CRDs refuse or
+    its MultiKueue controller cannot use."""
+    kind = kueue_kind(resource)
+    check = {
+        "AdmissionCheck": kueue_rules.admission_check_errors,
+        "MultiKueueConfig": kueue_rules.multikueue_config_errors,
+        "MultiKueueCluster": kueue_rules.multikueue_cluster_errors,
+    }.get(kind or "")
+    if check is None:
+        return []
+    return [field_violation(MULTIKUEUE_WEBHOOK_VALID, resource, e) for e in check(resource.props)]
+
+
+def _multikueue_checks(resources: Sequence[Resource]) -> set[str]:
+    return {
+        name
+        for r in resources
+        if kueue_kind(r) == "AdmissionCheck"
+        and child(r.props, "spec", "controllerName") == kueue_rules.MULTIKUEUE_CONTROLLER
+        and isinstance(name := r.k8s_name, str)
+    }
+
+
+def clusterqueue_admission_checks_exist(
+    resources: Sequence[Resource], config: Mapping[str, Any]
+) -> list[Violation]:
+    """Every admission check a ClusterQueue names is an AdmissionCheck of the stack or a
+    pre-existing one, and a queue uses at most one MultiKueue check, for all its flavors."""
+    declared, unknown_names = _names_of_kind(resources, "AdmissionCheck")
+    known = declared | set(config_list(config, "preExistingAdmissionChecks"))
+    multikueue = _multikueue_checks(resources)
+    fix = (
+        "declare the AdmissionCheck in the stack, fix the name, or add it to "
+        f"{ADMISSION_CHECKS_EXIST}.preExistingAdmissionChecks in the policy config"
+    )
+    violations: list[Violation] = []
+    for resource in resources:
+        if kueue_kind(resource) != "ClusterQueue":
+            continue
+        if not unknown_names:  # a check whose name is not known yet may be the one named
+            violations += [
+                violation(ADMISSION_CHECKS_EXIST, resource, f"{e.where}: {e.message}", fix)
+                for e in kueue_rules.undeclared_admission_checks(resource.props, known)
+            ]
+        violations += [
+            field_violation(ADMISSION_CHECKS_EXIST, resource, e)
+            for e in kueue_rules.multikueue_check_placement(resource.props, multikueue)
+        ]
+    return violations
+
+
+def multikueue_references_exist(
+    resources: Sequence[Resource], config: Mapping[str, Any]
+) -> list[Violation]:
+    """A MultiKueue check's MultiKueueConfig, that config's MultiKueueClusters and each
+    cluster's kubeconfig Secret (in Kueue's namespace) exist in the stack or are listed as
+    pre-existing in the policy config."""
+    namespace = config_str(config, "kueueNamespace", DEFAULT_KUEUE_NAMESPACE)
+    configs, configs_unknown = _names_of_kind(resources, "MultiKueueConfig")
+    clusters, clusters_unknown = _names_of_kind(resources, "MultiKueueCluster")
+    secrets: set[str] = set()
+    secrets_unknown = False
+    for r in resources:
+        if r.type != SECRET_TYPE or child(r.props, "metadata", "namespace") != namespace:
+            continue
+        if is_unknown(r.k8s_name):
+            secrets_unknown = True
+        elif isinstance(r.k8s_name, str):
+            secrets.add(r.k8s_name)
+    configs |= set(config_list(config, "preExistingMultiKueueConfigs"))
+    clusters |= set(config_list(config, "preExistingMultiKueueClusters"))
+    secrets |= set(config_list(config, "preExistingKubeconfigSecrets"))
+    violations: list[Violation] = []
+    for resource in resources:
+        kind = kueue_kind(resource)
+        if kind == "AdmissionCheck" and not configs_unknown:
+            errors = kueue_rules.missing_multikueue_config(resource.props, configs)
+            what = "preExistingMultiKueueConfigs"
+        elif kind == "MultiKueueConfig" and not clusters_unknown:
+            errors = kueue_rules.missing_multikueue_clusters(resource.props, clusters)
+            what = "preExistingMultiKueueClusters"
+        elif kind == "MultiKueueCluster" and not secrets_unknown:
+            errors = kueue_rules.missing_kubeconfig_secret(resource.props, secrets)
+            what = "preExistingKubeconfigSecrets"
+        else:
+            continue
+        violations += [
+            violation(
+                MULTIKUEUE_REFERENCES_EXIST,
+                resource,
+                f"{e.where}: {e.message}",
+                f"{e.fix}, or add it to {MULTIKUEUE_REFERENCES_EXIST}.{what} in the policy config",
+            )
+            for e in errors
+        ]
+    return violations

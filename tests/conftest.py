@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import functools
 import json
@@ -57,6 +58,25 @@ class MockRun:
         return found[0]
 
 
+# What a worker stack exports for its MultiKueue managers, as a StackReference reads it under
+# mocks: a kubeconfig in the form Kueue accepts (CA as data, a token).
+WORKER_KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters: [{name: w, cluster: {server: "https://10.0.0.2:6443", certificate-authority-data: Q0E=}}]
+users: [{name: m, user: {token: not-a-real-token}}]
+contexts: [{name: w, context: {cluster: w, user: m}}]
+current-context: w
+"""
+
+
+TOKEN_SECRET_DATA = {
+    "token": base64.b64encode(b"issued-by-the-token-controller").decode(),
+    "ca.crt": base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode(),
+    "namespace": base64.b64encode(b"kueue-system").decode(),
+}
+
+
 class _Mocks(pulumi.runtime.Mocks):
     def __init__(self, run: MockRun) -> None:
         self.run = run
@@ -65,6 +85,12 @@ class _Mocks(pulumi.runtime.Mocks):
         self.run.resources.append(
             Registered(args.typ, args.name, copy.deepcopy(args.inputs), args.provider)
         )
+        if args.typ == "pulumi:pulumi:StackReference":
+            outputs = {keys.OUT_MULTI_KUEUE_KUBECONFIG: WORKER_KUBECONFIG}
+            return f"{args.name}-id", {**args.inputs, "outputs": outputs}
+        if args.inputs.get("type") == "kubernetes.io/service-account-token":
+            # What the cluster's token controller writes into it, and the provider waits for.
+            return f"{args.name}-id", {**args.inputs, "data": TOKEN_SECRET_DATA}
         return f"{args.name}-id", args.inputs
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:

@@ -41,6 +41,9 @@ DEFAULT_LEVELS = {
     rules.KUEUE_RELEASE_PINNED: proto.MANDATORY,
     rules.KUEUE_RELEASE_CHECKSUM: proto.MANDATORY,
     rules.JOB_QUEUED_SUSPENDED: proto.MANDATORY,
+    rules.ADMISSION_CHECKS_EXIST: proto.MANDATORY,
+    rules.MULTIKUEUE_WEBHOOK_VALID: proto.MANDATORY,
+    rules.MULTIKUEUE_REFERENCES_EXIST: proto.MANDATORY,
 }
 
 
@@ -52,7 +55,13 @@ def test_pack_declares_every_rule_with_its_default_level():
 
 def test_stack_rules_are_stack_policies():
     kinds = {p.name: p.policy_type for p in Analyzer().info.policies}
-    stack = {rules.FLAVORS_EXIST, rules.CLUSTERQUEUE_EXISTS, rules.QUOTA_WITHIN_CAPACITY}
+    stack = {
+        rules.FLAVORS_EXIST,
+        rules.CLUSTERQUEUE_EXISTS,
+        rules.QUOTA_WITHIN_CAPACITY,
+        rules.ADMISSION_CHECKS_EXIST,
+        rules.MULTIKUEUE_REFERENCES_EXIST,
+    }
     assert {n for n, t in kinds.items() if t == proto.PolicyType.POLICY_TYPE_STACK} == stack
 
 
@@ -67,6 +76,10 @@ def test_config_schema_keys_and_defaults():
     assert schemas[rules.SHARED_PVC]["sharedStorageClass"]["default"] == "shared-wekafs"
     assert schemas[rules.COVERS_CPU_MEMORY]["requiredResources"]["default"] == ["cpu", "memory"]
     assert schemas[rules.KUEUE_RELEASE_CHECKSUM]["namespace"]["default"] == "kueue-system"
+    assert schemas[rules.ADMISSION_CHECKS_EXIST]["preExistingAdmissionChecks"]["default"] == []
+    mk = schemas[rules.MULTIKUEUE_REFERENCES_EXIST]
+    assert mk["kueueNamespace"]["default"] == "kueue-system"
+    assert mk["preExistingKubeconfigSecrets"]["default"] == []
 
 
 def test_dev_seed_stack_passes_with_only_the_select_all_advisory():
