@@ -50,9 +50,11 @@ def _yaml(layout: tuple[int, int, int]) -> YAML:
 
 
 def _dump(y: YAML, doc: Any) -> str:
+    """The dump with "\n" line breaks only: comments copied from a CRLF file keep their "\r"
+    (a scalar's is escaped), and the caller converts to the edited file's line breaks."""
     buf = io.StringIO()
     y.dump(doc, buf)
-    return buf.getvalue()
+    return buf.getvalue().replace("\r\n", "\n").replace("\r", "")
 
 
 def closest_layout(text: str) -> tuple[int, int, int]:
@@ -294,8 +296,8 @@ def edit(text: str, edits: Mapping[Path, Any], keep: int = 1) -> str:
     if old_root is None:
         # Only comments (or nothing): keep them, then the new document.
         prefix = text if text.endswith("\n") or not text else text + nl
-        body = "" if new_text.strip() == "{}" else new_text
-        return prefix + body.replace("\n", nl)
+        body = "" if new_text.strip() == "{}" else new_text.replace("\n", nl)
+        return prefix + (body if text.endswith("\n") or not text else body.rstrip("\r\n"))
     new_root = _compose(new_text)
     if new_root is None or not _block(new_root):
         raise EditError("the edited document is not a block mapping")
@@ -305,12 +307,14 @@ def edit(text: str, edits: Mapping[Path, Any], keep: int = 1) -> str:
         if any(unit[: len(u)] == u for u in units):
             continue
         units = [u for u in units if u[: len(unit)] != unit] + [unit]
+    # At one offset (the end of a mapping and of its parent's last entry), the deeper entry
+    # goes first: it belongs to the inner mapping.
     splices = sorted(
-        (_splice_for(text, new_text, old_root, new_root, u) for u in units),
-        key=lambda s: (s.start, s.end),
+        ((_splice_for(text, new_text, old_root, new_root, u), len(u)) for u in units),
+        key=lambda s: (s[0].start, s[0].end, -s[1]),
     )
     out, at = [], 0
-    for s in splices:
+    for s, _ in splices:
         if s.start < at:
             raise EditError("edits overlap")
         out += [text[at : s.start], s.text]
