@@ -4,17 +4,19 @@
 
 Each key under `gpu-queues:kueue` has a rule (RULES, and the table in docs/promotion.md):
   version                       travels, unset included (unset: both follow toolchain/pins.env)
-  manifest.sha256               travels with the bytes it verifies: when FROM and TO read the
-                                manifest from the same place; otherwise each keeps its own pin
+  manifest.path/.url, .sha256   travel together when FROM and TO read their version's manifest
+                                from the same place (the same path or url once the version in
+                                it is taken out, e.g. .kueue/<version>/manifests.yaml, or both
+                                the release URL); otherwise TO keeps its own
   manager.integrations, .waitForPodsReady, .fairSharing, .featureGates
                                 travel when FROM sets them; when FROM does not, TO keeps its
                                 own (reported), or loses it with --allow-unset
-  everything else               stays: the environment's own (manifest url/path, install,
-                                controller, readiness timeout, managedJobsNamespaceSelector,
-                                manageJobsWithoutQueueName; outside the block: the kubeconfig,
-                                flavors, cohort, teams, quotas, shared storage)
-A promotion that would leave one of TO's own keys wrong (a manifest path or url that names the
-old version, a checksum of the old release) refuses and names the key: fix it in TO first.
+  everything else               stays: the environment's own (install, controller, readiness
+                                timeout, managedJobsNamespaceSelector, manageJobsWithoutQueueName;
+                                outside the block: the kubeconfig, flavors, cohort, teams,
+                                quotas, shared storage)
+A promotion that would leave one of TO's own keys stale (a manifest path or url of its own
+that names the old version, a checksum of the old release) refuses and names the key.
 
 All or nothing: FROM must have deployed the Kueue version it promotes (its `kueueVersion`
 output); the new text of TO's file is parsed back and must equal TO's old document with the
@@ -67,6 +69,7 @@ KeyPath = tuple[str, ...]
 class Rule(enum.Enum):
     VERSION = "travels, unset included"
     CHECKSUM = "travels with the manifest it verifies"
+    LOCATION = "stays, unless it is FROM's place for another version"
     TRAVELS = "travels when FROM sets it"
     STAYS = "stays: the environment's own"
 
@@ -91,11 +94,19 @@ RULES: tuple[KeyRule, ...] = (
     KeyRule(
         ("manifest", "sha256"),
         Rule.CHECKSUM,
-        "a property of the manifest bytes: copied when FROM and TO read the same manifest "
-        "(same path, same url, or both the release URL)",
+        "a property of the manifest bytes: copied when FROM and TO read their version's "
+        "manifest from the same place",
     ),
-    KeyRule(("manifest", "url"), Rule.STAYS, "an environment's mirror"),
-    KeyRule(("manifest", "path"), Rule.STAYS, "where an environment keeps its manifest copy"),
+    KeyRule(
+        ("manifest", "url"),
+        Rule.LOCATION,
+        "an environment's mirror; a url that differs from FROM's only by the version follows it",
+    ),
+    KeyRule(
+        ("manifest", "path"),
+        Rule.LOCATION,
+        "where an environment keeps its copy; .kueue/<version>/manifests.yaml follows the version",
+    ),
     KeyRule(("install",), Rule.STAYS, "whether that cluster's Kueue is preinstalled"),
     KeyRule(("readinessTimeoutSeconds",), Rule.STAYS, "how long that cluster takes"),
     KeyRule(("controller",), Rule.STAYS, "replicas, resources and placement on its nodes"),
@@ -243,27 +254,38 @@ def _described(kind: str, where: str) -> str:
 
 
 def _names(text: str, version: str) -> bool:
-    return re.search(rf"(?<![0-9A-Za-z]){re.escape(version)}(?![0-9A-Za-z])", text) is not None
+    return _place(text, version) != text
 
 
-def _checksum(src: _Stack, dst: _Stack, result: Plan, changes: dict[KeyPath, Any]) -> None:
+def _place(where: str, version: str) -> str:
+    """A manifest location with its version taken out: the place, for any version."""
+    return re.sub(rf"(?<![0-9A-Za-z]){re.escape(version)}(?![0-9A-Za-z])", "{version}", where)
+
+
+def _manifest(src: _Stack, dst: _Stack, result: Plan, changes: dict[KeyPath, Any]) -> None:
+    """The manifest's place (path or url) and checksum. They travel together when FROM and TO
+    read their version's manifest from the same place (the same path or url once the version
+    is taken out, or both the release URL): the checksum is a property of those bytes. Else
+    TO keeps its own, and a version move that would leave them certainly stale refuses."""
     path = ("manifest", "sha256")
     new_version, old_version = src.config.kueue.version, dst.config.kueue.version
     s, t = _get(src.kueue, path), _get(dst.kueue, path)
-    kind, where = _location(dst)
+    (src_kind, src_where), (kind, where) = _location(src), _location(dst)
     name = stack_file_name(dst.name)
-    if _location(src) == (kind, where):
+    if src_kind == kind and _place(src_where, new_version) == _place(where, old_version):
+        if kind != "release" and src_where != where:
+            changes[("manifest", kind)] = src_where
         if s is not MISSING:
             if s != t:
                 changes[path] = s
-        elif t is not MISSING and new_version != old_version:
+        elif t is not MISSING and (new_version != old_version or src_where != where):
             raise PromotionError(
                 f"refusing to promote: {name} pins kueue.manifest.sha256 for the "
                 f"{old_version} manifest and {src.name} pins none for {new_version}; pin the "
                 f"{new_version} checksum in {stack_file_name(src.name)} (and deploy it there), "
                 "then promote"
             )
-        elif t is not MISSING and t != s:
+        elif t is not MISSING:
             result.kept.append(
                 f"kueue.manifest.sha256: {src.name} pins none; {dst.name} keeps its own"
             )
@@ -272,15 +294,16 @@ def _checksum(src: _Stack, dst: _Stack, result: Plan, changes: dict[KeyPath, Any
         if s != t and s is not MISSING:
             result.kept.append(
                 f"kueue.manifest.sha256: not copied; {src.name}'s verifies "
-                f"{_described(*_location(src))}, {dst.name} reads {_described(kind, where)}"
+                f"{_described(src_kind, src_where)}, {dst.name} reads {_described(kind, where)}"
             )
         return
     if kind in ("path", "url") and _names(where, old_version) and not _names(where, new_version):
         raise PromotionError(
             f"refusing to promote Kueue {new_version}: {name}'s kueue.manifest.{kind} "
-            f"({where}) names {old_version}, and it is {dst.name}'s own key, which promotion "
-            f"does not change. Re-pin {dst.name}'s manifest for {new_version} (its {kind} and "
-            "sha256) first, then promote"
+            f"({where}) names {old_version}, and it is {dst.name}'s own place, not "
+            f"{src.name}'s ({_described(src_kind, src_where)}), so promotion does not change "
+            f"it. Re-pin {dst.name}'s manifest for {new_version} (its {kind} and sha256) "
+            "first, then promote"
         )
     if kind == "release" and t is not MISSING:
         raise PromotionError(
@@ -312,7 +335,7 @@ def _decide(src: _Stack, dst: _Stack, allow_unset: bool, result: Plan) -> dict[K
             if s != t:
                 changes[rule.path] = s
         elif rule.rule is Rule.CHECKSUM:
-            _checksum(src, dst, result, changes)
+            _manifest(src, dst, result, changes)
         elif rule.rule is Rule.TRAVELS:
             if s is not MISSING and s != t:
                 changes[rule.path] = s

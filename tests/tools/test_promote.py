@@ -239,6 +239,33 @@ def test_checksum_is_copied_when_both_read_the_same_manifest(write: Write, proje
         assert kueue_of(target)["manifest"]["sha256"] == SHA_NEW, where
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (".kueue/v0.17.0/manifests.yaml", f".kueue/{kueue_version()}/manifests.yaml"),
+        (f"{MIRROR}/v0.17.0/manifests.yaml", f"{MIRROR}/{kueue_version()}/manifests.yaml"),
+    ],
+)
+def test_a_place_named_after_the_version_follows_it_with_its_checksum(
+    write: Write, project: Path, old: str, new: str
+) -> None:
+    # `make pin-kueue` pins .kueue/<version>/manifests.yaml in every stack: the same place
+    kind = "url" if old.startswith("https") else "path"
+    write(
+        "dev",
+        f"config:\n  gpu-queues:kueue:\n    manifest:\n      {kind}: {new}\n"
+        f"      sha256: {SHA_NEW}\n{TEAMS}",
+    )
+    target = write(
+        "staging",
+        f"config:\n  gpu-queues:kueue:\n    version: v0.17.0   # staging's\n    manifest:\n"
+        f"      {kind}: {old}   # rendered by make pin-kueue\n      sha256: {SHA_OLD}\n",
+    )
+    promote.promote("dev", "staging", {"kueueVersion": kueue_version()}, project)
+    assert kueue_of(target) == {"manifest": {kind: new, "sha256": SHA_NEW}}
+    assert f"{kind}: {new}   # rendered by make pin-kueue\n" in target.read_text()
+
+
 def test_checksum_stays_when_the_manifests_differ(write: Write, project: Path) -> None:
     # dev reads the release URL; staging its rendered copy: each checksum is its own bytes'
     write("dev", f"config:\n  gpu-queues:kueue:\n    manifest: {{sha256: {SHA_NEW}}}\n{TEAMS}")

@@ -419,7 +419,7 @@ def test_promotion_is_all_or_nothing_in_any_layout(
             assert n == s, rule.dotted
         elif rule.rule is promote.Rule.TRAVELS:
             assert n == (s if s is not yamledit.REMOVE else o), rule.dotted
-        else:
+        else:  # the manifest's place and checksum: FROM's, or TO's own
             assert n in (s, o), rule.dotted
     strip = lambda d: {k: v for k, v in d.items() if k != "config"}  # noqa: E731
     assert strip(new) == strip(old)
