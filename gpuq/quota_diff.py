@@ -20,9 +20,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from components.config import ConfigError, StackConfig
+from components.config import ConfigError, StackConfig, load_config
 from components.quantity import format_number, parse_quantity
-from gpuq.secure import load_stack_config, validate_models
 from gpuq.stackfile import ROOT, StackFileError, read_config, resolve_commit
 
 ABSENT = "-"
@@ -80,15 +79,13 @@ def is_gpu(resource: str) -> bool:
 
 def side_from_raw(label: str, raw: Mapping[str, Any]) -> Side:
     """Validate with load_config; relation problems (such as quotas over capacity) are kept as
-    notes so the table can still show them, while a malformed value is an error. Secure values
-    (the kubeconfig) count as set and are never decrypted; a secret where the table needs the
-    value (a quota) is an error naming the key."""
+    notes so the table can still show them, while a malformed value is an error."""
     try:
-        return Side(label, load_stack_config(raw))
+        return Side(label, load_config(raw))
     except ConfigError as error:
         try:
-            config = validate_models(raw)
-        except (ValidationError, ConfigError):
+            config = StackConfig.model_validate(dict(raw))
+        except ValidationError:
             raise StackFileError(f"{label}: {error}") from None
         return Side(label, config, tuple(error.messages))
 

@@ -1,6 +1,10 @@
 """Secrets in a stack file, for the tools that read one: which keys may hold a `secure:` value,
 and validation that counts such a secret as set without ever decrypting it.
 
+A value `pulumi config set --secret` wrote is a mapping with the single key `secure` and a
+string value (Pulumi's own rule, sdk/go/common/resource/config); gpuq.stackfile reads each
+one as an opaque `Secure`, wherever it appears (any key, nested with --path, in lists).
+
 The config models say which keys are secrets: a field typed `SecretStr` (today only
 `kubernetes.kubeconfig`). A secure value there validates as "a secret is set". Anywhere else
 it is refused with a message naming the key, because the tools (quota diff, promotion) need
@@ -12,14 +16,47 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any, Union
 
 from pydantic import BaseModel, SecretStr
 
 from components.config import ConfigError, Problem, StackConfig, format_loc, load_config
-from gpuq.stackfile import Secure
 
 Loc = tuple[str | int, ...]
+SECURE_KEY = "secure"
+
+
+@dataclass(frozen=True)
+class Secure:
+    """A `secure:` value: Pulumi ciphertext, encrypted with its own stack's key.
+
+    It is carried as is: never decrypted, never shown (repr hides even the ciphertext)."""
+
+    ciphertext: str
+
+    def __repr__(self) -> str:
+        return "Secure(...)"
+
+    def to_yaml(self) -> dict[str, str]:
+        """The mapping Pulumi writes for it."""
+        return {SECURE_KEY: self.ciphertext}
+
+
+def is_secure_mapping(value: object) -> bool:
+    """Pulumi's test: a mapping with exactly one key, `secure`, whose value is a string."""
+    return isinstance(value, Mapping) and len(value) == 1 and isinstance(value.get(SECURE_KEY), str)
+
+
+def mark_secure(value: Any) -> Any:
+    """`value` with every `{secure: ciphertext}` mapping replaced by a `Secure`."""
+    if is_secure_mapping(value):
+        return Secure(value[SECURE_KEY])
+    if isinstance(value, Mapping):
+        return {k: mark_secure(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mark_secure(v) for v in value]
+    return value
 
 
 class _Any:
@@ -158,13 +195,3 @@ def load_stack_config(raw: Mapping[str, Any]) -> StackConfig:
     if problems:
         raise ConfigError(problems)
     return config
-
-
-def validate_models(raw: Mapping[str, Any]) -> StackConfig:
-    """The models alone (no relation checks), secure values as in load_stack_config.
-
-    Raises ConfigError for a refused secret, pydantic's ValidationError for a bad value."""
-    prepared, problems, _ = prepare(raw)
-    if problems:
-        raise ConfigError(problems)
-    return StackConfig.model_validate(prepared)

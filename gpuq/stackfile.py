@@ -2,9 +2,8 @@
 
 A stack file is read the way the Pulumi CLI reads it: YAML 1.2 (its parser, go-yaml v3,
 takes `yes` and `on` as strings), one document, no duplicate keys. A value Pulumi wrote with
-`pulumi config set --secret` is a mapping with the single key `secure` and a string value
-(Pulumi's own rule, sdk/go/common/resource/config); it is read as an opaque `Secure`, which
-the tools never decrypt and never print, wherever it appears.
+`pulumi config set --secret` is read as an opaque `gpuq.secure.Secure`, which the tools never
+decrypt and never print, wherever it appears.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,49 +19,18 @@ from ruamel.yaml.constructor import SafeConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from components import keys
+from components.config import ConfigError
+from gpuq.secure import mark_secure, prepare
 
 ROOT = Path(__file__).resolve().parent.parent
 
 # The order changes are promoted in; other stacks (local sandboxes) come after, by name.
 PROMOTION_ORDER = ("dev", "staging", "prod")
 _STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[^/]+)\.yaml$")
-SECURE_KEY = "secure"
 
 
 class StackFileError(Exception):
     """A stack file cannot be found or read; the message says which and why."""
-
-
-@dataclass(frozen=True)
-class Secure:
-    """A `secure:` value: Pulumi ciphertext, encrypted with its own stack's key.
-
-    It is carried as is: never decrypted, never shown (repr hides even the ciphertext)."""
-
-    ciphertext: str
-
-    def __repr__(self) -> str:
-        return "Secure(...)"
-
-    def to_yaml(self) -> dict[str, str]:
-        """The mapping Pulumi writes for it."""
-        return {SECURE_KEY: self.ciphertext}
-
-
-def is_secure_mapping(value: object) -> bool:
-    """Pulumi's test: a mapping with exactly one key, `secure`, whose value is a string."""
-    return isinstance(value, Mapping) and len(value) == 1 and isinstance(value.get(SECURE_KEY), str)
-
-
-def mark_secure(value: Any) -> Any:
-    """`value` with every `{secure: ciphertext}` mapping replaced by a `Secure`."""
-    if is_secure_mapping(value):
-        return Secure(value[SECURE_KEY])
-    if isinstance(value, Mapping):
-        return {k: mark_secure(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [mark_secure(v) for v in value]
-    return value
 
 
 _LEADING_ZERO = re.compile(r"^[-+]?0[0-9_]+$")
@@ -215,10 +182,14 @@ def config_of(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def parse_config(text: str, where: str) -> dict[str, Any]:
-    """The `gpu-queues:*` keys of a stack file's `config:`, without the project prefix.
-
-    Secure values are `Secure` objects; `gpuq.secure.load_stack_config` validates them."""
-    return config_of(parse_document(text, where))
+    """The `gpu-queues:*` keys of a stack file's `config:`, without the project prefix, ready
+    for components.config.load_config: a secret where the models take one (the kubeconfig)
+    is a placeholder that validates as set; a secret anywhere else is a StackFileError naming
+    the key (the tools would need its plain value). Secure values themselves: parse_document."""
+    prepared, problems, _ = prepare(config_of(parse_document(text, where)))
+    if problems:
+        raise StackFileError(f"{where}: {ConfigError(problems)}")
+    return prepared
 
 
 def read_config(stack: str, root: Path = ROOT, rev: str | None = None) -> dict[str, Any]:

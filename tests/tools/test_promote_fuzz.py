@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 
 from components.pins import kueue_version
 from gpuq import promote, yamledit
-from gpuq.secure import load_stack_config
-from gpuq.stackfile import Secure, config_of, parse_document
+from gpuq.secure import Secure, load_stack_config
+from gpuq.stackfile import config_of, parse_document
 
 pytestmark = pytest.mark.unit
 

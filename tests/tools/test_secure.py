@@ -11,7 +11,8 @@ from pydantic import BaseModel, SecretStr
 
 from components.config import ConfigError
 from gpuq import promote, quota_diff, secure
-from gpuq.stackfile import Secure, mark_secure, parse_document, read_config
+from gpuq.secure import Secure, mark_secure
+from gpuq.stackfile import StackFileError, config_of, parse_document, read_config
 from tests.tools.conftest import Write
 
 pytestmark = pytest.mark.unit
@@ -115,15 +116,19 @@ def _version(text: str) -> str:
 
 
 def test_secrets_in_other_namespaces_are_ignored_but_kept(tmp_path: Path) -> None:
-    text = fixture("secrets-everywhere")
-    doc = parse_document(text, "x")
-    assert doc["config"]["kubernetes:kubeconfig"] == Secure(
-        doc["config"]["kubernetes:kubeconfig"].ciphertext
-    )
+    doc = parse_document(fixture("secrets-everywhere"), "x")
+    assert isinstance(doc["config"]["kubernetes:kubeconfig"], Secure)
     assert isinstance(doc["config"]["other-project:token"], Secure)
-    raw = read_config("s", _project(tmp_path, s=text))
-    assert "kubeconfig" in raw["kubernetes"]
+    raw = config_of(doc)
+    assert isinstance(raw["kubernetes"]["kubeconfig"], Secure)
     assert not any(k.startswith(("kubernetes:", "other-project:")) for k in raw)
+    # another project's or the provider's secrets never stop the tools
+    text = fixture("staging-kubeconfig").replace(
+        "encryptionsalt:", "  kubernetes:kubeconfig:\n    secure: v1:AAAA:BBBB\nencryptionsalt:"
+    )
+    assert read_config("s", _project(tmp_path, s=text))["kubernetes"] == {
+        "kubeconfig": secure.PLACEHOLDER
+    }
 
 
 @pytest.mark.parametrize(
@@ -146,8 +151,10 @@ def test_a_secret_where_the_tools_need_the_value_is_refused_by_key(
 ) -> None:
     text = fixture(name)
     project = _project(tmp_path, bad=text, good=(ROOT / "Pulumi.dev.yaml").read_text())
+    with pytest.raises(StackFileError, match=re.escape(key)):
+        read_config("bad", project)  # what quota_diff, the sandbox and the tests read
     with pytest.raises(ConfigError) as caught:
-        secure.load_stack_config(read_config("bad", project))
+        secure.load_stack_config(config_of(parse_document(text, "bad")))
     (problem,) = [p for p in caught.value.problems if p.path == key]
     assert says in problem.message
     # one message per secret, not the models' type errors for it
