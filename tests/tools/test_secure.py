@@ -4,6 +4,7 @@ tests/tools/data/cli/ (regenerate: python -m tests.tools.pulumi_fixtures --write
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -224,3 +225,49 @@ def check_cli_shapes(files: dict[str, str]) -> None:
     )
     block = parse_document(files["secret-in-kueue-block"], "x")["config"]["gpu-queues:kueue"]
     assert isinstance(block["manifest"]["url"], Secure)
+
+
+def checkout_secrets(root: Path) -> list[str]:
+    """Stack files staged in `root`'s git index (the working tree outside git) that hold a
+    checkout's secrets salt or secure values."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--", "Pulumi.*.yaml"], cwd=root, capture_output=True, text=True
+    )
+    if listed.returncode == 0:
+        texts = {
+            name: subprocess.run(
+                ["git", "show", f":{name}"], cwd=root, capture_output=True, text=True, check=True
+            ).stdout
+            for name in listed.stdout.split()
+        }
+    else:
+        texts = {p.name: p.read_text() for p in root.glob("Pulumi.*.yaml")}
+    found = []
+    for name, text in sorted(texts.items()):
+        doc = parse_document(text, name)
+        found += [f"{name}: {key}" for key in ("encryptionsalt", "encryptedkey") if key in doc]
+        found += [
+            f"{name}: a secure value at {'.'.join(map(str, loc))}"
+            for loc, _ in secure.find_secure(doc.get("config") or {})
+        ]
+    return found
+
+
+def test_committed_stack_files_hold_no_checkout_secrets() -> None:
+    # The README's steps write a salt and the encrypted kubeconfig into Pulumi.<stack>.yaml,
+    # under this checkout's passphrase; committed, they would break CI ("incorrect
+    # passphrase"), which has its own passphrase and reads kubeconfigs from its secrets.
+    assert checkout_secrets(ROOT) == [], "restore them: git checkout Pulumi.<stack>.yaml"
+
+
+def test_a_staged_salt_or_secret_is_found(repo: Path, write: Write) -> None:
+    write("dev", "config:\n  gpu-queues:kueue: {install: false}\n")
+    subprocess.run(["git", "add", "."], cwd=repo, check=True)
+    assert checkout_secrets(repo) == []
+    write("dev", fixture("dev-kubeconfig"))
+    assert checkout_secrets(repo) == []  # not staged: a deployment from this checkout
+    subprocess.run(["git", "add", "."], cwd=repo, check=True)
+    assert checkout_secrets(repo) == [
+        "Pulumi.dev.yaml: encryptionsalt",
+        "Pulumi.dev.yaml: a secure value at gpu-queues:kubernetes.kubeconfig",
+    ]
