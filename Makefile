@@ -8,7 +8,8 @@ SANDBOX := sandbox/sandbox.sh
 export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: venv lock toolchain schema lint test test-unit test-policy test-toolchain test-e2e \
-        sandbox-up sandbox-down sandbox-shell sandbox-status demo bench promote quota-diff clean
+        sandbox-up sandbox-down sandbox-shell sandbox-status demo bench promote quota-diff clean \
+        kueue-manifest pin-kueue
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -67,6 +68,21 @@ promote: venv
 # make quota-diff OLD=prod@origin/main NEW=prod
 quota-diff: venv
 	$(PY) -m gpuq.quota_diff $(OLD) $(NEW) $(ARGS)
+
+# --- the Kueue release manifest (docs/kueue-manifest.md) ---------------------------------
+# Renders the pinned release from the Kueue module (checked against go.sum) with the pinned
+# kubectl into .kueue/<version>/manifests.yaml (generated, gitignored); the stacks pin its
+# path and sha256. Run it before `pulumi preview`/`up` in a fresh clone or CI. Needs Go and
+# the pinned kubectl only (toolchain/build.sh k8s: linked from the cache when built).
+kueue-manifest: venv
+	bash toolchain/build.sh k8s
+	$(PY) -m components.kueue_manifest
+
+# make pin-kueue [VERSION=vX.Y.Z] [FILE=downloaded-manifests.yaml] [ARGS=--check]
+# Re-derives the manifest pin (path or official url, and sha256) of every stack installing Kueue.
+pin-kueue: venv
+	$(if $(FILE),,bash toolchain/build.sh k8s)
+	$(PY) -m components.kueue_pin $(if $(VERSION),--version $(VERSION)) $(if $(FILE),--file $(FILE)) $(ARGS)
 
 # --- tests ------------------------------------------------------------------------------
 test-unit: venv

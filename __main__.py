@@ -6,18 +6,18 @@ import sys
 
 import pulumi
 
-from components.config import ConfigError, load_config, raw_from_pulumi_config
-from components.kueue import ManifestError, load_manifest
-from components.stack import GpuQueues, GpuQueuesArgs
+from components.config import ConfigError, raw_from_pulumi_config
+from components.kueue import ManifestError
+from components.stack import GpuQueues, GpuQueuesArgs, validate
 
 # The Python language host's exit code for "the error was already shown to the user":
 # the engine then reports the failure without an "unhandled error" line of its own.
 BAIL = 32
 
 try:
-    # Everything is checked before the first resource is registered.
-    config = load_config(raw_from_pulumi_config())
-    manifest = load_manifest(config.kueue) if config.kueue.install else None
+    # Everything is checked before the first resource (the provider too) is registered: the
+    # config, the Kueue manifest (checksum, allowlist, image, manager settings) and both together.
+    config, manifest = validate(raw_from_pulumi_config())
 except (ConfigError, ManifestError) as error:
     print(error, file=sys.stderr)
     sys.exit(BAIL)

@@ -1,18 +1,30 @@
-"""GpuQueues: the whole stack, wired in dependency order, under one explicit provider."""
+"""GpuQueues: the whole stack, wired in dependency order, under one explicit provider.
+
+`validate` is the program's validation phase: the stack config, the Kueue manifest and how
+they fit together are all checked there, before the first resource (the provider included)
+is registered. GpuQueues only builds what `validate` returned.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pulumi
 
 from components import keys
 from components.cohort import SharedCohort, SharedCohortArgs
-from components.config import StackConfig
+from components.config import ConfigError, Problem, StackConfig, load_config
 from components.flavors import Flavors, FlavorsArgs
-from components.kueue import KueueRelease, KueueReleaseArgs, prepare_manifest
+from components.kueue import (
+    PROJECT_ROOT,
+    KueueRelease,
+    KueueReleaseArgs,
+    PreparedManifest,
+    load_release,
+)
 from components.provider import build_provider, connection
 from components.queues import TeamQueues, TeamQueuesArgs
 from components.readiness import KueueReady, KueueReadyArgs, Probe, probe_webhooks
@@ -22,9 +34,36 @@ from components.storage import SharedStorage, SharedStorageArgs
 @dataclass(frozen=True)
 class GpuQueuesArgs:
     config: StackConfig
-    manifest: Sequence[dict[str, Any]] | None
-    """The verified release manifest (components.kueue.load_manifest); None when not installing."""
+    manifest: PreparedManifest | None
+    """The checked, prepared release (components.kueue.load_release); None when not installing."""
     probe: Probe = probe_webhooks
+
+
+def manifest_problems(config: StackConfig, manifest: PreparedManifest | None) -> list[Problem]:
+    """Stack config that clashes with the manifest: a team namespace the manifest creates."""
+    if manifest is None:
+        return []
+    return [
+        Problem(
+            (keys.KEY_TEAMS, i, "namespace"),
+            f"namespace {team.namespace!r} is created by the Kueue release manifest (it holds "
+            "the Kueue controller); a team namespace must be one of its own",
+        )
+        for i, team in enumerate(config.teams)
+        if team.namespace in manifest.namespaces
+    ]
+
+
+def validate(
+    raw: Mapping[str, Any], root: Path = PROJECT_ROOT
+) -> tuple[StackConfig, PreparedManifest | None]:
+    """Everything the program can check without a cluster; ConfigError or ManifestError."""
+    config = load_config(raw)
+    manifest = load_release(config.kueue, root) if config.kueue.install else None
+    problems = manifest_problems(config, manifest)
+    if problems:
+        raise ConfigError(problems)
+    return config, manifest
 
 
 class GpuQueues(pulumi.ComponentResource):
@@ -35,8 +74,15 @@ class GpuQueues(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: GpuQueuesArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("gpu-queues:stack:GpuQueues", name, None, opts)
         cfg = args.config
+        if cfg.kueue.install and (
+            args.manifest is None or args.manifest.version != cfg.kueue.version
+        ):
+            # Checked before super().__init__ registers this component: nothing half-built.
+            raise ValueError(
+                "kueue.install is true but no prepared manifest of its version was given"
+            )
+        super().__init__("gpu-queues:stack:GpuQueues", name, None, opts)
         kubeconfig, context = connection()
         provider = build_provider(
             f"{name}-k8s", kubeconfig, context, pulumi.ResourceOptions(parent=self)
@@ -44,14 +90,10 @@ class GpuQueues(pulumi.ComponentResource):
         under = pulumi.ResourceOptions(parent=self, providers={"kubernetes": provider})
 
         installed: list[pulumi.Resource] = []
-        if cfg.kueue.install:
-            if args.manifest is None:
-                raise ValueError("kueue.install is true but no manifest was loaded")
+        if cfg.kueue.install and args.manifest is not None:
             release = KueueRelease(
                 f"{name}-kueue",
-                KueueReleaseArgs(
-                    version=cfg.kueue.version, objects=prepare_manifest(args.manifest, cfg.kueue)
-                ),
+                KueueReleaseArgs(version=args.manifest.version, objects=args.manifest.objects),
                 under,
             )
             installed = list(release.resources)

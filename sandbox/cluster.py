@@ -18,7 +18,6 @@ import signal
 import ssl
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -26,13 +25,15 @@ from typing import Any
 
 import yaml
 
+from components.kueue_manifest import render_release, rendered_path
 from components.pins import read_pins
 from sandbox import fake_cluster
 from sandbox.paths import BIN, KUBECONFIG, KUBECTL, LOGS, ROOT, STATE
 
 PKI = STATE / "pki"
 STATE_FILE = STATE / "state.json"
-KUEUE_MANIFEST = STATE / "kueue-manifests.yaml"
+# The very file the stacks pin (make kueue-manifest renders the same bytes).
+KUEUE_MANIFEST = rendered_path(read_pins()["KUEUE_VERSION"])
 
 APISERVER = "https://127.0.0.1:6443"
 SERVICE_RANGE = "10.96.0.0/16"
@@ -369,31 +370,10 @@ def kwok_stage_files() -> list[Path]:
     ]
 
 
-def render_kueue_manifest(version: str) -> None:  # the version names the image tag only
-    """The release manifest, rendered offline from the Kueue module's config/ with kustomize
-    (the same kustomization the release is built from), image pinned to the version."""
-    src = _module_dir("sigs.k8s.io/kueue", "kueue")
-    with tempfile.TemporaryDirectory() as tmp:
-        shutil.copytree(Path(src) / "config", Path(tmp) / "config")
-        base = yaml.safe_load(
-            (Path(src) / "config/components/manager/kustomization.yaml").read_text()
-        )
-        image = base["images"][0]["newName"]
-        overlay = Path(tmp) / "release"
-        overlay.mkdir()
-        (overlay / "kustomization.yaml").write_text(
-            yaml.safe_dump(
-                {
-                    "resources": ["../config/default"],
-                    "images": [
-                        {"name": image, "newName": "registry.k8s.io/kueue/kueue", "newTag": version}
-                    ],
-                }
-            )
-        )
-        os.chmod(tmp, 0o755)
-        out = kubectl("kustomize", str(overlay))
-    KUEUE_MANIFEST.write_text(out)
+def render_kueue_manifest(version: str) -> None:
+    """The release manifest, rendered offline by the one render the stacks' pin comes from
+    (components.kueue_manifest: the Kueue module's config/ with the pinned kubectl)."""
+    render_release(version, ROOT, KUBECTL, offline=True)
 
 
 # --- commands --------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 
 from components import keys
 from components.config import StackConfig, load_config
-from components.kueue import parse_manifest
+from components.kueue import parse_manifest, prepare_manifest
 from gpuq.stackfile import read_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,10 +69,20 @@ def run_stack(
     manifest: list[dict[str, Any]] | None,
     kubernetes: dict[str, Any] | None = None,
     preview: bool = False,
+    verified_sha256: str | None = None,
 ) -> MockRun:
-    """Build GpuQueues under Pulumi mocks; the readiness probe is recorded, never dialled."""
+    """Build GpuQueues under Pulumi mocks; the readiness probe is recorded, never dialled.
+
+    The manifest is prepared first, as the program's validation phase does. It records a
+    checksum on the controller only when `verified_sha256` is given: the digest the caller
+    verified the manifest's bytes against (components.kueue.load_release does it for real)."""
     from components.stack import GpuQueues, GpuQueuesArgs
 
+    prepared = (
+        prepare_manifest(manifest, config.kueue, verified_sha256=verified_sha256)
+        if manifest is not None
+        else None
+    )
     run = MockRun()
 
     def probe(kubeconfig: Any, context: Any, timeout: float) -> str:
@@ -89,7 +99,7 @@ def run_stack(
 
     @pulumi.runtime.test
     def program() -> pulumi.Output[Any]:
-        stack = GpuQueues("gpu-queues", GpuQueuesArgs(config, manifest, probe))
+        stack = GpuQueues("gpu-queues", GpuQueuesArgs(config, prepared, probe))
         return pulumi.Output.all(**stack.outputs).apply(run.outputs.update)
 
     program()

@@ -15,9 +15,6 @@ pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "toolchain" / "run"
-# Air-gapped override: the dev stack's release URL is unreachable here, the rendered
-# release manifest is the mirror.
-MIRROR = {"gpu-queues:kueue.manifest.path": ".sandbox/kueue-manifests.yaml"}
 # The sandbox's cloud names its static shared volume after the local stack's; dev's own
 # volume does not exist here, and a claim's volumeName cannot change once bound.
 SANDBOX_VOLUME = {"gpu-queues:sharedStorage[0].volumeName": "shared-volume-local"}
@@ -25,7 +22,7 @@ SANDBOX_VOLUME = {"gpu-queues:sharedStorage[0].volumeName": "shared-volume-local
 
 @pytest.mark.parametrize(
     ("name", "pack_config"),
-    # dev sets no manifest checksum: its pack config makes that rule advisory.
+    # dev pins the rendered release manifest (path and sha256) like every stack.
     [("local", None), ("dev", "policies/config/dev.json")],
 )
 def test_preview_with_the_policy_pack_passes(
@@ -40,7 +37,7 @@ def test_preview_with_the_policy_pack_passes(
         stack=name,
         check=False,
         capture=True,
-        overrides={**MIRROR, **SANDBOX_VOLUME} if name == "dev" else None,
+        overrides=SANDBOX_VOLUME if name == "dev" else None,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "[mandatory]" not in done.stdout, done.stdout

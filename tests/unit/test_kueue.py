@@ -13,6 +13,7 @@ from components.kueue import (
     MANAGER_CONFIG_KEY,
     ManifestError,
     load_manifest,
+    load_release,
     prepare_manifest,
 )
 from tests.conftest import MANIFEST, run_stack, stack_raw
@@ -38,8 +39,8 @@ def test_mirror_url_overrides_the_release_url():
 
 def test_local_manifest_with_matching_sha256_loads():
     digest = hashlib.sha256(MANIFEST.read_bytes()).hexdigest()
-    objs = load_manifest(kueue(manifest={"path": str(MANIFEST), "sha256": digest}))
-    assert {o["kind"] for o in objs} >= {"Namespace", "Deployment", "ConfigMap"}
+    docs = load_manifest(kueue(manifest={"path": str(MANIFEST), "sha256": digest}))
+    assert {d.kind for d in docs} >= {"Namespace", "Deployment", "ConfigMap"}
 
 
 def test_relative_path_is_relative_to_the_project_root():
@@ -74,9 +75,13 @@ def test_manifest_that_is_not_kubernetes_objects_is_refused(tmp_path):
         load_manifest(kueue(manifest={"path": str(bad)}))
 
 
-def _manager_config(objs):
-    cm = next(o for o in objs if o["kind"] == "ConfigMap")
+def _manager_config(prepared):
+    cm = next(o for o in prepared.objects if o["kind"] == "ConfigMap")
     return yaml.safe_load(cm["data"][MANAGER_CONFIG_KEY])
+
+
+def _deployment(prepared):
+    return next(o for o in prepared.objects if o["kind"] == "Deployment")
 
 
 def test_manager_configuration_is_rendered_from_stack_config(manifest):
@@ -130,7 +135,7 @@ def test_without_manager_settings_the_release_configuration_is_kept(manifest):
 
 def test_controller_settings_are_applied_to_the_deployment(manifest):
     cfg = load_config(stack_raw("prod")).kueue
-    deployment = next(o for o in prepare_manifest(manifest, cfg) if o["kind"] == "Deployment")
+    deployment = _deployment(prepare_manifest(manifest, cfg))
     pod = deployment["spec"]["template"]["spec"]
     assert deployment["spec"]["replicas"] == 2
     assert pod["nodeSelector"] == {"node-role.kubernetes.io/system": "true"}
@@ -143,7 +148,7 @@ def test_controller_settings_are_applied_to_the_deployment(manifest):
 
 def test_a_config_change_changes_the_pod_template(manifest):
     def annotation(cfg):
-        deployment = next(o for o in prepare_manifest(manifest, cfg) if o["kind"] == "Deployment")
+        deployment = _deployment(prepare_manifest(manifest, cfg))
         return deployment["spec"]["template"]["metadata"]["annotations"][
             keys.ANNOTATION_CONFIG_HASH
         ]
@@ -199,18 +204,48 @@ def test_probe_gets_the_kubeconfig_and_context_from_secret_config(manifest):
     assert run.probes == [("apiVersion: v1\nkind: Config\n", "sandbox", 300.0)]
 
 
-def test_a_verified_checksum_is_recorded_on_the_deployment_for_the_policy_pack(manifest):
-    def annotations(cfg):
-        deployment = next(o for o in prepare_manifest(manifest, cfg) if o["kind"] == "Deployment")
-        return deployment["metadata"].get("annotations", {})
+def test_a_verified_checksum_is_recorded_on_the_deployment_for_the_policy_pack():
+    digest = hashlib.sha256(MANIFEST.read_bytes()).hexdigest()
+    prepared = load_release(kueue(manifest={"path": str(MANIFEST), "sha256": digest}))
+    assert prepared.sha256 == digest
+    annotations = _deployment(prepared)["metadata"]["annotations"]
+    assert annotations[keys.ANNOTATION_MANIFEST_SHA256] == digest
 
-    digest = "a" * 64
-    recorded = annotations(kueue(manifest={"sha256": digest}))
-    assert recorded[keys.ANNOTATION_MANIFEST_SHA256] == digest
-    assert keys.ANNOTATION_MANIFEST_SHA256 not in annotations(kueue())
+
+def test_no_checksum_configured_records_none():
+    prepared = load_release(kueue(manifest={"path": str(MANIFEST)}))
+    assert prepared.sha256 is None
+    assert keys.ANNOTATION_MANIFEST_SHA256 not in _deployment(prepared)["metadata"].get(
+        "annotations", {}
+    )
+
+
+def test_a_configured_checksum_alone_is_not_recorded_as_verified(manifest):
+    # prepare_manifest never saw the bytes: only load_release, which verified them, may
+    # record a digest (issue 10 item 7).
+    prepared = prepare_manifest(manifest, kueue(manifest={"sha256": "a" * 64}))
+    assert prepared.sha256 is None
+    assert keys.ANNOTATION_MANIFEST_SHA256 not in _deployment(prepared)["metadata"].get(
+        "annotations", {}
+    )
 
 
 def test_the_policy_pack_reads_the_annotation_the_program_writes():
     from policies.rules import CHECKSUM_ANNOTATION
 
     assert CHECKSUM_ANNOTATION == keys.ANNOTATION_MANIFEST_SHA256
+
+
+def test_the_checksum_policy_passes_only_on_a_verified_digest(manifest):
+    from policies.rules import Resource, kueue_release_checksum
+
+    def violations(run):
+        deployment = run.one("Deployment", "kueue-controller-manager")
+        resource = Resource.of(deployment.typ, deployment.name, "urn:x", deployment.inputs)
+        return kueue_release_checksum(resource, {})
+
+    config = load_config(stack_raw("prod"))
+    assert config.kueue.manifest.sha256  # prod pins one; unverified it is not recorded
+    assert len(violations(run_stack(config, manifest))) == 1
+    verified = run_stack(config, manifest, verified_sha256=config.kueue.manifest.sha256)
+    assert violations(verified) == []

@@ -1,0 +1,364 @@
+"""`make pin-kueue`: pin the Kueue release manifest (path or url, and sha256) in every stack.
+
+    python -m components.kueue_pin [--version vX.Y.Z] [--file manifests.yaml] [--check]
+
+Default: render the release manifest of the pinned version from the Kueue module with the
+pinned kubectl (components.kueue_manifest, the same render the sandbox uses) into
+.kueue/<version>/manifests.yaml and pin that path with its sha256. With --file: hash a
+release file the user downloaded and pin the official release URL of the version with its
+sha256 (a stack that reads a mirror URL keeps its mirror). Either way the manifest must pass
+the release allowlist first (components.kueue_allowlist), so a bad file is never pinned.
+
+Every Pulumi.<stack>.yaml that installs Kueue at that version gets the pin in its
+`gpu-queues:kueue.manifest` block; nothing else changes: the block is edited with ruamel
+(keeping comments and layout), only its lines are spliced into the file, the result is parsed
+back and compared with the intended change, and only then are the files replaced, each in
+one rename. --check writes nothing and fails when a stack is not pinned to the manifest.
+Moving the Kueue pin itself (another VERSION) is issue 13; it is refused until then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import hashlib
+import io
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
+from ruamel.yaml.error import YAMLError as RuamelError
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString
+
+from components import keys
+from components.config import KueueConfig
+from components.kueue import ManifestError, parse_documents
+from components.kueue_allowlist import check_release
+from components.kueue_manifest import (
+    ROOT,
+    RenderError,
+    pinned_version,
+    render_release,
+    rendered_relpath,
+)
+
+KUEUE_KEY = f"{keys.PROJECT}:{keys.KEY_KUEUE}"
+# Indentation styles stack files use (mapping, sequence, offset), as ruamel spells them.
+_LAYOUTS = ((2, 4, 2), (2, 2, 0), (4, 4, 2), (4, 6, 4))
+
+
+class PinError(Exception):
+    """The pin cannot be made; nothing was written."""
+
+
+def release_url(version: str) -> str:
+    """The official release manifest of `version` (what kueue.manifest_url defaults to)."""
+    return KueueConfig.model_validate({"version": version}).manifest_url
+
+
+@dataclass
+class StackPin:
+    stack: str
+    path: Path
+    old_text: str
+    new_text: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.old_text != self.new_text
+
+    def diff(self) -> str:
+        return "".join(
+            difflib.unified_diff(
+                self.old_text.splitlines(keepends=True),
+                self.new_text.splitlines(keepends=True),
+                f"a/{self.path.name}",
+                f"b/{self.path.name}",
+            )
+        )
+
+
+# --- editing one stack file -----------------------------------------------------------------
+
+
+def _yaml(layout: tuple[int, int, int]) -> YAML:
+    y = YAML()
+    y.preserve_quotes = True
+    y.indent(mapping=layout[0], sequence=layout[1], offset=layout[2])
+    y.width = 4096
+    return y
+
+
+def _dump(y: YAML, doc: Any) -> str:
+    buf = io.StringIO()
+    y.dump(doc, buf)
+    return buf.getvalue()
+
+
+def _span(doc: CommentedMap, lines: int, inserted: bool) -> tuple[int, int]:
+    """[start, end) lines of the gpu-queues:kueue entry.
+
+    The entry runs up to the next key of `config` (or of the document, or the end), so
+    comments between it and the next key go with it, as ruamel keeps them with it. An entry
+    that is `inserted` (absent from the file, or new in the edited text) is placed first in
+    `config`: its span starts right below `config:`, comments there included."""
+    config = doc["config"]
+    names = list(config)
+    after = names[names.index(KUEUE_KEY) + 1 :] if KUEUE_KEY in config else names
+    if inserted or KUEUE_KEY not in config:
+        start = doc.lc.key("config")[0] + 1
+    else:
+        start = config.lc.key(KUEUE_KEY)[0]
+    if after:
+        return start, config.lc.key(after[0])[0]
+    top = list(doc)
+    rest = top[top.index("config") + 1 :]
+    return start, doc.lc.key(rest[0])[0] if rest else lines
+
+
+def _scalar(value: str) -> str:
+    """`value` as a YAML scalar that every reader (PyYAML's 1.1 rules too) reads as a string."""
+    plain = yaml.safe_load(value) if value else None
+    return value if isinstance(plain, str) and plain == value else DoubleQuotedScalarString(value)
+
+
+def _apply(kueue: CommentedMap, source: dict[str, str], digest: str) -> None:
+    manifest = kueue.get("manifest")
+    if manifest is None:
+        manifest = CommentedMap()
+        kueue.insert(1 if "version" in kueue else 0, "manifest", manifest)
+    if not isinstance(manifest, CommentedMap):
+        raise PinError("gpu-queues:kueue.manifest is not a mapping")
+    for key in ("path", "url"):
+        if key not in source and key in manifest:
+            del manifest[key]
+    for key, value in source.items():
+        manifest[key] = _scalar(value)
+    manifest["sha256"] = _scalar(digest)
+
+
+def pin_text(text: str, source: dict[str, str], digest: str, where: str) -> str:
+    """`text` with gpu-queues:kueue.manifest set to `source` (path or url) and `digest`."""
+    try:
+        expected = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise PinError(f"{where} is not valid YAML: {exc}") from None
+    if not isinstance(expected, dict) or not isinstance(expected.get("config"), dict):
+        raise PinError(f"{where} has no `config:` mapping")
+    kueue_now = expected["config"].get(KUEUE_KEY) or {}
+    if not isinstance(kueue_now, dict) or not isinstance(kueue_now.get("manifest", {}), dict):
+        raise PinError(f"{where}: gpu-queues:kueue and its manifest must be mappings")
+    manifest_now = dict(kueue_now.get("manifest") or {})
+    for key in ("path", "url"):
+        if key not in source:
+            manifest_now.pop(key, None)
+    manifest_now.update(source)
+    manifest_now["sha256"] = digest
+    expected["config"][KUEUE_KEY] = {**kueue_now, "manifest": manifest_now}
+    try:
+        KueueConfig.model_validate(expected["config"][KUEUE_KEY])
+    except ValidationError as exc:
+        raise PinError(f"{where}: gpu-queues:kueue would not be valid: {exc}") from None
+
+    old_lines = text.splitlines(keepends=True)
+    candidates = []
+    for layout in _LAYOUTS:
+        y = _yaml(layout)
+        try:
+            doc = y.load(text)
+        except RuamelError as exc:  # duplicate keys, which PyYAML would silently accept
+            mark = getattr(exc, "problem_mark", None)
+            at = f" (line {mark.line + 1})" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or exc
+            raise PinError(f"{where} cannot be edited safely: {problem}{at}") from None
+        config = doc["config"]
+        inserted = KUEUE_KEY not in config
+        old_span = _span(doc, len(old_lines), inserted)
+        if inserted:
+            config.insert(0, KUEUE_KEY, CommentedMap())
+        _apply(config[KUEUE_KEY], source, digest)
+        dumped = _dump(y, doc)
+        new_lines = dumped.splitlines(keepends=True)
+        new_span = _span(y.load(dumped), len(new_lines), inserted)
+        block = new_lines[new_span[0] : new_span[1]]
+        spliced = old_lines[: old_span[0]] + block + old_lines[old_span[1] :]
+        changed = len(set(block) ^ set(old_lines[old_span[0] : old_span[1]]))
+        candidates.append((changed, "".join(spliced)))
+    # The layout closest to the file's own style changes the fewest lines.
+    for _, new_text in sorted(candidates, key=lambda c: c[0]):
+        try:
+            if yaml.safe_load(new_text) == expected:
+                return new_text
+        except yaml.YAMLError:
+            continue
+    raise PinError(
+        f"{where}: the edited file does not read back as the intended change; nothing was "
+        "written. Set gpu-queues:kueue.manifest by hand (docs/kueue-manifest.md)"
+    )
+
+
+# --- the whole pin --------------------------------------------------------------------------
+
+
+def _stack_files(root: Path) -> list[tuple[str, Path]]:
+    found = []
+    for path in sorted(root.glob("Pulumi.*.yaml")):
+        stack = path.name[len("Pulumi.") : -len(".yaml")]
+        if stack:
+            found.append((stack, path))
+    return found
+
+
+def check_manifest(data: bytes, version: str, source: str) -> str:
+    """The manifest's sha256, after it passed the release allowlist for `version`."""
+    try:
+        docs = parse_documents(data, source)
+    except ManifestError as error:
+        raise PinError(str(error)) from None
+    refusals = check_release(docs, version)
+    if refusals:
+        lines = "\n".join(f"  - {r}" for r in refusals)
+        raise PinError(f"{source} is not a Kueue {version} release; not pinning it:\n{lines}")
+    return hashlib.sha256(data).hexdigest()
+
+
+def plan(
+    version: str, data: bytes, source: dict[str, str], label: str, root: Path = ROOT
+) -> list[StackPin]:
+    """What pinning `data` (found at `source`) changes in each stack file; writes nothing."""
+    digest = check_manifest(data, version, label)
+    pinned = pinned_version(root)
+    pins = []
+    for stack, path in _stack_files(root):
+        text = path.read_text(encoding="utf-8")
+        where = path.name
+        try:
+            doc = yaml.safe_load(text) or {}
+        except yaml.YAMLError as exc:
+            raise PinError(f"{where} is not valid YAML: {exc}") from None
+        config = doc.get("config") if isinstance(doc, dict) else None
+        kueue = (config or {}).get(KUEUE_KEY) or {}
+        pin = StackPin(stack, path, text, text)
+        pins.append(pin)
+        if not isinstance(kueue, dict):
+            raise PinError(f"{where}: gpu-queues:kueue is not a mapping")
+        if kueue.get("install") is False:
+            pin.notes.append("does not install Kueue: left as it is")
+            continue
+        if kueue.get("version", pinned) != version:
+            pin.notes.append(
+                f"runs Kueue {kueue.get('version')} (kueue.version), not {version}: left as it is"
+            )
+            continue
+        stack_source = dict(source)
+        manifest = kueue.get("manifest") or {}
+        if not isinstance(manifest, dict):
+            raise PinError(f"{where}: gpu-queues:kueue.manifest is not a mapping")
+        mirror = manifest.get("url")
+        if "url" in source and isinstance(mirror, str) and mirror != source["url"]:
+            stack_source["url"] = mirror
+            pin.notes.append(f"keeps its mirror {mirror}, which must serve the same bytes")
+        pin.new_text = pin_text(text, stack_source, digest, where)
+    return pins
+
+
+def _write_all(pins: Sequence[StackPin]) -> None:
+    """Each changed file replaced in one rename, after every new text was written aside."""
+    staged: list[tuple[str, Path]] = []
+    try:
+        for pin in pins:
+            if not pin.changed:
+                continue
+            fd, tmp = tempfile.mkstemp(dir=pin.path.parent, prefix=f".{pin.path.name}.")
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(pin.new_text)
+            os.chmod(tmp, pin.path.stat().st_mode & 0o777)
+            staged.append((tmp, pin.path))
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in staged:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+def pin(
+    version: str | None = None,
+    file: Path | None = None,
+    root: Path = ROOT,
+    check: bool = False,
+    kubectl: Path | None = None,
+) -> list[StackPin]:
+    pinned = pinned_version(root)
+    version = version or pinned
+    if version != pinned:
+        raise PinError(
+            f"Kueue {version} is not the pinned version ({pinned}, toolchain/pins.env). Moving "
+            "the pin (wrapper module, build, manifest for every stack) is not supported yet "
+            "(issue 13); `make pin-kueue` re-derives the manifest pin of the pinned version"
+        )
+    if file is None:
+        try:
+            rendered = render_release(version, root, kubectl)
+        except RenderError as error:
+            raise PinError(str(error)) from None
+        data = rendered.read_bytes()
+        source = {"path": rendered_relpath(version)}
+        label = source["path"]
+    else:
+        try:
+            data = file.read_bytes()
+        except OSError as exc:
+            raise PinError(f"cannot read {file}: {exc.strerror or exc}") from None
+        source = {"url": release_url(version)}
+        label = str(file)
+    pins = plan(version, data, source, label, root)
+    if not check:
+        _write_all(pins)
+    return pins
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m components.kueue_pin",
+        description="Pin the Kueue release manifest (path or url, and sha256) in every stack "
+        "file that installs Kueue.",
+    )
+    parser.add_argument("--version", help="Kueue release vX.Y.Z (default: toolchain/pins.env)")
+    parser.add_argument(
+        "--file",
+        type=Path,
+        help="a release manifests.yaml you downloaded: pin the official URL with its sha256",
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; fail if a stack is not pinned"
+    )
+    args = parser.parse_args(argv)
+    try:
+        pins = pin(args.version or None, args.file, check=args.check)
+    except PinError as error:
+        print(f"pin-kueue: {error}", file=sys.stderr)
+        return 1
+    stale = [p for p in pins if p.changed]
+    for p in pins:
+        state = "would change" if args.check and p.changed else "changed" if p.changed else "ok"
+        print(f"{p.path.name}: {state}" + "".join(f"; {n}" for n in p.notes))
+    for p in stale:
+        print(p.diff(), end="")
+    if args.check and stale:
+        print("pin-kueue: stacks not pinned to the manifest; run `make pin-kueue`", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""The real Kueue release manifest of the pin, rendered with the pinned kubectl: it passes the
+release allowlist unchanged (so the allowlist is not stricter than a real release), the render
+is deterministic, and its sha256 is exactly what every committed stack pins."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from components import keys
+from components.config import load_config
+from components.kueue import load_release, parse_documents, prepare_manifest
+from components.kueue_allowlist import check_release
+from components.kueue_manifest import module_dir, pinned_version, render, rendered_relpath
+from components.kueue_pin import pin
+from gpuq.stackfile import list_stacks
+from tests.conftest import stack_raw
+
+pytestmark = pytest.mark.toolchain
+
+ROOT = Path(__file__).resolve().parents[2]
+KUBECTL = ROOT / ".toolchain" / "bin" / "kubectl"
+VERSION = pinned_version()
+
+
+@pytest.fixture(scope="module")
+def rendered() -> bytes:
+    assert KUBECTL.exists(), f"{KUBECTL} is missing: run `make toolchain`"
+    return render(VERSION, module_dir(VERSION), KUBECTL)
+
+
+def installing_stacks() -> list[str]:
+    return [s for s in list_stacks(ROOT) if load_config(stack_raw(s)).kueue.install]
+
+
+def test_the_render_is_deterministic(rendered: bytes) -> None:
+    assert render(VERSION, module_dir(VERSION), KUBECTL) == rendered
+
+
+def test_the_real_release_passes_the_allowlist_unchanged(rendered: bytes) -> None:
+    docs = parse_documents(rendered, "rendered release")
+    assert check_release(docs, VERSION) == []
+    kinds = {d.kind for d in docs}
+    assert {"CustomResourceDefinition", "Deployment", "APIService", "RoleBinding"} <= kinds
+
+
+@pytest.mark.parametrize("stack", installing_stacks())
+def test_every_stack_pins_the_rendered_release(rendered: bytes, stack: str) -> None:
+    manifest = load_config(stack_raw(stack)).kueue.manifest
+    assert manifest.path == rendered_relpath(VERSION)
+    assert manifest.sha256 == hashlib.sha256(rendered).hexdigest()
+
+
+@pytest.mark.parametrize("stack", installing_stacks())
+def test_every_stack_prepares_the_real_release(rendered: bytes, stack: str) -> None:
+    config = load_config(stack_raw(stack)).kueue
+    docs = parse_documents(rendered, "rendered release")
+    prepared = prepare_manifest(docs, config, "rendered release")
+    assert len(prepared.objects) == len(docs)
+    assert prepared.namespaces == {"kueue-system"}
+
+
+def test_pin_kueue_check_finds_every_stack_pinned() -> None:
+    pins = pin(check=True)  # renders into .kueue/<version>/ like `make kueue-manifest`
+    assert [p.path.name for p in pins if p.changed] == []
+
+
+def test_prod_records_the_verified_digest_for_the_policy_pack() -> None:
+    pin(check=True)  # the rendered file must exist for load_release
+    config = load_config(stack_raw("prod")).kueue
+    prepared = load_release(config)
+    deployment = next(o for o in prepared.objects if o["kind"] == "Deployment")
+    assert deployment["metadata"]["annotations"][keys.ANNOTATION_MANIFEST_SHA256] == (
+        config.manifest.sha256
+    )

@@ -1,0 +1,240 @@
+"""`make pin-kueue` (components.kueue_pin): the manifest pin written into stack files.
+
+Render mode needs the toolchain (tests/toolchain/test_kueue_release.py); here the stack file
+editing and the --file mode, on the committed stack files and on unusual ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.kueue_pin import PinError, main, pin, pin_text, release_url
+from tests.conftest import MANIFEST, ROOT
+
+pytestmark = pytest.mark.unit
+
+DIGEST = "ab" * 32
+PATH = {"path": ".kueue/v0.18.3/manifests.yaml"}
+
+
+def kueue_block(text: str) -> dict:
+    return yaml.safe_load(text)["config"]["gpu-queues:kueue"]
+
+
+def changed_lines(old: str, new: str) -> tuple[list[str], list[str]]:
+    a, b = old.splitlines(), new.splitlines()
+    return [x for x in a if x not in b], [x for x in b if x not in a]
+
+
+@pytest.mark.parametrize("stack", ["dev", "local", "staging", "prod"])
+def test_committed_stacks_change_only_in_their_manifest_pin(stack):
+    old = (ROOT / f"Pulumi.{stack}.yaml").read_text()
+    new = pin_text(old, PATH, DIGEST, stack)
+    removed, added = changed_lines(old, new)
+    assert all("path:" in line or "sha256:" in line for line in removed), removed
+    assert {line.strip() for line in added} <= {
+        "manifest:",
+        "gpu-queues:kueue:",
+        f"path: {PATH['path']}",
+        f"sha256: {DIGEST}",
+    }
+    before, after = yaml.safe_load(old), yaml.safe_load(new)
+    assert after["config"]["gpu-queues:kueue"]["manifest"] == {**PATH, "sha256": DIGEST}
+    manifest_only = {"manifest": {**PATH, "sha256": DIGEST}}
+    kueue_before = before["config"].pop("gpu-queues:kueue", None) or {}
+    kueue_before.pop("manifest", None)
+    kueue_after = after["config"].pop("gpu-queues:kueue")
+    assert kueue_after == {**kueue_before, **manifest_only}
+    assert before == after
+    assert pin_text(new, PATH, DIGEST, stack) == new  # idempotent
+
+
+UNUSUAL = {
+    "no-kueue-block": """\
+# a comment under config
+config:
+  # comment before the first key
+  gpu-queues:teams: []
+""",
+    "kueue-last-then-top-level-key": """\
+config:
+  gpu-queues:teams: []
+  gpu-queues:kueue:
+    readinessTimeoutSeconds: 60
+encryptionsalt: v1:abc
+""",
+    "flow-style": """\
+config:
+  gpu-queues:kueue: {readinessTimeoutSeconds: 60}
+  gpu-queues:teams: []
+""",
+    "column-0-comment-inside-the-block": """\
+config:
+  gpu-queues:kueue:
+    readinessTimeoutSeconds: 60
+# a column-0 comment inside the kueue block
+    manager:
+      manageJobsWithoutQueueName: true
+  gpu-queues:teams: []
+""",
+    "four-space-indent-and-secure-value": """\
+config:
+    gpu-queues:kubernetes:
+        kubeconfig:
+            secure: v1:AAAABBBBCCCC
+    gpu-queues:kueue:
+        version: v0.18.3
+        controller:
+            tolerations:
+                - key: CriticalAddonsOnly
+                  operator: Exists
+    gpu-queues:teams: []
+""",
+    "old-url-and-comments": """\
+config:
+  gpu-queues:kueue:
+    manifest:   # where the release comes from
+      url: https://github.com/kubernetes-sigs/kueue/releases/download/v0.18.3/manifests.yaml
+      sha256: "0000000000000000000000000000000000000000000000000000000000000000"
+    # the readiness gate
+    readinessTimeoutSeconds: 60
+  gpu-queues:teams: []
+""",
+    "quoted-key": """\
+config:
+  "gpu-queues:kueue":
+    readinessTimeoutSeconds: 60
+  "gpu-queues:teams": []
+""",
+}
+
+
+@pytest.mark.parametrize("text", UNUSUAL.values(), ids=UNUSUAL.keys())
+def test_unusual_stack_files_get_exactly_the_pin(text):
+    new = pin_text(text, PATH, DIGEST, "Pulumi.x.yaml")
+    before, after = yaml.safe_load(text), yaml.safe_load(new)
+    manifest = after["config"]["gpu-queues:kueue"].pop("manifest")
+    assert manifest == {**PATH, "sha256": DIGEST}
+    (before["config"].get("gpu-queues:kueue") or {}).pop("manifest", None)
+    if not before["config"].get("gpu-queues:kueue"):
+        before["config"].pop("gpu-queues:kueue", None)
+        if not after["config"]["gpu-queues:kueue"]:
+            del after["config"]["gpu-queues:kueue"]
+    assert before == after
+    for line in text.splitlines():  # comments and other keys survive
+        if line.strip().startswith("#") or "secure:" in line or "encryptionsalt" in line:
+            assert line in new.splitlines()
+    assert pin_text(new, PATH, DIGEST, "Pulumi.x.yaml") == new
+
+
+def test_a_digest_that_yaml_would_read_as_a_number_is_quoted():
+    digest = "1" * 63 + "0"  # all digits: a plain scalar would be an int
+    new = pin_text(UNUSUAL["quoted-key"], PATH, digest, "x")
+    assert kueue_block(new)["manifest"]["sha256"] == digest
+
+
+def test_duplicate_keys_are_refused_not_guessed():
+    text = "config:\n  gpu-queues:kueue:\n    version: v0.18.3\n    version: v0.18.4\n"
+    with pytest.raises(PinError, match=r'x cannot be edited safely: found duplicate key "version"'):
+        pin_text(text, PATH, DIGEST, "x")
+
+
+def test_a_manifest_that_is_not_a_mapping_is_refused():
+    with pytest.raises(PinError, match="must be mappings"):
+        pin_text("config:\n  gpu-queues:kueue:\n    manifest: nope\n", PATH, DIGEST, "x")
+
+
+# --- pin() on a project of its own -------------------------------------------------------
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "toolchain").mkdir()
+    shutil.copy(ROOT / "toolchain" / "pins.env", tmp_path / "toolchain" / "pins.env")
+    for stack in ("dev", "staging", "prod", "local"):
+        shutil.copy(ROOT / f"Pulumi.{stack}.yaml", tmp_path / f"Pulumi.{stack}.yaml")
+    (tmp_path / "Pulumi.preinstalled.yaml").write_text(
+        "config:\n  gpu-queues:kueue:\n    install: false\n"
+    )
+    (tmp_path / "Pulumi.older.yaml").write_text(
+        "config:\n  gpu-queues:kueue:\n    version: v0.17.0\n"
+    )
+    (tmp_path / "Pulumi.mirror.yaml").write_text(
+        "config:\n  gpu-queues:kueue:\n    manifest:\n"
+        "      url: https://mirror.example/kueue/v0.18.3/manifests.yaml\n"
+    )
+    return tmp_path
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted(root.glob("Pulumi.*.yaml"))}
+
+
+def test_file_mode_pins_the_official_url_in_every_stack_that_installs_the_version(project):
+    digest = hashlib.sha256(MANIFEST.read_bytes()).hexdigest()
+    pins = {p.stack: p for p in pin(file=MANIFEST, root=project)}
+    files = snapshot(project)
+    url = release_url("v0.18.3")
+    for stack in ("dev", "staging", "prod", "local"):
+        assert kueue_block(files[f"Pulumi.{stack}.yaml"])["manifest"] == {
+            "url": url,
+            "sha256": digest,
+        }
+    assert kueue_block(files["Pulumi.mirror.yaml"])["manifest"] == {
+        "url": "https://mirror.example/kueue/v0.18.3/manifests.yaml",
+        "sha256": digest,
+    }
+    assert "keeps its mirror" in pins["mirror"].notes[0]
+    assert files["Pulumi.preinstalled.yaml"].endswith("install: false\n")
+    assert "does not install Kueue" in pins["preinstalled"].notes[0]
+    assert "version: v0.17.0\n" in files["Pulumi.older.yaml"]
+    assert "runs Kueue v0.17.0" in pins["older"].notes[0]
+    # Pinning again changes nothing, and --check agrees.
+    assert not any(p.changed for p in pin(file=MANIFEST, root=project))
+    assert snapshot(project) == files
+
+
+def test_check_writes_nothing(project):
+    before = snapshot(project)
+    pins = pin(file=MANIFEST, root=project, check=True)
+    assert any(p.changed for p in pins)
+    assert snapshot(project) == before
+
+
+def test_a_manifest_that_fails_the_allowlist_is_never_pinned(project, tmp_path):
+    docs = [d for d in yaml.safe_load_all(MANIFEST.read_text()) if d]
+    docs.append(
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "x"}}
+    )
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump_all(docs))
+    before = snapshot(project)
+    with pytest.raises(PinError, match="ClusterQueue x: ClusterQueue is a Kueue API object"):
+        pin(file=bad, root=project)
+    assert snapshot(project) == before
+
+
+def test_one_broken_stack_file_stops_the_whole_pin(project):
+    (project / "Pulumi.zz-broken.yaml").write_text(
+        "config:\n  gpu-queues:kueue:\n    manifest: 3\n"
+    )
+    before = snapshot(project)
+    broken = r"Pulumi\.zz-broken\.yaml: gpu-queues:kueue\.manifest is not a mapping"
+    with pytest.raises(PinError, match=broken):
+        pin(file=MANIFEST, root=project)
+    assert snapshot(project) == before
+
+
+def test_another_version_than_the_pin_is_not_supported_yet(project):
+    with pytest.raises(PinError, match=r"Kueue v0\.19\.2 is not the pinned version \(v0\.18\.3"):
+        pin(version="v0.19.2", file=MANIFEST, root=project)
+
+
+def test_cli_reports_errors_without_a_traceback(capsys):
+    assert main(["--version", "v0.19.2", "--file", str(MANIFEST), "--check"]) == 1
+    assert "not supported yet (issue 13)" in capsys.readouterr().err

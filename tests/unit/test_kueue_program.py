@@ -1,0 +1,194 @@
+"""The program (__main__.py) under Pulumi mocks: a bad manifest registers nothing at all.
+
+Issue 10 item 8: manifest problems used to be found inside GpuQueues, after the provider
+was registered. The program's own entry point is run here, with stack config as the engine
+would pass it, and every registration is recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import runpy
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from components import keys
+from tests.conftest import MANIFEST, ROOT, MockRun, _Mocks, stack_raw
+
+pytestmark = pytest.mark.unit
+
+BAIL = 32
+
+
+def run_program(
+    raw: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> tuple[MockRun, Any, str]:
+    """Run __main__.py with `raw` as the stack's gpu-queues config; preview, so no probe."""
+    run = MockRun()
+    pulumi.runtime.set_mocks(_Mocks(run), project=keys.PROJECT, stack="unit", preview=True)
+    pulumi.runtime.set_all_config(
+        {f"{keys.PROJECT}:{key}": json.dumps(value) for key, value in raw.items()}, []
+    )
+    exit_code: list[Any] = []
+
+    @pulumi.runtime.test
+    def program() -> None:
+        try:
+            runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+        except SystemExit as stop:
+            exit_code.append(stop.code)
+
+    program()
+    return run, (exit_code or [None])[0], capsys.readouterr().err
+
+
+def dev_with_manifest(path: Path, **manifest: Any) -> dict[str, Any]:
+    raw = stack_raw("dev")
+    raw["kueue"] = {"manifest": {"path": str(path), **manifest}}
+    return raw
+
+
+def write_manifest(tmp_path: Path, change: Any = None) -> Path:
+    docs = [d for d in yaml.safe_load_all(MANIFEST.read_text()) if d]
+    if change is not None:
+        change(docs)
+    path = tmp_path / "manifests.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+def _controller(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(d for d in docs if d["kind"] == "Deployment")
+
+
+def test_a_good_manifest_registers_the_provider_and_the_release(tmp_path, capsys):
+    path = write_manifest(tmp_path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    run, code, err = run_program(dev_with_manifest(path, sha256=digest), capsys)
+    assert code is None, err
+    types = {r.typ for r in run.resources}
+    assert "pulumi:providers:kubernetes" in types
+    assert "gpu-queues:kueue:KueueRelease" in types
+    deployment = run.one("Deployment", "kueue-controller-manager")
+    assert deployment.inputs["metadata"]["annotations"][keys.ANNOTATION_MANIFEST_SHA256] == digest
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        pytest.param(
+            lambda docs: _controller(docs)["spec"]["template"]["spec"]["containers"][0][
+                "args"
+            ].extend(["--feature-gates=X=true", "--feature-gates=X=false"]),
+            "feature gate(s) X are set more than once",
+            id="feature-gate-twice",
+        ),
+        pytest.param(
+            lambda docs: docs.remove(next(d for d in docs if d["kind"] == "ConfigMap")),
+            "ConfigMap kueue-system/kueue-manager-config: missing",
+            id="missing-manager-configmap",
+        ),
+        pytest.param(
+            lambda docs: docs.append(
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "ClusterRoleBinding",
+                    "metadata": {"name": "kueue-admin"},
+                    "roleRef": {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "ClusterRole",
+                        "name": "cluster-admin",
+                    },
+                    "subjects": [
+                        {
+                            "kind": "ServiceAccount",
+                            "name": "kueue-controller-manager",
+                            "namespace": "kueue-system",
+                        }
+                    ],
+                }
+            ),
+            "binds the built-in ClusterRole cluster-admin",
+            id="cluster-admin-binding",
+        ),
+        pytest.param(
+            lambda docs: _controller(docs)["spec"]["template"]["spec"]["containers"][0].update(
+                image="registry.k8s.io/kueue/kueue:main"
+            ),
+            "its tag main is not kueue.version",
+            id="main-image",
+        ),
+    ],
+)
+def test_a_bad_manifest_registers_zero_resources(tmp_path, capsys, change, expected):
+    path = write_manifest(tmp_path, change)
+    run, code, err = run_program(dev_with_manifest(path), capsys)
+    assert code == BAIL
+    assert expected in err
+    assert run.resources == []
+
+
+def test_a_feature_gate_in_config_and_manifest_registers_zero_resources(tmp_path, capsys):
+    path = write_manifest(
+        tmp_path,
+        lambda docs: _controller(docs)["spec"]["template"]["spec"]["containers"][0]["args"].append(
+            "--feature-gates=TopologyAwareScheduling=true"
+        ),
+    )
+    raw = dev_with_manifest(path)
+    raw["kueue"]["manager"] = {"featureGates": {"TopologyAwareScheduling": False}}
+    run, code, err = run_program(raw, capsys)
+    assert code == BAIL
+    assert "TopologyAwareScheduling are set both" in err
+    assert run.resources == []
+
+
+def test_a_wrong_checksum_registers_zero_resources(tmp_path, capsys):
+    path = write_manifest(tmp_path)
+    run, code, err = run_program(dev_with_manifest(path, sha256="0" * 64), capsys)
+    assert code == BAIL
+    assert "nothing was applied" in err
+    assert run.resources == []
+
+
+@pytest.mark.parametrize("team_namespace", ["kueue-system"])
+def test_a_team_namespace_the_manifest_creates_is_refused(tmp_path, capsys, team_namespace):
+    path = write_manifest(tmp_path)
+    raw = dev_with_manifest(path)
+    raw["teams"][0]["namespace"] = team_namespace
+    raw["teams"][0]["adoptNamespace"] = False
+    raw["sharedStorage"][0]["namespace"] = team_namespace
+    run, code, err = run_program(raw, capsys)
+    assert code == BAIL
+    assert (
+        f"gpu-queues:teams[0].namespace: namespace {team_namespace!r} is created by the Kueue"
+        in err
+    )
+    assert run.resources == []
+
+
+def test_a_namespace_only_a_custom_manifest_creates_is_refused_too(manifest):
+    # The check is derived from the manifest, not a fixed list: whatever namespace it creates.
+    from components.config import ConfigError, load_config
+    from components.kueue import PreparedManifest
+    from components.stack import manifest_problems
+
+    config = load_config(stack_raw("prod"))
+    prepared = PreparedManifest("v0.18.3", (), None, frozenset({"team-vision"}))
+    problems = manifest_problems(config, prepared)
+    assert [p.path for p in problems] == ["gpu-queues:teams[1].namespace"]
+    assert isinstance(ConfigError(problems), ConfigError)
+
+
+def test_a_missing_rendered_manifest_says_which_command_creates_it(capsys):
+    raw = stack_raw("dev")
+    raw["kueue"] = {"manifest": {"path": ".kueue/v0.18.3/missing-for-this-test.yaml"}}
+    run, code, err = run_program(raw, capsys)
+    assert code == BAIL
+    assert "run `make kueue-manifest`" in err
+    assert run.resources == []
