@@ -1,5 +1,6 @@
-"""The gpuq commands README.md and docs/ show exist with the options they show (the README's
-real-cluster steps are run for real by tests/sandbox/test_readme_real_cluster.py)."""
+"""The commands README.md and docs/ show name things that exist: make targets, gpuq tools
+and their options (the README's real-cluster steps are run for real by
+tests/sandbox/test_readme_real_cluster.py)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,16 @@ def shown_commands() -> list[tuple[str, str]]:
                 if command and not command.startswith(("#", "$")):
                     out.append((doc.name, command))
     return out
+
+
+def test_shown_make_targets_exist() -> None:
+    targets = set(re.findall(r"^([A-Za-z][\w-]*):", (ROOT / "Makefile").read_text(), re.M))
+    for doc, command in shown_commands():
+        words = shlex.split(command)
+        if words[:1] == ["make"]:
+            named = [w for w in words[1:] if "=" not in w and not w.startswith("-")]
+            missing = [w for w in named if w not in targets]
+            assert not missing, f"{doc}: `{command}` names no Makefile target {missing}"
 
 
 def test_shown_gpuq_commands_exist_with_their_options() -> None:
