@@ -514,7 +514,9 @@ def fetch_outputs(stack: str, root: Path = ROOT) -> Outputs:
 
 def write_atomically(path: Path, old_text: str, new_text: str) -> None:
     """Replace `path` with `new_text` in one rename, keeping its mode; refuse if it no longer
-    holds `old_text` (edited meanwhile). A crash leaves the old file or the new one."""
+    holds `old_text` (edited meanwhile). A crash leaves the old file or the new one. A
+    symbolic link stays one: the file it points to is replaced."""
+    path = path.resolve()
     try:
         current = path.read_bytes()
     except OSError as exc:

@@ -4,9 +4,10 @@
 the document, dumps it in the indentation style closest to the file's, and then splices into
 the original text only the entries (key line to the end of the value's content) of the keys
 that changed, found by the parser's positions, never by matching lines. Comments, quoting,
-line endings and the layout of everything else are kept. Whatever cannot be spliced that way
-(flow-style parents, keys behind aliases) raises EditError; the caller still parses the result
-back and compares it with the intended document, since a splice is only as good as that check.
+line endings and the layout of everything else are kept; a change inside a flow collection
+rewrites that collection's entry. What cannot be spliced (a key behind an alias, a key that
+does not start its line) raises EditError; the caller still parses the result back and
+compares it with the intended document, since a splice is only as good as that check.
 """
 
 from __future__ import annotations

@@ -609,3 +609,14 @@ def test_a_change_tested_in_dev_reaches_prod_and_each_keeps_its_own(committed: P
         assert manager["waitForPodsReady"] == {"timeout": "5m"}
     for stack in ("dev", "staging", "prod"):
         assert _own(committed / f"Pulumi.{stack}.yaml") == own[stack], stack
+
+
+def test_a_linked_stack_file_stays_a_link(write: Write, project: Path) -> None:
+    write("dev", SOURCE)
+    real = project / "envs" / "staging.yaml"
+    real.parent.mkdir()
+    real.write_text(TARGET)
+    (project / "Pulumi.staging.yaml").symlink_to(real)
+    promote.promote("dev", "staging", DEPLOYED, project)
+    assert (project / "Pulumi.staging.yaml").is_symlink()
+    assert kueue_of(real)["version"] == "v0.18.3"
