@@ -184,6 +184,10 @@ def test_a_secret_value_is_never_promoted_between_stacks(
         "secret_patterns",
         lambda model=StackConfig: (("kueue", "manager", "integrations", "frameworks", secure.ANY),),
     )
+    # ... and the integration-name check, which would otherwise refuse the placeholder.
+    from components import config_checks
+
+    monkeypatch.setattr(config_checks, "KUEUE_FRAMEWORKS", {})
     frameworks = "[batch/job, {secure: 'v1:AAAA:BBBB'}]"
     dev = "config:\n  gpu-queues:kueue:\n    manager:\n      integrations:\n"
     dev += f"        frameworks: {frameworks}\n"
