@@ -3,9 +3,10 @@
     python -m gpuq.changed_stacks --base origin/main [--head HEAD] [--json]
     git diff --name-only A B | python -m gpuq.changed_stacks --stdin
 
-A stack file touches its own stack; the program, its dependencies, the policy pack and the
-pins touch every deployable stack; anything else (docs, tests, sandbox) touches none. Sandbox
-stacks (`local*`) are never previewed by CI: the e2e tests run them.
+A stack file touches its own stack, and the MultiKueue managers that name it as a worker
+(a manager's check reads its workers' teams); the program, its dependencies, the policy pack
+and the pins touch every deployable stack; anything else (docs, tests, sandbox) touches none.
+Sandbox stacks (`local*`) are never previewed by CI: the e2e tests run them.
 """
 
 from __future__ import annotations
@@ -14,10 +15,20 @@ import argparse
 import json
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
-from gpuq.stackfile import ROOT, StackFileError, list_stacks, ordered, resolve_commit, stack_of
+from components import keys
+from components.multikueue_checks import worker_stack_name
+from gpuq.stackfile import (
+    ROOT,
+    StackFileError,
+    list_stacks,
+    ordered,
+    read_config,
+    resolve_commit,
+    stack_of,
+)
 
 # Paths whose change can change what every stack deploys or how it is checked.
 SHARED_FILES = frozenset(
@@ -36,8 +47,34 @@ def is_deployable(stack: str) -> bool:
     return not stack.startswith("local")
 
 
-def changed_stacks(paths: Iterable[str], stacks: Sequence[str]) -> list[str]:
-    """The deployable stacks among `stacks` (those that exist at the head) that `paths` touch."""
+def managers_of(
+    stacks: Sequence[str], root: Path = ROOT, rev: str | None = None
+) -> dict[str, set[str]]:
+    """worker stack -> the MultiKueue manager stacks among `stacks` that name it."""
+    found: dict[str, set[str]] = {}
+    for stack in stacks:
+        try:
+            config = read_config(stack, root, rev)
+        except StackFileError:
+            continue  # its own preview reports the file
+        mk = config.get(keys.KEY_MULTI_KUEUE)
+        manager = mk.get("manager") if isinstance(mk, dict) else None
+        workers = manager.get("workers") if isinstance(manager, dict) else None
+        for worker in workers if isinstance(workers, list) else []:
+            reference = worker.get("stack") if isinstance(worker, dict) else None
+            name = worker_stack_name(reference) if isinstance(reference, str) else None
+            if name is not None:
+                found.setdefault(name, set()).add(stack)
+    return found
+
+
+def changed_stacks(
+    paths: Iterable[str],
+    stacks: Sequence[str],
+    managers: Mapping[str, Collection[str]] | None = None,
+) -> list[str]:
+    """The deployable stacks among `stacks` (those that exist at the head) that `paths` touch;
+    `managers` (managers_of) adds the managers of a touched worker stack."""
     deployable = [s for s in stacks if is_deployable(s)]
     touched: set[str] = set()
     for path in paths:
@@ -47,8 +84,11 @@ def changed_stacks(paths: Iterable[str], stacks: Sequence[str]) -> list[str]:
         if path in SHARED_FILES or path.startswith(SHARED_DIRS):
             return ordered(deployable)
         stack = stack_of(path)
-        if stack is not None and stack in deployable:
+        if stack is None:
+            continue
+        if stack in deployable:
             touched.add(stack)
+        touched |= {m for m in (managers or {}).get(stack, ()) if m in deployable}
     return ordered(touched)
 
 
@@ -106,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StackFileError as error:
         print(f"changed_stacks: {error}", file=sys.stderr)
         return 2
-    found = changed_stacks(paths, stacks)
+    found = changed_stacks(paths, stacks, managers_of(stacks, args.root, args.head))
     if args.matrix:
         print(json.dumps(matrix(found, args.root)))
     else:

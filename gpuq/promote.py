@@ -8,11 +8,12 @@ Each key under `gpu-queues:kueue` has a rule (RULES, and the table in docs/promo
                                 from the same place (the same path or url once the version in
                                 it is taken out, e.g. .kueue/<version>/manifests.yaml, or both
                                 the release URL); otherwise TO keeps its own
-  manager.integrations, .waitForPodsReady, .fairSharing, .featureGates
-                                travel when FROM sets them; when FROM does not, TO keeps its
+  manager.integrations, .waitForPodsReady, .fairSharing, .featureGates, .multiKueue
+  (but its origin)              travel when FROM sets them; when FROM does not, TO keeps its
                                 own (reported), or loses it with --allow-unset
   everything else               stays: the environment's own (install, controller, readiness
-                                timeout, managedJobsNamespaceSelector, manageJobsWithoutQueueName;
+                                timeout, managedJobsNamespaceSelector, manageJobsWithoutQueueName,
+                                multiKueue.origin;
                                 outside the block: the kubeconfig, flavors, cohort, teams,
                                 quotas, shared storage)
 A promotion that would leave one of TO's own keys stale (a manifest path or url of its own
@@ -114,6 +115,18 @@ RULES: tuple[KeyRule, ...] = (
     KeyRule(("manager", "waitForPodsReady"), Rule.TRAVELS, "admission behaviour"),
     KeyRule(("manager", "fairSharing"), Rule.TRAVELS, "preemption behaviour"),
     KeyRule(("manager", "featureGates"), Rule.TRAVELS, "Kueue features"),
+    KeyRule(("manager", "multiKueue", "gcInterval"), Rule.TRAVELS, "MultiKueue's cleanup"),
+    KeyRule(
+        ("manager", "multiKueue", "workerLostTimeout"),
+        Rule.TRAVELS,
+        "how long work survives a lost worker",
+    ),
+    KeyRule(("manager", "multiKueue", "dispatcherName"), Rule.TRAVELS, "how workers are nominated"),
+    KeyRule(
+        ("manager", "multiKueue", "origin"),
+        Rule.STAYS,
+        "each manager's own mark on its workers' objects (docs/multikueue.md)",
+    ),
     KeyRule(
         ("manager", "managedJobsNamespaceSelector"),
         Rule.STAYS,

@@ -33,6 +33,29 @@ def test_which_stacks_a_change_touches(paths: list[str], expected: list[str]) ->
     assert changed_stacks.changed_stacks(paths, STACKS) == expected
 
 
+def test_a_worker_stack_change_touches_the_managers_that_name_it() -> None:
+    stacks = ["dev", "prod", "prod-gpu-east", "prod-gpu-west", "local-mk-manager"]
+    managers = {"prod-gpu-east": {"prod", "local-mk-manager"}, "prod-gpu-west": {"prod"}}
+    assert changed_stacks.changed_stacks(["Pulumi.prod-gpu-east.yaml"], stacks, managers) == [
+        "prod",
+        "prod-gpu-east",
+    ]
+    assert changed_stacks.changed_stacks(["Pulumi.prod.yaml"], stacks, managers) == ["prod"]
+
+
+def test_managers_are_found_from_their_stack_files(repo: Path, write: Write) -> None:
+    write(
+        "prod",
+        "config:\n  gpu-queues:multiKueue:\n    manager:\n      workers:\n"
+        "        - {name: east, stack: prod-gpu-east}\n"
+        "        - {name: far, stack: acme/another-project/prod-gpu-far}\n"
+        "        - {name: west, kubeconfig: {secure: v1:AAAA}}\n      teams: [{name: ml}]\n",
+    )
+    write("prod-gpu-east", "config:\n  gpu-queues:multiKueue: {worker: {}}\n")
+    found = changed_stacks.managers_of(["prod", "prod-gpu-east"], repo)
+    assert found == {"prod-gpu-east": {"prod"}}
+
+
 def test_from_git_revisions(repo: Path, write: Write, capsys: pytest.CaptureFixture[str]) -> None:
     for stack in ("dev", "staging", "prod"):
         write(stack, "config: {}\n")

@@ -40,8 +40,11 @@ def test_pulumi_secure_values_are_marked_by_pulumis_rule() -> None:
     assert "v1:" not in repr(Secure("v1:abc:def"))
 
 
-def test_the_model_says_only_the_kubeconfig_is_a_secret() -> None:
-    assert secure.secret_patterns() == (("kubernetes", "kubeconfig"),)
+def test_the_model_says_only_the_kubeconfigs_are_secrets() -> None:
+    assert secure.secret_patterns() == (
+        ("kubernetes", "kubeconfig"),
+        ("multiKueue", "manager", "workers", secure.ANY, "kubeconfig"),
+    )
 
     class Token(BaseModel):
         value: SecretStr
@@ -139,7 +142,8 @@ def test_secrets_in_other_namespaces_are_ignored_but_kept(tmp_path: Path) -> Non
             "secret-quota",
             "gpu-queues:teams[1].resourceGroups[0].flavors[0].resources['nvidia.com/gpu']"
             ".nominalQuota",
-            "only gpu-queues:kubernetes.kubeconfig may be one",
+            "only gpu-queues:kubernetes.kubeconfig, gpu-queues:multiKueue.manager.workers"
+            ".kubeconfig (and the same key in every item) may be one",
         ),
         ("secrets-everywhere", "gpu-queues:teams[0].submitters[0].name", "is a secret"),
         ("secret-in-kueue-block", "gpu-queues:kueue.manifest.url", "is a secret"),
