@@ -8,7 +8,8 @@ SANDBOX := sandbox/sandbox.sh
 export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: venv lock toolchain schema lint lint-shell lint-workflows test test-unit test-policy \
-        test-toolchain test-e2e sandbox-up sandbox-down sandbox-shell sandbox-status demo bench \
+        test-toolchain test-e2e test-multikueue sandbox-up sandbox-down sandbox-shell sandbox-status \
+        demo bench \
         promote quota-diff clean kueue-manifest ci-kueue-manifest pin-kueue
 
 $(VENV)/.stamp: requirements.txt requirements.lock
@@ -117,6 +118,13 @@ test-toolchain: venv toolchain
 test-e2e: sandbox-up
 	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q
 
+# MultiKueue on a sandbox of its own: a manager and two worker clusters, each stack deployed
+# with pulumi up, jobs dispatched by Kueue's MultiKueue (tests/e2e/test_multikueue.py).
+test-multikueue: venv toolchain
+	bash $(SANDBOX) up multikueue
+	bash $(SANDBOX) exec $(PY) -m pytest -m multikueue -q; rc=$$?; \
+	  if [ $$rc -ne 0 ]; then bash $(SANDBOX) logs; fi; bash $(SANDBOX) down; exit $$rc
+
 # Everything CI runs (.ci/run calls exactly this).
 test: venv toolchain lint
 	$(PY) -m pytest -m "unit or policy or toolchain" -q
@@ -124,6 +132,7 @@ test: venv toolchain lint
 	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q; rc=$$?; \
 	  if [ $$rc -ne 0 ]; then bash $(SANDBOX) logs; fi; bash $(SANDBOX) down; exit $$rc
 	$(PY) -m pytest -m sandbox -q
+	$(MAKE) test-multikueue
 
 clean: sandbox-down
 	rm -rf $(VENV) .toolchain .pulumi .sandbox
