@@ -19,8 +19,10 @@ import signal
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Final
 
@@ -172,6 +174,10 @@ def write_kubeconfig(c: Cluster = PRIMARY) -> None:
 # --- processes -------------------------------------------------------------------------
 
 
+# Clusters start side by side: their records in state.json are updated one at a time.
+_STATE_LOCK = threading.Lock()
+
+
 def _load_state() -> dict[str, Any]:
     if STATE_FILE.exists():
         loaded: dict[str, Any] = json.loads(STATE_FILE.read_text())
@@ -205,14 +211,15 @@ def spawn(name: str, argv: list[str], env: dict[str, str] | None = None) -> None
             cwd=ROOT,
             env={**os.environ, **(env or {})},
         )
-    state = _load_state()
-    state["processes"][name] = {
-        "pid": proc.pid,
-        "start": start_time(proc.pid),
-        "argv": argv,
-        "env": env or {},
-    }
-    _save_state(state)
+    with _STATE_LOCK:
+        state = _load_state()
+        state["processes"][name] = {
+            "pid": proc.pid,
+            "start": start_time(proc.pid),
+            "argv": argv,
+            "env": env or {},
+        }
+        _save_state(state)
 
 
 def _stop(entry: dict[str, Any], grace: float) -> None:
@@ -492,8 +499,10 @@ def up(topology_name: str | None = None) -> None:
     _save_state(state)
     if not KUEUE_MANIFEST.exists():
         render_kueue_manifest(read_pins()["KUEUE_VERSION"])
-    for c in clusters:
-        start_cluster(c)
+    # Side by side: each cluster mostly waits for its own components to answer.
+    with ThreadPoolExecutor(max_workers=len(clusters)) as pool:
+        for started in [pool.submit(start_cluster, c) for c in clusters]:
+            started.result()
     state = _load_state()
     state["ready_seconds"] = round(time.monotonic() - t0, 1)
     _save_state(state)
