@@ -4,8 +4,9 @@ Three layers, like the rest of the config check:
 - `config_problems` (run by config_checks.cross_check on the raw config): a cluster is a
   manager or a worker, not both; worker and team names are unique and declared; Kueue's own
   rules (kueue_rules) on the MultiKueue objects the program renders, mapped back to the keys
-  the user wrote; an inline worker kubeconfig passes what Kueue's MultiKueue refuses
-  (`kubeconfig_problems`); the manager does not switch the MultiKueue feature gate off.
+  the user wrote; the manager does not switch the MultiKueue feature gate off.
+- `inline_kubeconfig_problems` (the program's validation phase, where secrets are known): an
+  inline worker kubeconfig passes what Kueue's MultiKueue refuses (`kubeconfig_problems`).
 - `stack_file_problems`: the running stack's own Pulumi.<stack>.yaml holds every worker
   kubeconfig as a `secure:` value, never plain text.
 - `worker_stack_problems`: a worker named by its `stack`, when Pulumi.<stack>.yaml is in the
@@ -230,12 +231,6 @@ def _manager(raw: Mapping[str, Any], manager: Mapping[str, Any], out: list[Probl
                     "or kubeconfig (with --secret)",
                 )
             )
-        kubeconfig = _str(worker.get("kubeconfig"))
-        if kubeconfig is not None:
-            out.extend(
-                Problem((*loc, "kubeconfig"), f"Kueue would not connect with it: {reason}")
-                for reason in kubeconfig_problems(kubeconfig)
-            )
     stack_teams = {
         n: i
         for i, t in enumerate(_list(raw.get(keys.KEY_TEAMS)))
@@ -282,6 +277,19 @@ def _manager(raw: Mapping[str, Any], manager: Mapping[str, Any], out: list[Probl
             )
         )
     _kueue_rules(raw, manager, out)
+
+
+def inline_kubeconfig_problems(raw: Mapping[str, Any]) -> list[Problem]:
+    """Worker kubeconfigs given in the config that Kueue would not connect with. Run by the
+    program's validation phase, where secrets are decrypted (the tools read a stack file's
+    secrets as set but unknown, so load_config never looks inside one)."""
+    workers = _list(_dict(_dict(raw.get(MK)).get("manager")).get("workers"))
+    return [
+        Problem((*WORKERS, i, "kubeconfig"), f"Kueue would not connect with it: {reason}")
+        for i, worker in enumerate(workers)
+        if (text := _str(_dict(worker).get("kubeconfig"))) is not None
+        for reason in kubeconfig_problems(text)
+    ]
 
 
 def config_problems(raw: Mapping[str, Any]) -> list[Problem]:

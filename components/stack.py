@@ -101,12 +101,13 @@ def multikueue_problems(
     stack: str | None,
     secret_keys: list[str] | None,
 ) -> list[Problem]:
-    """The MultiKueue checks that read beyond the config: the stack's own file (a plain-text
-    worker kubeconfig), the engine's secret keys, the worker stacks' files in the project,
-    and the address a worker stack gives its managers."""
+    """The MultiKueue checks that read beyond the config: inside the secret kubeconfigs, the
+    stack's own file (a plain-text worker kubeconfig), the engine's secret keys, the worker
+    stacks' files in the project, and the address a worker stack gives its managers."""
     mk = config.multi_kueue
     problems: list[Problem] = []
     if mk is not None and mk.manager is not None:
+        problems += multikueue_checks.inline_kubeconfig_problems(raw)
         problems += multikueue_checks.worker_stack_problems(raw, project_dir, stack)
         own = project_dir / f"Pulumi.{stack}.yaml" if stack else None
         if own is not None and own.is_file():

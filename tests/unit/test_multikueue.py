@@ -190,13 +190,26 @@ def test_a_team_name_too_long_for_its_admission_check_parameters_is_named() -> N
     ],
 )
 def test_an_inline_kubeconfig_kueue_would_refuse_is_refused_without_showing_it(
-    cluster: dict[str, Any] | None, user: dict[str, Any] | None, reason: str
+    cluster: dict[str, Any] | None, user: dict[str, Any] | None, reason: str, tmp_path: Path
 ) -> None:
     text = kubeconfig(cluster, user)
     raw = manager_raw(workers=[{"name": "east", "kubeconfig": text}])
-    found = [m for m in problems(raw) if "workers[0].kubeconfig" in m]
-    assert found and any(reason in m for m in found), found
-    assert all("not-a-real-token" not in m and "Q0E=" not in m for m in problems(raw))
+    config = load_config(raw)  # the content of a secret is the validation phase's to check
+    checked = multikueue_problems(raw, config, tmp_path, None, ["gpu-queues:multiKueue"])
+    found = [str(p) for p in checked]
+    assert found and all("workers[0].kubeconfig: Kueue would not connect" in m for m in found)
+    assert any(reason in m for m in found), found
+    assert all("not-a-real-token" not in m and "Q0E=" not in m for m in found)
+
+
+def test_the_tools_read_a_manager_whose_worker_kubeconfig_is_a_secret() -> None:
+    text = stack_file({"secure": "v1:AAAA:BBBB"}).replace(
+        "config:\n", "config:\n  gpu-queues:kueue: {install: false}\n", 1
+    )
+    raw = parse_config(text, "mgr")  # the secret is set, its content unknown to the tools
+    raw["teams"] = [team()]
+    raw["flavors"] = [{"name": "gpu"}]
+    assert load_config(raw).multi_kueue is not None
 
 
 def test_kueue_accepts_the_kubeconfig_a_worker_stack_exports() -> None:
