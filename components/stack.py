@@ -239,13 +239,6 @@ class GpuQueues(pulumi.ComponentResource):
             f"{name}-storage", SharedStorageArgs(cfg.shared_storage, namespaces), under
         )
 
-        multi_kueue: dict[str, Any] | None = None
-        if mk is not None and mk.manager is not None:
-            multi_kueue = {
-                "role": "manager",
-                "workers": [w.name for w in mk.manager.workers],
-                "admissionChecks": {t: render.multikueue_check_name(t) for t in checks},
-            }
         self.outputs = {
             keys.OUT_KUEUE_VERSION: cfg.kueue.version,
             keys.OUT_KUEUE_INSTALLED: cfg.kueue.install,
@@ -255,8 +248,14 @@ class GpuQueues(pulumi.ComponentResource):
             keys.OUT_LOCAL_QUEUES: {t.name: f"{t.namespace}/{t.local_queue}" for t in cfg.teams},
             keys.OUT_NAMESPACES: {t.name: t.namespace for t in cfg.teams},
             keys.OUT_SHARED_CLAIMS: storage.claim_refs,
-            keys.OUT_MULTI_KUEUE: multi_kueue,
         }
+        # Only a MultiKueue stack has these outputs: other stacks' outputs stay as they were.
+        if mk is not None and mk.manager is not None:
+            self.outputs[keys.OUT_MULTI_KUEUE] = {
+                "role": "manager",
+                "workers": [w.name for w in mk.manager.workers],
+                "admissionChecks": {t: render.multikueue_check_name(t) for t in checks},
+            }
         if mk is not None and mk.worker is not None:
             role = mk.worker
             server: pulumi.Input[str] = role.server or pulumi.Output.all(kubeconfig, context).apply(

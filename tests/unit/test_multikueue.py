@@ -508,6 +508,11 @@ def test_a_worker_grants_the_kinds_of_its_integrations() -> None:
     } <= granted
 
 
+def test_a_stack_without_multikueue_has_no_multikueue_outputs(dev_run: MockRun) -> None:
+    assert keys.OUT_MULTI_KUEUE not in dev_run.outputs
+    assert keys.OUT_MULTI_KUEUE_KUBECONFIG not in dev_run.outputs
+
+
 def test_a_generated_manager_config_round_trips_through_json_like_the_engine_passes_it() -> None:
     raw = manager_raw(workers=[{"name": f"w{i}", "stack": f"gpu-{i}"} for i in range(20)])
     encoded = json.loads(json.dumps(copy.deepcopy(raw)))
