@@ -424,11 +424,8 @@ class Rehearsal:
                 return Cell(False, f"FAIL: {job.shape.describe()}{where}", str(e))
             finally:
                 self.k.delete_jobs([f"rehearse-fits-{i}"], p.team.namespace)
-        if p.unreachable:
-            parts.append(
-                f"not sent to {', '.join(p.unreachable)}: no node labels to select it by, "
-                "and Kueue tries the flavors before it first"
-            )
+        for flavor, why in p.unreachable.items():
+            parts.append(f"no job sent to {flavor}: {why}")
         return Cell(True, "; ".join(parts))
 
     def fits_one(self, p: TeamPlan, job: FitsJob, name: str) -> str:
@@ -469,27 +466,30 @@ class Rehearsal:
 
     def placement(self, pods: list[Any], expected: dict[str, str]) -> tuple[str, list[str]]:
         """Where the pods run: every node must carry the assigned flavors' node labels."""
-        notes: list[str] = []
+        elsewhere: dict[str, list[str]] = {}
         nodes: list[str] = []
         for pod in pods:
             node = self.k.core.read_node(pod.spec.node_name)
-            labels = node.metadata.labels or {}
+            name, labels = node.metadata.name, node.metadata.labels or {}
+            stands_for = (node.metadata.annotations or {}).get(FLAVOR_ANNOTATION)
             for flavor_name in sorted(set(expected.values())):
                 want = self.flavors[flavor_name].node_labels or {}
                 missing = {k: v for k, v in want.items() if labels.get(k) != v}
                 if missing:
                     raise CheckFailed(
-                        f"pod {pod.metadata.name} runs on node {node.metadata.name}, which lacks "
-                        f"flavor {flavor_name}'s node labels {missing}"
+                        f"pod {pod.metadata.name} runs on node {name}, which lacks flavor "
+                        f"{flavor_name}'s node labels {missing}"
                     )
-                stands_for = (node.metadata.annotations or {}).get(FLAVOR_ANNOTATION)
                 if not want and stands_for != flavor_name:
-                    notes.append(
-                        f"flavor {flavor_name} has no nodeLabels, so nothing keeps its pods on "
-                        f"its nodes: one runs on {node.metadata.name}"
-                        + (f", a node of flavor {stands_for}" if stands_for else "")
+                    elsewhere.setdefault(flavor_name, []).append(
+                        f"{name} ({f'flavor {stands_for}' if stands_for else 'no flavor'})"
                     )
-            nodes.append(node.metadata.name)
+            nodes.append(name)
+        notes = [
+            f"flavor {f} has no nodeLabels, so nothing keeps its pods on its nodes: they run "
+            f"on {', '.join(sorted(set(on)))}"
+            for f, on in elsewhere.items()
+        ]
         return ", ".join(sorted(nodes)), notes
 
     def held(self, p: TeamPlan) -> Cell:

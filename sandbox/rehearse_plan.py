@@ -23,7 +23,7 @@ from fractions import Fraction
 
 from components import render
 from components.capacity import encode_capacity, quota_totals
-from components.config import Flavor, StackConfig, Team
+from components.config import Flavor, StackConfig, Team, Toleration
 from components.quantity import parse_quantity
 
 # Requested by every pod, system pods included: a job's pods take at most half a node of
@@ -231,6 +231,93 @@ class FitsJob:
     """The pods' nodeSelector: a flavor's node labels, to reach a flavor that is not first."""
 
 
+def tolerates(tolerations: Iterable[Toleration], taint: Mapping[str, str]) -> bool:
+    """Whether a pod with these tolerations may be placed on a node with this taint."""
+    if taint.get("effect") == "PreferNoSchedule":
+        return True
+    for t in tolerations:
+        if t.effect is not None and t.effect != taint.get("effect"):
+            continue
+        if t.key is None:
+            if t.operator == "Exists":
+                return True
+            continue
+        if t.key != taint.get("key"):
+            continue
+        if t.operator == "Exists" or (t.value or "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def landing_nodes(
+    flavors: Mapping[str, Flavor], assigned: Iterable[str], selector: Mapping[str, str]
+) -> list[dict[str, Fraction]]:
+    """What each node offers on which a pod admitted to these flavors may run: Kueue gives
+    the pod every assigned flavor's node labels (as nodeSelector) and tolerations."""
+    labels = dict(selector)
+    tolerations: list[Toleration] = []
+    for name in assigned:
+        flavor = flavors.get(name)
+        if flavor is not None:
+            labels.update(flavor.node_labels or {})
+            tolerations += flavor.tolerations or []
+    return [
+        {r: parse_quantity(v) for r, v in n.resources.items()}
+        for f in flavors.values()
+        for n in f.node_list()
+        if all(n.labels.get(k) == v for k, v in labels.items())
+        and all(tolerates(tolerations, t) for t in n.taints)
+    ]
+
+
+def _size(
+    team_groups: list[Group],
+    quotas: Mapping[FlavorResource, Quota],
+    targets: Mapping[int, str],
+    nodes: list[dict[str, Fraction]],
+) -> JobShape:
+    """Pods within the targets' nominal quotas, each within one of the nodes that hold every
+    key resource the job asks for (extended keys: all of the quota, in as many pods as it
+    takes; shared resources: at most half such a node per pod)."""
+    keys = [g.key for g in team_groups if g.index in targets and is_extended(g.key)]
+    useful = [n for n in nodes if all(n.get(k, Fraction(0)) > 0 for k in keys)]
+
+    def cap(resource: str) -> Fraction | None:
+        sizes = [n[resource] for n in useful if n.get(resource, Fraction(0)) > 0]
+        if not sizes:
+            return None  # no node has it: the pods stay unschedulable, which the row reports
+        return min(sizes) if is_extended(resource) else min(sizes) / 2
+
+    pods = 1
+    for g in team_groups:
+        limit = cap(g.key) if g.index in targets else None
+        if limit is None:
+            continue
+        wanted = math.ceil(quotas[targets[g.index], g.key].nominal / limit)
+        if not is_extended(g.key):
+            # Half a node each: one pod per node, so a system pod on one never decides it.
+            wanted = min(wanted, len(useful))
+        pods = max(pods, wanted)
+    counting = [g for g in team_groups if POD_COUNT in g.covered and g.index in targets]
+    if counting:
+        most = min(quotas[targets[g.index], POD_COUNT].nominal for g in counting)
+        pods = max(1, min(pods, math.floor(most)))
+    requests: dict[str, Fraction] = {}
+    for g in team_groups:
+        if g.index not in targets:
+            continue
+        for resource in g.covered:
+            nominal = quotas[targets[g.index], resource].nominal
+            if resource == POD_COUNT or nominal <= 0:
+                continue
+            amount = nominal / pods
+            limit = cap(resource)
+            amount = _round_down(resource, amount if limit is None else min(amount, limit))
+            if amount > 0:
+                requests[resource] = amount
+    return JobShape(pods, requests, bool(counting))
+
+
 def _fits_job(
     team: Team,
     flavors: Mapping[str, Flavor],
@@ -241,76 +328,67 @@ def _fits_job(
     quotas = team_quotas(team)
     team_groups = groups(team)
     targets: dict[int, str] = {}
-    # Which flavors' nodes the pods must fit: the chosen flavor's, else any of the group's.
-    candidates: dict[int, list[Flavor | None]] = {}
     for g in team_groups:
         target = chosen.get(g.index) or next(
             (f for f in g.flavors if quotas[f, g.key].nominal > 0), None
         )
-        if target is None:
-            continue
-        targets[g.index] = target
-        names = [target] if g.index in chosen else list(g.flavors)
-        candidates[g.index] = [flavors.get(f) for f in names]
-    pods = 1
-    for g in team_groups:
-        if g.index not in targets:
-            continue
-        node = _smallest_node(candidates[g.index], g.key)
-        if node is None:
-            continue  # no node has it: the pod stays unschedulable, which the row reports
-        per_pod = node if is_extended(g.key) else node / 2
-        pods = max(pods, math.ceil(quotas[targets[g.index], g.key].nominal / per_pod))
-    counting = [g for g in team_groups if POD_COUNT in g.covered and g.index in targets]
-    if counting:
-        limit = min(quotas[targets[g.index], POD_COUNT].nominal for g in counting)
-        pods = max(1, min(pods, math.floor(limit)))
-    requests: dict[str, Fraction] = {}
-    for g in team_groups:
-        if g.index not in targets:
-            continue
-        for resource in g.covered:
-            nominal = quotas[targets[g.index], resource].nominal
-            if resource == POD_COUNT or nominal <= 0:
-                continue
-            amount = nominal / pods
-            node = _smallest_node(candidates[g.index], resource)
-            if node is not None:
-                amount = min(amount, node if is_extended(resource) else node / 2)
-            amount = _round_down(resource, amount)
-            if amount > 0:
-                requests[resource] = amount
-    shape = JobShape(pods, requests, bool(counting))
-    assigned = {}
-    for g in team_groups:
-        flavor = first_fit(g, shape.totals(), ceiling, flavors, selector)
-        if flavor is not None:
-            assigned[g.index] = flavor
+        if target is not None:
+            targets[g.index] = target
+    # The pods must fit the nodes of the flavors Kueue assigns, which depend on their size
+    # (an earlier flavor may have room to borrow): size, assign, resize until it settles.
+    assigned = dict(targets)
+    shape = _size(team_groups, quotas, targets, landing_nodes(flavors, assigned.values(), selector))
+    for _ in range(len(flavors) + 1):
+        found = {
+            g.index: f
+            for g in team_groups
+            if (f := first_fit(g, shape.totals(), ceiling, flavors, selector)) is not None
+        }
+        if found == assigned:
+            break
+        assigned = found
+        nodes = landing_nodes(flavors, assigned.values(), selector)
+        shape = _size(team_groups, quotas, targets, nodes)
     return FitsJob(shape, assigned, targets, dict(selector))
 
 
 def fits_jobs(
     team: Team, flavors: Mapping[str, Flavor], ceiling: Mapping[FlavorResource, Fraction]
-) -> tuple[list[FitsJob], list[str]]:
-    """Jobs within the team's nominal quota, and the flavors no job can be sent to.
+) -> tuple[list[FitsJob], dict[str, str]]:
+    """Jobs within the team's nominal quota, and the flavors no job can be sent to (why).
 
     The first job is sized, per group, from the first flavor with nominal quota of its key
     resource: all of that quota for an extended key (split into pods of at most one node), at
     most half a node per pod of shared resources. Kueue tries flavors in order, so each other
     flavor of the key resource's group gets a job of its own that selects it by its node
-    labels, as users send jobs to a flavor; a flavor without node labels cannot be selected."""
+    labels, as users send jobs to a flavor, when that makes Kueue pick it."""
     first = _fits_job(team, flavors, ceiling, {}, {})
-    jobs, unreachable = [first], []
+    jobs, unreachable = [first], {}
     g = held_group(team)
     quotas = team_quotas(team)
     for name in g.flavors:
-        if name == first.targets.get(g.index) or quotas[name, g.key].nominal <= 0:
+        if name in (first.targets.get(g.index), first.flavors.get(g.index)):
+            continue
+        if quotas[name, g.key].nominal <= 0:
             continue
         labels = flavors[name].node_labels if name in flavors else None
         if not labels:
-            unreachable.append(name)
+            unreachable[name] = (
+                "it has no node labels to select it by, and Kueue tries the flavors before it first"
+            )
             continue
-        jobs.append(_fits_job(team, flavors, ceiling, {g.index: name}, dict(labels)))
+        job = _fits_job(team, flavors, ceiling, {g.index: name}, dict(labels))
+        taken = job.flavors.get(g.index)
+        if taken != name:
+            unreachable[name] = (
+                f"a job selecting its node labels would be charged to {taken}, which Kueue "
+                "tries first and whose node labels do not exclude it (Kueue only compares the "
+                "label keys a flavor has)"
+                if taken
+                else "a job selecting its node labels fits no flavor"
+            )
+            continue
+        jobs.append(job)
     return jobs, unreachable
 
 
@@ -376,9 +454,9 @@ class TooBigJob:
 def too_big_job(
     team: Team, flavors: Mapping[str, Flavor], ceiling: Mapping[FlavorResource, Fraction]
 ) -> TooBigJob | None:
-    """When the team's nominal quota of its key resource in a flavor is more than one node of
-    that flavor holds: one pod asking for all of it. The quota has room, so Kueue admits it;
-    no node can hold it, so the scheduler never places it. None when the quota fits a node."""
+    """When the team's nominal quota of its key resource in a flavor is more than any node the
+    pod may land on holds: one pod asking for all of it. The quota has room, so Kueue admits
+    it; no node can hold it, so the scheduler never places it. None when a node could."""
     g = held_group(team)
     quotas = team_quotas(team)
     target = next((f for f in g.flavors if quotas[f, g.key].nominal > 0), None)
@@ -388,10 +466,12 @@ def too_big_job(
     admitted_in = first_fit(g, shape.totals(), ceiling)
     if admitted_in is None:
         return None
-    largest = node_resources(flavors.get(admitted_in)).get(g.key)
-    if largest is None or shape.requests[g.key] <= largest:
+    sizes = [
+        n[g.key] for n in landing_nodes(flavors, [admitted_in], {}) if n.get(g.key, Fraction(0)) > 0
+    ]
+    if not sizes or shape.requests[g.key] <= max(sizes):
         return None
-    return TooBigJob(shape, admitted_in, largest)
+    return TooBigJob(shape, admitted_in, max(sizes))
 
 
 @dataclass(frozen=True)
@@ -401,8 +481,8 @@ class TeamPlan:
     quotas: dict[FlavorResource, Quota]
     ceilings: dict[FlavorResource, Fraction]
     fits: list[FitsJob]
-    unreachable: list[str]
-    """Flavors with nominal quota that no job can select (no node labels, not first)."""
+    unreachable: dict[str, str]
+    """Flavors with nominal quota that no job can be sent to, and why."""
     held: HeldJob
     too_big: TooBigJob | None
     other_namespaces: list[str] = field(default_factory=list)
