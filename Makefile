@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 SANDBOX := sandbox/sandbox.sh
 export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv lock toolchain schema lint test test-unit test-policy test-toolchain test-e2e \
+.PHONY: venv lock toolchain schema lint test test-unit test-policy test-toolchain test-e2e test-rehearse \
         sandbox-up sandbox-down sandbox-shell sandbox-status demo rehearse bench promote quota-diff \
         clean kueue-manifest pin-kueue
 
@@ -117,6 +117,11 @@ test: venv toolchain lint
 	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q; rc=$$?; \
 	  if [ $$rc -ne 0 ]; then bash $(SANDBOX) logs; fi; bash $(SANDBOX) down; exit $$rc
 	$(PY) -m pytest -m sandbox -q
+	$(PY) -m pytest -m rehearse -q
+
+# The rehearsals alone (staging, prod, generated and broken stacks; a fresh sandbox each).
+test-rehearse: venv toolchain
+	$(PY) -m pytest -m rehearse -q
 
 clean: sandbox-down
 	rm -rf $(VENV) .toolchain .pulumi .sandbox

@@ -60,6 +60,7 @@ DEPLOY_WORKFLOW = ROOT / ".github" / "workflows" / "deploy.yml"
 WORK = STATE / "rehearse"
 POLICY_PACK = "policies"
 WAIT = 120.0  # generous: CI machines run other jobs beside the sandbox
+SETTLE = 15.0  # how long a "no" from Kueue or the scheduler must stand to be final
 JOB_IMAGE = "registry.invalid/rehearsal:never-pulled"  # kwok plays the kubelet
 QUEUE_VERBS = ("create", "update", "patch", "delete")
 T = TypeVar("T")
@@ -70,20 +71,25 @@ T = TypeVar("T")
 
 def deploy_policy_config(stack_name: str, workflow: Path = DEPLOY_WORKFLOW) -> tuple[str, str]:
     """The policy pack config the stack's deploy uses, and where that comes from."""
+    shown = workflow.relative_to(ROOT) if workflow.is_relative_to(ROOT) else workflow
     jobs = (yaml.safe_load(workflow.read_text()) or {}).get("jobs") or {}
     for job_name, job in jobs.items():
         given = (job or {}).get("with") or {}
         if given.get("stack") == stack_name and given.get("policy-config"):
-            return str(given["policy-config"]), f"job {job_name} of {workflow.relative_to(ROOT)}"
+            return str(given["policy-config"]), f"job {job_name} of {shown}"
     return (
         policy_config(stack_name),
-        f"{workflow.relative_to(ROOT)} does not deploy it; the preview rule "
+        f"{shown} does not deploy it; the preview rule "
         "(policies/config/<stack>.json, else prod.json)",
     )
 
 
 def sandbox_stack_file(
-    stack_name: str, path: Path, cfg: StackConfig, out_dir: Path = WORK
+    stack_name: str,
+    path: Path,
+    cfg: StackConfig,
+    out_dir: Path = WORK,
+    rendered: Path | None = None,
 ) -> tuple[Path, list[str]]:
     """The stack file as the sandbox deploys it, and what was substituted: the connection
     (the sandbox's kubeconfig is added as a secret by sandbox.stack), and the Kueue manifest
@@ -98,18 +104,19 @@ def sandbox_stack_file(
         notes.append(f"{connection}.kubeconfig (unset: $KUBECONFIG) -> the sandbox's (secret)")
     manifest = cfg.kueue.manifest
     if cfg.kueue.install and (manifest.path is None or not (ROOT / manifest.path).is_file()):
-        rendered = rendered_path(cfg.kueue.version)
+        rendered = rendered or rendered_path(cfg.kueue.version)
         was = manifest.path or cfg.kueue.manifest_url
         kueue_key = f"{keys.PROJECT}:{keys.KEY_KUEUE}"
         kueue = dict(values.get(kueue_key) or {})
+        where = rendered.relative_to(ROOT) if rendered.is_relative_to(ROOT) else rendered
         kueue["manifest"] = {
-            "path": str(rendered.relative_to(ROOT)),
+            "path": str(where),
             "sha256": hashlib.sha256(rendered.read_bytes()).hexdigest(),
         }
         values[kueue_key] = kueue
         notes.append(
             f"kueue.manifest {was} (cannot be read in the sandbox) -> "
-            f"{rendered.relative_to(ROOT)}, the same release rendered from the pinned module"
+            f"{where}, the same release rendered from the pinned module"
         )
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"Pulumi.{stack_name}.yaml"
@@ -199,15 +206,45 @@ class Cluster:
         self.custom: Any = client.CustomObjectsApi()
         self.authz: Any = client.AuthorizationV1Api()
 
-    def wait(self, what: str, check: Callable[[], T | None], said: Callable[[], str]) -> T:
+    def wait(
+        self,
+        what: str,
+        check: Callable[[], T | None],
+        said: Callable[[], str],
+        stuck: Callable[[], str | None] | None = None,
+    ) -> T:
+        """Poll `check` until it returns something. `stuck` says when the cluster has answered
+        no (a Workload Kueue keeps pending, a pod the scheduler cannot place): on a cluster
+        where nothing else runs, an answer that stands for SETTLE seconds is final."""
         deadline = time.monotonic() + WAIT
+        since: float | None = None
         while True:
             result = check()
             if result:
                 return result
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            answer = stuck() if stuck is not None else None
+            since = (since or now) if answer else None
+            if since is not None and now - since > SETTLE:
+                raise CheckFailed(f"{what}: the cluster says no ({SETTLE:.0f}s): {said()}")
+            if now > deadline:
                 raise CheckFailed(f"timed out after {WAIT:.0f}s waiting for {what}: {said()}")
             time.sleep(0.25)
+
+    def pending(self, job: str, ns: str) -> str | None:
+        """Kueue's reason for not reserving quota, when it gave one."""
+        c = _condition(self.workload(job, ns), "QuotaReserved")
+        if c is not None and c["status"] == "False" and c.get("reason") == "Pending":
+            return str(c.get("message", ""))
+        return None
+
+    def unschedulable(self, job: str, ns: str) -> str | None:
+        """The scheduler's reason for not placing a pod of the job, when it gave one."""
+        for p in self.pods(job, ns):
+            for c in p.status.conditions or []:
+                if c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable":
+                    return str(c.message)
+        return None
 
     def workload(self, job: str, ns: str) -> dict[str, Any] | None:
         items = self.custom.list_namespaced_custom_object(*KUEUE, ns, "workloads")["items"]
@@ -398,6 +435,7 @@ class Rehearsal:
             f"Job {ns}/{name} ({shape.describe()}) to be admitted",
             lambda: _admitted(self.k.workload(name, ns)),
             lambda: self.k.workload_said(name, ns),
+            lambda: self.k.pending(name, ns),
         )
 
     def check_flavors(self, wl: dict[str, Any], expected: dict[str, str]) -> None:
@@ -448,6 +486,7 @@ class Rehearsal:
                 else None
             ),
             lambda: self.k.pods_said(name, ns),
+            lambda: self.k.unschedulable(name, ns),
         )
         placed, notes = self.placement(pods, expected)
         flavors = sorted(set(expected.values()))

@@ -280,7 +280,9 @@ def _size(
     key resource the job asks for (extended keys: all of the quota, in as many pods as it
     takes; shared resources: at most half such a node per pod)."""
     keys = [g.key for g in team_groups if g.index in targets and is_extended(g.key)]
-    useful = [n for n in nodes if all(n.get(k, Fraction(0)) > 0 for k in keys)]
+    # Nodes holding every key; when none does, the pods cannot run anyway (the row says why),
+    # and the other resources are still sized for the nodes they would land on.
+    useful = [n for n in nodes if all(n.get(k, Fraction(0)) > 0 for k in keys)] or nodes
 
     def cap(resource: str) -> Fraction | None:
         sizes = [n[resource] for n in useful if n.get(resource, Fraction(0)) > 0]
