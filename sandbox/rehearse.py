@@ -394,6 +394,16 @@ def job_manifest(
     }
 
 
+def _nodes(names: list[str]) -> str:
+    """Node names, naturally sorted; a long list shortened (a job may span fifty nodes)."""
+    ordered = sorted(
+        set(names), key=lambda n: [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", n)]
+    )
+    if len(ordered) <= 4:
+        return ", ".join(ordered)
+    return f"{len(ordered)} nodes: {', '.join(ordered[:3])}, ..., {ordered[-1]}"
+
+
 def _condition(wl: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
     for c in (wl or {}).get("status", {}).get("conditions", []):
         if c["type"] == kind:
@@ -529,7 +539,7 @@ class Rehearsal:
             f"on {', '.join(sorted(set(on)))}"
             for f, on in elsewhere.items()
         ]
-        return ", ".join(sorted(nodes)), notes
+        return _nodes(nodes), notes
 
     def held(self, p: TeamPlan) -> Cell:
         team, job, name = p.team, p.held, "rehearse-held"
