@@ -7,6 +7,7 @@ import sys
 import pulumi
 
 from components.config import ConfigError, raw_from_pulumi_config
+from components.kubeclient import KubeconfigError
 from components.kueue import ManifestError
 from components.stack import GpuQueues, GpuQueuesArgs, validate
 
@@ -16,9 +17,10 @@ BAIL = 32
 
 try:
     # Everything is checked before the first resource (the provider too) is registered: the
-    # config, the Kueue manifest (checksum, allowlist, image, manager settings) and both together.
+    # config, the kubeconfig, the Kueue manifest (checksum, allowlist, image, manager settings)
+    # and how they fit together.
     config, manifest = validate(raw_from_pulumi_config())
-except (ConfigError, ManifestError) as error:
+except (ConfigError, KubeconfigError, ManifestError) as error:
     print(error, file=sys.stderr)
     sys.exit(BAIL)
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-import yaml
 
 from components import keys
 
@@ -39,17 +38,14 @@ def _api_message(body: Any) -> str:
 def probe_webhooks(
     kubeconfig: str | None, context: str | None, timeout: float, interval: float = 2.0
 ) -> str:
-    """Dry-run create a ResourceFlavor until the API server (and Kueue's webhook) accepts it."""
+    """Dry-run create a ResourceFlavor until the API server (and Kueue's webhook) accepts it.
+    The client is built in memory (components.kubeclient): a killed run leaves no key behind."""
     from kubernetes import client
-    from kubernetes import config as kube_config
     from kubernetes.client.exceptions import ApiException
 
-    if kubeconfig:
-        api_client = kube_config.new_client_from_config_dict(  # type: ignore[no-untyped-call]
-            yaml.safe_load(kubeconfig), context=context
-        )
-    else:
-        api_client = kube_config.new_client_from_config(context=context)  # type: ignore[no-untyped-call]
+    from components.kubeclient import api_client as make_api_client
+
+    api_client = make_api_client(kubeconfig, context)
     api = client.CustomObjectsApi(api_client)
     group, version = keys.KUEUE_API_VERSION.split("/")
     body = {
@@ -86,7 +82,7 @@ def probe_webhooks(
                 )
             time.sleep(min(interval, remaining))
     finally:
-        api_client.close()
+        api_client.close()  # type: ignore[no-untyped-call]
 
 
 @dataclass(frozen=True)
