@@ -8,8 +8,9 @@ SANDBOX := sandbox/sandbox.sh
 export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: venv lock toolchain schema lint lint-shell lint-workflows test test-unit test-policy \
-        test-toolchain test-e2e sandbox-up sandbox-down sandbox-shell sandbox-status demo bench \
-        promote quota-diff clean kueue-manifest ci-kueue-manifest pin-kueue
+        test-toolchain test-e2e test-rehearse sandbox-up sandbox-down sandbox-shell \
+        sandbox-status demo rehearse bench promote quota-diff clean kueue-manifest \
+        ci-kueue-manifest pin-kueue
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -46,8 +47,12 @@ lint-workflows: venv
 	.toolchain/bin/actionlint -shellcheck $(CURDIR)/$(VENV)/bin/shellcheck
 
 # --- the sandbox: a simulated GPU cluster in a network namespace of its own ---------------
+# make sandbox-up [STACK=staging] [STACK_FILE=path/Pulumi.x.yaml]: nodes, namespaces and shared
+# volumes shaped like that stack (default local). A running sandbox of another shape is refused.
+STACK ?= local
+STACK_ARGS = $(STACK) $(if $(STACK_FILE),$(abspath $(STACK_FILE)))
 sandbox-up: venv toolchain
-	bash $(SANDBOX) up
+	bash $(SANDBOX) up $(STACK_ARGS)
 
 sandbox-down:
 	bash $(SANDBOX) down
@@ -59,12 +64,19 @@ sandbox-shell:
 	bash $(SANDBOX) shell
 
 # The guide on the sandbox: deploy the local stack, then replay the walkthrough.
-demo: sandbox-up
+demo: venv toolchain
+	bash $(SANDBOX) up local
 	bash $(SANDBOX) exec $(PY) -m sandbox.stack up --yes --skip-preview
 	bash $(SANDBOX) exec $(PY) -m sandbox.walkthrough
 	@echo
 	@echo "The sandbox is still running. Look around:  make sandbox-shell   (kubectl, pulumi inside)"
 	@echo "Stop it:                                    make sandbox-down"
+
+# make rehearse STACK=staging [STACK_FILE=path/Pulumi.x.yaml]: a fresh sandbox shaped like
+# the stack, its own config deployed there with its deploy's policy pack config, every team's
+# queues, flavors and RBAC exercised, one table; fails when a row fails. The sandbox stays up.
+rehearse: venv toolchain
+	$(PY) -m sandbox.rehearse $(STACK) $(if $(STACK_FILE),--stack-file $(abspath $(STACK_FILE)))
 
 # Fresh-install rounds with timings (sandbox up, pulumi up, walkthrough, down).
 ROUNDS ?= 3
@@ -112,16 +124,22 @@ test-toolchain: venv toolchain
 	$(PY) -m pytest -m toolchain -q
 
 # e2e runs inside the sandbox's namespace: only from there is the cluster reachable.
-test-e2e: sandbox-up
+test-e2e: venv toolchain
+	bash $(SANDBOX) up local
 	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q
 
 # Everything CI runs (.ci/run calls exactly this).
 test: venv toolchain lint
 	$(PY) -m pytest -m "unit or policy or toolchain" -q
-	bash $(SANDBOX) up
+	bash $(SANDBOX) up local
 	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q; rc=$$?; \
 	  if [ $$rc -ne 0 ]; then bash $(SANDBOX) logs; fi; bash $(SANDBOX) down; exit $$rc
 	$(PY) -m pytest -m sandbox -q
+	$(PY) -m pytest -m rehearse -q
+
+# The rehearsals alone (staging, prod, generated and broken stacks; a fresh sandbox each).
+test-rehearse: venv toolchain
+	$(PY) -m pytest -m rehearse -q
 
 clean: sandbox-down
 	rm -rf $(VENV) .toolchain .pulumi .sandbox

@@ -414,25 +414,35 @@ def render_kueue_manifest(version: str) -> None:
 # --- commands --------------------------------------------------------------------------
 
 
-def up() -> None:
+def up(stack_name: str = "local", stack_file: Path | None = None) -> None:
+    """Start the cluster shaped like the stack (its flavors' nodes, adopted namespaces, shared
+    volumes; fake_cluster) and the Kueue pod runner, and record which stack shaped it."""
     t0 = time.monotonic()
+    path = fake_cluster.stack_path(stack_name, stack_file)
+    stack = fake_cluster.load_stack(path)
+    shape = fake_cluster.shape_of(stack_name, path, stack)  # refused before anything starts
     STATE.mkdir(exist_ok=True)
     make_pki()
     start_control_plane()
-    stack = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
     kubectl("apply", "-f", "-", stdin=fake_cluster.manifests(stack))
     _wait("fake nodes Ready", lambda: fake_cluster.nodes_ready(kubectl))
-    if not KUEUE_MANIFEST.exists():
-        render_kueue_manifest(read_pins()["KUEUE_VERSION"])
+    manifest = rendered_path(shape.kueue_version)
+    if not manifest.exists():
+        render_kueue_manifest(shape.kueue_version)
+    if not stack.kueue.install:
+        # The stack expects Kueue preinstalled: the cloud installed the same release.
+        kubectl("apply", "--server-side", "-f", str(manifest))
     spawn(
         "kueue-pod",
         [sys.executable, "-m", "sandbox.kueue_pod"],
         env={"KUBECONFIG": str(KUBECONFIG)},
     )
+    fake_cluster.write_shape(shape)
     state = _load_state()
     state["ready_seconds"] = round(time.monotonic() - t0, 1)
     _save_state(state)
     print(f"sandbox: control plane ready in {state['ready_seconds']}s; KUBECONFIG={KUBECONFIG}")
+    print(f"sandbox: shaped like {shape.describe()}")
 
 
 def down() -> None:
@@ -462,6 +472,8 @@ def down() -> None:
         STATE / "kueue",
         STATE / "pulumi",
         STATE / "project",
+        STATE / "rehearse",
+        fake_cluster.SHAPE_FILE,
     ):
         try:
             if path.is_dir():
@@ -495,7 +507,13 @@ def main() -> int:
     os.umask(0o077)
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
     if cmd == "up":
-        up()
+        # up [STACK [STACK_FILE]]: shaped like Pulumi.<STACK>.yaml (default local) or the file.
+        args = sys.argv[2:]
+        try:
+            up(args[0] if args else "local", Path(args[1]) if len(args) > 1 else None)
+        except fake_cluster.ShapeError as e:
+            print(f"sandbox: {e}", file=sys.stderr)
+            return 1
     elif cmd == "down":
         down()
     elif cmd == "status":

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Lifecycle of the sandbox cluster, inside a network namespace of its own.
-# Usage: sandbox/sandbox.sh up|down|status|shell|exec CMD...|logs|restart COMPONENT
+# Usage: sandbox/sandbox.sh up [STACK [STACK_FILE]]|down|status|shell|exec CMD...|logs|restart COMPONENT
+# `up` shapes the fake cluster like a stack (default local: Pulumi.local.yaml, or STACK_FILE)
+# and refuses to reuse a running sandbox that another stack (or stack file) shaped.
 # Every process of the sandbox, and every command that talks to it, runs inside the
 # namespace; only loopback and the namespace-local pod range exist there.
 set -euo pipefail
@@ -14,9 +16,15 @@ in_ns() { ip netns exec "$ns" "$@"; }
 ns_exists() { ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "$ns"; }
 
 up() {
+  local stack=${1:-local} file=${2:-}
+  if [ -n "$file" ]; then file=$(realpath -- "$file"); fi # relative to the caller, not $root
+  cd "$root"
   if ns_exists && in_ns "$py" -m sandbox.cluster status >/dev/null 2>&1; then
-    echo "sandbox: already up (namespace $ns)"; return 0
+    "$py" -m sandbox.fake_cluster same "$stack" ${file:+"$file"} || return 1
+    echo "sandbox: already up (namespace $ns, shaped like stack $stack)"; return 0
   fi
+  # A stack that cannot shape a sandbox is refused before anything starts.
+  "$py" -m sandbox.fake_cluster check "$stack" ${file:+"$file"}
   down >/dev/null 2>&1 || true # leftovers of a crashed run
   mkdir -p "$state"
   ip netns add "$ns"
@@ -24,8 +32,7 @@ up() {
   in_ns ip link set lo up
   # The pod range lives on lo: a fake pod's IP answers inside the namespace, nowhere else.
   in_ns ip addr add 10.244.0.0/16 dev lo
-  cd "$root"
-  if ! in_ns "$py" -m sandbox.cluster up; then
+  if ! in_ns "$py" -m sandbox.cluster up "$stack" ${file:+"$file"}; then
     echo "sandbox: start failed; logs follow" >&2
     in_ns "$py" -m sandbox.cluster logs >&2 || true
     return 1
@@ -51,7 +58,7 @@ down() {
 }
 
 case "${1:-}" in
-  up) up ;;
+  up) shift; up "$@" ;;
   down) down ;;
   status) cd "$root"; ns_exists && in_ns "$py" -m sandbox.cluster status ;;
   logs) cd "$root"; in_ns "$py" -m sandbox.cluster logs ;;
@@ -59,5 +66,5 @@ case "${1:-}" in
   shell) cd "$root"; echo "sandbox shell: KUBECONFIG=$state/kubeconfig; exit to leave"; KUBECONFIG=$state/kubeconfig in_ns bash -i ;;
   exec) shift; cd "$root"; KUBECONFIG=$state/kubeconfig in_ns "$@" ;;
   name) echo "$ns" ;;
-  *) echo "usage: $0 up|down|status|logs|shell|exec CMD...|restart COMPONENT" >&2; exit 2 ;;
+  *) echo "usage: $0 up [STACK [STACK_FILE]]|down|status|logs|shell|exec CMD...|restart COMPONENT" >&2; exit 2 ;;
 esac
