@@ -11,7 +11,8 @@ from typing import Any
 
 import urllib3
 
-from gpuq.whatif_mix import is_gpu
+from gpuq.whatif_mix import is_gpu, pod_gpus
+from gpuq.whatif_report import Outcome
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -183,3 +184,33 @@ class Rest:
 
     def merge_patch(self, path: str, body: Mapping[str, Any]) -> Any:
         return self.request("PATCH", path, dict(body), content_type="application/merge-patch+json")
+
+
+def classify(
+    wl: Mapping[str, Any], running: bool, stuck: str | None, preempted: bool
+) -> tuple[Outcome, str | None, str | None]:
+    """(outcome, flavor, message) of a workload as it stands, in the report's terms:
+    finished; admitted (its pods run); unschedulable (admitted, its pods fit no node: `stuck`
+    is the scheduler's message); preempted (waiting again after a preemption); pending."""
+    if is_true(wl, "Finished"):
+        return "finished", admitted_flavor(wl), None
+    if holds_quota(wl):
+        if running:
+            return "admitted", admitted_flavor(wl), None
+        return "unschedulable", admitted_flavor(wl), stuck or "admitted; its pods are not running"
+    waiting = pending_message(wl)
+    if preempted:
+        why = eviction(wl)
+        said = f"{why[0]}: {why[1]}" if why else "preempted"
+        return "preempted", None, said + (f"; now: {waiting}" if waiting else "")
+    return "pending", None, waiting
+
+
+def workload_gpus(wl: Mapping[str, Any]) -> int:
+    """GPUs the workload holds when admitted: each pod set's pods x GPUs per pod."""
+    total = 0
+    for ps in _list(_dict(_dict(wl).get("spec")).get("podSets")):
+        count = _dict(ps).get("count", 1)
+        per_pod = pod_gpus(_dict(_dict(ps).get("template")).get("spec"))
+        total += per_pod * (count if isinstance(count, int) else 1)
+    return total

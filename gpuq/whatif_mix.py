@@ -242,7 +242,7 @@ def _group(api_version: str) -> str:
     return api_version.rpartition("/")[0] if "/" in api_version else ""
 
 
-def _pod_gpus(pod_spec: Any, is_gpu: Any) -> int:
+def pod_gpus(pod_spec: Any) -> int:
     """GPUs one pod holds: its containers' together, or its largest init container's.
     An extended resource's request equals its limit; either may be written."""
 
@@ -398,9 +398,9 @@ def check(doc: Document, index: int, catalog: Catalog) -> Entry:
     if framework == "batch/job":
         template = _dict(spec.get("template"))
         pods = _job_pods(spec)
-        gpus = _pod_gpus(template.get("spec"), is_gpu) * pods
+        gpus = pod_gpus(template.get("spec")) * pods
     else:
-        pods, gpus = 1, _pod_gpus(spec, is_gpu)
+        pods, gpus = 1, pod_gpus(spec)
     return Entry(
         index,
         doc.source,

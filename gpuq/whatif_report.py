@@ -326,7 +326,7 @@ def changes(base: Run, new: Run) -> list[str]:
     return lines
 
 
-def _team_table(new: Run, base: Run | None) -> list[str]:
+def team_table(new: Run, base: Run | None) -> list[str]:
     lines = [
         "| Team | ClusterQueue | Admitted | Pending | GPU-hours | Wait p50 | Wait p90 |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
@@ -344,7 +344,7 @@ def _team_table(new: Run, base: Run | None) -> list[str]:
     return lines
 
 
-def _workload_table(new: Run, base: Run | None) -> list[str]:
+def workload_table(new: Run, base: Run | None) -> list[str]:
     lines = [
         "| Workload | Queue | Outcome | Flavor | Wait | GPUs | Message |",
         "| --- | --- | --- | --- | ---: | ---: | --- |",
@@ -389,12 +389,12 @@ def render(new: Run, base: Run | None) -> str:
         lines += ["**What changed**", ""]
         lines += [f"- {m}" for m in moved] if moved else ["- nothing: the same outcomes"]
         lines.append("")
-    lines += _team_table(new, base)
+    lines += team_table(new, base)
     lines += [
         "",
         f"<details><summary>Workloads ({len(new.workloads)})</summary>",
         "",
-        *_workload_table(new, base),
+        *workload_table(new, base),
         "",
         "</details>",
         "",

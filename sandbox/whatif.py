@@ -50,13 +50,12 @@ from gpuq.stackfile import parse_config
 from gpuq.whatif_kueue import (
     KubeError,
     Rest,
-    admitted_flavor,
+    classify,
     eviction,
     holds_quota,
     is_terminal,
     is_true,
     owner,
-    pending_message,
     pod_phase,
     pod_unschedulable,
     preemptions,
@@ -419,24 +418,19 @@ class Replay:
             return base
         base.wait_seconds = None if t.admitted_at is None else t.admitted_at - e.submit_at
         base.preemptions = max(preemptions(wl), sum("Preempted" in x for x in t.evictions))
+        stuck = next((m for p in pods if (m := pod_unschedulable(p))), None)
+        outcome, base.flavor, message = classify(
+            wl, self._running(t, pods), stuck, bool(t.evictions and base.preemptions)
+        )
+        base.outcome = outcome
         history = f"evicted {len(t.evictions)}x, last: {t.evictions[-1]}" if t.evictions else None
-        if is_true(wl, "Finished"):
-            base.outcome, base.flavor, base.message = "finished", admitted_flavor(wl), history
-        elif holds_quota(wl):
-            base.flavor = admitted_flavor(wl)
-            if self._running(t, pods):
-                base.outcome, base.message = "admitted", history
-            else:
-                stuck = [m for p in pods if (m := pod_unschedulable(p))]
-                base.outcome = "unschedulable"
-                base.message = stuck[0] if stuck else "admitted, but its pods are not running"
-        else:
-            waiting = pending_message(wl)
-            if t.evictions and base.preemptions:
-                base.outcome = "preempted"
-                base.message = f"{t.evictions[-1]}" + (f"; now: {waiting}" if waiting else "")
-            else:
-                base.message = waiting if not history else f"{waiting} ({history})"
+        if outcome in ("finished", "admitted"):
+            message = history
+        elif outcome == "pending" and history:
+            message = f"{message} ({history})"
+        elif outcome == "preempted" and len(t.evictions) > 1:
+            message = f"evicted {len(t.evictions)}x, last: {message}"
+        base.message = message
         return base
 
     # --- the replay --------------------------------------------------------------------
