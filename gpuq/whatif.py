@@ -160,7 +160,7 @@ def replay_side(side: Side, stack: str, workloads: Path, work: Path, args: Any) 
     return Run.from_json(json.loads(out.read_text()))
 
 
-def main(argv: list[str] | None = None) -> int:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m gpuq.whatif", description=__doc__)
     parser.add_argument("--stack", required=True, help="the stack: Pulumi.<stack>.yaml")
     parser.add_argument("--workloads", type=Path, required=True, help="a manifest file or folder")
@@ -170,7 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--until", help="stop the simulated clock there, e.g. 24h")
     parser.add_argument("--quiet", type=float, help="seconds of no change that count as settled")
     parser.add_argument("--keep", action="store_true", help="leave the last sandbox running")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
     out: Path = (args.out or DEFAULT_OUT / args.stack).resolve()
     workloads = args.workloads.resolve()
     if not workloads.exists():
