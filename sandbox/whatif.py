@@ -81,9 +81,11 @@ WATCHED = {
 }
 # Kueue retries inadmissible workloads in batches, one second after the change that may let
 # them in (pkg/cache/queue: requeueBatchPeriod), and the Job controller batches pod updates
-# by a second too: the cluster can pause that long mid-reaction. Two seconds of quiet
-# clear both with room for a loaded machine; each run reports its longest pause.
-DEFAULT_QUIET = 2.0
+# by a second too: the cluster can pause that long mid-reaction. 2.5 s of quiet clear both
+# with room for a loaded machine (1.7 s pauses were seen); each run reports its longest.
+DEFAULT_QUIET = 2.5
+# When no workload waits for quota, nothing of the kind is pending: a short spell will do.
+SHORT_QUIET = 0.5
 LONG_REQUEUE_GATE = "SchedulerLongRequeueInterval"  # Kueue's 10 s requeue batches
 LONG_REQUEUE_QUIET = 11.0
 SETTLE_CAP = 90.0
@@ -209,6 +211,7 @@ class Tracked:
 @dataclass
 class Options:
     quiet: float = DEFAULT_QUIET
+    short_quiet: float = SHORT_QUIET
     until: float | None = None
     settle_cap: float = SETTLE_CAP
 
@@ -234,6 +237,7 @@ class Replay:
         self.now = 0.0
         self.events: list[tuple[float, int, str, int, int]] = []  # (time, order, kind, i, run)
         self.settles: list[float] = []
+        self.batches = 0
         self.notes: list[str] = []
         self.last_submit_second = 0.0
 
@@ -268,17 +272,21 @@ class Replay:
         running = sum(pod_phase(p) == "Running" for p in pods)
         return running >= max(t.entry.pods, 1)
 
-    def _settled(self) -> bool:
+    def _settled(self) -> tuple[bool, bool]:
+        """(whether the cluster is at rest apart from timers, whether a workload waits)."""
         workloads, pods = self._index()
         for pod in self.informers["pods"].snapshot():
             if pod.get("metadata", {}).get("deletionTimestamp"):
-                return False
+                return False, True
+        waiting = False
         for t in self.tracked:
             if t.uid is None or t.finished or t.problem:
                 continue
             wl = workloads.get(t.uid)
             if wl is None:
-                return False  # Kueue has not made its Workload yet
+                return False, True  # Kueue has not made its Workload yet
+            if not holds_quota(wl) and not is_true(wl, "Finished"):
+                waiting = True
             if (
                 is_true(wl, "Admitted")
                 and not is_true(wl, "Finished")
@@ -288,17 +296,28 @@ class Replay:
                 if t.completing and not live:
                     continue
                 if len(live) < t.entry.pods:
-                    return False  # the Job controller has yet to make its pods
-        return True
+                    return False, True  # the Job controller has yet to make its pods
+                for p in live:
+                    placed = p.get("spec", {}).get("nodeName")
+                    if placed and pod_phase(p) != "Running" and not t.completing:
+                        return False, True  # bound; kwok has yet to run it
+        return True, waiting
 
-    def settle(self) -> None:
-        """Wait until the cluster has done what the last event set off."""
+    def settle(self, final: bool = False) -> None:
+        """Wait until the cluster has done what the last event set off.
+
+        Kueue's and the Job controller's one-second batches can only change what the replay
+        sees while a workload waits for quota (and at the very end, where a job's end must
+        reach its Workload): then the full quiet spell is needed. Otherwise a short one does."""
         started = time.monotonic()
         while True:
             now = time.monotonic()
-            if now - self.last_change >= self.options.quiet and self._settled():
-                idle = _scheduler_busy() in (0, None)
-                if idle and time.monotonic() - self.last_change >= self.options.quiet:
+            quiet = now - self.last_change
+            if quiet >= self.options.short_quiet:
+                at_rest, waiting = self._settled()
+                needed = self.options.quiet if (waiting or final) else self.options.short_quiet
+                idle = at_rest and quiet >= needed and _scheduler_busy() in (0, None)
+                if idle and time.monotonic() - self.last_change >= needed:
                     break
             if now - started > self.options.settle_cap:
                 self.notes.append(
@@ -454,8 +473,10 @@ class Replay:
                     self.submit(t)
                 elif t.run == run and t.started_at is not None and not t.finished:
                     self.complete(t)
+            self.batches += 1
             self.settle()
             self.observe()
+        self.settle(final=True)
         if until is not None and until > self.now:
             self.now = until
         self.observe()
@@ -551,7 +572,7 @@ def replay_mix(
         source=label,
         simulated_seconds=replay.now,
         wall_seconds=round(wall, 1),
-        events=len(replay.settles),
+        events=replay.batches,
         settle_p50_seconds=round(statistics.median(settles), 2),
         settle_max_seconds=round(max(settles), 2),
         quiet_seconds=replay.options.quiet,
