@@ -37,6 +37,7 @@ from sandbox.procs import start_time
 WORK = STATE / "kueue"
 LOG = LOGS / "kueue.log"
 PID_FILE_NAME = "kueue.json"  # under WORK: the running kueue's pid and start time
+POD_ROOT_SCRIPT = "pod-root.sh"  # under WORK: builds the pod's root, then execs kueue
 KUEUE = BIN / "kueue"
 NAMESPACE = "kueue-system"
 TOKEN_REFRESH_SECONDS = 1800
@@ -262,7 +263,11 @@ class Runner:
             else:
                 mounts.append((src, m.mount_path))
         script = pod_root_script(self.work / "root", mounts, self.work, [str(KUEUE), *args])
-        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
+        # Through a file, not `sh -c`: the script binds every entry of the directories on the
+        # way to a mount path (all of /tmp's), and one argument may not exceed 128 KiB.
+        path = self.work / POD_ROOT_SCRIPT
+        _write_private(path, script.encode())
+        return ["unshare", "--mount", "--propagation", "private", "sh", str(path)]
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
