@@ -53,6 +53,8 @@ PUBLIC_TEAM_KEYS: Final = (
     "waitP90Seconds",
 )
 MESSAGE_WIDTH: Final = 160  # Markdown cells; report.json keeps the whole message
+MARKDOWN_LIMIT: Final = 50_000  # of a PR comment's 65536 characters; the quota diff shares it
+CHANGES_SHOWN: Final = 40
 
 
 @dataclass
@@ -367,8 +369,36 @@ def workload_table(new: Run, base: Run | None) -> list[str]:
     return lines
 
 
-def render(new: Run, base: Run | None) -> str:
-    """report.md: what changed (with a base), the team table, then every workload."""
+def _shown(new: Run, base: Run | None, room: int) -> tuple[Run, int]:
+    """The workloads the table has room for: those that changed against the base (without
+    one, those that did not simply finish) first, then the rest in order, as many as fit in
+    `room` characters; and how many are left out."""
+    old = {(w.namespace, w.name): w for w in base.workloads} if base else {}
+
+    def moved(w: WorkloadResult) -> bool:
+        o = old.get((w.namespace, w.name))
+        if base is None:
+            return w.outcome != "finished"
+        return o is None or (o.outcome, o.flavor, o.wait_seconds) != (
+            w.outcome,
+            w.flavor,
+            w.wait_seconds,
+        )
+
+    ranked = sorted(range(len(new.workloads)), key=lambda i: (not moved(new.workloads[i]), i))
+    keep: set[int] = set()
+    for i in ranked:
+        trial = Run([new.workloads[j] for j in sorted(keep | {i})], new.teams, new.meta)
+        if len("\n".join(workload_table(trial, base))) > room:
+            break
+        keep.add(i)
+    chosen = Run([new.workloads[j] for j in sorted(keep)], new.teams, new.meta)
+    return chosen, len(new.workloads) - len(keep)
+
+
+def render(new: Run, base: Run | None, limit: int = MARKDOWN_LIMIT) -> str:
+    """report.md: what changed (with a base), the team table, then every workload (as many
+    as `limit` characters hold: a PR comment holds 65536, the quota diff shares it)."""
     title = f"### What-if: `{new.meta.source}`"
     if base is not None:
         title += f" against `{base.meta.source}`"
@@ -387,19 +417,24 @@ def render(new: Run, base: Run | None) -> str:
     if base is not None:
         moved = changes(base, new)
         lines += ["**What changed**", ""]
-        lines += [f"- {m}" for m in moved] if moved else ["- nothing: the same outcomes"]
+        if not moved:
+            lines.append("- nothing: the same outcomes")
+        lines += [f"- {m}" for m in moved[:CHANGES_SHOWN]]
+        if len(moved) > CHANGES_SHOWN:
+            lines.append(f"- ... and {len(moved) - CHANGES_SHOWN} more (report.json)")
         lines.append("")
     lines += team_table(new, base)
+    notes = [n for r in ([base] if base else []) + [new] for n in r.meta.notes]
+    tail = ["Notes:", ""] + [f"- {n}" for n in dict.fromkeys(notes)] + [""] if notes else []
+    room = limit - len("\n".join(lines + tail)) - 200
+    shown, left = _shown(new, base, room)
     lines += [
         "",
         f"<details><summary>Workloads ({len(new.workloads)})</summary>",
         "",
-        *workload_table(new, base),
-        "",
-        "</details>",
-        "",
+        *workload_table(shown, base),
     ]
-    notes = [n for r in ([base] if base else []) + [new] for n in r.meta.notes]
-    if notes:
-        lines += ["Notes:", ""] + [f"- {n}" for n in dict.fromkeys(notes)] + [""]
+    if left:
+        lines.append(f"\n{left} more workloads (unchanged first left out) in report.json.")
+    lines += ["", "</details>", "", *tail]
     return "\n".join(lines)

@@ -147,3 +147,22 @@ def test_align_counts_both_runs_until_the_later_end() -> None:
     assert base2.workloads[0].gpu_seconds == 7200 and base2.teams[0].gpu_hours == 4
     assert base2.meta.simulated_seconds == 3600 and base2.meta.horizon_seconds == 7200
     assert "counted until 2h" in base2.meta.notes[-1]
+
+
+def test_a_big_report_fits_a_pr_comment_and_keeps_what_changed() -> None:
+    def many(outcome_of: object) -> list[WorkloadResult]:
+        return [
+            w(f"job-{i:03d}", "research", outcome_of(i), 0, message="m" * 300)  # type: ignore[operator]
+            for i in range(400)
+        ]
+
+    base = run(many(lambda i: "finished"), "s@base")
+    new = run(many(lambda i: "pending" if i % 50 == 7 else "finished"))
+    md = render(new, base)
+    assert len(md) <= 50_000
+    for i in range(7, 400, 50):  # every workload that changed is in the table
+        assert f"| team-research/job-{i:03d} | gpu-queue | finished → **pending** |" in md
+    assert "more workloads (unchanged first left out) in report.json." in md
+    assert "- ... and " not in md  # 8 workload changes + 1 team line: all listed
+    small = render(run(many(lambda i: "finished")[:3]), None)
+    assert "more workloads" not in small
