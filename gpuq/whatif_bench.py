@@ -78,17 +78,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="50,100,200")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=ROOT / ".sandbox" / "what-if-bench")
+    parser.add_argument("--root", type=Path, default=ROOT, help="where the stack file is")
     args = parser.parse_args(argv)
     rows = []
     for count in (int(n) for n in args.sizes.split(",")):
         folder = args.out / f"n{count}"
         (folder / "mix").mkdir(parents=True, exist_ok=True)
         (folder / "mix" / "mix.yaml").write_text(
-            yaml.safe_dump_all(mix(args.stack, count, args.seed), sort_keys=False)
+            yaml.safe_dump_all(mix(args.stack, count, args.seed, args.root), sort_keys=False)
         )
         started = time.monotonic()
         code = whatif.main(
-            ["--stack", args.stack, "--workloads", str(folder / "mix"), "--out", str(folder)]
+            [
+                "--stack",
+                args.stack,
+                "--workloads",
+                str(folder / "mix"),
+                "--out",
+                str(folder),
+                "--root",
+                str(args.root),
+            ]
         )
         total = time.monotonic() - started
         if code != 0:
