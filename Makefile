@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 .PHONY: venv lock toolchain schema lint lint-shell lint-workflows test test-unit test-policy \
         test-toolchain test-e2e test-rehearse sandbox-up sandbox-down sandbox-shell \
         sandbox-status demo rehearse bench promote quota-diff clean kueue-manifest \
-        ci-kueue-manifest pin-kueue
+        ci-kueue-manifest pin-kueue what-if status
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -82,6 +82,20 @@ rehearse: venv toolchain
 ROUNDS ?= 3
 bench: venv toolchain
 	$(PY) -m sandbox.bench $(ROUNDS)
+
+# --- admission what-if and live status (docs/what-if.md) ----------------------------------
+# make what-if STACK=staging [WORKLOADS=workloads/staging] [BASE=origin/main] [OUT=dir]
+#              [UNTIL=24h] [QUIET=seconds]
+# Replays the mix on the real Kueue in a fresh sandbox shaped like the stack (one per side:
+# a running sandbox is stopped first); report.md and report.json in OUT.
+WORKLOADS ?= workloads/$(STACK)
+what-if: venv toolchain
+	$(PY) -m gpuq.whatif --stack $(STACK) --workloads $(WORKLOADS) $(if $(BASE),--base $(BASE)) \
+	  $(if $(OUT),--out $(OUT)) $(if $(UNTIL),--until $(UNTIL)) $(if $(QUIET),--quiet $(QUIET))
+
+# make status [STACK=staging]: the same per-team table, read from the live cluster.
+status: venv
+	$(PY) -m gpuq.status $(if $(STACK),--stack $(STACK)) $(ARGS)
 
 # --- promotion and PR previews (docs/promotion.md) ---------------------------------------
 # make promote FROM=dev TO=staging [ARGS=--dry-run]

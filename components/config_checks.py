@@ -530,6 +530,14 @@ def cross_check(raw: Mapping[str, Any]) -> list[Problem]:
         "flavor name",
         problems,
     )
+    _duplicates(
+        (
+            ((keys.KEY_PRIORITY_CLASSES, i, "name"), _str(_dict(p).get("name")))
+            for i, p in enumerate(_list(raw.get(keys.KEY_PRIORITY_CLASSES)))
+        ),
+        "priority class name",
+        problems,
+    )
     _teams(raw, problems)
     problems += reserved_namespace_problems(raw)
     _kueue_rules(raw, problems)

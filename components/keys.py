@@ -13,6 +13,7 @@ KEY_FLAVORS: Final = "flavors"
 KEY_COHORT: Final = "cohort"
 KEY_TEAMS: Final = "teams"
 KEY_SHARED_STORAGE: Final = "sharedStorage"
+KEY_PRIORITY_CLASSES: Final = "priorityClasses"
 CONFIG_KEYS: Final = (
     KEY_KUBERNETES,
     KEY_KUEUE,
@@ -20,6 +21,7 @@ CONFIG_KEYS: Final = (
     KEY_COHORT,
     KEY_TEAMS,
     KEY_SHARED_STORAGE,
+    KEY_PRIORITY_CLASSES,
 )
 
 # Stack outputs.
@@ -31,6 +33,7 @@ OUT_CLUSTER_QUEUES: Final = "clusterQueues"
 OUT_LOCAL_QUEUES: Final = "localQueues"
 OUT_NAMESPACES: Final = "namespaces"
 OUT_SHARED_CLAIMS: Final = "sharedClaims"
+OUT_PRIORITY_CLASSES: Final = "priorityClasses"
 
 # Kueue API used for every queue object.
 KUEUE_API_VERSION: Final = "kueue.x-k8s.io/v1beta2"

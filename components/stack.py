@@ -27,6 +27,7 @@ from components.kueue import (
     PreparedManifest,
     load_release,
 )
+from components.priorities import PriorityClasses, PriorityClassesArgs
 from components.provider import build_provider, connection
 from components.queues import TeamQueues, TeamQueuesArgs
 from components.readiness import KueueReady, KueueReadyArgs, Probe, probe_webhooks
@@ -119,6 +120,12 @@ class GpuQueues(pulumi.ComponentResource):
             )
             uses.append(cohort.cohort)
             cohort_name = cfg.cohort.name
+        if cfg.priority_classes:
+            PriorityClasses(
+                f"{name}-priorities",
+                PriorityClassesArgs(cfg.priority_classes, ready.dependency),
+                under,
+            )
 
         teams = [
             TeamQueues(f"{name}-{team.name}", TeamQueuesArgs(team, ready.dependency, uses), under)
@@ -138,5 +145,6 @@ class GpuQueues(pulumi.ComponentResource):
             keys.OUT_LOCAL_QUEUES: {t.name: f"{t.namespace}/{t.local_queue}" for t in cfg.teams},
             keys.OUT_NAMESPACES: {t.name: t.namespace for t in cfg.teams},
             keys.OUT_SHARED_CLAIMS: storage.claim_refs,
+            keys.OUT_PRIORITY_CLASSES: {p.name: p.value for p in cfg.priority_classes},
         }
         self.register_outputs(self.outputs)

@@ -38,6 +38,7 @@ def test_schema_describes_the_project_keys():
         "gpu-queues:cohort",
         "gpu-queues:teams",
         "gpu-queues:sharedStorage",
+        "gpu-queues:priorityClasses",
     }
 
 
