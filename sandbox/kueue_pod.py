@@ -8,7 +8,9 @@ certificate Secret Kueue itself fills, emptyDirs) materialised under .sandbox/ku
 bind-mounted at the pod's mount paths in a private mount namespace, listening on all
 addresses of the network namespace, so on the pod's IP too. The API server reaches it there
 (endpoint routing), exactly as it would reach a pod. A new pod (rollout after a config
-change) restarts the process; a crash restarts it with backoff; no pod, no process.
+change) restarts the process; a crash restarts it with backoff; no pod, no process. The
+binary is the one of the pod's image tag (.toolchain/bin/kueue-<tag>, every supported release
+is linked there by make toolchain), so an upgrade rolls onto the new release's controller.
 """
 
 from __future__ import annotations
@@ -43,6 +45,19 @@ def _write_if_changed(path: Path, data: bytes) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_bytes(data)
     tmp.replace(path)
+
+
+def binary_for(image: str | None) -> Path:
+    """The kueue binary of the image's tag (registry.k8s.io/kueue/kueue:v0.19.2 ->
+    .toolchain/bin/kueue-v0.19.2), as a kubelet would pull that image."""
+    tag = (image or "").rpartition(":")[2]
+    binary = BIN / f"kueue-{tag}"
+    if not tag or "/" in tag or not binary.is_file():
+        raise RuntimeError(
+            f"no kueue binary for image {image!r} ({binary} is missing): `make toolchain` links "
+            "one for every supported release (toolchain/go/kueue/<version>/)"
+        )
+    return binary
 
 
 class Runner:
@@ -124,6 +139,7 @@ class Runner:
 
     def command(self, pod: Any, dirs: dict[str, Path]) -> list[str]:
         c = next(c for c in pod.spec.containers if c.name == CONTAINER)
+        binary = binary_for(c.image)
         args = list(c.args or [])
         mounts: list[tuple[Path, str]] = []
         for m in c.volume_mounts or []:
@@ -137,7 +153,7 @@ class Runner:
         for src, target in mounts:
             t, q = shlex.quote(target), shlex.quote(str(src))
             script += f"mkdir -p {t}\nmount --bind {q} {t}\n"
-        script += "exec " + " ".join(shlex.quote(a) for a in [str(KUEUE), *args])
+        script += "exec " + " ".join(shlex.quote(a) for a in [str(binary), *args])
         return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
 
     def stop(self) -> None:
