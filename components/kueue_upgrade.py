@@ -26,6 +26,7 @@ warning in `pulumi preview` (a preview without cluster credentials still shows t
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,8 @@ from components.kueue_allowlist import (
     CONTROLLER_DEPLOYMENT,
     IMAGE_REPOSITORY,
     KUEUE_NAMESPACE,
+    MANAGER_CONFIG_KEY,
+    MANAGER_CONFIGMAP,
     MANAGER_CONTAINER,
     expected_image,
     is_kueue_group,
@@ -274,8 +277,9 @@ def check_stack(
 
 def rollout_pending(api_client: Any, version: str) -> str | None:
     """What still stands between the cluster and a controller of `version` serving alone; None
-    when the Deployment's rollout is complete and every controller pod runs `version` with none
-    terminating (an old pod may still answer webhooks while it shuts down)."""
+    when the Deployment's rollout is complete, every controller pod runs `version` with none
+    terminating (an old pod may still answer webhooks while it shuts down), and the leader
+    lease is held by a controller of this rollout."""
     from kubernetes import client
 
     apps: Any = client.AppsV1Api(api_client)
@@ -305,4 +309,47 @@ def rollout_pending(api_client: Any, version: str) -> str | None:
             return f"controller pod {pod.metadata.name} ({', '.join(images)}) is still terminating"
         if images != [image]:
             return f"controller pod {pod.metadata.name} runs {', '.join(images)}, not {image}"
+    if not pods:
+        return f"no controller pod of Deployment {CONTROLLER_DEPLOYMENT} yet"
+    return _leader_pending(core, api_client, min(p.metadata.creation_timestamp for p in pods))
+
+
+# A leader's clock and the API server's may differ a little (a node's clock).
+_CLOCK_SKEW = datetime.timedelta(seconds=2)
+
+
+def _leader_pending(core: Any, api_client: Any, oldest_pod: datetime.datetime) -> str | None:
+    """With leader election on (the release Configuration's leaderElection), a controller of
+    this rollout must hold the lease: one that took it before the oldest current pod existed
+    is an older controller still running (it releases the lease when it stops)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    cm = core.read_namespaced_config_map(MANAGER_CONFIGMAP, KUEUE_NAMESPACE, _request_timeout=10)
+    try:
+        loaded = yaml.safe_load((cm.data or {}).get(MANAGER_CONFIG_KEY) or "")
+    except yaml.YAMLError:
+        return None
+    election = (loaded or {}).get("leaderElection") if isinstance(loaded, dict) else None
+    if not isinstance(election, dict) or election.get("leaderElect") is not True:
+        return None
+    name = election.get("resourceName")
+    namespace = election.get("resourceNamespace") or KUEUE_NAMESPACE
+    if not isinstance(name, str) or not name:
+        return None
+    leases: Any = client.CoordinationV1Api(api_client)
+    try:
+        lease = leases.read_namespaced_lease(name, namespace, _request_timeout=10)
+    except ApiException as exc:
+        if exc.status == 404:
+            return f"no controller has taken the leader lease {namespace}/{name} yet"
+        raise
+    acquired = lease.spec.acquire_time
+    if not lease.spec.holder_identity or acquired is None:
+        return f"the leader lease {namespace}/{name} has no holder yet"
+    if acquired + _CLOCK_SKEW < oldest_pod:
+        return (
+            f"the leader lease {namespace}/{name} is still held by a controller older than "
+            f"this rollout (taken at {acquired.isoformat()})"
+        )
     return None
