@@ -220,6 +220,21 @@ def move(cluster: Cluster, version: str, name: str) -> subprocess.CompletedProce
     return done
 
 
+def test_preview_reads_the_running_kueue_and_shows_the_move(cluster: Cluster) -> None:
+    """The validation phase reads the cluster (read-only) even in a preview: the running
+    release from the controller's image, the CRDs' storage versions."""
+    from components.kueue_upgrade import read_live
+
+    live = read_live(KUBECONFIG.read_text(), None, [CHANGED_CRD, UNCHANGED_CRD])
+    assert live.version == PINNED
+    assert live.crds[CHANGED_CRD].storage == "v1beta2"
+    assert live.crds[CHANGED_CRD].stored_versions == ("v1beta2",)
+    done = stack.pulumi("preview", check=False, capture=True, overrides=overrides(MINOR))
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert f"Kueue {PINNED} -> {MINOR} (upgrade)" in out, out
+
+
 def test_patch_step_and_back(back_to_the_pin: Cluster) -> None:
     k = back_to_the_pin
     assert controller_image(k).endswith(f":{PINNED}")
