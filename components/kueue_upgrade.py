@@ -170,18 +170,14 @@ def describe_move(live: LiveKueue, version: str) -> str:
 def read_live(kubeconfig: str | None, context: str | None, crd_names: Sequence[str]) -> LiveKueue:
     """The running Kueue, read-only: one Deployment and each named CRD (GETs only)."""
     from kubernetes import client
-    from kubernetes import config as kube_config
     from kubernetes.client.exceptions import ApiException
-    from kubernetes.config.config_exception import ConfigException
+
+    from components.kubeclient import KubeconfigError
+    from components.kubeclient import api_client as make_api_client
 
     try:
-        if kubeconfig:
-            api_client = kube_config.new_client_from_config_dict(  # type: ignore[no-untyped-call]
-                yaml.safe_load(kubeconfig), context=context
-            )
-        else:
-            api_client = kube_config.new_client_from_config(context=context)  # type: ignore[no-untyped-call]
-    except (ConfigException, OSError, yaml.YAMLError, TypeError, ValueError) as exc:
+        api_client = make_api_client(kubeconfig, context)  # in memory: no key on disk
+    except (KubeconfigError, OSError) as exc:
         raise ClusterUnreadable(f"no usable kubeconfig: {exc}") from None
     try:
         apps: Any = client.AppsV1Api(api_client)
@@ -215,7 +211,7 @@ def read_live(kubeconfig: str | None, context: str | None, crd_names: Sequence[s
     except Exception as exc:  # connection refused, TLS, timeouts
         raise ClusterUnreadable(f"{type(exc).__name__}: {exc}") from None
     finally:
-        api_client.close()
+        api_client.close()  # type: ignore[no-untyped-call]
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-import yaml
 
 from components import keys
 from components.kueue_upgrade import rollout_pending
@@ -51,21 +50,18 @@ def probe_webhooks(
     version: str | None = None,
 ) -> str:
     """Dry-run create a ResourceFlavor until the API server (and Kueue's webhook) accepts it.
+    The client is built in memory (components.kubeclient): a killed run leaves no key behind.
 
     With `version` (the release just installed), first wait for the controller's rollout to
-    finish with no older pod left (components.kueue_upgrade.rollout_pending), and want two
-    answers `interval` apart: during an upgrade the old controller may answer once more
-    while it shuts down, and the new one must be the one serving."""
+    finish with no older controller left (components.kueue_upgrade.rollout_pending), and
+    want two answers `interval` apart: during an upgrade the old controller may answer once
+    more while it shuts down, and the new one must be the one serving."""
     from kubernetes import client
-    from kubernetes import config as kube_config
     from kubernetes.client.exceptions import ApiException
 
-    if kubeconfig:
-        api_client = kube_config.new_client_from_config_dict(  # type: ignore[no-untyped-call]
-            yaml.safe_load(kubeconfig), context=context
-        )
-    else:
-        api_client = kube_config.new_client_from_config(context=context)  # type: ignore[no-untyped-call]
+    from components.kubeclient import api_client as make_api_client
+
+    api_client = make_api_client(kubeconfig, context)
     api = client.CustomObjectsApi(api_client)
     group, api_version = keys.KUEUE_API_VERSION.split("/")
     body = {
@@ -120,7 +116,7 @@ def probe_webhooks(
                 )
             time.sleep(min(interval, remaining))
     finally:
-        api_client.close()
+        api_client.close()  # type: ignore[no-untyped-call]
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from components.cohort import SharedCohort, SharedCohortArgs
 from components.config import ConfigError, Problem, StackConfig, load_config
 from components.config_checks import reserved_namespace_problems
 from components.flavors import Flavors, FlavorsArgs
+from components.kubeclient import validate as validate_kubeconfig
 from components.kueue import (
     PROJECT_ROOT,
     KueueRelease,
@@ -52,8 +53,13 @@ def manifest_problems(config: StackConfig, manifest: PreparedManifest | None) ->
 def validate(
     raw: Mapping[str, Any], root: Path = PROJECT_ROOT
 ) -> tuple[StackConfig, PreparedManifest | None]:
-    """Everything the program can check without a cluster; ConfigError or ManifestError."""
+    """Everything the program can check without a cluster; ConfigError, KubeconfigError or
+    ManifestError."""
     config = load_config(raw)
+    if config.kubernetes.kubeconfig is not None:  # unset: $KUBECONFIG, possibly absent in CI
+        validate_kubeconfig(
+            config.kubernetes.kubeconfig.get_secret_value(), config.kubernetes.context
+        )
     manifest = load_release(config.kueue, root) if config.kueue.install else None
     problems = manifest_problems(config, manifest)
     if problems:

@@ -1,15 +1,26 @@
-"""Reads Pulumi.<stack>.yaml files from the work tree or from a git revision."""
+"""Reads Pulumi.<stack>.yaml files from the work tree or from a git revision.
+
+A stack file is read the way the Pulumi CLI reads it: YAML 1.2 (its parser, go-yaml v3,
+takes `yes` and `on` as strings), one document, no duplicate keys. A value Pulumi wrote with
+`pulumi config set --secret` is read as an opaque `gpuq.secure.Secure`, which the tools never
+decrypt and never print, wherever it appears.
+"""
 
 from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.constructor import SafeConstructor
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from components import keys
+from components.config import ConfigError
+from gpuq.secure import mark_secure, prepare
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,6 +31,51 @@ _STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[^/]+)\.yaml$")
 
 class StackFileError(Exception):
     """A stack file cannot be found or read; the message says which and why."""
+
+
+_LEADING_ZERO = re.compile(r"^[-+]?0[0-9_]+$")
+
+
+class _GoYamlConstructor(SafeConstructor):
+    """YAML 1.2 as go-yaml v3 reads it: an integer with a leading zero is octal (Go's
+    strconv.ParseInt with base 0), or a decimal float when it has an 8 or 9 (`08` is 8)."""
+
+    def construct_yaml_int(self, node: Any) -> Any:
+        text = str(self.construct_scalar(node))
+        if _LEADING_ZERO.match(text):
+            digits = text.replace("_", "")
+            try:
+                return int(digits, 8)
+            except ValueError:
+                return float(digits)
+        return super().construct_yaml_int(node)
+
+
+_GoYamlConstructor.add_constructor("tag:yaml.org,2002:int", _GoYamlConstructor.construct_yaml_int)
+
+
+def _loader() -> YAML:
+    # YAML 1.2 (`yes`, `on` are strings) like go-yaml v3; duplicate keys are an error there too.
+    y = YAML(typ="safe", pure=True)
+    y.Constructor = _GoYamlConstructor
+    y.allow_duplicate_keys = False
+    return y
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """The YAML document in `text`, with secure values marked; StackFileError naming `where`."""
+    try:
+        return mark_secure(_loader().load(text))
+    except MarkedYAMLError as exc:
+        problem = " ".join(" ".join(str(p) for p in (exc.context, exc.problem) if p).split())
+        mark = exc.problem_mark or exc.context_mark
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise StackFileError(f"{where} is not valid YAML: {problem}{at}") from None
+    except YAMLError as exc:
+        detail = " ".join(str(exc).split())
+        raise StackFileError(f"{where} is not valid YAML: {detail}") from None
+    except RecursionError:
+        raise StackFileError(f"{where} is nested too deeply to read") from None
 
 
 def stack_file_name(stack: str) -> str:
@@ -71,40 +127,69 @@ def resolve_commit(root: Path, rev: str) -> str:
     return result.stdout.strip()
 
 
+def _decode(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise StackFileError(
+            f"{where} is not UTF-8 text: {exc.reason} at byte {exc.start}"
+        ) from None
+
+
 def read_text(stack: str, root: Path = ROOT, rev: str | None = None) -> str:
-    """The text of Pulumi.<stack>.yaml in the work tree, or at git revision `rev`."""
+    """The exact text of Pulumi.<stack>.yaml (line endings kept), in the work tree or at `rev`."""
     name = stack_file_name(stack)
     if rev is None:
         path = root / name
         if not path.is_file():
             known = ", ".join(list_stacks(root)) or "none"
             raise StackFileError(f"unknown stack {stack!r}: no {name} in {root} (stacks: {known})")
-        return path.read_text(encoding="utf-8")
+        return _decode(path.read_bytes(), name)
     commit = resolve_commit(root, rev)
     result = subprocess.run(
-        ["git", "show", f"{commit}:{name}"], cwd=root, capture_output=True, text=True, check=False
+        ["git", "show", f"{commit}:{name}"], cwd=root, capture_output=True, check=False
     )
     if result.returncode != 0:
         known = ", ".join(list_stacks(root, commit)) or "none"
         raise StackFileError(
             f"unknown stack {stack!r} at revision {rev!r}: no {name} there (stacks: {known})"
         )
-    return result.stdout
+    return _decode(result.stdout, f"{name} at {rev}")
+
+
+def parse_document(text: str, where: str) -> dict[str, Any]:
+    """The whole stack file (`config`, `encryptionsalt`, ...), secure values marked."""
+    doc = parse_yaml(text, where)
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise StackFileError(f"{where} must be a mapping with a `config:` mapping")
+    config = doc.get("config")
+    if config is not None and not isinstance(config, dict):
+        raise StackFileError(f"{where} must be a mapping with a `config:` mapping")
+    return doc
+
+
+def config_of(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The `gpu-queues:*` keys of a parsed stack file's `config:`, without the project prefix."""
+    prefix = f"{keys.PROJECT}:"
+    config: dict[str, Any] = doc.get("config") or {}
+    return {
+        k[len(prefix) :]: v
+        for k, v in config.items()
+        if isinstance(k, str) and k.startswith(prefix)
+    }
 
 
 def parse_config(text: str, where: str) -> dict[str, Any]:
-    """The `gpu-queues:*` keys of a stack file's `config:`, without the project prefix."""
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise StackFileError(f"{where} is not valid YAML: {exc}") from None
-    if doc is None:
-        return {}
-    if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
-        raise StackFileError(f"{where} must be a mapping with a `config:` mapping")
-    prefix = f"{keys.PROJECT}:"
-    config: dict[str, Any] = doc.get("config") or {}
-    return {k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)}
+    """The `gpu-queues:*` keys of a stack file's `config:`, without the project prefix, ready
+    for components.config.load_config: a secret where the models take one (the kubeconfig)
+    is a placeholder that validates as set; a secret anywhere else is a StackFileError naming
+    the key (the tools would need its plain value). Secure values themselves: parse_document."""
+    prepared, problems, _ = prepare(config_of(parse_document(text, where)))
+    if problems:
+        raise StackFileError(f"{where}: {ConfigError(problems)}")
+    return prepared
 
 
 def read_config(stack: str, root: Path = ROOT, rev: str | None = None) -> dict[str, Any]:

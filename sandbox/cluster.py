@@ -29,6 +29,7 @@ from components.kueue_manifest import render_release, rendered_path
 from components.pins import read_pins
 from sandbox import fake_cluster
 from sandbox.paths import BIN, KUBECONFIG, KUBECTL, LOGS, ROOT, STATE
+from sandbox.procs import start_time
 
 PKI = STATE / "pki"
 STATE_FILE = STATE / "state.json"
@@ -121,6 +122,9 @@ def make_pki() -> None:
     _openssl_cert("front-proxy-client", "/CN=front-proxy-client", "front-proxy-ca")
     _run("openssl", "genrsa", "-out", str(PKI / "sa.key"), "2048")
     _run("openssl", "rsa", "-in", str(PKI / "sa.key"), "-pubout", "-out", str(PKI / "sa.pub"))
+    # Whatever the caller's umask was: the CA and signing keys let anyone act as the cluster.
+    for path in PKI.iterdir():
+        path.chmod(0o600)
 
 
 def write_kubeconfig() -> None:
@@ -157,15 +161,6 @@ def write_kubeconfig() -> None:
 # --- processes -------------------------------------------------------------------------
 
 
-def _start_time(pid: int) -> str | None:
-    """The process's start time, or None when it is gone (an unreaped zombie counts as gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return None if fields[0] in ("Z", "X") else fields[19]
-
-
 def _load_state() -> dict[str, Any]:
     if STATE_FILE.exists():
         loaded: dict[str, Any] = json.loads(STATE_FILE.read_text())
@@ -178,24 +173,64 @@ def _save_state(state: dict[str, Any]) -> None:
 
 
 def _alive(entry: dict[str, Any]) -> bool:
-    return bool(_start_time(int(entry["pid"])) == entry["start"])
+    return bool(start_time(int(entry["pid"])) == entry["start"])
 
 
 def spawn(name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
     LOGS.mkdir(parents=True, exist_ok=True)
-    log = open(LOGS / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
-    proc = subprocess.Popen(
-        argv,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-        cwd=ROOT,
-        env={**os.environ, **(env or {})},
-    )
+    with open(LOGS / f"{name}.log", "ab") as log:
+        proc = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=ROOT,
+            env={**os.environ, **(env or {})},
+        )
     state = _load_state()
-    state["processes"][name] = {"pid": proc.pid, "start": _start_time(proc.pid), "argv": argv}
+    state["processes"][name] = {
+        "pid": proc.pid,
+        "start": start_time(proc.pid),
+        "argv": argv,
+        "env": env or {},
+    }
     _save_state(state)
+
+
+def _stop(entry: dict[str, Any], grace: float) -> None:
+    """SIGTERM the process group, SIGKILL it if still there after `grace` seconds."""
+    if _alive(entry):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(int(entry["pid"]), signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while _alive(entry) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if _alive(entry):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(int(entry["pid"]), signal.SIGKILL)
+        _wait_gone(entry)
+
+
+def _wait_gone(entry: dict[str, Any], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while _alive(entry):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"pid {entry['pid']} survived SIGKILL for {timeout:.0f}s")
+        time.sleep(0.05)
+
+
+def restart(name: str, grace: float = 10.0) -> float:
+    """Stop one component and start it again with its recorded command, keeping every piece
+    of its data (etcd's, for the API server). Waits until it is ready again (the API server's
+    /readyz); returns how long it was down, in seconds."""
+    entry = _load_state()["processes"][name]
+    started = time.monotonic()
+    _stop(entry, grace)
+    spawn(name, entry["argv"], entry.get("env"))
+    if name == "kube-apiserver":
+        _wait("kube-apiserver /readyz", lambda: _https_ok(f"{APISERVER}/readyz"))
+    return time.monotonic() - started
 
 
 def _wait(what: str, check: Any, timeout: float = READY_TIMEOUT) -> None:
@@ -413,8 +448,12 @@ def down() -> None:
         time.sleep(0.1)
     for entry in state["processes"].values():
         if _alive(entry):
-            os.killpg(int(entry["pid"]), signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # it may have just exited
+                os.killpg(int(entry["pid"]), signal.SIGKILL)
     # The cluster's data and the sandbox stacks' state go together: a new cluster starts clean.
+    # Each is removed even if another could not be: a half-removed sandbox would hand its
+    # stale stack state (encrypted with a passphrase that is gone) to the next one.
+    problems = []
     for path in (
         STATE_FILE,
         STATE / "etcd",
@@ -424,10 +463,15 @@ def down() -> None:
         STATE / "pulumi",
         STATE / "project",
     ):
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
+        try:
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
+        except OSError as e:
+            problems.append(f"{path}: {e}")
+    if problems:
+        raise RuntimeError("sandbox down could not remove: " + "; ".join(problems))
 
 
 def status() -> int:
@@ -446,6 +490,9 @@ def logs(lines: int = 40) -> None:
 
 
 def main() -> int:
+    # Everything the sandbox writes (keys, tokens, etcd's data, logs) is its owner's alone, and
+    # so is everything its processes write: they inherit the mask.
+    os.umask(0o077)
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
     if cmd == "up":
         up()
@@ -455,8 +502,14 @@ def main() -> int:
         return status()
     elif cmd == "logs":
         logs()
+    elif cmd == "restart" and len(sys.argv) == 3:
+        down_for = restart(sys.argv[2])
+        print(f"sandbox: {sys.argv[2]} restarted; down for {down_for:.1f}s")
     else:
-        print("usage: python -m sandbox.cluster up|down|status|logs", file=sys.stderr)
+        print(
+            "usage: python -m sandbox.cluster up|down|status|logs|restart COMPONENT",
+            file=sys.stderr,
+        )
         return 2
     return 0
 

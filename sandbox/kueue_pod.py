@@ -8,29 +8,38 @@ certificate Secret Kueue itself fills, emptyDirs) materialised under .sandbox/ku
 bind-mounted at the pod's mount paths in a private mount namespace, listening on all
 addresses of the network namespace, so on the pod's IP too. The API server reaches it there
 (endpoint routing), exactly as it would reach a pod. A new pod (rollout after a config
-change) restarts the process; a crash restarts it with backoff; no pod, no process. The
-binary is the one of the pod's image tag (.toolchain/bin/kueue-<tag>, every supported release
-is linked there by make toolchain), so an upgrade rolls onto the new release's controller.
+change) restarts the process; a crash restarts it with a kubelet's CrashLoopBackOff; no
+pod, no process. The binary is the one of the pod's image tag (.toolchain/bin/kueue-<tag>,
+every supported release is linked there by make toolchain), so an upgrade rolls onto the
+new release's controller.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import shlex
 import signal
+import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from kubernetes import client, config
+from kubernetes import client
 
+from components.kubeclient import api_client
 from sandbox.paths import BIN, LOGS, STATE
+from sandbox.procs import start_time
 
 WORK = STATE / "kueue"
 LOG = LOGS / "kueue.log"
+PID_FILE_NAME = "kueue.json"  # under WORK: the running kueue's pid and start time
+POD_ROOT_SCRIPT = "pod-root.sh"  # under WORK: builds the pod's root, then execs kueue
 KUEUE = BIN / "kueue"
 NAMESPACE = "kueue-system"
 TOKEN_REFRESH_SECONDS = 1800
@@ -38,12 +47,24 @@ SELECTOR = "control-plane=controller-manager"
 CONTAINER = "manager"
 
 
-def _write_if_changed(path: Path, data: bytes) -> None:
+def _private_dir(d: Path) -> Path:
+    """A directory only its owner can enter, whatever the umask."""
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    d.chmod(0o700)
+    return d
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Write a file only its owner can read (tokens, keys), atomically, unless unchanged.
+    A kubelet would write secret volumes 0644 inside the pod; here they are on the machine."""
     if path.exists() and path.read_bytes() == data:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(data)
+    _private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        os.fchmod(f.fileno(), 0o600)  # a leftover temporary file may have had other bits
+        f.write(data)
     tmp.replace(path)
 
 
@@ -60,15 +81,124 @@ def binary_for(image: str | None) -> Path:
     return binary
 
 
+def pod_root_script(
+    root: Path,
+    mounts: list[tuple[Path, str]],
+    workdir: Path,
+    argv: list[str],
+    host: Path = Path("/"),
+) -> str:
+    """A shell script, run in a private mount namespace, that builds the pod's root file system
+    at `root` and execs argv there (its pid stays the runner's child's).
+
+    The pod's mount paths (/visibility, /tmp/k8s-webhook-server/serving-certs, ...) do not
+    exist on the machine, and creating them there would leave them behind. So the root is a
+    tmpfs showing the machine's own entries through bind mounts, except along the path to a
+    mount target: those directories are made in the tmpfs, their other entries bound one by
+    one, and the targets created there. Nothing is created or changed outside `root`."""
+    targets = [_resolve(host, t) for _, t in mounts]
+    q = shlex.quote
+    # Unbindable: binding the machine's /work (where the root lives) must not copy it into itself.
+    lines = [
+        "set -e",
+        f"mount -t tmpfs -o mode=0755 gpuq-pod-root {q(str(root))}",
+        f"mount --make-unbindable {q(str(root))}",
+    ]
+
+    def graft(rel: Path, top: bool) -> None:
+        # rel: a directory on the path to a target, made in the tmpfs; show its other entries.
+        for entry in sorted(os.scandir(host / rel), key=lambda e: e.name):
+            sub = rel / entry.name
+            new = q(str(root / sub))
+            on_path = any(t == sub or sub in t.parents for t in targets)
+            if on_path and entry.is_dir(follow_symlinks=False):
+                # Made in the tmpfs with the machine's mode (/tmp stays 1777).
+                mode = stat.S_IMODE(entry.stat(follow_symlinks=False).st_mode)
+                lines.append(f"mkdir -m {mode:o} {new}")
+                if not any(t == sub for t in targets):
+                    graft(sub, top=False)
+                continue
+            if entry.is_symlink():
+                lines.append(f"ln -s {q(os.readlink(entry.path))} {new}")
+                continue
+            make = "mkdir" if entry.is_dir() else "touch"
+            # Top-level entries carry their submounts (/proc, /sys, /dev); deeper ones are bound
+            # alone, and may vanish meanwhile (a temporary file), which is harmless.
+            bind = "--rbind" if top else "--bind"
+            tolerate = "" if top else " 2>/dev/null || :"
+            lines.append(f"{{ {make} {new} && mount {bind} {q(entry.path)} {new}; }}{tolerate}")
+
+    graft(Path("."), top=True)
+    for (src, _), target in zip(mounts, targets, strict=True):
+        t = q(str(root / target))
+        lines.append(f"mkdir -p {t}")
+        lines.append(f"mount --bind {q(str(src))} {t}")
+    run = f"cd {q(str(workdir))} && exec " + " ".join(q(a) for a in argv)
+    lines.append(f"exec chroot {q(str(root))} /bin/sh -c {q(run)}")
+    return "\n".join(lines) + "\n"
+
+
+def _resolve(host: Path, target: str) -> Path:
+    """The mount target relative to the root, through the machine's symlinks (/var/run -> /run)."""
+    real = Path(os.path.realpath(host / target.lstrip("/")))
+    return real.relative_to(host.resolve())
+
+
+class Process(Protocol):
+    """What the runner needs of a started process (subprocess.Popen; a fake in unit tests)."""
+
+    pid: int
+
+    def poll(self) -> int | None: ...
+    def send_signal(self, sig: int) -> None: ...
+    def wait(self, timeout: float | None = None) -> int: ...
+    def kill(self) -> None: ...
+
+
+@dataclass
+class CrashLoopBackOff:
+    """A kubelet's restart delay for a crashing container, scaled down for the sandbox: the
+    first crash waits `initial`, each further one twice as long up to `cap`, and a run that
+    lasted `stable_after` counts as healthy, so its crash starts again from `initial`.
+    (A kubelet uses 10 s, 300 s and 10 minutes.)"""
+
+    initial: float = 1.0
+    cap: float = 30.0
+    stable_after: float = 60.0
+    crashes: int = 0  # since the last healthy run
+
+    def delay_after(self, ran_for: float) -> float:
+        """The wait before restarting a process that exited after running `ran_for` seconds."""
+        if ran_for >= self.stable_after:
+            self.crashes = 0
+        self.crashes += 1
+        return min(self.initial * 2.0 ** (self.crashes - 1), self.cap)
+
+    def reset(self) -> None:
+        self.crashes = 0
+
+
 class Runner:
-    def __init__(self) -> None:
-        config.load_kube_config()  # type: ignore[no-untyped-call]
+    def __init__(
+        self,
+        core: Any | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        backoff: CrashLoopBackOff | None = None,
+        work: Path = WORK,
+        log: Path = LOG,
+    ) -> None:
+        if core is None:  # $KUBECONFIG: the sandbox's admin, its key kept in memory
+            core = client.CoreV1Api(api_client(None, None))
         # The client's models type every field Optional; read them as plain objects.
-        self.core: Any = client.CoreV1Api()
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.pod_uid: str | None = None
-        self.backoff = 1.0
-        self.next_start = 0.0
+        self.core: Any = core
+        self.clock = clock
+        self.backoff = backoff or CrashLoopBackOff()
+        self.work, self.log = work, log
+        self.pid_file = work / PID_FILE_NAME
+        self.proc: Process | None = None
+        self.pod_uid: str | None = None  # the pod the process runs (or will run again) as
+        self.started_at = 0.0
+        self.next_start: float | None = None  # set while a crashed process waits to restart
 
     def current_pod(self) -> Any | None:
         pods = self.core.list_namespaced_pod(NAMESPACE, label_selector=SELECTOR).items
@@ -85,13 +215,12 @@ class Runner:
         """Materialise the pod's volumes; returns volume name -> host directory."""
         dirs: dict[str, Path] = {}
         for vol in pod.spec.volumes or []:
-            d = WORK / "volumes" / vol.name
-            d.mkdir(parents=True, exist_ok=True)
+            d = _private_dir(_private_dir(_private_dir(self.work) / "volumes") / vol.name)
             dirs[vol.name] = d
             if vol.config_map is not None:
                 cm = self.core.read_namespaced_config_map(vol.config_map.name, NAMESPACE)
                 for key, value in (cm.data or {}).items():
-                    _write_if_changed(d / key, value.encode())
+                    _write_private(d / key, value.encode())
             elif vol.secret is not None:
                 try:
                     sec = self.core.read_namespaced_secret(vol.secret.secret_name, NAMESPACE)
@@ -100,7 +229,7 @@ class Runner:
                         raise
                     continue
                 for key, value in (sec.data or {}).items():
-                    _write_if_changed(d / key, base64.b64decode(value))
+                    _write_private(d / key, base64.b64decode(value))
             elif vol.projected is not None:
                 self.sync_projected(pod, vol.projected, d)
         return dirs
@@ -127,15 +256,15 @@ class Runner:
                     token = self.core.create_namespaced_service_account_token(
                         pod.spec.service_account_name, NAMESPACE, {"spec": spec}
                     )
-                    _write_if_changed(path, token.status.token.encode())
+                    _write_private(path, token.status.token.encode())
             elif src.config_map is not None:
                 cm = self.core.read_namespaced_config_map(src.config_map.name, NAMESPACE)
                 for item in src.config_map.items or []:
-                    _write_if_changed(d / item.path, (cm.data or {})[item.key].encode())
+                    _write_private(d / item.path, (cm.data or {})[item.key].encode())
             elif src.downward_api is not None:
                 for item in src.downward_api.items or []:
                     if item.field_ref and item.field_ref.field_path == "metadata.namespace":
-                        _write_if_changed(d / item.path, NAMESPACE.encode())
+                        _write_private(d / item.path, NAMESPACE.encode())
 
     def command(self, pod: Any, dirs: dict[str, Path]) -> list[str]:
         c = next(c for c in pod.spec.containers if c.name == CONTAINER)
@@ -149,12 +278,12 @@ class Runner:
                 args = [a.replace(m.mount_path, str(src / m.sub_path)) for a in args]
             else:
                 mounts.append((src, m.mount_path))
-        script = "set -e\n"
-        for src, target in mounts:
-            t, q = shlex.quote(target), shlex.quote(str(src))
-            script += f"mkdir -p {t}\nmount --bind {q} {t}\n"
-        script += "exec " + " ".join(shlex.quote(a) for a in [str(binary), *args])
-        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
+        script = pod_root_script(self.work / "root", mounts, self.work, [str(binary), *args])
+        # Through a file, not `sh -c`: the script binds every entry of the directories on the
+        # way to a mount path (all of /tmp's), and one argument may not exceed 128 KiB.
+        path = self.work / POD_ROOT_SCRIPT
+        _write_private(path, script.encode())
+        return ["unshare", "--mount", "--propagation", "private", "sh", str(path)]
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -164,29 +293,66 @@ class Runner:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.proc, self.pod_uid = None, None
+        self.proc, self.pod_uid, self.next_start = None, None, None
+        self.pid_file.unlink(missing_ok=True)
 
-    def start(self, pod: Any, dirs: dict[str, Path]) -> None:
+    def say(self, line: str) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as log:
+            log.write(f"--- {line}\n".encode())
+
+    def launch(self, pod: Any, dirs: dict[str, Path]) -> Process:
         argv = self.command(pod, dirs)
-        LOG.parent.mkdir(parents=True, exist_ok=True)
+        _private_dir(self.work / "root")  # the private root's mount point
         # In-cluster configuration, as a kubelet gives it: the API server's address plus the
         # mounted service account token, so Kueue runs with exactly its manifest's RBAC.
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
         env.update(KUBERNETES_SERVICE_HOST="127.0.0.1", KUBERNETES_SERVICE_PORT="6443")
-        with open(LOG, "ab") as log:
-            log.write(
-                f"--- starting kueue as pod {pod.metadata.name} ({pod.status.pod_ip})\n".encode()
-            )
-            log.flush()
-            self.proc = subprocess.Popen(
+        self.say(f"starting kueue as pod {pod.metadata.name} ({pod.status.pod_ip})")
+        with open(self.log, "ab") as log:
+            proc = subprocess.Popen(
                 argv,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                cwd=WORK,
+                cwd=self.work,
                 env=env,
             )
-        self.pod_uid = pod.metadata.uid
+        # unshare and sh exec in turn, so this pid becomes kueue's own: fault tests kill it.
+        _write_private(
+            self.pid_file, json.dumps({"pid": proc.pid, "start": start_time(proc.pid)}).encode()
+        )
+        return proc
+
+    def reconcile(self, pod_uid: str | None, launch: Callable[[], Process]) -> None:
+        """One step of the kubelet's work: run the process as the pod, restart it after a
+        crash once the backoff has passed, replace it for a new pod, stop it with no pod."""
+        if pod_uid is None:
+            self.stop()
+            return
+        if pod_uid != self.pod_uid:
+            self.stop()
+            self.backoff.reset()
+            self._start(pod_uid, launch)
+            return
+        if self.proc is not None:
+            code = self.proc.poll()
+            if code is None:
+                return
+            # Seen once per exit: the delay is computed here, never pushed forward later.
+            ran_for = self.clock() - self.started_at
+            delay = self.backoff.delay_after(ran_for)
+            self.proc, self.next_start = None, self.clock() + delay
+            self.say(
+                f"kueue exited with code {code} after {ran_for:.1f}s; "
+                f"restarting in {delay:.0f}s (crash {self.backoff.crashes})"
+            )
+        if self.next_start is not None and self.clock() >= self.next_start:
+            self._start(pod_uid, launch)
+
+    def _start(self, pod_uid: str, launch: Callable[[], Process]) -> None:
+        self.proc = launch()
+        self.pod_uid, self.started_at, self.next_start = pod_uid, self.clock(), None
 
     def step(self) -> None:
         pod = self.current_pod()
@@ -194,17 +360,7 @@ class Runner:
             self.stop()
             return
         dirs = self.sync_volumes(pod)
-        if self.pod_uid != pod.metadata.uid:
-            self.stop()
-            self.backoff = 1.0
-            self.start(pod, dirs)
-        elif self.proc is not None and self.proc.poll() is not None:
-            if (
-                time.monotonic() >= self.next_start
-            ):  # crashed: restart with backoff, as a kubelet would
-                self.start(pod, dirs)
-            self.next_start = time.monotonic() + self.backoff
-            self.backoff = min(self.backoff * 2, 30.0)
+        self.reconcile(pod.metadata.uid, lambda: self.launch(pod, dirs))
 
     def run(self) -> None:
         def terminate(*_: object) -> None:
@@ -212,7 +368,7 @@ class Runner:
             sys.exit(0)
 
         signal.signal(signal.SIGTERM, terminate)
-        WORK.mkdir(parents=True, exist_ok=True)
+        _private_dir(self.work)
         while True:
             try:
                 self.step()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lifecycle of the sandbox cluster, inside a network namespace of its own.
-# Usage: sandbox/sandbox.sh up|down|status|shell|exec CMD...|logs
+# Usage: sandbox/sandbox.sh up|down|status|shell|exec CMD...|logs|restart COMPONENT
 # Every process of the sandbox, and every command that talks to it, runs inside the
 # namespace; only loopback and the namespace-local pod range exist there.
 set -euo pipefail
@@ -43,6 +43,9 @@ down() {
     for _ in $(seq 50); do [ -z "$(ip netns pids "$ns" 2>/dev/null)" ] && break; sleep 0.2; done
     ip netns del "$ns"
   fi
+  # Again, with every process gone: what a late writer recreated, or the leftovers of a down
+  # that failed part-way (no namespace then), are removed all the same.
+  "$py" -m sandbox.cluster down || true
   rm -f "$state/netns"
   echo "sandbox: down"
 }
@@ -52,8 +55,9 @@ case "${1:-}" in
   down) down ;;
   status) cd "$root"; ns_exists && in_ns "$py" -m sandbox.cluster status ;;
   logs) cd "$root"; in_ns "$py" -m sandbox.cluster logs ;;
+  restart) shift; cd "$root"; in_ns "$py" -m sandbox.cluster restart "$@" ;;
   shell) cd "$root"; echo "sandbox shell: KUBECONFIG=$state/kubeconfig; exit to leave"; KUBECONFIG=$state/kubeconfig in_ns bash -i ;;
   exec) shift; cd "$root"; KUBECONFIG=$state/kubeconfig in_ns "$@" ;;
   name) echo "$ns" ;;
-  *) echo "usage: $0 up|down|status|logs|shell|exec CMD..." >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|status|logs|shell|exec CMD...|restart COMPONENT" >&2; exit 2 ;;
 esac

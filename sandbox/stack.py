@@ -103,6 +103,19 @@ def pulumi(
     return _pulumi([*args, "-s", stack], check=check, capture=capture)
 
 
+def start(*args: str, stack: str = "local", log: Path) -> subprocess.Popen[bytes]:
+    """`pulumi <args> -s <stack>` in the background, its output to `log`, for tests that run
+    two at once: the stack must be prepared (`prepare`) first, as nothing here writes config."""
+    with open(log, "wb") as out:
+        return subprocess.Popen(
+            [str(RUN), "pulumi", "--non-interactive", *args, "-s", stack],
+            cwd=SHADOW,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=environment(),
+        )
+
+
 if __name__ == "__main__":
     # python -m sandbox.stack up --yes  ->  pulumi up --yes -s local (stack from GPU_QUEUES_STACK)
     result = pulumi(*sys.argv[1:], stack=os.environ.get("GPU_QUEUES_STACK", "local"), check=False)

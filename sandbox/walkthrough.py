@@ -11,10 +11,12 @@ import copy
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
-from kubernetes import client, config
+from kubernetes import client
 
+from components.kubeclient import api_client
 from sandbox.cluster import kubectl
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
@@ -84,11 +86,12 @@ def job(
 
 class Cluster:
     def __init__(self, kubeconfig: str | None = None) -> None:
-        config.load_kube_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+        # Built in memory: the kubernetes package's loader would write the admin key to /tmp.
+        api = api_client(Path(kubeconfig).read_text() if kubeconfig else None, None)
         # The client's models type every field Optional; tests read them as plain objects.
-        self.batch: Any = client.BatchV1Api()
-        self.core: Any = client.CoreV1Api()
-        self.custom: Any = client.CustomObjectsApi()
+        self.batch: Any = client.BatchV1Api(api)
+        self.core: Any = client.CoreV1Api(api)
+        self.custom: Any = client.CustomObjectsApi(api)
 
     # --- objects -----------------------------------------------------------------------
     def submit(self, manifest: dict[str, Any]) -> None:

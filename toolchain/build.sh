@@ -27,18 +27,36 @@ module_dir() {
 # key DIR EXTRA...: a short hash naming one build of a wrapper module.
 key() { local d=$1; shift; { cat "$here/go/$d/go.mod" "$here/go/$d/go.sum"; [ -d "$here/go/$d/src" ] && cat "$here/go/$d"/src/*; echo "$gover $*"; } | sha256sum | cut -c1-16; }
 
-# build NAME DIR PKG LDFLAGS [MODFILE]: build one binary into the cache unless there, then link it.
+# Two checkouts may build into one cache at once: each binary is built under its own lock
+# (flock on <binary>.lock; the second waits, then finds it built), in a private temporary
+# directory, and renamed into place whole, so nobody sees or moves a half-written file.
+# lock FILE / unlock: hold (release) the lock of one cached binary.
+lock() { exec {lock_fd}>"$1.lock"; flock "$lock_fd"; }
+unlock() { exec {lock_fd}>&-; }
+
+# compile NAME DIR PKG LDFLAGS OUT [MODFILE]: go build into OUT (caller holds OUT's lock).
+compile() {
+  local name=$1 dir=$2 pkg=$3 ldflags=$4 out=$5 modfile=${6:-} tmp start
+  log "building $name ($pkg) ..."
+  start=$(date +%s)
+  tmp=$(mktemp -d "$out.XXXXXX")
+  if ! ( cd "$here/go/$dir"
+         go build -trimpath ${modfile:+-modfile="$modfile"} -tags osusergo,netgo,grpcnotrace -ldflags "-s -w $ldflags" -o "$tmp/$name" "$pkg" ); then
+    rm -rf "$tmp"; return 1
+  fi
+  mv -f "$tmp/$name" "$out" # a rename within the cache: atomic
+  rm -rf "$tmp"
+  printf '%s\t%s\tbuilt\t%ss\n' "$name" "${out##*-}" "$(( $(date +%s) - start ))" | tee -a "$timings" >&2
+}
+
+# build NAME DIR PKG LDFLAGS: build one binary into the cache unless there, then link it.
 build() {
-  local name=$1 dir=$2 pkg=$3 ldflags=$4 modfile=${5:-} k out start
-  k=$(key "$dir" "$pkg" "$ldflags")
-  out=$cache/$name-$k
+  local name=$1 dir=$2 pkg=$3 ldflags=$4 out
+  out=$cache/$name-$(key "$dir" "$pkg" "$ldflags")
   if [ ! -x "$out" ]; then
-    log "building $name ($pkg) ..."
-    start=$(date +%s)
-    ( cd "$here/go/$dir"
-      go build -trimpath ${modfile:+-modfile="$modfile"} -tags osusergo,netgo,grpcnotrace -ldflags "-s -w $ldflags" -o "$out.tmp" "$pkg" )
-    mv "$out.tmp" "$out"
-    printf '%s\t%s\tbuilt\t%ss\n' "$name" "$k" "$(( $(date +%s) - start ))" | tee -a "$timings" >&2
+    lock "$out"
+    if [ ! -x "$out" ]; then compile "$name" "$dir" "$pkg" "$ldflags" "$out"; fi
+    unlock
   fi
   place "$out" "$name"
 }
@@ -107,23 +125,25 @@ language_python() {
 # The provider's main go:embeds files made at release time from the committed
 # schema.json; make them in a writable temporary copy of the module and build that.
 kubernetes_provider() {
-  local pkg=github.com/pulumi/pulumi-kubernetes/provider/v4 k out
+  local pkg=github.com/pulumi/pulumi-kubernetes/provider/v4 name=pulumi-resource-kubernetes out
   local fl="-X $pkg/pkg/version.Version=$PULUMI_KUBERNETES_VERSION"
-  k=$(key pulumi-kubernetes "$pkg/cmd/pulumi-resource-kubernetes" "$fl")
-  out=$cache/pulumi-resource-kubernetes-$k
+  out=$cache/$name-$(key pulumi-kubernetes "$pkg/cmd/$name" "$fl")
   if [ ! -x "$out" ]; then
-    local tmp src
-    tmp=$(mktemp -d); trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' RETURN
-    src=$(module_dir pulumi-kubernetes "$pkg")
-    cp -r "$src" "$tmp/provider"; chmod -R u+w "$tmp/provider"
-    ( cd "$here/go/pulumi-kubernetes" && go build -o "$tmp/generate" "$tmp/provider/cmd/pulumi-resource-kubernetes/generate.go" )
-    ( cd "$tmp/provider/cmd/pulumi-resource-kubernetes" && VERSION=$PULUMI_KUBERNETES_VERSION "$tmp/generate" )
-    cp "$here/go/pulumi-kubernetes/go.mod" "$tmp/go.mod"; cp "$here/go/pulumi-kubernetes/go.sum" "$tmp/go.sum"
-    ( cd "$here/go/pulumi-kubernetes" && go mod edit -modfile="$tmp/go.mod" -replace="$pkg=$tmp/provider" )
-    build pulumi-resource-kubernetes pulumi-kubernetes "$pkg/cmd/pulumi-resource-kubernetes" "$fl" "$tmp/go.mod"
-    return
+    lock "$out"
+    if [ ! -x "$out" ]; then
+      local tmp src
+      tmp=$(mktemp -d); trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' RETURN
+      src=$(module_dir pulumi-kubernetes "$pkg")
+      cp -r "$src" "$tmp/provider"; chmod -R u+w "$tmp/provider"
+      ( cd "$here/go/pulumi-kubernetes" && go build -o "$tmp/generate" "$tmp/provider/cmd/$name/generate.go" )
+      ( cd "$tmp/provider/cmd/$name" && VERSION=$PULUMI_KUBERNETES_VERSION "$tmp/generate" )
+      cp "$here/go/pulumi-kubernetes/go.mod" "$tmp/go.mod"; cp "$here/go/pulumi-kubernetes/go.sum" "$tmp/go.sum"
+      ( cd "$here/go/pulumi-kubernetes" && go mod edit -modfile="$tmp/go.mod" -replace="$pkg=$tmp/provider" )
+      compile "$name" pulumi-kubernetes "$pkg/cmd/$name" "$fl" "$out" "$tmp/go.mod"
+    fi
+    unlock
   fi
-  place "$out" pulumi-resource-kubernetes
+  place "$out" "$name"
 }
 
 all=(pulumi language_python kubernetes_provider etcd k8s kueue kwok actionlint)

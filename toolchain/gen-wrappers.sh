@@ -13,7 +13,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=/dev/null
 . "$here/pins.env"
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local
-modcache=$(go env GOMODCACHE)
 
 gomod_of() { go mod download -json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])'; }
 
@@ -42,7 +41,7 @@ k8s_staging_version="v0.${KUBERNETES_VERSION#v1.}"
 wrapper kubernetes 1.26.0
 ( cd "$here/go/kubernetes"
   go mod edit -require="k8s.io/kubernetes@$KUBERNETES_VERSION"
-  for m in $(grep -E '=> \./staging/src/' "$(gomod_of "k8s.io/kubernetes@$KUBERNETES_VERSION")" | awk '{print $1}'); do
+  grep -E '=> \./staging/src/' "$(gomod_of "k8s.io/kubernetes@$KUBERNETES_VERSION")" | awk '{print $1}' | while read -r m; do
     go mod edit -replace="$m=$m@$k8s_staging_version"
   done
   for t in kube-apiserver kube-controller-manager kube-scheduler kubectl; do go mod edit -tool="k8s.io/kubernetes/cmd/$t"; done

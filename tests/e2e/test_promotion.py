@@ -13,13 +13,20 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpuq import promote
+from components.pins import kueue_version
+from gpuq import promote, quota_diff
+from gpuq.stackfile import parse_document
 from sandbox import stack
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = "local-promo"
+LOCAL_KUEUE = yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text())["config"]["gpu-queues:kueue"]
+OLD_VERSION = "v0.17.0"
+# local's manifest place, for the old version: the same place, so promotion moves the path
+# (when it names the version, as .kueue/<version>/manifests.yaml does) and its checksum
+OLD_PATH = LOCAL_KUEUE["manifest"]["path"].replace(kueue_version(), OLD_VERSION)
 # Kueue is installed by `local`; this stack only waits for it. Its kueue.version and checksum
 # are stale on purpose: promotion replaces them with local's (the pinned release).
 TARGET_CONFIG = f"""\
@@ -27,8 +34,9 @@ TARGET_CONFIG = f"""\
 config:
   gpu-queues:kueue:
     install: false   # local installed Kueue: never a second copy in one cluster
-    version: v0.17.0
+    version: {OLD_VERSION}
     manifest:
+      path: {OLD_PATH}
       sha256: "{"0" * 64}"
     readinessTimeoutSeconds: 120
   gpu-queues:flavors:
@@ -77,14 +85,11 @@ def test_promote_local_into_a_second_stack_then_up(project: Path) -> None:
     kueue = yaml.safe_load((project / f"Pulumi.{TARGET}.yaml").read_text())["config"][
         "gpu-queues:kueue"
     ]
-    # local follows the pinned version and pins its manifest's checksum: so does the target
-    # now, and what is the target's own (install: false, its timeout) is untouched
-    local_kueue = yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text())["config"][
-        "gpu-queues:kueue"
-    ]
+    # local follows the pinned version and pins its manifest: so does the target now, and
+    # what is the target's own (install: false, its timeout) is untouched
     assert kueue == {
         "install": False,
-        "manifest": {"sha256": local_kueue["manifest"]["sha256"]},
+        "manifest": LOCAL_KUEUE["manifest"],
         "readinessTimeoutSeconds": 120,
     }
 
@@ -117,3 +122,20 @@ def test_promotion_refuses_a_version_local_has_not_deployed(project: Path) -> No
     with pytest.raises(promote.PromotionError, match=r"refusing to promote Kueue v0\.99\.0"):
         promote.promote("local", TARGET, lambda s: promote.fetch_outputs(s, ROOT), project)
     assert (project / f"Pulumi.{TARGET}.yaml").read_text() == before
+
+
+def test_tools_read_the_stack_file_the_cli_wrote_with_its_secret(
+    tmp_path: Path, deployed: subprocess.CompletedProcess[str]
+) -> None:
+    # The sandbox's stack file is written by the real CLI: `config set --secret --path
+    # gpu-queues:kubernetes.kubeconfig` (issue 10 A1). The tools read it and never decrypt it.
+    written = (stack.SHADOW / "Pulumi.local.yaml").read_text()
+    secret = parse_document(written, "local")["config"]["gpu-queues:kubernetes"]["kubeconfig"]
+    shutil.copy(stack.SHADOW / "Pulumi.local.yaml", tmp_path / "Pulumi.local.yaml")
+    shutil.copy(ROOT / "Pulumi.local.yaml", tmp_path / "Pulumi.committed.yaml")
+    (tmp_path / f"Pulumi.{TARGET}.yaml").write_text(TARGET_CONFIG)
+    assert quota_diff.main(["committed", "local", "--root", str(tmp_path)]) == 0
+    result = promote.promote("local", TARGET, lambda s: promote.fetch_outputs(s, ROOT), tmp_path)
+    assert not result.noop
+    assert secret.ciphertext not in result.diff()
+    assert (tmp_path / "Pulumi.local.yaml").read_text() == written

@@ -6,9 +6,9 @@ import json
 
 import pytest
 from kubernetes import client
-from kubernetes import config as kube_config
 from kubernetes.client.exceptions import ApiException
 
+from components import kubeclient
 from components.readiness import KueueNotReady, probe_webhooks
 
 pytestmark = pytest.mark.unit
@@ -39,10 +39,7 @@ def fake_cluster(monkeypatch, answers):
             return body
 
     monkeypatch.setattr(client, "CustomObjectsApi", FakeCustomObjectsApi)
-    monkeypatch.setattr(
-        kube_config, "new_client_from_config_dict", lambda cfg, context=None: FakeApiClient()
-    )
-    monkeypatch.setattr(kube_config, "new_client_from_config", lambda context=None: FakeApiClient())
+    monkeypatch.setattr(kubeclient, "api_client", lambda kubeconfig, context: FakeApiClient())
     return calls
 
 
