@@ -72,13 +72,18 @@ def binary_for(image: str | None) -> Path:
     """The kueue binary of the image's tag (registry.k8s.io/kueue/kueue:v0.19.2 ->
     .toolchain/bin/kueue-v0.19.2), as a kubelet would pull that image."""
     tag = (image or "").rpartition(":")[2]
-    binary = BIN / f"kueue-{tag}"
-    if not tag or "/" in tag or not binary.is_file():
+    if not tag or "/" in tag:
+        raise RuntimeError(f"the controller image {image!r} names no release tag")
+    return BIN / f"kueue-{tag}"
+
+
+def _pulled(binary: Path) -> None:
+    """A kubelet that cannot pull the image does not start the pod: say which is missing."""
+    if not binary.is_file():
         raise RuntimeError(
-            f"no kueue binary for image {image!r} ({binary} is missing): `make toolchain` links "
-            "one for every supported release (toolchain/go/kueue/<version>/)"
+            f"{binary} is missing: `make toolchain` links a kueue binary for every supported "
+            "release (toolchain/go/kueue/<version>/)"
         )
-    return binary
 
 
 def pod_root_script(
@@ -303,6 +308,7 @@ class Runner:
 
     def launch(self, pod: Any, dirs: dict[str, Path]) -> Process:
         argv = self.command(pod, dirs)
+        _pulled(binary_for(next(c for c in pod.spec.containers if c.name == CONTAINER).image))
         _private_dir(self.work / "root")  # the private root's mount point
         # In-cluster configuration, as a kubelet gives it: the API server's address plus the
         # mounted service account token, so Kueue runs with exactly its manifest's RBAC.
