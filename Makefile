@@ -123,6 +123,9 @@ ci-kueue-manifest: venv
 
 # make pin-kueue [VERSION=vX.Y.Z] [FILE=downloaded-manifests.yaml] [ARGS=--check]
 # Re-derives the manifest pin (path or official url, and sha256) of every stack installing Kueue.
+# VERSION other than the pin moves it (docs/upgrading.md): wrapper module and facts when the
+# release is new, its controller built (a relink when cached), pins.env and the stacks' pins
+# moved together, and what each stack must change for that version printed (exit 3 if any).
 pin-kueue: venv
 	$(if $(FILE),,bash toolchain/build.sh k8s)
 	$(PY) -m components.kueue_pin $(if $(VERSION),--version $(VERSION)) $(if $(FILE),--file $(FILE)) $(ARGS)

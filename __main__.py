@@ -9,6 +9,7 @@ import pulumi
 from components.config import ConfigError, raw_from_pulumi_config
 from components.kubeclient import KubeconfigError
 from components.kueue import ManifestError
+from components.kueue_upgrade import UpgradeRefused, check_stack
 from components.stack import GpuQueues, GpuQueuesArgs, validate
 
 # The Python language host's exit code for "the error was already shown to the user":
@@ -20,9 +21,14 @@ try:
     # config, the kubeconfig, the Kueue manifest (checksum, allowlist, image, manager settings)
     # and how they fit together.
     config, manifest = validate(raw_from_pulumi_config())
-except (ConfigError, KubeconfigError, ManifestError) as error:
+    # Then the cluster, read-only: the running Kueue and its stored CRD versions decide
+    # whether moving to this release is safe (components/kueue_upgrade.py).
+    move = check_stack(config, manifest, pulumi.runtime.is_dry_run())
+except (ConfigError, KubeconfigError, ManifestError, UpgradeRefused) as error:
     print(error, file=sys.stderr)
     sys.exit(BAIL)
+if move is not None:
+    (pulumi.log.warn if move.warning else pulumi.log.info)(move.message)
 
 stack = GpuQueues("gpu-queues", GpuQueuesArgs(config=config, manifest=manifest))
 for key, value in stack.outputs.items():

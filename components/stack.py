@@ -30,7 +30,7 @@ from components.kueue import (
 from components.priorities import PriorityClasses, PriorityClassesArgs
 from components.provider import build_provider, connection
 from components.queues import TeamQueues, TeamQueuesArgs
-from components.readiness import KueueReady, KueueReadyArgs, Probe, probe_webhooks
+from components.readiness import KueueReady, KueueReadyArgs, Probe, probe_for, probe_webhooks
 from components.storage import SharedStorage, SharedStorageArgs
 
 
@@ -106,7 +106,10 @@ class GpuQueues(pulumi.ComponentResource):
                 context=context,
                 timeout_seconds=float(cfg.kueue.readiness_timeout_seconds),
                 after=installed,
-                probe=args.probe,
+                # The real probe also waits for the new controller's rollout (upgrades).
+                probe=probe_for(args.manifest.version if args.manifest else None)
+                if args.probe is probe_webhooks
+                else args.probe,
             ),
             under,
         )

@@ -1,6 +1,7 @@
 """Create or update one marked comment on a pull request (the quota diff of one stack).
 
-    python -m gpuq.pr_comment --pr 42 --marker quota-diff-staging --body-file quota-diff.md
+    python -m gpuq.pr_comment --pr 42 --marker quota-diff-staging --body-file quota-diff.md \
+        [--kueue-diff staging@BASE_SHA staging]
     python -m gpuq.pr_comment --pr 42 --marker quota-diff-staging --section what-if \
         --body-file what-if.md
 
@@ -9,6 +10,9 @@ comment in the body, so a new push edits the earlier comment instead of adding a
 Jobs that run side by side can share one comment: each --section is kept between its own
 markers below the main body, and an update of the main body or of one section leaves the
 others as they are, whichever job posts first.
+With --kueue-diff, a change of the stack's Kueue version or manifest sha256 between the two
+sides comes first in the comment, prominently (gpuq.kueue_diff): old -> new version, the
+release objects that change, what changes for queue owners.
 """
 
 from __future__ import annotations
@@ -88,6 +92,21 @@ def upsert(
     return "created"
 
 
+def with_kueue_diff(body: str, old: str, new: str, root: Path | None = None) -> str:
+    """`body` with the Kueue section of OLD -> NEW on top (unchanged when Kueue does not move;
+    a side that cannot be read, such as a stack new in the PR, is said so in one line)."""
+    from gpuq import kueue_diff
+    from gpuq.stackfile import ROOT, StackFileError
+
+    root = root or ROOT
+    try:
+        old_side, new_side = kueue_diff.load_side(old, root), kueue_diff.load_side(new, root)
+    except StackFileError as error:
+        return f"_Kueue version not compared: {error}_\n\n{body}"
+    part = kueue_diff.section(old_side, new_side, new.partition("@")[0])
+    return f"{part}\n{body}" if part else body
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gpuq.pr_comment", description=__doc__)
     parser.add_argument("--pr", type=int, required=True)
@@ -95,6 +114,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--body-file", type=Path, required=True)
     parser.add_argument(
         "--section", help="set only this named section of the comment (letters, digits, .-_)"
+    )
+    parser.add_argument(
+        "--kueue-diff",
+        nargs=2,
+        metavar=("OLD", "NEW"),
+        help="STACK@BASE and STACK: put the stack's Kueue version change on top",
     )
     args = parser.parse_args(argv)
     if args.section is not None and not re.fullmatch(r"[\w.-]+", args.section):
@@ -104,6 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("pr_comment: GITHUB_TOKEN and GITHUB_REPOSITORY must be set", file=sys.stderr)
         return 2
     body = args.body_file.read_text(encoding="utf-8")
+    if args.kueue_diff:
+        body = with_kueue_diff(body, *args.kueue_diff)
     print(upsert(github_request(token), repo, args.pr, args.marker, body, args.section))
     return 0
 

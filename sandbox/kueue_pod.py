@@ -9,7 +9,9 @@ bind-mounted at the pod's mount paths in a private mount namespace, listening on
 addresses of the network namespace, so on the pod's IP too. The API server reaches it there
 (endpoint routing), exactly as it would reach a pod. A new pod (rollout after a config
 change) restarts the process; a crash restarts it with a kubelet's CrashLoopBackOff; no
-pod, no process.
+pod, no process. The binary is the one of the pod's image tag (.toolchain/bin/kueue-<tag>,
+every supported release is linked there by make toolchain), so an upgrade rolls onto the
+new release's controller.
 """
 
 from __future__ import annotations
@@ -64,6 +66,24 @@ def _write_private(path: Path, data: bytes) -> None:
         os.fchmod(f.fileno(), 0o600)  # a leftover temporary file may have had other bits
         f.write(data)
     tmp.replace(path)
+
+
+def binary_for(image: str | None) -> Path:
+    """The kueue binary of the image's tag (registry.k8s.io/kueue/kueue:v0.19.2 ->
+    .toolchain/bin/kueue-v0.19.2), as a kubelet would pull that image."""
+    tag = (image or "").rpartition(":")[2]
+    if not tag or "/" in tag:
+        raise RuntimeError(f"the controller image {image!r} names no release tag")
+    return BIN / f"kueue-{tag}"
+
+
+def _pulled(binary: Path) -> None:
+    """A kubelet that cannot pull the image does not start the pod: say which is missing."""
+    if not binary.is_file():
+        raise RuntimeError(
+            f"{binary} is missing: `make toolchain` links a kueue binary for every supported "
+            "release (toolchain/go/kueue/<version>/)"
+        )
 
 
 def pod_root_script(
@@ -253,6 +273,7 @@ class Runner:
 
     def command(self, pod: Any, dirs: dict[str, Path]) -> list[str]:
         c = next(c for c in pod.spec.containers if c.name == CONTAINER)
+        binary = binary_for(c.image)
         args = list(c.args or [])
         mounts: list[tuple[Path, str]] = []
         for m in c.volume_mounts or []:
@@ -262,7 +283,7 @@ class Runner:
                 args = [a.replace(m.mount_path, str(src / m.sub_path)) for a in args]
             else:
                 mounts.append((src, m.mount_path))
-        script = pod_root_script(self.work / "root", mounts, self.work, [str(KUEUE), *args])
+        script = pod_root_script(self.work / "root", mounts, self.work, [str(binary), *args])
         # Through a file, not `sh -c`: the script binds every entry of the directories on the
         # way to a mount path (all of /tmp's), and one argument may not exceed 128 KiB.
         path = self.work / POD_ROOT_SCRIPT
@@ -287,6 +308,7 @@ class Runner:
 
     def launch(self, pod: Any, dirs: dict[str, Path]) -> Process:
         argv = self.command(pod, dirs)
+        _pulled(binary_for(next(c for c in pod.spec.containers if c.name == CONTAINER).image))
         _private_dir(self.work / "root")  # the private root's mount point
         # In-cluster configuration, as a kubelet gives it: the API server's address plus the
         # mounted service account token, so Kueue runs with exactly its manifest's RBAC.
