@@ -8,7 +8,8 @@ SANDBOX := sandbox/sandbox.sh
 export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: venv lock toolchain schema lint test test-unit test-policy test-toolchain test-e2e \
-        sandbox-up sandbox-down sandbox-shell sandbox-status demo bench promote quota-diff clean
+        sandbox-up sandbox-down sandbox-shell sandbox-status demo bench bench-scale promote \
+        quota-diff clean
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -58,6 +59,13 @@ demo: sandbox-up
 ROUNDS ?= 3
 bench: venv toolchain
 	$(PY) -m sandbox.bench $(ROUNDS)
+
+# Scale (issue 14, docs/scale.md): generated stacks of N teams against kubectl and a trivial
+# program on a fresh sandbox, in one run; prints the table, then stops the sandbox.
+TEAMS ?= 10 50 200
+bench-scale: venv toolchain
+	bash $(SANDBOX) up
+	bash $(SANDBOX) exec $(PY) -m sandbox.bench_scale $(TEAMS); rc=$$?; bash $(SANDBOX) down; exit $$rc
 
 # --- promotion and PR previews (docs/promotion.md) ---------------------------------------
 # make promote FROM=dev TO=staging [ARGS=--dry-run]
