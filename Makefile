@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 .PHONY: venv lock toolchain schema lint lint-shell lint-workflows test test-unit test-policy \
         test-toolchain test-e2e test-rehearse sandbox-up sandbox-down sandbox-shell \
         sandbox-status demo rehearse bench promote quota-diff clean kueue-manifest \
-        ci-kueue-manifest pin-kueue what-if status
+        ci-kueue-manifest pin-kueue what-if status bench-scale
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -96,6 +96,13 @@ what-if: venv toolchain
 # make status [STACK=staging]: the same per-team table, read from the live cluster.
 status: venv
 	$(PY) -m gpuq.status $(if $(STACK),--stack $(STACK)) $(ARGS)
+
+# Scale (issue 14, docs/scale.md): generated stacks of N teams against kubectl and a trivial
+# program on a fresh sandbox, in one run; prints the table, then stops the sandbox.
+TEAMS ?= 10 50 200
+bench-scale: venv toolchain
+	bash $(SANDBOX) up
+	bash $(SANDBOX) exec $(PY) -m sandbox.bench_scale $(TEAMS); rc=$$?; bash $(SANDBOX) down; exit $$rc
 
 # --- promotion and PR previews (docs/promotion.md) ---------------------------------------
 # make promote FROM=dev TO=staging [ARGS=--dry-run]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 import pulumi
@@ -33,3 +34,16 @@ if move is not None:
 stack = GpuQueues("gpu-queues", GpuQueuesArgs(config=config, manifest=manifest))
 for key, value in stack.outputs.items():
     pulumi.export(key, value)
+
+
+async def _settle() -> None:
+    """Yield once before the SDK waits, so it tracks every registration as an outstanding RPC.
+
+    Without it the Python SDK (3.272) finds no RPC yet and waits on the program's Outputs with
+    asyncio.wait(FIRST_COMPLETED), re-arming every pending Output after each completion: time
+    quadratic in the stack's size (200 teams: about 100 s of program CPU). docs/scale.md.
+    """
+    await asyncio.sleep(0)
+
+
+pulumi.run(_settle)
