@@ -8,9 +8,9 @@ SANDBOX := sandbox/sandbox.sh
 export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: venv lock toolchain schema lint lint-shell lint-workflows test test-unit test-policy \
-        test-toolchain test-e2e test-multikueue sandbox-up sandbox-down sandbox-shell sandbox-status \
-        demo bench \
-        promote quota-diff clean kueue-manifest ci-kueue-manifest pin-kueue
+        test-toolchain test-e2e test-rehearse test-multikueue sandbox-up sandbox-down \
+        sandbox-shell sandbox-status demo rehearse bench promote quota-diff clean kueue-manifest \
+        ci-kueue-manifest pin-kueue what-if status bench-scale
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -47,10 +47,16 @@ lint-workflows: venv
 	.toolchain/bin/actionlint -shellcheck $(CURDIR)/$(VENV)/bin/shellcheck
 
 # --- the sandbox: a simulated GPU cluster in a network namespace of its own ---------------
-# make sandbox-up [TOPOLOGY=multikueue]: one cluster (the default), or a MultiKueue manager and
-# two workers, each a control plane of its own in the same namespace (sandbox/topology.py).
+# make sandbox-up [STACK=staging] [STACK_FILE=path/Pulumi.x.yaml]: nodes, namespaces and shared
+# volumes shaped like that stack (default local). A running sandbox of another shape is refused.
+# make sandbox-up TOPOLOGY=multikueue: a MultiKueue manager and two workers instead, each a
+# control plane of its own in the same namespace, shaped by its own stack (sandbox/topology.py).
+STACK ?= local
+STACK_ARGS = $(STACK) $(if $(STACK_FILE),$(abspath $(STACK_FILE)))
+# With a TOPOLOGY, only a STACK given on purpose is passed on (and refused by sandbox.sh).
+UP_ARGS = $(if $(TOPOLOGY),$(if $(or $(filter-out file,$(origin STACK)),$(STACK_FILE)),$(STACK_ARGS)),$(STACK_ARGS))
 sandbox-up: venv toolchain
-	bash $(SANDBOX) up $(TOPOLOGY)
+	GPUQ_TOPOLOGY=$(TOPOLOGY) bash $(SANDBOX) up $(UP_ARGS)
 
 sandbox-down:
 	bash $(SANDBOX) down
@@ -62,17 +68,45 @@ sandbox-shell:
 	bash $(SANDBOX) shell
 
 # The guide on the sandbox: deploy the local stack, then replay the walkthrough.
-demo: sandbox-up
+demo: venv toolchain
+	bash $(SANDBOX) up local
 	bash $(SANDBOX) exec $(PY) -m sandbox.stack up --yes --skip-preview
 	bash $(SANDBOX) exec $(PY) -m sandbox.walkthrough
 	@echo
 	@echo "The sandbox is still running. Look around:  make sandbox-shell   (kubectl, pulumi inside)"
 	@echo "Stop it:                                    make sandbox-down"
 
+# make rehearse STACK=staging [STACK_FILE=path/Pulumi.x.yaml]: a fresh sandbox shaped like
+# the stack, its own config deployed there with its deploy's policy pack config, every team's
+# queues, flavors and RBAC exercised, one table; fails when a row fails. The sandbox stays up.
+rehearse: venv toolchain
+	$(PY) -m sandbox.rehearse $(STACK) $(if $(STACK_FILE),--stack-file $(abspath $(STACK_FILE)))
+
 # Fresh-install rounds with timings (sandbox up, pulumi up, walkthrough, down).
 ROUNDS ?= 3
 bench: venv toolchain
 	$(PY) -m sandbox.bench $(ROUNDS)
+
+# --- admission what-if and live status (docs/what-if.md) ----------------------------------
+# make what-if STACK=staging [WORKLOADS=workloads/staging] [BASE=origin/main] [OUT=dir]
+#              [UNTIL=24h] [QUIET=seconds]
+# Replays the mix on the real Kueue in a fresh sandbox shaped like the stack (one per side:
+# a running sandbox is stopped first); report.md and report.json in OUT.
+WORKLOADS ?= workloads/$(STACK)
+what-if: venv toolchain
+	$(PY) -m gpuq.whatif --stack $(STACK) --workloads $(WORKLOADS) $(if $(BASE),--base $(BASE)) \
+	  $(if $(OUT),--out $(OUT)) $(if $(UNTIL),--until $(UNTIL)) $(if $(QUIET),--quiet $(QUIET))
+
+# make status [STACK=staging]: the same per-team table, read from the live cluster.
+status: venv
+	$(PY) -m gpuq.status $(if $(STACK),--stack $(STACK)) $(ARGS)
+
+# Scale (issue 14, docs/scale.md): generated stacks of N teams against kubectl and a trivial
+# program on a fresh sandbox, in one run; prints the table, then stops the sandbox.
+TEAMS ?= 10 50 200
+bench-scale: venv toolchain
+	bash $(SANDBOX) up
+	bash $(SANDBOX) exec $(PY) -m sandbox.bench_scale $(TEAMS); rc=$$?; bash $(SANDBOX) down; exit $$rc
 
 # --- promotion and PR previews (docs/promotion.md) ---------------------------------------
 # make promote FROM=dev TO=staging [ARGS=--dry-run]
@@ -100,6 +134,9 @@ ci-kueue-manifest: venv
 
 # make pin-kueue [VERSION=vX.Y.Z] [FILE=downloaded-manifests.yaml] [ARGS=--check]
 # Re-derives the manifest pin (path or official url, and sha256) of every stack installing Kueue.
+# VERSION other than the pin moves it (docs/upgrading.md): wrapper module and facts when the
+# release is new, its controller built (a relink when cached), pins.env and the stacks' pins
+# moved together, and what each stack must change for that version printed (exit 3 if any).
 pin-kueue: venv
 	$(if $(FILE),,bash toolchain/build.sh k8s)
 	$(PY) -m components.kueue_pin $(if $(VERSION),--version $(VERSION)) $(if $(FILE),--file $(FILE)) $(ARGS)
@@ -115,24 +152,30 @@ test-toolchain: venv toolchain
 	$(PY) -m pytest -m toolchain -q
 
 # e2e runs inside the sandbox's namespace: only from there is the cluster reachable.
-test-e2e: sandbox-up
+test-e2e: venv toolchain
+	bash $(SANDBOX) up local
 	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q
 
 # MultiKueue on a sandbox of its own: a manager and two worker clusters, each stack deployed
 # with pulumi up, jobs dispatched by Kueue's MultiKueue (tests/e2e/test_multikueue.py).
 test-multikueue: venv toolchain
-	bash $(SANDBOX) up multikueue
+	GPUQ_TOPOLOGY=multikueue bash $(SANDBOX) up
 	bash $(SANDBOX) exec $(PY) -m pytest -m multikueue -q; rc=$$?; \
 	  if [ $$rc -ne 0 ]; then bash $(SANDBOX) logs; fi; bash $(SANDBOX) down; exit $$rc
 
 # Everything CI runs (.ci/run calls exactly this).
 test: venv toolchain lint
 	$(PY) -m pytest -m "unit or policy or toolchain" -q
-	bash $(SANDBOX) up
+	bash $(SANDBOX) up local
 	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q; rc=$$?; \
 	  if [ $$rc -ne 0 ]; then bash $(SANDBOX) logs; fi; bash $(SANDBOX) down; exit $$rc
 	$(PY) -m pytest -m sandbox -q
+	$(PY) -m pytest -m rehearse -q
 	$(MAKE) test-multikueue
+
+# The rehearsals alone (staging, prod, generated and broken stacks; a fresh sandbox each).
+test-rehearse: venv toolchain
+	$(PY) -m pytest -m rehearse -q
 
 clean: sandbox-down
 	rm -rf $(VENV) .toolchain .pulumi .sandbox

@@ -64,6 +64,7 @@ __all__ = [
     "MultiKueueWorkerRole",
     "Node",
     "NodeShape",
+    "PriorityClass",
     "Problem",
     "SharedVolume",
     "StackConfig",
@@ -360,6 +361,16 @@ class Team(Model):
     submitters: list[Subject] = Field(default_factory=list)
 
 
+class PriorityClass(Model):
+    """A Kueue WorkloadPriorityClass: jobs name it in their `kueue.x-k8s.io/priority-class`
+    label; a higher value is admitted first and may preempt lower ones where the team's
+    `preemption` allows it."""
+
+    name: ObjectName
+    value: int = Field(ge=-(2**31), le=2**31 - 1, description="priority (int32); higher goes first")
+    description: str | None = Field(default=None, max_length=1024)
+
+
 class SharedVolume(Model):
     """A claim bound to a static PersistentVolume (which binds to exactly one claim)."""
 
@@ -439,6 +450,10 @@ class StackConfig(Model):
     teams: list[Team] = Field(default_factory=list)
     shared_storage: list[SharedVolume] = Field(default_factory=list)
     multi_kueue: MultiKueue | None = None
+    priority_classes: list[PriorityClass] = Field(
+        default_factory=list,
+        description="WorkloadPriorityClasses jobs may name (label kueue.x-k8s.io/priority-class)",
+    )
 
 
 # --- entry points -------------------------------------------------------------------------

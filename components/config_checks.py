@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from components import keys, kueue_rules, multikueue_checks, render
+from components import keys, kueue_rules, kueue_versions, multikueue_checks, render
 from components.capacity import QuotaHolder, over_capacity, quota_totals
 from components.config_errors import Loc, Problem, format_loc
 from components.hardware import flavor_hardware
@@ -453,55 +453,29 @@ def manifest_url_problem(url: str, sha256: object) -> str | None:
     return None
 
 
-# Kueue v0.18's built-in integrations (pkg/controller/jobs/*: FrameworkName). Kueue refuses to
-# start with any other name, which the stack would only see as a readiness timeout.
-KUEUE_FRAMEWORKS: Final = {
-    "v0.18": frozenset(
-        {
-            "batch/job",
-            "pod",
-            "deployment",
-            "statefulset",
-            "jobset.x-k8s.io/jobset",
-            "leaderworkerset.x-k8s.io/leaderworkerset",
-            "kubeflow.org/mpijob",
-            "kubeflow.org/pytorchjob",
-            "kubeflow.org/tfjob",
-            "kubeflow.org/xgboostjob",
-            "kubeflow.org/paddlejob",
-            "kubeflow.org/jaxjob",
-            "trainer.kubeflow.org/trainjob",
-            "ray.io/rayjob",
-            "ray.io/raycluster",
-            "ray.io/rayservice",
-            "sparkoperator.k8s.io/sparkapplication",
-            "workload.codeflare.dev/appwrapper",
-        }
-    )
-}
-
-
 def _integrations(kueue: Mapping[str, Any], problems: list[Problem]) -> None:
-    integrations = _dict(_dict(kueue.get("manager")).get("integrations"))
+    """Integrations and feature gates the stack's Kueue version knows: Kueue refuses to start
+    with any other, which the stack would only see as a readiness timeout. The facts per
+    version live in components/kueue_releases.json (components.kueue_versions); a version
+    without facts is not installable (the manifest check says so) and is not judged here."""
+    manager = _dict(kueue.get("manager"))
+    integrations = _dict(manager.get("integrations"))
     loc: Loc = (keys.KEY_KUEUE, "manager", "integrations")
-    version = _str(kueue.get("version")) or kueue_version()
-    known = KUEUE_FRAMEWORKS.get(".".join(version.split(".")[:2]))
+    rel = kueue_versions.release(_str(kueue.get("version")) or kueue_version())
+    frameworks = _list(integrations.get("frameworks"))
+    unknown = dict(kueue_versions.framework_problems(frameworks, rel)) if rel else {}
     seen: set[str] = set()
-    for i, name in enumerate(_list(integrations.get("frameworks"))):
+    for i, name in enumerate(frameworks):
         if not isinstance(name, str):
             continue
-        if known is not None and name not in known:
-            problems.append(
-                Problem(
-                    (*loc, "frameworks", i),
-                    f"{name!r} is not a Kueue {version} integration (Kueue would refuse to "
-                    f"start); known: {', '.join(sorted(known))}. Other job kinds go under "
-                    "externalFrameworks",
-                )
-            )
+        if i in unknown:
+            problems.append(Problem((*loc, "frameworks", i), unknown[i]))
         elif name in seen:
             problems.append(Problem((*loc, "frameworks", i), f"{name!r} is listed twice"))
         seen.add(name)
+    gates = _dict(manager.get("featureGates"))
+    for gate, why in kueue_versions.gate_problems(gates, rel) if rel else []:
+        problems.append(Problem((keys.KEY_KUEUE, "manager", "featureGates", gate), why))
     for i, name in enumerate(_list(integrations.get("externalFrameworks"))):
         if isinstance(name, str) and (name.count(".") < 2 or not all(name.split(".", 2))):
             problems.append(
@@ -541,6 +515,14 @@ def cross_check(raw: Mapping[str, Any]) -> list[Problem]:
             for i, f in enumerate(_list(raw.get(keys.KEY_FLAVORS)))
         ),
         "flavor name",
+        problems,
+    )
+    _duplicates(
+        (
+            ((keys.KEY_PRIORITY_CLASSES, i, "name"), _str(_dict(p).get("name")))
+            for i, p in enumerate(_list(raw.get(keys.KEY_PRIORITY_CLASSES)))
+        ),
+        "priority class name",
         problems,
     )
     _teams(raw, problems)

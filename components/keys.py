@@ -14,6 +14,7 @@ KEY_COHORT: Final = "cohort"
 KEY_TEAMS: Final = "teams"
 KEY_SHARED_STORAGE: Final = "sharedStorage"
 KEY_MULTI_KUEUE: Final = "multiKueue"
+KEY_PRIORITY_CLASSES: Final = "priorityClasses"
 CONFIG_KEYS: Final = (
     KEY_KUBERNETES,
     KEY_KUEUE,
@@ -22,6 +23,7 @@ CONFIG_KEYS: Final = (
     KEY_TEAMS,
     KEY_SHARED_STORAGE,
     KEY_MULTI_KUEUE,
+    KEY_PRIORITY_CLASSES,
 )
 
 # Stack outputs.
@@ -37,6 +39,7 @@ OUT_SHARED_CLAIMS: Final = "sharedClaims"
 # worker's kubeconfig for its managers (a secret output, read through a StackReference).
 OUT_MULTI_KUEUE: Final = "multiKueue"
 OUT_MULTI_KUEUE_KUBECONFIG: Final = "multiKueueKubeconfig"
+OUT_PRIORITY_CLASSES: Final = "priorityClasses"
 
 # Kueue API used for every queue object.
 KUEUE_API_VERSION: Final = "kueue.x-k8s.io/v1beta2"

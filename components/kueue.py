@@ -25,7 +25,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components import keys
+from components import keys, kueue_versions
 from components.config import KueueConfig, ManagerConfig
 from components.kueue_allowlist import (
     CONTROLLER_DEPLOYMENT,
@@ -275,7 +275,10 @@ def prepare_manifest(
             docs.append(Document(i, item))
         else:
             raise ManifestError(f"Kueue manifest {source}: object {i} is not a mapping")
-    refusals = check_release(docs, config.version)
+    refusals: list[object] = list(check_release(docs, config.version))
+    if kueue_versions.release(config.version) is None:
+        # Its config rules, CRDs and defaults are unknown: the program was not tested with it.
+        refusals.append(kueue_versions.unsupported_message(config.version))
     if refusals:
         raise _refused(source, config.version, refusals)
     prepared = [copy.deepcopy(d.obj) for d in docs]

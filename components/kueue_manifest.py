@@ -3,12 +3,15 @@
 One render for every user: the sandbox, `make kueue-manifest` (what CI runs before `pulumi
 preview`) and `make pin-kueue` all call `render_release`. It lays Kueue's own release overlay
 (image registry.k8s.io/kueue/kueue:<version>) over config/default of the sigs.k8s.io/kueue
-module, which the go command authenticates against toolchain/go/kueue/go.sum and the Go
-checksum database, and runs the pinned kubectl's kustomize on it. The output is the same
-bytes every time, so its sha256 is pinned in the stack files (docs/kueue-manifest.md). It
-goes to .kueue/<version>/manifests.yaml: generated from another project, never committed.
+module, which the go command authenticates against the version's wrapper
+(toolchain/go/kueue/<version>/go.sum) and the Go checksum database, and runs the pinned
+kubectl's kustomize on it. The output is the same bytes every time, so its sha256 is pinned
+in the stack files (docs/kueue-manifest.md). It goes to .kueue/<version>/manifests.yaml:
+generated from another project, never committed. Every supported release (a committed
+wrapper, components/kueue_versions.py) can be rendered, for upgrades and their previews.
 
-    python -m components.kueue_manifest [--offline]    # render the pinned version
+    python -m components.kueue_manifest [--offline] [--version vX.Y.Z]
+        # render the pinned version (or another supported one)
 """
 
 from __future__ import annotations
@@ -53,19 +56,24 @@ def pinned_version(root: Path = ROOT) -> str:
     return read_pins(root / "toolchain" / "pins.env")["KUEUE_VERSION"]
 
 
+def wrapper_dir(version: str, root: Path = ROOT) -> Path:
+    """The committed wrapper module of `version` (toolchain/go/kueue/<version>/)."""
+    return root / WRAPPER / version
+
+
 def module_dir(version: str, root: Path = ROOT, offline: bool = False) -> Path:
     """The source of sigs.k8s.io/kueue `version` in the Go module cache, downloaded if needed.
 
-    Only the pinned version: its wrapper module (toolchain/go/kueue) records the module's hash
-    in go.sum, which the go command checks on download. Another version needs a wrapper of its
-    own (moving the pin is issue 13), so it is refused rather than fetched unauthenticated.
+    Only a version with a committed wrapper module (toolchain/go/kueue/<version>/): its go.sum
+    records the module's hash, which the go command checks on download. Any other version
+    is refused rather than fetched unauthenticated (`make pin-kueue VERSION=` adds one).
     """
-    pinned = pinned_version(root)
-    if version != pinned:
+    wrapper = wrapper_dir(version, root)
+    if not (wrapper / "go.mod").is_file() or not (wrapper / "go.sum").is_file():
         raise RenderError(
-            f"only the pinned Kueue version ({pinned}, KUEUE_VERSION in toolchain/pins.env) can "
-            f"be rendered; rendering {version} needs its own wrapper module and build, which "
-            "`make pin-kueue VERSION=` does not support yet"
+            f"Kueue {version} has no wrapper module ({wrapper.relative_to(root)}/go.mod and "
+            f"go.sum), so its source cannot be authenticated; add it with `make pin-kueue "
+            f"VERSION={version}` (docs/upgrading.md)"
         )
     env = {**os.environ, "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"}
     if offline:  # inside the sandbox there is no network: the module must be in the cache
@@ -73,7 +81,7 @@ def module_dir(version: str, root: Path = ROOT, offline: bool = False) -> Path:
     try:
         done = subprocess.run(
             ["go", "mod", "download", "-json", MODULE],
-            cwd=root / WRAPPER,
+            cwd=wrapper,
             env=env,
             capture_output=True,
             text=True,
@@ -87,12 +95,12 @@ def module_dir(version: str, root: Path = ROOT, offline: bool = False) -> Path:
         info = {}
     if done.returncode != 0 or "Error" in info or not info.get("Dir"):
         why = info.get("Error") or done.stderr.strip() or "no module directory reported"
-        hint = " (run `make kueue-manifest` outside the sandbox first)" if offline else ""
+        hint = " (run `make toolchain` outside the sandbox first)" if offline else ""
         raise RenderError(f"cannot get {MODULE} {version}: {why}{hint}")
     if info.get("Version") != version:
         raise RenderError(
-            f"{WRAPPER}/go.mod requires {MODULE} {info.get('Version')} but toolchain/pins.env "
-            f"pins {version}; keep them together"
+            f"{wrapper.relative_to(root)}/go.mod requires {MODULE} {info.get('Version')}, not "
+            f"{version}; regenerate it with `toolchain/gen-wrappers.sh kueue {version}`"
         )
     return Path(info["Dir"])
 
@@ -163,11 +171,13 @@ def render_release(
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m components.kueue_manifest",
-        description="Render the pinned Kueue release manifest into .kueue/<version>/.",
+        description="Render a Kueue release manifest (default: the pinned one) into "
+        ".kueue/<version>/.",
     )
     parser.add_argument("--offline", action="store_true", help="use the module cache only")
+    parser.add_argument("--version", help="a supported release (default: toolchain/pins.env)")
     args = parser.parse_args(argv)
-    version = pinned_version()
+    version = args.version or pinned_version()
     try:
         path = render_release(version, offline=args.offline)
     except RenderError as error:

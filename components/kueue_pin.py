@@ -1,6 +1,7 @@
 """`make pin-kueue`: pin the Kueue release manifest (path or url, and sha256) in every stack.
 
     python -m components.kueue_pin [--version vX.Y.Z] [--file manifests.yaml] [--check]
+                                   [--no-build]
 
 Default: render the release manifest of the pinned version from the Kueue module with the
 pinned kubectl (components.kueue_manifest, the same render the sandbox uses) into
@@ -14,7 +15,15 @@ Every Pulumi.<stack>.yaml that installs Kueue at that version gets the pin in it
 (keeping comments and layout), only its lines are spliced into the file, the result is parsed
 back and compared with the intended change, and only then are the files replaced, each in
 one rename. --check writes nothing and fails when a stack is not pinned to the manifest.
-Moving the Kueue pin itself (another VERSION) is issue 13; it is refused until then.
+
+Another VERSION moves the pin (docs/upgrading.md): the release gets a wrapper module
+(toolchain/go/kueue/<version>/, generated when new) and recorded facts
+(components/kueue_releases.json) if it has none, its controller is built (or linked from the
+cache: every supported release stays cached, so going back is a relink), the manifest is
+rendered and checked, and then KUEUE_VERSION in toolchain/pins.env and the manifest pin of
+every stack that follows it move together. A downgrade across a CRD storage-version change
+is refused. It prints what each stack's owners must change for the new version (config the
+new release would refuse: exit status 3) and what behaves differently (review).
 """
 
 from __future__ import annotations
@@ -24,9 +33,10 @@ import difflib
 import hashlib
 import io
 import os
+import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,14 +50,26 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from components import keys
 from components.config import KueueConfig
-from components.kueue import ManifestError, parse_documents
-from components.kueue_allowlist import check_release
+from components.kueue import ManifestError, parse_documents, parse_manifest
+from components.kueue_allowlist import check_release, expected_image
 from components.kueue_manifest import (
     ROOT,
     RenderError,
+    module_dir,
     pinned_version,
     render_release,
     rendered_relpath,
+    wrapper_dir,
+)
+from components.kueue_upgrade import LiveCrd, LiveKueue, target_crds, upgrade_problems
+from components.kueue_versions import (
+    Advice,
+    DeriveError,
+    advice,
+    derive,
+    parse_version,
+    release,
+    write_release,
 )
 
 KUEUE_KEY = f"{keys.PROJECT}:{keys.KEY_KUEUE}"
@@ -71,6 +93,8 @@ class StackPin:
     old_text: str
     new_text: str
     notes: list[str] = field(default_factory=list)
+    advice: list[Advice] = field(default_factory=list)
+    """What moving this stack to another Kueue version changes for its owners."""
 
     @property
     def changed(self) -> bool:
@@ -234,9 +258,12 @@ def check_manifest(data: bytes, version: str, source: str) -> str:
 def plan(
     version: str, data: bytes, source: dict[str, str], label: str, root: Path = ROOT
 ) -> list[StackPin]:
-    """What pinning `data` (found at `source`) changes in each stack file; writes nothing."""
+    """What pinning `data` (found at `source`) changes in each stack file; writes nothing.
+
+    `version` becomes the pin: a stack without its own kueue.version follows it."""
     digest = check_manifest(data, version, label)
     pinned = pinned_version(root)
+    old, new = release(pinned), release(version)
     pins = []
     for stack, path in _stack_files(root):
         text = path.read_text(encoding="utf-8")
@@ -254,11 +281,13 @@ def plan(
         if kueue.get("install") is False:
             pin.notes.append("does not install Kueue: left as it is")
             continue
-        if kueue.get("version", pinned) != version:
+        if kueue.get("version", version) != version:
             pin.notes.append(
                 f"runs Kueue {kueue.get('version')} (kueue.version), not {version}: left as it is"
             )
             continue
+        if "version" not in kueue and pinned != version and old is not None and new is not None:
+            pin.advice = advice(kueue, old, new)
         stack_source = dict(source)
         manifest = kueue.get("manifest") or {}
         if not isinstance(manifest, dict):
@@ -271,18 +300,17 @@ def plan(
     return pins
 
 
-def _write_all(pins: Sequence[StackPin]) -> None:
+def _write_all(pins: Sequence[StackPin], extra: Sequence[tuple[Path, str]] = ()) -> None:
     """Each changed file replaced in one rename, after every new text was written aside."""
     staged: list[tuple[str, Path]] = []
+    changes = [(p.path, p.new_text) for p in pins if p.changed] + list(extra)
     try:
-        for pin in pins:
-            if not pin.changed:
-                continue
-            fd, tmp = tempfile.mkstemp(dir=pin.path.parent, prefix=f".{pin.path.name}.")
+        for path, text in changes:
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
             with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(pin.new_text)
-            os.chmod(tmp, pin.path.stat().st_mode & 0o777)
-            staged.append((tmp, pin.path))
+                out.write(text)
+            os.chmod(tmp, path.stat().st_mode & 0o777)
+            staged.append((tmp, path))
         for tmp, path in staged:
             os.replace(tmp, path)
     finally:
@@ -291,21 +319,105 @@ def _write_all(pins: Sequence[StackPin]) -> None:
                 os.unlink(tmp)
 
 
+def set_pinned_version(text: str, version: str) -> str:
+    """pins.env `text` with KUEUE_VERSION=`version`; nothing else changes (comments stay)."""
+    lines = text.splitlines(keepends=True)
+    found = [i for i, line in enumerate(lines) if line.startswith("KUEUE_VERSION=")]
+    if len(found) != 1:
+        raise PinError("toolchain/pins.env must have exactly one KUEUE_VERSION= line")
+    end = "\n" if lines[found[0]].endswith("\n") else ""
+    lines[found[0]] = f"KUEUE_VERSION={version}{end}"
+    return "".join(lines)
+
+
+Builder = Callable[[str, Path], None]
+
+
+def build_kueue(version: str, root: Path) -> None:
+    """Build (or link from the cache) the controller of `version`, as make toolchain does."""
+    env = {**os.environ, "KUEUE_VERSIONS": version}
+    done = subprocess.run(
+        ["bash", str(root / "toolchain" / "build.sh"), "kueue"], cwd=root, env=env, check=False
+    )
+    if done.returncode != 0:
+        raise PinError(f"building Kueue {version} failed (toolchain/build.sh kueue); nothing moved")
+
+
+def add_release(version: str, root: Path) -> list[str]:
+    """Make `version` a supported release: its wrapper module and its facts. Returns what was
+    added (new files to review and commit); nothing when it is already supported."""
+    added = []
+    wrapper = wrapper_dir(version, root)
+    if not (wrapper / "go.sum").is_file():
+        gen = root / "toolchain" / "gen-wrappers.sh"
+        if subprocess.run(["bash", str(gen), "kueue", version], cwd=root).returncode != 0:
+            raise PinError(f"cannot make the wrapper module of Kueue {version} (gen-wrappers.sh)")
+        added.append(str(wrapper.relative_to(root)) + "/")
+    if release(version) is None:
+        try:
+            write_release(derive(version, module_dir(version, root)))
+        except (RenderError, DeriveError, OSError) as error:
+            raise PinError(f"cannot record the facts of Kueue {version}: {error}") from None
+        added.append("components/kueue_releases.json")
+    return added
+
+
+def storage_refusals(old: str, old_data: bytes, new: str, new_data: bytes) -> list[str]:
+    """The program's upgrade rule (components.kueue_upgrade) on a cluster freshly at `old`."""
+    crds = target_crds(parse_manifest(old_data, old))
+    live = LiveKueue(
+        expected_image(old),
+        {n: LiveCrd(n, c.storage, (c.storage,) if c.storage else ()) for n, c in crds.items()},
+    )
+    return upgrade_problems(live, new, parse_manifest(new_data, new))
+
+
+@dataclass
+class PinResult:
+    pins: list[StackPin]
+    moved_from: str | None = None
+    """The previous pin when the version moved."""
+    added: list[str] = field(default_factory=list)
+    """Files made for a newly supported release."""
+
+
 def pin(
     version: str | None = None,
     file: Path | None = None,
     root: Path = ROOT,
     check: bool = False,
     kubectl: Path | None = None,
+    build: Builder | None = build_kueue,
 ) -> list[StackPin]:
+    return pin_release(version, file, root, check, kubectl, build).pins
+
+
+def pin_release(
+    version: str | None = None,
+    file: Path | None = None,
+    root: Path = ROOT,
+    check: bool = False,
+    kubectl: Path | None = None,
+    build: Builder | None = build_kueue,
+) -> PinResult:
+    """Pin the manifest of `version` (default: the pin) in every stack; another version moves
+    the pin too. Nothing is written with check, or when anything fails."""
     pinned = pinned_version(root)
     version = version or pinned
-    if version != pinned:
-        raise PinError(
-            f"Kueue {version} is not the pinned version ({pinned}, toolchain/pins.env). Moving "
-            "the pin (wrapper module, build, manifest for every stack) is not supported yet "
-            "(issue 13); `make pin-kueue` re-derives the manifest pin of the pinned version"
-        )
+    try:
+        parse_version(version)
+    except ValueError as error:
+        raise PinError(str(error)) from None
+    moving = version != pinned
+    result = PinResult([], pinned if moving else None)
+    if moving:
+        if check:
+            raise PinError(
+                f"--check verifies the pinned version ({pinned}); moving to {version} writes"
+            )
+        result.added = add_release(version, root)
+        if build is not None:
+            build(version, root)
     if file is None:
         try:
             rendered = render_release(version, root, kubectl)
@@ -321,10 +433,25 @@ def pin(
             raise PinError(f"cannot read {file}: {exc.strerror or exc}") from None
         source = {"url": release_url(version)}
         label = str(file)
-    pins = plan(version, data, source, label, root)
+    if moving:
+        try:
+            old_data = render_release(pinned, root, kubectl).read_bytes()
+        except RenderError as error:
+            raise PinError(f"cannot render the current pin to compare: {error}") from None
+        refused = storage_refusals(pinned, old_data, version, data)
+        if refused:
+            lines = "\n".join(f"  - {r}" for r in refused)
+            raise PinError(f"moving the pin {pinned} -> {version} is refused:\n{lines}")
+    result.pins = plan(version, data, source, label, root)
     if not check:
-        _write_all(pins)
-    return pins
+        extra: list[tuple[Path, str]] = []
+        if moving:
+            pins_env = root / "toolchain" / "pins.env"
+            extra.append((pins_env, set_pinned_version(pins_env.read_text(), version)))
+        _write_all(result.pins, extra)
+        if moving and build is not None:
+            build(version, root)  # relink .toolchain/bin/kueue to the new pin
+    return result
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -342,21 +469,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--check", action="store_true", help="write nothing; fail if a stack is not pinned"
     )
+    parser.add_argument(
+        "--no-build", action="store_true", help="moving the pin: do not build the controller"
+    )
     args = parser.parse_args(argv)
     try:
-        pins = pin(args.version or None, args.file, check=args.check)
+        result = pin_release(
+            args.version or None,
+            args.file,
+            check=args.check,
+            build=None if args.no_build else build_kueue,
+        )
     except PinError as error:
         print(f"pin-kueue: {error}", file=sys.stderr)
         return 1
+    pins = result.pins
     stale = [p for p in pins if p.changed]
+    if result.moved_from:
+        print(f"toolchain/pins.env: KUEUE_VERSION {result.moved_from} -> {args.version}")
+    for added in result.added:
+        print(f"{added}: new supported release {args.version}: review and commit it")
     for p in pins:
         state = "would change" if args.check and p.changed else "changed" if p.changed else "ok"
         print(f"{p.path.name}: {state}" + "".join(f"; {n}" for n in p.notes))
     for p in stale:
         print(p.diff(), end="")
+    required = 0
+    for p in pins:
+        if p.advice:
+            print(f"\n{p.path.name}: moving from {result.moved_from} to {args.version}")
+        for item in p.advice:
+            print(f"  {item}")
+            required += item.required
     if args.check and stale:
         print("pin-kueue: stacks not pinned to the manifest; run `make pin-kueue`", file=sys.stderr)
         return 1
+    if required:
+        print(
+            f"pin-kueue: the pin moved, but {required} setting(s) above must change before "
+            f"those stacks can deploy Kueue {args.version}",
+            file=sys.stderr,
+        )
+        return 3
     return 0
 
 

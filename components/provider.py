@@ -33,5 +33,10 @@ def build_provider(
         context=pulumi.Output.from_input(context).apply(lambda v: v or ""),
         # The Kueue CRDs exceed the client-side apply annotation limit.
         enable_server_side_apply=True,
+        # Kueue's manager ConfigMap changes with every release and config change; replacing
+        # it (the provider's default) deletes it before creating it again, and a controller
+        # pod starting in between finds no configuration. Update it in place instead: its
+        # hash on the pod template rolls the controller.
+        enable_config_map_mutable=True,
         opts=opts,
     )

@@ -9,6 +9,7 @@ It runs during `pulumi up` only; preview and unit tests (with an injected probe)
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -18,9 +19,15 @@ from typing import Any
 import pulumi
 
 from components import keys
+from components.kueue_upgrade import rollout_pending
 
 Probe = Callable[[str | None, str | None, float], str]
 """probe(kubeconfig content or None for $KUBECONFIG, context or None, timeout seconds) -> report."""
+
+
+def probe_for(version: str | None) -> Probe:
+    """The real probe, waiting for the rollout of `version` first when one was installed."""
+    return functools.partial(probe_webhooks, version=version) if version else probe_webhooks
 
 
 class KueueNotReady(Exception):
@@ -36,10 +43,19 @@ def _api_message(body: Any) -> str:
 
 
 def probe_webhooks(
-    kubeconfig: str | None, context: str | None, timeout: float, interval: float = 2.0
+    kubeconfig: str | None,
+    context: str | None,
+    timeout: float,
+    interval: float = 2.0,
+    version: str | None = None,
 ) -> str:
     """Dry-run create a ResourceFlavor until the API server (and Kueue's webhook) accepts it.
-    The client is built in memory (components.kubeclient): a killed run leaves no key behind."""
+    The client is built in memory (components.kubeclient): a killed run leaves no key behind.
+
+    With `version` (the release just installed), first wait for the controller's rollout to
+    finish with no older controller left (components.kueue_upgrade.rollout_pending), and
+    want two answers `interval` apart: during an upgrade the old controller may answer once
+    more while it shuts down, and the new one must be the one serving."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
@@ -47,7 +63,7 @@ def probe_webhooks(
 
     api_client = make_api_client(kubeconfig, context)
     api = client.CustomObjectsApi(api_client)
-    group, version = keys.KUEUE_API_VERSION.split("/")
+    group, api_version = keys.KUEUE_API_VERSION.split("/")
     body = {
         "apiVersion": keys.KUEUE_API_VERSION,
         "kind": "ResourceFlavor",
@@ -57,20 +73,38 @@ def probe_webhooks(
     deadline = started + timeout
     attempts = 0
     last = "no answer yet"
+    served = 0
+    needed = 2 if version else 1
     try:
         while True:
             attempts += 1
             try:
-                api.create_cluster_custom_object(
-                    group, version, "resourceflavors", body, dry_run="All", _request_timeout=10
-                )
-                waited = time.monotonic() - started
-                return f"Kueue webhooks serving after {waited:.1f}s ({attempts} tries)"
+                pending = rollout_pending(api_client, version) if version else None
+                if pending is not None:
+                    served = 0
+                    last = pending
+                else:
+                    try:
+                        api.create_cluster_custom_object(
+                            group,
+                            api_version,
+                            "resourceflavors",
+                            body,
+                            dry_run="All",
+                            _request_timeout=10,
+                        )
+                    except ApiException as exc:
+                        if exc.status != 409:  # 409: admission passed; only the name clashed
+                            raise
+                    served += 1
+                    if served >= needed:
+                        waited = time.monotonic() - started
+                        return f"Kueue webhooks serving after {waited:.1f}s ({attempts} tries)"
             except ApiException as exc:
-                if exc.status == 409:  # admission passed; only the name clashed
-                    return f"Kueue webhooks serving ({attempts} tries)"
+                served = 0
                 last = f"HTTP {exc.status} {exc.reason}: {_api_message(exc.body)}"
             except Exception as exc:  # connection refused, TLS, timeouts: keep trying
+                served = 0
                 last = f"{type(exc).__name__}: {exc}"
             remaining = deadline - time.monotonic()
             if remaining <= 0:

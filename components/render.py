@@ -159,6 +159,20 @@ def local_queue(entry: Entry) -> dict[str, Any]:
     return _object("LocalQueue", metadata, {"clusterQueue": team.get("clusterQueue")})
 
 
+def workload_priority_class(entry: Entry) -> dict[str, Any]:
+    """A WorkloadPriorityClass: `value` and `description` are top-level fields (no spec)."""
+    pc = config_form(entry)
+    obj = _object(
+        "WorkloadPriorityClass",
+        {"name": pc.get("name"), "labels": {keys.LABEL_MANAGED_BY: keys.PROJECT}},
+        None,
+    )
+    obj["value"] = pc.get("value")
+    if pc.get("description") is not None:
+        obj["description"] = pc["description"]
+    return obj
+
+
 # --- MultiKueue (a manager's objects) ---------------------------------------------------
 
 
@@ -231,12 +245,13 @@ def multikueue_objects(config: Entry) -> list[dict[str, Any]]:
 
 
 def kueue_objects(config: Entry) -> list[dict[str, Any]]:
-    """Every Kueue object of a stack config: flavors, cohort, per team CQ and LQ, then a
-    MultiKueue manager's objects."""
+    """Every Kueue object of a stack config: flavors, cohort, priority classes, per team CQ and
+    LQ, then a MultiKueue manager's objects."""
     raw = config_form(config)
     objects = [resource_flavor(_map(f)) for f in _list(raw.get(keys.KEY_FLAVORS))]
     if isinstance(raw.get(keys.KEY_COHORT), Mapping):
         objects.append(cohort(raw[keys.KEY_COHORT]))
+    objects += [workload_priority_class(_map(p)) for p in _list(raw.get(keys.KEY_PRIORITY_CLASSES))]
     for team in _list(raw.get(keys.KEY_TEAMS)):
         checks = admission_checks_of(raw, _map(team).get("name"))
         objects += [cluster_queue(_map(team), checks), local_queue(_map(team))]

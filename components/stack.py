@@ -39,9 +39,10 @@ from components.multikueue import (
     effective_kueue,
 )
 from components.multikueue_checks import DEFAULT_FRAMEWORKS
+from components.priorities import PriorityClasses, PriorityClassesArgs
 from components.provider import build_provider, connection
 from components.queues import TeamQueues, TeamQueuesArgs
-from components.readiness import KueueReady, KueueReadyArgs, Probe, probe_webhooks
+from components.readiness import KueueReady, KueueReadyArgs, Probe, probe_for, probe_webhooks
 from components.storage import SharedStorage, SharedStorageArgs
 
 
@@ -200,7 +201,10 @@ class GpuQueues(pulumi.ComponentResource):
                 context=context,
                 timeout_seconds=float(cfg.kueue.readiness_timeout_seconds),
                 after=installed,
-                probe=args.probe,
+                # The real probe also waits for the new controller's rollout (upgrades).
+                probe=probe_for(args.manifest.version if args.manifest else None)
+                if args.probe is probe_webhooks
+                else args.probe,
             ),
             under,
         )
@@ -214,6 +218,12 @@ class GpuQueues(pulumi.ComponentResource):
             )
             uses.append(cohort.cohort)
             cohort_name = cfg.cohort.name
+        if cfg.priority_classes:
+            PriorityClasses(
+                f"{name}-priorities",
+                PriorityClassesArgs(cfg.priority_classes, ready.dependency),
+                under,
+            )
 
         mk = cfg.multi_kueue
         checks: dict[str, pulumi.Resource] = {}
@@ -248,6 +258,7 @@ class GpuQueues(pulumi.ComponentResource):
             keys.OUT_LOCAL_QUEUES: {t.name: f"{t.namespace}/{t.local_queue}" for t in cfg.teams},
             keys.OUT_NAMESPACES: {t.name: t.namespace for t in cfg.teams},
             keys.OUT_SHARED_CLAIMS: storage.claim_refs,
+            keys.OUT_PRIORITY_CLASSES: {p.name: p.value for p in cfg.priority_classes},
         }
         # Only a MultiKueue stack has these outputs: other stacks' outputs stay as they were.
         if mk is not None and mk.manager is not None:

@@ -24,20 +24,18 @@ import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import yaml
 
+from components.config import StackConfig
 from components.kueue_manifest import render_release, rendered_path
-from components.pins import read_pins
 from sandbox import fake_cluster, topology
 from sandbox.paths import BIN, KUBECONFIG, KUBECTL, LOGS, ROOT, STATE
 from sandbox.procs import start_time
 from sandbox.topology import Cluster
 
 STATE_FILE = STATE / "state.json"
-# The very file the stacks pin (make kueue-manifest renders the same bytes).
-KUEUE_MANIFEST = rendered_path(read_pins()["KUEUE_VERSION"])
 
 PRIMARY = topology.single()[0]
 PKI = PRIMARY.pki
@@ -45,8 +43,6 @@ APISERVER = PRIMARY.apiserver
 SERVICE_RANGE = "10.96.0.0/16"
 POD_RANGE = PRIMARY.pod_range
 READY_TIMEOUT = 90.0
-# A manager cluster has no GPU nodes; Kueue's own pod needs a node to run on all the same.
-SYSTEM_NODE: Final = {"cpu": "8", "memory": "32Gi"}
 
 
 def _run(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
@@ -456,15 +452,21 @@ def ensure_pod_range(c: Cluster) -> None:
         _run("ip", "addr", "add", c.pod_range, "dev", "lo")
 
 
-def cloud_manifests(c: Cluster) -> str:
-    """What the simulated cloud gives the cluster before any stack runs: the nodes and volumes
-    of its stack's flavors, or one system node (no GPUs) for Kueue's own pod."""
-    if c.shape is None:
-        return json.dumps(fake_cluster.node("system", {}, [], dict(SYSTEM_NODE)))
-    return fake_cluster.manifests(fake_cluster.load_stack(c.shape))
+def cloud_manifests(c: Cluster, stack: StackConfig) -> str:
+    """What the simulated cloud gives the cluster before any stack runs, shaped like its stack
+    (fake_cluster); a cluster without GPU nodes (a MultiKueue manager) keeps only the system
+    node Kueue's own pod runs on, its namespaces and volumes."""
+    objects = fake_cluster.objects(stack)
+    if not c.gpu_nodes:
+        objects = [
+            o
+            for o in objects
+            if fake_cluster.FLAVOR_ANNOTATION not in o["metadata"].get("annotations", {})
+        ]
+    return "\n---\n".join(json.dumps(o) for o in objects)
 
 
-def start_cluster(c: Cluster) -> None:
+def start_cluster(c: Cluster, stack: StackConfig, manifest: Path) -> None:
     ensure_pod_range(c)
     c.state.mkdir(parents=True, exist_ok=True)
     make_pki(c)
@@ -473,8 +475,11 @@ def start_cluster(c: Cluster) -> None:
     def run(*args: str, stdin: str | None = None) -> str:
         return kubectl(*args, stdin=stdin, kubeconfig=c.kubeconfig)
 
-    run("apply", "-f", "-", stdin=cloud_manifests(c))
+    run("apply", "-f", "-", stdin=cloud_manifests(c, stack))
     _wait(f"{c.name}'s fake nodes Ready", lambda: fake_cluster.nodes_ready(run))
+    if not stack.kueue.install:
+        # The stack expects Kueue preinstalled: the cloud installed the same release.
+        run("apply", "--server-side", "-f", str(manifest))
     spawn(
         c.process("kueue-pod"),
         [
@@ -489,25 +494,52 @@ def start_cluster(c: Cluster) -> None:
     )
 
 
-def up(topology_name: str | None = None) -> None:
+def up(
+    stack_name: str = "local", stack_file: Path | None = None, topology_name: str | None = None
+) -> None:
+    """Start every cluster of the topology (default: $GPUQ_TOPOLOGY, else one cluster), each
+    shaped like its stack (its flavors' nodes, adopted namespaces, shared volumes; fake_cluster)
+    with its Kueue pod runner, and record which stack shaped the primary one. One cluster is
+    shaped like the given stack; the other topologies' clusters by their own stacks."""
     t0 = time.monotonic()
     STATE.mkdir(exist_ok=True)
     name = topology_name or os.environ.get(topology.TOPOLOGY_ENV) or topology.SINGLE
-    clusters = topology.clusters(name)
+    if name == topology.SINGLE:
+        clusters = topology.single(stack_name, fake_cluster.stack_path(stack_name, stack_file))
+    elif stack_name != "local" or stack_file is not None:
+        raise fake_cluster.ShapeError(
+            f"the {name} topology's clusters are shaped by its own stacks (sandbox/topology.py); "
+            f"stack {stack_name!r} does not apply"
+        )
+    else:
+        clusters = topology.clusters(name)
+    # Every cluster's shape is refused before anything starts.
+    stacks = [fake_cluster.load_stack(c.shape) for c in clusters]
+    shapes = [
+        fake_cluster.shape_of(c.stack, c.shape, s) for c, s in zip(clusters, stacks, strict=True)
+    ]
     state = _load_state()
     state["topology"] = name
     _save_state(state)
-    if not KUEUE_MANIFEST.exists():
-        render_kueue_manifest(read_pins()["KUEUE_VERSION"])
+    manifests = [rendered_path(shape.kueue_version) for shape in shapes]
+    for shape, manifest in zip(shapes, manifests, strict=True):
+        if not manifest.exists():
+            render_kueue_manifest(shape.kueue_version)
     # Side by side: each cluster mostly waits for its own components to answer.
     with ThreadPoolExecutor(max_workers=len(clusters)) as pool:
-        for started in [pool.submit(start_cluster, c) for c in clusters]:
-            started.result()
+        started = [
+            pool.submit(start_cluster, *a) for a in zip(clusters, stacks, manifests, strict=True)
+        ]
+        for each in started:
+            each.result()
+    fake_cluster.write_shape(shapes[0])
     state = _load_state()
     state["ready_seconds"] = round(time.monotonic() - t0, 1)
     _save_state(state)
     shown = ", ".join(f"{c.name} {c.apiserver}" for c in clusters)
     print(f"sandbox: {name} ({shown}) ready in {state['ready_seconds']}s; KUBECONFIG={KUBECONFIG}")
+    for c, shape in zip(clusters, shapes, strict=True):
+        print(f"sandbox: {c.name} shaped like {shape.describe()}")
 
 
 def down() -> None:
@@ -538,6 +570,8 @@ def down() -> None:
         STATE / "pulumi",
         STATE / "project",
         STATE / "clusters",
+        STATE / "rehearse",
+        fake_cluster.SHAPE_FILE,
     ):
         try:
             if path.is_dir():
@@ -575,7 +609,13 @@ def main() -> int:
     os.umask(0o077)
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
     if cmd == "up":
-        up(sys.argv[2] if len(sys.argv) > 2 else None)
+        # up [STACK [STACK_FILE]]: shaped like Pulumi.<STACK>.yaml (default local) or the file.
+        args = sys.argv[2:]
+        try:
+            up(args[0] if args else "local", Path(args[1]) if len(args) > 1 else None)
+        except fake_cluster.ShapeError as e:
+            print(f"sandbox: {e}", file=sys.stderr)
+            return 1
     elif cmd == "down":
         down()
     elif cmd == "status":
@@ -589,7 +629,7 @@ def main() -> int:
         print(f"sandbox: {sys.argv[2]} restarted; down for {down_for:.1f}s")
     else:
         print(
-            "usage: python -m sandbox.cluster up [TOPOLOGY]|down|status|topology|logs|"
+            "usage: python -m sandbox.cluster up [STACK [STACK_FILE]]|down|status|topology|logs|"
             "restart COMPONENT",
             file=sys.stderr,
         )

@@ -8,8 +8,10 @@ certificate Secret Kueue itself fills, emptyDirs) materialised under .sandbox/ku
 bind-mounted at the pod's mount paths in a private mount namespace, listening on the pod's
 IP. The API server reaches it there (endpoint routing), exactly as it would reach a pod. A
 new pod (rollout after a config change) restarts the process; a crash restarts it with a
-kubelet's CrashLoopBackOff; no pod, no process. One runner per sandbox cluster, each with its
-own work directory, log and API server (`--work`, `--log`, `--apiserver`).
+kubelet's CrashLoopBackOff; no pod, no process. The binary is the one of the pod's image tag
+(.toolchain/bin/kueue-<tag>, every supported release is linked there by make toolchain), so
+an upgrade rolls onto the new release's controller. One runner per sandbox cluster, each with
+its own work directory, log and API server (`--work`, `--log`, `--apiserver`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from sandbox.procs import start_time
 WORK = STATE / "kueue"
 LOG = LOGS / "kueue.log"
 PID_FILE_NAME = "kueue.json"  # under WORK: the running kueue's pid and start time
+POD_ROOT_SCRIPT = "pod-root.sh"  # under WORK: builds the pod's root, then execs kueue
 KUEUE = BIN / "kueue"
 NAMESPACE = "kueue-system"
 TOKEN_REFRESH_SECONDS = 1800
@@ -67,6 +70,24 @@ def _write_private(path: Path, data: bytes) -> None:
         os.fchmod(f.fileno(), 0o600)  # a leftover temporary file may have had other bits
         f.write(data)
     tmp.replace(path)
+
+
+def binary_for(image: str | None) -> Path:
+    """The kueue binary of the image's tag (registry.k8s.io/kueue/kueue:v0.19.2 ->
+    .toolchain/bin/kueue-v0.19.2), as a kubelet would pull that image."""
+    tag = (image or "").rpartition(":")[2]
+    if not tag or "/" in tag:
+        raise RuntimeError(f"the controller image {image!r} names no release tag")
+    return BIN / f"kueue-{tag}"
+
+
+def _pulled(binary: Path) -> None:
+    """A kubelet that cannot pull the image does not start the pod: say which is missing."""
+    if not binary.is_file():
+        raise RuntimeError(
+            f"{binary} is missing: `make toolchain` links a kueue binary for every supported "
+            "release (toolchain/go/kueue/<version>/)"
+        )
 
 
 def pod_root_script(
@@ -302,6 +323,7 @@ class Runner:
 
     def command(self, pod: Any, dirs: dict[str, Path]) -> list[str]:
         c = next(c for c in pod.spec.containers if c.name == CONTAINER)
+        binary = binary_for(c.image)
         args = list(c.args or [])
         mounts: list[tuple[Path, str]] = []
         for m in c.volume_mounts or []:
@@ -311,14 +333,19 @@ class Runner:
                 args = [a.replace(m.mount_path, str(src / m.sub_path)) for a in args]
             else:
                 mounts.append((src, m.mount_path))
-        args = [self.bound_config(a, pod.status.pod_ip) for a in args]
-        script = pod_root_script(self.work / "root", mounts, self.work, [str(KUEUE), *args])
-        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
+        args = [self.bound_config(a, pod) for a in args]
+        script = pod_root_script(self.work / "root", mounts, self.work, [str(binary), *args])
+        # Through a file, not `sh -c`: the script binds every entry of the directories on the
+        # way to a mount path (all of /tmp's), and one argument may not exceed 128 KiB.
+        path = self.work / POD_ROOT_SCRIPT
+        _write_private(path, script.encode())
+        return ["unshare", "--mount", "--propagation", "private", "sh", str(path)]
 
-    def bound_config(self, arg: str, pod_ip: str) -> str:
+    def bound_config(self, arg: str, pod: Any) -> str:
         """`--config=<file>` pointing at a copy bound to the pod IP (bind_to_pod_ip)."""
         if not arg.startswith(CONFIG_FLAG):
             return arg
+        pod_ip = pod.status.pod_ip
         source = Path(arg[len(CONFIG_FLAG) :])
         try:
             text = source.read_text()
@@ -346,6 +373,7 @@ class Runner:
 
     def launch(self, pod: Any, dirs: dict[str, Path]) -> Process:
         argv = self.command(pod, dirs)
+        _pulled(binary_for(next(c for c in pod.spec.containers if c.name == CONTAINER).image))
         _private_dir(self.work / "root")  # the private root's mount point
         # In-cluster configuration, as a kubelet gives it: the API server's address plus the
         # mounted service account token, so Kueue runs with exactly its manifest's RBAC.

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Lifecycle of the sandbox cluster, inside a network namespace of its own.
-# Usage: sandbox/sandbox.sh up [TOPOLOGY]|down|status|shell|exec CMD...|logs|restart COMPONENT
-# TOPOLOGY (sandbox/topology.py): single (the default) or multikueue (a manager, two workers).
+# Usage: sandbox/sandbox.sh up [STACK [STACK_FILE]]|down|status|shell|exec CMD...|logs|restart COMPONENT
+# `up` shapes the fake cluster like a stack (default local: Pulumi.local.yaml, or STACK_FILE)
+# and refuses to reuse a running sandbox that another stack (or stack file) shaped.
+# GPUQ_TOPOLOGY=multikueue starts a MultiKueue manager and two workers instead, each a control
+# plane of its own shaped by its own stack (sandbox/topology.py); STACK does not apply there.
 # Every process of the sandbox, and every command that talks to it, runs inside the
 # namespace; only loopback and the namespace-local pod range exist there.
 set -euo pipefail
@@ -15,15 +18,31 @@ in_ns() { ip netns exec "$ns" "$@"; }
 ns_exists() { ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "$ns"; }
 
 up() {
-  local topology=${1:-${GPUQ_TOPOLOGY:-single}} running
+  local topology=${GPUQ_TOPOLOGY:-single} stack=${1:-} file=${2:-} running
+  if [ -n "$file" ]; then file=$(realpath -- "$file"); fi # relative to the caller, not $root
+  cd "$root"
+  if [ "$topology" != single ]; then
+    if [ -n "$stack" ]; then
+      echo "sandbox: the $topology topology's clusters are shaped by its own stacks" \
+        "(sandbox/topology.py); STACK does not apply" >&2
+      return 2
+    fi
+    # Its primary cluster's stack: what the shape record and the reuse check go by.
+    { read -r stack; read -r file; } < <("$py" -m sandbox.topology primary "$topology") || return 2
+  fi
+  stack=${stack:-local}
   if ns_exists && in_ns "$py" -m sandbox.cluster status >/dev/null 2>&1; then
-    running=$(cd "$root" && in_ns "$py" -m sandbox.cluster topology)
+    running=$(in_ns "$py" -m sandbox.cluster topology)
     if [ "$running" != "$topology" ]; then
       echo "sandbox: already up with topology $running, not $topology; run sandbox down first" >&2
       return 1
     fi
-    echo "sandbox: already up (namespace $ns)"; return 0
+    "$py" -m sandbox.fake_cluster same "$stack" ${file:+"$file"} || return 1
+    echo "sandbox: already up (namespace $ns, topology $topology, shaped like stack $stack)"
+    return 0
   fi
+  # A stack that cannot shape a sandbox is refused before anything starts.
+  "$py" -m sandbox.fake_cluster check "$stack" ${file:+"$file"}
   down >/dev/null 2>&1 || true # leftovers of a crashed run
   mkdir -p "$state"
   ip netns add "$ns"
@@ -31,8 +50,9 @@ up() {
   in_ns ip link set lo up
   # The pod range lives on lo: a fake pod's IP answers inside the namespace, nowhere else.
   in_ns ip addr add 10.244.0.0/16 dev lo
-  cd "$root"
-  if ! in_ns "$py" -m sandbox.cluster up "$topology"; then
+  local args=()
+  if [ "$topology" = single ]; then args=("$stack" ${file:+"$file"}); fi
+  if ! GPUQ_TOPOLOGY=$topology in_ns "$py" -m sandbox.cluster up "${args[@]}"; then
     echo "sandbox: start failed; logs follow" >&2
     in_ns "$py" -m sandbox.cluster logs >&2 || true
     return 1
@@ -66,5 +86,5 @@ case "${1:-}" in
   shell) cd "$root"; echo "sandbox shell: KUBECONFIG=$state/kubeconfig; exit to leave"; KUBECONFIG=$state/kubeconfig in_ns bash -i ;;
   exec) shift; cd "$root"; KUBECONFIG=$state/kubeconfig in_ns "$@" ;;
   name) echo "$ns" ;;
-  *) echo "usage: $0 up [TOPOLOGY]|down|status|logs|shell|exec CMD...|restart COMPONENT" >&2; exit 2 ;;
+  *) echo "usage: $0 up [STACK [STACK_FILE]]|down|status|logs|shell|exec CMD...|restart COMPONENT" >&2; exit 2 ;;
 esac

@@ -29,8 +29,20 @@ RUN = ROOT / "toolchain" / "run"
 NOT_LINKED = {".git", ".sandbox", ".pulumi", ".toolchain"}
 
 
+# Where a caller's environment points Pulumi for real stacks (CI's shared state and its
+# passphrase): a sandbox run must never reach them. Its stacks share names with real ones
+# (`make rehearse STACK=prod`), so state elsewhere would be a real stack's.
+NOT_INHERITED = (
+    "PULUMI_BACKEND_URL",
+    "PULUMI_ACCESS_TOKEN",
+    "PULUMI_CONFIG_PASSPHRASE",
+    "PULUMI_CONFIG_PASSPHRASE_FILE",
+)
+
+
 def environment() -> dict[str, str]:
-    return {**os.environ, "GPU_QUEUES_PULUMI_DIR": str(PULUMI_DIR)}
+    env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
+    return {**env, "GPU_QUEUES_PULUMI_DIR": str(PULUMI_DIR)}
 
 
 def _pulumi(

@@ -1,7 +1,8 @@
 """Which control planes a sandbox runs: one cluster (the default), or a MultiKueue manager with
 two workers. Each cluster gets its own loopback address (so every component keeps its usual
 port), its own pod range on `lo`, its own state directory and its own shape: the stack file
-whose flavors become its kwok nodes, or none for a manager that only runs Kueue.
+whose flavors become its kwok nodes (sandbox/fake_cluster.py). A MultiKueue manager's jobs run
+on its workers, so its cluster gets only the system node its stack's Kueue controller runs on.
 
 The first cluster of a topology is the primary one: its paths are the sandbox's usual ones
 (.sandbox/kubeconfig, .sandbox/pki, ...), so `make sandbox-shell` and the e2e suite talk to it,
@@ -12,6 +13,7 @@ their processes are named `<name>/<component>`.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -40,10 +42,13 @@ class Cluster:
     """Where kwok numbers its pods (on lo inside the namespace, disjoint across clusters): the
     API server reaches Kueue's webhooks at the pod's IP in it."""
     state: Path
-    shape: Path | None
-    """The stack file whose flavors and shared volumes make its nodes and volumes; None: one
-    system node (no GPUs) for Kueue's own pod."""
+    stack: str
+    shape: Path
+    """The stack file whose flavors, shared volumes and Kueue controller make its nodes and
+    volumes (sandbox/fake_cluster.py)."""
     primary: bool = False
+    gpu_nodes: bool = True
+    """False: only the system node for Kueue's own pod (a MultiKueue manager)."""
 
     @property
     def pki(self) -> Path:
@@ -76,14 +81,19 @@ class Cluster:
         return f"{base[0]}.{base[1]}.255.254"
 
 
-def single() -> list[Cluster]:
-    return [
-        Cluster("sandbox", "127.0.0.1", "10.244.0.0/16", STATE, ROOT / "Pulumi.local.yaml", True)
-    ]
+def single(stack: str = "local", shape: Path | None = None) -> list[Cluster]:
+    """One cluster shaped like the stack (default local: Pulumi.local.yaml)."""
+    path = shape or ROOT / f"Pulumi.{stack}.yaml"
+    return [Cluster("sandbox", "127.0.0.1", "10.244.0.0/16", STATE, stack, path, True)]
 
 
 def multikueue() -> list[Cluster]:
-    clusters = [Cluster("manager", "127.0.0.1", "10.244.0.0/16", STATE, None, True)]
+    manager = E2E_STACKS / f"Pulumi.{MK_MANAGER_STACK}.yaml"
+    clusters = [
+        Cluster(
+            "manager", "127.0.0.1", "10.244.0.0/16", STATE, MK_MANAGER_STACK, manager, True, False
+        )
+    ]
     for i, (name, stack) in enumerate(MK_WORKER_STACKS.items()):
         clusters.append(
             Cluster(
@@ -91,6 +101,7 @@ def multikueue() -> list[Cluster]:
                 f"127.0.0.{i + 2}",
                 f"10.{245 + i}.0.0/16",
                 STATE / "clusters" / name,
+                stack,
                 E2E_STACKS / f"Pulumi.{stack}.yaml",
             )
         )
@@ -124,3 +135,23 @@ def cluster_of_stack(stack: str) -> Cluster:
         if stack == worker_stack:
             return by_name(MULTIKUEUE, name)
     return clusters(SINGLE)[0]
+
+
+def main(argv: list[str]) -> int:
+    """`primary TOPOLOGY`: its primary cluster's stack name and stack file, one a line (what
+    sandbox.sh records and checks a running sandbox's shape by)."""
+    if len(argv) != 2 or argv[0] != "primary":
+        print("usage: python -m sandbox.topology primary TOPOLOGY", file=sys.stderr)
+        return 2
+    try:
+        first = clusters(argv[1])[0]
+    except ValueError as e:
+        print(f"sandbox: {e}", file=sys.stderr)
+        return 2
+    print(first.stack)
+    print(first.shape)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

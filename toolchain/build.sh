@@ -83,7 +83,27 @@ k8s() {
   done
 }
 etcd() { build etcd etcd go.etcd.io/etcd/server/v3 ""; }
-kueue() { build kueue kueue sigs.k8s.io/kueue/cmd/kueue "-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION -X sigs.k8s.io/kueue/pkg/version.GitCommit=$KUEUE_VERSION"; }
+# Kueue: one wrapper per supported release (toolchain/go/kueue/<version>/), each built into
+# the cache once and linked as kueue-<version>; `kueue` is the pinned one. The sandbox runs the
+# binary matching its controller pod's image tag, so an upgrade rehearsal has both at hand.
+# KUEUE_VERSIONS (space separated) limits which releases `kueue` builds; default: every one.
+kueue_release() {
+  local v=$1 fl="-X sigs.k8s.io/kueue/pkg/version.GitVersion=$1 -X sigs.k8s.io/kueue/pkg/version.GitCommit=$1"
+  [ -f "$here/go/kueue/$v/go.mod" ] || { log "no wrapper toolchain/go/kueue/$v: toolchain/gen-wrappers.sh kueue $v"; exit 2; }
+  # Cached as kueue-<key> like before per-release wrappers (the key hashes go.mod, go.sum and
+  # the version ldflags, so each release has its own); linked as kueue-<version>.
+  build kueue "kueue/$v" sigs.k8s.io/kueue/cmd/kueue "$fl"
+  place "$bin/kueue" "kueue-$v"
+}
+kueue() {
+  local v versions=${KUEUE_VERSIONS:-}
+  if [ -z "$versions" ]; then
+    for v in "$here"/go/kueue/v*/; do v=${v%/}; versions+=" ${v##*/}"; done
+  fi
+  case " $versions " in *" $KUEUE_VERSION "*) ;; *) versions+=" $KUEUE_VERSION" ;; esac
+  for v in $versions; do kueue_release "$v"; done
+  place "$bin/kueue-$KUEUE_VERSION" kueue
+}
 kwok() {
   local fl="-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$KUBERNETES_VERSION"
   build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$fl"

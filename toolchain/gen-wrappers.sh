@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Regenerates the wrapper go.mod/go.sum files under toolchain/go/ from pins.env.
 # Run after bumping a pin; the results are committed (they are ours, not upstream's).
+#   toolchain/gen-wrappers.sh                     every wrapper, at the pinned versions
+#   toolchain/gen-wrappers.sh kueue vX.Y.Z ...    only the Kueue wrappers of those releases
+# Kueue keeps one wrapper per supported release (toolchain/go/kueue/<version>/), so moving
+# its pin back and forth is a relink of a cached binary, never a rebuild (docs/upgrading.md).
 # Wrappers exist because several upstream main modules carry replace directives
 # (so `go install mod@ver` is refused) and because each tool must keep its own
 # dependency graph (shared graphs would raise one tool's deps to another's).
@@ -12,10 +16,25 @@ export GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
 gomod_of() { go mod download -json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])'; }
 
-wrapper() { # dir module-path go-version
+wrapper() { # dir go-version
   mkdir -p "$here/go/$1"; rm -f "$here/go/$1/go.mod" "$here/go/$1/go.sum"
   printf 'module gpu-queues.local/toolchain/%s\n\ngo %s\n' "$1" "$2" > "$here/go/$1/go.mod"
 }
+
+# kueue_wrapper VERSION: toolchain/go/kueue/VERSION requires sigs.k8s.io/kueue at VERSION only.
+kueue_wrapper() {
+  case $1 in v[0-9]*.[0-9]*.[0-9]*) ;; *) echo "gen-wrappers: not a Kueue release: $1" >&2; return 2 ;; esac
+  wrapper "kueue/$1" 1.26.0
+  # Same module name for every release: the binary cache key hashes the file's content.
+  sed -i 's|^module .*|module gpu-queues.local/toolchain/kueue|' "$here/go/kueue/$1/go.mod"
+  ( cd "$here/go/kueue/$1"; go mod edit -require="sigs.k8s.io/kueue@$1" -tool=sigs.k8s.io/kueue/cmd/kueue; go mod tidy )
+}
+if [ "${1:-}" = kueue ]; then
+  shift
+  [ $# -gt 0 ] || set -- "$KUEUE_VERSION"
+  for v in "$@"; do kueue_wrapper "$v"; done
+  exit 0
+fi
 
 # Kubernetes: replace every ./staging module with its published v0.<minor>.<patch>.
 k8s_staging_version="v0.${KUBERNETES_VERSION#v1.}"
@@ -37,8 +56,7 @@ wrapper etcd 1.25.0
   go mod tidy )
 
 # Kueue, kwok, actionlint: no replaces, a wrapper only pins them.
-wrapper kueue 1.26.0
-( cd "$here/go/kueue"; go mod edit -require="sigs.k8s.io/kueue@$KUEUE_VERSION" -tool=sigs.k8s.io/kueue/cmd/kueue; go mod tidy )
+kueue_wrapper "$KUEUE_VERSION"
 wrapper kwok 1.26.0
 ( cd "$here/go/kwok"; go mod edit -require="sigs.k8s.io/kwok@$KWOK_VERSION" -tool=sigs.k8s.io/kwok/cmd/kwok -tool=sigs.k8s.io/kwok/cmd/kwokctl; go mod tidy )
 wrapper actionlint 1.26.0

@@ -122,6 +122,17 @@ def in_sandbox(project: Path, command: str, timeout: float = 900) -> tuple[int, 
     return code, ANSI.sub(b"", out).decode(errors="replace").replace("\r\n", "\n")
 
 
+def _sandbox_logs(project: Path, lines: int = 40) -> str:
+    """What the scratch sandbox's components last said (Kueue first), for a failure message."""
+    logs = project / ".sandbox" / "logs"
+    names = sorted(logs.glob("*.log"), key=lambda p: (not p.name.startswith("kueue"), p.name))
+    return "\n".join(
+        f"===== {log.name} (last {lines} lines)\n"
+        + "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+        for log in names
+    )
+
+
 def _committed() -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(ROOT.glob("Pulumi.*.yaml"))}
 
@@ -142,7 +153,7 @@ def test_readme_real_cluster_steps_work_in_order(scratch: Path) -> None:
     for step in steps:
         command = step.replace(USER_KUBECONFIG, str(kubeconfig))
         code, out = in_sandbox(scratch, command)
-        assert code == 0, f"README step failed: {step}\n{out[-4000:]}"
+        assert code == 0, f"README step failed: {step}\n{out[-4000:]}\n{_sandbox_logs(scratch)}"
         if "pulumi up" in step:
             assert "Resources:" in out and "created" in out, out[-4000:]
 

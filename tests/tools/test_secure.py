@@ -191,7 +191,7 @@ def test_a_secret_value_is_never_promoted_between_stacks(
     # ... and the integration-name check, which would otherwise refuse the placeholder.
     from components import config_checks
 
-    monkeypatch.setattr(config_checks, "KUEUE_FRAMEWORKS", {})
+    monkeypatch.setattr(config_checks.kueue_versions, "framework_problems", lambda *_: [])
     frameworks = "[batch/job, {secure: 'v1:AAAA:BBBB'}]"
     dev = "config:\n  gpu-queues:kueue:\n    manager:\n      integrations:\n"
     dev += f"        frameworks: {frameworks}\n"

@@ -6,6 +6,7 @@ editing and the --file mode, on the committed stack files and on unusual ones.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import shutil
 from pathlib import Path
@@ -13,7 +14,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.kueue_pin import PinError, main, pin, pin_text, release_url
+from components.kueue_pin import (
+    PinError,
+    main,
+    pin,
+    pin_text,
+    plan,
+    release_url,
+    set_pinned_version,
+    storage_refusals,
+)
 from tests.conftest import MANIFEST, ROOT
 
 pytestmark = pytest.mark.unit
@@ -230,11 +240,104 @@ def test_one_broken_stack_file_stops_the_whole_pin(project):
     assert snapshot(project) == before
 
 
-def test_another_version_than_the_pin_is_not_supported_yet(project):
-    with pytest.raises(PinError, match=r"Kueue v0\.19\.2 is not the pinned version \(v0\.18\.3"):
-        pin(version="v0.19.2", file=MANIFEST, root=project)
+def test_check_only_verifies_the_pinned_version(project):
+    with pytest.raises(PinError, match=r"--check verifies the pinned version \(v0\.18\.3\)"):
+        pin(version="v0.19.2", file=MANIFEST, root=project, check=True)
 
 
 def test_cli_reports_errors_without_a_traceback(capsys):
     assert main(["--version", "v0.19.2", "--file", str(MANIFEST), "--check"]) == 1
-    assert "not supported yet (issue 13)" in capsys.readouterr().err
+    assert "--check verifies the pinned version" in capsys.readouterr().err
+    assert main(["--version", "0.19.2", "--check"]) == 1
+    assert "'0.19.2' is not a Kueue release (vX.Y.Z)" in capsys.readouterr().err
+
+
+# --- moving the pin ---------------------------------------------------------------------------
+
+
+def test_set_pinned_version_changes_only_that_line():
+    text = (ROOT / "toolchain" / "pins.env").read_text()
+    moved = set_pinned_version(text, "v0.19.2")
+    assert [line for line in moved.splitlines() if line not in text.splitlines()] == [
+        "KUEUE_VERSION=v0.19.2"
+    ]
+    assert set_pinned_version(moved, "v0.18.3") == text
+    with pytest.raises(PinError, match="exactly one KUEUE_VERSION"):
+        set_pinned_version("A=1\n", "v0.19.2")
+
+
+def release_at(version: str) -> bytes:
+    """The fixture release, retagged as `version` (what a release of that version ships)."""
+    text = MANIFEST.read_text()
+    return text.replace(
+        "registry.k8s.io/kueue/kueue:v0.18.3", f"registry.k8s.io/kueue/kueue:{version}"
+    ).encode()
+
+
+def test_moving_the_pin_moves_every_stack_that_follows_it_and_says_what_changes(project):
+    (project / "Pulumi.explicit.yaml").write_text(
+        "config:\n  gpu-queues:kueue:\n    version: v0.18.3\n"
+    )
+    data = release_at("v0.19.2")
+    digest = hashlib.sha256(data).hexdigest()
+    path = {"path": ".kueue/v0.19.2/manifests.yaml"}
+    pins = {p.stack: p for p in plan("v0.19.2", data, path, "v0.19.2 render", project)}
+    for stack in ("dev", "staging", "prod", "local"):
+        new = kueue_block(pins[stack].new_text)
+        assert new["manifest"] == {**path, "sha256": digest}
+        assert not any(a.required for a in pins[stack].advice)
+    # dev and local leave the Configuration to the release: its new defaults reach them.
+    for stack in ("dev", "local"):
+        keys = {a.key for a in pins[stack].advice}
+        assert {"manager.waitForPodsReady", "manager.integrations.frameworks"} <= keys
+    # staging and prod set waitForPodsReady and their integrations: nothing changes for them.
+    assert pins["staging"].advice == pins["prod"].advice == []
+    # A stack that names its own version is left alone, told so.
+    assert not pins["explicit"].changed and "runs Kueue v0.18.3" in pins["explicit"].notes[0]
+    assert not pins["older"].changed
+    # Nothing was written: plan only plans.
+    assert "v0.18.3" in (project / "Pulumi.dev.yaml").read_text()
+
+
+def test_a_gate_the_new_version_refuses_is_required_advice(project):
+    dev = project / "Pulumi.dev.yaml"
+    dev.write_text(
+        dev.read_text().replace(
+            "  gpu-queues:kueue:\n",
+            "  gpu-queues:kueue:\n    manager:\n      featureGates: {LendingLimit: true}\n",
+            1,
+        )
+    )
+    data = release_at("v0.19.2")
+    pins = {p.stack: p for p in plan("v0.19.2", data, {"path": "x"}, "render", project)}
+    (required,) = [a for a in pins["dev"].advice if a.required]
+    assert required.key == "manager.featureGates.LendingLimit"
+
+
+def test_storage_refusals_apply_the_programs_upgrade_rule_to_the_two_releases():
+    def crds_at(version: str, versions: list[str], storage: str) -> bytes:
+        docs = [d for d in yaml.safe_load_all(release_at(version)) if d]
+        for doc in docs:
+            if doc["kind"] == "CustomResourceDefinition":
+                schema = doc["spec"]["versions"][0].get("schema")
+                doc["spec"]["versions"] = [
+                    {
+                        "name": v,
+                        "served": True,
+                        "storage": v == storage,
+                        "schema": copy.deepcopy(schema),
+                    }
+                    for v in versions
+                ]
+        return yaml.safe_dump_all(docs).encode()
+
+    newer = crds_at("v0.20.0", ["v1beta2", "v1"], "v1")
+    at_v1beta2 = crds_at("v0.19.2", ["v1beta2"], "v1beta2")
+    assert storage_refusals("v0.19.2", at_v1beta2, "v0.20.0", newer) == []
+    # Back to a release that defines v1 but stores at v1beta2: crossing the change.
+    knows_v1 = crds_at("v0.19.2", ["v1beta2", "v1"], "v1beta2")
+    (refused,) = storage_refusals("v0.20.0", newer, "v0.19.2", knows_v1)
+    assert "downgrading Kueue v0.20.0 -> v0.19.2 crosses a storage-version change" in refused
+    # Back to one that does not even define v1: what v0.20.0 stored would be lost.
+    (refused,) = storage_refusals("v0.20.0", newer, "v0.19.2", at_v1beta2)
+    assert "still stores objects at v1" in refused

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from sandbox import kueue_pod as kueue_pod_module
 from sandbox.kueue_pod import CrashLoopBackOff, Runner, pod_root_script
 
 pytestmark = pytest.mark.unit
@@ -325,3 +326,52 @@ def test_tokens_and_keys_are_written_for_their_owner_only_whatever_the_umask(
     for path in [tmp_path / "work", *(tmp_path / "work").rglob("*")]:
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode == (0o700 if path.is_dir() else 0o600), f"{path}: {oct(mode)}"
+
+
+def test_the_pod_root_script_reaches_sh_through_a_private_file_whatever_its_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A machine's /tmp can hold hundreds of entries, each bound into the pod's root: the script
+    # then outgrows what one argument may hold (128 KiB), and exec fails with E2BIG.
+    big = "set -e\n" + "true\n" * 100_000
+    monkeypatch.setattr(kueue_pod_module, "pod_root_script", lambda *a, **k: big)
+    runner = Runner(core=FakeCore(), work=tmp_path / "work", log=tmp_path / "log")
+    (tmp_path / "work").mkdir(mode=0o700)
+    pod = kueue_pod()
+    pod.spec.containers = [
+        ns(
+            name="manager",
+            image="registry.k8s.io/kueue/kueue:v0.19.2",
+            args=["--zap-log-level=2"],
+            volume_mounts=[],
+        )
+    ]
+    argv = runner.command(pod, {})
+    assert sum(len(a) for a in argv) < 4096, argv
+    script = Path(argv[-1])
+    assert script.read_text() == big
+    assert stat.S_IMODE(script.stat().st_mode) == 0o600
+    # Long enough to fail as `sh -c` (Linux's MAX_ARG_STRLEN is 32 pages).
+    assert len(big.encode()) > 32 * 4096
+
+
+def test_the_runner_runs_the_binary_of_the_pods_image_tag(tmp_path: Path) -> None:
+    """An upgrade rolls the pod to a new image: the sandbox runs that release's controller."""
+    runner = Runner(core=FakeCore(), work=tmp_path / "work", log=tmp_path / "log")
+    (tmp_path / "work").mkdir(mode=0o700)
+    pod = kueue_pod()
+    for tag in ("v0.18.3", "v0.19.2"):
+        pod.spec.containers = [
+            ns(
+                name="manager",
+                image=f"registry.k8s.io/kueue/kueue:{tag}",
+                args=[],
+                volume_mounts=[],
+            )
+        ]
+        script = Path(runner.command(pod, {})[-1]).read_text()
+        assert str(kueue_pod_module.BIN / f"kueue-{tag}") in script
+    with pytest.raises(RuntimeError, match="names no release tag"):
+        kueue_pod_module.binary_for("registry.k8s.io/kueue/kueue")
+    with pytest.raises(RuntimeError, match=r"kueue-v9\.9\.9 is missing: `make toolchain`"):
+        kueue_pod_module._pulled(kueue_pod_module.binary_for("x/kueue:v9.9.9"))

@@ -7,6 +7,7 @@ would pass it, and every registration is recorded.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import runpy
@@ -43,7 +44,17 @@ def run_program(
         except SystemExit as stop:
             exit_code.append(stop.code)
 
-    program()
+    # The mocks' root stack takes no async entrypoint (pulumi.run raises "may only be called
+    # once" under set_mocks): the program's one is collected here and run after it.
+    entrypoints: list[Any] = []
+    real_run = pulumi.run
+    pulumi.run = entrypoints.append
+    try:
+        program()
+    finally:
+        pulumi.run = real_run
+    for entry in entrypoints:
+        asyncio.run(entry())
     return run, (exit_code or [None])[0], capsys.readouterr().err
 
 

@@ -44,7 +44,8 @@ def test_multikueue_clusters_never_share_an_address_a_pod_range_or_a_directory()
     clusters = topology.clusters(topology.MULTIKUEUE)
     assert [c.name for c in clusters] == ["manager", "worker-a", "worker-b"]
     assert [c.primary for c in clusters] == [True, False, False]
-    assert clusters[0].shape is None  # the manager has no GPU nodes
+    assert not clusters[0].gpu_nodes  # the manager's jobs run on its workers
+    assert all(c.gpu_nodes for c in clusters[1:])
     for a, b in itertools.combinations(clusters, 2):
         assert a.address != b.address
         assert not ipaddress.ip_network(a.pod_range).overlaps(ipaddress.ip_network(b.pod_range))
@@ -53,7 +54,7 @@ def test_multikueue_clusters_never_share_an_address_a_pod_range_or_a_directory()
     for c in clusters:
         assert ipaddress.ip_address(c.address).is_loopback
         assert ipaddress.ip_address(c.node_ip) in ipaddress.ip_network(c.pod_range)
-        assert c.shape is None or c.shape.exists()
+        assert c.shape.exists()
 
 
 def test_a_worker_stack_deploys_to_its_worker_and_any_other_stack_to_the_primary() -> None:

@@ -39,6 +39,7 @@ def test_schema_describes_the_project_keys():
         "gpu-queues:teams",
         "gpu-queues:sharedStorage",
         "gpu-queues:multiKueue",
+        "gpu-queues:priorityClasses",
     }
 
 

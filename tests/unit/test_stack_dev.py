@@ -94,6 +94,9 @@ def test_provider_uses_server_side_apply(dev_run):
     provider = [r for r in dev_run.resources if r.typ == "pulumi:providers:kubernetes"]
     assert len(provider) == 1
     assert provider[0].inputs["enableServerSideApply"] in (True, "true")
+    # The manager ConfigMap is updated in place (an upgrade changes it): replacing it would
+    # delete it while a new controller pod may be starting (tests/e2e/test_upgrade.py).
+    assert provider[0].inputs["enableConfigMapMutable"] in (True, "true")
 
 
 def test_kueue_objects_wait_for_the_readiness_probe(dev_run):

@@ -1,0 +1,203 @@
+"""Admission what-if: replay a workload mix on the real Kueue and kube-scheduler, in a fresh
+sandbox shaped like the stack, for the stack as it is and (with --base) as it was at a git
+revision, and report what happened to every workload and team, side by side.
+
+    python -m gpuq.whatif --stack staging --workloads workloads/staging [--base origin/main]
+                          [--out DIR] [--until 24h] [--quiet SECONDS] [--keep]
+    make what-if STACK=staging WORKLOADS=workloads/staging [BASE=origin/main] [OUT=DIR]
+
+Writes DIR/report.md and DIR/report.json (gpuq/whatif_report.py has the format). Each side
+gets a sandbox of its own, started fresh (a sandbox already running in this checkout is
+stopped first) and stopped afterwards (--keep leaves the last one up). The replay itself
+runs inside the sandbox's network namespace (sandbox/whatif.py). Needs root, like the
+sandbox, and the built toolchain (`make toolchain`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components import keys
+from components.config import ConfigError, StackConfig, load_config
+from components.pins import read_pins
+from gpuq.stackfile import ROOT, StackFileError, parse_config, read_text, resolve_commit
+from gpuq.whatif_report import Run, align, render, report_json
+
+SANDBOX = ROOT / "sandbox" / "sandbox.sh"
+PYTHON = ROOT / ".venv" / "bin" / "python"
+DEFAULT_OUT = ROOT / ".sandbox" / "what-if"
+# On the cluster, waitForPodsReady evicts an admitted workload whose pods are not ready
+# after its timeout. The replay's clock is not Kueue's (it jumps from event to event), so in
+# the sandbox the timeout is pushed out of reach and the report says what it would do.
+PODS_READY_TIMEOUT = "8760h"
+SECRET_KEYS = ("encryptionsalt", "secretsprovider", "encryptedkey")
+
+
+class WhatIfError(Exception):
+    """The what-if cannot run; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """One stack file to replay: the work tree's (new) or a revision's (base)."""
+
+    name: str  # "new" or "base"
+    label: str  # how the report names it
+    config: StackConfig
+    text: str  # the stack file, adjusted for the sandbox
+    notes: list[str] = field(default_factory=list)
+
+
+def sandbox_stack_file(stack: str, text: str, where: str) -> tuple[str, StackConfig, list[str]]:
+    """The stack file as the sandbox deploys it, its config, and what was changed and why.
+
+    The connection to the real cluster (kubernetes, and the secrets that encrypt it) goes:
+    the sandbox supplies its own. waitForPodsReady's timeout is pushed out of reach (see
+    PODS_READY_TIMEOUT). Nothing else changes."""
+    raw = parse_config(text, where)
+    # Encrypted in the stack file ({secure: ...}) and meant for the real cluster only.
+    raw.pop(keys.KEY_KUBERNETES, None)
+    try:
+        config = load_config(raw)
+    except ConfigError as exc:
+        raise WhatIfError(f"{where}: the stack config is invalid:\n{exc}") from None
+    pinned = read_pins()["KUEUE_VERSION"]
+    if config.kueue.version != pinned:
+        raise WhatIfError(
+            f"{where} runs Kueue {config.kueue.version}, but the sandbox runs the Kueue built "
+            f"for {pinned} (KUEUE_VERSION in toolchain/pins.env): a replay on another release "
+            "would predict nothing"
+        )
+    if not config.kueue.install:
+        raise WhatIfError(
+            f"{where} does not install Kueue (kueue.install: false), and a fresh sandbox has "
+            "none: the what-if replays stacks that install it"
+        )
+    doc = yaml.safe_load(text) or {}
+    for key in SECRET_KEYS:
+        doc.pop(key, None)
+    cfg: dict[str, Any] = doc.setdefault("config", {})
+    notes = []
+    cfg.pop(f"{keys.PROJECT}:{keys.KEY_KUBERNETES}", None)
+    ready = config.kueue.manager.wait_for_pods_ready
+    if ready is not None:
+        manager = cfg[f"{keys.PROJECT}:{keys.KEY_KUEUE}"]["manager"]
+        manager["waitForPodsReady"] = {**manager["waitForPodsReady"], "timeout": PODS_READY_TIMEOUT}
+        notes.append(
+            f"waitForPodsReady: on the cluster, a workload admitted whose pods are not ready "
+            f"after {ready.timeout} is evicted and requeued"
+            + (
+                f" (at most {ready.requeuing_strategy.backoff_limit_count} times, then deactivated)"
+                if ready.requeuing_strategy and ready.requeuing_strategy.backoff_limit_count
+                else ""
+            )
+            + "; the replay's clock is not Kueue's, so there it stays admitted (shown as "
+            "unschedulable) and holds its quota"
+        )
+    return yaml.safe_dump(doc, sort_keys=False), config, notes
+
+
+def load_side(name: str, stack: str, root: Path, rev: str | None) -> Side:
+    where = f"Pulumi.{stack}.yaml" + (f" at {rev}" if rev else "")
+    try:
+        text = read_text(stack, root, rev)
+    except StackFileError as exc:
+        raise WhatIfError(str(exc)) from None
+    label = f"{stack}@{resolve_commit(root, rev)[:10]}" if rev else f"{stack} (work tree)"
+    adjusted, config, notes = sandbox_stack_file(stack, text, where)
+    return Side(name, label, config, adjusted, notes)
+
+
+# --- the sandbox --------------------------------------------------------------------------
+
+
+def _sandbox(*args: str) -> None:
+    done = subprocess.run(["bash", str(SANDBOX), *args], cwd=ROOT, check=False)
+    if done.returncode != 0:
+        raise WhatIfError(f"`sandbox/sandbox.sh {' '.join(args)}` failed (exit {done.returncode})")
+
+
+def fresh_sandbox(stack: str, stack_file: Path) -> None:
+    """A sandbox started fresh for one side. Today's sandbox is shaped by Pulumi.local.yaml;
+    the one swap point for a sandbox shaped like `stack_file` (issue 11, rehearse)."""
+    _sandbox("down")
+    _sandbox("up")
+
+
+def replay_side(side: Side, stack: str, workloads: Path, work: Path, args: Any) -> Run:
+    folder = work / side.name
+    folder.mkdir(parents=True, exist_ok=True)
+    stack_file = folder / f"Pulumi.{stack}.yaml"
+    stack_file.write_text(side.text)
+    out = folder / "run.json"
+    out.unlink(missing_ok=True)
+    print(f"what-if: {side.label}: fresh sandbox, deploy, replay", file=sys.stderr, flush=True)
+    fresh_sandbox(stack, stack_file)
+    command = [
+        "exec", str(PYTHON), "-m", "sandbox.whatif", "--stack", stack,
+        "--stack-file", str(stack_file), "--workloads", str(workloads), "--out", str(out),
+        "--deploy", "--label", side.label,
+    ]  # fmt: skip
+    for note in side.notes:
+        command += ["--note", note]
+    if args.until:
+        command += ["--until", args.until]
+    if args.quiet:
+        command += ["--quiet", str(args.quiet)]
+    try:
+        _sandbox(*command)
+    finally:
+        if not (args.keep and side.name == "new"):
+            _sandbox("down")
+    return Run.from_json(json.loads(out.read_text()))
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gpuq.whatif", description=__doc__)
+    parser.add_argument("--stack", required=True, help="the stack: Pulumi.<stack>.yaml")
+    parser.add_argument("--workloads", type=Path, required=True, help="a manifest file or folder")
+    parser.add_argument("--base", help="also replay the stack file as it was at this git revision")
+    parser.add_argument("--out", type=Path, help=f"report folder (default {DEFAULT_OUT}/<stack>)")
+    parser.add_argument("--root", type=Path, default=ROOT, help="where the stack files are")
+    parser.add_argument("--until", help="stop the simulated clock there, e.g. 24h")
+    parser.add_argument("--quiet", type=float, help="seconds of no change that count as settled")
+    parser.add_argument("--keep", action="store_true", help="leave the last sandbox running")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    out: Path = (args.out or DEFAULT_OUT / args.stack).resolve()
+    workloads = args.workloads.resolve()
+    if not workloads.exists():
+        print(f"what-if: no workloads at {args.workloads}", file=sys.stderr)
+        return 2
+    try:
+        sides = [load_side("new", args.stack, args.root, None)]
+        if args.base:
+            sides.insert(0, load_side("base", args.stack, args.root, args.base))
+        work = out / "work"
+        runs = {s.name: replay_side(s, args.stack, workloads, work, args) for s in sides}
+    except WhatIfError as exc:
+        print(f"what-if: {exc}", file=sys.stderr)
+        return 2
+    out.mkdir(parents=True, exist_ok=True)
+    new, base = runs["new"], runs.get("base")
+    if base is not None:
+        base, new = align(base, new)
+    (out / "report.md").write_text(render(new, base))
+    (out / "report.json").write_text(json.dumps(report_json(new, base), indent=2) + "\n")
+    print(f"what-if: report in {out / 'report.md'} and {out / 'report.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

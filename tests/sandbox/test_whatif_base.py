@@ -1,0 +1,101 @@
+"""`make what-if ... BASE=<rev>` from the host: each side on a fresh sandbox of its own, the
+stack file read at the revision for the base, and the report saying what a quota move does.
+
+The stack (whatif/Pulumi.whatif-move.yaml) is committed as the base; the work tree moves 2
+GPUs of nominal quota from alpha (6 -> 4) to beta (2 -> 4), borrowing off. The mix
+(whatif/mix): alpha's three 2-GPU jobs of 1h at 0; beta's notebook pod (CPU only, 10m) at
+0, b-1 (30m) and b-2 at 5m, b-3 at 10m (both running to the end), 2 GPUs each.
+  base: alpha runs all three at once. beta holds 2: b-1 runs, b-2 waits for its end (35m:
+        30m), b-3 waits for good. Nothing is left to happen after 1h.
+  new:  alpha runs two, a-3 waits for them to end (1h). beta runs b-1 and b-2 at once, b-3
+        waits for b-1 (35m: 25m). a-3 ends at 2h.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.sandbox
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).parent / "whatif"
+STACK = "whatif-move"
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        cwd=root, check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def test_base_shows_what_a_quota_move_changes(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    stack_file = repo / f"Pulumi.{STACK}.yaml"
+    shutil.copy(HERE / f"Pulumi.{STACK}.yaml", stack_file)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "base")
+    text = stack_file.read_text()
+    moved = text.replace("nominalQuota: 6, borrowingLimit: 0", "nominalQuota: 4, borrowingLimit: 0")
+    moved = moved.replace(
+        "nominalQuota: 2, borrowingLimit: 0", "nominalQuota: 4, borrowingLimit: 0"
+    )
+    assert moved.count("nominalQuota: 4, borrowingLimit: 0") == 2
+    stack_file.write_text(moved)
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "gpuq.whatif", "--stack", STACK, "--root", str(repo),
+         "--workloads", str(HERE / "mix"), "--base", "main", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=1800, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert set(report) == {"new", "base", "replay"}
+
+    def outcomes(side: str) -> dict[str, tuple[str, int | None]]:
+        return {w["name"]: (w["outcome"], w["waitSeconds"]) for w in report[side]["workloads"]}
+
+    assert outcomes("base") == {
+        "a-1": ("finished", 0), "a-2": ("finished", 0), "a-3": ("finished", 0),
+        "b-notebook": ("finished", 0), "b-1": ("finished", 0), "b-2": ("admitted", 1800),
+        "b-3": ("pending", None),
+    }  # fmt: skip
+    assert outcomes("new") == {
+        "a-1": ("finished", 0), "a-2": ("finished", 0), "a-3": ("finished", 3600),
+        "b-notebook": ("finished", 0), "b-1": ("finished", 0), "b-2": ("admitted", 0),
+        "b-3": ("admitted", 1500),
+    }  # fmt: skip
+
+    def teams(side: str) -> list[tuple[object, ...]]:
+        return [tuple(t.values()) for t in report[side]["teams"]]
+
+    # Both runs are counted until 2h: the base's b-2 runs 35m-2h, the new b-2 5m-2h, b-3 35m-2h.
+    assert teams("base") == [
+        ("alpha", "move-alpha-cq", 3, 0, 6.0, 0, 0),
+        ("beta", "move-beta-cq", 3, 1, 3.83, 0, None),
+    ]
+    assert teams("new") == [
+        ("alpha", "move-alpha-cq", 3, 0, 6.0, 0, 3600),
+        ("beta", "move-beta-cq", 4, 0, 7.67, 0, 1500),
+    ]
+    assert report["replay"]["base"]["source"].startswith(f"{STACK}@")
+    assert report["replay"]["new"]["source"] == f"{STACK} (work tree)"
+    md = (out / "report.md").read_text()
+    assert "- alpha: p90 wait 0s → 1h" in md
+    assert (
+        "- beta: 1 pending → 0 pending; 3 admitted → 4 admitted; p90 wait not admitted → 25m" in md
+    )
+    assert "- move-beta/b-3: pending → admitted (move-gpu)" in md
+    # The sandbox of each side was stopped afterwards.
+    status = subprocess.run(
+        ["bash", str(ROOT / "sandbox" / "sandbox.sh"), "status"], capture_output=True, check=False
+    )
+    assert status.returncode != 0

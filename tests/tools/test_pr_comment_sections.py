@@ -1,0 +1,80 @@
+"""One PR comment shared by jobs that run side by side: the preview's quota diff (main body)
+and the what-if (a section); each update leaves the other's part alone, in either order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpuq.pr_comment import main, split, upsert
+
+pytestmark = pytest.mark.unit
+
+TAG = "<!-- quota-diff-staging -->"
+
+
+class FakeGitHub:
+    """Keeps the PR's comments, as the API would."""
+
+    def __init__(self) -> None:
+        self.comments: list[dict[str, Any]] = [{"id": 1, "body": "Pulumi preview for staging"}]
+
+    def __call__(self, method: str, url: str, body: dict[str, Any] | None) -> Any:
+        if method == "GET":
+            return list(self.comments) if url.endswith("page=1") else []
+        if method == "POST":
+            self.comments.append({"id": len(self.comments) + 1, "body": (body or {})["body"]})
+        if method == "PATCH":
+            target = int(url.rsplit("/", 1)[1])
+            next(c for c in self.comments if c["id"] == target)["body"] = (body or {})["body"]
+        return {}
+
+    def marked(self) -> list[str]:
+        return [c["body"] for c in self.comments if TAG in c["body"]]
+
+
+@pytest.mark.parametrize("what_if_first", [False, True])
+def test_the_quota_diff_and_the_what_if_share_one_comment_in_either_order(
+    what_if_first: bool,
+) -> None:
+    gh = FakeGitHub()
+    posts = [
+        lambda body: upsert(gh, "o/r", 7, "quota-diff-staging", body),
+        lambda body: upsert(gh, "o/r", 7, "quota-diff-staging", body, section="what-if"),
+    ]
+    diff, whatif = ("| quota diff v1 |", "### What-if v1")
+    order = (
+        [(posts[1], whatif), (posts[0], diff)]
+        if what_if_first
+        else [(posts[0], diff), (posts[1], whatif)]
+    )
+    assert [post(body) for post, body in order] == ["created", "updated"]
+    (text,) = gh.marked()
+    assert split(text, TAG) == (diff, {"what-if": whatif})
+    # The next push: each job edits its own part again, in place.
+    assert posts[1]("### What-if v2") == "updated"
+    assert posts[0]("| quota diff v2 |") == "updated"
+    (text,) = gh.marked()
+    assert split(text, TAG) == ("| quota diff v2 |", {"what-if": "### What-if v2"})
+    assert text.startswith(TAG + "\n| quota diff v2 |\n<!-- section:what-if -->\n")
+    assert len(gh.comments) == 2
+
+
+def test_a_section_never_swallows_the_main_body_or_another_section() -> None:
+    gh = FakeGitHub()
+    upsert(gh, "o/r", 7, "quota-diff-staging", "main\n\nwith | pipes |")
+    upsert(gh, "o/r", 7, "quota-diff-staging", "a\nb", section="what-if")
+    upsert(gh, "o/r", 7, "quota-diff-staging", "c", section="other")
+    upsert(gh, "o/r", 7, "quota-diff-staging", "a2", section="what-if")
+    (text,) = gh.marked()
+    assert split(text, TAG) == ("main\n\nwith | pipes |", {"what-if": "a2", "other": "c"})
+
+
+def test_a_section_name_that_could_break_the_markers_is_refused(tmp_path, monkeypatch) -> None:
+    body = tmp_path / "b.md"
+    body.write_text("x")
+    monkeypatch.setenv("GITHUB_TOKEN", "t")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "o/r")
+    with pytest.raises(SystemExit):
+        main(["--pr", "1", "--marker", "m", "--body-file", str(body), "--section", "a -->"])

@@ -1,0 +1,69 @@
+"""The scale benchmark's own logic: generated stacks, rendered objects, the goal verdicts.
+
+The timings themselves are measured by `make bench-scale`, never asserted here.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from components.config import load_config
+from sandbox import bench_scale as bench
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize("teams", [1, 3, 12])
+def test_generated_stacks_are_valid_config_and_render_seven_objects_per_team(teams):
+    raw = bench.team_config(teams, "zz9")
+    config = load_config(raw)
+    assert len(config.teams) == teams
+    assert not config.kueue.install
+    objects = bench.ours_under_mocks(raw)
+    assert len(objects) == bench.objects_per_stack(teams) == 7 * teams + 2
+    kinds = sorted(o["kind"] for o in objects)
+    assert kinds.count("ClusterQueue") == kinds.count("Namespace") == teams
+    assert kinds.count("ResourceFlavor") == kinds.count("Cohort") == 1
+
+
+def test_rendered_manifest_uses_only_the_prefix_names():
+    docs = list(yaml.safe_load_all(bench.rendered_manifest(bench.team_config(2, "k7"))))
+    names = {d["metadata"]["name"] for d in docs} - {"gpu-queues-submit", "queue"}
+    assert names and all(n.startswith(("k7-", "gpu-queues-k7-")) for n in names)
+    namespaces = {d["metadata"].get("namespace") for d in docs} - {None}
+    assert namespaces == {"k7-t000", "k7-t001"}
+    assert all(v is not None for d in docs for v in d["metadata"].values())
+
+
+def test_the_trivial_program_registers_as_many_objects():
+    assert len(bench.trivial_under_mocks(bench.objects_per_stack(3) - 1)) == 23
+
+
+def _size(teams: int, up: float, kubectl: float, noop: float, mocks: tuple[float, float]):
+    size = bench.Size(teams)
+    step = lambda s: bench.Step(s, 0.0, {}, 0.0, 1.0, "")  # noqa: E731
+    for label in (bench.PREVIEW, bench.T_PREVIEW, bench.T_UP, bench.T_NOOP_UP):
+        size.steps[label] = step(up)
+    size.steps[bench.UP] = step(up)
+    size.steps[bench.K_APPLY] = step(kubectl)
+    size.steps[bench.NOOP_UP] = size.steps[bench.NOOP_PREVIEW] = step(noop)
+    size.steps[bench.K_NOOP] = step(1.0)
+    size.mocks = {"ours": mocks[0], "trivial": mocks[1]}
+    return size
+
+
+def test_report_states_each_goal_from_the_numbers():
+    met = bench.report(
+        [_size(10, 2.2, 1.0, 1.0, (1.0, 1.0)), _size(200, 40.0, 9.0, 2.0, (12.0, 10.0))]
+    )
+    assert "within 60 s: met; 4.4x kubectl, within 6x: met" in met
+    assert "within 1.5x: met" in met and "within 1.3x: met" in met
+    assert "2.0x kubectl's no-op apply, within 3x: met" in met
+    missed = bench.report(
+        [_size(10, 2.0, 1.0, 1.0, (1.0, 1.0)), _size(200, 300.0, 9.0, 7.0, (20.0, 10.0))]
+    )
+    assert "within 60 s: NOT met" in missed and "within 6x: NOT met" in missed
+    assert "7.70x, within 1.5x: NOT met" in missed
+    assert "7.0x kubectl's no-op apply, within 3x: NOT met" in missed
+    assert "2.00x the trivial program per object, within 1.3x: NOT met" in missed

@@ -1,0 +1,160 @@
+"""The sandbox's simulated cloud, shaped like a stack (sandbox/fake_cluster.py): one fake node
+per declared node, a system node for Kueue's controller, adopted namespaces, shared volumes,
+and the record of which stack shaped a running sandbox."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.config import load_config
+from sandbox import fake_cluster as fc
+from tests.conftest import ROOT, stack_raw
+from tests.rehearse.stackgen import rehearsal_stack, write_stack
+
+pytestmark = pytest.mark.unit
+
+
+def built(stack: str) -> list[dict[str, Any]]:
+    return fc.objects(fc.load_stack(ROOT / f"Pulumi.{stack}.yaml"))
+
+
+def kinds(objs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+    return {o["metadata"]["name"]: o for o in objs if o["kind"] == kind}
+
+
+def test_prod_gets_one_node_per_declared_node_with_the_flavors_labels_and_taints() -> None:
+    nodes = kinds(built("prod"), "Node")
+    assert sorted(nodes) == sorted(
+        [*(f"h100-{i}" for i in range(4)), "a100-0", "a100-1", fc.SYSTEM_NODE]
+    )
+    h100 = nodes["h100-3"]
+    assert h100["metadata"]["labels"]["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
+    assert h100["metadata"]["annotations"][fc.FLAVOR_ANNOTATION] == "h100"
+    assert h100["spec"]["taints"] == [
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    ]
+    assert h100["status"]["allocatable"] == {
+        "pods": "110",
+        "cpu": "192",
+        "memory": "2Ti",
+        "nvidia.com/gpu": "8",
+    }
+
+
+def test_the_system_node_fits_the_kueue_controllers_placement() -> None:
+    """prod places Kueue on node-role.kubernetes.io/system nodes and tolerates
+    CriticalAddonsOnly: the system node has that label and taint, so jobs stay off it."""
+    system = kinds(built("prod"), "Node")[fc.SYSTEM_NODE]
+    assert system["metadata"]["labels"]["node-role.kubernetes.io/system"] == "true"
+    assert system["spec"]["taints"] == [{"key": "CriticalAddonsOnly", "effect": "NoSchedule"}]
+    assert fc.FLAVOR_ANNOTATION not in system["metadata"]["annotations"]
+    # Room for both replicas' requests (500m, 1Gi) twice over: the default 16 cpu, 64Gi.
+    assert system["status"]["allocatable"]["cpu"] == "16"
+
+
+def test_a_controller_asking_for_more_gets_a_bigger_system_node() -> None:
+    raw = stack_raw("prod")
+    raw["kueue"]["controller"]["resources"]["requests"] = {"cpu": "6", "memory": "40Gi"}
+    system = fc.system_node(load_config(raw))
+    assert system["status"]["allocatable"]["cpu"] == "24"  # 6 x 2 replicas x 2
+    assert system["status"]["allocatable"]["memory"] == "160Gi"
+
+
+def test_local_keeps_its_single_node_and_its_volume() -> None:
+    objs = built("local")
+    nodes = kinds(objs, "Node")
+    assert sorted(nodes) == ["gpu-flavor-0", fc.SYSTEM_NODE]
+    assert "spec" not in nodes[fc.SYSTEM_NODE] or not nodes[fc.SYSTEM_NODE]["spec"]
+    assert list(kinds(objs, "PersistentVolume")) == ["shared-volume-local"]
+    assert list(kinds(objs, "StorageClass")) == ["shared-wekafs"]
+    # `default` always exists: the cloud does not create it.
+    assert kinds(objs, "Namespace") == {}
+
+
+def test_adopted_namespaces_exist_before_the_stack_runs(tmp_path: Path) -> None:
+    raw = rehearsal_stack(3, True)
+    raw["teams"][0]["adoptNamespace"] = True
+    cfg = load_config(raw)
+    assert raw["teams"][0]["namespace"] in kinds(fc.objects(cfg), "Namespace")
+
+
+def test_a_totals_only_flavor_is_one_node_holding_the_totals() -> None:
+    raw = stack_raw("dev")
+    nodes = kinds(fc.objects(load_config(raw)), "Node")
+    assert nodes["gpu-flavor-0"]["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+
+
+def test_flavor_labels_win_over_the_default_node_labels() -> None:
+    raw = stack_raw("prod")
+    raw["flavors"][0]["nodeLabels"] = {"type": "gpu", "kubernetes.io/arch": "arm64"}
+    node = fc.flavor_nodes(load_config(raw))[0]
+    assert node["metadata"]["labels"]["type"] == "gpu"
+    assert node["metadata"]["labels"]["kubernetes.io/arch"] == "arm64"
+
+
+def test_a_flavor_named_like_the_system_node_is_refused() -> None:
+    raw = stack_raw("prod")
+    raw["flavors"][0]["name"] = "sandbox-system"
+    for team in raw["teams"]:
+        team["resourceGroups"][0]["flavors"][0]["name"] = "sandbox-system"
+    with pytest.raises(fc.ShapeError, match="node names clash: sandbox-system-0"):
+        fc.nodes(load_config(raw))
+
+
+def test_a_stack_on_another_kueue_release_is_refused() -> None:
+    raw = stack_raw("prod")
+    raw["kueue"]["version"] = "v0.17.0"
+    with pytest.raises(fc.ShapeError, match=r"runs Kueue v0\.17\.0, but the sandbox"):
+        fc.shape_of("prod", ROOT / "Pulumi.prod.yaml", load_config(raw))
+
+
+def test_an_invalid_stack_file_is_refused_naming_the_problem(tmp_path: Path) -> None:
+    raw = stack_raw("prod")
+    raw["teams"][0]["namespace"] = "kube-system"
+    path = write_stack(raw, tmp_path, "bad")
+    with pytest.raises(fc.ShapeError, match=r"teams\[0\]\.namespace"):
+        fc.load_stack(path)
+
+
+def test_unknown_stacks_and_bad_names_are_refused() -> None:
+    with pytest.raises(fc.ShapeError, match=r"stacks here: .*prod"):
+        fc.stack_path("nope")
+    with pytest.raises(fc.ShapeError, match="not a Pulumi stack name"):
+        fc.stack_path("../etc")
+
+
+@pytest.fixture
+def shape_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "shape.json"
+    monkeypatch.setattr(fc, "SHAPE_FILE", path)
+    return path
+
+
+def test_the_shape_record_tells_stacks_and_changed_files_apart(
+    shape_file: Path, tmp_path: Path
+) -> None:
+    staging = ROOT / "Pulumi.staging.yaml"
+    fc.write_shape(fc.shape_of("staging", staging, fc.load_stack(staging)))
+    record = json.loads(shape_file.read_text())
+    assert record["flavor_nodes"] == {"h100": 1, "a100": 1}
+    assert fc.mismatch("staging", staging) is None
+    local = ROOT / "Pulumi.local.yaml"
+    assert "shaped like stack 'staging'" in (fc.mismatch("local", local) or "")
+    copy = write_stack(stack_raw("staging"), tmp_path, "staging")
+    assert "shaped like stack 'staging'" in (fc.mismatch("staging", copy) or "")
+    fc.write_shape(fc.shape_of("staging", copy, fc.load_stack(copy)))
+    copy.write_text(copy.read_text() + "\n# changed\n")
+    assert "changed since it shaped" in (fc.mismatch("staging", copy) or "")
+
+
+def test_a_flavor_without_hardware_is_named_in_the_shape(tmp_path: Path) -> None:
+    raw = stack_raw("prod")
+    del raw["flavors"][1]["nodes"]
+    path = write_stack(raw, tmp_path, "prod")
+    shape = fc.shape_of("prod", path, fc.load_stack(path))
+    assert shape.hardless_flavors == ["a100"]
+    assert "a100 declare no nodes or capacity" in shape.describe()
