@@ -539,7 +539,8 @@ def up(
     shown = ", ".join(f"{c.name} {c.apiserver}" for c in clusters)
     print(f"sandbox: {name} ({shown}) ready in {state['ready_seconds']}s; KUBECONFIG={KUBECONFIG}")
     for c, shape in zip(clusters, shapes, strict=True):
-        print(f"sandbox: {c.name} shaped like {shape.describe()}")
+        kept = "" if c.gpu_nodes else " (its flavor nodes left out: its jobs run elsewhere)"
+        print(f"sandbox: {c.name} shaped like {shape.describe()}{kept}")
 
 
 def down() -> None:

@@ -41,8 +41,13 @@ up() {
     echo "sandbox: already up (namespace $ns, topology $topology, shaped like stack $stack)"
     return 0
   fi
-  # A stack that cannot shape a sandbox is refused before anything starts.
-  "$py" -m sandbox.fake_cluster check "$stack" ${file:+"$file"}
+  # A stack that cannot shape a sandbox is refused before anything starts (every cluster's
+  # stack, in another topology: cluster.py says how each is shaped once it is up).
+  if [ "$topology" = single ]; then
+    "$py" -m sandbox.fake_cluster check "$stack" ${file:+"$file"}
+  else
+    "$py" -m sandbox.topology check "$topology"
+  fi
   down >/dev/null 2>&1 || true # leftovers of a crashed run
   mkdir -p "$state"
   ip netns add "$ns"

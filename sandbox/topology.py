@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from sandbox import fake_cluster
 from sandbox.paths import KUBECONFIG, ROOT, STATE
 
 TOPOLOGY_ENV: Final = "GPUQ_TOPOLOGY"
@@ -139,17 +140,26 @@ def cluster_of_stack(stack: str) -> Cluster:
 
 def main(argv: list[str]) -> int:
     """`primary TOPOLOGY`: its primary cluster's stack name and stack file, one a line (what
-    sandbox.sh records and checks a running sandbox's shape by)."""
-    if len(argv) != 2 or argv[0] != "primary":
-        print("usage: python -m sandbox.topology primary TOPOLOGY", file=sys.stderr)
+    sandbox.sh records and checks a running sandbox's shape by). `check TOPOLOGY`: exit 1,
+    saying why, if any of its clusters' stacks cannot shape a sandbox."""
+    if len(argv) != 2 or argv[0] not in ("primary", "check"):
+        print("usage: python -m sandbox.topology primary|check TOPOLOGY", file=sys.stderr)
         return 2
     try:
-        first = clusters(argv[1])[0]
+        chosen = clusters(argv[1])
     except ValueError as e:
         print(f"sandbox: {e}", file=sys.stderr)
         return 2
-    print(first.stack)
-    print(first.shape)
+    if argv[0] == "primary":
+        print(chosen[0].stack)
+        print(chosen[0].shape)
+        return 0
+    for c in chosen:
+        try:
+            fake_cluster.shape_of(c.stack, c.shape, fake_cluster.load_stack(c.shape))
+        except fake_cluster.ShapeError as e:
+            print(f"sandbox: {c.name}: {e}", file=sys.stderr)
+            return 1
     return 0
 
 

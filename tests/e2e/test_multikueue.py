@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sandbox import stack, topology
+from sandbox import fake_cluster, stack, topology
 from sandbox.paths import KUBECONFIG
 from sandbox.walkthrough import KUEUE, Cluster, condition, is_true, job
 
@@ -168,7 +168,9 @@ def test_the_manager_runs_kueue_with_what_multikueue_needs(manager: Cluster) -> 
     assert config["integrations"]["frameworks"] == ["batch/job"]
     assert config["multiKueue"]["origin"] == f"gpu-queues-{MANAGER}"
     nodes = [n.metadata.name for n in manager.core.list_node().items]
-    assert nodes == ["system-node-0"]  # Kueue's pod runs there; the GPUs are on the workers
+    # Kueue's pod runs on the system node; the manager's flavor has no nodes here: its jobs run
+    # on the workers.
+    assert nodes == [fake_cluster.SYSTEM_NODE]
 
 
 def test_jobs_run_on_the_workers_and_wait_on_the_manager_when_both_are_full(
@@ -231,12 +233,26 @@ def test_a_job_that_finishes_on_a_worker_finishes_on_the_manager(
         namespace=NAMESPACE,
         timeout=120,
     )
+    # The manager's copy carries the worker's result (no pod ever ran on the manager).
     assert manager.get_job("mk-short", NAMESPACE).status.succeeded == 1
-    assert workers[worker].get_job("mk-short", NAMESPACE).status.succeeded == 1
+    assert not manager.core.list_namespaced_pod(NAMESPACE).items
     manager.wait(
         "mk-short's workload finished on the manager",
         lambda: is_true(manager.workload_for("mk-short", NAMESPACE), "Finished"),
         namespace=NAMESPACE,
+    )
+    # Once the workload is finished, MultiKueue removes its copy from the worker (Kueue's
+    # multikueue workload reconciler deletes a finished workload's remote objects).
+    workers[worker].wait(
+        f"mk-short's copy removed from {worker}",
+        lambda: (
+            not any(
+                j.metadata.name == "mk-short"
+                for j in workers[worker].batch.list_namespaced_job(NAMESPACE).items
+            )
+        ),
+        namespace=NAMESPACE,
+        timeout=60,
     )
 
 
