@@ -27,6 +27,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from components.kubeclient import api_client
 from components.kueue_manifest import pinned_version, render_release, rendered_relpath
 from sandbox import stack
 from sandbox.paths import KUBECONFIG, LOGS, ROOT
@@ -163,8 +164,14 @@ def controller_image(cluster: Cluster) -> str:
     return str(deployment.spec.template.spec.containers[0].image)
 
 
+def sandbox_api() -> client.ApiClient:
+    """The sandbox's admin, built in memory (the default client configuration is never loaded:
+    walkthrough.Cluster builds its clients the same way)."""
+    return api_client(KUBECONFIG.read_text(), None)
+
+
 def crd(name: str) -> Any:
-    return client.ApiextensionsV1Api().read_custom_resource_definition(name)
+    return client.ApiextensionsV1Api(sandbox_api()).read_custom_resource_definition(name)
 
 
 def started_versions() -> list[str]:
@@ -174,7 +181,7 @@ def started_versions() -> list[str]:
 
 
 def dry_run_flavor() -> None:
-    client.CustomObjectsApi().create_cluster_custom_object(
+    client.CustomObjectsApi(sandbox_api()).create_cluster_custom_object(
         "kueue.x-k8s.io",
         "v1beta2",
         "resourceflavors",
