@@ -156,7 +156,11 @@ def main(argv: list[str]) -> int:
         return 0
     for c in chosen:
         try:
-            fake_cluster.shape_of(c.stack, c.shape, fake_cluster.load_stack(c.shape))
+            stack = fake_cluster.load_stack(c.shape)
+            fake_cluster.shape_of(c.stack, c.shape, stack)
+            missing = fake_cluster.kueue_binary_problem(stack.kueue.version)
+            if missing:
+                raise fake_cluster.ShapeError(missing)
         except fake_cluster.ShapeError as e:
             print(f"sandbox: {c.name}: {e}", file=sys.stderr)
             return 1
