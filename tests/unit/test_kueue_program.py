@@ -12,7 +12,6 @@ import json
 import runpy
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pulumi
 import pytest
@@ -44,11 +43,7 @@ def run_program(
         except SystemExit as stop:
             exit_code.append(stop.code)
 
-    # The program ends by handing the SDK an async tail (pulumi.run(_settle), docs/scale.md)
-    # that only changes how the engine waits; under the mocks' runner the program is already
-    # running, so the SDK refuses a second pulumi.run. Here it has nothing to do.
-    with mock.patch.object(pulumi, "run", lambda *args, **kwargs: None):
-        program()
+    program()
     return run, (exit_code or [None])[0], capsys.readouterr().err
 
 
