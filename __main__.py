@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
 import pulumi
@@ -11,6 +10,7 @@ from components.config import ConfigError, raw_from_pulumi_config
 from components.kubeclient import KubeconfigError
 from components.kueue import ManifestError
 from components.kueue_upgrade import UpgradeRefused, check_stack
+from components.settle import settle_registrations
 from components.stack import GpuQueues, GpuQueuesArgs, validate
 
 # The Python language host's exit code for "the error was already shown to the user":
@@ -36,14 +36,5 @@ for key, value in stack.outputs.items():
     pulumi.export(key, value)
 
 
-async def _settle() -> None:
-    """Yield once before the SDK waits, so it tracks every registration as an outstanding RPC.
-
-    Without it the Python SDK (3.272) finds no RPC yet and waits on the program's Outputs with
-    asyncio.wait(FIRST_COMPLETED), re-arming every pending Output after each completion: time
-    quadratic in the stack's size (200 teams: about 100 s of program CPU). docs/scale.md.
-    """
-    await asyncio.sleep(0)
-
-
-pulumi.run(_settle)
+# Last: the SDK then waits on the registrations linearly (components/settle.py).
+settle_registrations()

@@ -11,10 +11,11 @@ sha256 (a stack that reads a mirror URL keeps its mirror). Either way the manife
 the release allowlist first (components.kueue_allowlist), so a bad file is never pinned.
 
 Every Pulumi.<stack>.yaml that installs Kueue at that version gets the pin in its
-`gpu-queues:kueue.manifest` block; nothing else changes: the block is edited with ruamel
-(keeping comments and layout), only its lines are spliced into the file, the result is parsed
-back and compared with the intended change, and only then are the files replaced, each in
-one rename. --check writes nothing and fails when a stack is not pinned to the manifest.
+`gpu-queues:kueue.manifest` block; nothing else changes: the keys are edited with
+gpuq.yamledit (the stack-file editor promote uses: only the edited entries are spliced into
+the file, comments, secure values and layout kept), the result is parsed back and compared
+with the intended change, and only then are the files replaced, each in one rename. --check
+writes nothing and fails when a stack is not pinned to the manifest.
 
 Another VERSION moves the pin (docs/upgrading.md): the release gets a wrapper module
 (toolchain/go/kueue/<version>/, generated when new) and recorded facts
@@ -31,7 +32,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import hashlib
-import io
 import os
 import subprocess
 import sys
@@ -43,9 +43,6 @@ from typing import Any
 
 import yaml
 from pydantic import ValidationError
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap
-from ruamel.yaml.error import YAMLError as RuamelError
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from components import keys
@@ -71,10 +68,9 @@ from components.kueue_versions import (
     release,
     write_release,
 )
+from gpuq import yamledit
 
 KUEUE_KEY = f"{keys.PROJECT}:{keys.KEY_KUEUE}"
-# Indentation styles stack files use (mapping, sequence, offset), as ruamel spells them.
-_LAYOUTS = ((2, 4, 2), (2, 2, 0), (4, 4, 2), (4, 6, 4))
 
 
 class PinError(Exception):
@@ -114,64 +110,19 @@ class StackPin:
 # --- editing one stack file -----------------------------------------------------------------
 
 
-def _yaml(layout: tuple[int, int, int]) -> YAML:
-    y = YAML()
-    y.preserve_quotes = True
-    y.indent(mapping=layout[0], sequence=layout[1], offset=layout[2])
-    y.width = 4096
-    return y
-
-
-def _dump(y: YAML, doc: Any) -> str:
-    buf = io.StringIO()
-    y.dump(doc, buf)
-    return buf.getvalue()
-
-
-def _span(doc: CommentedMap, lines: int, inserted: bool) -> tuple[int, int]:
-    """[start, end) lines of the gpu-queues:kueue entry.
-
-    The entry runs up to the next key of `config` (or of the document, or the end), so
-    comments between it and the next key go with it, as ruamel keeps them with it. An entry
-    that is `inserted` (absent from the file, or new in the edited text) is placed first in
-    `config`: its span starts right below `config:`, comments there included."""
-    config = doc["config"]
-    names = list(config)
-    after = names[names.index(KUEUE_KEY) + 1 :] if KUEUE_KEY in config else names
-    if inserted or KUEUE_KEY not in config:
-        start = doc.lc.key("config")[0] + 1
-    else:
-        start = config.lc.key(KUEUE_KEY)[0]
-    if after:
-        return start, config.lc.key(after[0])[0]
-    top = list(doc)
-    rest = top[top.index("config") + 1 :]
-    return start, doc.lc.key(rest[0])[0] if rest else lines
-
-
 def _scalar(value: str) -> str:
-    """`value` as a YAML scalar that every reader (PyYAML's 1.1 rules too) reads as a string."""
+    """`value` as a YAML scalar that every reader (PyYAML's 1.1 rules too) reads as a string:
+    a checksum of digits only, say, must not come back as a number."""
     plain = yaml.safe_load(value) if value else None
     return value if isinstance(plain, str) and plain == value else DoubleQuotedScalarString(value)
 
 
-def _apply(kueue: CommentedMap, source: dict[str, str], digest: str) -> None:
-    manifest = kueue.get("manifest")
-    if manifest is None:
-        manifest = CommentedMap()
-        kueue.insert(1 if "version" in kueue else 0, "manifest", manifest)
-    if not isinstance(manifest, CommentedMap):
-        raise PinError("gpu-queues:kueue.manifest is not a mapping")
-    for key in ("path", "url"):
-        if key not in source and key in manifest:
-            del manifest[key]
-    for key, value in source.items():
-        manifest[key] = _scalar(value)
-    manifest["sha256"] = _scalar(digest)
-
-
 def pin_text(text: str, source: dict[str, str], digest: str, where: str) -> str:
-    """`text` with gpu-queues:kueue.manifest set to `source` (path or url) and `digest`."""
+    """`text` with gpu-queues:kueue.manifest set to `source` (path or url) and `digest`.
+
+    The edit is gpuq.yamledit's (the one stack-file editor, promote's too): only the edited
+    entries are spliced in, every other byte (comments, secure values, layout) is kept. The
+    result is parsed back and must be exactly the intended change."""
     try:
         expected = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -193,37 +144,21 @@ def pin_text(text: str, source: dict[str, str], digest: str, where: str) -> str:
     except ValidationError as exc:
         raise PinError(f"{where}: gpu-queues:kueue would not be valid: {exc}") from None
 
-    old_lines = text.splitlines(keepends=True)
-    candidates = []
-    for layout in _LAYOUTS:
-        y = _yaml(layout)
-        try:
-            doc = y.load(text)
-        except RuamelError as exc:  # duplicate keys, which PyYAML would silently accept
-            mark = getattr(exc, "problem_mark", None)
-            at = f" (line {mark.line + 1})" if mark is not None else ""
-            problem = getattr(exc, "problem", None) or exc
-            raise PinError(f"{where} cannot be edited safely: {problem}{at}") from None
-        config = doc["config"]
-        inserted = KUEUE_KEY not in config
-        old_span = _span(doc, len(old_lines), inserted)
-        if inserted:
-            config.insert(0, KUEUE_KEY, CommentedMap())
-        _apply(config[KUEUE_KEY], source, digest)
-        dumped = _dump(y, doc)
-        new_lines = dumped.splitlines(keepends=True)
-        new_span = _span(y.load(dumped), len(new_lines), inserted)
-        block = new_lines[new_span[0] : new_span[1]]
-        spliced = old_lines[: old_span[0]] + block + old_lines[old_span[1] :]
-        changed = len(set(block) ^ set(old_lines[old_span[0] : old_span[1]]))
-        candidates.append((changed, "".join(spliced)))
-    # The layout closest to the file's own style changes the fewest lines.
-    for _, new_text in sorted(candidates, key=lambda c: c[0]):
-        try:
-            if yaml.safe_load(new_text) == expected:
-                return new_text
-        except yaml.YAMLError:
-            continue
+    at = ("config", KUEUE_KEY, "manifest")
+    edits: dict[tuple[str, ...], Any] = {
+        (*at, key): _scalar(source[key]) if key in source else yamledit.REMOVE
+        for key in ("path", "url")
+    }
+    edits[(*at, "sha256")] = _scalar(digest)
+    try:
+        new_text = yamledit.edit(text, edits, keep=1)
+    except yamledit.EditError as exc:
+        raise PinError(f"{where} cannot be edited safely: {exc}") from None
+    try:
+        if yaml.safe_load(new_text) == expected:
+            return new_text
+    except yaml.YAMLError:
+        pass
     raise PinError(
         f"{where}: the edited file does not read back as the intended change; nothing was "
         "written. Set gpu-queues:kueue.manifest by hand (docs/kueue-manifest.md)"

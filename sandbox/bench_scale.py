@@ -233,8 +233,12 @@ def _descendants(root: int, table: dict[int, tuple[int, str, float]]) -> set[int
 
 
 def cluster_cpu() -> float:
-    """CPU seconds used so far by the sandbox's API server, etcd and Kueue."""
-    state = json.loads((STATE / "state.json").read_text())
+    """CPU seconds used so far by the sandbox's API server, etcd and Kueue (0 with no sandbox:
+    the `upstream` mode needs none)."""
+    try:
+        state = json.loads((STATE / "state.json").read_text())
+    except FileNotFoundError:
+        return 0.0
     table = _process_table()
     total = 0.0
     for entry in state.get("processes", {}).values():

@@ -30,9 +30,11 @@ from typing import Any
 from components.capacity import encode_capacity
 from components.config import ConfigError, StackConfig, load_config
 from components.k8s_types import ALWAYS_PRESENT_NAMESPACES
-from components.pins import read_pins
+from components.kueue_manifest import RELEASE_IMAGE
+from components.kueue_versions import supported, unsupported_message
 from components.quantity import QuantityError, parse_quantity
 from gpuq.stackfile import parse_config
+from sandbox.kueue_pod import binary_for
 from sandbox.paths import ROOT, STATE
 
 NODE_ANNOTATION = "kwok.x-k8s.io/node"
@@ -268,18 +270,31 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def sandbox_kueue_version() -> str:
-    """The Kueue release the sandbox runs: the binary `make toolchain` built (pins.env)."""
-    return read_pins()["KUEUE_VERSION"]
+def kueue_release_problem(stack_name: str, version: str) -> str | None:
+    """Why the sandbox cannot run the stack's Kueue release (None when it can). The sandbox
+    runs the controller binary of whatever release the stack's manifest names (sandbox.kueue_pod
+    picks it by the image tag), so any supported release rehearses: the pin, or a stack that
+    sets its own `kueue.version` ahead of the pin (docs/upgrading.md)."""
+    if version not in supported():
+        return f"stack {stack_name!r} runs Kueue {version}: {unsupported_message(version)}"
+    return None
+
+
+def kueue_binary_problem(version: str) -> str | None:
+    """Why the release's controller binary is missing here (None when it is linked)."""
+    binary = binary_for(f"{RELEASE_IMAGE}:{version}")
+    if binary.is_file():
+        return None
+    return (
+        f"{binary} is missing: `make toolchain` builds (or links from its cache) the "
+        f"controller of every supported release, Kueue {version} included"
+    )
 
 
 def shape_of(stack_name: str, path: Path, stack: StackConfig) -> Shape:
-    if stack.kueue.version != sandbox_kueue_version():
-        raise ShapeError(
-            f"stack {stack_name!r} runs Kueue {stack.kueue.version}, but the sandbox runs the "
-            f"Kueue binary built for {sandbox_kueue_version()} (KUEUE_VERSION in "
-            "toolchain/pins.env); a rehearsal on another release would prove nothing"
-        )
+    why = kueue_release_problem(stack_name, stack.kueue.version)
+    if why:
+        raise ShapeError(why)
     nodes(stack)  # name clashes are refused before anything starts
     return Shape(
         stack=stack_name,
@@ -322,6 +337,9 @@ def main(argv: list[str]) -> int:
         path = stack_path(argv[1], Path(argv[2]) if len(argv) == 3 else None)
         stack = load_stack(path)
         shape = shape_of(argv[1], path, stack)
+        missing = kueue_binary_problem(stack.kueue.version) if argv[0] == "check" else None
+        if missing:
+            raise ShapeError(missing)
     except ShapeError as e:
         print(f"sandbox: {e}", file=sys.stderr)
         return 1

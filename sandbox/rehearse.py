@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
+import os
 import re
 import subprocess
 import sys
@@ -37,11 +39,11 @@ from kubernetes import client, config
 
 from components import keys
 from components.config import StackConfig, Subject, Team
-from components.kueue_manifest import rendered_path
+from components.kueue_manifest import RELEASE_IMAGE, rendered_path
 from components.quantity import QuantityError, format_quantity, parse_quantity
 from gpuq.changed_stacks import policy_config
 from gpuq.whatif_kueue import condition, is_true
-from sandbox import fake_cluster, stack
+from sandbox import fake_cluster, kueue_pod, stack
 from sandbox.fake_cluster import FLAVOR_ANNOTATION, ShapeError
 from sandbox.paths import KUBECONFIG, ROOT, STATE
 from sandbox.rehearse_plan import (
@@ -247,6 +249,21 @@ class Cluster:
                     return str(c.message)
         return None
 
+    def controller_images(self) -> list[str]:
+        """The images of Kueue's live controller pods (the `manager` container)."""
+        pods = self.core.list_namespaced_pod(
+            kueue_pod.NAMESPACE, label_selector=kueue_pod.SELECTOR
+        ).items
+        return sorted(
+            {
+                c.image
+                for p in pods
+                if p.metadata.deletion_timestamp is None
+                for c in p.spec.containers
+                if c.name == kueue_pod.CONTAINER
+            }
+        )
+
     def workload(self, job: str, ns: str) -> dict[str, Any] | None:
         items = self.custom.list_namespaced_custom_object(*KUEUE, ns, "workloads")["items"]
         for wl in items:
@@ -415,6 +432,42 @@ def assigned_flavors(wl: dict[str, Any]) -> dict[str, str]:
         if ps.get("name") == POD_SET:
             return dict(ps.get("flavors") or {})
     return {}
+
+
+def kueue_process(pid_file: Path = kueue_pod.WORK / kueue_pod.PID_FILE_NAME) -> Path | None:
+    """The executable of the process playing Kueue's controller pod, when one runs."""
+    try:
+        pid = int(json.loads(pid_file.read_text())["pid"])
+        return Path(f"/proc/{pid}/exe") if Path(f"/proc/{pid}/exe").exists() else None
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def running_kueue(k: Cluster, version: str) -> str:
+    """Which Kueue ran the rehearsal: the controller pods must carry the stack's release tag
+    and the process playing them must be that release's binary (a pin move, or a stack that
+    sets its own kueue.version, is rehearsed at its release, not at whatever was built last)."""
+    binary = kueue_pod.binary_for(f"{RELEASE_IMAGE}:{version}")
+    shown = binary.relative_to(ROOT) if binary.is_relative_to(ROOT) else binary
+
+    def check() -> str | None:
+        images = k.controller_images()
+        exe = kueue_process()
+        if len(images) != 1 or images[0].rpartition(":")[2] != version or exe is None:
+            return None
+        if not os.path.samefile(exe, binary):
+            return None
+        return f"Kueue {version}: controller image {images[0]}, played by {shown}"
+
+    def said() -> str:
+        exe = kueue_process()
+        try:
+            runs = "no process" if exe is None else os.readlink(exe)
+        except OSError as e:
+            runs = f"unreadable ({e})"
+        return f"controller pod image(s) {k.controller_images() or 'none'}; the process runs {runs}"
+
+    return k.wait(f"Kueue {version} ({shown}) to play the controller", check, said)
 
 
 class Rehearsal:
@@ -760,6 +813,11 @@ def run(stack_name: str, stack_file: Path | None) -> int:
         print(f"FAIL deploy: pulumi up exited {done.returncode}:\n{_tail(done)}")
         return 1
     k = Cluster()
+    try:
+        kueue_ran: Cell = Cell(True, running_kueue(k, cfg.kueue.version))
+    except CheckFailed as e:
+        kueue_ran = Cell(False, f"not Kueue {cfg.kueue.version}", str(e))
+    say(kueue_ran.text)
     rehearsal = Rehearsal(cfg, k)
     rows: list[Row] = []
 
@@ -779,9 +837,12 @@ def run(stack_name: str, stack_file: Path | None) -> int:
     preview = timings.timed(
         "preview", lambda: pulumi("preview", "--expect-no-changes", "--diff", *pack)
     )
-    print(f"\nRehearsal of stack {stack_name} ({path}) on the sandbox:\n")
+    print(f"\nRehearsal of stack {stack_name} ({path}) on the sandbox, {kueue_ran.text}:\n")
     print(table(rows))
     failed = 0
+    if not kueue_ran.ok:
+        failed += 1
+        print(f"\nFAIL Kueue release: {kueue_ran.said}")
     for r in rows:
         for column, c in r.cells().items():
             if not c.ok:

@@ -27,6 +27,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from components.kubeclient import api_client
 from components.kueue_manifest import pinned_version, render_release, rendered_relpath
 from sandbox import stack
 from sandbox.paths import KUBECONFIG, LOGS, ROOT
@@ -108,9 +109,9 @@ class Downtime:
         return None
 
     def _run(self) -> None:
-        from kubernetes import config as kube_config
-
-        api = kube_config.new_client_from_config(config_file=str(KUBECONFIG))  # type: ignore[no-untyped-call]
+        # Its own client (one per thread), built in memory like the Cluster's: the kubernetes
+        # package's loader would write the admin key to a temporary file.
+        api = api_client(KUBECONFIG.read_text(), None)
         custom, batch = client.CustomObjectsApi(api), client.BatchV1Api(api)
         while not self._stop.is_set():
             error = self._probe(custom, batch)
@@ -163,8 +164,8 @@ def controller_image(cluster: Cluster) -> str:
     return str(deployment.spec.template.spec.containers[0].image)
 
 
-def crd(name: str) -> Any:
-    return client.ApiextensionsV1Api().read_custom_resource_definition(name)
+def crd(cluster: Cluster, name: str) -> Any:
+    return client.ApiextensionsV1Api(cluster.batch.api_client).read_custom_resource_definition(name)
 
 
 def started_versions() -> list[str]:
@@ -173,8 +174,8 @@ def started_versions() -> list[str]:
     return re.findall(r'"Initializing".*?"gitVersion":\s*"(v[^"]+)"', text)
 
 
-def dry_run_flavor() -> None:
-    client.CustomObjectsApi().create_cluster_custom_object(
+def dry_run_flavor(cluster: Cluster) -> None:
+    cluster.custom.create_cluster_custom_object(
         "kueue.x-k8s.io",
         "v1beta2",
         "resourceflavors",
@@ -198,7 +199,7 @@ def back_to_the_pin(cluster: Cluster) -> Iterator[Cluster]:
 
 def move(cluster: Cluster, version: str, name: str) -> subprocess.CompletedProcess[str]:
     """`pulumi up` to `version` with the downtime loop running; records the timings."""
-    before = {n: crd(n) for n in (CHANGED_CRD, UNCHANGED_CRD)}
+    before = {n: crd(cluster, n) for n in (CHANGED_CRD, UNCHANGED_CRD)}
     starts = len(started_versions())
     with Downtime() as downtime:
         t0 = time.monotonic()
@@ -211,12 +212,12 @@ def move(cluster: Cluster, version: str, name: str) -> subprocess.CompletedProce
     assert "replaced" not in out and "conflict" not in out.lower(), out
     assert controller_image(cluster) == f"registry.k8s.io/kueue/kueue:{version}"
     for n, old in before.items():
-        new = crd(n)
+        new = crd(cluster, n)
         assert new.metadata.uid == old.metadata.uid, f"CRD {n} was recreated"
     # The readiness gate let `up` finish only once the new controller served: it started
     # during `up`, and its webhooks answer right away, with no retry.
     assert started_versions()[starts:][-1:] == [version], started_versions()[starts:]
-    dry_run_flavor()
+    dry_run_flavor(cluster)
     return done
 
 
@@ -238,10 +239,10 @@ def test_preview_reads_the_running_kueue_and_shows_the_move(cluster: Cluster) ->
 def test_patch_step_and_back(back_to_the_pin: Cluster) -> None:
     k = back_to_the_pin
     assert controller_image(k).endswith(f":{PINNED}")
-    generations = {n: crd(n).metadata.generation for n in (CHANGED_CRD, UNCHANGED_CRD)}
+    generations = {n: crd(k, n).metadata.generation for n in (CHANGED_CRD, UNCHANGED_CRD)}
     move(k, PATCH, f"{PINNED} -> {PATCH}")
     # The patch release changes only the controller: no CRD is touched.
-    assert {n: crd(n).metadata.generation for n in generations} == generations
+    assert {n: crd(k, n).metadata.generation for n in generations} == generations
     again = preview_no_changes(PATCH)
     assert again.returncode == 0, again.stdout + again.stderr
 
@@ -264,15 +265,15 @@ def test_minor_upgrade_keeps_running_and_held_jobs(
     assert (held["status"], held["message"]) == ("False", HELD_MESSAGE)
     wl_a = k.workload_for("gpu-job-a")
     assert wl_a is not None
-    changed_generation = crd(CHANGED_CRD).metadata.generation
-    unchanged_generation = crd(UNCHANGED_CRD).metadata.generation
+    changed_generation = crd(k, CHANGED_CRD).metadata.generation
+    unchanged_generation = crd(k, UNCHANGED_CRD).metadata.generation
 
     move(k, MINOR, f"{PINNED} -> {MINOR} with live workloads")
     upgraded_at = time.time()
 
     # The CRD that changed between the releases was updated (in place), the other not at all.
-    assert crd(CHANGED_CRD).metadata.generation > changed_generation
-    assert crd(UNCHANGED_CRD).metadata.generation == unchanged_generation
+    assert crd(k, CHANGED_CRD).metadata.generation > changed_generation
+    assert crd(k, UNCHANGED_CRD).metadata.generation == unchanged_generation
     # The running job kept running: same pod, same workload, still admitted.
     running = [p for p in k.job_pods("gpu-job-a") if p.status.phase == "Running"]
     assert [p.metadata.uid for p in running] == [pod_a.metadata.uid]

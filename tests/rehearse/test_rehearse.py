@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from components.config import StackConfig
+from components.kueue_versions import supported
+from components.pins import read_pins
 from components.quantity import format_quantity
 from sandbox import fake_cluster
 from sandbox import rehearse_plan as rp
@@ -25,6 +27,10 @@ SANDBOX = ["bash", str(ROOT / "sandbox" / "sandbox.sh")]
 KUBECTL = str(ROOT / ".toolchain" / "bin" / "kubectl")
 BROKEN = ROOT / "tests" / "rehearse" / "stacks" / "Pulumi.broken.yaml"
 TIMEOUT = 1800
+PINNED = read_pins()["KUEUE_VERSION"]
+# A supported release other than the pin: a stack may set its own kueue.version (a canary
+# ahead of the pin), and after `make pin-kueue` the pin itself is the new release.
+OTHER = next(v for v in reversed(supported()) if v != PINNED)
 
 
 def rehearse(stack: str, stack_file: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -95,22 +101,32 @@ def test_the_committed_stack_rehearses(stack: str) -> None:
     assert_every_row_passes(done, cfg)
     # Deployed with the pack config of its deploy job.
     assert f"policies/config/prod.json (job {stack} of .github/workflows/deploy.yml)" in done.stderr
+    assert f"on the sandbox, Kueue {cfg.kueue.version}: controller image " in done.stdout
     rows = table(done.stdout)
     for team in cfg.teams:  # each team's every flavor ran a job on its nodes
         assert "admitted to h100, Running on h100-" in rows[team.name]["job admitted"]
         assert "admitted to a100, Running on a100-" in rows[team.name]["job admitted"]
 
 
-@pytest.mark.parametrize(("seed", "cohort"), [(11, True), (12, False)])
+@pytest.mark.parametrize(("seed", "cohort", "version"), [(11, True, None), (12, False, OTHER)])
 def test_a_stack_file_nobody_wrote_before_rehearses(
-    tmp_path: Path, seed: int, cohort: bool
+    tmp_path: Path, seed: int, cohort: bool, version: str | None
 ) -> None:
     stack = Names(random.Random(seed))("s")
-    path = write_stack(rehearsal_stack(seed, cohort), tmp_path, stack)
+    raw = rehearsal_stack(seed, cohort)
+    if version is not None:
+        raw["kueue"] = {"version": version}
+    path = write_stack(raw, tmp_path, stack)
     done = rehearse(stack, path)
     assert_every_row_passes(done, fake_cluster.load_stack(path))
     assert "kueue.manifest https://github.com/kubernetes-sigs/kueue/releases" in done.stderr
     assert "does not deploy it; the preview rule" in done.stderr
+    # The rehearsal ran on the stack's own release: its controller image and its binary.
+    runs = version or PINNED
+    assert (
+        f"on the sandbox, Kueue {runs}: controller image registry.k8s.io/kueue/kueue:{runs}, "
+        f"played by .toolchain/bin/kueue-{runs}:"
+    ) in done.stdout, done.stdout + done.stderr
 
 
 def sandbox(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

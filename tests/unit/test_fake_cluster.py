@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 
 from components.config import load_config
+from components.kueue_versions import supported
+from components.pins import read_pins
 from sandbox import fake_cluster as fc
+from sandbox import kueue_pod
 from tests.conftest import ROOT, stack_raw
 from tests.rehearse.stackgen import rehearsal_stack, write_stack
 
@@ -105,11 +108,35 @@ def test_a_flavor_named_like_the_system_node_is_refused() -> None:
         fc.nodes(load_config(raw))
 
 
-def test_a_stack_on_another_kueue_release_is_refused() -> None:
+def test_a_stack_on_an_unsupported_kueue_release_is_refused() -> None:
     raw = stack_raw("prod")
     raw["kueue"]["version"] = "v0.17.0"
-    with pytest.raises(fc.ShapeError, match=r"runs Kueue v0\.17\.0, but the sandbox"):
+    with pytest.raises(fc.ShapeError, match=r"runs Kueue v0\.17\.0: .*not a release this"):
         fc.shape_of("prod", ROOT / "Pulumi.prod.yaml", load_config(raw))
+
+
+def test_a_stack_ahead_of_the_pin_shapes_a_sandbox_at_its_own_release(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stack that sets its own supported kueue.version (ahead of, or behind, the pin) is
+    rehearsed at that release: the sandbox runs the binary of the manifest's image tag."""
+    pinned = read_pins()["KUEUE_VERSION"]
+    other = next(v for v in reversed(supported()) if v != pinned)
+    raw = stack_raw("staging")
+    raw["kueue"] = {"version": other}
+    path = write_stack(raw, tmp_path, "canary")
+    shape = fc.shape_of("canary", path, fc.load_stack(path))
+    assert shape.kueue_version == other
+    assert shape.describe().endswith(f"Kueue {other}")
+    # `sandbox.sh up` checks on the host, before anything starts, that its binary is linked.
+    monkeypatch.setattr(kueue_pod, "BIN", tmp_path / "bin")
+    assert fc.main(["check", "canary", str(path)]) == 1
+    said = capsys.readouterr().err
+    assert f"bin/kueue-{other} is missing: `make toolchain`" in said, said
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / f"kueue-{other}").write_text("")
+    assert fc.main(["check", "canary", str(path)]) == 0
+    assert f"Kueue {other}" in capsys.readouterr().out
 
 
 def test_an_invalid_stack_file_is_refused_naming_the_problem(tmp_path: Path) -> None:

@@ -150,7 +150,9 @@ def test_a_digest_that_yaml_would_read_as_a_number_is_quoted():
 
 def test_duplicate_keys_are_refused_not_guessed():
     text = "config:\n  gpu-queues:kueue:\n    version: v0.18.3\n    version: v0.18.4\n"
-    with pytest.raises(PinError, match=r'x cannot be edited safely: found duplicate key "version"'):
+    with pytest.raises(
+        PinError, match=r'x cannot be edited safely: .*found duplicate key "version"'
+    ):
         pin_text(text, PATH, DIGEST, "x")
 
 
@@ -341,3 +343,24 @@ def test_storage_refusals_apply_the_programs_upgrade_rule_to_the_two_releases():
     # Back to one that does not even define v1: what v0.20.0 stored would be lost.
     (refused,) = storage_refusals("v0.20.0", newer, "v0.19.2", at_v1beta2)
     assert "still stores objects at v1" in refused
+
+
+def test_a_crlf_stack_file_keeps_its_line_breaks_and_secure_value():
+    """The pin is gpuq.yamledit's edit (promote's too): a file written on Windows stays CRLF
+    throughout, its secure value and comments untouched."""
+    text = (
+        "encryptionsalt: v1:c2FsdA==:v1:AAAA\r\n"
+        "config:\r\n"
+        "  # the cluster\r\n"
+        "  gpu-queues:kubeconfig:\r\n"
+        "    secure: v1:AAAABBBBCCCC\r\n"
+        "  gpu-queues:kueue:\r\n"
+        "    manifest:  # pinned by make pin-kueue\r\n"
+        "      path: .kueue/v0.18.3/manifests.yaml\r\n"
+        "      sha256: " + "0" * 64 + "\r\n"
+    )
+    new = pin_text(text, PATH, DIGEST, "Pulumi.win.yaml")
+    assert new.count("\n") == new.count("\r\n") == text.count("\r\n")
+    assert kueue_block(new)["manifest"] == {**PATH, "sha256": DIGEST}
+    unchanged = [line for line in text.split("\r\n") if "sha256" not in line]
+    assert [line for line in new.split("\r\n") if "sha256" not in line] == unchanged

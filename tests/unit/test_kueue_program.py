@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
+import pulumi.runtime.settings
 import pytest
 import yaml
+from pulumi.runtime.sync_await import _sync_await
 
 from components import keys
 from tests.conftest import MANIFEST, ROOT, MockRun, _Mocks, stack_raw
@@ -36,14 +38,20 @@ def run_program(
     )
     exit_code: list[Any] = []
 
-    @pulumi.runtime.test
     def program() -> None:
         try:
             runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
         except SystemExit as stop:
             exit_code.append(stop.code)
 
-    program()
+    # As the language host runs it (pulumi-language-python-exec): inside a fresh root stack, so
+    # the program's pulumi.run entry point (__main__.py's _settle) is taken and awaited too.
+    # set_mocks made (and finished) a root stack of its own: the program gets a new one, on the
+    # loop the mocks run on (as pulumi.runtime.test does).
+    pulumi.runtime.settings.ROOT.set(None)
+    pulumi.runtime.settings.SETTINGS.rpc_manager.clear()
+    pulumi.runtime.settings.SETTINGS.outputs.clear()
+    _sync_await(pulumi.runtime.run_in_stack(program))
     return run, (exit_code or [None])[0], capsys.readouterr().err
 
 
