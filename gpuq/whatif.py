@@ -27,9 +27,10 @@ import yaml
 
 from components import keys
 from components.config import ConfigError, StackConfig, load_config
-from components.pins import read_pins
 from gpuq.stackfile import ROOT, StackFileError, parse_config, read_text, resolve_commit
 from gpuq.whatif_report import Run, align, render, report_json
+from sandbox import fake_cluster, rehearse
+from sandbox.fake_cluster import ShapeError
 
 SANDBOX = ROOT / "sandbox" / "sandbox.sh"
 PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -38,7 +39,6 @@ DEFAULT_OUT = ROOT / ".sandbox" / "what-if"
 # after its timeout. The replay's clock is not Kueue's (it jumps from event to event), so in
 # the sandbox the timeout is pushed out of reach and the report says what it would do.
 PODS_READY_TIMEOUT = "8760h"
-SECRET_KEYS = ("encryptionsalt", "secretsprovider", "encryptedkey")
 
 
 class WhatIfError(Exception):
@@ -52,41 +52,33 @@ class Side:
     name: str  # "new" or "base"
     label: str  # how the report names it
     config: StackConfig
-    text: str  # the stack file, adjusted for the sandbox
+    shape_file: Path  # the stack file the sandbox is shaped from (sandbox.fake_cluster)
     notes: list[str] = field(default_factory=list)
 
 
 def sandbox_stack_file(stack: str, text: str, where: str) -> tuple[str, StackConfig, list[str]]:
-    """The stack file as the sandbox deploys it, its config, and what was changed and why.
+    """The stack file the what-if starts from, its config, and what was changed and why.
 
-    The connection to the real cluster (kubernetes, and the secrets that encrypt it) goes:
-    the sandbox supplies its own. waitForPodsReady's timeout is pushed out of reach (see
-    PODS_READY_TIMEOUT). Nothing else changes."""
+    Only what is the what-if's own: the real cluster's connection (encrypted, meant for the
+    real cluster) is dropped so the config loads, and waitForPodsReady's timeout is pushed out
+    of reach (see PODS_READY_TIMEOUT). The rest of what the sandbox substitutes (its
+    kubeconfig, the Kueue manifest when unreadable) is the rehearsal's, sandbox.rehearse's
+    sandbox_stack_file, applied once the sandbox is up."""
     raw = parse_config(text, where)
-    # Encrypted in the stack file ({secure: ...}) and meant for the real cluster only.
     raw.pop(keys.KEY_KUBERNETES, None)
     try:
         config = load_config(raw)
     except ConfigError as exc:
         raise WhatIfError(f"{where}: the stack config is invalid:\n{exc}") from None
-    pinned = read_pins()["KUEUE_VERSION"]
-    if config.kueue.version != pinned:
-        raise WhatIfError(
-            f"{where} runs Kueue {config.kueue.version}, but the sandbox runs the Kueue built "
-            f"for {pinned} (KUEUE_VERSION in toolchain/pins.env): a replay on another release "
-            "would predict nothing"
-        )
     if not config.kueue.install:
         raise WhatIfError(
             f"{where} does not install Kueue (kueue.install: false), and a fresh sandbox has "
             "none: the what-if replays stacks that install it"
         )
     doc = yaml.safe_load(text) or {}
-    for key in SECRET_KEYS:
-        doc.pop(key, None)
     cfg: dict[str, Any] = doc.setdefault("config", {})
-    notes = []
     cfg.pop(f"{keys.PROJECT}:{keys.KEY_KUBERNETES}", None)
+    notes = []
     ready = config.kueue.manager.wait_for_pods_ready
     if ready is not None:
         manager = cfg[f"{keys.PROJECT}:{keys.KEY_KUEUE}"]["manager"]
@@ -105,7 +97,10 @@ def sandbox_stack_file(stack: str, text: str, where: str) -> tuple[str, StackCon
     return yaml.safe_dump(doc, sort_keys=False), config, notes
 
 
-def load_side(name: str, stack: str, root: Path, rev: str | None) -> Side:
+def load_side(name: str, stack: str, root: Path, rev: str | None, work: Path) -> Side:
+    """Read one side's stack file, adjust it (sandbox_stack_file) into work/<name>/, and check
+    that it can shape a sandbox (sandbox.fake_cluster: Kueue release, node names) before any
+    sandbox is touched."""
     where = f"Pulumi.{stack}.yaml" + (f" at {rev}" if rev else "")
     try:
         text = read_text(stack, root, rev)
@@ -113,7 +108,15 @@ def load_side(name: str, stack: str, root: Path, rev: str | None) -> Side:
         raise WhatIfError(str(exc)) from None
     label = f"{stack}@{resolve_commit(root, rev)[:10]}" if rev else f"{stack} (work tree)"
     adjusted, config, notes = sandbox_stack_file(stack, text, where)
-    return Side(name, label, config, adjusted, notes)
+    folder = work / name / "shape"
+    folder.mkdir(parents=True, exist_ok=True)
+    shape_file = folder / f"Pulumi.{stack}.yaml"
+    shape_file.write_text(adjusted)
+    try:
+        fake_cluster.shape_of(stack, shape_file, config)
+    except ShapeError as exc:
+        raise WhatIfError(f"{where}: {exc}") from None
+    return Side(name, label, config, shape_file, notes)
 
 
 # --- the sandbox --------------------------------------------------------------------------
@@ -125,34 +128,38 @@ def _sandbox(*args: str) -> None:
         raise WhatIfError(f"`sandbox/sandbox.sh {' '.join(args)}` failed (exit {done.returncode})")
 
 
-def fresh_sandbox(stack: str, stack_file: Path) -> None:
-    """A sandbox started fresh for one side. Today's sandbox is shaped by Pulumi.local.yaml;
-    the one swap point for a sandbox shaped like `stack_file` (issue 11, rehearse)."""
+def fresh_sandbox(stack: str, shape_file: Path) -> None:
+    """A sandbox started fresh for one side, shaped like its stack file (the rehearsal's
+    shaping: sandbox.fake_cluster's nodes, namespaces, volumes and Kueue release)."""
     _sandbox("down")
-    _sandbox("up")
+    _sandbox("up", stack, str(shape_file))
 
 
 def replay_side(side: Side, stack: str, workloads: Path, work: Path, args: Any) -> Run:
     folder = work / side.name
     folder.mkdir(parents=True, exist_ok=True)
-    stack_file = folder / f"Pulumi.{stack}.yaml"
-    stack_file.write_text(side.text)
     out = folder / "run.json"
     out.unlink(missing_ok=True)
     print(f"what-if: {side.label}: fresh sandbox, deploy, replay", file=sys.stderr, flush=True)
-    fresh_sandbox(stack, stack_file)
-    command = [
-        "exec", str(PYTHON), "-m", "sandbox.whatif", "--stack", stack,
-        "--stack-file", str(stack_file), "--workloads", str(workloads), "--out", str(out),
-        "--deploy", "--label", side.label,
-    ]  # fmt: skip
-    for note in side.notes:
-        command += ["--note", note]
-    if args.until:
-        command += ["--until", args.until]
-    if args.quiet:
-        command += ["--quiet", str(args.quiet)]
+    fresh_sandbox(stack, side.shape_file)
     try:
+        # What the rehearsal deploys: the connection and (when unreadable here) the Kueue
+        # manifest substituted; the sandbox has rendered its release by now.
+        stack_file, substituted = rehearse.sandbox_stack_file(
+            stack, side.shape_file, side.config, out_dir=folder
+        )
+        command = [
+            "exec", str(PYTHON), "-m", "sandbox.whatif", "--stack", stack,
+            "--stack-file", str(stack_file), "--workloads", str(workloads), "--out", str(out),
+            "--deploy", "--label", side.label,
+        ]  # fmt: skip
+        # The connection's substitution goes without saying; a substituted manifest does not.
+        for note in [*side.notes, *(n for n in substituted if n.startswith("kueue."))]:
+            command += ["--note", note]
+        if args.until:
+            command += ["--until", args.until]
+        if args.quiet:
+            command += ["--quiet", str(args.quiet)]
         _sandbox(*command)
     finally:
         if not (args.keep and side.name == "new"):
@@ -181,10 +188,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"what-if: no workloads at {args.workloads}", file=sys.stderr)
         return 2
     try:
-        sides = [load_side("new", args.stack, args.root, None)]
-        if args.base:
-            sides.insert(0, load_side("base", args.stack, args.root, args.base))
         work = out / "work"
+        sides = [load_side("new", args.stack, args.root, None, work)]
+        if args.base:
+            sides.insert(0, load_side("base", args.stack, args.root, args.base, work))
         runs = {s.name: replay_side(s, args.stack, workloads, work, args) for s in sides}
     except WhatIfError as exc:
         print(f"what-if: {exc}", file=sys.stderr)

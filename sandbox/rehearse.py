@@ -42,6 +42,7 @@ from components.config import StackConfig, Subject, Team
 from components.kueue_manifest import RELEASE_IMAGE, rendered_path
 from components.quantity import QuantityError, format_quantity, parse_quantity
 from gpuq.changed_stacks import policy_config
+from gpuq.whatif_kueue import condition, is_true
 from sandbox import fake_cluster, kueue_pod, stack
 from sandbox.fake_cluster import FLAVOR_ANNOTATION, ShapeError
 from sandbox.paths import KUBECONFIG, ROOT, STATE
@@ -235,7 +236,7 @@ class Cluster:
 
     def pending(self, job: str, ns: str) -> str | None:
         """Kueue's reason for not reserving quota, when it gave one."""
-        c = _condition(self.workload(job, ns), "QuotaReserved")
+        c = condition(self.workload(job, ns), "QuotaReserved")
         if c is not None and c["status"] == "False" and c.get("reason") == "Pending":
             return str(c.get("message", ""))
         return None
@@ -421,16 +422,8 @@ def _nodes(names: list[str]) -> str:
     return f"{len(ordered)} nodes: {', '.join(ordered[:3])}, ..., {ordered[-1]}"
 
 
-def _condition(wl: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
-    for c in (wl or {}).get("status", {}).get("conditions", []):
-        if c["type"] == kind:
-            return dict(c)
-    return None
-
-
 def _admitted(wl: dict[str, Any] | None) -> dict[str, Any] | None:
-    c = _condition(wl, "Admitted")
-    return wl if c is not None and c["status"] == "True" else None
+    return wl if is_true(wl, "Admitted") else None
 
 
 def assigned_flavors(wl: dict[str, Any]) -> dict[str, str]:
@@ -603,7 +596,7 @@ class Rehearsal:
             self.k.batch.create_namespaced_job(ns, job_manifest(name, team, job.shape))
             cond = self.k.wait(
                 f"Kueue to evaluate Job {ns}/{name}",
-                lambda: _condition(self.k.workload(name, ns), "QuotaReserved"),
+                lambda: condition(self.k.workload(name, ns), "QuotaReserved"),
                 lambda: self.k.workload_said(name, ns),
             )
             if cond["status"] != "False":

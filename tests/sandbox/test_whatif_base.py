@@ -1,5 +1,7 @@
-"""`make what-if ... BASE=<rev>` from the host: each side on a fresh sandbox of its own, the
-stack file read at the revision for the base, and the report saying what a quota move does.
+"""`make what-if ... BASE=<rev>` from the host: each side on a fresh sandbox of its own,
+shaped like the side's stack file (its flavor's node is labelled and tainted: pods run only
+on a sandbox shaped like the stack), the stack file read at the revision for the base, and
+the report saying what a quota move does.
 
 The stack (whatif/Pulumi.whatif-move.yaml) is committed as the base; the work tree moves 2
 GPUs of nominal quota from alpha (6 -> 4) to beta (2 -> 4), borrowing off. The mix

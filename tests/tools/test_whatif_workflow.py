@@ -16,10 +16,13 @@ from typing import Any
 import pytest
 import yaml
 
+from components.config import load_config
 from gpuq import whatif as whatif_cli
 from gpuq.pr_comment import main as pr_comment_main
+from gpuq.stackfile import read_config
 from gpuq.whatif_ci import main as whatif_ci_main
 from gpuq.whatif_ci import whatif_stacks
+from gpuq.whatif_mix import Catalog, load_mix
 from tests.tools.conftest import git
 
 pytestmark = pytest.mark.unit
@@ -115,6 +118,35 @@ def test_the_committed_mixes_are_for_deployable_stacks_with_a_stack_file() -> No
     assert mixes == ["prod", "staging"]
     for stack in mixes:
         assert (ROOT / f"Pulumi.{stack}.yaml").is_file()
+
+
+@pytest.mark.parametrize("stack", ["staging", "prod"])
+def test_each_committed_mix_is_a_valid_day_with_sizes_and_jobs_that_must_wait(stack: str) -> None:
+    config = load_config({k: v for k, v in read_config(stack, ROOT).items() if k != "kubernetes"})
+    integrations = config.kueue.manager.integrations
+    frameworks = (integrations.frameworks if integrations else None) or ["batch/job"]
+    entries = load_mix(ROOT / "workloads" / stack, Catalog.from_stack(config, frameworks), ROOT)
+    # Every workload replays: a problem in the example would be a row of "invalid".
+    assert [(e.source, e.problem) for e in entries if e.status != "ok"] == []
+    assert len(entries) >= 24
+    assert {e.team for e in entries} == {t.name for t in config.teams}
+    assert max(e.submit_at for e in entries) >= 12 * 3600  # spread over the day
+    assert len({e.gpus for e in entries}) >= 3  # a mix of sizes
+    # Some must wait: at some submission, what has been asked and has not ended yet (as if
+    # every job ran from its submission) is more than the cluster's GPUs.
+    capacity = sum(
+        int(n.resources.get("nvidia.com/gpu", "0")) for f in config.flavors for n in f.node_list()
+    )
+    assert capacity > 0
+
+    def asked(at: float) -> int:
+        return sum(
+            e.gpus
+            for e in entries
+            if e.submit_at <= at and (e.duration is None or e.submit_at + e.duration > at)
+        )
+
+    assert max(asked(e.submit_at) for e in entries) > capacity
 
 
 # --- the steps ------------------------------------------------------------------------------
