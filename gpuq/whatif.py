@@ -28,7 +28,7 @@ import yaml
 from components import keys
 from components.config import ConfigError, StackConfig, load_config
 from gpuq.stackfile import ROOT, StackFileError, parse_config, read_text, resolve_commit
-from gpuq.whatif_report import Run, align, render, report_json
+from gpuq.whatif_report import Run, align, render, replay_json, report_json
 from sandbox import fake_cluster, rehearse
 from sandbox.fake_cluster import ShapeError
 
@@ -202,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         base, new = align(base, new)
     (out / "report.md").write_text(render(new, base))
     (out / "report.json").write_text(json.dumps(report_json(new, base), indent=2) + "\n")
+    (out / "replay.json").write_text(json.dumps(replay_json(new, base), indent=2) + "\n")
     print(f"what-if: report in {out / 'report.md'} and {out / 'report.json'}")
     return 0
 

@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         if code != 0:
             print(f"bench: the what-if of {count} workloads failed ({code})", file=sys.stderr)
             return code
-        meta = json.loads((folder / "report.json").read_text())["replay"]["new"]
+        meta = json.loads((folder / "replay.json").read_text())["new"]
         rows.append((count, total, meta))
         print(f"bench: {count} workloads: {total:.0f}s in all", file=sys.stderr, flush=True)
     print(

@@ -3,10 +3,11 @@ message, wait) and per team (admitted, pending, GPU-hours, wait p50/p90), as rep
 as Markdown tables readable in a PR comment, with what changed between the base and the new
 config when both were replayed.
 
-report.json is {"new": RUN, "base": RUN or null, "replay": {...}}, RUN being
+report.json is exactly {"new": RUN, "base": RUN or null}, RUN being
 {"workloads": [{name, namespace, queue, outcome, flavor, message, waitSeconds}],
  "teams": [{team, clusterQueue, admitted, pending, gpuHours, waitP50Seconds, waitP90Seconds}]};
-"replay" holds how each run was made (stack source, simulated and wall time, notes).
+replay.json, beside it, holds how each run was made (stack source, simulated and wall time,
+notes), so tools reading report.json see only the documented shape.
 
 Counting rules (docs/what-if.md):
 - outcome at the end: finished, admitted (running), unschedulable (admitted, its pods fit no
@@ -245,16 +246,14 @@ def align(base: Run, new: Run) -> tuple[Run, Run]:
 
 
 def report_json(new: Run, base: Run | None) -> dict[str, Any]:
-    """report.json: exactly {"new", "base"} as documented, plus "replay" (how the runs were
-    made: the clock's figures live there, so the two runs keep their fixed shape)."""
-    return {
-        "new": new.public(),
-        "base": base.public() if base is not None else None,
-        "replay": {
-            "new": asdict(new.meta),
-            "base": asdict(base.meta) if base is not None else None,
-        },
-    }
+    """report.json: exactly {"new", "base"}, the shape other tools read."""
+    return {"new": new.public(), "base": base.public() if base is not None else None}
+
+
+def replay_json(new: Run, base: Run | None) -> dict[str, Any]:
+    """replay.json: how each run was made (source, the clock's figures, notes), kept out of
+    report.json so that file has exactly its documented shape."""
+    return {"new": asdict(new.meta), "base": asdict(base.meta) if base is not None else None}
 
 
 # --- Markdown ------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from gpuq.whatif_report import (
     changes,
     percentile,
     render,
+    replay_json,
     report_json,
     team_results,
 )
@@ -72,7 +73,7 @@ def test_team_figures_partition_the_replayed_workloads() -> None:
 def test_report_json_has_exactly_the_documented_shape() -> None:
     new = run([w("a", "research", "admitted", 61.4, flavor="h100", gpus=1, gpu_seconds=3600)])
     data = json.loads(json.dumps(report_json(new, None)))
-    assert set(data) == {"new", "base", "replay"} and data["base"] is None
+    assert set(data) == {"new", "base"} and data["base"] is None
     assert set(data["new"]) == {"workloads", "teams"}
     (wl,) = data["new"]["workloads"]
     assert tuple(wl) == PUBLIC_WORKLOAD_KEYS
@@ -82,7 +83,8 @@ def test_report_json_has_exactly_the_documented_shape() -> None:
     }  # fmt: skip
     assert [tuple(t) for t in data["new"]["teams"]] == [PUBLIC_TEAM_KEYS] * 3
     assert data["new"]["teams"][0]["gpuHours"] == 1.0
-    assert data["replay"]["new"]["source"] == "staging"
+    replay = json.loads(json.dumps(replay_json(new, None)))
+    assert replay["new"]["source"] == "staging" and replay["base"] is None
     both = report_json(new, run([], "staging@abc"))
     assert both["base"] == {"workloads": [], "teams": both["base"]["teams"]}
 
