@@ -178,4 +178,4 @@ test-rehearse: venv toolchain
 	$(PY) -m pytest -m rehearse -q
 
 clean: sandbox-down
-	rm -rf $(VENV) .toolchain .pulumi .sandbox
+	rm -rf $(VENV) .toolchain .pulumi .sandbox .kueue
