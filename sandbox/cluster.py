@@ -466,7 +466,9 @@ def cloud_manifests(c: Cluster, stack: StackConfig) -> str:
     return "\n---\n".join(json.dumps(o) for o in objects)
 
 
-def start_cluster(c: Cluster, stack: StackConfig, manifest: Path) -> None:
+def start_cluster(c: Cluster, stack: StackConfig, manifest: Path, alone: bool = True) -> None:
+    """Start one cluster; `alone`: the only one in the namespace (its Kueue may listen on every
+    address, see sandbox.kueue_pod's --bind)."""
     ensure_pod_range(c)
     c.state.mkdir(parents=True, exist_ok=True)
     make_pki(c)
@@ -489,6 +491,7 @@ def start_cluster(c: Cluster, stack: StackConfig, manifest: Path) -> None:
             f"--work={c.kueue_work}",
             f"--log={log_path(c.process('kueue'))}",
             f"--apiserver={c.address}:6443",
+            f"--bind={'all' if alone else 'pod'}",
         ],
         env={"KUBECONFIG": str(c.kubeconfig)},
     )
@@ -528,7 +531,8 @@ def up(
     # Side by side: each cluster mostly waits for its own components to answer.
     with ThreadPoolExecutor(max_workers=len(clusters)) as pool:
         started = [
-            pool.submit(start_cluster, *a) for a in zip(clusters, stacks, manifests, strict=True)
+            pool.submit(start_cluster, *a, len(clusters) == 1)
+            for a in zip(clusters, stacks, manifests, strict=True)
         ]
         for each in started:
             each.result()

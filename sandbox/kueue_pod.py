@@ -241,6 +241,7 @@ class Runner:
         work: Path = WORK,
         log: Path = LOG,
         apiserver: tuple[str, int] = APISERVER,
+        bind_pod_ip: bool = True,
     ) -> None:
         if core is None:  # $KUBECONFIG: the sandbox's admin, its key kept in memory
             core = client.CoreV1Api(api_client(None, None))
@@ -249,6 +250,11 @@ class Runner:
         self.clock = clock
         self.backoff = backoff or CrashLoopBackOff()
         self.work, self.log, self.apiserver = work, log, apiserver
+        # False (a sandbox of one cluster): Kueue listens on every address, as its release
+        # config says, so it also answers at the IPs of replicas no process plays (replicas: 2
+        # has two pods in the webhook Service; one process runs). Several clusters share the
+        # namespace, so there each Kueue must keep to its pod's IP (bind_to_pod_ip).
+        self.bind_pod_ip = bind_pod_ip
         self.pid_file = work / PID_FILE_NAME
         self.proc: Process | None = None
         self.pod_uid: str | None = None  # the pod the process runs (or will run again) as
@@ -343,7 +349,7 @@ class Runner:
 
     def bound_config(self, arg: str, pod: Any) -> str:
         """`--config=<file>` pointing at a copy bound to the pod IP (bind_to_pod_ip)."""
-        if not arg.startswith(CONFIG_FLAG):
+        if not self.bind_pod_ip or not arg.startswith(CONFIG_FLAG):
             return arg
         pod_ip = pod.status.pod_ip
         source = Path(arg[len(CONFIG_FLAG) :])
@@ -456,10 +462,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--apiserver", default=":".join(map(str, APISERVER)), help="HOST:PORT of the API server"
     )
+    parser.add_argument(
+        "--bind",
+        choices=("pod", "all"),
+        default="pod",
+        help="pod: Kueue's servers on the pod's IP (several clusters in one namespace); "
+        "all: on every address, so every replica's IP reaches the one process (one cluster)",
+    )
     args = parser.parse_args(argv)
     host, _, port = args.apiserver.rpartition(":")
     os.umask(0o077)
-    Runner(work=args.work, log=args.log, apiserver=(host, int(port))).run()
+    Runner(
+        work=args.work,
+        log=args.log,
+        apiserver=(host, int(port)),
+        bind_pod_ip=args.bind == "pod",
+    ).run()
 
 
 if __name__ == "__main__":

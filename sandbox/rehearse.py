@@ -781,7 +781,10 @@ def say(text: str) -> None:
 
 
 def _tail(done: subprocess.CompletedProcess[str], lines: int = 40) -> str:
-    return "\n".join((done.stdout + done.stderr).splitlines()[-lines:])
+    """The last lines, after the first error lines (the cause scrolls out of a long tail)."""
+    out = (done.stdout + done.stderr).splitlines()
+    errors = list(dict.fromkeys(line.strip() for line in out if "error:" in line))[:6]
+    return "\n".join([*errors, "...", *out[-lines:]] if errors else out[-lines:])
 
 
 def run(stack_name: str, stack_file: Path | None) -> int:

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import yaml
 
 from sandbox import kueue_pod as kueue_pod_module
 from sandbox.kueue_pod import CrashLoopBackOff, Runner, pod_root_script
@@ -375,3 +376,27 @@ def test_the_runner_runs_the_binary_of_the_pods_image_tag(tmp_path: Path) -> Non
         kueue_pod_module.binary_for("registry.k8s.io/kueue/kueue")
     with pytest.raises(RuntimeError, match=r"kueue-v9\.9\.9 is missing: `make toolchain`"):
         kueue_pod_module._pulled(kueue_pod_module.binary_for("x/kueue:v9.9.9"))
+
+
+@pytest.mark.parametrize("bind_pod_ip", [True, False])
+def test_kueue_keeps_to_its_pod_ip_only_when_clusters_share_the_namespace(
+    tmp_path: Path, bind_pod_ip: bool
+) -> None:
+    """One cluster (bind_pod_ip False): the release config as written, every address, so a
+    second replica's IP in the webhook Service reaches the one process (prod runs 2 replicas;
+    binding to one pod's IP left the other refusing webhook calls). Several clusters: bound."""
+    config = tmp_path / "controller_manager_config.yaml"
+    config.write_text("apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n")
+    runner = Runner(
+        core=FakeCore(), work=tmp_path / "work", log=tmp_path / "log", bind_pod_ip=bind_pod_ip
+    )
+    (tmp_path / "work").mkdir(mode=0o700)
+    pod = kueue_pod()
+    pod.status = ns(pod_ip="10.244.0.9")
+    arg = f"{kueue_pod_module.CONFIG_FLAG}{config}"
+    out = runner.bound_config(arg, pod)
+    if not bind_pod_ip:
+        assert out == arg
+        return
+    bound = yaml.safe_load(Path(out[len(kueue_pod_module.CONFIG_FLAG) :]).read_text())
+    assert bound["webhook"]["host"] == "10.244.0.9"
