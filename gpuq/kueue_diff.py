@@ -15,7 +15,6 @@ versions must be supported releases; a side that cannot be rendered is named, no
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from components import keys
 from components.kueue import ManifestError, parse_documents
 from components.kueue_manifest import RenderError, render_release
 from components.kueue_versions import advice, parse_version, release
-from gpuq.stackfile import ROOT, StackFileError, read_config, resolve_commit
+from gpuq.stackfile import ROOT, StackFileError, git_output, read_config, resolve_commit
 
 Renderer = Callable[[str], bytes]
 """renderer(version) -> the release manifest's bytes (RenderError when it cannot)."""
@@ -49,16 +48,10 @@ def _pinned_at(root: Path, rev: str | None) -> str:
     if rev is None:
         text = (root / "toolchain" / "pins.env").read_text(encoding="utf-8")
     else:
-        done = subprocess.run(
-            ["git", "show", f"{resolve_commit(root, rev)}:toolchain/pins.env"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise StackFileError(f"no toolchain/pins.env at revision {rev!r}")
-        text = done.stdout
+        try:
+            text = git_output(root, "show", f"{resolve_commit(root, rev)}:toolchain/pins.env")
+        except StackFileError:
+            raise StackFileError(f"no toolchain/pins.env at revision {rev!r}") from None
     for line in text.splitlines():
         if line.startswith("KUEUE_VERSION="):
             return line.partition("=")[2].strip()

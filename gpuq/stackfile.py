@@ -99,11 +99,12 @@ def list_stacks(root: Path = ROOT, rev: str | None = None) -> list[str]:
     if rev is None:
         names = [p.name for p in root.glob("Pulumi.*.yaml")]
     else:
-        names = _git(root, "ls-tree", "--name-only", resolve_commit(root, rev)).splitlines()
+        names = git_output(root, "ls-tree", "--name-only", resolve_commit(root, rev)).splitlines()
     return ordered({s for n in names if (s := stack_of(n))})
 
 
-def _git(root: Path, *args: str) -> str:
+def git_output(root: Path, *args: str) -> str:
+    """`git ARGS` in `root`, its output; StackFileError with git's message when it fails."""
     result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise StackFileError(f"git {' '.join(args)} failed: {result.stderr.strip()}")

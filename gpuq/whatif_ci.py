@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from gpuq.changed_stacks import changed_stacks, diff_paths, is_deployable
-from gpuq.stackfile import ROOT, StackFileError, list_stacks, ordered, resolve_commit
+from gpuq.stackfile import (
+    ROOT,
+    StackFileError,
+    git_output,
+    list_stacks,
+    ordered,
+    resolve_commit,
+)
 
 WORKLOADS = "workloads"
 
@@ -24,16 +30,10 @@ def mix_stacks(root: Path, head: str | None) -> set[str]:
     """Stacks with a workloads/<stack>/ folder holding files, in the work tree or at `head`."""
     if head is None:
         return {p.parent.name for p in (root / WORKLOADS).glob("*/*") if p.is_file()}
-    done = subprocess.run(
-        ["git", "ls-tree", "-r", "--name-only", resolve_commit(root, head), "--", f"{WORKLOADS}/"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
+    listed = git_output(
+        root, "ls-tree", "-r", "--name-only", resolve_commit(root, head), "--", f"{WORKLOADS}/"
     )
-    if done.returncode != 0:
-        raise StackFileError(f"git ls-tree failed: {done.stderr.strip()}")
-    return {p.split("/")[1] for p in done.stdout.splitlines() if p.count("/") >= 2}
+    return {p.split("/")[1] for p in listed.splitlines() if p.count("/") >= 2}
 
 
 def whatif_stacks(paths: Iterable[str], stacks: Sequence[str], with_mix: set[str]) -> list[str]:
