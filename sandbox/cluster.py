@@ -182,7 +182,12 @@ def _load_state() -> dict[str, Any]:
 
 
 def _save_state(state: dict[str, Any]) -> None:
-    STATE_FILE.write_text(json.dumps(state, indent=2))
+    """Replace the state file in one step: the clusters of a topology start in threads, and a
+    reader (`_wait`) must never see a half-written file (a truncated read failed the
+    MultiKueue sandbox's start with a JSON error)."""
+    tmp = STATE_FILE.with_name(f".{STATE_FILE.name}.{os.getpid()}.{threading.get_ident()}")
+    tmp.write_text(json.dumps(state, indent=2))
+    os.replace(tmp, STATE_FILE)
 
 
 def _alive(entry: dict[str, Any]) -> bool:

@@ -60,6 +60,9 @@ up() {
   if ! GPUQ_TOPOLOGY=$topology in_ns "$py" -m sandbox.cluster up "${args[@]}"; then
     echo "sandbox: start failed; logs follow" >&2
     in_ns "$py" -m sandbox.cluster logs >&2 || true
+    # Nothing half-started is left behind (processes, namespace); the logs stay in
+    # .sandbox/logs for a look afterwards.
+    down >&2 || true
     return 1
   fi
 }

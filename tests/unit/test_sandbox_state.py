@@ -1,0 +1,47 @@
+"""The sandbox's process record (.sandbox/state.json) is read while the clusters of a topology
+start in threads and write it: a reader must only ever see a whole file."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from sandbox import cluster
+
+pytestmark = pytest.mark.unit
+
+
+def test_readers_never_see_a_half_written_state_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(cluster, "STATE_FILE", tmp_path / "state.json")
+    # Big enough that a write takes more than one system call.
+    big = {f"p{i}": {"pid": i, "argv": ["x" * 200] * 10} for i in range(100)}
+    cluster._save_state({"processes": big})
+    stop = threading.Event()
+    errors: list[Exception] = []
+
+    def write() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            cluster._save_state({"processes": big, "n": n})
+
+    def read() -> None:
+        for _ in range(200):
+            try:
+                assert set(cluster._load_state()["processes"]) == set(big)
+            except Exception as e:  # any failure to read is the bug
+                errors.append(e)
+                return
+
+    writers = [threading.Thread(target=write) for _ in range(2)]
+    for w in writers:
+        w.start()
+    try:
+        read()
+    finally:
+        stop.set()
+        for w in writers:
+            w.join()
+    assert not errors, f"a reader saw a half-written state file: {errors[0]!r}"
+    assert not [p for p in tmp_path.iterdir() if p.name != "state.json"], "temp files left"
