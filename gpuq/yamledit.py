@@ -58,16 +58,55 @@ def _dump(y: YAML, doc: Any) -> str:
     return buf.getvalue().replace("\r\n", "\n").replace("\r", "")
 
 
-def closest_layout(text: str) -> tuple[int, int, int]:
-    """The indentation style under which a round trip changes the fewest lines."""
+def _distance(lines: list[str], y: YAML, doc: Any) -> int:
+    out = _dump(y, doc).splitlines()
+    matcher = difflib.SequenceMatcher(a=lines, b=out, autojunk=False)
+    return len(out) - sum(b.size for b in matcher.get_matching_blocks())
 
-    def distance(layout: tuple[int, int, int]) -> int:
-        y = _yaml(layout)
-        out = _dump(y, y.load(text)).splitlines()
-        matcher = difflib.SequenceMatcher(a=text.splitlines(), b=out, autojunk=False)
-        return len(out) - sum(b.size for b in matcher.get_matching_blocks())
 
-    return min(_LAYOUTS, key=distance)
+def _observed_layouts(text: str, root: Node | None) -> list[tuple[int, int, int]]:
+    """The styles that agree with how the file indents its nested block mappings (mapping)
+    and the sequences under a key (offset of the dash, sequence: of the item). All of them
+    when the file shows nothing, or two different habits."""
+    mapping: set[int] = set()
+    sequence: set[tuple[int, int]] = set()
+    todo = [root] if isinstance(root, MappingNode) and not root.flow_style else []
+    while todo:
+        node = todo.pop()
+        for key, value in node.value:
+            column = key.start_mark.column
+            if isinstance(value, MappingNode) and not value.flow_style and value.value:
+                mapping.add(value.value[0][0].start_mark.column - column)
+                todo.append(value)
+            elif isinstance(value, SequenceNode) and not value.flow_style:
+                for item in value.value:
+                    start = item.start_mark.index
+                    lead = text[_line_start(text, start) : start]
+                    if lead.strip() == "-":
+                        dash = lead.index("-")
+                        sequence.add((item.start_mark.column - column, dash - column))
+                    if isinstance(item, MappingNode) and not item.flow_style:
+                        todo.append(item)
+    return [
+        layout
+        for layout in _LAYOUTS
+        if len(mapping) <= 1
+        and len(sequence) <= 1
+        and all(m == layout[0] for m in mapping)
+        and all(s == (layout[1], layout[2]) for s in sequence)
+    ] or list(_LAYOUTS)
+
+
+def _closest(text: str, doc: Any, root: Node | None) -> YAML:
+    """The dumper, among the indentation styles, under which `doc` (`text` loaded) comes back
+    with the fewest lines changed. Only styles that agree with the file's own indentation are
+    tried (most files show one), and the document is loaded once: a pin or promotion spent
+    most of its time loading and dumping the same text once per style."""
+    layouts = _observed_layouts(text, root)
+    if len(layouts) == 1:
+        return _yaml(layouts[0])
+    lines = text.splitlines()
+    return min((_yaml(layout) for layout in layouts), key=lambda y: _distance(lines, y, doc))
 
 
 # --- positions ------------------------------------------------------------------------------
@@ -281,9 +320,9 @@ def edit(text: str, edits: Mapping[Path, Any], keep: int = 1) -> str:
     if text.startswith("\ufeff"):  # positions below are counted without the byte-order mark
         return "\ufeff" + edit(text[1:], edits, keep)
     try:
-        y = _yaml(closest_layout(text))
-        doc = y.load(text)
+        doc = _yaml(_LAYOUTS[0]).load(text)
         old_root = _compose(text)
+        y = _closest(text, doc, old_root)
     except YAMLError as exc:
         raise EditError(f"cannot parse: {' '.join(str(exc).split())}") from None
     if doc is None:

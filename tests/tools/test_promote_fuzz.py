@@ -346,6 +346,7 @@ def _plain(value: Any) -> Any:
 OUTCOMES: Counter[str] = Counter()
 REFUSALS = {
     "invalid config": "is not a valid stack config",
+    "invalid after promotion": "would not be a valid stack config",
     "stale own manifest key": "names v",
     "stale checksum": "verifies the v",
     "no checksum for the new version": "pins none for",
