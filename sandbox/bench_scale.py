@@ -134,6 +134,70 @@ def _under_mocks(program: Callable[[], None], project: str) -> list[dict[str, An
     return recorder.objects
 
 
+# Registration fields the program does not decide: where in the source a resource was
+# declared, and what the SDK and provider versions announce about themselves.
+_NOT_THE_PROGRAMS = (
+    "sourcePosition",
+    "stackTrace",
+    "parentStackTrace",
+    "version",
+    "acceptSecrets",
+    "acceptResources",
+    "supportsPartialValues",
+    "supportsResultReporting",
+)
+
+
+def _canonical(message: Any) -> dict[str, Any]:
+    """A monitor request as a dict, without the fields the program does not decide and with
+    dependency lists as sorted sets (depends_on is a set: its order is not registered)."""
+    from google.protobuf.json_format import MessageToDict
+
+    entry: dict[str, Any] = MessageToDict(message, preserving_proto_field_name=False)
+    for key in _NOT_THE_PROGRAMS:
+        entry.pop(key, None)
+    if "dependencies" in entry:
+        entry["dependencies"] = sorted(set(entry["dependencies"]))
+    for deps in entry.get("propertyDependencies", {}).values():
+        deps["urns"] = sorted(set(deps.get("urns", [])))
+    return entry
+
+
+def registrations(raw: dict[str, Any]) -> dict[str, Any]:
+    """Everything the gpu-queues program of config `raw` tells the engine under mocks, by URN:
+    each resource's registration (type, name, parent, inputs, dependencies, options) and each
+    component's registered outputs. What a change that is only about speed must leave alone."""
+    import pulumi
+    from pulumi.runtime.mocks import MockMonitor
+
+    from components.stack import GpuQueues, GpuQueuesArgs
+
+    found: dict[str, Any] = {}
+
+    class Recording(MockMonitor):
+        def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (the gRPC method's name)
+            response = super().RegisterResource(request)
+            found[response.urn] = {"register": _canonical(request)}
+            return response
+
+        def RegisterResourceOutputs(self, request: Any) -> Any:  # noqa: N802
+            found.setdefault(request.urn, {})["outputs"] = _canonical(request)
+            return super().RegisterResourceOutputs(request)
+
+    recorder = _Recorder()
+    mocks = _mocks(recorder)
+    pulumi.runtime.set_mocks(
+        mocks, project=keys.PROJECT, stack="bench", preview=False, monitor=Recording(mocks)
+    )
+
+    @pulumi.runtime.test  # type: ignore[untyped-decorator]
+    def run() -> None:
+        GpuQueues("gpu-queues", GpuQueuesArgs(load_config(raw), None, lambda *_: "ready"))
+
+    run()
+    return found
+
+
 def ours_under_mocks(raw: dict[str, Any]) -> list[dict[str, Any]]:
     """The gpu-queues program of config `raw`, as __main__.py builds it (validation included)."""
     from components.stack import GpuQueues, GpuQueuesArgs
