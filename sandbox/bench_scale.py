@@ -175,14 +175,14 @@ def registrations(raw: dict[str, Any]) -> dict[str, Any]:
     found: dict[str, Any] = {}
 
     class Recording(MockMonitor):
-        def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (the gRPC method's name)
-            response = super().RegisterResource(request)
+        def RegisterResource(self, request: Any) -> Any:
+            response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
             found[response.urn] = {"register": _canonical(request)}
             return response
 
-        def RegisterResourceOutputs(self, request: Any) -> Any:  # noqa: N802
+        def RegisterResourceOutputs(self, request: Any) -> Any:
             found.setdefault(request.urn, {})["outputs"] = _canonical(request)
-            return super().RegisterResourceOutputs(request)
+            return super().RegisterResourceOutputs(request)  # type: ignore[no-untyped-call]
 
     recorder = _Recorder()
     mocks = _mocks(recorder)
