@@ -231,6 +231,9 @@ class GpuQueues(pulumi.ComponentResource):
             checks = MultiKueueManager(
                 f"{name}-multikueue", ManagerArgs(mk.manager, ready.dependency), under
             ).checks
+        # The config in its stack-file form, dumped once: admission_checks_of reads the whole
+        # config, and dumping it per team made the program quadratic in the teams.
+        form = render.config_form(cfg)
         teams = [
             TeamQueues(
                 f"{name}-{team.name}",
@@ -238,7 +241,7 @@ class GpuQueues(pulumi.ComponentResource):
                     team,
                     ready.dependency,
                     [*uses, *([checks[team.name]] if team.name in checks else [])],
-                    render.admission_checks_of(cfg, team.name),
+                    render.admission_checks_of(form, team.name),
                 ),
                 under,
             )
