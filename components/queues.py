@@ -164,10 +164,13 @@ class TeamQueues(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[reader]),
             )
 
-        self.cluster_queue_name = pulumi.Output.from_input(team.cluster_queue)
-        self.local_queue_ref = pulumi.Output.from_input(f"{team.namespace}/{team.local_queue}")
+        # Plain values: the SDK registers them as it would Outputs of them, without an Output
+        # (and its tasks) per value and team.
         self.register_outputs(
-            {"clusterQueue": self.cluster_queue_name, "localQueue": self.local_queue_ref}
+            {
+                "clusterQueue": team.cluster_queue,
+                "localQueue": f"{team.namespace}/{team.local_queue}",
+            }
         )
 
 

@@ -184,6 +184,9 @@ def registrations(raw: dict[str, Any]) -> dict[str, Any]:
             found.setdefault(request.urn, {})["outputs"] = _canonical(request)
             return super().RegisterResourceOutputs(request)  # type: ignore[no-untyped-call]
 
+    # A recording of its own: no config and no root stack left by an earlier mocks run.
+    pulumi.runtime.settings.ROOT.set(None)
+    pulumi.runtime.set_all_config({}, [])
     recorder = _Recorder()
     mocks = _mocks(recorder)
     pulumi.runtime.set_mocks(
@@ -195,7 +198,8 @@ def registrations(raw: dict[str, Any]) -> dict[str, Any]:
         GpuQueues("gpu-queues", GpuQueuesArgs(load_config(raw), None, lambda *_: "ready"))
 
     run()
-    return found
+    # The root stack is the SDK's, registered once per process (not by the program).
+    return {urn: entry for urn, entry in found.items() if "::pulumi:pulumi:Stack::" not in urn}
 
 
 def ours_under_mocks(raw: dict[str, Any]) -> list[dict[str, Any]]:
@@ -217,6 +221,19 @@ def trivial_under_mocks(count: int) -> list[dict[str, Any]]:
     return _under_mocks(program, "bench-trivial")
 
 
+def shaped_under_mocks(teams: int, prefix: str = "s") -> list[dict[str, Any]]:
+    """The trivial program's objects shaped like ours (scale_trivial.register_shaped)."""
+
+    def program() -> None:
+        module = runpy.run_path(str(TRIVIAL_PROGRAM), run_name="bench_trivial")
+        module["register_shaped"](teams, prefix)
+
+    return _under_mocks(program, "bench-trivial")
+
+
+MOCKS_KINDS = ("ours", "shaped", "trivial")
+
+
 def mocks_main(kind: str, teams: int) -> int:
     """One evaluation in a fresh interpreter; prints {"seconds", "objects"} as JSON.
 
@@ -226,6 +243,8 @@ def mocks_main(kind: str, teams: int) -> int:
     def evaluate(n: int) -> list[dict[str, Any]]:
         if kind == "ours":
             return ours_under_mocks(team_config(n, "m"))
+        if kind == "shaped":
+            return shaped_under_mocks(n)
         return trivial_under_mocks(objects_per_stack(n) - 1)
 
     evaluate(1)
@@ -240,6 +259,84 @@ def mocks_main(kind: str, teams: int) -> int:
             }
         )
     )
+    return 0
+
+
+# SDK work counted per object by `mocks-profile`: registrations, Outputs, event-loop callbacks,
+# property serialisations, and the unknowns walk every Output runs over its value.
+PROFILED = {
+    # once per resource registered, components included (the mock monitor's own methods run
+    # in executor threads, which cProfile does not see)
+    "resources registered": ("pulumi/runtime/resource.py", "_get_stack_trace"),
+    "Outputs": ("pulumi/output.py", "__post_init__"),
+    "loop callbacks": ("asyncio/events.py", "_run"),
+    "serialize_property": ("pulumi/runtime/rpc.py", "serialize_property"),
+    "contains_unknowns": ("pulumi/runtime/rpc.py", "impl"),
+}
+
+
+def _collector_timed(run: Callable[[int], object], teams: int) -> tuple[float, float, int]:
+    """CPU seconds of run(teams), the part of them the garbage collector took, and the objects it
+    collected (gc.callbacks brackets every collection)."""
+    import gc
+
+    spent, started, collected = [0.0], [0.0], [0]
+
+    def clock(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = time.process_time()
+        else:
+            spent[0] += time.process_time() - started[0]
+            collected[0] += info["collected"]
+
+    gc.collect()
+    gc.callbacks.append(clock)
+    cpu = time.process_time()
+    try:
+        run(teams)
+    finally:
+        gc.callbacks.remove(clock)
+    return time.process_time() - cpu, spent[0], collected[0]
+
+
+def mocks_profile_main(teams: int) -> int:
+    """Per object, for ours, the shaped and the plain trivial program: the counts of PROFILED
+    (cProfile, garbage collection off), then CPU ms with the collector on and the share of it
+    spent collecting (gc.callbacks), and the cyclic garbage collected."""
+    import cProfile
+    import gc
+    import pstats
+
+    kinds: dict[str, Callable[[int], list[dict[str, Any]]]] = {
+        "ours": lambda n: ours_under_mocks(team_config(n, "m")),
+        "shaped": lambda n: shaped_under_mocks(n),
+        "trivial": lambda n: trivial_under_mocks(objects_per_stack(n) - 1),
+    }
+    for run in kinds.values():
+        run(1)
+    objects = objects_per_stack(teams)
+    print(f"per object, {teams} teams ({objects} objects)")
+    print("| | " + " | ".join(kinds) + " |\n" + "|---" * (len(kinds) + 1) + "|")
+    counts: dict[str, list[str]] = {label: [] for label in PROFILED}
+    timing: dict[str, list[str]] = {"CPU": [], "of which GC": [], "garbage objects": []}
+    for run in kinds.values():
+        gc.collect()
+        gc.disable()
+        profile = cProfile.Profile()
+        profile.enable()
+        run(teams)
+        profile.disable()
+        gc.enable()
+        stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+        for label, (path, function) in PROFILED.items():
+            calls = sum(v[1] for k, v in stats.items() if k[0].endswith(path) and k[2] == function)
+            counts[label].append(f"{calls / objects:.1f}")
+        cpu, collecting, collected = _collector_timed(run, teams)
+        timing["CPU"].append(f"{cpu / objects * 1000:.2f} ms")
+        timing["of which GC"].append(f"{collecting / objects * 1000:.2f} ms")
+        timing["garbage objects"].append(f"{collected / objects:.0f}")
+    for label, cells in {**counts, **timing}.items():
+        print(f"| {label} | " + " | ".join(cells) + " |")
     return 0
 
 
@@ -746,6 +843,8 @@ def upstream_main(sizes: Sequence[int]) -> int:
 
 
 def main(argv: Sequence[str]) -> int:
+    if argv and argv[0] == "mocks-profile":
+        return mocks_profile_main(int(argv[1]))
     if argv and argv[0] == "mocks":
         return mocks_main(argv[1], int(argv[2]))
     if argv and argv[0] == "upstream":
