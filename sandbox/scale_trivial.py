@@ -14,7 +14,8 @@ RoleBinding, ClusterRole and ClusterRoleBinding), plus a ResourceFlavor and a Co
 same types, the same properties and nesting, the same options and the same dependencies
 between them, but flat: no component resources, no readiness gate, no Outputs of its own, no
 config model. The program under mocks against it is the cost of our structure; it against the
-plain ConfigMaps is the SDK's cost of the objects' shape (docs/scale.md). Config `shape: true`.
+plain ConfigMaps is the SDK's cost of the objects' shape (docs/scale.md). Config `shape: true`
+with `teams` and `prefix`.
 """
 
 from __future__ import annotations
