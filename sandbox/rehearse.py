@@ -443,21 +443,36 @@ def kueue_process(pid_file: Path = kueue_pod.WORK / kueue_pod.PID_FILE_NAME) -> 
         return None
 
 
-def running_kueue(k: Cluster, version: str) -> str:
-    """Which Kueue ran the rehearsal: the controller pods must carry the stack's release tag
-    and the process playing them must be that release's binary (a pin move, or a stack that
-    sets its own kueue.version, is rehearsed at its release, not at whatever was built last)."""
+@dataclass(frozen=True)
+class RunningKueue:
+    """The Kueue release the sandbox runs, as read from the running controller."""
+
+    version: str
+    image: str
+    """The controller pod's image."""
+    binary: str
+    """The binary of the process playing the pod (relative to the project when inside)."""
+
+    def describe(self) -> str:
+        return f"Kueue {self.version}: controller image {self.image}, played by {self.binary}"
+
+
+def running_kueue(k: Cluster, version: str) -> RunningKueue:
+    """Which Kueue ran the rehearsal (or a what-if replay): the controller pods must carry the
+    stack's release tag and the process playing them must be that release's binary (a pin
+    move, or a stack that sets its own kueue.version, runs at its release, not at whatever
+    was built last). CheckFailed, with what runs instead, when they do not."""
     binary = kueue_pod.binary_for(f"{RELEASE_IMAGE}:{version}")
     shown = binary.relative_to(ROOT) if binary.is_relative_to(ROOT) else binary
 
-    def check() -> str | None:
+    def check() -> RunningKueue | None:
         images = k.controller_images()
         exe = kueue_process()
         if len(images) != 1 or images[0].rpartition(":")[2] != version or exe is None:
             return None
         if not os.path.samefile(exe, binary):
             return None
-        return f"Kueue {version}: controller image {images[0]}, played by {shown}"
+        return RunningKueue(version, images[0], str(shown))
 
     def said() -> str:
         exe = kueue_process()
@@ -817,7 +832,7 @@ def run(stack_name: str, stack_file: Path | None) -> int:
         return 1
     k = Cluster()
     try:
-        kueue_ran: Cell = Cell(True, running_kueue(k, cfg.kueue.version))
+        kueue_ran: Cell = Cell(True, running_kueue(k, cfg.kueue.version).describe())
     except CheckFailed as e:
         kueue_ran = Cell(False, f"not Kueue {cfg.kueue.version}", str(e))
     say(kueue_ran.text)

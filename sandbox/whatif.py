@@ -69,6 +69,7 @@ from gpuq.whatif_mix import (
     submission_order,
 )
 from gpuq.whatif_report import Run, RunMeta, WorkloadResult, team_results
+from sandbox import rehearse
 from sandbox.paths import KUBECONFIG, ROOT, STATE
 
 KUEUE_CONFIG_PATH = "/api/v1/namespaces/kueue-system/configmaps/kueue-manager-config"
@@ -557,6 +558,9 @@ def replay_mix(
 ) -> Run:
     """Read and check the mix against the stack as deployed, replay it, and sum it up."""
     rest = Rest(api_client(KUBECONFIG.read_text(), None))
+    # The release the run is made on, read from the running controller (the rehearsal's
+    # check): a side is never replayed on another release than its stack file's.
+    kueue = rehearse.running_kueue(rehearse.Cluster(), config.kueue.version)
     catalog = Catalog.from_stack(config, live_frameworks(rest))
     entries = load_mix(workloads, catalog, root)
     started = time.monotonic()
@@ -577,7 +581,9 @@ def replay_mix(
         settle_max_seconds=round(max(settles), 2),
         quiet_seconds=replay.options.quiet,
         longest_silence_seconds=round(max(replay.silences or [0.0]), 2),
-        kueue_version=config.kueue.version,
+        kueue_version=kueue.version,
+        kueue_image=kueue.image,
+        kueue_binary=kueue.binary,
         notes=[*(notes or []), *replay.notes],
     )
     longest = max(replay.silences or [0.0])
