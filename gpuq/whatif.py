@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,8 +36,6 @@ from gpuq.whatif_report import Run, align, render, replay_json, report_json
 from sandbox import fake_cluster, rehearse
 from sandbox.fake_cluster import ShapeError
 
-SANDBOX = ROOT / "sandbox" / "sandbox.sh"
-PYTHON = ROOT / ".venv" / "bin" / "python"
 DEFAULT_OUT = ROOT / ".sandbox" / "what-if"
 # On the cluster, waitForPodsReady evicts an admitted workload whose pods are not ready
 # after its timeout. The replay's clock is not Kueue's (it jumps from event to event), so in
@@ -176,48 +173,38 @@ def unbuilt_release(side: Side) -> str | None:
 # --- the sandbox --------------------------------------------------------------------------
 
 
-def _sandbox(*args: str) -> None:
-    done = subprocess.run(["bash", str(SANDBOX), *args], cwd=ROOT, check=False)
-    if done.returncode != 0:
-        raise WhatIfError(f"`sandbox/sandbox.sh {' '.join(args)}` failed (exit {done.returncode})")
-
-
-def fresh_sandbox(stack: str, shape_file: Path) -> None:
-    """A sandbox started fresh for one side, shaped like its stack file (the rehearsal's
-    shaping: sandbox.fake_cluster's nodes, namespaces, volumes and Kueue release)."""
-    _sandbox("down")
-    _sandbox("up", stack, str(shape_file))
-
-
 def replay_side(side: Side, stack: str, workloads: Path, work: Path, args: Any) -> Run:
     folder = work / side.name
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / "run.json"
     out.unlink(missing_ok=True)
     print(f"what-if: {side.label}: fresh sandbox, deploy, replay", file=sys.stderr, flush=True)
-    fresh_sandbox(stack, side.shape_file)
+    # The rehearsal's fresh sandbox, shaped like the side's stack file (its Kueue release
+    # included); the new side's is left up with --keep.
     try:
-        # What the rehearsal deploys: the connection and (when unreadable here) the Kueue
-        # manifest substituted; the sandbox has rendered its release by now.
-        stack_file, substituted = rehearse.sandbox_stack_file(
-            stack, side.shape_file, side.config, out_dir=folder
-        )
-        command = [
-            "exec", str(PYTHON), "-m", "sandbox.whatif", "--stack", stack,
-            "--stack-file", str(stack_file), "--workloads", str(workloads), "--out", str(out),
-            "--deploy", "--label", side.label,
-        ]  # fmt: skip
-        # The connection's substitution goes without saying; a substituted manifest does not.
-        for note in [*side.notes, *(n for n in substituted if n.startswith("kueue."))]:
-            command += ["--note", note]
-        if args.until:
-            command += ["--until", args.until]
-        if args.quiet:
-            command += ["--quiet", str(args.quiet)]
-        _sandbox(*command)
-    finally:
-        if not (args.keep and side.name == "new"):
-            _sandbox("down")
+        with rehearse.fresh_sandbox(stack, side.shape_file, keep=args.keep and side.name == "new"):
+            # What the rehearsal deploys: the connection and (when unreadable here) the Kueue
+            # manifest substituted; the sandbox has rendered its release by now.
+            stack_file, substituted = rehearse.sandbox_stack_file(
+                stack, side.shape_file, side.config, out_dir=folder
+            )
+            command = [
+                sys.executable, "-m", "sandbox.whatif", "--stack", stack,
+                "--stack-file", str(stack_file), "--workloads", str(workloads), "--out", str(out),
+                "--deploy", "--label", side.label,
+            ]  # fmt: skip
+            # The connection's substitution goes without saying; a substituted manifest does not.
+            for note in [*side.notes, *(n for n in substituted if n.startswith("kueue."))]:
+                command += ["--note", note]
+            if args.until:
+                command += ["--until", args.until]
+            if args.quiet:
+                command += ["--quiet", str(args.quiet)]
+            code = rehearse.in_sandbox(*command)
+    except rehearse.SandboxError as exc:
+        raise WhatIfError(str(exc)) from None
+    if code != 0:
+        raise WhatIfError(f"the replay of {side.label} failed (exit {code}); its output is above")
     return Run.from_json(json.loads(out.read_text()))
 
 
