@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from components.kueue_pin import set_pinned_version
 from components.kueue_versions import supported
 from components.pins import PINS_FILE
 
@@ -40,10 +41,8 @@ OLD, NEW = supported()[0], supported()[-1]
 
 def pin(repo: Path, version: str) -> None:
     """The repository's toolchain/pins.env: the project's, with KUEUE_VERSION=`version`."""
-    lines = PINS_FILE.read_text().splitlines(keepends=True)
-    moved = [f"KUEUE_VERSION={version}\n" if x.startswith("KUEUE_VERSION=") else x for x in lines]
     (repo / "toolchain").mkdir(exist_ok=True)
-    (repo / "toolchain" / "pins.env").write_text("".join(moved))
+    (repo / "toolchain" / "pins.env").write_text(set_pinned_version(PINS_FILE.read_text(), version))
 
 
 def git(root: Path, *args: str) -> None:

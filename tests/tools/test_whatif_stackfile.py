@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from components.kueue_pin import set_pinned_version
 from components.kueue_versions import supported
 from components.pins import PINS_FILE, read_pins
 from gpuq import whatif
@@ -26,10 +27,18 @@ OLDEST, NEWEST = supported()[0], supported()[-1]
 
 def pin(project: Path, version: str) -> None:
     """toolchain/pins.env of the project: the real one, with KUEUE_VERSION=`version`."""
-    lines = PINS_FILE.read_text().splitlines(keepends=True)
-    moved = [f"KUEUE_VERSION={version}\n" if x.startswith("KUEUE_VERSION=") else x for x in lines]
     (project / "toolchain").mkdir(exist_ok=True)
-    (project / "toolchain" / "pins.env").write_text("".join(moved))
+    (project / "toolchain" / "pins.env").write_text(
+        set_pinned_version(PINS_FILE.read_text(), version)
+    )
+
+
+def pin_moved(repo: Path, before: str, after: str) -> None:
+    """A base commit pinning `before`; the work tree pins `after` (a PR moving the pin)."""
+    pin(repo, before)
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "base")
+    pin(repo, after)
 
 
 @pytest.fixture(autouse=True)
@@ -154,10 +163,7 @@ def test_each_side_runs_the_release_its_tree_pins(
     # A PR that moves the pin: the base follows the pin it had, not the work tree's (nor the
     # pin of the program running the what-if, which is one of the two either way round).
     write("staging", STAGING)
-    pin(repo, before)
-    git(repo, "add", ".")
-    git(repo, "commit", "-qm", "base")
-    pin(repo, after)
+    pin_moved(repo, before, after)
     base = whatif.load_side("base", "staging", repo, "HEAD", repo / "work")
     new = whatif.load_side("new", "staging", repo, None, repo / "work")
     assert (base.config.kueue.version, new.config.kueue.version) == (before, after)
@@ -176,9 +182,7 @@ def test_a_stack_that_sets_its_own_release_keeps_it(repo: Path, write: Write) ->
     doc = yaml.safe_load(STAGING)
     doc["config"]["gpu-queues:kueue"]["version"] = NEWEST
     write("staging", yaml.safe_dump(doc))
-    pin(repo, OLDEST)
-    git(repo, "add", ".")
-    git(repo, "commit", "-qm", "base")
+    pin_moved(repo, OLDEST, OLDEST)
     write("staging", STAGING)  # the work tree follows the pin again
     base = whatif.load_side("base", "staging", repo, "HEAD", repo / "work")
     new = whatif.load_side("new", "staging", repo, None, repo / "work")
@@ -189,10 +193,7 @@ def test_a_stack_that_sets_its_own_release_keeps_it(repo: Path, write: Write) ->
 
 def test_a_base_pinned_to_an_unsupported_release_is_refused(repo: Path, write: Write) -> None:
     write("staging", STAGING)
-    pin(repo, "v0.17.0")
-    git(repo, "add", ".")
-    git(repo, "commit", "-qm", "base")
-    pin(repo, NEWEST)
+    pin_moved(repo, "v0.17.0", NEWEST)
     with pytest.raises(whatif.WhatIfError) as refused:
         whatif.load_side("base", "staging", repo, "HEAD", repo / "work")
     said = str(refused.value)
@@ -205,10 +206,7 @@ def test_a_release_that_is_not_built_here_is_refused_naming_how_to_build_it(
     repo: Path, write: Write, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     write("staging", STAGING)
-    pin(repo, OLDEST)
-    git(repo, "add", ".")
-    git(repo, "commit", "-qm", "base")
-    pin(repo, NEWEST)
+    pin_moved(repo, OLDEST, NEWEST)
     base = whatif.load_side("base", "staging", repo, "HEAD", repo / "work")
     label = base.label
     # A toolchain where only the new release is linked (KUEUE_VERSIONS limited the build).
