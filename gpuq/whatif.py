@@ -10,9 +10,10 @@ Writes DIR/report.md and DIR/report.json (gpuq/whatif_report.py has the format),
 DIR/replay.json: how each side was made, the Kueue release it ran included. Each side runs
 the Kueue release its stack file resolves to where it was read (its own `kueue.version`,
 else toolchain/pins.env beside it: the work tree's, or the one at the revision), so a PR
-that moves the pin compares the old release with the new. Each side
-gets a sandbox of its own, started fresh (a sandbox already running in this checkout is
-stopped first) and stopped afterwards (--keep leaves the last one up). The replay itself
+that moves the pin compares the old release with the new. Each side gets a sandbox of its
+own, the rehearsal's (sandbox.rehearse.fresh_sandbox): started fresh (a sandbox already
+running in this checkout is stopped first) and stopped afterwards (--keep leaves the last
+one up). The replay itself
 runs inside the sandbox's network namespace (sandbox/whatif.py). Needs root, like the
 sandbox, and the built toolchain (`make toolchain`).
 """
