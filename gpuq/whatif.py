@@ -6,9 +6,14 @@ revision, and report what happened to every workload and team, side by side.
                           [--out DIR] [--until 24h] [--quiet SECONDS] [--keep]
     make what-if STACK=staging WORKLOADS=workloads/staging [BASE=origin/main] [OUT=DIR]
 
-Writes DIR/report.md and DIR/report.json (gpuq/whatif_report.py has the format). Each side
-gets a sandbox of its own, started fresh (a sandbox already running in this checkout is
-stopped first) and stopped afterwards (--keep leaves the last one up). The replay itself
+Writes DIR/report.md and DIR/report.json (gpuq/whatif_report.py has the format), and
+DIR/replay.json: how each side was made, the Kueue release it ran included. Each side runs
+the Kueue release its stack file resolves to where it was read (its own `kueue.version`,
+else toolchain/pins.env beside it: the work tree's, or the one at the revision), so a PR
+that moves the pin compares the old release with the new. Each side gets a sandbox of its
+own, the rehearsal's (sandbox.rehearse.fresh_sandbox): started fresh (a sandbox already
+running in this checkout is stopped first) and stopped afterwards (--keep leaves the last
+one up). The replay itself
 runs inside the sandbox's network namespace (sandbox/whatif.py). Needs root, like the
 sandbox, and the built toolchain (`make toolchain`).
 """
@@ -17,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,13 +31,12 @@ import yaml
 
 from components import keys
 from components.config import ConfigError, StackConfig, load_config
+from gpuq import kueue_diff
 from gpuq.stackfile import ROOT, StackFileError, parse_config, read_text, resolve_commit
 from gpuq.whatif_report import Run, align, render, replay_json, report_json
 from sandbox import fake_cluster, rehearse
 from sandbox.fake_cluster import ShapeError
 
-SANDBOX = ROOT / "sandbox" / "sandbox.sh"
-PYTHON = ROOT / ".venv" / "bin" / "python"
 DEFAULT_OUT = ROOT / ".sandbox" / "what-if"
 # On the cluster, waitForPodsReady evicts an admitted workload whose pods are not ready
 # after its timeout. The replay's clock is not Kueue's (it jumps from event to event), so in
@@ -54,18 +57,48 @@ class Side:
     config: StackConfig
     shape_file: Path  # the stack file the sandbox is shaped from (sandbox.fake_cluster)
     notes: list[str] = field(default_factory=list)
+    kueue_from: str = ""
+    """Where its Kueue release (config.kueue.version) comes from, for messages."""
 
 
-def sandbox_stack_file(stack: str, text: str, where: str) -> tuple[str, StackConfig, list[str]]:
+def kueue_release(stack: str, root: Path, rev: str | None) -> tuple[str, str]:
+    """The Kueue release Pulumi.<stack>.yaml resolves to in the work tree (rev None) or at
+    `rev`, and where that comes from: its own `kueue.version`, else KUEUE_VERSION of
+    toolchain/pins.env in the same tree. The rule of the PR preview's Kueue section
+    (gpuq.kueue_diff), so the what-if's base runs the release that section calls the old one."""
+    spec = f"{stack}@{rev}" if rev else stack
+    at = f" at {rev}" if rev else ""
+    why: object
+    try:
+        side = kueue_diff.load_side(spec, root)
+    except StackFileError as exc:
+        why = exc
+    except FileNotFoundError:
+        why = f"no toolchain/pins.env in {root}"
+    else:
+        own = bool(side.kueue.get("version"))
+        return side.version, ("its own kueue.version" if own else f"toolchain/pins.env{at}")
+    raise WhatIfError(f"cannot tell which Kueue release Pulumi.{stack}.yaml{at} runs: {why}")
+
+
+def sandbox_stack_file(
+    stack: str, text: str, where: str, release: str | None = None
+) -> tuple[str, StackConfig, list[str]]:
     """The stack file the what-if starts from, its config, and what was changed and why.
 
     Only what is the what-if's own: the real cluster's connection (encrypted, meant for the
-    real cluster) is dropped so the config loads, and waitForPodsReady's timeout is pushed out
-    of reach (see PODS_READY_TIMEOUT). The rest of what the sandbox substitutes (its
-    kubeconfig, the Kueue manifest when unreadable) is the rehearsal's, sandbox.rehearse's
-    sandbox_stack_file, applied once the sandbox is up."""
+    real cluster) is dropped so the config loads, waitForPodsReady's timeout is pushed out
+    of reach (see PODS_READY_TIMEOUT), and a stack that follows the pin gets `release`
+    (kueue_release) as its `kueue.version`: the program's own default is the pin of the work
+    tree it runs from, which for a base side is not the pin the stack followed. The rest of
+    what the sandbox substitutes (its kubeconfig, the Kueue manifest when unreadable) is the
+    rehearsal's, sandbox.rehearse's sandbox_stack_file, applied once the sandbox is up."""
     raw = parse_config(text, where)
     raw.pop(keys.KEY_KUBERNETES, None)
+    kueue = raw.get(keys.KEY_KUEUE) or {}
+    follows_pin = release is not None and isinstance(kueue, dict) and not kueue.get("version")
+    if follows_pin:
+        raw[keys.KEY_KUEUE] = {**kueue, "version": release}
     try:
         config = load_config(raw)
     except ConfigError as exc:
@@ -78,6 +111,9 @@ def sandbox_stack_file(stack: str, text: str, where: str) -> tuple[str, StackCon
     doc = yaml.safe_load(text) or {}
     cfg: dict[str, Any] = doc.setdefault("config", {})
     cfg.pop(f"{keys.PROJECT}:{keys.KEY_KUBERNETES}", None)
+    if follows_pin:
+        kueue_key = f"{keys.PROJECT}:{keys.KEY_KUEUE}"
+        cfg[kueue_key] = {"version": release, **(cfg.get(kueue_key) or {})}
     notes = []
     ready = config.kueue.manager.wait_for_pods_ready
     if ready is not None:
@@ -107,7 +143,8 @@ def load_side(name: str, stack: str, root: Path, rev: str | None, work: Path) ->
     except StackFileError as exc:
         raise WhatIfError(str(exc)) from None
     label = f"{stack}@{resolve_commit(root, rev)[:10]}" if rev else f"{stack} (work tree)"
-    adjusted, config, notes = sandbox_stack_file(stack, text, where)
+    release, kueue_from = kueue_release(stack, root, rev)
+    adjusted, config, notes = sandbox_stack_file(stack, text, where, release)
     folder = work / name / "shape"
     folder.mkdir(parents=True, exist_ok=True)
     shape_file = folder / f"Pulumi.{stack}.yaml"
@@ -115,24 +152,26 @@ def load_side(name: str, stack: str, root: Path, rev: str | None, work: Path) ->
     try:
         fake_cluster.shape_of(stack, shape_file, config)
     except ShapeError as exc:
-        raise WhatIfError(f"{where}: {exc}") from None
-    return Side(name, label, config, shape_file, notes)
+        raise WhatIfError(f"{where}: {exc} (the release from {kueue_from})") from None
+    return Side(name, label, config, shape_file, notes, kueue_from)
+
+
+def unbuilt_release(side: Side) -> str | None:
+    """Why this machine cannot run the side's Kueue release (its controller binary is not
+    linked: `make toolchain` builds every supported release unless KUEUE_VERSIONS limits it),
+    else None. Checked for every side before any sandbox is touched: a side is never
+    replayed on another release than its own."""
+    version = side.config.kueue.version
+    missing = fake_cluster.kueue_binary_problem(version)
+    if missing is None:
+        return None
+    return (
+        f"{side.label} runs Kueue {version} (from {side.kueue_from}), which is not built here: "
+        f"{missing}. To build only that one: `make toolchain KUEUE_VERSIONS={version}`"
+    )
 
 
 # --- the sandbox --------------------------------------------------------------------------
-
-
-def _sandbox(*args: str) -> None:
-    done = subprocess.run(["bash", str(SANDBOX), *args], cwd=ROOT, check=False)
-    if done.returncode != 0:
-        raise WhatIfError(f"`sandbox/sandbox.sh {' '.join(args)}` failed (exit {done.returncode})")
-
-
-def fresh_sandbox(stack: str, shape_file: Path) -> None:
-    """A sandbox started fresh for one side, shaped like its stack file (the rehearsal's
-    shaping: sandbox.fake_cluster's nodes, namespaces, volumes and Kueue release)."""
-    _sandbox("down")
-    _sandbox("up", stack, str(shape_file))
 
 
 def replay_side(side: Side, stack: str, workloads: Path, work: Path, args: Any) -> Run:
@@ -141,29 +180,32 @@ def replay_side(side: Side, stack: str, workloads: Path, work: Path, args: Any) 
     out = folder / "run.json"
     out.unlink(missing_ok=True)
     print(f"what-if: {side.label}: fresh sandbox, deploy, replay", file=sys.stderr, flush=True)
-    fresh_sandbox(stack, side.shape_file)
+    # The rehearsal's fresh sandbox, shaped like the side's stack file (its Kueue release
+    # included); the new side's is left up with --keep.
     try:
-        # What the rehearsal deploys: the connection and (when unreadable here) the Kueue
-        # manifest substituted; the sandbox has rendered its release by now.
-        stack_file, substituted = rehearse.sandbox_stack_file(
-            stack, side.shape_file, side.config, out_dir=folder
-        )
-        command = [
-            "exec", str(PYTHON), "-m", "sandbox.whatif", "--stack", stack,
-            "--stack-file", str(stack_file), "--workloads", str(workloads), "--out", str(out),
-            "--deploy", "--label", side.label,
-        ]  # fmt: skip
-        # The connection's substitution goes without saying; a substituted manifest does not.
-        for note in [*side.notes, *(n for n in substituted if n.startswith("kueue."))]:
-            command += ["--note", note]
-        if args.until:
-            command += ["--until", args.until]
-        if args.quiet:
-            command += ["--quiet", str(args.quiet)]
-        _sandbox(*command)
-    finally:
-        if not (args.keep and side.name == "new"):
-            _sandbox("down")
+        with rehearse.fresh_sandbox(stack, side.shape_file, keep=args.keep and side.name == "new"):
+            # What the rehearsal deploys: the connection and (when unreadable here) the Kueue
+            # manifest substituted; the sandbox has rendered its release by now.
+            stack_file, substituted = rehearse.sandbox_stack_file(
+                stack, side.shape_file, side.config, out_dir=folder
+            )
+            command = [
+                sys.executable, "-m", "sandbox.whatif", "--stack", stack,
+                "--stack-file", str(stack_file), "--workloads", str(workloads), "--out", str(out),
+                "--deploy", "--label", side.label,
+            ]  # fmt: skip
+            # The connection's substitution goes without saying; a substituted manifest does not.
+            for note in [*side.notes, *(n for n in substituted if n.startswith("kueue."))]:
+                command += ["--note", note]
+            if args.until:
+                command += ["--until", args.until]
+            if args.quiet:
+                command += ["--quiet", str(args.quiet)]
+            code = rehearse.in_sandbox(*command)
+    except rehearse.SandboxError as exc:
+        raise WhatIfError(str(exc)) from None
+    if code != 0:
+        raise WhatIfError(f"the replay of {side.label} failed (exit {code}); its output is above")
     return Run.from_json(json.loads(out.read_text()))
 
 
@@ -192,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
         sides = [load_side("new", args.stack, args.root, None, work)]
         if args.base:
             sides.insert(0, load_side("base", args.stack, args.root, args.base, work))
+        for side in sides:
+            why = unbuilt_release(side)
+            if why:
+                raise WhatIfError(why)
         runs = {s.name: replay_side(s, args.stack, workloads, work, args) for s in sides}
     except WhatIfError as exc:
         print(f"what-if: {exc}", file=sys.stderr)

@@ -40,18 +40,28 @@ def holds_quota(wl: Mapping[str, Any]) -> bool:
     return is_true(wl, "QuotaReserved") and not is_true(wl, "Finished")
 
 
-def admitted_flavor(wl: Mapping[str, Any]) -> str | None:
-    """The flavor of the workload's admission: the GPUs' flavor when it has GPUs, else the
-    flavors its resources got (comma-separated when they differ)."""
+def assigned_flavors(wl: Mapping[str, Any] | None) -> dict[str, dict[str, str]]:
+    """Pod set -> resource -> the flavor Kueue assigned it (the workload's admission; empty
+    while it has none). The what-if's, `gpuq status`'s and the rehearsal's reader."""
     assignments = _list(
         _dict(_dict(_dict(wl).get("status")).get("admission")).get("podSetAssignments")
     )
+    out: dict[str, dict[str, str]] = {}
+    for assignment in map(_dict, assignments):
+        flavors = _dict(assignment.get("flavors")).items()
+        out[str(assignment.get("name"))] = {str(r): f for r, f in flavors if isinstance(f, str)}
+    return out
+
+
+def admitted_flavor(wl: Mapping[str, Any]) -> str | None:
+    """The flavor of the workload's admission: the GPUs' flavor when it has GPUs, else the
+    flavors its resources got (comma-separated when they differ)."""
     gpu: list[str] = []
     other: list[str] = []
-    for assignment in assignments:
-        for resource, flavor in _dict(_dict(assignment).get("flavors")).items():
-            target = gpu if is_gpu(str(resource)) else other
-            if isinstance(flavor, str) and flavor not in target:
+    for flavors in assigned_flavors(wl).values():
+        for resource, flavor in flavors.items():
+            target = gpu if is_gpu(resource) else other
+            if flavor not in target:
                 target.append(flavor)
     chosen = gpu or other
     return ", ".join(chosen) if chosen else None

@@ -132,6 +132,11 @@ class RunMeta:
     longest_silence_seconds: float = 0.0
     """The longest pause between two changes within one event (kept below quiet_seconds)."""
     kueue_version: str = ""
+    """The Kueue release the run was made on (the side's stack file's own)."""
+    kueue_image: str = ""
+    """The image of the controller pod that ran it, read from the running sandbox."""
+    kueue_binary: str = ""
+    """The controller binary that played that pod (.toolchain/bin/kueue-<release>)."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -294,6 +299,8 @@ def clock_line(meta: RunMeta) -> str:
 def changes(base: Run, new: Run) -> list[str]:
     """One line per team figure that moved, then per workload whose outcome or flavor moved."""
     lines = []
+    if base.meta.kueue_version != new.meta.kueue_version:
+        lines.append(f"Kueue {base.meta.kueue_version} → {new.meta.kueue_version}")
     before = {t.team: t for t in base.teams}
     for t in new.teams:
         b = before.get(t.team)
@@ -402,11 +409,14 @@ def render(new: Run, base: Run | None, limit: int = MARKDOWN_LIMIT) -> str:
     if base is not None:
         title += f" against `{base.meta.source}`"
     replayed = [w for w in new.workloads if w.outcome in ADMITTED | PENDING]
+    release = new.meta.kueue_version
+    if base is not None and base.meta.kueue_version != release:
+        release += f" (`{base.meta.source}` on its own release, {base.meta.kueue_version})"
     lines = [
         title,
         "",
         f"{len(new.workloads)} workloads ({len(replayed)} replayed) on the real Kueue "
-        f"{new.meta.kueue_version} and kube-scheduler, in a sandbox shaped like the stack. "
+        f"{release} and kube-scheduler, in a sandbox shaped like the stack. "
         "Simulated time jumps from event to event (a submission, a job's end) once Kueue and "
         "the scheduler have settled:",
         "",

@@ -17,6 +17,10 @@ Inside the namespace (`python -m sandbox.rehearse run STACK [--stack-file FILE]`
 3. `pulumi preview --expect-no-changes`.
 It prints one table and exits 1 when any row fails, with what the cluster said.
 Jobs and expectations come from sandbox.rehearse_plan.
+
+The fresh sandbox shaped like a stack (`fresh_sandbox`, `in_sandbox`), the deploy (`deploy`)
+and the check of which Kueue release runs (`running_kueue`) are the what-if's too
+(gpuq/whatif.py, sandbox/whatif.py): one code for both.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -42,7 +47,7 @@ from components.config import StackConfig, Subject, Team
 from components.kueue_manifest import RELEASE_IMAGE, rendered_path
 from components.quantity import QuantityError, format_quantity, parse_quantity
 from gpuq.changed_stacks import policy_config
-from gpuq.whatif_kueue import condition, is_true
+from gpuq.whatif_kueue import assigned_flavors, condition, is_true
 from sandbox import fake_cluster, kueue_pod, stack
 from sandbox.fake_cluster import FLAVOR_ANNOTATION, ShapeError
 from sandbox.paths import KUBECONFIG, ROOT, STATE
@@ -426,14 +431,6 @@ def _admitted(wl: dict[str, Any] | None) -> dict[str, Any] | None:
     return wl if is_true(wl, "Admitted") else None
 
 
-def assigned_flavors(wl: dict[str, Any]) -> dict[str, str]:
-    """Resource -> flavor Kueue assigned the job's pod set."""
-    for ps in wl.get("status", {}).get("admission", {}).get("podSetAssignments", []):
-        if ps.get("name") == POD_SET:
-            return dict(ps.get("flavors") or {})
-    return {}
-
-
 def kueue_process(pid_file: Path = kueue_pod.WORK / kueue_pod.PID_FILE_NAME) -> Path | None:
     """The executable of the process playing Kueue's controller pod, when one runs."""
     try:
@@ -443,21 +440,36 @@ def kueue_process(pid_file: Path = kueue_pod.WORK / kueue_pod.PID_FILE_NAME) -> 
         return None
 
 
-def running_kueue(k: Cluster, version: str) -> str:
-    """Which Kueue ran the rehearsal: the controller pods must carry the stack's release tag
-    and the process playing them must be that release's binary (a pin move, or a stack that
-    sets its own kueue.version, is rehearsed at its release, not at whatever was built last)."""
+@dataclass(frozen=True)
+class RunningKueue:
+    """The Kueue release the sandbox runs, as read from the running controller."""
+
+    version: str
+    image: str
+    """The controller pod's image."""
+    binary: str
+    """The binary of the process playing the pod (relative to the project when inside)."""
+
+    def describe(self) -> str:
+        return f"Kueue {self.version}: controller image {self.image}, played by {self.binary}"
+
+
+def running_kueue(k: Cluster, version: str) -> RunningKueue:
+    """Which Kueue ran the rehearsal (or a what-if replay): the controller pods must carry the
+    stack's release tag and the process playing them must be that release's binary (a pin
+    move, or a stack that sets its own kueue.version, runs at its release, not at whatever
+    was built last). CheckFailed, with what runs instead, when they do not."""
     binary = kueue_pod.binary_for(f"{RELEASE_IMAGE}:{version}")
     shown = binary.relative_to(ROOT) if binary.is_relative_to(ROOT) else binary
 
-    def check() -> str | None:
+    def check() -> RunningKueue | None:
         images = k.controller_images()
         exe = kueue_process()
         if len(images) != 1 or images[0].rpartition(":")[2] != version or exe is None:
             return None
         if not os.path.samefile(exe, binary):
             return None
-        return f"Kueue {version}: controller image {images[0]}, played by {shown}"
+        return RunningKueue(version, images[0], str(shown))
 
     def said() -> str:
         exe = kueue_process()
@@ -495,7 +507,7 @@ class Rehearsal:
         )
 
     def check_flavors(self, wl: dict[str, Any], expected: dict[str, str]) -> None:
-        got = assigned_flavors(wl)
+        got = assigned_flavors(wl).get(POD_SET, {})
         wrong = {r: f for r, f in expected.items() if got.get(r) != f}
         if wrong:
             raise CheckFailed(
@@ -787,6 +799,24 @@ def _tail(done: subprocess.CompletedProcess[str], lines: int = 40) -> str:
     return "\n".join([*errors, "...", *out[-lines:]] if errors else out[-lines:])
 
 
+class DeployFailed(Exception):
+    """`pulumi up` failed; the message has its exit status and what it said."""
+
+
+def deploy(stack_name: str, source: Path, *options: str) -> None:
+    """`pulumi up` of the stack file on the running sandbox, through the real CLI
+    (sandbox/stack.py, with the sandbox's kubeconfig as the connection secret). DeployFailed
+    names the exit status, the first error lines and the tail of the output."""
+    done = stack.pulumi(
+        "up", "--yes", "--skip-preview", *options,
+        stack=stack_name, source=source, check=False, capture=True,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise DeployFailed(
+            f"pulumi up of stack {stack_name} ({source}) exited {done.returncode}:\n{_tail(done)}"
+        )
+
+
 def run(stack_name: str, stack_file: Path | None) -> int:
     timings = Timings()
     try:
@@ -811,13 +841,14 @@ def run(stack_name: str, stack_file: Path | None) -> int:
         return stack.pulumi(*args, stack=stack_name, source=source, check=False, capture=True)
 
     say("pulumi up ...")
-    done = timings.timed("pulumi up", lambda: pulumi("up", "--yes", "--skip-preview", *pack))
-    if done.returncode != 0:
-        print(f"FAIL deploy: pulumi up exited {done.returncode}:\n{_tail(done)}")
+    try:
+        timings.timed("pulumi up", lambda: deploy(stack_name, source, *pack))
+    except DeployFailed as e:
+        print(f"FAIL deploy: {e}")
         return 1
     k = Cluster()
     try:
-        kueue_ran: Cell = Cell(True, running_kueue(k, cfg.kueue.version))
+        kueue_ran: Cell = Cell(True, running_kueue(k, cfg.kueue.version).describe())
     except CheckFailed as e:
         kueue_ran = Cell(False, f"not Kueue {cfg.kueue.version}", str(e))
     say(kueue_ran.text)
@@ -869,24 +900,53 @@ def run(stack_name: str, stack_file: Path | None) -> int:
 SANDBOX = ["bash", str(ROOT / "sandbox" / "sandbox.sh")]
 
 
+class SandboxError(Exception):
+    """The sandbox did not start; the message names the command that failed."""
+
+
+def _sandbox(*args: str, quiet: bool = False) -> int:
+    return subprocess.run([*SANDBOX, *args], cwd=ROOT, check=False, capture_output=quiet).returncode
+
+
+@contextmanager
+def fresh_sandbox(stack_name: str, stack_file: Path | None, keep: bool = False) -> Iterator[None]:
+    """A sandbox started fresh, shaped like the stack file (sandbox.fake_cluster: its nodes,
+    namespaces, volumes and Kueue release; any sandbox of this checkout is stopped first),
+    and stopped afterwards unless `keep`. SandboxError when it does not start."""
+    extra = [str(stack_file.resolve())] if stack_file else []
+    _sandbox("down", quiet=True)
+    started = time.monotonic()
+    code = _sandbox("up", stack_name, *extra)
+    if code != 0:
+        shown = " ".join(["sandbox/sandbox.sh up", stack_name, *extra])
+        raise SandboxError(f"`{shown}` failed (exit {code})")
+    print(f"sandbox: up in {time.monotonic() - started:.1f}s", file=sys.stderr, flush=True)
+    try:
+        yield
+    finally:
+        if keep:
+            print(
+                "sandbox: still up: make sandbox-shell to look around, make sandbox-down",
+                file=sys.stderr,
+            )
+        else:
+            _sandbox("down", quiet=True)
+
+
+def in_sandbox(*command: str) -> int:
+    """Run the command inside the running sandbox's network namespace; its exit status."""
+    return _sandbox("exec", *command)
+
+
 def fresh(stack_name: str, stack_file: Path | None, down_after: bool) -> int:
     """Stop any sandbox, start one shaped like the stack, rehearse inside it."""
-    extra = [str(stack_file.resolve())] if stack_file else []
-    subprocess.run([*SANDBOX, "down"], check=False, capture_output=True)
-    started = time.monotonic()
-    if subprocess.run([*SANDBOX, "up", stack_name, *extra], check=False).returncode != 0:
-        return 1
-    say(f"sandbox up in {time.monotonic() - started:.1f}s")
-    args = ["run", stack_name, *(["--stack-file", extra[0]] if extra else [])]
+    extra = ["--stack-file", str(stack_file.resolve())] if stack_file else []
     try:
-        return subprocess.run(
-            [*SANDBOX, "exec", sys.executable, "-m", "sandbox.rehearse", *args], check=False
-        ).returncode
-    finally:
-        if down_after:
-            subprocess.run([*SANDBOX, "down"], check=False, capture_output=True)
-        else:
-            say("the sandbox is still up: make sandbox-shell to look around, make sandbox-down")
+        with fresh_sandbox(stack_name, stack_file, keep=not down_after):
+            return in_sandbox(sys.executable, "-m", "sandbox.rehearse", "run", stack_name, *extra)
+    except SandboxError as e:
+        say(str(e))
+        return 1
 
 
 def main(argv: list[str]) -> int:

@@ -44,9 +44,8 @@ from typing import Any
 import yaml
 from kubernetes.watch.watch import iter_resp_lines
 
-from components.config import StackConfig, load_config
+from components.config import StackConfig
 from components.kubeclient import api_client
-from gpuq.stackfile import parse_config
 from gpuq.whatif_kueue import (
     KubeError,
     Rest,
@@ -69,6 +68,7 @@ from gpuq.whatif_mix import (
     submission_order,
 )
 from gpuq.whatif_report import Run, RunMeta, WorkloadResult, team_results
+from sandbox import fake_cluster, rehearse
 from sandbox.paths import KUBECONFIG, ROOT, STATE
 
 KUEUE_CONFIG_PATH = "/api/v1/namespaces/kueue-system/configmaps/kueue-manager-config"
@@ -528,23 +528,6 @@ def quiet_for(config: StackConfig) -> float:
     return LONG_REQUEUE_QUIET if gates.get(LONG_REQUEUE_GATE) else DEFAULT_QUIET
 
 
-def load_stack_file(path: Path) -> StackConfig:
-    return load_config(parse_config(path.read_text(), path.name))
-
-
-def deploy(stack: str, stack_file: Path) -> None:
-    """The stack file on the running sandbox, through the real CLI (sandbox/stack.py)."""
-    from sandbox import stack as sandbox_stack
-
-    done = sandbox_stack.pulumi(
-        "up", "--yes", "--skip-preview", stack=stack, source=stack_file, check=False, capture=True
-    )
-    if done.returncode != 0:
-        raise RuntimeError(
-            f"pulumi up of {stack} ({stack_file}) failed:\n{done.stdout}{done.stderr}"
-        )
-
-
 def replay_mix(
     config: StackConfig,
     workloads: Path,
@@ -557,6 +540,9 @@ def replay_mix(
 ) -> Run:
     """Read and check the mix against the stack as deployed, replay it, and sum it up."""
     rest = Rest(api_client(KUBECONFIG.read_text(), None))
+    # The release the run is made on, read from the running controller (the rehearsal's
+    # check): a side is never replayed on another release than its stack file's.
+    kueue = rehearse.running_kueue(rehearse.Cluster(), config.kueue.version)
     catalog = Catalog.from_stack(config, live_frameworks(rest))
     entries = load_mix(workloads, catalog, root)
     started = time.monotonic()
@@ -577,7 +563,9 @@ def replay_mix(
         settle_max_seconds=round(max(settles), 2),
         quiet_seconds=replay.options.quiet,
         longest_silence_seconds=round(max(replay.silences or [0.0]), 2),
-        kueue_version=config.kueue.version,
+        kueue_version=kueue.version,
+        kueue_image=kueue.image,
+        kueue_binary=kueue.binary,
         notes=[*(notes or []), *replay.notes],
     )
     longest = max(replay.silences or [0.0])
@@ -606,9 +594,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--note", action="append", default=[])
     args = parser.parse_args(argv)
     os.environ.setdefault("KUBECONFIG", str(KUBECONFIG))
-    config = load_stack_file(args.stack_file)
+    config = fake_cluster.load_stack(args.stack_file)
     if args.deploy:
-        deploy(args.stack, args.stack_file)
+        rehearse.deploy(args.stack, args.stack_file)
     until = parse_duration(args.until) if args.until else None
     run = replay_mix(
         config,

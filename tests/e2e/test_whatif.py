@@ -42,9 +42,10 @@ from gpuq import status
 from gpuq.whatif_kueue import Rest
 from gpuq.whatif_report import Run, render
 from sandbox import stack
+from sandbox.fake_cluster import load_stack
 from sandbox.paths import KUBECONFIG
 from sandbox.walkthrough import Cluster
-from sandbox.whatif import load_stack_file, replay_mix
+from sandbox.whatif import replay_mix
 
 pytestmark = pytest.mark.e2e
 
@@ -85,7 +86,7 @@ def replayed(cluster: Cluster) -> Iterator[Run]:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     try:
-        yield replay_mix(load_stack_file(SOURCE), MIX, stack=STACK, label=STACK)
+        yield replay_mix(load_stack(SOURCE), MIX, stack=STACK, label=STACK)
     finally:
         _wipe(cluster)
         gone = stack.pulumi(

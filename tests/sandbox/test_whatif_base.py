@@ -11,6 +11,10 @@ GPUs of nominal quota from alpha (6 -> 4) to beta (2 -> 4), borrowing off. The m
         30m), b-3 waits for good. Nothing is left to happen after 1h.
   new:  alpha runs two, a-3 waits for them to end (1h). beta runs b-1 and b-2 at once, b-3
         waits for b-1 (35m: 25m). a-3 ends at 2h.
+The same change moves the project's Kueue pin (toolchain/pins.env beside the stack file) from
+the oldest supported release to the newest, as `make pin-kueue` does: each side runs its own
+release, which the report names and replay.json shows as read from the running controller.
+The mix needs nothing that differs between the two, so the outcomes above hold on both.
 """
 
 from __future__ import annotations
@@ -23,11 +27,22 @@ from pathlib import Path
 
 import pytest
 
+from components.kueue_pin import set_pinned_version
+from components.kueue_versions import supported
+from components.pins import PINS_FILE
+
 pytestmark = pytest.mark.sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).parent / "whatif"
 STACK = "whatif-move"
+OLD, NEW = supported()[0], supported()[-1]
+
+
+def pin(repo: Path, version: str) -> None:
+    """The repository's toolchain/pins.env: the project's, with KUEUE_VERSION=`version`."""
+    (repo / "toolchain").mkdir(exist_ok=True)
+    (repo / "toolchain" / "pins.env").write_text(set_pinned_version(PINS_FILE.read_text(), version))
 
 
 def git(root: Path, *args: str) -> None:
@@ -42,6 +57,8 @@ def test_base_shows_what_a_quota_move_changes(tmp_path: Path) -> None:
     repo.mkdir()
     stack_file = repo / f"Pulumi.{STACK}.yaml"
     shutil.copy(HERE / f"Pulumi.{STACK}.yaml", stack_file)
+    assert f".kueue/{OLD}/manifests.yaml" in stack_file.read_text()
+    pin(repo, OLD)
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "base")
@@ -51,7 +68,14 @@ def test_base_shows_what_a_quota_move_changes(tmp_path: Path) -> None:
         "nominalQuota: 2, borrowingLimit: 0", "nominalQuota: 4, borrowingLimit: 0"
     )
     assert moved.count("nominalQuota: 4, borrowingLimit: 0") == 2
-    stack_file.write_text(moved)
+    # The pin moves; the stack's manifest pin goes with it (here: back to the release URL,
+    # which the sandbox substitutes with the release rendered from the new pin's module).
+    lines = moved.splitlines(keepends=True)
+    manifest = next(i for i, x in enumerate(lines) if x.strip() == "manifest:")
+    del lines[manifest : manifest + 3]
+    assert "sha256" not in "".join(lines)
+    stack_file.write_text("".join(lines))
+    pin(repo, NEW)
     out = tmp_path / "out"
     done = subprocess.run(
         [sys.executable, "-m", "gpuq.whatif", "--stack", STACK, "--root", str(repo),
@@ -91,7 +115,17 @@ def test_base_shows_what_a_quota_move_changes(tmp_path: Path) -> None:
     ]
     assert replay["base"]["source"].startswith(f"{STACK}@")
     assert replay["new"]["source"] == f"{STACK} (work tree)"
+    # Each side ran its own release: the controller pod's image and the binary playing it.
+    for side, version in (("base", OLD), ("new", NEW)):
+        ran = {k: replay[side][k] for k in ("kueue_version", "kueue_image", "kueue_binary")}
+        assert ran == {
+            "kueue_version": version,
+            "kueue_image": f"registry.k8s.io/kueue/kueue:{version}",
+            "kueue_binary": f".toolchain/bin/kueue-{version}",
+        }, replay[side]
     md = (out / "report.md").read_text()
+    assert f"- Kueue {OLD} → {NEW}\n" in md
+    assert f"on the real Kueue {NEW} (`{replay['base']['source']}` on its own release, {OLD})" in md
     assert "- alpha: p90 wait 0s → 1h" in md
     assert (
         "- beta: 1 pending → 0 pending; 3 admitted → 4 admitted; p90 wait not admitted → 25m" in md

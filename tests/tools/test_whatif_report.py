@@ -122,6 +122,26 @@ def test_changes_name_each_team_figure_and_workload_that_moved() -> None:
     assert changes(new, new) == []
 
 
+def test_a_kueue_move_is_the_first_change_and_the_header_names_both_releases() -> None:
+    workloads = [w("a", "research", "finished", 0)]
+    base, new = run(workloads, "staging@base"), run(workloads)
+    base.meta.kueue_version, new.meta.kueue_version = "v0.18.3", "v0.19.2"
+    assert changes(base, new) == ["Kueue v0.18.3 → v0.19.2"]
+    md = render(new, base)
+    assert "on the real Kueue v0.19.2 (`staging@base` on its own release, v0.18.3) and" in md
+    assert "- Kueue v0.18.3 → v0.19.2" in md
+    base.meta.kueue_version = "v0.19.2"
+    assert changes(base, new) == []
+    assert "on the real Kueue v0.19.2 and kube-scheduler" in render(new, base)
+    # Which controller ran each side goes to replay.json with the rest of how it was made.
+    new.meta.kueue_image = "registry.k8s.io/kueue/kueue:v0.19.2"
+    new.meta.kueue_binary = ".toolchain/bin/kueue-v0.19.2"
+    made = replay_json(new, base)["new"]
+    assert (made["kueue_version"], made["kueue_image"], made["kueue_binary"]) == (
+        "v0.19.2", "registry.k8s.io/kueue/kueue:v0.19.2", ".toolchain/bin/kueue-v0.19.2"
+    )  # fmt: skip
+
+
 def test_the_markdown_shows_both_sides_with_arrows_and_every_workload() -> None:
     base = run([w("a", "research", "pending", None, message="insufficient | quota")], "s@base")
     new = run([w("a", "research", "admitted", 0, flavor="h100", message="x" * 400)])

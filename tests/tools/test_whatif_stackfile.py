@@ -1,7 +1,8 @@
 """What the what-if deploys on its sandbox: the stack file at the work tree or a revision,
 with only the real cluster's connection removed and waitForPodsReady's timeout pushed out
-of reach (and said so); the sandbox is shaped from it by the rehearsal's code, which
-refuses what it cannot shape before any sandbox is touched."""
+of reach (and said so), at the Kueue release it resolves to there (its own kueue.version,
+else toolchain/pins.env of the same tree); the sandbox is shaped from it by the rehearsal's
+code, which refuses what it cannot shape before any sandbox is touched."""
 
 from __future__ import annotations
 
@@ -10,15 +11,40 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.pins import read_pins
+from components.kueue_pin import set_pinned_version
+from components.kueue_versions import supported
+from components.pins import PINS_FILE, read_pins
 from gpuq import whatif
-from sandbox import fake_cluster, rehearse
+from sandbox import fake_cluster, kueue_pod, rehearse
 from tests.conftest import ROOT
 from tests.tools.conftest import Write, git
 
 pytestmark = pytest.mark.unit
 
 STAGING = (ROOT / "Pulumi.staging.yaml").read_text()
+OLDEST, NEWEST = supported()[0], supported()[-1]
+
+
+def pin(project: Path, version: str) -> None:
+    """toolchain/pins.env of the project: the real one, with KUEUE_VERSION=`version`."""
+    (project / "toolchain").mkdir(exist_ok=True)
+    (project / "toolchain" / "pins.env").write_text(
+        set_pinned_version(PINS_FILE.read_text(), version)
+    )
+
+
+def pin_moved(repo: Path, before: str, after: str) -> None:
+    """A base commit pinning `before`; the work tree pins `after` (a PR moving the pin)."""
+    pin(repo, before)
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "base")
+    pin(repo, after)
+
+
+@pytest.fixture(autouse=True)
+def pinned(project: Path) -> None:
+    """Every project carries the real pins, as the repository does."""
+    pin(project, read_pins()["KUEUE_VERSION"])
 
 
 def test_the_sandbox_gets_the_stack_file_without_the_real_cluster_connection() -> None:
@@ -124,3 +150,88 @@ def test_base_is_the_stack_file_at_the_revision(repo: Path, write: Write) -> Non
 def test_a_missing_workloads_path_is_an_error_before_any_sandbox(tmp_path: Path, capsys) -> None:
     code = whatif.main(["--stack", "staging", "--workloads", str(tmp_path / "none")])
     assert code == 2 and "no workloads at" in capsys.readouterr().err
+
+
+def kueue_of(side: whatif.Side) -> dict:
+    return yaml.safe_load(side.shape_file.read_text())["config"]["gpu-queues:kueue"]
+
+
+@pytest.mark.parametrize(("before", "after"), [(OLDEST, NEWEST), (NEWEST, OLDEST)])
+def test_each_side_runs_the_release_its_tree_pins(
+    before: str, after: str, repo: Path, write: Write
+) -> None:
+    # A PR that moves the pin: the base follows the pin it had, not the work tree's (nor the
+    # pin of the program running the what-if, which is one of the two either way round).
+    write("staging", STAGING)
+    pin_moved(repo, before, after)
+    base = whatif.load_side("base", "staging", repo, "HEAD", repo / "work")
+    new = whatif.load_side("new", "staging", repo, None, repo / "work")
+    assert (base.config.kueue.version, new.config.kueue.version) == (before, after)
+    assert (base.kueue_from, new.kueue_from) == ("toolchain/pins.env at HEAD", "toolchain/pins.env")
+    # Written into the file the sandbox is shaped from and deploys: the program's default
+    # would be its own work tree's pin.
+    assert kueue_of(base)["version"] == before and kueue_of(new)["version"] == after
+    assert fake_cluster.load_stack(base.shape_file).kueue.version == before
+    assert (
+        kueue_of(base)["manifest"]
+        == yaml.safe_load(STAGING)["config"]["gpu-queues:kueue"]["manifest"]
+    )
+
+
+def test_a_stack_that_sets_its_own_release_keeps_it(repo: Path, write: Write) -> None:
+    doc = yaml.safe_load(STAGING)
+    doc["config"]["gpu-queues:kueue"]["version"] = NEWEST
+    write("staging", yaml.safe_dump(doc))
+    pin_moved(repo, OLDEST, OLDEST)
+    write("staging", STAGING)  # the work tree follows the pin again
+    base = whatif.load_side("base", "staging", repo, "HEAD", repo / "work")
+    new = whatif.load_side("new", "staging", repo, None, repo / "work")
+    assert (base.config.kueue.version, base.kueue_from) == (NEWEST, "its own kueue.version")
+    assert (new.config.kueue.version, new.kueue_from) == (OLDEST, "toolchain/pins.env")
+    assert kueue_of(base)["version"] == NEWEST
+
+
+def test_a_base_pinned_to_an_unsupported_release_is_refused(repo: Path, write: Write) -> None:
+    write("staging", STAGING)
+    pin_moved(repo, "v0.17.0", NEWEST)
+    with pytest.raises(whatif.WhatIfError) as refused:
+        whatif.load_side("base", "staging", repo, "HEAD", repo / "work")
+    said = str(refused.value)
+    assert said.startswith("Pulumi.staging.yaml at HEAD: stack 'staging' runs Kueue v0.17.0: ")
+    assert "make pin-kueue VERSION=v0.17.0" in said
+    assert said.endswith("(the release from toolchain/pins.env at HEAD)")
+
+
+def test_a_release_that_is_not_built_here_is_refused_naming_how_to_build_it(
+    repo: Path, write: Write, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    write("staging", STAGING)
+    pin_moved(repo, OLDEST, NEWEST)
+    base = whatif.load_side("base", "staging", repo, "HEAD", repo / "work")
+    label = base.label
+    # A toolchain where only the new release is linked (KUEUE_VERSIONS limited the build).
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / f"kueue-{NEWEST}").write_text("")
+    monkeypatch.setattr(kueue_pod, "BIN", bin_dir)
+    assert whatif.unbuilt_release(whatif.load_side("new", "staging", repo, None, tmp_path)) is None
+    said = whatif.unbuilt_release(base)
+    assert said is not None
+    assert said.startswith(
+        f"{label} runs Kueue {OLDEST} (from toolchain/pins.env at HEAD), which is not built here: "
+        f"{bin_dir / f'kueue-{OLDEST}'} is missing"
+    )
+    assert said.endswith(f"`make toolchain KUEUE_VERSIONS={OLDEST}`")
+
+
+def test_a_tree_without_pins_is_refused_naming_the_file(
+    repo: Path, write: Write, project: Path
+) -> None:
+    write("staging", STAGING)
+    (project / "toolchain" / "pins.env").unlink()
+    with pytest.raises(whatif.WhatIfError, match=r"no toolchain/pins\.env in "):
+        whatif.load_side("new", "staging", repo, None, repo / "work")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "base")
+    with pytest.raises(whatif.WhatIfError, match=r"no toolchain/pins\.env at revision 'HEAD'"):
+        whatif.load_side("base", "staging", repo, "HEAD", repo / "work")
