@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from components import keys
+from components import keys, kueue_versions
 from components.config import ConfigError, StackConfig, load_config
 from gpuq import kueue_diff
 from gpuq.stackfile import ROOT, StackFileError, parse_config, read_text, resolve_commit
@@ -116,9 +116,29 @@ def sandbox_stack_file(
         cfg[kueue_key] = {"version": release, **(cfg.get(kueue_key) or {})}
     notes = []
     ready = config.kueue.manager.wait_for_pods_ready
-    if ready is not None:
+    gates = config.kueue.manager.feature_gates or {}
+    running = kueue_versions.release(config.kueue.version)
+    default = running.wait_for_pods_ready_default if running else None
+    if ready is None and default and not gates.get("DisableWaitForPodsReady"):
+        # The release turns it on when the Configuration has none (v0.19: 30 minutes of
+        # Kueue's wall clock, which a long replay outlasts): out of reach all the same.
+        kueue_cfg = cfg.setdefault(f"{keys.PROJECT}:{keys.KEY_KUEUE}", {})
+        kueue_cfg.setdefault("manager", {})["waitForPodsReady"] = {
+            "timeout": PODS_READY_TIMEOUT,
+            "recoveryTimeout": PODS_READY_TIMEOUT,
+        }
+        notes.append(
+            f"waitForPodsReady: Kueue {config.kueue.version} turns it on when the stack sets "
+            f"none; on the cluster, a workload admitted whose pods are not ready after "
+            f"{default} is evicted and requeued; the replay's clock is not Kueue's, so there "
+            "it stays admitted (shown as unschedulable) and holds its quota"
+        )
+    elif ready is not None:
         manager = cfg[f"{keys.PROJECT}:{keys.KEY_KUEUE}"]["manager"]
-        manager["waitForPodsReady"] = {**manager["waitForPodsReady"], "timeout": PODS_READY_TIMEOUT}
+        pushed = {"timeout": PODS_READY_TIMEOUT}
+        if ready.recovery_timeout is not None:
+            pushed["recoveryTimeout"] = PODS_READY_TIMEOUT
+        manager["waitForPodsReady"] = {**manager["waitForPodsReady"], **pushed}
         notes.append(
             f"waitForPodsReady: on the cluster, a workload admitted whose pods are not ready "
             f"after {ready.timeout} is evicted and requeued"

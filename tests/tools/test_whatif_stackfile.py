@@ -71,6 +71,38 @@ def test_a_stack_without_waitforpodsready_is_deployed_unchanged() -> None:
     assert yaml.safe_load(out) == yaml.safe_load(text) and notes == []
 
 
+def _default_on_release() -> str:
+    """A supported release that turns waitForPodsReady on when the Configuration has none."""
+    from components.kueue_versions import release
+
+    on = [v for v in supported() if (r := release(v)) and r.wait_for_pods_ready_default]
+    assert on, "no supported release turns waitForPodsReady on by default"
+    return on[0]
+
+
+def test_a_release_that_waits_for_pods_by_default_gets_the_timeouts_out_of_reach() -> None:
+    version = _default_on_release()
+    text = (ROOT / "Pulumi.local.yaml").read_text()
+    out, _, notes = whatif.sandbox_stack_file("local", text, "here", release=version)
+    manager = yaml.safe_load(out)["config"]["gpu-queues:kueue"]["manager"]
+    assert manager["waitForPodsReady"] == {
+        "timeout": whatif.PODS_READY_TIMEOUT,
+        "recoveryTimeout": whatif.PODS_READY_TIMEOUT,
+    }
+    (note,) = notes
+    assert f"Kueue {version} turns it on when the stack sets none" in note
+
+
+def test_a_stack_that_disables_the_default_wait_is_left_without_one() -> None:
+    version = _default_on_release()
+    doc = yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text())
+    kueue = doc["config"].setdefault("gpu-queues:kueue", {})
+    kueue.setdefault("manager", {})["featureGates"] = {"DisableWaitForPodsReady": True}
+    out, _, notes = whatif.sandbox_stack_file("local", yaml.safe_dump(doc), "here", release=version)
+    assert "waitForPodsReady" not in yaml.safe_load(out)["config"]["gpu-queues:kueue"]["manager"]
+    assert notes == []
+
+
 def _rename_a100_to_sandbox_system(c: dict) -> None:
     c["gpu-queues:flavors"][1]["name"] = "sandbox-system"
     for team in c["gpu-queues:teams"]:
