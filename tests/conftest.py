@@ -12,11 +12,13 @@ from typing import Any
 
 import pulumi
 import pytest
+import yaml
 
 from components import keys
 from components.config import StackConfig, load_config
 from components.kueue import parse_manifest, prepare_manifest
 from gpuq.stackfile import read_config
+from tests import properties  # noqa: F401  (registers the deep hypothesis profile)
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "tests" / "unit" / "data" / "kueue-manifest.yaml"
@@ -25,6 +27,18 @@ MANIFEST = ROOT / "tests" / "unit" / "data" / "kueue-manifest.yaml"
 @functools.cache
 def _read_stack(stack: str) -> dict[str, Any]:
     return read_config(stack, ROOT)
+
+
+@functools.cache
+def _yaml_text(text: str) -> Any:
+    return yaml.load(text, Loader=yaml.CSafeLoader)
+
+
+def read_yaml(path: Path) -> Any:
+    """A committed YAML file (a workflow, say) as yaml.safe_load reads it: the same loader
+    classes over libyaml, each text parsed once per test run (the workflow tests read the
+    same four files a hundred times), and a fresh copy for each caller."""
+    return copy.deepcopy(_yaml_text(path.read_text()))
 
 
 def stack_raw(stack: str) -> dict[str, Any]:
