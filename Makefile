@@ -8,7 +8,7 @@ SANDBOX := sandbox/sandbox.sh
 export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: venv lock toolchain schema lint lint-shell lint-workflows test test-unit test-policy \
-        test-toolchain test-e2e test-rehearse test-multikueue sandbox-up sandbox-down \
+        test-toolchain test-deep test-e2e test-rehearse test-multikueue sandbox-up sandbox-down \
         sandbox-shell sandbox-status demo rehearse bench promote quota-diff clean kueue-manifest \
         ci-kueue-manifest pin-kueue what-if status bench-scale
 
@@ -142,11 +142,18 @@ pin-kueue: venv
 	$(PY) -m components.kueue_pin $(if $(VERSION),--version $(VERSION)) $(if $(FILE),--file $(FILE)) $(ARGS)
 
 # --- tests ------------------------------------------------------------------------------
+# The unit and policy suites run on every core (pytest-xdist; a whole test file per worker,
+# so a module's fixtures are made once). Property tests run their everyday example counts
+# there; test-deep runs them again with 10x the examples (tests/properties.py).
+XDIST ?= -n auto --dist loadfile
 test-unit: venv
-	$(PY) -m pytest -m "unit or policy" -q
+	$(PY) -m pytest -m "unit or policy" -q $(XDIST)
 
 test-policy: venv
-	$(PY) -m pytest -m policy -q
+	$(PY) -m pytest -m policy -q $(XDIST)
+
+test-deep: venv
+	$(PY) -m pytest -m "(unit or policy) and hypothesis" --hypothesis-profile=deep -q $(XDIST)
 
 test-toolchain: venv toolchain
 	$(PY) -m pytest -m toolchain -q
@@ -165,7 +172,9 @@ test-multikueue: venv toolchain
 
 # Everything CI runs (.ci/run calls exactly this).
 test: venv toolchain lint
-	$(PY) -m pytest -m "unit or policy or toolchain" -q
+	$(PY) -m pytest -m "unit or policy" -q $(XDIST)
+	$(MAKE) test-deep
+	$(PY) -m pytest -m toolchain -q
 	bash $(SANDBOX) up local
 	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q; rc=$$?; \
 	  if [ $$rc -ne 0 ]; then bash $(SANDBOX) logs; fi; bash $(SANDBOX) down; exit $$rc

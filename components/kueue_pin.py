@@ -71,6 +71,19 @@ from components.kueue_versions import (
 from gpuq import yamledit
 
 KUEUE_KEY = f"{keys.PROJECT}:{keys.KEY_KUEUE}"
+_CLoader: Any = getattr(yaml, "CSafeLoader", None)
+
+
+def _safe_load(text: str) -> Any:
+    """yaml.safe_load(text), with libyaml doing the parse (the same constructor and resolver,
+    ~10x faster: a pin reads every stack file before and after its edit). Text libyaml
+    refuses is read again by the pure-Python parser, so its errors read as they always did."""
+    if _CLoader is not None:
+        try:
+            return yaml.load(text, Loader=_CLoader)
+        except yaml.YAMLError:
+            pass
+    return yaml.safe_load(text)
 
 
 class PinError(Exception):
@@ -124,7 +137,7 @@ def pin_text(text: str, source: dict[str, str], digest: str, where: str) -> str:
     entries are spliced in, every other byte (comments, secure values, layout) is kept. The
     result is parsed back and must be exactly the intended change."""
     try:
-        expected = yaml.safe_load(text)
+        expected = _safe_load(text)
     except yaml.YAMLError as exc:
         raise PinError(f"{where} is not valid YAML: {exc}") from None
     if not isinstance(expected, dict) or not isinstance(expected.get("config"), dict):
@@ -155,7 +168,7 @@ def pin_text(text: str, source: dict[str, str], digest: str, where: str) -> str:
     except yamledit.EditError as exc:
         raise PinError(f"{where} cannot be edited safely: {exc}") from None
     try:
-        if yaml.safe_load(new_text) == expected:
+        if _safe_load(new_text) == expected:
             return new_text
     except yaml.YAMLError:
         pass
@@ -204,7 +217,7 @@ def plan(
         text = path.read_text(encoding="utf-8")
         where = path.name
         try:
-            doc = yaml.safe_load(text) or {}
+            doc = _safe_load(text) or {}
         except yaml.YAMLError as exc:
             raise PinError(f"{where} is not valid YAML: {exc}") from None
         config = doc.get("config") if isinstance(doc, dict) else None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 import io
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -112,7 +113,11 @@ def _closest(text: str, doc: Any, root: Node | None) -> YAML:
 # --- positions ------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=64)
 def _compose(text: str) -> Node | None:
+    # The tree is only read (positions and structure), never changed, so a process that edits
+    # the same text again shares it (~20 ms a stack file; the unit suite pins and promotes
+    # the committed stack files, and composes their edited results, over and over).
     node: Node | None = YAML(typ="safe", pure=True).compose(text)
     return node
 

@@ -1,4 +1,8 @@
-"""Shared fixtures: stack configs from the Pulumi.<stack>.yaml files and a Pulumi mock run."""
+"""Shared fixtures: stack configs from the Pulumi.<stack>.yaml files and a Pulumi mock run.
+
+Pulumi, the config models and hypothesis are imported where they are used: this file is also
+loaded by pytest-xdist's controller, which runs no test, and their ~1 s of imports there came
+before any worker started."""
 
 from __future__ import annotations
 
@@ -8,23 +12,46 @@ import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pulumi
 import pytest
+import yaml
 
 from components import keys
-from components.config import StackConfig, load_config
-from components.kueue import parse_manifest, prepare_manifest
-from gpuq.stackfile import read_config
+
+if TYPE_CHECKING:
+    import pulumi
+
+    from components.config import StackConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "tests" / "unit" / "data" / "kueue-manifest.yaml"
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--hypothesis-profile", None):
+        # before hypothesis's own pytest_configure loads the profile named
+        from tests import properties  # noqa: F401
+
+
 @functools.cache
 def _read_stack(stack: str) -> dict[str, Any]:
+    from gpuq.stackfile import read_config
+
     return read_config(stack, ROOT)
+
+
+@functools.cache
+def _yaml_text(text: str) -> Any:
+    return yaml.load(text, Loader=yaml.CSafeLoader)
+
+
+def read_yaml(path: Path) -> Any:
+    """A committed YAML file (a workflow, say) as yaml.safe_load reads it: the same loader
+    classes over libyaml, each text parsed once per test run (the workflow tests read the
+    same four files a hundred times), and a fresh copy for each caller."""
+    return copy.deepcopy(_yaml_text(path.read_text()))
 
 
 def stack_raw(stack: str) -> dict[str, Any]:
@@ -77,24 +104,37 @@ TOKEN_SECRET_DATA = {
 }
 
 
-class _Mocks(pulumi.runtime.Mocks):
-    def __init__(self, run: MockRun) -> None:
-        self.run = run
+@functools.cache
+def _mocks_class() -> type:
+    import pulumi
 
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        self.run.resources.append(
-            Registered(args.typ, args.name, copy.deepcopy(args.inputs), args.provider)
-        )
-        if args.typ == "pulumi:pulumi:StackReference":
-            outputs = {keys.OUT_MULTI_KUEUE_KUBECONFIG: WORKER_KUBECONFIG}
-            return f"{args.name}-id", {**args.inputs, "outputs": outputs}
-        if args.inputs.get("type") == "kubernetes.io/service-account-token":
-            # What the cluster's token controller writes into it, and the provider waits for.
-            return f"{args.name}-id", {**args.inputs, "data": TOKEN_SECRET_DATA}
-        return f"{args.name}-id", args.inputs
+    class _Mocks(pulumi.runtime.Mocks):
+        def __init__(self, run: MockRun) -> None:
+            self.run = run
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
-        return {}
+        def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+            self.run.resources.append(
+                Registered(args.typ, args.name, copy.deepcopy(args.inputs), args.provider)
+            )
+            if args.typ == "pulumi:pulumi:StackReference":
+                outputs = {keys.OUT_MULTI_KUEUE_KUBECONFIG: WORKER_KUBECONFIG}
+                return f"{args.name}-id", {**args.inputs, "outputs": outputs}
+            if args.inputs.get("type") == "kubernetes.io/service-account-token":
+                # What the cluster's token controller writes into it, and the provider waits for.
+                return f"{args.name}-id", {**args.inputs, "data": TOKEN_SECRET_DATA}
+            return f"{args.name}-id", args.inputs
+
+        def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+            return {}
+
+    return _Mocks
+
+
+def __getattr__(name: str) -> Any:
+    # `_Mocks` (tests import it) subclasses pulumi.runtime.Mocks: made on first use.
+    if name == "_Mocks":
+        return _mocks_class()
+    raise AttributeError(name)
 
 
 def run_stack(
@@ -109,6 +149,9 @@ def run_stack(
     The manifest is prepared first, as the program's validation phase does. It records a
     checksum on the controller only when `verified_sha256` is given: the digest the caller
     verified the manifest's bytes against (components.kueue.load_release does it for real)."""
+    import pulumi
+
+    from components.kueue import prepare_manifest
     from components.stack import GpuQueues, GpuQueuesArgs
 
     prepared = (
@@ -122,7 +165,9 @@ def run_stack(
         run.probes.append((kubeconfig, context, timeout))
         return "ready (fake)"
 
-    pulumi.runtime.set_mocks(_Mocks(run), project=keys.PROJECT, stack="unit", preview=preview)
+    pulumi.runtime.set_mocks(
+        _mocks_class()(run), project=keys.PROJECT, stack="unit", preview=preview
+    )
     cfg: dict[str, str] = {}
     secret: list[str] = []
     if kubernetes is not None:
@@ -139,9 +184,15 @@ def run_stack(
     return run
 
 
+def _test_manifest() -> list[dict[str, Any]]:
+    from components.kueue import parse_manifest
+
+    return parse_manifest(MANIFEST.read_bytes(), str(MANIFEST))
+
+
 @pytest.fixture
 def manifest() -> list[dict[str, Any]]:
-    return parse_manifest(MANIFEST.read_bytes(), str(MANIFEST))
+    return _test_manifest()
 
 
 @pytest.fixture
@@ -157,13 +208,13 @@ def prod_raw() -> dict[str, Any]:
 # Built once per test run: the stack tests only read what the program registered.
 @pytest.fixture(scope="session")
 def dev_run() -> MockRun:
-    return run_stack(
-        load_config(stack_raw("dev")), parse_manifest(MANIFEST.read_bytes(), str(MANIFEST))
-    )
+    from components.config import load_config
+
+    return run_stack(load_config(stack_raw("dev")), _test_manifest())
 
 
 @pytest.fixture(scope="session")
 def prod_run() -> MockRun:
-    return run_stack(
-        load_config(stack_raw("prod")), parse_manifest(MANIFEST.read_bytes(), str(MANIFEST))
-    )
+    from components.config import load_config
+
+    return run_stack(load_config(stack_raw("prod")), _test_manifest())

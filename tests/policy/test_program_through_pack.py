@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from policy_harness import CQ, PACK_DIR, REPO, RF, Analyzer, mandatory, run_policy, stack_args
 
 from components import keys, render
@@ -32,7 +31,7 @@ from components.kueue import load_manifest
 from components.stack import validate
 from gpuq.changed_stacks import is_deployable, policy_config
 from policies import rules
-from tests.conftest import MANIFEST, MockRun, run_stack, stack_raw
+from tests.conftest import MANIFEST, MockRun, read_yaml, run_stack, stack_raw
 from tests.unit.stackgen import random_stack
 
 pytestmark = pytest.mark.policy
@@ -44,7 +43,7 @@ def workflow_pack_configs() -> dict[str, str]:
     """stack -> policy pack config file, from every workflow job that runs the pack on a stack."""
     found: dict[str, str] = {}
     for path in sorted((REPO / ".github" / "workflows").glob("*.yml")):
-        for job in (yaml.safe_load(path.read_text()) or {}).get("jobs", {}).values():
+        for job in (read_yaml(path) or {}).get("jobs", {}).values():
             given = job.get("with") or {}
             stack, config = given.get("stack"), given.get("policy-config")
             if isinstance(stack, str) and isinstance(config, str) and "${{" not in stack:

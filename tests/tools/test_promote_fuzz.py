@@ -9,7 +9,8 @@ rendering parses back to the intended document, and promotes. Either the promoti
 every key outside the travelling ones is unchanged, travelling keys hold FROM's value, the
 text parses and validates, and every comment outside a rewritten entry is still there.
 
-GPUQ_FUZZ_EXAMPLES=N runs N examples (default 60); outcomes are hypothesis `event`s
+GPUQ_FUZZ_EXAMPLES=N runs N examples (default: 25 in the everyday suites, 250 under the deep
+hypothesis profile, tests/properties.py); outcomes are hypothesis `event`s
 (`pytest --hypothesis-show-statistics`).
 """
 
@@ -31,10 +32,11 @@ from components.pins import kueue_version
 from gpuq import promote, yamledit
 from gpuq.secure import Secure, load_stack_config
 from gpuq.stackfile import config_of, parse_document
+from tests.properties import examples
 
 pytestmark = pytest.mark.unit
 
-EXAMPLES = int(os.environ.get("GPUQ_FUZZ_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("GPUQ_FUZZ_EXAMPLES", 0)) or examples(25)
 KUEUE = promote.KUEUE_KEY
 PIN = kueue_version()
 VERSIONS = [PIN, "v0.17.0", "v0.19.1"]

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from components.config import load_config
 from gpuq import whatif as whatif_cli
@@ -23,6 +22,7 @@ from gpuq.stackfile import read_config
 from gpuq.whatif_ci import main as whatif_ci_main
 from gpuq.whatif_ci import whatif_stacks
 from gpuq.whatif_mix import Catalog, load_mix
+from tests.conftest import read_yaml
 from tests.tools.conftest import git
 
 pytestmark = pytest.mark.unit
@@ -33,7 +33,7 @@ SANDBOX_TOOLS = {"etcd", "k8s", "kwok", "kueue"}
 
 
 def _workflow() -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load(PREVIEW.read_text())
+    loaded: dict[str, Any] = read_yaml(PREVIEW)
     return loaded
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from components.pins import PINS_FILE, read_pins
+from tests.conftest import read_yaml
 
 pytestmark = pytest.mark.unit
 
@@ -30,7 +30,7 @@ VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)?(?![\w.])")
 
 
 def _load(path: Path) -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load(path.read_text())
+    loaded: dict[str, Any] = read_yaml(path)
     return loaded
 
 

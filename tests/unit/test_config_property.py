@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from components.config import ConfigError, StackConfig, load_config
 from tests.conftest import stack_raw
+from tests.properties import examples
 from tests.unit.stackgen import random_stack
 
 pytestmark = pytest.mark.unit
@@ -86,13 +87,13 @@ def _check(raw):
     assert isinstance(result, StackConfig)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.sampled_from(KEYS), json_values, max_size=6))
 def test_random_configs_validate_or_raise_config_error(raw):
     _check(raw)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
         st.tuples(st.lists(st.integers(0, 50), min_size=1, max_size=8), json_values), max_size=4
@@ -105,7 +106,7 @@ def test_mutated_prod_configs_validate_or_raise_config_error(mutations):
     _check(raw)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(min_value=0, max_value=2**32))
 def test_generated_valid_stacks_are_accepted(seed):
     # No false refusals: any names, flavors, node shapes, teams and cohort that fit together.

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from components import capacity as cap
 from components import kueue_rules as kr
 from components.quantity import parse_quantity
+from tests.properties import examples
 
 pytestmark = pytest.mark.unit
 
@@ -212,7 +213,7 @@ json_values = st.recursive(
 )  # fmt: skip
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(json_values)
 def test_the_core_never_raises_on_any_input(obj):
     # The pack runs it on whatever the engine hands it: an exception would abort the policy.
