@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import ssl
 import subprocess
 import sys
@@ -220,9 +221,19 @@ class Writes:
             path, mode, flags = args
             writes = os.O_WRONLY | os.O_RDWR | os.O_CREAT
             if (mode and any(c in mode for c in "wax+")) or (flags or 0) & writes:
-                self.paths.append(str(path))
+                self.add(str(path))
         elif event in ("tempfile.mkstemp", "tempfile.mkdtemp", "os.mkdir", "os.rename"):
-            self.paths.append(f"{event} {args[0]}")
+            self.add(f"{event} {args[0]}")
+
+    def add(self, what: str) -> None:
+        # The import system caching a module's bytecode (a lazy import inside the recorded
+        # code, when bytecode writing is on) is not the code under test writing a file.
+        if not _BYTECODE.search(what):
+            self.paths.append(what)
+
+
+_PREFIX = sys.pycache_prefix and f"|^(os\\.mkdir |os\\.rename )?{re.escape(sys.pycache_prefix)}"
+_BYTECODE = re.compile(r"__pycache__|\.pyc(\.\d+)?$" + (_PREFIX or ""))
 
 
 _WRITES = Writes()
