@@ -298,9 +298,18 @@ def test_the_deploy_workflow_decides_over_the_preview_rule(tmp_path: Path) -> No
 
 
 def test_only_the_connection_is_substituted_when_the_manifest_is_readable(tmp_path: Path) -> None:
-    source = ROOT / "Pulumi.prod.yaml"
+    # prod as committed, its manifest pin pointing at a file that is there (the committed
+    # path is rendered only by `make kueue-manifest`, which a unit test cannot count on).
+    raw = stack_raw("prod")
+    manifest = tmp_path / "manifests.yaml"
+    manifest.write_text("kind: List\n")
+    raw["kueue"]["manifest"] = {
+        "path": str(manifest),
+        "sha256": hashlib.sha256(manifest.read_bytes()).hexdigest(),
+    }
+    source = write_stack(raw, tmp_path, "prod")
     original = yaml.safe_load(source.read_text())["config"]
-    out, notes = sandbox_stack_file("prod", source, config("prod"), tmp_path)
+    out, notes = sandbox_stack_file("prod", source, load_config(raw), tmp_path / "out")
     assert yaml.safe_load(out.read_text())["config"] == original
     assert len(notes) == 1 and "kubeconfig" in notes[0]
 
