@@ -48,31 +48,17 @@ def register(count: int, namespace: str, render_dir: str | None = None) -> int:
     return count + 1
 
 
-MANAGED = {"app.kubernetes.io/managed-by": "gpu-queues"}
-KUEUE = "kueue.x-k8s.io/v1beta2"
-RBAC = "rbac.authorization.k8s.io"
-SUBMIT_RULES = [
-    {
-        "apiGroups": ["batch"],
-        "resources": ["jobs"],
-        "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
-    },
-    {
-        "apiGroups": [""],
-        "resources": ["pods", "pods/log", "events"],
-        "verbs": ["get", "list", "watch"],
-    },
-    {
-        "apiGroups": ["kueue.x-k8s.io"],
-        "resources": ["localqueues", "workloads"],
-        "verbs": ["get", "list", "watch"],
-    },
-]
-
-
 def register_shaped(teams: int, prefix: str, render_dir: str | None = None) -> int:
     """The objects of a `teams`-team gpu-queues stack (sandbox.bench_scale.team_config), flat.
     Returns how many objects that is (7 per team, the flavor and the cohort)."""
+    # Our constants, the very rules and labels the program registers (imported here: the plain
+    # trivial program runs as a project of its own, where the components are not importable).
+    from components.keys import KUEUE_API_VERSION as KUEUE
+    from components.keys import LABEL_MANAGED_BY, LABEL_TEAM, PROJECT
+    from components.queues import SUBMIT_RULES
+
+    managed = {LABEL_MANAGED_BY: PROJECT}
+    rbac = "rbac.authorization.k8s.io"
     provider = k8s.Provider(
         "k8s", enable_server_side_apply=True, render_yaml_to_directory=render_dir
     )
@@ -86,7 +72,7 @@ def register_shaped(teams: int, prefix: str, render_dir: str | None = None) -> i
             kind="ResourceFlavor",
             metadata={
                 "name": flavor,
-                "labels": MANAGED,
+                "labels": managed,
                 "annotations": {"gpu-queues.dev/capacity": capacity},
             },
             opts=under,
@@ -95,15 +81,15 @@ def register_shaped(teams: int, prefix: str, render_dir: str | None = None) -> i
             f"cohort-{pool}",
             api_version=KUEUE,
             kind="Cohort",
-            metadata={"name": pool, "labels": MANAGED},
+            metadata={"name": pool, "labels": managed},
             spec={},
             opts=under,
         ),
     ]
     for i in range(teams):
         team = f"{prefix}-t{i:03d}"
-        labels = {**MANAGED, "gpu-queues.dev/team": team}
-        subjects = [{"kind": "User", "name": f"user-{prefix}-{i:03d}", "apiGroup": RBAC}]
+        labels = {**managed, LABEL_TEAM: team}
+        subjects = [{"kind": "User", "name": f"user-{prefix}-{i:03d}", "apiGroup": rbac}]
         ns = k8s.core.v1.Namespace(
             f"{team}-namespace", metadata={"name": team, "labels": labels}, opts=under
         )
@@ -154,7 +140,7 @@ def register_shaped(teams: int, prefix: str, render_dir: str | None = None) -> i
         k8s.rbac.v1.RoleBinding(
             f"{team}-submit-binding",
             metadata=submit,
-            role_ref={"apiGroup": RBAC, "kind": "Role", "name": "gpu-queues-submit"},
+            role_ref={"apiGroup": rbac, "kind": "Role", "name": "gpu-queues-submit"},
             subjects=subjects,
             opts=under.merge(pulumi.ResourceOptions(depends_on=[role])),
         )
@@ -180,7 +166,7 @@ def register_shaped(teams: int, prefix: str, render_dir: str | None = None) -> i
         k8s.rbac.v1.ClusterRoleBinding(
             f"{team}-queue-reader-binding",
             metadata={"name": reader, "labels": labels},
-            role_ref={"apiGroup": RBAC, "kind": "ClusterRole", "name": reader},
+            role_ref={"apiGroup": rbac, "kind": "ClusterRole", "name": reader},
             subjects=subjects,
             opts=under.merge(pulumi.ResourceOptions(depends_on=[cluster_role])),
         )
