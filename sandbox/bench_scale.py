@@ -13,7 +13,7 @@ Every row records the load average: the absolute numbers are only comparable at 
 
 Usage (inside the sandbox's namespace, see `make bench-scale`):
   python -m sandbox.bench_scale [N ...]            the table (default 10 50 200)
-  python -m sandbox.bench_scale mocks ours|trivial N   one mocks evaluation (a subprocess)
+  python -m sandbox.bench_scale mocks ours|shaped|trivial N   one mocks evaluation (a subprocess)
 """
 
 from __future__ import annotations
@@ -231,7 +231,14 @@ def shaped_under_mocks(teams: int, prefix: str = "s") -> list[dict[str, Any]]:
     return _under_mocks(program, "bench-trivial")
 
 
-MOCKS_KINDS = ("ours", "shaped", "trivial")
+# The programs evaluated under mocks, each for a number of teams (the trivial one with as many
+# objects as that stack: one namespace and ConfigMaps).
+UNDER_MOCKS: dict[str, Callable[[int], list[dict[str, Any]]]] = {
+    "ours": lambda n: ours_under_mocks(team_config(n, "m")),
+    "shaped": lambda n: shaped_under_mocks(n),
+    "trivial": lambda n: trivial_under_mocks(objects_per_stack(n) - 1),
+}
+MOCKS_KINDS = tuple(UNDER_MOCKS)
 
 
 def mocks_main(kind: str, teams: int) -> int:
@@ -241,13 +248,7 @@ def mocks_main(kind: str, teams: int) -> int:
     cost only (imports are a fixed cost the real runs pay too, shown by the CPU table)."""
     import gc
 
-    def evaluate(n: int) -> list[dict[str, Any]]:
-        if kind == "ours":
-            return ours_under_mocks(team_config(n, "m"))
-        if kind == "shaped":
-            return shaped_under_mocks(n)
-        return trivial_under_mocks(objects_per_stack(n) - 1)
-
+    evaluate = UNDER_MOCKS[kind]
     evaluate(1)
     # A full collection now, so that whether one falls inside the timed run does not depend on
     # what the imports and the warm-up left (at 10 teams one such collection is a third of
@@ -312,11 +313,7 @@ def mocks_profile_main(teams: int) -> int:
     import gc
     import pstats
 
-    kinds: dict[str, Callable[[int], list[dict[str, Any]]]] = {
-        "ours": lambda n: ours_under_mocks(team_config(n, "m")),
-        "shaped": lambda n: shaped_under_mocks(n),
-        "trivial": lambda n: trivial_under_mocks(objects_per_stack(n) - 1),
-    }
+    kinds = UNDER_MOCKS
     for run in kinds.values():
         run(1)
     objects = objects_per_stack(teams)
@@ -873,6 +870,9 @@ def main(argv: Sequence[str]) -> int:
     if argv and argv[0] == "mocks-profile":
         return mocks_profile_main(int(argv[1]))
     if argv and argv[0] == "mocks":
+        if argv[1] not in UNDER_MOCKS:
+            print(f"mocks: one of {', '.join(MOCKS_KINDS)}, not {argv[1]!r}", file=sys.stderr)
+            return 2
         return mocks_main(argv[1], int(argv[2]))
     if argv and argv[0] == "upstream":
         return upstream_main([int(a) for a in argv[1:]] or [100, 400, 1600])
