@@ -130,11 +130,10 @@ def _mocks_class() -> type:
     return _Mocks
 
 
-def __getattr__(name: str) -> Any:
-    # `_Mocks` (tests import it) subclasses pulumi.runtime.Mocks: made on first use.
-    if name == "_Mocks":
-        return _mocks_class()
-    raise AttributeError(name)
+def mocks_for(run: MockRun) -> Any:
+    """Pulumi mocks that record what the program registers into `run` (their class subclasses
+    pulumi.runtime.Mocks, so it is made on first use, not when this file loads)."""
+    return _mocks_class()(run)
 
 
 def run_stack(
@@ -165,9 +164,7 @@ def run_stack(
         run.probes.append((kubeconfig, context, timeout))
         return "ready (fake)"
 
-    pulumi.runtime.set_mocks(
-        _mocks_class()(run), project=keys.PROJECT, stack="unit", preview=preview
-    )
+    pulumi.runtime.set_mocks(mocks_for(run), project=keys.PROJECT, stack="unit", preview=preview)
     cfg: dict[str, str] = {}
     secret: list[str] = []
     if kubernetes is not None:

@@ -24,7 +24,7 @@ import pytest
 
 from components import keys
 from components.config import ConfigError, load_config
-from tests.conftest import ROOT, MockRun, _Mocks, stack_raw
+from tests.conftest import ROOT, MockRun, mocks_for, stack_raw
 
 pytestmark = pytest.mark.unit
 
@@ -500,7 +500,7 @@ def test_hostile_config_is_refused_naming_the_key_before_any_resource(hostile: C
 def _run_program(raw: dict[str, Any]) -> tuple[int | str | None, MockRun]:
     """The real program (__main__.py) under Pulumi mocks, with `raw` as its stack config."""
     run = MockRun()
-    pulumi.runtime.set_mocks(_Mocks(run), project=keys.PROJECT, stack="hostile", preview=True)
+    pulumi.runtime.set_mocks(mocks_for(run), project=keys.PROJECT, stack="hostile", preview=True)
     pulumi.runtime.set_all_config({f"{keys.PROJECT}:{k}": json.dumps(v) for k, v in raw.items()})
     try:
         runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")

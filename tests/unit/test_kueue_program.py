@@ -20,7 +20,7 @@ import yaml
 from pulumi.runtime.sync_await import _sync_await
 
 from components import keys
-from tests.conftest import MANIFEST, ROOT, MockRun, _Mocks, stack_raw
+from tests.conftest import MANIFEST, ROOT, MockRun, mocks_for, stack_raw
 
 pytestmark = pytest.mark.unit
 
@@ -32,7 +32,7 @@ def run_program(
 ) -> tuple[MockRun, Any, str]:
     """Run __main__.py with `raw` as the stack's gpu-queues config; preview, so no probe."""
     run = MockRun()
-    pulumi.runtime.set_mocks(_Mocks(run), project=keys.PROJECT, stack="unit", preview=True)
+    pulumi.runtime.set_mocks(mocks_for(run), project=keys.PROJECT, stack="unit", preview=True)
     pulumi.runtime.set_all_config(
         {f"{keys.PROJECT}:{key}": json.dumps(value) for key, value in raw.items()}, []
     )

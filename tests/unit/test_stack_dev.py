@@ -110,11 +110,11 @@ def test_shared_claim_is_protected_unless_config_allows_destroy(dev_raw):
 
     from components.config import load_config
     from components.storage import SharedStorage, SharedStorageArgs
-    from tests.conftest import MockRun, _Mocks
+    from tests.conftest import MockRun, mocks_for
 
     protected = load_config(dev_raw).shared_storage[0]
     allowed = protected.model_copy(update={"allow_destroy": True, "claim_name": "scratch"})
-    pulumi.runtime.set_mocks(_Mocks(MockRun()), project="gpu-queues", stack="unit")
+    pulumi.runtime.set_mocks(mocks_for(MockRun()), project="gpu-queues", stack="unit")
     seen = {}
 
     @pulumi.runtime.test
