@@ -163,10 +163,11 @@ def _canonical(message: Any) -> dict[str, Any]:
     return entry
 
 
-def registrations(raw: dict[str, Any]) -> dict[str, Any]:
-    """Everything the gpu-queues program of config `raw` tells the engine under mocks, by URN:
-    each resource's registration (type, name, parent, inputs, dependencies, options) and each
-    component's registered outputs. What a change that is only about speed must leave alone."""
+def registrations(raw: dict[str, Any], manifest: Any = None) -> dict[str, Any]:
+    """Everything the gpu-queues program of config `raw` (and the prepared Kueue release
+    `manifest`, if any) tells the engine under mocks, by URN: each resource's registration
+    (type, name, parent, inputs, dependencies, options) and each component's registered
+    outputs. What a change that is only about speed or layout must leave alone."""
     import pulumi
     from pulumi.runtime.mocks import MockMonitor
 
@@ -195,7 +196,7 @@ def registrations(raw: dict[str, Any]) -> dict[str, Any]:
 
     @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def run() -> None:
-        GpuQueues("gpu-queues", GpuQueuesArgs(load_config(raw), None, lambda *_: "ready"))
+        GpuQueues("gpu-queues", GpuQueuesArgs(load_config(raw), manifest, lambda *_: "ready"))
 
     run()
     # The root stack is the SDK's, registered once per process (not by the program).

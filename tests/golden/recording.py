@@ -1,0 +1,38 @@
+"""How the golden records are made: the only place that names the code under record, so that
+moving a module changes an import here and nothing else."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from typing import Any
+
+from components import keys
+from components.kueue import load_manifest, prepare_manifest
+from components.stack import validate
+from gpuq.whatif_report import Run, render, report_json
+from sandbox import bench_scale
+from tests.conftest import MANIFEST, ROOT, stack_raw
+
+
+def registrations_of(stack: str) -> dict[str, Any]:
+    raw = copy.deepcopy(stack_raw(stack))
+    kueue = raw.setdefault(keys.KEY_KUEUE, {})
+    digest = hashlib.sha256(MANIFEST.read_bytes()).hexdigest()
+    kueue["manifest"] = {"path": str(MANIFEST.relative_to(ROOT)), "sha256": digest}
+    config, _ = validate(raw)
+    prepared = None
+    if config.kueue.install:
+        docs = load_manifest(config.kueue)
+        prepared = prepare_manifest(docs, config.kueue, verified_sha256=digest)
+    return bench_scale.registrations(raw, prepared)
+
+
+def report_of(replay: dict[str, Any], which: str) -> str:
+    import json
+
+    new = Run.from_json(replay["new"])
+    base = Run.from_json(replay["base"]) if which.startswith("compare") else None
+    if which.endswith(".md"):
+        return render(new, base)
+    return json.dumps(report_json(new, base), indent=2, sort_keys=True) + "\n"
