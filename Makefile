@@ -28,7 +28,7 @@ toolchain:
 	bash toolchain/build.sh
 
 schema: venv
-	$(PY) -m components.schema --write
+	$(PY) -m gpu_queues.config.schema --write
 
 lint: venv lint-shell lint-workflows
 	$(VENV)/bin/ruff check .
@@ -70,7 +70,7 @@ sandbox-shell:
 # The guide on the sandbox: deploy the local stack, then replay the walkthrough.
 demo: venv toolchain
 	bash $(SANDBOX) up local
-	bash $(SANDBOX) exec $(PY) -m sandbox.stack up --yes --skip-preview
+	bash $(SANDBOX) exec $(PY) -m sandbox.pulumi_stack up --yes --skip-preview
 	bash $(SANDBOX) exec $(PY) -m sandbox.walkthrough
 	@echo
 	@echo "The sandbox is still running. Look around:  make sandbox-shell   (kubectl, pulumi inside)"
@@ -80,12 +80,12 @@ demo: venv toolchain
 # the stack, its own config deployed there with its deploy's policy pack config, every team's
 # queues, flavors and RBAC exercised, one table; fails when a row fails. The sandbox stays up.
 rehearse: venv toolchain
-	$(PY) -m sandbox.rehearse $(STACK) $(if $(STACK_FILE),--stack-file $(abspath $(STACK_FILE)))
+	$(PY) -m sandbox.rehearse.run $(STACK) $(if $(STACK_FILE),--stack-file $(abspath $(STACK_FILE)))
 
 # Fresh-install rounds with timings (sandbox up, pulumi up, walkthrough, down).
 ROUNDS ?= 3
 bench: venv toolchain
-	$(PY) -m sandbox.bench $(ROUNDS)
+	$(PY) -m sandbox.bench.fresh_install $(ROUNDS)
 
 # --- admission what-if and live status (docs/what-if.md) ----------------------------------
 # make what-if STACK=staging [WORKLOADS=workloads/staging] [BASE=origin/main] [OUT=dir]
@@ -94,28 +94,28 @@ bench: venv toolchain
 # a running sandbox is stopped first); report.md and report.json in OUT.
 WORKLOADS ?= workloads/$(STACK)
 what-if: venv toolchain
-	$(PY) -m gpuq.whatif --stack $(STACK) --workloads $(WORKLOADS) $(if $(BASE),--base $(BASE)) \
+	$(PY) -m sandbox.replay.cli --stack $(STACK) --workloads $(WORKLOADS) $(if $(BASE),--base $(BASE)) \
 	  $(if $(OUT),--out $(OUT)) $(if $(UNTIL),--until $(UNTIL)) $(if $(QUIET),--quiet $(QUIET))
 
 # make status [STACK=staging]: the same per-team table, read from the live cluster.
 status: venv
-	$(PY) -m gpuq.status $(if $(STACK),--stack $(STACK)) $(ARGS)
+	$(PY) -m gpu_queues.tools.status $(if $(STACK),--stack $(STACK)) $(ARGS)
 
 # Scale (issue 14, docs/scale.md): generated stacks of N teams against kubectl and a trivial
 # program on a fresh sandbox, in one run; prints the table, then stops the sandbox.
 TEAMS ?= 10 50 200
 bench-scale: venv toolchain
 	bash $(SANDBOX) up
-	bash $(SANDBOX) exec $(PY) -m sandbox.bench_scale $(TEAMS); rc=$$?; bash $(SANDBOX) down; exit $$rc
+	bash $(SANDBOX) exec $(PY) -m sandbox.bench.scale $(TEAMS); rc=$$?; bash $(SANDBOX) down; exit $$rc
 
 # --- promotion and PR previews (docs/promotion.md) ---------------------------------------
 # make promote FROM=dev TO=staging [ARGS=--dry-run]
 promote: venv
-	$(PY) -m gpuq.promote $(FROM) $(TO) $(ARGS)
+	$(PY) -m gpu_queues.tools.promote $(FROM) $(TO) $(ARGS)
 
 # make quota-diff OLD=prod@origin/main NEW=prod
 quota-diff: venv
-	$(PY) -m gpuq.quota_diff $(OLD) $(NEW) $(ARGS)
+	$(PY) -m gpu_queues.tools.quota_diff $(OLD) $(NEW) $(ARGS)
 
 # --- the Kueue release manifest (docs/kueue-manifest.md) ---------------------------------
 # Renders the pinned release from the Kueue module (checked against go.sum) with the pinned
@@ -124,13 +124,13 @@ quota-diff: venv
 # the pinned kubectl only (toolchain/build.sh k8s: linked from the cache when built).
 kueue-manifest: venv
 	bash toolchain/build.sh k8s
-	$(PY) -m components.kueue_manifest
+	$(PY) -m gpu_queues.release.render
 
 # GitHub CI: the same render with the official kubectl at the pin, checksum-verified
 # (.github/scripts/install-official.sh), instead of building Kubernetes from source.
 ci-kueue-manifest: venv
 	bash .github/scripts/install-official.sh kubectl .toolchain/bin
-	$(PY) -m components.kueue_manifest
+	$(PY) -m gpu_queues.release.render
 
 # make pin-kueue [VERSION=vX.Y.Z] [FILE=downloaded-manifests.yaml] [ARGS=--check]
 # Re-derives the manifest pin (path or official url, and sha256) of every stack installing Kueue.
@@ -139,7 +139,7 @@ ci-kueue-manifest: venv
 # moved together, and what each stack must change for that version printed (exit 3 if any).
 pin-kueue: venv
 	$(if $(FILE),,bash toolchain/build.sh k8s)
-	$(PY) -m components.kueue_pin $(if $(VERSION),--version $(VERSION)) $(if $(FILE),--file $(FILE)) $(ARGS)
+	$(PY) -m gpu_queues.release.pin $(if $(VERSION),--version $(VERSION)) $(if $(FILE),--file $(FILE)) $(ARGS)
 
 # --- tests ------------------------------------------------------------------------------
 # The unit and policy suites run on every core (pytest-xdist; an idle worker takes over

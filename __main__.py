@@ -6,12 +6,12 @@ import sys
 
 import pulumi
 
-from components.config import ConfigError, raw_from_pulumi_config
-from components.kubeclient import KubeconfigError
-from components.kueue import ManifestError
-from components.kueue_upgrade import UpgradeRefused, check_stack
-from components.settle import settle_registrations
-from components.stack import GpuQueues, GpuQueuesArgs, validate
+from gpu_queues.components.gpu_queues import GpuQueues, GpuQueuesArgs, validate
+from gpu_queues.components.settle import settle_registrations
+from gpu_queues.config.model import ConfigError, raw_from_pulumi_config
+from gpu_queues.kueue.client import KubeconfigError
+from gpu_queues.release.manifest import ManifestError
+from gpu_queues.release.upgrade import UpgradeRefused, check_stack
 
 # The Python language host's exit code for "the error was already shown to the user":
 # the engine then reports the failure without an "unhandled error" line of its own.
@@ -23,7 +23,7 @@ try:
     # and how they fit together.
     config, manifest = validate(raw_from_pulumi_config(), stack=pulumi.get_stack())
     # Then the cluster, read-only: the running Kueue and its stored CRD versions decide
-    # whether moving to this release is safe (components/kueue_upgrade.py).
+    # whether moving to this release is safe (gpu_queues/release/upgrade.py).
     move = check_stack(config, manifest, pulumi.runtime.is_dry_run())
 except (ConfigError, KubeconfigError, ManifestError, UpgradeRefused) as error:
     print(error, file=sys.stderr)
@@ -36,5 +36,5 @@ for key, value in stack.outputs.items():
     pulumi.export(key, value)
 
 
-# Last: the SDK then waits on the registrations linearly (components/settle.py).
+# Last: the SDK then waits on the registrations linearly (gpu_queues/components/settle.py).
 settle_registrations()

@@ -5,7 +5,7 @@ returns Violations. A message names the object, the rule and the fix. Values tha
 during preview (see values.py) never cause a violation: the check waits for `pulumi up`.
 The Kueue rules themselves (ClusterQueue and ResourceFlavor structure, coverage, whole numbers,
 flavors that exist) and the capacity sum are the project's one validation core,
-components/kueue_rules.py and components/capacity.py, which the stack config check runs too.
+gpu_queues/kueue/rules.py and gpu_queues/kueue/capacity.py, which the stack config check runs too.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any, Final
 
-from components import kueue_rules
-from components.capacity import (
+from gpu_queues.kueue import rules as kueue_rules
+from gpu_queues.kueue.capacity import (
     CAPACITY_ANNOTATION,
     QuotaHolder,
     declared_capacity,
     over_capacity,
     quota_totals,
 )
-from components.quantity import QuantityError, parse_quantity
+from gpu_queues.kueue.quantity import QuantityError, parse_quantity
 
 from .resource import (
     Resource,

@@ -28,9 +28,10 @@ from typing import Any
 
 import yaml
 
-from components.config import StackConfig
-from components.kueue_manifest import render_release, rendered_path
-from sandbox import fake_cluster, topology
+from gpu_queues.config.model import StackConfig
+from gpu_queues.release.render import render_release, rendered_path
+from sandbox import shape as fake_cluster
+from sandbox import topology
 from sandbox.paths import BIN, KUBECONFIG, KUBECTL, LOGS, ROOT, STATE
 from sandbox.procs import start_time
 from sandbox.topology import Cluster
@@ -443,7 +444,7 @@ def kwok_stage_files() -> list[Path]:
 
 def render_kueue_manifest(version: str) -> None:
     """The release manifest, rendered offline by the one render the stacks' pin comes from
-    (components.kueue_manifest: the Kueue module's config/ with the pinned kubectl)."""
+    (gpu_queues.release.render: the Kueue module's config/ with the pinned kubectl)."""
     render_release(version, ROOT, KUBECTL, offline=True)
 
 

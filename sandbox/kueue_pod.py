@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import yaml
 from kubernetes import client
 
-from components.kubeclient import api_client
+from gpu_queues.kueue.client import api_client
 from sandbox.paths import BIN, LOGS, STATE
 from sandbox.procs import start_time
 

@@ -37,14 +37,14 @@ up() {
       echo "sandbox: already up with topology $running, not $topology; run sandbox down first" >&2
       return 1
     fi
-    "$py" -m sandbox.fake_cluster same "$stack" ${file:+"$file"} || return 1
+    "$py" -m sandbox.shape same "$stack" ${file:+"$file"} || return 1
     echo "sandbox: already up (namespace $ns, topology $topology, shaped like stack $stack)"
     return 0
   fi
   # A stack that cannot shape a sandbox is refused before anything starts (every cluster's
   # stack, in another topology: cluster.py says how each is shaped once it is up).
   if [ "$topology" = single ]; then
-    "$py" -m sandbox.fake_cluster check "$stack" ${file:+"$file"}
+    "$py" -m sandbox.shape check "$stack" ${file:+"$file"}
   else
     "$py" -m sandbox.topology check "$topology"
   fi

@@ -1,7 +1,7 @@
 """Which control planes a sandbox runs: one cluster (the default), or a MultiKueue manager with
 two workers. Each cluster gets its own loopback address (so every component keeps its usual
 port), its own pod range on `lo`, its own state directory and its own shape: the stack file
-whose flavors become its kwok nodes (sandbox/fake_cluster.py). A MultiKueue manager's jobs run
+whose flavors become its kwok nodes (sandbox/shape.py). A MultiKueue manager's jobs run
 on its workers, so its cluster gets only the system node its stack's Kueue controller runs on.
 
 The first cluster of a topology is the primary one: its paths are the sandbox's usual ones
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from sandbox import fake_cluster
+from sandbox import shape as fake_cluster
 from sandbox.paths import KUBECONFIG, ROOT, STATE
 
 TOPOLOGY_ENV: Final = "GPUQ_TOPOLOGY"
@@ -46,7 +46,7 @@ class Cluster:
     stack: str
     shape: Path
     """The stack file whose flavors, shared volumes and Kueue controller make its nodes and
-    volumes (sandbox/fake_cluster.py)."""
+    volumes (sandbox/shape.py)."""
     primary: bool = False
     gpu_nodes: bool = True
     """False: only the system node for Kueue's own pod (a MultiKueue manager)."""

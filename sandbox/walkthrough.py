@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from kubernetes import client
 
-from components.kubeclient import api_client
+from gpu_queues.kueue.client import api_client
 from sandbox.cluster import kubectl
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")

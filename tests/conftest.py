@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from components import keys
+from gpu_queues import keys
 
 if TYPE_CHECKING:
     import pulumi
 
-    from components.config import StackConfig
+    from gpu_queues.config.model import StackConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "tests" / "unit" / "data" / "kueue-manifest.yaml"
@@ -37,7 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @functools.cache
 def _read_stack(stack: str) -> dict[str, Any]:
-    from gpuq.stackfile import read_config
+    from gpu_queues.config.stackfile import read_config
 
     return read_config(stack, ROOT)
 
@@ -147,11 +147,12 @@ def run_stack(
 
     The manifest is prepared first, as the program's validation phase does. It records a
     checksum on the controller only when `verified_sha256` is given: the digest the caller
-    verified the manifest's bytes against (components.kueue.load_release does it for real)."""
+    verified the manifest's bytes against (gpu_queues.release.manifest.load_release does it for
+    real)."""
     import pulumi
 
-    from components.kueue import prepare_manifest
-    from components.stack import GpuQueues, GpuQueuesArgs
+    from gpu_queues.components.gpu_queues import GpuQueues, GpuQueuesArgs
+    from gpu_queues.release.manifest import prepare_manifest
 
     prepared = (
         prepare_manifest(manifest, config.kueue, verified_sha256=verified_sha256)
@@ -182,7 +183,7 @@ def run_stack(
 
 
 def _test_manifest() -> list[dict[str, Any]]:
-    from components.kueue import parse_manifest
+    from gpu_queues.release.manifest import parse_manifest
 
     return parse_manifest(MANIFEST.read_bytes(), str(MANIFEST))
 
@@ -205,13 +206,13 @@ def prod_raw() -> dict[str, Any]:
 # Built once per test run: the stack tests only read what the program registered.
 @pytest.fixture(scope="session")
 def dev_run() -> MockRun:
-    from components.config import load_config
+    from gpu_queues.config.model import load_config
 
     return run_stack(load_config(stack_raw("dev")), _test_manifest())
 
 
 @pytest.fixture(scope="session")
 def prod_run() -> MockRun:
-    from components.config import load_config
+    from gpu_queues.config.model import load_config
 
     return run_stack(load_config(stack_raw("prod")), _test_manifest())

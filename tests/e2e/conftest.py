@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import stack
+from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECONFIG
 from sandbox.walkthrough import Cluster
 
@@ -19,7 +19,8 @@ from sandbox.walkthrough import Cluster
 def sandbox_up() -> Path:
     assert KUBECONFIG.exists(), "the sandbox is not up: run `make sandbox-up` (or `make test-e2e`)"
     os.environ["KUBECONFIG"] = str(KUBECONFIG)
-    # Every pulumi call of the session, through sandbox.stack or not, sees the sandbox's state.
+    # Every pulumi call of the session, through sandbox.pulumi_stack or not, sees the sandbox's
+    # state.
     os.environ.update(stack.environment())
     return KUBECONFIG
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from components.readiness import probe_webhooks
-from sandbox import stack
+from gpu_queues.components.readiness import probe_webhooks
+from sandbox import pulumi_stack as stack
 from sandbox.kueue_pod import LOG as KUEUE_LOG
 from sandbox.walkthrough import KUEUE, Cluster, condition, is_true, job
 from tests.e2e.test_walkthrough import HELD_MESSAGE

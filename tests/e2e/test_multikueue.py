@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 import yaml
 
-from sandbox import fake_cluster, stack, topology
+from sandbox import pulumi_stack as stack
+from sandbox import shape as fake_cluster
+from sandbox import topology
 from sandbox.paths import KUBECONFIG
 from sandbox.walkthrough import KUEUE, Cluster, condition, is_true, job
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import stack
+from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECONFIG
 from sandbox.walkthrough import KUEUE, Cluster
 from tests.fixtures.policy_programs import Program

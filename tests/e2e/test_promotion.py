@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.pins import kueue_version
-from gpuq import promote, quota_diff
-from gpuq.stackfile import parse_document
-from sandbox import stack
+from gpu_queues.config.stackfile import parse_document
+from gpu_queues.pins import kueue_version
+from gpu_queues.tools import promote, quota_diff
+from sandbox import pulumi_stack as stack
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sandbox import stack
+from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECONFIG
 
 pytestmark = pytest.mark.e2e

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import stack
+from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECTL
 from sandbox.walkthrough import KUEUE, Cluster, condition, is_true, job
 

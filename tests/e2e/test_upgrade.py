@@ -1,7 +1,7 @@
 """Kueue upgrades on the sandbox, with live workloads (issue 13, docs/upgrading.md).
 
 The local stack is up at the pinned release (the session's `pulumi up`). Each move renders
-the target release (components.kueue_manifest, the same render `make pin-kueue` pins) and
+the target release (gpu_queues.release.render, the same render `make pin-kueue` pins) and
 runs the real `pulumi up` with the stack's kueue.version and manifest pin overridden in the
 sandbox's generated stack file: the committed files are never touched. The sandbox's
 controller pod runner runs the binary of the pod's image tag, so the new release really
@@ -27,9 +27,9 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from components.kubeclient import api_client
-from components.kueue_manifest import pinned_version, render_release, rendered_relpath
-from sandbox import stack
+from gpu_queues.kueue.client import api_client
+from gpu_queues.release.render import pinned_version, render_release, rendered_relpath
+from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECONFIG, LOGS, ROOT
 from sandbox.walkthrough import Cluster, condition, is_true, job
 from tests.e2e.test_walkthrough import HELD_MESSAGE
@@ -224,7 +224,7 @@ def move(cluster: Cluster, version: str, name: str) -> subprocess.CompletedProce
 def test_preview_reads_the_running_kueue_and_shows_the_move(cluster: Cluster) -> None:
     """The validation phase reads the cluster (read-only) even in a preview: the running
     release from the controller's image, the CRDs' storage versions."""
-    from components.kueue_upgrade import read_live
+    from gpu_queues.release.upgrade import read_live
 
     live = read_live(KUBECONFIG.read_text(), None, [CHANGED_CRD, UNCHANGED_CRD])
     assert live.version == PINNED

@@ -37,15 +37,15 @@ from pathlib import Path
 
 import pytest
 
-from components.kubeclient import api_client
-from gpuq import status
-from gpuq.whatif_kueue import Rest
-from gpuq.whatif_report import Run, render
-from sandbox import stack
-from sandbox.fake_cluster import load_stack
+from gpu_queues.kueue.client import api_client
+from gpu_queues.tools import status
+from gpu_queues.whatif.report import Run, render
+from gpu_queues.whatif.workloads import Rest
+from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECONFIG
+from sandbox.replay.engine import replay_mix
+from sandbox.shape import load_stack
 from sandbox.walkthrough import Cluster
-from sandbox.whatif import replay_mix
 
 pytestmark = pytest.mark.e2e
 
@@ -158,7 +158,8 @@ def test_status_command_reads_the_stacks_own_kubeconfig(replayed: Run) -> None:
     # The stack's kubeconfig is a secret in the sandbox's shadow project; the command reads it
     # through the Pulumi CLI, as it would read a real stack's.
     done = subprocess.run(
-        [sys.executable, "-m", "gpuq.status", "--stack", STACK, "--project", str(stack.SHADOW),
+        [sys.executable, "-m", "gpu_queues.tools.status", "--stack", STACK, "--project",
+        str(stack.SHADOW),
          "--json"],
         capture_output=True, text=True, check=False, env={**stack.environment(), "KUBECONFIG": ""},
     )  # fmt: skip

@@ -7,11 +7,11 @@ import copy
 import hashlib
 from typing import Any
 
-from components import keys
-from components.kueue import load_manifest, prepare_manifest
-from components.stack import validate
-from gpuq.whatif_report import Run, render, report_json
-from sandbox import bench_scale
+from gpu_queues import keys
+from gpu_queues.components.gpu_queues import validate
+from gpu_queues.release.manifest import load_manifest, prepare_manifest
+from gpu_queues.whatif.report import Run, render, report_json
+from sandbox.bench import scale as bench_scale
 from tests.conftest import MANIFEST, ROOT, stack_raw
 
 

@@ -20,10 +20,10 @@ from policy_harness import (
     stack_args,
 )
 
-from components import render
-from components.kueue import load_manifest
-from components.stack import validate
-from gpuq.stackfile import read_config
+from gpu_queues.components.gpu_queues import validate
+from gpu_queues.config import render
+from gpu_queues.config.stackfile import read_config
+from gpu_queues.release.manifest import load_manifest
 from policies import rules
 from tests.conftest import run_stack
 from tests.policy.test_program_through_pack import resources, with_test_manifest

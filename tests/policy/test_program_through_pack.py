@@ -24,12 +24,13 @@ from typing import Any
 import pytest
 from policy_harness import CQ, PACK_DIR, REPO, RF, Analyzer, mandatory, run_policy, stack_args
 
-from components import keys, render
-from components.capacity import CAPACITY_ANNOTATION
-from components.config import StackConfig
-from components.kueue import load_manifest
-from components.stack import validate
-from gpuq.changed_stacks import is_deployable, policy_config
+from gpu_queues import keys
+from gpu_queues.components.gpu_queues import validate
+from gpu_queues.config import render
+from gpu_queues.config.model import StackConfig
+from gpu_queues.kueue.capacity import CAPACITY_ANNOTATION
+from gpu_queues.release.manifest import load_manifest
+from gpu_queues.tools.changed_stacks import is_deployable, policy_config
 from policies import rules
 from tests.conftest import MANIFEST, MockRun, read_yaml, run_stack, stack_raw
 from tests.unit.stackgen import random_stack
@@ -53,7 +54,8 @@ def workflow_pack_configs() -> dict[str, str]:
 
 def pack_config_of(stack: str) -> Path | None:
     """What the stack's workflow uses: the deploy job's file; else the preview matrix's choice
-    (gpuq.changed_stacks); sandbox stacks (local*) get the pack defaults, as the e2e tests."""
+    (gpu_queues.tools.changed_stacks); sandbox stacks (local*) get the pack defaults, as the e2e
+    tests."""
     named = workflow_pack_configs().get(stack)
     if named is not None:
         return REPO / named
@@ -74,7 +76,8 @@ def with_test_manifest(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def build(raw: dict[str, Any]) -> tuple[StackConfig, MockRun]:
-    """The program's validation phase (components.stack.validate: config, manifest digest and
+    """The program's validation phase (gpu_queues.components.gpu_queues.validate: config, manifest
+    digest and
     allowlist), then the stack under mocks with the digest it verified."""
     config, _ = validate(with_test_manifest(raw))
     manifest = load_manifest(config.kueue) if config.kueue.install else None

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from components.config import StackConfig
-from components.kueue_versions import supported
-from components.pins import read_pins
-from components.quantity import format_quantity
-from sandbox import fake_cluster
-from sandbox import rehearse_plan as rp
+from gpu_queues.config.model import StackConfig
+from gpu_queues.kueue.quantity import format_quantity
+from gpu_queues.kueue.versions import supported
+from gpu_queues.pins import read_pins
+from sandbox import shape as fake_cluster
+from sandbox.rehearse import plan as rp
 from tests.rehearse.stackgen import Names, rehearsal_stack, write_stack
 
 pytestmark = pytest.mark.rehearse
@@ -36,7 +36,7 @@ OTHER = next(v for v in reversed(supported()) if v != PINNED)
 def rehearse(stack: str, stack_file: Path | None = None) -> subprocess.CompletedProcess[str]:
     extra = ["--stack-file", str(stack_file)] if stack_file else []
     return subprocess.run(
-        [sys.executable, "-m", "sandbox.rehearse", stack, *extra, "--down"],
+        [sys.executable, "-m", "sandbox.rehearse.run", stack, *extra, "--down"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -156,7 +156,7 @@ def test_a_broken_stack_fails_with_the_row_and_what_the_cluster_said() -> None:
             "exec",
             sys.executable,
             "-m",
-            "sandbox.rehearse",
+            "sandbox.rehearse.run",
             "run",
             "broken",
             "--stack-file",

@@ -60,8 +60,8 @@ def inside(*argv: str | Path, timeout: float = 600) -> subprocess.CompletedProce
 
 
 def pulumi(*args: str) -> subprocess.CompletedProcess[str]:
-    """`pulumi <args> -s local` in the sandbox (sandbox/stack.py: the shadow project)."""
-    return inside(PY, "-m", "sandbox.stack", *args)
+    """`pulumi <args> -s local` in the sandbox (sandbox/pulumi_stack.py: the shadow project)."""
+    return inside(PY, "-m", "sandbox.pulumi_stack", *args)
 
 
 def kubectl(*args: str) -> str:
@@ -130,7 +130,7 @@ def start_up(event_log: Path, log: Path) -> subprocess.Popen[bytes]:
     with PULUMI_DEBUG_COMMANDS)."""
     with open(log, "wb") as out:
         STARTED.append(subprocess.Popen(
-            ["bash", str(SANDBOX), "exec", str(PY), "-m", "sandbox.stack", "up", "--yes",
+            ["bash", str(SANDBOX), "exec", str(PY), "-m", "sandbox.pulumi_stack", "up", "--yes",
              "--skip-preview", "--event-log", str(event_log)],
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -286,7 +286,7 @@ def test_an_up_killed_mid_install_converges_after_the_readmes_recovery(
     monkeypatch: pytest.MonkeyPatch,
     skip_checkpoints: str | None,
 ) -> None:
-    # Every pulumi command below inherits it (sandbox.sh exec, sandbox.stack, toolchain/run).
+    # Every pulumi command below inherits it (sandbox.sh exec, sandbox.pulumi_stack, toolchain/run).
     if skip_checkpoints is None:
         monkeypatch.delenv("PULUMI_SKIP_CHECKPOINTS", raising=False)
     else:

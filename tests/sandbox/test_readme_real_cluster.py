@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from components.pins import kueue_version
-from sandbox import fake_cluster
+from gpu_queues.pins import kueue_version
+from sandbox import shape as fake_cluster
 
 pytestmark = pytest.mark.sandbox
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.fake_cluster import FLAVOR_ANNOTATION, SHAPE_FILE, SYSTEM_NODE
+from sandbox.shape import FLAVOR_ANNOTATION, SHAPE_FILE, SYSTEM_NODE
 
 pytestmark = pytest.mark.sandbox
 

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from components.kueue_pin import set_pinned_version
-from components.kueue_versions import supported
-from components.pins import PINS_FILE
+from gpu_queues.kueue.versions import supported
+from gpu_queues.pins import PINS_FILE
+from gpu_queues.release.pin import set_pinned_version
 
 pytestmark = pytest.mark.sandbox
 
@@ -78,7 +78,7 @@ def test_base_shows_what_a_quota_move_changes(tmp_path: Path) -> None:
     pin(repo, NEW)
     out = tmp_path / "out"
     done = subprocess.run(
-        [sys.executable, "-m", "gpuq.whatif", "--stack", STACK, "--root", str(repo),
+        [sys.executable, "-m", "sandbox.replay.cli", "--stack", STACK, "--root", str(repo),
          "--workloads", str(HERE / "mix"), "--base", "main", "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=1800, check=False,
     )  # fmt: skip

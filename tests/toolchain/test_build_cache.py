@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from components.pins import read_pins
+from gpu_queues.pins import read_pins
 
 pytestmark = pytest.mark.toolchain
 

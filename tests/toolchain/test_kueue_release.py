@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from components import keys
-from components.config import load_config
-from components.kueue import load_release, parse_documents, prepare_manifest
-from components.kueue_allowlist import check_release
-from components.kueue_manifest import module_dir, pinned_version, render, rendered_relpath
-from components.kueue_pin import pin
-from gpuq.stackfile import list_stacks
+from gpu_queues import keys
+from gpu_queues.config.model import load_config
+from gpu_queues.config.stackfile import list_stacks
+from gpu_queues.release.allowlist import check_release
+from gpu_queues.release.manifest import load_release, parse_documents, prepare_manifest
+from gpu_queues.release.pin import pin
+from gpu_queues.release.render import module_dir, pinned_version, render, rendered_relpath
 from tests.conftest import stack_raw
 
 pytestmark = pytest.mark.toolchain

@@ -1,6 +1,6 @@
 """Every supported Kueue release, from its own module and with its own controller binary:
 
-- the recorded facts (components/kueue_releases.json) are what its source says;
+- the recorded facts (gpu_queues/kueue/releases.json) are what its source says;
 - its real release manifest passes the release allowlist unchanged, and every stack that
   installs Kueue prepares it at that version;
 - the manager Configuration the program renders for it is accepted by that release's own
@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components import kueue_versions
-from components.config import load_config
-from components.kueue import parse_documents, prepare_manifest
-from components.kueue_allowlist import MANAGER_CONFIG_KEY, check_release
-from components.kueue_manifest import module_dir, pinned_version, render, rendered_relpath
-from components.kueue_pin import pin_release
-from gpuq.stackfile import list_stacks
+from gpu_queues.config.model import load_config
+from gpu_queues.config.stackfile import list_stacks
+from gpu_queues.kueue import versions as kueue_versions
+from gpu_queues.release.allowlist import MANAGER_CONFIG_KEY, check_release
+from gpu_queues.release.manifest import parse_documents, prepare_manifest
+from gpu_queues.release.pin import pin_release
+from gpu_queues.release.render import module_dir, pinned_version, render, rendered_relpath
 from tests.conftest import stack_raw
 
 pytestmark = pytest.mark.toolchain

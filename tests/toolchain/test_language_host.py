@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from components.pins import read_pins
+from gpu_queues.pins import read_pins
 from tests.fixtures.python_programs import (
     FIXTURES,
     ROOT,

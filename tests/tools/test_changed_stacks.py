@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuq import changed_stacks
+from gpu_queues.tools import changed_stacks
 from tests.tools.conftest import Write, git
 
 pytestmark = pytest.mark.unit
@@ -18,12 +18,12 @@ STACKS = ["dev", "staging", "prod", "local"]
     [
         (["Pulumi.staging.yaml"], ["staging"]),
         (["Pulumi.prod.yaml", "Pulumi.dev.yaml"], ["dev", "prod"]),
-        (["components/queues.py"], ["dev", "staging", "prod"]),
+        (["gpu_queues/components/queues.py"], ["dev", "staging", "prod"]),
         (["policies/rules.py"], ["dev", "staging", "prod"]),
         (["Pulumi.yaml"], ["dev", "staging", "prod"]),
         (["requirements.lock"], ["dev", "staging", "prod"]),
         (["toolchain/pins.env"], ["dev", "staging", "prod"]),
-        (["README.md", "docs/promotion.md", "tests/unit/test_x.py", "sandbox/stack.py"], []),
+        (["README.md", "docs/promotion.md", "tests/unit/test_x.py", "sandbox/pulumi_stack.py"], []),
         (["Pulumi.local.yaml"], []),  # the sandbox stack: the e2e tests cover it
         (["Pulumi.gone.yaml"], []),  # deleted in the change: nothing to preview
         ([], []),

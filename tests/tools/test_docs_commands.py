@@ -67,11 +67,11 @@ def run_as_main(module: str, *args: str) -> tuple[object, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_shown_gpuq_commands_exist_with_their_options() -> None:
+def test_shown_tool_commands_exist_with_their_options() -> None:
     helps: dict[str, str] = {}
     for doc, command in shown_commands():
         words = shlex.split(command)
-        if words[:2] != ["python", "-m"] or not words[2].startswith("gpuq."):
+        if words[:2] != ["python", "-m"] or not words[2].startswith("gpu_queues.tools."):
             continue
         if words[2] not in helps:
             code, stdout, stderr = run_as_main(words[2], "--help")
@@ -79,4 +79,4 @@ def test_shown_gpuq_commands_exist_with_their_options() -> None:
             helps[words[2]] = stdout
         for option in (w.split("=", 1)[0] for w in words[3:] if w.startswith("--")):
             assert option in helps[words[2]], f"{doc}: `{command}`: {words[2]} has no {option}"
-    assert {"gpuq.quota_diff", "gpuq.promote"} <= set(helps)
+    assert {"gpu_queues.tools.quota_diff", "gpu_queues.tools.promote"} <= set(helps)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from components.pins import read_pins
+from gpu_queues.pins import read_pins
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / ".github" / "scripts" / "install-official.sh"

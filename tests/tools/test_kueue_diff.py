@@ -1,4 +1,5 @@
-"""gpuq.kueue_diff and its place in the PR comment: a Kueue version change shown prominently.
+"""gpu_queues.tools.kueue_diff and its place in the PR comment: a Kueue version change shown
+prominently.
 
 Manifests here are the unit fixture release at two versions with a change made on purpose;
 tests/toolchain/test_kueue_versions.py compares the real renders of supported releases.
@@ -14,10 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components.kueue_manifest import RenderError
-from gpuq import kueue_diff
-from gpuq.kueue_diff import changed_paths, object_changes, section, side_from_raw
-from gpuq.pr_comment import with_kueue_diff
+from gpu_queues.release.render import RenderError
+from gpu_queues.tools import kueue_diff
+from gpu_queues.tools.kueue_diff import changed_paths, object_changes, section, side_from_raw
+from gpu_queues.tools.pr_comment import with_kueue_diff
 from tests.conftest import MANIFEST
 from tests.tools.conftest import git
 

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from gpuq.pr_comment import upsert
+from gpu_queues.tools.pr_comment import upsert
 
 pytestmark = pytest.mark.unit
 

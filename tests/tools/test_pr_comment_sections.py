@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gpuq.pr_comment import main, split, upsert
+from gpu_queues.tools.pr_comment import main, split, upsert
 
 pytestmark = pytest.mark.unit
 

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config import KueueConfig
-from components.pins import kueue_version
-from gpuq import promote, yamledit
+from gpu_queues.config import yamledit
+from gpu_queues.config.model import KueueConfig
+from gpu_queues.pins import kueue_version
+from gpu_queues.tools import promote
 from tests.tools.conftest import Write
 
 pytestmark = pytest.mark.unit

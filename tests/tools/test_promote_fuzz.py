@@ -28,10 +28,11 @@ import pytest
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
-from components.pins import kueue_version
-from gpuq import promote, yamledit
-from gpuq.secure import Secure, load_stack_config
-from gpuq.stackfile import config_of, parse_document
+from gpu_queues.config import yamledit
+from gpu_queues.config.secure import Secure, load_stack_config
+from gpu_queues.config.stackfile import config_of, parse_document
+from gpu_queues.pins import kueue_version
+from gpu_queues.tools import promote
 from tests.properties import examples
 
 pytestmark = pytest.mark.unit

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuq import quota_diff
-from gpuq.stackfile import StackFileError
+from gpu_queues.config.stackfile import StackFileError
+from gpu_queues.tools import quota_diff
 from tests.tools.conftest import Write, flavor, git, stack_yaml, team
 
 pytestmark = pytest.mark.unit

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, SecretStr
 
-from components.config import ConfigError
-from gpuq import promote, quota_diff, secure
-from gpuq.secure import Secure, mark_secure
-from gpuq.stackfile import StackFileError, config_of, parse_document, read_config
+from gpu_queues.config import secure
+from gpu_queues.config.model import ConfigError
+from gpu_queues.config.secure import Secure, mark_secure
+from gpu_queues.config.stackfile import StackFileError, config_of, parse_document, read_config
+from gpu_queues.tools import promote, quota_diff
 from tests.tools.conftest import Write
 
 pytestmark = pytest.mark.unit
@@ -113,7 +114,7 @@ def test_promotion_into_a_stack_with_secrets_carries_them_untouched(tmp_path: Pa
 
 
 def _version(text: str) -> str:
-    from components.pins import kueue_version
+    from gpu_queues.pins import kueue_version
 
     match = re.search(r"^    version: (\S+)", text, re.M)
     return match[1] if match else kueue_version()
@@ -181,7 +182,7 @@ def test_a_secret_value_is_never_promoted_between_stacks(
 ) -> None:
     # Even if a model one day allowed a secret under a travelling key, its ciphertext belongs
     # to the source stack's key and is never copied.
-    from components.config import StackConfig
+    from gpu_queues.config.model import StackConfig
 
     monkeypatch.setattr(
         secure,
@@ -189,7 +190,7 @@ def test_a_secret_value_is_never_promoted_between_stacks(
         lambda model=StackConfig: (("kueue", "manager", "integrations", "frameworks", secure.ANY),),
     )
     # ... and the integration-name check, which would otherwise refuse the placeholder.
-    from components import config_checks
+    from gpu_queues.config import checks as config_checks
 
     monkeypatch.setattr(config_checks.kueue_versions, "framework_problems", lambda *_: [])
     frameworks = "[batch/job, {secure: 'v1:AAAA:BBBB'}]"

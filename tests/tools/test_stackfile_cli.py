@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from gpuq import promote, quota_diff
-from gpuq.stackfile import StackFileError, parse_document
+from gpu_queues.config.stackfile import StackFileError, parse_document
+from gpu_queues.tools import promote, quota_diff
 from tests.tools import pulumi_fixtures
 from tests.tools.test_secure import check_cli_shapes
 

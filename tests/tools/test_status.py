@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuq import status
+from gpu_queues.tools import status
 from tests.conftest import ROOT
 from tests.tools.conftest import Write
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.config import load_config
-from gpuq.stackfile import read_config
-from gpuq.whatif_bench import mix
-from gpuq.whatif_mix import Catalog, load_mix
+from gpu_queues.config.model import load_config
+from gpu_queues.config.stackfile import read_config
+from gpu_queues.whatif.mix import Catalog, load_mix
+from sandbox.bench.whatif_mixes import mix
 
 pytestmark = pytest.mark.unit
 

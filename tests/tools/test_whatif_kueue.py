@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from gpuq.whatif_kueue import admitted_flavor, assigned_flavors
-from sandbox.rehearse_plan import POD_SET
+from gpu_queues.whatif.workloads import admitted_flavor, assigned_flavors
+from sandbox.rehearse.plan import POD_SET
 
 pytestmark = pytest.mark.unit
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config import load_config
-from gpuq.stackfile import parse_config
-from gpuq.whatif_mix import (
+from gpu_queues.config.model import load_config
+from gpu_queues.config.stackfile import parse_config
+from gpu_queues.whatif.mix import (
     ANNOTATION_DURATION,
     ANNOTATION_SUBMIT_AT,
     COMPLETE_AFTER,

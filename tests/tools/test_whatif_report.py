@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from gpuq.whatif_report import (
+from gpu_queues.whatif.report import (
     PUBLIC_TEAM_KEYS,
     PUBLIC_WORKLOAD_KEYS,
     Run,

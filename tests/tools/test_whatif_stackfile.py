@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.kueue_pin import set_pinned_version
-from components.kueue_versions import supported
-from components.pins import PINS_FILE, read_pins
-from gpuq import whatif
-from sandbox import fake_cluster, kueue_pod, rehearse
+from gpu_queues.kueue.versions import supported
+from gpu_queues.pins import PINS_FILE, read_pins
+from gpu_queues.release.pin import set_pinned_version
+from sandbox import kueue_pod
+from sandbox import shape as fake_cluster
+from sandbox.rehearse import run as rehearse
+from sandbox.replay import cli as whatif
 from tests.conftest import ROOT
 from tests.tools.conftest import Write, git
 
@@ -73,7 +75,7 @@ def test_a_stack_without_waitforpodsready_is_deployed_unchanged() -> None:
 
 def _default_on_release() -> str:
     """A supported release that turns waitForPodsReady on when the Configuration has none."""
-    from components.kueue_versions import release
+    from gpu_queues.kueue.versions import release
 
     on = [v for v in supported() if (r := release(v)) and r.wait_for_pods_ready_default]
     assert on, "no supported release turns waitForPodsReady on by default"

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from components.config import load_config
-from gpuq import whatif as whatif_cli
-from gpuq.pr_comment import main as pr_comment_main
-from gpuq.stackfile import read_config
-from gpuq.whatif_ci import main as whatif_ci_main
-from gpuq.whatif_ci import whatif_stacks
-from gpuq.whatif_mix import Catalog, load_mix
+from gpu_queues.config.model import load_config
+from gpu_queues.config.stackfile import read_config
+from gpu_queues.tools.pr_comment import main as pr_comment_main
+from gpu_queues.tools.whatif_ci import main as whatif_ci_main
+from gpu_queues.tools.whatif_ci import whatif_stacks
+from gpu_queues.whatif.mix import Catalog, load_mix
+from sandbox.replay import cli as whatif_cli
 from tests.conftest import read_yaml
 from tests.tools.conftest import git
 
@@ -68,8 +68,13 @@ def _command(run: str, module: str) -> list[str]:
 def test_the_stacks_job_hands_the_what_if_its_stacks() -> None:
     stacks = _jobs()["stacks"]
     assert stacks["outputs"]["whatif"] == "${{ steps.whatif.outputs.stacks }}"
-    _, step = _step("stacks", r"gpuq\.whatif_ci")
-    assert _command(step["run"], "gpuq.whatif_ci") == ["--base", "$BASE_SHA", "--head", "$HEAD_SHA"]
+    _, step = _step("stacks", r"gpu_queues\.tools\.whatif_ci")
+    assert _command(step["run"], "gpu_queues.tools.whatif_ci") == [
+        "--base",
+        "$BASE_SHA",
+        "--head",
+        "$HEAD_SHA",
+    ]
     assert step["env"]["BASE_SHA"] == "${{ github.event.pull_request.base.sha }}"
     assert 'echo "stacks=$stacks" >> "$GITHUB_OUTPUT"' in step["run"]
     job = _jobs()["what-if"]
@@ -83,7 +88,7 @@ def test_the_stacks_job_hands_the_what_if_its_stacks() -> None:
     [
         (["Pulumi.staging.yaml"], ["staging"]),
         (["Pulumi.dev.yaml"], []),  # no mix for dev
-        (["components/queues.py"], ["staging", "prod"]),
+        (["gpu_queues/components/queues.py"], ["staging", "prod"]),
         (["workloads/prod/nlp.yaml"], ["prod"]),
         (["workloads/local/x.yaml", "Pulumi.local.yaml"], []),  # sandbox stacks never
         (["README.md", "tests/e2e/x.py", "workloads/README.md"], []),
@@ -174,7 +179,7 @@ def test_pulumi_comes_from_the_official_release_where_the_sandbox_finds_it() -> 
     assert "install-official.sh pulumi .toolchain/bin" in run  # first on toolchain/run's PATH
     assert "install-official.sh kubernetes-provider" in run
     # toolchain/run installs .toolchain/plugins/pulumi-resource-kubernetes into every
-    # sandbox's own PULUMI_HOME (sandbox/stack.py), from the file copied there.
+    # sandbox's own PULUMI_HOME (sandbox/pulumi_stack.py), from the file copied there.
     assert re.search(
         r'cp "\$home/plugins/resource-kubernetes-v\$PULUMI_KUBERNETES_VERSION/'
         r'pulumi-resource-kubernetes" \.toolchain/plugins/',
@@ -189,7 +194,7 @@ def test_pulumi_comes_from_the_official_release_where_the_sandbox_finds_it() -> 
 
 
 def test_the_replay_runs_as_root_against_the_prs_base_and_parses() -> None:
-    i, step = _step("what-if", r"gpuq\.whatif ")
+    i, step = _step("what-if", r"sandbox\.replay\.cli ")
     assert i > _step("what-if", r"build\.sh")[0]
     assert i > _step("what-if", r"install-official\.sh pulumi")[0]
     assert step["run"].lstrip().startswith("sudo env ")
@@ -197,7 +202,7 @@ def test_the_replay_runs_as_root_against_the_prs_base_and_parses() -> None:
         assert kept in step["run"], f"{kept}: the sandbox reads Go's module cache as the runner"
     assert step["env"]["BASE_SHA"] == "${{ github.event.pull_request.base.sha }}"
     assert step["env"]["STACK"] == "${{ matrix.stack }}"
-    args = _command(step["run"], "gpuq.whatif")
+    args = _command(step["run"], "sandbox.replay.cli")
     assert args == [
         "--stack", "$STACK", "--workloads", "workloads/$STACK", "--base", "$BASE_SHA",
         "--out", "$RUNNER_TEMP/what-if",
@@ -217,9 +222,9 @@ def test_the_replay_runs_as_root_against_the_prs_base_and_parses() -> None:
 
 
 def test_the_report_goes_to_the_stacks_quota_diff_comment_as_a_section(tmp_path: Path) -> None:
-    i, step = _step("what-if", r"gpuq\.pr_comment")
-    assert i > _step("what-if", r"gpuq\.whatif ")[0]
-    args = _command(step["run"], "gpuq.pr_comment")
+    i, step = _step("what-if", r"gpu_queues\.tools\.pr_comment")
+    assert i > _step("what-if", r"sandbox\.replay\.cli ")[0]
+    args = _command(step["run"], "gpu_queues.tools.pr_comment")
     assert args == [
         "--pr", "$PR", "--marker", "quota-diff-$STACK", "--section", "what-if",
         "--body-file", "$RUNNER_TEMP/what-if/report.md",

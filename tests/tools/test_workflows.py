@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from components.pins import PINS_FILE, read_pins
+from gpu_queues.pins import PINS_FILE, read_pins
 from tests.conftest import read_yaml
 
 pytestmark = pytest.mark.unit
@@ -506,17 +506,17 @@ def test_workflows_call_scripts_and_modules_that_exist() -> None:
     for name, run in _runs():
         for script in re.findall(r"\bbash (\S+\.sh)\b", run):
             assert (ROOT / script).is_file(), f"{name}: {script} does not exist"
-        for module in re.findall(r"-m (gpuq\.\w+)", run):
+        for module in re.findall(r"-m ((?:gpu_queues|sandbox)(?:\.\w+)+)", run):
             assert (ROOT / (module.replace(".", "/") + ".py")).is_file(), f"{name}: {module}"
 
 
 def test_workflows_use_the_project_scripts() -> None:
     text = "\n".join(p.read_text() for p in WORKFLOWS)
     for needle in (
-        "gpuq.changed_stacks",
-        "gpuq.quota_diff",
-        "gpuq.pr_comment",
-        "gpuq.promote",
+        "gpu_queues.tools.changed_stacks",
+        "gpu_queues.tools.quota_diff",
+        "gpu_queues.tools.pr_comment",
+        "gpu_queues.tools.promote",
         "make venv",
         "make lint",
         "make test-unit",

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from components.config import load_config
-from sandbox import bench_scale as bench
+from gpu_queues.config.model import load_config
+from sandbox.bench import scale as bench
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from components.config import ConfigError, load_config
+from gpu_queues.config.model import ConfigError, load_config
 
 pytestmark = pytest.mark.unit
 

@@ -22,8 +22,8 @@ from typing import Any
 import pulumi
 import pytest
 
-from components import keys
-from components.config import ConfigError, load_config
+from gpu_queues import keys
+from gpu_queues.config.model import ConfigError, load_config
 from tests.conftest import ROOT, MockRun, mocks_for, stack_raw
 
 pytestmark = pytest.mark.unit
@@ -530,7 +530,7 @@ def test_near_misses_are_accepted(base, edits):
 
 
 def test_namespaces_the_kueue_manifest_creates_are_refused_once_it_is_known():
-    from components.config_checks import reserved_namespace_problems
+    from gpu_queues.config.checks import reserved_namespace_problems
 
     raw = copy.deepcopy(stack_raw("prod"))
     edit(raw, "teams[1].namespace", "kueue-metrics")

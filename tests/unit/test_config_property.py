@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.config import ConfigError, StackConfig, load_config
+from gpu_queues.config.model import ConfigError, StackConfig, load_config
 from tests.conftest import stack_raw
 from tests.properties import examples
 from tests.unit.stackgen import random_stack

@@ -1,4 +1,4 @@
-"""The sandbox's simulated cloud, shaped like a stack (sandbox/fake_cluster.py): one fake node
+"""The sandbox's simulated cloud, shaped like a stack (sandbox/shape.py): one fake node
 per declared node, a system node for Kueue's controller, adopted namespaces, shared volumes,
 and the record of which stack shaped a running sandbox."""
 
@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from components.config import load_config
-from components.kueue_versions import supported
-from components.pins import read_pins
-from sandbox import fake_cluster as fc
+from gpu_queues.config.model import load_config
+from gpu_queues.kueue.versions import supported
+from gpu_queues.pins import read_pins
 from sandbox import kueue_pod
+from sandbox import shape as fc
 from tests.conftest import ROOT, stack_raw
 from tests.rehearse.stackgen import rehearsal_stack, write_stack
 

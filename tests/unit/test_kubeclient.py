@@ -27,8 +27,8 @@ import pytest
 import yaml
 from kubernetes import client
 
-from components.kubeclient import KubeconfigError, api_client, resolve, validate
-from components.readiness import probe_webhooks
+from gpu_queues.components.readiness import probe_webhooks
+from gpu_queues.kueue.client import KubeconfigError, api_client, resolve, validate
 
 pytestmark = pytest.mark.unit
 

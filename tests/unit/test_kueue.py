@@ -7,9 +7,9 @@ import hashlib
 import pytest
 import yaml
 
-from components import keys
-from components.config import KueueConfig, load_config
-from components.kueue import (
+from gpu_queues import keys
+from gpu_queues.config.model import KueueConfig, load_config
+from gpu_queues.release.manifest import (
     MANAGER_CONFIG_KEY,
     ManifestError,
     load_manifest,

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components import keys
-from components.config import KueueConfig
-from components.kueue import ManifestError, parse_documents, prepare_manifest
-from components.kueue_allowlist import Document, check_release, find
+from gpu_queues import keys
+from gpu_queues.config.model import KueueConfig
+from gpu_queues.release.allowlist import Document, check_release, find
+from gpu_queues.release.manifest import ManifestError, parse_documents, prepare_manifest
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""`make pin-kueue` (components.kueue_pin): the manifest pin written into stack files.
+"""`make pin-kueue` (gpu_queues.release.pin): the manifest pin written into stack files.
 
 Render mode needs the toolchain (tests/toolchain/test_kueue_release.py); here the stack file
 editing and the --file mode, on the committed stack files and on unusual ones.
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.kueue_pin import (
+from gpu_queues.release.pin import (
     PinError,
     main,
     pin,
@@ -346,7 +346,8 @@ def test_storage_refusals_apply_the_programs_upgrade_rule_to_the_two_releases():
 
 
 def test_a_crlf_stack_file_keeps_its_line_breaks_and_secure_value():
-    """The pin is gpuq.yamledit's edit (promote's too): a file written on Windows stays CRLF
+    """The pin is gpu_queues.config.yamledit's edit (promote's too): a file written on Windows
+    stays CRLF
     throughout, its secure value and comments untouched."""
     text = (
         "encryptionsalt: v1:c2FsdA==:v1:AAAA\r\n"

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from pulumi.runtime.sync_await import _sync_await
 
-from components import keys
+from gpu_queues import keys
 from tests.conftest import MANIFEST, ROOT, MockRun, mocks_for, stack_raw
 
 pytestmark = pytest.mark.unit
@@ -182,9 +182,9 @@ def test_a_team_namespace_the_manifest_creates_is_refused(tmp_path, capsys, team
 
 def test_a_namespace_only_a_custom_manifest_creates_is_refused_too(manifest):
     # The check is derived from the manifest, not a fixed list: whatever namespace it creates.
-    from components.config import ConfigError, load_config
-    from components.kueue import PreparedManifest
-    from components.stack import manifest_problems
+    from gpu_queues.components.gpu_queues import manifest_problems
+    from gpu_queues.config.model import ConfigError, load_config
+    from gpu_queues.release.manifest import PreparedManifest
 
     config = load_config(stack_raw("prod"))
     prepared = PreparedManifest("v0.18.3", (), None, frozenset({"team-vision"}))

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components import capacity as cap
-from components import kueue_rules as kr
-from components.quantity import parse_quantity
+from gpu_queues.kueue import capacity as cap
+from gpu_queues.kueue import rules as kr
+from gpu_queues.kueue.quantity import parse_quantity
 from tests.properties import examples
 
 pytestmark = pytest.mark.unit

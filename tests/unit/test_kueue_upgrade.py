@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from components.config import load_config
-from components.kueue import prepare_manifest
-from components.kueue_upgrade import (
+from gpu_queues.config.model import load_config
+from gpu_queues.release.manifest import prepare_manifest
+from gpu_queues.release.upgrade import (
     ClusterUnreadable,
     LiveCrd,
     LiveKueue,

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from components import kueue_versions as kv
-from components.config import ConfigError, load_config
-from components.kueue_versions import Release, advice, gate_problems, parse_version
+from gpu_queues.config.model import ConfigError, load_config
+from gpu_queues.kueue import versions as kv
+from gpu_queues.kueue.versions import Release, advice, gate_problems, parse_version
 
 pytestmark = pytest.mark.unit
 
@@ -99,7 +99,7 @@ def test_the_pinned_version_is_used_when_the_stack_sets_none(prod_raw):
 
 
 def load_pin() -> str:
-    from components.pins import kueue_version
+    from gpu_queues.pins import kueue_version
 
     return kueue_version()
 

@@ -12,22 +12,23 @@ from typing import Any
 import pytest
 import yaml
 
-from components import keys, render
-from components.config import ConfigError, load_config
-from components.multikueue import (
+from gpu_queues import keys
+from gpu_queues.components.gpu_queues import multikueue_problems
+from gpu_queues.components.multikueue import (
     default_origin,
     effective_kueue,
     manager_rules,
     worker_kubeconfig,
 )
-from components.multikueue_checks import (
+from gpu_queues.config import render
+from gpu_queues.config.model import ConfigError, load_config
+from gpu_queues.config.multikueue import (
     kubeconfig_problems,
     stack_file_problems,
     worker_stack_problems,
 )
-from components.schema import build_schema
-from components.stack import multikueue_problems
-from gpuq.stackfile import parse_config
+from gpu_queues.config.schema import build_schema
+from gpu_queues.config.stackfile import parse_config
 from tests.conftest import TOKEN_SECRET_DATA, WORKER_KUBECONFIG, MockRun, run_stack
 
 pytestmark = pytest.mark.unit
@@ -525,7 +526,7 @@ def test_a_generated_manager_config_round_trips_through_json_like_the_engine_pas
 
 
 def test_a_cluster_queue_lists_each_admission_check_once_and_at_least_one() -> None:
-    from components import kueue_rules
+    from gpu_queues.kueue import rules as kueue_rules
 
     cq = render.cluster_queue(team(), ["multikueue-ml"])
     assert kueue_rules.cluster_queue_errors(cq) == []

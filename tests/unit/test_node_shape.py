@@ -7,9 +7,9 @@ from fractions import Fraction
 
 import pytest
 
-from components.config import ConfigError, load_config
-from components.hardware import flavor_hardware, flavor_nodes
-from gpuq import quota_diff
+from gpu_queues.config.hardware import flavor_hardware, flavor_nodes
+from gpu_queues.config.model import ConfigError, load_config
+from gpu_queues.tools import quota_diff
 from tests.conftest import stack_raw
 
 pytestmark = pytest.mark.unit

@@ -1,11 +1,11 @@
-"""components.pins reads toolchain/pins.env; the default Kueue version comes from it."""
+"""gpu_queues.pins reads toolchain/pins.env; the default Kueue version comes from it."""
 
 from __future__ import annotations
 
 import pytest
 
-from components.config import KueueConfig
-from components.pins import PINS_FILE, read_pins
+from gpu_queues.config.model import KueueConfig
+from gpu_queues.pins import PINS_FILE, read_pins
 
 pytestmark = pytest.mark.unit
 

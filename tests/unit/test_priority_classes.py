@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from components import keys, render
-from components.config import ConfigError, load_config
+from gpu_queues import keys
+from gpu_queues.config import render
+from gpu_queues.config.model import ConfigError, load_config
 from tests.conftest import MANIFEST, run_stack, stack_raw
 
 pytestmark = pytest.mark.unit
@@ -17,7 +18,7 @@ CLASSES = [
 
 
 def test_priority_classes_are_registered_as_workload_priority_classes() -> None:
-    from components.kueue import parse_manifest
+    from gpu_queues.release.manifest import parse_manifest
 
     raw = stack_raw("prod") | {keys.KEY_PRIORITY_CLASSES: CLASSES}
     run = run_stack(load_config(raw), parse_manifest(MANIFEST.read_bytes(), str(MANIFEST)))

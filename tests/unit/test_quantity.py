@@ -1,4 +1,4 @@
-"""Kubernetes quantity parsing (components.quantity), as the API server reads quotas."""
+"""Kubernetes quantity parsing (gpu_queues.kueue.quantity), as the API server reads quotas."""
 
 from fractions import Fraction
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.quantity import QuantityError, format_quantity, parse_quantity
+from gpu_queues.kueue.quantity import QuantityError, format_quantity, parse_quantity
 
 pytestmark = pytest.mark.unit
 

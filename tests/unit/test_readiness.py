@@ -8,8 +8,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from components import kubeclient
-from components.readiness import KueueNotReady, probe_webhooks
+from gpu_queues.components.readiness import KueueNotReady, probe_webhooks
+from gpu_queues.kueue import client as kubeclient
 
 pytestmark = pytest.mark.unit
 

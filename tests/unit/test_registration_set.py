@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from sandbox import bench_scale as bench
+from sandbox.bench import scale as bench
 
 pytestmark = pytest.mark.unit
 

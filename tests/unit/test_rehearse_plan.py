@@ -1,5 +1,5 @@
-"""What a rehearsal asks of each team (sandbox/rehearse_plan.py) and how it reads the answers
-(sandbox/rehearse.py), without a cluster: Kueue's ceilings from the stack config, job shapes
+"""What a rehearsal asks of each team (sandbox/rehearse/plan.py) and how it reads the answers
+(sandbox/rehearse/run.py), without a cluster: Kueue's ceilings from the stack config, job shapes
 within quota and nodes, Kueue's held message, the deploy's policy config, the substitutions."""
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config import StackConfig, load_config
-from components.quantity import parse_quantity
-from sandbox import rehearse_plan as rp
-from sandbox.fake_cluster import load_stack
-from sandbox.rehearse import (
+from gpu_queues.config.model import StackConfig, load_config
+from gpu_queues.kueue.quantity import parse_quantity
+from sandbox.rehearse import plan as rp
+from sandbox.rehearse.run import (
     CheckFailed,
     check_held_message,
     deploy_policy_config,
     job_manifest,
     sandbox_stack_file,
 )
+from sandbox.shape import load_stack
 from tests.conftest import ROOT, stack_raw
 from tests.rehearse.stackgen import rehearsal_stack, write_stack
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from components import schema
+from gpu_queues.config import schema
 
 pytestmark = pytest.mark.unit
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components import keys
+from gpu_queues import keys
 
 pytestmark = pytest.mark.unit
 
@@ -108,8 +108,8 @@ def test_kueue_objects_wait_for_the_readiness_probe(dev_run):
 def test_shared_claim_is_protected_unless_config_allows_destroy(dev_raw):
     import pulumi
 
-    from components.config import load_config
-    from components.storage import SharedStorage, SharedStorageArgs
+    from gpu_queues.components.storage import SharedStorage, SharedStorageArgs
+    from gpu_queues.config.model import load_config
     from tests.conftest import MockRun, mocks_for
 
     protected = load_config(dev_raw).shared_storage[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components import keys
+from gpu_queues import keys
 
 pytestmark = pytest.mark.unit
 

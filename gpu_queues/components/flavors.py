@@ -1,0 +1,44 @@
+"""ResourceFlavors: the classes of nodes quotas are counted against (rendered by
+gpu_queues/config/render.py, with the capacity annotation the policy pack checks quotas against)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpu_queues.config import render
+from gpu_queues.config.model import Flavor
+
+
+@dataclass(frozen=True)
+class FlavorsArgs:
+    flavors: Sequence[Flavor]
+    ready: pulumi.Input[Sequence[pulumi.Resource]] | None = None
+    """Kueue readiness gate (KueueReady.dependency)."""
+
+
+class Flavors(pulumi.ComponentResource):
+    """One kueue.x-k8s.io/v1beta2 ResourceFlavor per configured flavor."""
+
+    by_name: dict[str, k8s.apiextensions.CustomResource]
+
+    def __init__(
+        self, name: str, args: FlavorsArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpu-queues:flavors:Flavors", name, None, opts)
+        self.by_name = {}
+        for flavor in args.flavors:
+            obj = render.resource_flavor(flavor)  # what the config check validated
+            self.by_name[flavor.name] = k8s.apiextensions.CustomResource(
+                f"{name}-{flavor.name}",
+                api_version=obj["apiVersion"],
+                kind=obj["kind"],
+                metadata=obj["metadata"],
+                spec=obj.get("spec"),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=args.ready),
+            )
+        self.names = pulumi.Output.from_input(list(self.by_name))
+        self.register_outputs({"names": self.names})

@@ -1,0 +1,297 @@
+"""GpuQueues: the whole stack, wired in dependency order, under one explicit provider.
+
+`validate` is the program's validation phase: the stack config, the Kueue manifest and how
+they fit together are all checked there, before the first resource (the provider included)
+is registered. GpuQueues only builds what `validate` returned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+
+from gpu_queues import keys
+from gpu_queues.components.cohort import SharedCohort, SharedCohortArgs
+from gpu_queues.components.flavors import Flavors, FlavorsArgs
+from gpu_queues.components.kueue import KueueRelease, KueueReleaseArgs
+from gpu_queues.components.multikueue import (
+    ManagerArgs,
+    MultiKueueManager,
+    MultiKueueWorkerAccess,
+    WorkerAccessArgs,
+    effective_kueue,
+)
+from gpu_queues.components.priorities import PriorityClasses, PriorityClassesArgs
+from gpu_queues.components.provider import build_provider, connection
+from gpu_queues.components.queues import TeamQueues, TeamQueuesArgs
+from gpu_queues.components.readiness import (
+    KueueReady,
+    KueueReadyArgs,
+    Probe,
+    probe_for,
+    probe_webhooks,
+)
+from gpu_queues.components.storage import SharedStorage, SharedStorageArgs
+from gpu_queues.config import multikueue as multikueue_checks
+from gpu_queues.config import render
+from gpu_queues.config.checks import reserved_namespace_problems
+from gpu_queues.config.model import ConfigError, Problem, StackConfig, load_config
+from gpu_queues.config.multikueue import DEFAULT_FRAMEWORKS
+from gpu_queues.kueue.client import KubeconfigError, resolve
+from gpu_queues.kueue.client import validate as validate_kubeconfig
+from gpu_queues.kueue.fields import api_server_url_problem
+from gpu_queues.release.manifest import PROJECT_ROOT, PreparedManifest, load_release
+
+
+@dataclass(frozen=True)
+class GpuQueuesArgs:
+    config: StackConfig
+    manifest: PreparedManifest | None
+    """The checked, prepared release (gpu_queues.release.manifest.load_release); None when not
+    installing."""
+    probe: Probe = probe_webhooks
+
+
+def manifest_problems(config: StackConfig, manifest: PreparedManifest | None) -> list[Problem]:
+    """Stack config that clashes with the manifest: a team namespace (or a submitter service
+    account's namespace) the manifest creates. One rule with load_config's reserved
+    namespaces: config_checks.reserved_namespace_problems, given the manifest's namespaces."""
+    if manifest is None:
+        return []
+    return reserved_namespace_problems(config, extra=manifest.namespaces)
+
+
+def _runtime_secret_keys() -> list[str] | None:
+    """The config keys the engine holds as secrets, when the language host says (it sets
+    PULUMI_CONFIG_SECRET_KEYS for the program); None outside a Pulumi run."""
+    text = os.environ.get("PULUMI_CONFIG_SECRET_KEYS")
+    if text is None:
+        return None
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return None
+    return [str(k) for k in found] if isinstance(found, list) else None
+
+
+def _worker_server(config: StackConfig) -> str | None:
+    """The API server a worker stack's managers dial (None when it cannot be told here)."""
+    role = config.multi_kueue.worker if config.multi_kueue else None
+    if role is None:
+        return None
+    if role.server is not None:
+        return role.server
+    kubeconfig = config.kubernetes.kubeconfig
+    try:
+        conn = resolve(
+            kubeconfig.get_secret_value() if kubeconfig else None,
+            config.kubernetes.context,
+            run_exec=False,
+        )
+    except KubeconfigError:
+        return None  # no kubeconfig where this runs (a CI preview): checked where it applies
+    return conn.server
+
+
+def multikueue_problems(
+    raw: Mapping[str, Any],
+    config: StackConfig,
+    project_dir: Path,
+    stack: str | None,
+    secret_keys: list[str] | None,
+) -> list[Problem]:
+    """The MultiKueue checks that read beyond the config: inside the secret kubeconfigs, the
+    stack's own file (a plain-text worker kubeconfig), the engine's secret keys, the worker
+    stacks' files in the project, and the address a worker stack gives its managers."""
+    mk = config.multi_kueue
+    problems: list[Problem] = []
+    if mk is not None and mk.manager is not None:
+        problems += multikueue_checks.inline_kubeconfig_problems(raw)
+        problems += multikueue_checks.worker_stack_problems(raw, project_dir, stack)
+        own = project_dir / f"Pulumi.{stack}.yaml" if stack else None
+        if own is not None and own.is_file():
+            problems += multikueue_checks.stack_file_problems(own.read_text(), own.name)
+        if secret_keys is not None:
+            problems += multikueue_checks.plaintext_at_runtime(raw, secret_keys)
+    if mk is not None and mk.worker is not None and mk.worker.server is None:
+        server = _worker_server(config)
+        reason = api_server_url_problem(server) if server else None
+        if reason:
+            problems.append(
+                Problem(
+                    (keys.KEY_MULTI_KUEUE, "worker", "server"),
+                    f"is unset, and the server of this stack's kubeconfig ({server}) cannot be "
+                    f"dialled by Kueue's MultiKueue: {reason}; set the address managers reach "
+                    "this cluster at",
+                )
+            )
+    return problems
+
+
+def validate(
+    raw: Mapping[str, Any],
+    root: Path = PROJECT_ROOT,
+    *,
+    stack: str | None = None,
+    project_dir: Path | None = None,
+) -> tuple[StackConfig, PreparedManifest | None]:
+    """Everything the program can check without a cluster; ConfigError, KubeconfigError or
+    ManifestError.
+
+    `stack` is the running stack (its Pulumi.<stack>.yaml, in `project_dir`, is checked for
+    plain-text secrets); `project_dir` (default: the working directory, where Pulumi runs the
+    program) holds the stack files a MultiKueue manager's worker stacks are checked against.
+    The config returned carries what MultiKueue needs in Kueue's Configuration
+    (multikueue.effective_kueue)."""
+    config = load_config(raw)
+    if config.kubernetes.kubeconfig is not None:  # unset: $KUBECONFIG, possibly absent in CI
+        validate_kubeconfig(
+            config.kubernetes.kubeconfig.get_secret_value(), config.kubernetes.context
+        )
+    problems = multikueue_problems(
+        raw, config, project_dir or Path.cwd(), stack, _runtime_secret_keys()
+    )
+    if problems:
+        raise ConfigError(problems)
+    config = config.model_copy(update={"kueue": effective_kueue(config, stack)})
+    manifest = load_release(config.kueue, root) if config.kueue.install else None
+    problems = manifest_problems(config, manifest)
+    if problems:
+        raise ConfigError(problems)
+    return config, manifest
+
+
+class GpuQueues(pulumi.ComponentResource):
+    """Kueue, flavors, cohort, team queues and shared storage for one cluster."""
+
+    outputs: dict[str, pulumi.Input[Any]]
+
+    def __init__(
+        self, name: str, args: GpuQueuesArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        cfg = args.config
+        if cfg.kueue.install and (
+            args.manifest is None or args.manifest.version != cfg.kueue.version
+        ):
+            # Checked before super().__init__ registers this component: nothing half-built.
+            raise ValueError(
+                "kueue.install is true but no prepared manifest of its version was given"
+            )
+        super().__init__("gpu-queues:stack:GpuQueues", name, None, opts)
+        kubeconfig, context = connection()
+        provider = build_provider(
+            f"{name}-k8s", kubeconfig, context, pulumi.ResourceOptions(parent=self)
+        )
+        under = pulumi.ResourceOptions(parent=self, providers={"kubernetes": provider})
+
+        installed: list[pulumi.Resource] = []
+        if cfg.kueue.install and args.manifest is not None:
+            release = KueueRelease(
+                f"{name}-kueue",
+                KueueReleaseArgs(version=args.manifest.version, objects=args.manifest.objects),
+                under,
+            )
+            installed = list(release.resources)
+        ready = KueueReady(
+            f"{name}-kueue-ready",
+            KueueReadyArgs(
+                kubeconfig=kubeconfig,
+                context=context,
+                timeout_seconds=float(cfg.kueue.readiness_timeout_seconds),
+                after=installed,
+                # The real probe also waits for the new controller's rollout (upgrades).
+                probe=probe_for(args.manifest.version if args.manifest else None)
+                if args.probe is probe_webhooks
+                else args.probe,
+            ),
+            under,
+        )
+
+        flavors = Flavors(f"{name}-flavors", FlavorsArgs(cfg.flavors, ready.dependency), under)
+        uses: list[pulumi.Resource] = list(flavors.by_name.values())
+        cohort_name: str | None = None
+        if cfg.cohort is not None:
+            cohort = SharedCohort(
+                f"{name}-cohort", SharedCohortArgs(cfg.cohort, ready.dependency), under
+            )
+            uses.append(cohort.cohort)
+            cohort_name = cfg.cohort.name
+        if cfg.priority_classes:
+            PriorityClasses(
+                f"{name}-priorities",
+                PriorityClassesArgs(cfg.priority_classes, ready.dependency),
+                under,
+            )
+
+        mk = cfg.multi_kueue
+        checks: dict[str, pulumi.Resource] = {}
+        if mk is not None and mk.manager is not None:
+            checks = MultiKueueManager(
+                f"{name}-multikueue", ManagerArgs(mk.manager, ready.dependency), under
+            ).checks
+        # The config in its stack-file form, dumped once: admission_checks_of reads the whole
+        # config, and dumping it per team made the program quadratic in the teams.
+        form = render.config_form(cfg)
+        teams = [
+            TeamQueues(
+                f"{name}-{team.name}",
+                TeamQueuesArgs(
+                    team,
+                    ready.dependency,
+                    [*uses, *([checks[team.name]] if team.name in checks else [])],
+                    render.admission_checks_of(form, team.name),
+                ),
+                under,
+            )
+            for team in cfg.teams
+        ]
+        namespaces = {t.namespace: q.namespace for t, q in zip(cfg.teams, teams, strict=True)}
+        storage = SharedStorage(
+            f"{name}-storage", SharedStorageArgs(cfg.shared_storage, namespaces), under
+        )
+
+        self.outputs = {
+            keys.OUT_KUEUE_VERSION: cfg.kueue.version,
+            keys.OUT_KUEUE_INSTALLED: cfg.kueue.install,
+            keys.OUT_FLAVORS: [f.name for f in cfg.flavors],
+            keys.OUT_COHORT: cohort_name,
+            keys.OUT_CLUSTER_QUEUES: {t.name: t.cluster_queue for t in cfg.teams},
+            keys.OUT_LOCAL_QUEUES: {t.name: f"{t.namespace}/{t.local_queue}" for t in cfg.teams},
+            keys.OUT_NAMESPACES: {t.name: t.namespace for t in cfg.teams},
+            keys.OUT_SHARED_CLAIMS: storage.claim_refs,
+            keys.OUT_PRIORITY_CLASSES: {p.name: p.value for p in cfg.priority_classes},
+        }
+        # Only a MultiKueue stack has these outputs: other stacks' outputs stay as they were.
+        if mk is not None and mk.manager is not None:
+            self.outputs[keys.OUT_MULTI_KUEUE] = {
+                "role": "manager",
+                "workers": [w.name for w in mk.manager.workers],
+                "admissionChecks": {t: render.multikueue_check_name(t) for t in checks},
+            }
+        if mk is not None and mk.worker is not None:
+            role = mk.worker
+            server: pulumi.Input[str] = role.server or pulumi.Output.all(kubeconfig, context).apply(
+                lambda v: resolve(v[0], v[1], run_exec=False).server
+            )
+            integrations = cfg.kueue.manager.integrations
+            access = MultiKueueWorkerAccess(
+                f"{name}-multikueue-worker",
+                WorkerAccessArgs(
+                    role=role,
+                    server=server,
+                    frameworks=(integrations.frameworks if integrations else None)
+                    or list(DEFAULT_FRAMEWORKS),
+                    cluster_name=pulumi.get_stack(),
+                    ready=ready.dependency,
+                ),
+                under,
+            )
+            self.outputs[keys.OUT_MULTI_KUEUE] = {"role": "worker"}
+            self.outputs[keys.OUT_MULTI_KUEUE_KUBECONFIG] = access.kubeconfig
+        self.register_outputs(self.outputs)

@@ -1,0 +1,184 @@
+"""Per team: its namespace, ClusterQueue, LocalQueue and the RBAC to submit Jobs to them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpu_queues import keys
+from gpu_queues.config import render
+from gpu_queues.config.model import Subject, Team
+
+SUBMIT_ROLE = "gpu-queues-submit"
+
+
+def rbac_subject(subject: Subject, team_namespace: str) -> dict[str, Any]:
+    if subject.kind == "ServiceAccount":
+        return {
+            "kind": "ServiceAccount",
+            "name": subject.name,
+            "namespace": subject.namespace or team_namespace,
+        }
+    return {"kind": subject.kind, "name": subject.name, "apiGroup": "rbac.authorization.k8s.io"}
+
+
+SUBMIT_RULES: list[dict[str, Any]] = [
+    # Submit, follow and clean up Jobs in the team namespace.
+    {
+        "apiGroups": ["batch"],
+        "resources": ["jobs"],
+        "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+    },
+    {
+        "apiGroups": [""],
+        "resources": ["pods", "pods/log", "events"],
+        "verbs": ["get", "list", "watch"],
+    },
+    # Queues and workloads are read-only: quota is changed here, in stack config.
+    {
+        "apiGroups": ["kueue.x-k8s.io"],
+        "resources": ["localqueues", "workloads"],
+        "verbs": ["get", "list", "watch"],
+    },
+]
+
+
+def queue_reader_rules(team: Team) -> list[dict[str, Any]]:
+    return [
+        {
+            "apiGroups": ["kueue.x-k8s.io"],
+            "resources": ["clusterqueues"],
+            "resourceNames": [team.cluster_queue],
+            "verbs": ["get", "watch"],
+        },
+        {
+            "apiGroups": ["kueue.x-k8s.io"],
+            "resources": ["resourceflavors"],
+            "verbs": ["get", "list", "watch"],
+        },
+    ]
+
+
+@dataclass(frozen=True)
+class TeamQueuesArgs:
+    team: Team
+    ready: pulumi.Input[Sequence[pulumi.Resource]] | None = None
+    """Kueue readiness gate (KueueReady.dependency)."""
+    uses: Sequence[pulumi.Resource] = field(default_factory=list)
+    """Flavors, cohort and admission checks the ClusterQueue refers to."""
+    admission_checks: Sequence[str] = ()
+    """Admission checks of the ClusterQueue (a MultiKueue manager's: render.admission_checks_of)."""
+
+
+class TeamQueues(pulumi.ComponentResource):
+    """A team's namespace, ClusterQueue, LocalQueue and RBAC."""
+
+    namespace: pulumi.CustomResource
+    cluster_queue: k8s.apiextensions.CustomResource
+    local_queue: k8s.apiextensions.CustomResource
+
+    def __init__(
+        self, name: str, args: TeamQueuesArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpu-queues:queues:TeamQueues", name, None, opts)
+        team = args.team
+        labels = {keys.LABEL_MANAGED_BY: keys.PROJECT, keys.LABEL_TEAM: team.name}
+        child = pulumi.ResourceOptions(parent=self)
+        ns_meta = {"name": team.namespace, "labels": labels}
+        if team.adopt_namespace:
+            # Existing namespace: patch our labels onto it; destroy removes them, not the namespace.
+            self.namespace = k8s.core.v1.NamespacePatch(
+                f"{name}-namespace", metadata=ns_meta, opts=child
+            )
+        else:
+            self.namespace = k8s.core.v1.Namespace(
+                f"{name}-namespace", metadata=ns_meta, opts=child
+            )
+
+        # The Kueue objects are registered exactly as rendered (and validated) by render.py.
+        cq = render.cluster_queue(team, list(args.admission_checks))
+        self.cluster_queue = k8s.apiextensions.CustomResource(
+            f"{name}-clusterqueue",
+            api_version=cq["apiVersion"],
+            kind=cq["kind"],
+            metadata=cq["metadata"],
+            spec=cq["spec"],
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=_gate(args.ready, [self.namespace, *args.uses])
+            ),
+        )
+        lq = render.local_queue(team)
+        self.local_queue = k8s.apiextensions.CustomResource(
+            f"{name}-localqueue",
+            api_version=lq["apiVersion"],
+            kind=lq["kind"],
+            metadata=lq["metadata"],
+            spec=lq["spec"],
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=_gate(args.ready, [self.namespace, self.cluster_queue]),
+                # spec.clusterQueue is immutable: pointing elsewhere means a new LocalQueue.
+                replace_on_changes=["spec.clusterQueue"],
+                delete_before_replace=True,
+            ),
+        )
+
+        if team.submitters:
+            subjects = [rbac_subject(s, team.namespace) for s in team.submitters]
+            role = k8s.rbac.v1.Role(
+                f"{name}-submit-role",
+                metadata={"name": SUBMIT_ROLE, "namespace": team.namespace, "labels": labels},
+                rules=SUBMIT_RULES,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace]),
+            )
+            k8s.rbac.v1.RoleBinding(
+                f"{name}-submit-binding",
+                metadata={"name": SUBMIT_ROLE, "namespace": team.namespace, "labels": labels},
+                role_ref={
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "Role",
+                    "name": SUBMIT_ROLE,
+                },
+                subjects=subjects,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[role]),
+            )
+            reader_name = f"gpu-queues-{team.name}-queue-reader"
+            reader = k8s.rbac.v1.ClusterRole(
+                f"{name}-queue-reader-role",
+                metadata={"name": reader_name, "labels": labels},
+                rules=queue_reader_rules(team),
+                opts=child,
+            )
+            k8s.rbac.v1.ClusterRoleBinding(
+                f"{name}-queue-reader-binding",
+                metadata={"name": reader_name, "labels": labels},
+                role_ref={
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": reader_name,
+                },
+                subjects=subjects,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[reader]),
+            )
+
+        # Plain values: the SDK registers them as it would Outputs of them, without an Output
+        # (and its tasks) per value and team.
+        self.register_outputs(
+            {
+                "clusterQueue": team.cluster_queue,
+                "localQueue": f"{team.namespace}/{team.local_queue}",
+            }
+        )
+
+
+def _gate(
+    ready: pulumi.Input[Sequence[pulumi.Resource]] | None, extra: Sequence[pulumi.Resource]
+) -> pulumi.Input[Sequence[pulumi.Resource]]:
+    """depends_on for Kueue objects: the readiness gate (an Output) plus direct dependencies."""
+    if ready is None:
+        return list(extra)
+    return pulumi.Output.from_input(ready).apply(lambda gate: [*gate, *extra])

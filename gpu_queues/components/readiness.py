@@ -1,0 +1,155 @@
+"""KueueReady: the gate between installing Kueue and creating Kueue objects.
+
+The controller's Deployment turns Available 10-30 s before its webhooks answer, so the gate
+keeps trying what Kueue's own e2e suite does, a server-side dry-run create of a
+ResourceFlavor, until it succeeds or a bounded timeout ends with what the API server said.
+It runs during `pulumi up` only; preview and unit tests (with an injected probe) never dial.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+
+from gpu_queues import keys
+from gpu_queues.release.upgrade import rollout_pending
+
+Probe = Callable[[str | None, str | None, float], str]
+"""probe(kubeconfig content or None for $KUBECONFIG, context or None, timeout seconds) -> report."""
+
+
+def probe_for(version: str | None) -> Probe:
+    """The real probe, waiting for the rollout of `version` first when one was installed."""
+    return functools.partial(probe_webhooks, version=version) if version else probe_webhooks
+
+
+class KueueNotReady(Exception):
+    """Kueue's webhooks did not serve a dry-run create within the timeout."""
+
+
+def _api_message(body: Any) -> str:
+    try:
+        status = json.loads(body)
+    except (TypeError, ValueError):
+        return str(body or "").strip()[:500]
+    return str(status.get("message") or status.get("reason") or status)[:500]
+
+
+def probe_webhooks(
+    kubeconfig: str | None,
+    context: str | None,
+    timeout: float,
+    interval: float = 2.0,
+    version: str | None = None,
+) -> str:
+    """Dry-run create a ResourceFlavor until the API server (and Kueue's webhook) accepts it.
+    The client is built in memory (gpu_queues.kueue.client): a killed run leaves no key behind.
+
+    With `version` (the release just installed), first wait for the controller's rollout to
+    finish with no older controller left (gpu_queues.release.upgrade.rollout_pending), and
+    want two answers `interval` apart: during an upgrade the old controller may answer once
+    more while it shuts down, and the new one must be the one serving."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    from gpu_queues.kueue.client import api_client as make_api_client
+
+    api_client = make_api_client(kubeconfig, context)
+    api = client.CustomObjectsApi(api_client)
+    group, api_version = keys.KUEUE_API_VERSION.split("/")
+    body = {
+        "apiVersion": keys.KUEUE_API_VERSION,
+        "kind": "ResourceFlavor",
+        "metadata": {"generateName": "gpu-queues-readiness-"},
+    }
+    started = time.monotonic()
+    deadline = started + timeout
+    attempts = 0
+    last = "no answer yet"
+    served = 0
+    needed = 2 if version else 1
+    try:
+        while True:
+            attempts += 1
+            try:
+                pending = rollout_pending(api_client, version) if version else None
+                if pending is not None:
+                    served = 0
+                    last = pending
+                else:
+                    try:
+                        api.create_cluster_custom_object(
+                            group,
+                            api_version,
+                            "resourceflavors",
+                            body,
+                            dry_run="All",
+                            _request_timeout=10,
+                        )
+                    except ApiException as exc:
+                        if exc.status != 409:  # 409: admission passed; only the name clashed
+                            raise
+                    served += 1
+                    if served >= needed:
+                        waited = time.monotonic() - started
+                        return f"Kueue webhooks serving after {waited:.1f}s ({attempts} tries)"
+            except ApiException as exc:
+                served = 0
+                last = f"HTTP {exc.status} {exc.reason}: {_api_message(exc.body)}"
+            except Exception as exc:  # connection refused, TLS, timeouts: keep trying
+                served = 0
+                last = f"{type(exc).__name__}: {exc}"
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise KueueNotReady(
+                    f"Kueue did not serve its webhooks within {timeout:.0f}s ({attempts} "
+                    f"server-side dry-run creates of a ResourceFlavor). The API server last "
+                    f"said: {last}. Check `kubectl -n kueue-system get pods,events` and the "
+                    "controller logs; raise gpu-queues:kueue.readinessTimeoutSeconds if it is slow"
+                )
+            time.sleep(min(interval, remaining))
+    finally:
+        api_client.close()  # type: ignore[no-untyped-call]
+
+
+@dataclass(frozen=True)
+class KueueReadyArgs:
+    kubeconfig: pulumi.Input[str | None] | None
+    context: pulumi.Input[str | None] | None
+    timeout_seconds: float
+    after: Sequence[pulumi.Resource] = field(default_factory=list)
+    """The install's resources: the probe starts once they are all created."""
+    probe: Probe = probe_webhooks
+
+
+class KueueReady(pulumi.ComponentResource):
+    """Resolves `dependency` only once Kueue really serves; Kueue objects depend_on it."""
+
+    report: pulumi.Output[str]
+    dependency: pulumi.Output[list[pulumi.Resource]]
+
+    def __init__(
+        self, name: str, args: KueueReadyArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpu-queues:readiness:KueueReady", name, None, opts)
+        after = list(args.after)
+        ids = [r.id for r in after if isinstance(r, pulumi.CustomResource)]
+        probe = args.probe
+        timeout = args.timeout_seconds
+
+        async def wait(values: list[Any]) -> str:
+            kubeconfig, context = values[0], values[1]
+            if pulumi.runtime.is_dry_run():
+                return "skipped during preview"
+            return await asyncio.to_thread(probe, kubeconfig, context, timeout)
+
+        self.report = pulumi.Output.all(args.kubeconfig, args.context, *ids).apply(wait)
+        self.dependency = self.report.apply(lambda _: [*after, self])
+        self.register_outputs({"report": self.report})

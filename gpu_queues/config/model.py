@@ -1,0 +1,505 @@
+"""Typed stack config: the pydantic models and `load_config`, the one entry point.
+
+Validation has two layers that always both run, and every problem is reported at once in one
+ConfigError: the models check each value (types, names, quantities, enums, unknown keys; types
+in gpu_queues/kueue/fields.py), and `config_checks.cross_check` looks at relations between values
+on the raw config, including Kueue's own rules on the objects the program would register.
+Error formatting lives in gpu_queues/config/errors.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from gpu_queues import keys
+from gpu_queues.config.checks import cross_check
+from gpu_queues.config.errors import ConfigError, Loc, Problem, format_loc, problems_from_validation
+from gpu_queues.config.hardware import Node, flavor_hardware, flavor_nodes
+from gpu_queues.kueue.fields import (
+    ApiServerUrl,
+    Duration,
+    FeatureGate,
+    LabelName,
+    LabelValue,
+    LocalQueueName,
+    ManifestUrl,
+    NodeCount,
+    ObjectName,
+    QualifiedName,
+    Quantity,
+    ResourceName,
+    Sha256,
+    StackName,
+    StorageSize,
+    Version,
+)
+from gpu_queues.pins import kueue_version
+
+__all__ = [
+    "Cohort",
+    "ConfigError",
+    "Flavor",
+    "KueueConfig",
+    "Loc",
+    "ManagerConfig",
+    "MultiKueue",
+    "MultiKueueManager",
+    "MultiKueueSettings",
+    "MultiKueueTeam",
+    "MultiKueueWorker",
+    "MultiKueueWorkerRole",
+    "Node",
+    "NodeShape",
+    "PriorityClass",
+    "Problem",
+    "SharedVolume",
+    "StackConfig",
+    "Subject",
+    "Team",
+    "format_loc",
+    "load_config",
+    "raw_from_pulumi_config",
+]
+
+
+class Model(BaseModel):
+    """Base for every config model: camelCase keys, unknown keys are errors, immutable."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, frozen=True)
+
+
+# --- kubernetes connection ---------------------------------------------------------------
+
+
+class KubernetesConfig(Model):
+    """How the explicit Kubernetes provider connects. Unset kubeconfig: the ambient KUBECONFIG."""
+
+    kubeconfig: SecretStr | None = Field(
+        default=None, description="kubeconfig content (set it as a secret); unset: $KUBECONFIG"
+    )
+    context: str | None = Field(default=None, description="kubeconfig context to use")
+
+
+# --- kueue ---------------------------------------------------------------------------------
+
+
+class ManifestSource(Model):
+    url: ManifestUrl | None = Field(
+        default=None, description="mirror of manifests.yaml; default: the official release URL"
+    )
+    path: str | None = Field(
+        default=None, description="local manifests.yaml, relative to the project root (air-gapped)"
+    )
+    sha256: Sha256 | None = Field(
+        default=None, description="expected sha256 of the manifest; mismatch: nothing is applied"
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ManifestSource:
+        if self.url is not None and self.path is not None:
+            raise PydanticCustomError("manifest_source", "set either url or path, not both")
+        return self
+
+
+class Integrations(Model):
+    frameworks: list[str] | None = Field(
+        default=None,
+        description="e.g. batch/job, pod, jobset.x-k8s.io/jobset; unset: the release default",
+    )
+    external_frameworks: list[str] | None = None
+    label_keys_to_copy: list[QualifiedName] | None = None
+
+
+class RequeuingStrategy(Model):
+    timestamp: Literal["Eviction", "Creation"] | None = None
+    backoff_limit_count: int | None = Field(default=None, ge=0)
+    backoff_base_seconds: int | None = Field(default=None, ge=1)
+    backoff_max_seconds: int | None = Field(default=None, ge=1)
+
+
+class WaitForPodsReady(Model):
+    """Present means enabled (Kueue v1beta2 has no `enable` field)."""
+
+    timeout: Duration
+    block_admission: bool | None = None
+    recovery_timeout: Duration | None = None
+    requeuing_strategy: RequeuingStrategy | None = None
+
+
+class FairSharing(Model):
+    """Present means enabled."""
+
+    preemption_strategies: (
+        list[Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]] | None
+    ) = None
+
+
+class LabelSelectorRequirement(Model):
+    key: QualifiedName
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] | None = None
+
+
+class LabelSelector(Model):
+    match_labels: dict[QualifiedName, LabelValue] | None = None
+    match_expressions: list[LabelSelectorRequirement] | None = None
+
+
+class MultiKueueSettings(Model):
+    """Kueue's `multiKueue` section of the Configuration; read only on a MultiKueue manager."""
+
+    gc_interval: Duration | None = Field(
+        default=None,
+        description="how often remote objects whose local workload is gone are deleted "
+        "(Kueue's default 1m; 0s: never)",
+    )
+    origin: LabelValue | None = Field(
+        default=None,
+        min_length=1,
+        description="label value marking this manager's objects on the workers, for its "
+        "garbage collector; default on a manager stack: gpu-queues-<stack>, so two managers "
+        "sharing a worker never delete each other's work",
+    )
+    worker_lost_timeout: Duration | None = Field(
+        default=None,
+        description="how long a workload stays admitted while its worker is unreachable "
+        "(Kueue's default 15m)",
+    )
+    dispatcher_name: (
+        Literal[
+            "kueue.x-k8s.io/multikueue-dispatcher-all-at-once",
+            "kueue.x-k8s.io/multikueue-dispatcher-incremental",
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="how workers are nominated (Kueue's built-in dispatchers, config API "
+        "MultiKueueDispatcherMode*): all at once (the default) or a few at a time",
+    )
+
+
+class ManagerConfig(Model):
+    """Fields rendered into Kueue's manager Configuration (ConfigMap kueue-manager-config)."""
+
+    integrations: Integrations | None = None
+    wait_for_pods_ready: WaitForPodsReady | None = None
+    fair_sharing: FairSharing | None = None
+    managed_jobs_namespace_selector: LabelSelector | None = None
+    manage_jobs_without_queue_name: bool | None = None
+    feature_gates: dict[FeatureGate, bool] | None = None
+    multi_kueue: MultiKueueSettings | None = None
+
+
+class Toleration(Model):
+    key: QualifiedName | None = None
+    operator: Literal["Exists", "Equal"] | None = None
+    value: LabelValue | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: int | None = None
+
+
+class Taint(Model):
+    key: QualifiedName
+    value: LabelValue | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class ResourceRequirements(Model):
+    requests: dict[ResourceName, Quantity] | None = None
+    limits: dict[ResourceName, Quantity] | None = None
+
+
+class ControllerConfig(Model):
+    """Placement and size of kueue-controller-manager."""
+
+    replicas: int | None = Field(default=None, ge=1, le=10)
+    resources: ResourceRequirements | None = None
+    node_selector: dict[QualifiedName, LabelValue] | None = None
+    tolerations: list[Toleration] | None = None
+
+
+def _default_version() -> str:
+    return kueue_version()
+
+
+class KueueConfig(Model):
+    version: Version = Field(
+        default_factory=_default_version,
+        description="Kueue release vX.Y.Z; default: toolchain/pins.env",
+    )
+    install: bool = Field(
+        default=True, description="false: Kueue is preinstalled, only wait for it"
+    )
+    manifest: ManifestSource = Field(default_factory=ManifestSource)
+    readiness_timeout_seconds: int = Field(
+        default=300, ge=10, le=3600, description="how long to wait for Kueue's webhooks to serve"
+    )
+    controller: ControllerConfig = Field(default_factory=ControllerConfig)
+    manager: ManagerConfig = Field(default_factory=ManagerConfig)
+
+    @property
+    def manifest_url(self) -> str:
+        """Where the manifest comes from when no local path is set."""
+        if self.manifest.url is not None:
+            return self.manifest.url
+        return (
+            "https://github.com/kubernetes-sigs/kueue/releases/download/"
+            f"{self.version}/manifests.yaml"
+        )
+
+
+# --- flavors, cohort, teams ---------------------------------------------------------------
+
+
+class NodeShape(Model):
+    """The flavor's hardware as identical nodes; labels and taints come from the flavor."""
+
+    count: NodeCount = Field(description="how many nodes of this shape the cluster has")
+    resources: dict[ResourceName, Quantity] = Field(
+        min_length=1,
+        description="what each node offers to pods (its allocatable), e.g. nvidia.com/gpu: 8, "
+        "cpu: 96, memory: 1Ti",
+    )
+
+
+class Flavor(Model):
+    name: ObjectName
+    node_labels: dict[QualifiedName, LabelValue] | None = Field(default=None, max_length=8)
+    node_taints: list[Taint] | None = Field(default=None, max_length=8)
+    tolerations: list[Toleration] | None = Field(default=None, max_length=8)
+    nodes: NodeShape | None = Field(
+        default=None,
+        description="the hardware as identical nodes; capacity follows (count x resources)",
+    )
+    capacity: dict[ResourceName, Quantity] | None = Field(
+        default=None,
+        description="total capacity behind the flavor, for stacks that only know totals; "
+        "with nodes, it must agree with them. Team quotas must fit in it",
+    )
+
+    def effective_capacity(self) -> dict[str, Fraction]:
+        """Capacity per resource: count x per-node resources, else the declared totals."""
+        return flavor_hardware(self.model_dump(by_alias=True, exclude_none=True)).capacity
+
+    def node_list(self) -> list[Node]:
+        """One Node per declared node (one holding the whole capacity for totals only)."""
+        return flavor_nodes(self.model_dump(by_alias=True, exclude_none=True))
+
+
+class Cohort(Model):
+    name: ObjectName
+
+
+class ResourceQuota(Model):
+    nominal_quota: Quantity
+    borrowing_limit: Quantity | None = None
+    lending_limit: Quantity | None = None
+
+
+class FlavorQuotas(Model):
+    name: ObjectName = Field(description="a flavor declared under flavors")
+    resources: dict[ResourceName, ResourceQuota] = Field(
+        description="one entry per covered resource of the group"
+    )
+
+
+class ResourceGroup(Model):
+    covered_resources: list[ResourceName] = Field(min_length=1, max_length=64)
+    flavors: list[FlavorQuotas] = Field(min_length=1, max_length=64)
+
+
+class BorrowWithinCohort(Model):
+    policy: Literal["Never", "LowerPriority"]
+    max_priority_threshold: int | None = None
+
+
+class Preemption(Model):
+    reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] | None = None
+    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] | None = (
+        None
+    )
+    borrow_within_cohort: BorrowWithinCohort | None = None
+
+
+class Subject(Model):
+    kind: Literal["User", "Group", "ServiceAccount"]
+    name: str = Field(min_length=1)
+    namespace: LabelName | None = Field(
+        default=None, description="ServiceAccount only; default: the team namespace"
+    )
+
+
+class Team(Model):
+    name: LabelName
+    namespace: LabelName
+    adopt_namespace: bool = Field(
+        default=False, description="true: the namespace already exists; adopt it, never delete it"
+    )
+    cluster_queue: ObjectName
+    local_queue: LocalQueueName
+    namespace_selector: Literal["team", "all"] = Field(
+        default="team", description="team: only the team namespace; all: {} (every namespace)"
+    )
+    cohort: ObjectName | None = None
+    resource_groups: list[ResourceGroup] = Field(min_length=1, max_length=16)
+    preemption: Preemption | None = None
+    queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] | None = None
+    submitters: list[Subject] = Field(default_factory=list)
+
+
+class PriorityClass(Model):
+    """A Kueue WorkloadPriorityClass: jobs name it in their `kueue.x-k8s.io/priority-class`
+    label; a higher value is admitted first and may preempt lower ones where the team's
+    `preemption` allows it."""
+
+    name: ObjectName
+    value: int = Field(ge=-(2**31), le=2**31 - 1, description="priority (int32); higher goes first")
+    description: str | None = Field(default=None, max_length=1024)
+
+
+class SharedVolume(Model):
+    """A claim bound to a static PersistentVolume (which binds to exactly one claim)."""
+
+    volume_name: ObjectName = Field(description="the static PersistentVolume to bind")
+    claim_name: ObjectName
+    namespace: LabelName
+    size: StorageSize
+    storage_class: ObjectName
+    access_mode: Literal["ReadWriteMany", "ReadWriteOnce", "ReadOnlyMany", "ReadWriteOncePod"] = (
+        "ReadWriteMany"
+    )
+    allow_destroy: bool = Field(default=False, description="false: `pulumi destroy` refuses")
+
+
+# --- MultiKueue (docs/multikueue.md) -------------------------------------------------------
+
+
+class MultiKueueWorker(Model):
+    """A worker cluster of a MultiKueue manager; its kubeconfig comes from `kubeconfig`, else
+    from the `stack` (the multiKueueKubeconfig output of a worker stack of this project)."""
+
+    name: LabelName = Field(description="the MultiKueueCluster's name on the manager")
+    stack: StackName | None = Field(
+        default=None,
+        description="the worker's stack (<stack>, or <org>/<project>/<stack>): its "
+        "multiKueueKubeconfig output is read through a StackReference unless kubeconfig is "
+        "set, and when its Pulumi.<stack>.yaml is in this repo the dispatching teams are "
+        "checked against it",
+    )
+    kubeconfig: SecretStr | None = Field(
+        default=None,
+        description="kubeconfig Kueue dials the worker with (set it with --secret; plain text "
+        "is refused); wins over the stack's output",
+    )
+
+
+class MultiKueueTeam(Model):
+    """A team of this stack whose ClusterQueue dispatches through MultiKueue."""
+
+    name: LabelName = Field(description="a team under teams")
+    workers: list[LabelName] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=20,
+        description="the workers it dispatches to; default: every worker",
+    )
+
+
+class MultiKueueManager(Model):
+    """This stack's cluster is a MultiKueue manager: teams submit here, jobs run on workers."""
+
+    workers: list[MultiKueueWorker] = Field(min_length=1, max_length=20)
+    teams: list[MultiKueueTeam] = Field(min_length=1)
+
+
+class MultiKueueWorkerRole(Model):
+    """This stack's cluster is a MultiKueue worker: a service account with what a manager needs,
+    and its kubeconfig as the secret output multiKueueKubeconfig."""
+
+    server: ApiServerUrl | None = Field(
+        default=None,
+        description="the API server address managers dial; default: the server of this "
+        "stack's own kubeconfig",
+    )
+
+
+class MultiKueue(Model):
+    manager: MultiKueueManager | None = None
+    worker: MultiKueueWorkerRole | None = None
+
+
+class StackConfig(Model):
+    kubernetes: KubernetesConfig = Field(default_factory=KubernetesConfig)
+    kueue: KueueConfig = Field(default_factory=KueueConfig)
+    flavors: list[Flavor] = Field(default_factory=list)
+    cohort: Cohort | None = None
+    teams: list[Team] = Field(default_factory=list)
+    shared_storage: list[SharedVolume] = Field(default_factory=list)
+    multi_kueue: MultiKueue | None = None
+    priority_classes: list[PriorityClass] = Field(
+        default_factory=list,
+        description="WorkloadPriorityClasses jobs may name (label kueue.x-k8s.io/priority-class)",
+    )
+
+
+# --- entry points -------------------------------------------------------------------------
+
+
+def _shadowed(problem: Problem, by_models: list[Problem]) -> bool:
+    """A cross-check problem at (or below) a key the models already refused says it twice."""
+    return any(problem.loc[: len(m.loc)] == m.loc for m in by_models)
+
+
+def load_config(raw: Mapping[str, Any]) -> StackConfig:
+    """Validate the stack config (top-level keys without the project prefix).
+
+    Raises ConfigError listing every problem; returns the typed config otherwise.
+    """
+    problems: list[Problem] = []
+    config: StackConfig | None = None
+    if not isinstance(raw, Mapping):
+        raise ConfigError([Problem((), "the stack config must be a mapping of keys")])
+    try:
+        config = StackConfig.model_validate(dict(raw))
+    except ValidationError as exc:
+        problems.extend(problems_from_validation(StackConfig, exc))
+    except (TypeError, ValueError, RecursionError) as exc:  # pragma: no cover - defensive
+        problems.append(Problem((), f"cannot read the stack config: {type(exc).__name__}"))
+    problems.extend(p for p in cross_check(raw) if not _shadowed(p, problems))
+    if problems or config is None:
+        raise ConfigError(problems or [Problem((), "invalid stack config")])
+    return config
+
+
+def _decode(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def raw_from_pulumi_config() -> dict[str, Any]:
+    """Every `gpu-queues:*` key of the running stack, JSON values decoded."""
+    from pulumi.runtime import config as runtime_config
+
+    merged: dict[str, Any] = {}
+    merged.update(runtime_config.get_config_env())
+    merged.update(runtime_config.CONFIG.get())
+    prefix = f"{keys.PROJECT}:"
+    return {k[len(prefix) :]: _decode(v) for k, v in merged.items() if k.startswith(prefix)}

@@ -1,0 +1,258 @@
+"""The Kueue objects the program declares, as plain dicts: one render for every use.
+
+The components register exactly what these functions return; the config check runs the
+validation core (kueue_rules) on the same output before anything is registered; tests feed it
+to the policy pack. Each function takes a config entry in its stack-config form (camelCase
+keys) or the typed model (dumped to that form), and never raises on malformed input: the
+config check renders the raw config too, so that every problem is reported at once, and the
+models report the malformed values themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from gpu_queues import keys
+from gpu_queues.config.hardware import flavor_hardware
+from gpu_queues.kueue.capacity import CAPACITY_ANNOTATION, encode_capacity
+
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+# Kueue's MultiKueue admission check controller (apis/kueue/v1beta2: MultiKueueControllerName).
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+KUEUE_GROUP = "kueue.x-k8s.io"
+# Where Kueue reads a MultiKueueCluster's kubeconfig: this key of a Secret in its namespace.
+KUBECONFIG_SECRET_KEY = "kubeconfig"
+
+Entry = Mapping[str, Any] | BaseModel
+
+
+def config_form(entry: Entry) -> Mapping[str, Any]:
+    """A config entry as written in the stack file (camelCase keys, unset keys absent)."""
+    if isinstance(entry, BaseModel):
+        return entry.model_dump(by_alias=True, exclude_none=True)
+    return entry if isinstance(entry, Mapping) else {}
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _object(kind: str, metadata: dict[str, Any], spec: Any) -> dict[str, Any]:
+    obj: dict[str, Any] = {"apiVersion": keys.KUEUE_API_VERSION, "kind": kind, "metadata": metadata}
+    if spec is not None:
+        obj["spec"] = spec
+    return obj
+
+
+def resource_flavor(entry: Entry) -> dict[str, Any]:
+    """A ResourceFlavor; its spec is absent when the flavor sets nothing (as in the guide).
+
+    The flavor's effective capacity goes into the CAPACITY_ANNOTATION, so the policy pack's
+    quota-within-capacity rule checks the program's own output.
+    """
+    flavor = config_form(entry)
+    metadata: dict[str, Any] = {
+        "name": flavor.get("name"),
+        "labels": {keys.LABEL_MANAGED_BY: keys.PROJECT},
+    }
+    capacity = flavor_hardware(flavor).capacity
+    if capacity:
+        metadata["annotations"] = {CAPACITY_ANNOTATION: encode_capacity(capacity)}
+    spec = {
+        key: flavor[key]
+        for key in ("nodeLabels", "nodeTaints", "tolerations")
+        if flavor.get(key) not in (None, {}, [])
+    }
+    return _object("ResourceFlavor", metadata, spec or None)
+
+
+def cohort(entry: Entry) -> dict[str, Any]:
+    """The Cohort teams borrow from and lend to (no quota of its own)."""
+    name = config_form(entry).get("name")
+    return _object("Cohort", {"name": name, "labels": {keys.LABEL_MANAGED_BY: keys.PROJECT}}, {})
+
+
+def team_labels(team: Mapping[str, Any]) -> dict[str, Any]:
+    return {keys.LABEL_MANAGED_BY: keys.PROJECT, keys.LABEL_TEAM: team.get("name")}
+
+
+def namespace_selector(team: Mapping[str, Any]) -> dict[str, Any]:
+    """Only the team's namespace, or `{}` (all namespaces) when config asks for it by name.
+
+    Never null: a null selector admits from no namespace at all.
+    """
+    if team.get("namespaceSelector") == "all":
+        return {}
+    return {"matchLabels": {NAMESPACE_NAME_LABEL: team.get("namespace")}}
+
+
+def _quotas(covered: list[Any], resources: Any) -> list[dict[str, Any]]:
+    """Kueue wants one quota per covered resource, in coveredResources order; quotas of
+    resources that are not covered follow, so the validation core can name them."""
+    quotas = _map(resources)
+    names = [c for c in covered if isinstance(c, str) and c in quotas]
+    names += [str(n) for n in quotas if n not in names]
+    out = []
+    for name in names:
+        quota = _map(quotas.get(name))
+        entry: dict[str, Any] = {"name": name}
+        for key in ("nominalQuota", "borrowingLimit", "lendingLimit"):
+            if quota.get(key) is not None:
+                entry[key] = quota[key]
+        out.append(entry)
+    return out
+
+
+def cluster_queue_spec(entry: Entry) -> dict[str, Any]:
+    team = config_form(entry)
+    spec: dict[str, Any] = {}
+    if team.get("cohort") is not None:
+        spec["cohortName"] = team["cohort"]
+    spec["namespaceSelector"] = namespace_selector(team)
+    groups = []
+    for raw_group in _list(team.get("resourceGroups")):
+        group = _map(raw_group)
+        covered = _list(group.get("coveredResources"))
+        flavors = []
+        for raw_flavor in _list(group.get("flavors")):
+            flavor = _map(raw_flavor)
+            flavors.append(
+                {"name": flavor.get("name"), "resources": _quotas(covered, flavor.get("resources"))}
+            )
+        groups.append({"coveredResources": list(covered), "flavors": flavors})
+    spec["resourceGroups"] = groups
+    if team.get("preemption") is not None:
+        spec["preemption"] = team["preemption"]
+    if team.get("queueingStrategy") is not None:
+        spec["queueingStrategy"] = team["queueingStrategy"]
+    return spec
+
+
+def cluster_queue(entry: Entry, admission_checks: list[str] | None = None) -> dict[str, Any]:
+    """A team's ClusterQueue; `admission_checks` (admission_checks_of) go in its
+    admissionChecksStrategy, which is absent without them."""
+    team = config_form(entry)
+    metadata = {"name": team.get("clusterQueue"), "labels": team_labels(team)}
+    spec = cluster_queue_spec(team)
+    if admission_checks:
+        spec["admissionChecksStrategy"] = {
+            "admissionChecks": [{"name": name} for name in admission_checks]
+        }
+    return _object("ClusterQueue", metadata, spec)
+
+
+def local_queue(entry: Entry) -> dict[str, Any]:
+    """A team's LocalQueue, in the team namespace, pointing at its ClusterQueue."""
+    team = config_form(entry)
+    metadata = {
+        "name": team.get("localQueue"),
+        "namespace": team.get("namespace"),
+        "labels": team_labels(team),
+    }
+    return _object("LocalQueue", metadata, {"clusterQueue": team.get("clusterQueue")})
+
+
+def workload_priority_class(entry: Entry) -> dict[str, Any]:
+    """A WorkloadPriorityClass: `value` and `description` are top-level fields (no spec)."""
+    pc = config_form(entry)
+    obj = _object(
+        "WorkloadPriorityClass",
+        {"name": pc.get("name"), "labels": {keys.LABEL_MANAGED_BY: keys.PROJECT}},
+        None,
+    )
+    obj["value"] = pc.get("value")
+    if pc.get("description") is not None:
+        obj["description"] = pc["description"]
+    return obj
+
+
+# --- MultiKueue (a manager's objects) ---------------------------------------------------
+
+
+def multikueue_manager(config: Entry) -> Mapping[str, Any]:
+    """The stack's `multiKueue.manager` entry, {} when the stack is no manager."""
+    return _map(_map(config_form(config).get(keys.KEY_MULTI_KUEUE)).get("manager"))
+
+
+def multikueue_check_name(team_name: object) -> str:
+    """The AdmissionCheck (and its MultiKueueConfig) of a dispatching team."""
+    return f"multikueue-{team_name}"
+
+
+def kubeconfig_secret_name(worker_name: object) -> str:
+    """The Secret in Kueue's namespace holding a worker's kubeconfig."""
+    return f"multikueue-{worker_name}"
+
+
+def dispatch_workers(manager: Mapping[str, Any], team: Mapping[str, Any]) -> list[Any]:
+    """The workers a dispatching team's jobs go to: its own list, else every worker."""
+    if team.get("workers") is not None:
+        return _list(team.get("workers"))
+    return [_map(w).get("name") for w in _list(manager.get("workers"))]
+
+
+def admission_checks_of(config: Entry, team_name: object) -> list[str]:
+    """The admission checks of a team's ClusterQueue: its MultiKueue check, if it dispatches."""
+    teams = _list(multikueue_manager(config).get("teams"))
+    return [multikueue_check_name(team_name) for t in teams if _map(t).get("name") == team_name]
+
+
+def _mk_metadata(name: str) -> dict[str, Any]:
+    return {"name": name, "labels": {keys.LABEL_MANAGED_BY: keys.PROJECT}}
+
+
+def multikueue_cluster(worker: Entry) -> dict[str, Any]:
+    """A worker as the manager's Kueue knows it: a kubeconfig in a Secret of its namespace."""
+    name = config_form(worker).get("name")
+    source = {"location": kubeconfig_secret_name(name), "locationType": "Secret"}
+    return _object(
+        "MultiKueueCluster", _mk_metadata(str(name)), {"clusterSource": {"kubeConfig": source}}
+    )
+
+
+def multikueue_config(team: Entry, workers: list[Any]) -> dict[str, Any]:
+    """The workers a team's admission check dispatches to."""
+    name = multikueue_check_name(config_form(team).get("name"))
+    return _object("MultiKueueConfig", _mk_metadata(name), {"clusters": list(workers)})
+
+
+def admission_check(team: Entry) -> dict[str, Any]:
+    """A team's MultiKueue admission check, parameterised by its MultiKueueConfig."""
+    name = multikueue_check_name(config_form(team).get("name"))
+    spec = {
+        "controllerName": MULTIKUEUE_CONTROLLER,
+        "parameters": {"apiGroup": KUEUE_GROUP, "kind": "MultiKueueConfig", "name": name},
+    }
+    return _object("AdmissionCheck", _mk_metadata(name), spec)
+
+
+def multikueue_objects(config: Entry) -> list[dict[str, Any]]:
+    """A manager's MultiKueue objects: a MultiKueueCluster per worker, then per dispatching team
+    its MultiKueueConfig and AdmissionCheck. None for a stack that is no manager."""
+    manager = multikueue_manager(config)
+    objects = [multikueue_cluster(_map(w)) for w in _list(manager.get("workers"))]
+    for raw_team in _list(manager.get("teams")):
+        team = _map(raw_team)
+        objects += [multikueue_config(team, dispatch_workers(manager, team)), admission_check(team)]
+    return objects
+
+
+def kueue_objects(config: Entry) -> list[dict[str, Any]]:
+    """Every Kueue object of a stack config: flavors, cohort, priority classes, per team CQ and
+    LQ, then a MultiKueue manager's objects."""
+    raw = config_form(config)
+    objects = [resource_flavor(_map(f)) for f in _list(raw.get(keys.KEY_FLAVORS))]
+    if isinstance(raw.get(keys.KEY_COHORT), Mapping):
+        objects.append(cohort(raw[keys.KEY_COHORT]))
+    objects += [workload_priority_class(_map(p)) for p in _list(raw.get(keys.KEY_PRIORITY_CLASSES))]
+    for team in _list(raw.get(keys.KEY_TEAMS)):
+        checks = admission_checks_of(raw, _map(team).get("name"))
+        objects += [cluster_queue(_map(team), checks), local_queue(_map(team))]
+    return objects + multikueue_objects(raw)

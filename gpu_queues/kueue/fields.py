@@ -1,0 +1,436 @@
+"""Kubernetes names, quantities and namespaces: the facts the API server enforces, as checks
+and as pydantic field types for the config models.
+
+The rules follow k8s.io/apimachinery (validation.IsDNS1123Label/Subdomain, IsQualifiedName,
+IsValidLabelValue) and k8s.io/kubernetes (helper.IsExtendedResourceName,
+IsIntegerResourceName), so a value the config accepts is one the cluster accepts too.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import unicodedata
+from collections.abc import Iterable
+from fractions import Fraction
+from typing import Annotated, Final
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, PlainValidator, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+from gpu_queues.kueue.quantity import QUANTITY_HELP, QuantityError, format_quantity, parse_quantity
+
+DNS_LABEL: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_SUBDOMAIN: Final = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+QUALIFIED_NAME: Final = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+LABEL_VALUE: Final = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+VERSION: Final = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+$")
+DURATION: Final = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$")
+SHA256: Final = re.compile(r"^[0-9a-f]{64}$")
+# Kueue's feature gates are Go identifiers in CamelCase (TopologyAwareScheduling, ...).
+FEATURE_GATE: Final = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+# A Pulumi stack, as `pulumi stack select` and StackReference take it: <stack>,
+# <org>/<stack> or <org>/<project>/<stack> (each part letters, digits, '-', '_' or '.').
+STACK_NAME: Final = re.compile(r"^([A-Za-z0-9_.-]{1,100}/){0,2}[A-Za-z0-9_.-]{1,100}$")
+LABEL_VALUE_MAX: Final = 63
+
+# --- names ---------------------------------------------------------------------------------
+
+
+def is_dns_label(value: str) -> bool:
+    return len(value) <= 63 and bool(DNS_LABEL.match(value))
+
+
+def is_dns_subdomain(value: str) -> bool:
+    return len(value) <= 253 and bool(DNS_SUBDOMAIN.match(value))
+
+
+def is_qualified_name(value: str) -> bool:
+    """[prefix/]name as label keys and resource names are written (IsQualifiedName)."""
+    prefix, slash, name = value.rpartition("/")
+    if "/" in prefix or (slash and not prefix):
+        return False
+    ok = len(name) <= 63 and bool(QUALIFIED_NAME.match(name))
+    return ok and (not prefix or is_dns_subdomain(prefix))
+
+
+def is_label_value(value: str) -> bool:
+    return len(value) <= LABEL_VALUE_MAX and bool(LABEL_VALUE.match(value))
+
+
+# --- resources that only come in whole numbers ---------------------------------------------
+
+# k8s.io/kubernetes pkg/apis/core/helper: integerResources (object counts a quota can hold).
+_INTEGER_RESOURCES: Final = frozenset(
+    {
+        "pods",
+        "resourcequotas",
+        "services",
+        "replicationcontrollers",
+        "secrets",
+        "configmaps",
+        "persistentvolumeclaims",
+        "services.nodeports",
+        "services.loadbalancers",
+    }
+)
+
+
+def is_native_resource(name: str) -> bool:
+    """cpu, memory, hugepages-2Mi, ...: unprefixed or in the kubernetes.io namespace."""
+    return "/" not in name or "kubernetes.io/" in name
+
+
+def is_extended_resource(name: str) -> bool:
+    """nvidia.com/gpu, example.com/fpga: a device plugin's resource (IsExtendedResourceName)."""
+    if is_native_resource(name) or name.startswith("requests."):
+        return False
+    return is_qualified_name(f"requests.{name}")
+
+
+def needs_whole_number(resource: str) -> bool:
+    """Kubernetes refuses fractions of these in pod requests and node capacity
+    (IsIntegerResourceName), so a fractional quota or capacity of them is never usable."""
+    return resource in _INTEGER_RESOURCES or is_extended_resource(resource)
+
+
+def whole_number_problem(resource: str, value: object) -> str | None:
+    """Why `value` is not a usable amount of `resource`, or None (also when not a quantity)."""
+    if not needs_whole_number(resource):
+        return None
+    try:
+        parsed = parse_quantity(value)
+    except QuantityError:
+        return None  # the quantity check reports it
+    if parsed.denominator == 1:
+        return None
+    kind = "an extended resource" if is_extended_resource(resource) else "counted in units"
+    return (
+        f"{resource} is {kind}: Kubernetes allows only whole numbers of it (a pod cannot "
+        f"request {format_quantity(parsed)} of one), got {value!r}"
+    )
+
+
+# --- namespaces ------------------------------------------------------------------------------
+
+# Namespaces every cluster has; `default` may be adopted by a team (the guide's stack does).
+CLUSTER_NAMESPACES: Final = frozenset({"kube-system", "kube-public", "kube-node-lease"})
+ALWAYS_PRESENT_NAMESPACES: Final = CLUSTER_NAMESPACES | {"default"}
+KUEUE_NAMESPACE: Final = "kueue-system"
+RESERVED_NAMESPACES: Final = CLUSTER_NAMESPACES | {KUEUE_NAMESPACE}
+
+
+def reserved_namespace(name: str, extra: Iterable[str] = ()) -> str | None:
+    """Why `name` is not a namespace a team may take (None when it may).
+
+    `extra`: namespaces the Kueue manifest creates (the manifest check passes them).
+    """
+    if name in CLUSTER_NAMESPACES:
+        return f"namespace {name!r} belongs to the cluster (Kubernetes' own components run there)"
+    if name.startswith("kube-"):
+        return f"namespace {name!r}: the kube- prefix is reserved for Kubernetes' own namespaces"
+    if name == KUEUE_NAMESPACE:
+        return (
+            f"namespace {name!r} is created by the Kueue release manifest (Kueue's own "
+            "namespace, where its controller runs)"
+        )
+    if name in set(extra):
+        return f"namespace {name!r} is created by the Kueue release manifest"
+    return None
+
+
+# --- pydantic field types --------------------------------------------------------------------
+
+
+def _check_label_name(value: str) -> str:
+    if not is_dns_label(value):
+        raise PydanticCustomError(
+            "k8s_name",
+            "{value} is not a valid Kubernetes name: use lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit, at most 63 characters",
+            {"value": repr(value)},
+        )
+    return value
+
+
+def _check_subdomain_name(value: str) -> str:
+    if not is_dns_subdomain(value):
+        raise PydanticCustomError(
+            "k8s_name",
+            "{value} is not a valid Kubernetes object name: use lowercase letters, digits, "
+            "'-' and '.', starting and ending with a letter or digit, at most 253 characters",
+            {"value": repr(value)},
+        )
+    return value
+
+
+def _check_local_queue_name(value: str) -> str:
+    _check_subdomain_name(value)
+    if len(value) > LABEL_VALUE_MAX:
+        raise PydanticCustomError(
+            "local_queue_name",
+            "{value} is too long for a LocalQueue: jobs name their queue in the "
+            "kueue.x-k8s.io/queue-name label, whose value has at most 63 characters",
+            {"value": repr(value)},
+        )
+    return value
+
+
+def _check_qualified_name(value: str) -> str:
+    if not is_qualified_name(value):
+        raise PydanticCustomError(
+            "qualified_name",
+            "{value} is not a valid resource or label key: [prefix/]name, where name is at "
+            "most 63 letters, digits, '-', '_' or '.', and prefix is a DNS subdomain",
+            {"value": repr(value)},
+        )
+    return value
+
+
+def _check_label_value(value: str) -> str:
+    if not is_label_value(value):
+        raise PydanticCustomError(
+            "label_value",
+            "{value} is not a valid label value: at most 63 letters, digits, '-', '_' or '.', "
+            "starting and ending with a letter or digit",
+            {"value": repr(value)},
+        )
+    return value
+
+
+def _parse(value: object) -> tuple[str, Fraction]:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise PydanticCustomError(
+            "quantity", "must be {help}, got {value}", {"help": QUANTITY_HELP, "value": repr(value)}
+        )
+    try:
+        return str(value), parse_quantity(value)
+    except QuantityError:
+        raise PydanticCustomError(
+            "quantity", "must be {help}, got {value}", {"help": QUANTITY_HELP, "value": repr(value)}
+        ) from None
+
+
+def _check_quantity(value: object) -> str:
+    text, parsed = _parse(value)
+    if parsed < 0:
+        raise PydanticCustomError(
+            "negative_quantity", "must not be negative, got {value}", {"value": text}
+        )
+    return text
+
+
+def _check_storage_size(value: object) -> str:
+    text, parsed = _parse(value)
+    if parsed <= 0:
+        raise PydanticCustomError(
+            "storage_size",
+            "must be a size above zero such as 100Gi or 1Ti, got {value}",
+            {"value": text},
+        )
+    if parsed.denominator != 1:
+        raise PydanticCustomError(
+            "storage_size",
+            "must be a whole number of bytes such as 100Gi or 1Ti, got {value}",
+            {"value": text},
+        )
+    return text
+
+
+def _check_count(value: object) -> int:
+    # Whole numbers only: 2.5 nodes or "4" (a string) are mistakes worth naming.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PydanticCustomError(
+            "node_count",
+            "must be a whole number of nodes (1 or more), got {value}",
+            {"value": repr(value)},
+        )
+    if value < 1:
+        raise PydanticCustomError(
+            "node_count", "must be 1 or more nodes, got {value}", {"value": repr(value)}
+        )
+    return value
+
+
+def _check_version(value: str) -> str:
+    if not VERSION.match(value):
+        raise PydanticCustomError(
+            "version",
+            "Kueue version must have the form vX.Y.Z (for example v0.18.3), got {value}",
+            {"value": repr(value)},
+        )
+    return value
+
+
+def _check_duration(value: str) -> str:
+    if not DURATION.match(value):
+        raise PydanticCustomError(
+            "duration",
+            "must be a Go duration such as 300s, 5m or 1h30m, got {value}",
+            {"value": repr(value)},
+        )
+    return value
+
+
+def _check_sha256(value: str) -> str:
+    if not SHA256.match(value):
+        raise PydanticCustomError(
+            "sha256",
+            "must be 64 lowercase hex digits (a sha256 digest), got {value}",
+            {"value": repr(value)},
+        )
+    return value
+
+
+def _check_manifest_url(value: str) -> str:
+    if not value.startswith(("https://", "http://", "file://")):
+        raise PydanticCustomError(
+            "manifest_url",
+            "url must start with https://, http:// or file://, got {url}",
+            {"url": repr(value)},
+        )
+    return value
+
+
+def _check_stack_name(value: str) -> str:
+    if not STACK_NAME.match(value):
+        raise PydanticCustomError(
+            "stack_name",
+            "{value} is not a Pulumi stack name: <stack>, <org>/<stack> or "
+            "<org>/<project>/<stack>, each part letters, digits, '-', '_' or '.'",
+            {"value": repr(value)},
+        )
+    return value
+
+
+def api_server_url_problem(url: str) -> str | None:
+    """Why `url` cannot be the address Kueue's MultiKueue dials a worker at (None when it can):
+    https only (the manager sends a token), and a host that is an IP or a DNS name, as Kueue's
+    kubeconfig validation wants it (multikueuecluster.go: isValidHostname)."""
+    if any(c.isspace() or unicodedata.category(c).startswith("C") for c in url):
+        return "it contains whitespace or control characters"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        return "it is not a URL"
+    if parts.scheme != "https":
+        return "it must start with https:// (the manager authenticates with a token)"
+    if parts.username is not None or parts.password is not None:
+        return "it carries credentials (user:password@); Kueue refuses basic auth"
+    host = (parts.hostname or "").lower()
+    if not host:
+        return "it has no host"
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        if not is_dns_subdomain(host):
+            return f"host {host!r} is neither an IP address nor a DNS name, which Kueue refuses"
+    if parts.query or parts.fragment:
+        return "it has a query or fragment, which an API server address never has"
+    return None
+
+
+def _check_api_server_url(value: str) -> str:
+    problem = api_server_url_problem(value)
+    if problem:
+        raise PydanticCustomError(
+            "api_server_url",
+            "{value} is not an API server address for MultiKueue: {problem}",
+            {"value": repr(value), "problem": problem},
+        )
+    return value
+
+
+def _check_feature_gate(value: str) -> str:
+    if not FEATURE_GATE.match(value):
+        raise PydanticCustomError(
+            "feature_gate",
+            "{value} is not a Kueue feature gate name (CamelCase letters and digits, e.g. "
+            "TopologyAwareScheduling)",
+            {"value": repr(value)},
+        )
+    return value
+
+
+_QUANTITY_SCHEMA: Final = {
+    "anyOf": [
+        {"type": "string", "pattern": r"^\+?[0-9.]+[a-zA-Z0-9+-]*$"},
+        {"type": "number", "minimum": 0},
+    ],
+    "description": QUANTITY_HELP,
+}
+
+LabelName = Annotated[
+    str,
+    AfterValidator(_check_label_name),
+    WithJsonSchema({"type": "string", "pattern": DNS_LABEL.pattern, "maxLength": 63}),
+]
+ObjectName = Annotated[
+    str,
+    AfterValidator(_check_subdomain_name),
+    WithJsonSchema({"type": "string", "pattern": DNS_SUBDOMAIN.pattern, "maxLength": 253}),
+]
+LocalQueueName = Annotated[
+    str,
+    AfterValidator(_check_local_queue_name),
+    WithJsonSchema({"type": "string", "pattern": DNS_SUBDOMAIN.pattern, "maxLength": 63}),
+]
+QualifiedName = Annotated[
+    str,
+    AfterValidator(_check_qualified_name),
+    WithJsonSchema({"type": "string", "maxLength": 317}),
+]
+LabelValue = Annotated[
+    str,
+    AfterValidator(_check_label_value),
+    WithJsonSchema({"type": "string", "pattern": LABEL_VALUE.pattern, "maxLength": 63}),
+]
+Quantity = Annotated[str, PlainValidator(_check_quantity), WithJsonSchema(_QUANTITY_SCHEMA)]
+StorageSize = Annotated[
+    str,
+    PlainValidator(_check_storage_size),
+    WithJsonSchema({**_QUANTITY_SCHEMA, "description": "size above zero, e.g. 100Gi or 1Ti"}),
+]
+NodeCount = Annotated[
+    int, PlainValidator(_check_count), WithJsonSchema({"type": "integer", "minimum": 1})
+]
+Version = Annotated[
+    str,
+    AfterValidator(_check_version),
+    WithJsonSchema({"type": "string", "pattern": VERSION.pattern}),
+]
+Duration = Annotated[
+    str,
+    AfterValidator(_check_duration),
+    WithJsonSchema({"type": "string", "pattern": DURATION.pattern}),
+]
+Sha256 = Annotated[
+    str,
+    AfterValidator(_check_sha256),
+    WithJsonSchema({"type": "string", "pattern": SHA256.pattern}),
+]
+FeatureGate = Annotated[
+    str,
+    AfterValidator(_check_feature_gate),
+    WithJsonSchema({"type": "string", "pattern": FEATURE_GATE.pattern}),
+]
+ManifestUrl = Annotated[
+    str,
+    AfterValidator(_check_manifest_url),
+    WithJsonSchema({"type": "string", "pattern": "^(https|http|file)://"}),
+]
+StackName = Annotated[
+    str,
+    AfterValidator(_check_stack_name),
+    WithJsonSchema({"type": "string", "pattern": STACK_NAME.pattern}),
+]
+ApiServerUrl = Annotated[
+    str,
+    AfterValidator(_check_api_server_url),
+    WithJsonSchema({"type": "string", "pattern": "^https://"}),
+]
+ResourceName = QualifiedName

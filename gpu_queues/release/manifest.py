@@ -1,0 +1,330 @@
+"""Kueue release install: the pinned manifest, checked and prepared before anything exists.
+
+`load_release` reads the manifest, verifies its sha256, parses it, refuses every object a
+Kueue release does not ship (gpu_queues.release.allowlist) and lays the stack's settings over
+it: the manager ConfigMap is re-rendered from stack config and the controller Deployment
+gets the stack's replicas, resources and placement. The program calls it in its validation
+phase, so a bad manifest registers nothing, not even the provider. gpu_queues.components.kueue
+then applies the prepared objects server-side, object by object; what was checked is what is
+applied.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpu_queues import keys
+from gpu_queues.config.model import KueueConfig, ManagerConfig
+from gpu_queues.kueue import versions as kueue_versions
+from gpu_queues.release.allowlist import (
+    CONTROLLER_DEPLOYMENT,
+    KUEUE_NAMESPACE,
+    MANAGER_CONFIG_KEY,
+    MANAGER_CONFIGMAP,
+    MANAGER_CONTAINER,
+    Document,
+    check_release,
+    created_namespaces,
+    find,
+)
+from gpu_queues.release.render import RENDER_DIR
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+__all__ = [
+    "CONTROLLER_DEPLOYMENT",
+    "KUEUE_NAMESPACE",
+    "MANAGER_CONFIGMAP",
+    "MANAGER_CONFIG_KEY",
+    "MANAGER_CONTAINER",
+    "ManifestError",
+    "PreparedManifest",
+    "load_manifest",
+    "load_release",
+    "parse_documents",
+    "parse_manifest",
+    "prepare_manifest",
+    "read_manifest",
+    "verify_sha256",
+]
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: 10x faster on 1.7 MB
+
+
+class ManifestError(Exception):
+    """The Kueue manifest cannot be read, does not match its checksum, or is not a release."""
+
+
+def read_manifest(config: KueueConfig, root: Path = PROJECT_ROOT, timeout: float = 60.0) -> bytes:
+    """The manifest bytes, from the local path when set, else from the (mirror or release) URL."""
+    if config.manifest.path is not None:
+        path = Path(config.manifest.path)
+        path = path if path.is_absolute() else root / path
+        try:
+            return path.read_bytes()
+        except OSError as exc:
+            hint = ""
+            if Path(config.manifest.path).parts[:1] == (RENDER_DIR,):
+                # The rendered release is generated, never committed: CI and fresh clones
+                # render it before `pulumi preview`.
+                hint = (
+                    ". It is rendered from the pinned Kueue module: run `make kueue-manifest` "
+                    "(docs/kueue-manifest.md)"
+                )
+            raise ManifestError(
+                f"cannot read the Kueue manifest {path} (gpu-queues:kueue.manifest.path): "
+                f"{exc.strerror or exc}{hint}"
+            ) from None
+    url = config.manifest_url
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            data: bytes = response.read()
+            return data
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise ManifestError(
+            f"cannot download the Kueue manifest {url}: {exc}. For an air-gapped cluster set "
+            "gpu-queues:kueue.manifest.url to a mirror or kueue.manifest.path to a local file"
+        ) from None
+
+
+def verify_sha256(data: bytes, expected: str | None, source: str) -> str:
+    """The manifest's sha256; ManifestError when an expected digest is set and differs."""
+    actual = hashlib.sha256(data).hexdigest()
+    if expected is not None and actual != expected:
+        raise ManifestError(
+            f"Kueue manifest {source} has sha256 {actual}, but gpu-queues:kueue.manifest.sha256 "
+            f"expects {expected}; nothing was applied. Check the source, or update the checksum "
+            "if the new manifest is trusted (make pin-kueue, docs/kueue-manifest.md)"
+        )
+    return actual
+
+
+def _aliases(text: str) -> list[int]:
+    """Indexes of documents that use YAML aliases (never in a release; a way to blow up)."""
+    found: list[int] = []
+    index = -1
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.DocumentStartEvent):
+            index += 1
+        elif isinstance(event, yaml.AliasEvent) and index not in found:
+            found.append(index)
+    return found
+
+
+def parse_documents(data: bytes, source: str) -> list[Document]:
+    """Kubernetes objects of a multi-document YAML manifest, with their document indexes."""
+    try:
+        text = data.decode("utf-8")
+        aliased = _aliases(text)
+        docs = list(yaml.load_all(text, Loader=_Loader))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"Kueue manifest {source} is not valid YAML: {exc}") from None
+    if aliased:
+        raise ManifestError(
+            f"Kueue manifest {source}: document(s) {', '.join(map(str, aliased))} use YAML "
+            "aliases; a release manifest never does, refusing it"
+        )
+    objects: list[Document] = []
+    for index, doc in enumerate(docs):
+        if doc is None:
+            continue
+        if (
+            not isinstance(doc, dict)
+            or not isinstance(doc.get("apiVersion"), str)
+            or not isinstance(doc.get("kind"), str)
+            or not isinstance(doc.get("metadata"), dict)
+            or not isinstance(doc["metadata"].get("name"), str)
+        ):
+            raise ManifestError(
+                f"Kueue manifest {source}: document {index} is not a Kubernetes object "
+                "(apiVersion, kind and metadata.name are required)"
+            )
+        objects.append(Document(index, doc))
+    if not objects:
+        raise ManifestError(f"Kueue manifest {source} contains no objects")
+    return objects
+
+
+def parse_manifest(data: bytes, source: str) -> list[dict[str, Any]]:
+    """The objects of a manifest (see parse_documents), without their indexes."""
+    return [d.obj for d in parse_documents(data, source)]
+
+
+def manifest_source(config: KueueConfig) -> str:
+    return config.manifest.path if config.manifest.path is not None else config.manifest_url
+
+
+def load_manifest(config: KueueConfig, root: Path = PROJECT_ROOT) -> list[Document]:
+    """Read, verify and parse the manifest; raises ManifestError before anything exists."""
+    source = manifest_source(config)
+    data = read_manifest(config, root)
+    verify_sha256(data, config.manifest.sha256, source)
+    return parse_documents(data, source)
+
+
+# --- manager Configuration ----------------------------------------------------------------
+
+
+def render_manager_config(base_text: str, manager: ManagerConfig) -> str:
+    """The release's Configuration with the stack's settings laid over it.
+
+    Starting from the release keeps what the manifest wires together (webhook port, health
+    and metrics addresses, leader election); waitForPodsReady and fairSharing are switched on
+    by being present (Kueue v1beta2 has no `enable` field).
+    """
+    loaded = yaml.safe_load(base_text) if base_text else None
+    config: dict[str, Any] = loaded if isinstance(loaded, dict) else {}
+    config["apiVersion"] = keys.KUEUE_CONFIG_API_VERSION
+    config["kind"] = "Configuration"
+    overlay = manager.model_dump(by_alias=True, exclude_none=True)
+    integrations = overlay.pop("integrations", None)
+    if integrations:
+        merged = dict(config.get("integrations") or {})
+        merged.update(integrations)
+        config["integrations"] = merged
+    config.update(overlay)
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def _feature_gate_args(container: dict[str, Any]) -> list[str]:
+    """Gate names set by --feature-gates flags, in order (a name may appear twice)."""
+    gates: list[str] = []
+    for arg in [*(container.get("args") or []), *(container.get("command") or [])]:
+        if isinstance(arg, str) and arg.startswith("--feature-gates="):
+            for item in arg.split("=", 1)[1].split(","):
+                if item.strip():
+                    gates.append(item.split("=", 1)[0].strip())
+    return gates
+
+
+@dataclass(frozen=True)
+class PreparedManifest:
+    """A release manifest that passed every check, with the stack's settings applied."""
+
+    version: str
+    objects: tuple[dict[str, Any], ...]
+    sha256: str | None
+    """The digest the program verified the manifest against (recorded on the controller);
+    None when no checksum is configured."""
+    namespaces: frozenset[str]
+    """Namespaces the manifest creates (kueue-system): never a team's."""
+
+
+def _mapping(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    """parent[key] as a mapping, made one when it is missing or empty (`annotations:`)."""
+    value = parent.get(key)
+    if not isinstance(value, dict):
+        value = parent[key] = {}
+    return value
+
+
+def _refused(source: str, version: str, refusals: Sequence[object]) -> ManifestError:
+    lines = "\n".join(f"  - {r}" for r in refusals)
+    return ManifestError(
+        f"the Kueue manifest {source} is not a Kueue {version} release as published; nothing "
+        f"was applied. {len(refusals)} problem(s):\n{lines}"
+    )
+
+
+def prepare_manifest(
+    objects: Sequence[dict[str, Any]] | Sequence[Document],
+    config: KueueConfig,
+    source: str = "(given objects)",
+    verified_sha256: str | None = None,
+) -> PreparedManifest:
+    """Check the manifest against the release allowlist, then apply the stack's settings.
+
+    `verified_sha256` is recorded on the controller Deployment for the policy pack; pass it
+    only after verify_sha256 accepted the bytes against the configured digest (load_release).
+    """
+    docs: list[Document] = []
+    for i, item in enumerate(objects):
+        if isinstance(item, Document):
+            docs.append(item)
+        elif isinstance(item, dict):
+            docs.append(Document(i, item))
+        else:
+            raise ManifestError(f"Kueue manifest {source}: object {i} is not a mapping")
+    refusals: list[object] = list(check_release(docs, config.version))
+    if kueue_versions.release(config.version) is None:
+        # Its config rules, CRDs and defaults are unknown: the program was not tested with it.
+        refusals.append(kueue_versions.unsupported_message(config.version))
+    if refusals:
+        raise _refused(source, config.version, refusals)
+    prepared = [copy.deepcopy(d.obj) for d in docs]
+    configmap = find(prepared, "", "ConfigMap", KUEUE_NAMESPACE, MANAGER_CONFIGMAP)
+    deployment = find(prepared, "apps", "Deployment", KUEUE_NAMESPACE, CONTROLLER_DEPLOYMENT)
+    if configmap is None or deployment is None:  # check_release requires both
+        raise _refused(source, config.version, ["no manager ConfigMap or controller Deployment"])
+    data = dict(configmap["data"])  # check_release: a mapping holding the Configuration
+    base = data[MANAGER_CONFIG_KEY]
+    rendered = render_manager_config(base, config.manager)
+    configmap["data"] = {**data, MANAGER_CONFIG_KEY: rendered}
+    config_hash = hashlib.sha256(rendered.encode("utf-8")).hexdigest()
+
+    spec = _mapping(deployment, "spec")
+    template = _mapping(spec, "template")
+    # A changed Configuration changes the pod template, so the controller rolls and reloads it.
+    _mapping(_mapping(template, "metadata"), "annotations")[keys.ANNOTATION_CONFIG_HASH] = (
+        config_hash
+    )
+    pod = _mapping(template, "spec")
+    manager = next(c for c in pod["containers"] if c.get("name") == MANAGER_CONTAINER)
+    in_args = _feature_gate_args(manager)
+    twice = sorted({g for g in in_args if in_args.count(g) > 1})
+    if twice:
+        raise ManifestError(
+            f"the Kueue manifest {source}: feature gate(s) {', '.join(twice)} are set more than "
+            f"once in the --feature-gates of Deployment {KUEUE_NAMESPACE}/{CONTROLLER_DEPLOYMENT}; "
+            "nothing was applied"
+        )
+    both = sorted(set(in_args) & set(config.manager.feature_gates or {}))
+    if both:
+        raise ManifestError(
+            f"feature gate(s) {', '.join(both)} are set both in "
+            "gpu-queues:kueue.manager.featureGates and in the controller's --feature-gates "
+            f"(Kueue manifest {source}); Kueue refuses that, keep one. Nothing was applied"
+        )
+    if verified_sha256 is not None:
+        _mapping(_mapping(deployment, "metadata"), "annotations")[
+            keys.ANNOTATION_MANIFEST_SHA256
+        ] = verified_sha256
+    ctrl = config.controller
+    if ctrl.replicas is not None:
+        spec["replicas"] = ctrl.replicas
+    if ctrl.resources is not None:
+        manager["resources"] = ctrl.resources.model_dump(by_alias=True, exclude_none=True)
+    if ctrl.node_selector is not None:
+        pod["nodeSelector"] = dict(ctrl.node_selector)
+    if ctrl.tolerations is not None:
+        pod["tolerations"] = [
+            t.model_dump(by_alias=True, exclude_none=True) for t in ctrl.tolerations
+        ]
+    return PreparedManifest(
+        version=config.version,
+        objects=tuple(prepared),
+        sha256=verified_sha256,
+        namespaces=created_namespaces(docs),
+    )
+
+
+def load_release(config: KueueConfig, root: Path = PROJECT_ROOT) -> PreparedManifest:
+    """Read, verify, parse, check and prepare the release; ManifestError on any problem.
+
+    The checksum annotation is written only here, from a digest verify_sha256 just matched
+    against gpu-queues:kueue.manifest.sha256: it is never taken from the manifest itself.
+    """
+    source = manifest_source(config)
+    data = read_manifest(config, root)
+    digest = verify_sha256(data, config.manifest.sha256, source)
+    verified = digest if config.manifest.sha256 is not None else None
+    return prepare_manifest(parse_documents(data, source), config, source, verified)

@@ -1,0 +1,236 @@
+"""What the cluster does now, per team, in the what-if's format: read-only, from the
+ClusterQueues, LocalQueues and Workloads, the scheduler's word on pending pods, and Kueue's
+visibility API for the position of every pending workload in its queues.
+
+    python -m gpu_queues.tools.status [--stack NAME] [--project DIR] [--json]
+    make status [STACK=staging]
+
+With --stack, the cluster is the stack's: its `gpu-queues:kubernetes.kubeconfig` secret (read
+through the Pulumi CLI into memory, never written anywhere) and context, and the teams are
+the stack's; without it, $KUBECONFIG and every ClusterQueue. The outcome of each workload
+and the team figures follow the what-if's rules (gpu_queues/whatif/report.py), with these live
+readings: a wait is from the workload's creation to its last admission, GPU-hours run from
+the last admission to now (or to its end), and a pending workload's message leads with its
+positions in the ClusterQueue and LocalQueue.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gpu_queues import keys
+from gpu_queues.config.model import ConfigError, load_config
+from gpu_queues.config.stackfile import ROOT, StackFileError, parse_config
+from gpu_queues.kueue.client import KubeconfigError, api_client
+from gpu_queues.whatif.report import (
+    Run,
+    RunMeta,
+    WorkloadResult,
+    team_results,
+    team_table,
+    workload_table,
+)
+from gpu_queues.whatif.workloads import (
+    KubeError,
+    Rest,
+    classify,
+    condition,
+    owner,
+    pod_unschedulable,
+    preemptions,
+    workload_gpus,
+)
+
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+# Kueue v0.18 serves its visibility API as v1beta2 and v1beta1; v1beta2 is preferred.
+VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta2"
+RUN = ROOT / "toolchain" / "run"
+KUBECONFIG_KEY = f"{keys.PROJECT}:{keys.KEY_KUBERNETES}.kubeconfig"
+
+
+class StatusError(Exception):
+    """The status cannot be read; the message says why."""
+
+
+def _time(stamp: Any) -> float | None:
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def stack_connection(
+    stack: str, project: Path
+) -> tuple[str | None, str | None, list[tuple[str, str]]]:
+    """The stack's kubeconfig (None: unset, so $KUBECONFIG), context, and (team, ClusterQueue)
+    list. The kubeconfig is a Pulumi secret: the CLI decrypts it into this process's memory."""
+    path = project / f"Pulumi.{stack}.yaml"
+    try:
+        raw = parse_config(path.read_text(encoding="utf-8"), path.name)
+    except (OSError, StackFileError) as exc:
+        raise StatusError(f"cannot read stack {stack!r}: {exc}") from None
+    kubernetes = raw.pop(keys.KEY_KUBERNETES, None) or {}
+    try:
+        config = load_config(raw)
+    except ConfigError as exc:
+        raise StatusError(f"{path.name}: the stack config is invalid:\n{exc}") from None
+    context = kubernetes.get("context") if isinstance(kubernetes, dict) else None
+    kubeconfig = None
+    if isinstance(kubernetes, dict) and kubernetes.get("kubeconfig") is not None:
+        done = subprocess.run(
+            [str(RUN), "pulumi", "config", "get", "--path", KUBECONFIG_KEY, "--stack", stack],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise StatusError(
+                f"cannot read {KUBECONFIG_KEY} of stack {stack!r} through the Pulumi CLI: "
+                f"{done.stderr.strip().splitlines()[-1] if done.stderr.strip() else 'failed'}"
+            )
+        kubeconfig = done.stdout
+    return kubeconfig, context, [(t.name, t.cluster_queue) for t in config.teams]
+
+
+def _pending_positions(rest: Rest, cq: str) -> dict[str, tuple[int, int]]:
+    """Workload name (namespace/name) -> (position in the ClusterQueue, in the LocalQueue)."""
+    try:
+        found = rest.get(f"{VISIBILITY}/clusterqueues/{cq}/pendingworkloads")
+    except KubeError as exc:
+        if exc.status == 404:
+            return {}
+        raise
+    return {
+        f"{w['metadata'].get('namespace')}/{w['metadata']['name']}": (
+            int(w.get("positionInClusterQueue", 0)),
+            int(w.get("positionInLocalQueue", 0)),
+        )
+        for w in found.get("items", [])
+    }
+
+
+def read_status(rest: Rest, teams: list[tuple[str, str]] | None, now: float, source: str) -> Run:
+    """The live cluster as a Run: per workload of the teams' ClusterQueues, and per team."""
+    cqs = rest.get(f"{KUEUE}/clusterqueues").get("items", [])
+    if teams is None:
+        teams = [
+            (
+                str(
+                    cq["metadata"].get("labels", {}).get(keys.LABEL_TEAM) or cq["metadata"]["name"]
+                ),
+                str(cq["metadata"]["name"]),
+            )
+            for cq in cqs
+        ]
+    team_of = {cq: team for team, cq in teams}
+    queues = {
+        (lq["metadata"]["namespace"], lq["metadata"]["name"]): lq.get("spec", {}).get(
+            "clusterQueue"
+        )
+        for lq in rest.get(f"{KUEUE}/localqueues").get("items", [])
+    }
+    positions: dict[str, tuple[int, int]] = {}
+    for _, name in teams:
+        positions.update(_pending_positions(rest, name))
+    workloads = rest.get(f"{KUEUE}/workloads").get("items", [])
+    namespaces = {w["metadata"]["namespace"] for w in workloads}
+    pods: dict[str, list[dict[str, Any]]] = {}
+    for ns in sorted(namespaces):
+        # Pending pods only: the scheduler's message is all a status needs from them.
+        for pod in rest.get(f"/api/v1/namespaces/{ns}/pods?fieldSelector=status.phase%3DPending")[
+            "items"
+        ]:
+            ref = owner(pod, "Job")
+            key = str(ref.get("uid")) if ref else str(pod["metadata"].get("uid"))
+            pods.setdefault(key, []).append(pod)
+    results = []
+    for wl in sorted(workloads, key=lambda w: _time(w["metadata"].get("creationTimestamp")) or 0):
+        meta = wl["metadata"]
+        queue = wl.get("spec", {}).get("queueName")
+        cq = queues.get((meta["namespace"], queue))
+        if cq is None or cq not in team_of:
+            continue
+        ref = owner(wl, "Job") or owner(wl, "Pod") or {}
+        mine = pods.get(str(ref.get("uid")), [])
+        stuck = next((m for p in mine if (m := pod_unschedulable(p))), None)
+        outcome, flavor, message = classify(wl, stuck is None, stuck, preemptions(wl) > 0)
+        name = f"{meta['namespace']}/{meta['name']}"
+        if name in positions:
+            cq_pos, lq_pos = positions[name]
+            where = f"position {cq_pos} in ClusterQueue {cq}, {lq_pos} in LocalQueue {queue}"
+            message = f"{where}; {message}" if message else where
+        created = _time(meta.get("creationTimestamp")) or now
+        reserved = condition(wl, "QuotaReserved")
+        admitted = _time(reserved.get("lastTransitionTime")) if reserved else None
+        wait = None
+        run_seconds = 0.0
+        if outcome in ("admitted", "unschedulable", "finished") and admitted is not None:
+            wait = max(admitted - created, 0.0)
+            finished = condition(wl, "Finished")
+            end = _time(finished.get("lastTransitionTime")) if finished else None
+            if outcome != "unschedulable":
+                run_seconds = max((end or now) - admitted, 0.0)
+        results.append(
+            WorkloadResult(
+                str(ref.get("name") or meta["name"]),
+                meta["namespace"],
+                queue,
+                outcome,
+                flavor=flavor,
+                message=message,
+                wait_seconds=wait,
+                kind=str(ref.get("kind") or "Workload"),
+                team=team_of[cq],
+                cluster_queue=cq,
+                gpus=workload_gpus(wl),
+                gpu_seconds=run_seconds,
+                preemptions=preemptions(wl),
+            )
+        )
+    meta_ = RunMeta(stack="", source=source)
+    return Run(results, team_results(results, teams), meta_)
+
+
+def render(run: Run) -> str:
+    lines = [f"### Status: {run.meta.source}", ""]
+    lines += team_table(run, None)
+    lines += ["", *workload_table(run, None), ""]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gpu_queues.tools.status", description=__doc__)
+    parser.add_argument("--stack", help="the stack whose cluster and teams to read")
+    parser.add_argument(
+        "--project", type=Path, default=ROOT, help="where its Pulumi.<stack>.yaml is"
+    )
+    parser.add_argument("--json", action="store_true", help="{workloads, teams} as in report.json")
+    args = parser.parse_args(argv)
+    try:
+        if args.stack:
+            kubeconfig, context, teams = stack_connection(args.stack, args.project)
+            source = f"stack {args.stack}"
+        else:
+            kubeconfig, context, teams = None, None, None
+            source = "$KUBECONFIG"
+        rest = Rest(api_client(kubeconfig, context))
+        run = read_status(rest, teams, datetime.now(UTC).timestamp(), f"live cluster of {source}")
+    except (StatusError, KubeconfigError) as exc:
+        print(f"status: {exc}", file=sys.stderr)
+        return 2
+    except (KubeError, OSError) as exc:
+        print(f"status: the cluster did not answer: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(run.public(), indent=2) if args.json else render(run))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

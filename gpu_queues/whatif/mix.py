@@ -1,0 +1,452 @@
+"""The workload mix a what-if replays: ordinary Kubernetes manifests, read from a file or a
+folder and checked against the stack, each one either ready to submit or refused with the
+reason (never an exception: a bad manifest is a row of the report, not a failed replay).
+
+A manifest is what a user would `kubectl apply`: a batch/v1 Job (or a Pod, when Kueue's pod
+integration is on) with its namespace, the `kueue.x-k8s.io/queue-name` label and, when the
+stack declares WorkloadPriorityClasses, `kueue.x-k8s.io/priority-class`. Two optional
+annotations drive the replay's clock:
+  gpu-queues.dev/submit-at   offset from the start of the replay (e.g. 15m); default 0
+  gpu-queues.dev/duration    how long the job runs once its pods run (e.g. 2h); default:
+                             until the end of the replay
+Durations are numbers with units d, h, m, s, combined as in Go (1h30m, 90s, 1.5h, 1d).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import yaml
+
+from gpu_queues.config.model import StackConfig
+from gpu_queues.kueue.quantity import QuantityError, parse_quantity
+
+ANNOTATION_SUBMIT_AT: Final = "gpu-queues.dev/submit-at"
+ANNOTATION_DURATION: Final = "gpu-queues.dev/duration"
+QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL: Final = "kueue.x-k8s.io/priority-class"
+# The sandbox's own lever on a pod (sandbox/kwok-stages.yaml); the replay sets it itself.
+COMPLETE_AFTER: Final = "sandbox.gpu-queues.dev/complete-after"
+DEFAULT_NAMESPACE: Final = "default"  # what kubectl uses for a manifest without one
+MANIFEST_SUFFIXES: Final = (".yaml", ".yml", ".json")
+
+Status = Literal["ok", "invalid", "unsupported"]
+
+# Kinds Kueue's integrations manage (group, kind) -> the framework name that enables them.
+FRAMEWORKS: Final[dict[tuple[str, str], str]] = {
+    ("batch", "Job"): "batch/job",
+    ("", "Pod"): "pod",
+    ("apps", "Deployment"): "deployment",
+    ("apps", "StatefulSet"): "statefulset",
+    ("jobset.x-k8s.io", "JobSet"): "jobset.x-k8s.io/jobset",
+    ("kubeflow.org", "MPIJob"): "kubeflow.org/mpijob",
+    ("kubeflow.org", "PyTorchJob"): "kubeflow.org/pytorchjob",
+    ("kubeflow.org", "TFJob"): "kubeflow.org/tfjob",
+    ("kubeflow.org", "PaddleJob"): "kubeflow.org/paddlejob",
+    ("kubeflow.org", "XGBoostJob"): "kubeflow.org/xgboostjob",
+    ("kubeflow.org", "JAXJob"): "kubeflow.org/jaxjob",
+    ("trainer.kubeflow.org", "TrainJob"): "trainer.kubeflow.org/trainjob",
+    ("ray.io", "RayJob"): "ray.io/rayjob",
+    ("ray.io", "RayCluster"): "ray.io/raycluster",
+    ("ray.io", "RayService"): "ray.io/rayservice",
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): "leaderworkerset.x-k8s.io/leaderworkerset",
+    ("workload.codeflare.dev", "AppWrapper"): "workload.codeflare.dev/appwrapper",
+    ("sparkoperator.k8s.io", "SparkApplication"): "sparkoperator.k8s.io/sparkapplication",
+}
+# What the sandbox can run to completion: the Job controller is kube-controller-manager's,
+# and kwok plays every pod's kubelet. Other kinds need controllers the sandbox does not have
+# (JobSet, Kubeflow, Ray, ...), or never finish (Deployment, StatefulSet).
+REPLAYABLE: Final = frozenset({"batch/job", "pod"})
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?|\.\d+)(d|h|m|s)")
+_UNIT_SECONDS: Final = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+
+
+class DurationError(ValueError):
+    """A duration the replay cannot read."""
+
+
+def parse_duration(text: object) -> float:
+    """Seconds in `2h`, `1h30m`, `90s`, `1.5h`, `1d`, `0s`; DurationError otherwise."""
+    if not isinstance(text, str) or not text.strip():
+        raise DurationError(f"{text!r} is not a duration (write e.g. 90s, 15m, 2h, 1h30m, 1d)")
+    s = text.strip()
+    total, pos = 0.0, 0
+    for match in _DURATION_PART.finditer(s):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        pos = match.end()
+    if pos != len(s) or pos == 0:
+        raise DurationError(
+            f"{text!r} is not a duration (numbers with units d, h, m or s, e.g. 90s, 15m, "
+            "2h, 1h30m, 1d)"
+        )
+    if not math.isfinite(total):
+        raise DurationError(f"{text!r} is too long")
+    return total
+
+
+def format_duration(seconds: float | None) -> str:
+    """`2h10m`, `45s`, `1d3h`; `-` for None. Rounded to the second."""
+    if seconds is None:
+        return "-"
+    left = round(seconds)
+    if left == 0:
+        return "0s"
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if left >= size:
+            parts.append(f"{left // size}{unit}")
+            left %= size
+    return "".join(parts[:2])  # two units are plenty for a wait (1d3h, 2h10m, 5m30s)
+
+
+@dataclass(frozen=True)
+class TeamQueue:
+    """Where a team's workloads go: its namespace and LocalQueue, and the ClusterQueue."""
+
+    team: str
+    namespace: str
+    local_queue: str
+    cluster_queue: str
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """What the stack offers a workload: queues per namespace, priority classes, and the
+    kinds Kueue manages (its integrations, as the running Kueue is configured)."""
+
+    queues: tuple[TeamQueue, ...]
+    priority_classes: frozenset[str] = frozenset()
+    frameworks: frozenset[str] = frozenset({"batch/job"})
+
+    @classmethod
+    def from_stack(cls, config: StackConfig, frameworks: Iterable[str]) -> Catalog:
+        return cls(
+            queues=tuple(
+                TeamQueue(t.name, t.namespace, t.local_queue, t.cluster_queue) for t in config.teams
+            ),
+            priority_classes=frozenset(p.name for p in config.priority_classes),
+            frameworks=frozenset(frameworks),
+        )
+
+    def teams_in(self, namespace: str) -> list[TeamQueue]:
+        return [q for q in self.queues if q.namespace == namespace]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One manifest of the mix: what the report names it, and either what to submit or why
+    it is not replayed."""
+
+    index: int
+    """Position in the mix (files in path order, documents in file order)."""
+    source: str
+    """`path#n`: the file and the document's number in it (from 1)."""
+    kind: str
+    name: str
+    namespace: str
+    queue: str | None
+    status: Status = "ok"
+    problem: str | None = None
+    team: str | None = None
+    cluster_queue: str | None = None
+    submit_at: float = 0.0
+    duration: float | None = None
+    gpus: int = 0
+    """GPUs the workload holds while it runs (every pod together)."""
+    pods: int = 1
+    """Pods that must run for the workload to run (a Job's parallelism)."""
+    manifest: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The object to create (empty when not replayed)."""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.kind, self.namespace, self.name)
+
+
+# --- reading ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Document:
+    source: str
+    body: Any
+    error: str | None = None
+
+
+def manifest_files(path: Path) -> list[Path]:
+    """A file, or every .yaml/.yml/.json file under a folder, in path order."""
+    if path.is_dir():
+        return sorted(
+            p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in MANIFEST_SUFFIXES
+        )
+    return [path]
+
+
+def read_documents(path: Path, root: Path | None = None) -> list[Document]:
+    """Every document of every manifest file, `kind: List` expanded; unreadable files and
+    documents become Documents with an error, so the rest still replays."""
+    docs: list[Document] = []
+    for file in manifest_files(path):
+        shown = str(file.relative_to(root)) if root and file.is_relative_to(root) else str(file)
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            docs.append(Document(shown, None, f"cannot read {shown}: {exc}"))
+            continue
+        try:
+            loaded = list(yaml.safe_load_all(text))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 1})" if mark else ""
+            docs.append(Document(shown, None, f"{shown} is not valid YAML{where}"))
+            continue
+        number = 0
+        for body in loaded:
+            if body is None:
+                continue
+            items = (
+                body.get("items") if isinstance(body, dict) and body.get("kind") == "List" else None
+            )
+            for item in items if isinstance(items, list) else [body]:
+                number += 1
+                docs.append(Document(f"{shown}#{number}", item))
+    return docs
+
+
+# --- checking --------------------------------------------------------------------------
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0] if "/" in api_version else ""
+
+
+def pod_gpus(pod_spec: Any) -> int:
+    """GPUs one pod holds: its containers' together, or its largest init container's.
+    An extended resource's request equals its limit; either may be written."""
+
+    def per_container(c: Any) -> int:
+        res = c.get("resources") if isinstance(c, Mapping) else None
+        if not isinstance(res, Mapping):
+            return 0
+        total = 0
+        for part in ("limits", "requests"):
+            amounts = res.get(part)
+            if not isinstance(amounts, Mapping):
+                continue
+            got = 0
+            for name, value in amounts.items():
+                if is_gpu(str(name)):
+                    try:
+                        got += math.ceil(parse_quantity(value))
+                    except QuantityError:
+                        continue
+            total = max(total, got)
+        return total
+
+    spec = _dict(pod_spec)
+    containers = [per_container(c) for c in _list(spec.get("containers"))]
+    inits = [per_container(c) for c in _list(spec.get("initContainers"))]
+    return max(sum(containers), max(inits, default=0))
+
+
+def is_gpu(resource: str) -> bool:
+    """nvidia.com/gpu, amd.com/gpu, ...: what GPU-hours count."""
+    return resource.rpartition("/")[2] == "gpu"
+
+
+def _job_pods(spec: Mapping[str, Any]) -> int:
+    """Pods a Job runs at once: its parallelism (1 by default), at most its completions."""
+    parallelism = spec.get("parallelism", 1)
+    count = parallelism if isinstance(parallelism, int) and not isinstance(parallelism, bool) else 1
+    completions = spec.get("completions")
+    if isinstance(completions, int) and not isinstance(completions, bool):
+        count = min(count, completions)
+    return max(count, 0)
+
+
+def _sanitised(body: dict[str, Any], namespace: str) -> dict[str, Any]:
+    """The object as the replay creates it: no server-set fields, the namespace set, and the
+    sandbox's completion lever removed (the replay pulls it when the job's time is up)."""
+    obj = copy.deepcopy(body)
+    obj.pop("status", None)
+    meta = obj.setdefault("metadata", {})
+    for key in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"):
+        meta.pop(key, None)
+    meta["namespace"] = namespace
+    pod_meta = (
+        obj.get("spec", {}).get("template", {}).get("metadata")
+        if obj.get("kind") == "Job"
+        else meta
+    )
+    if isinstance(pod_meta, dict) and isinstance(pod_meta.get("annotations"), dict):
+        pod_meta["annotations"].pop(COMPLETE_AFTER, None)
+    return obj
+
+
+def check(doc: Document, index: int, catalog: Catalog) -> Entry:
+    """One document against the stack: an Entry ready to submit, or refused with the reason."""
+    body = doc.body
+    if doc.error is not None:
+        return Entry(index, doc.source, "?", doc.source, "", None, "invalid", doc.error)
+    if not isinstance(body, dict):
+        return Entry(
+            index,
+            doc.source,
+            "?",
+            doc.source,
+            "",
+            None,
+            "invalid",
+            "not a Kubernetes object (expected a mapping with apiVersion, kind and metadata)",
+        )
+    api_version = _str(body.get("apiVersion")) or ""
+    kind = _str(body.get("kind")) or "?"
+    meta = _dict(body.get("metadata"))
+    name = _str(meta.get("name")) or _str(meta.get("generateName")) or doc.source
+    namespace = _str(meta.get("namespace")) or DEFAULT_NAMESPACE
+    labels = _dict(meta.get("labels"))
+    annotations = _dict(meta.get("annotations"))
+    queue = _str(labels.get(QUEUE_LABEL))
+
+    def refuse(problem: str, status: Status = "invalid") -> Entry:
+        return Entry(index, doc.source, kind, name, namespace, queue, status, problem)
+
+    if not api_version or kind == "?":
+        return refuse("no apiVersion or kind: not a Kubernetes object")
+    if not _str(meta.get("name")):
+        return refuse("metadata.name is missing (the replay names each workload in its report)")
+    framework = FRAMEWORKS.get((_group(api_version), kind))
+    if framework is None:
+        return refuse(
+            f"{kind} ({api_version}) is not a workload Kueue manages; the what-if replays "
+            "Jobs and Pods",
+            "unsupported",
+        )
+    if framework not in catalog.frameworks:
+        enabled = ", ".join(sorted(catalog.frameworks)) or "none"
+        return refuse(
+            f"Kueue does not manage {kind} on this stack: integration {framework} is not "
+            f"enabled (kueue.manager.integrations.frameworks: {enabled})"
+        )
+    if framework not in REPLAYABLE:
+        why = (
+            "it never finishes, and the what-if replays batch workloads"
+            if framework in ("deployment", "statefulset")
+            else f"the sandbox has no {kind} controller"
+        )
+        return refuse(
+            f"{kind} is not replayed: {why}; the what-if replays Jobs and Pods", "unsupported"
+        )
+    owners = catalog.teams_in(namespace)
+    if not owners:
+        known = ", ".join(f"{q.namespace} ({q.team})" for q in catalog.queues) or "none"
+        given = "" if _str(meta.get("namespace")) else " (none given, so kubectl's default)"
+        return refuse(f"namespace {namespace}{given}: no team owns it (team namespaces: {known})")
+    if queue is None:
+        offered = ", ".join(q.local_queue for q in owners)
+        return refuse(
+            f"no {QUEUE_LABEL} label: Kueue would not queue it; set it to the team's "
+            f"LocalQueue ({offered})"
+        )
+    match = next((q for q in owners if q.local_queue == queue), None)
+    if match is None:
+        offered = ", ".join(q.local_queue for q in owners)
+        return refuse(
+            f"queue {queue} does not exist in namespace {namespace} (its LocalQueue: {offered})"
+        )
+    priority = _str(labels.get(PRIORITY_LABEL))
+    if priority is not None and priority not in catalog.priority_classes:
+        declared = ", ".join(sorted(catalog.priority_classes)) or "none"
+        return refuse(
+            f"priority class {priority} is not declared by the stack (priorityClasses: {declared})"
+        )
+    try:
+        submit_at = parse_duration(annotations.get(ANNOTATION_SUBMIT_AT, "0s"))
+    except DurationError as exc:
+        return refuse(f"{ANNOTATION_SUBMIT_AT}: {exc}")
+    duration: float | None = None
+    if ANNOTATION_DURATION in annotations:
+        try:
+            duration = parse_duration(annotations[ANNOTATION_DURATION])
+        except DurationError as exc:
+            return refuse(f"{ANNOTATION_DURATION}: {exc}")
+        if duration <= 0:
+            return refuse(f"{ANNOTATION_DURATION}: must be longer than 0s")
+    spec = _dict(body.get("spec"))
+    if framework == "batch/job":
+        template = _dict(spec.get("template"))
+        pods = _job_pods(spec)
+        gpus = pod_gpus(template.get("spec")) * pods
+    else:
+        pods, gpus = 1, pod_gpus(spec)
+    return Entry(
+        index,
+        doc.source,
+        kind,
+        name,
+        namespace,
+        queue,
+        team=match.team,
+        cluster_queue=match.cluster_queue,
+        submit_at=submit_at,
+        duration=duration,
+        gpus=gpus,
+        pods=pods,
+        manifest=_sanitised(body, namespace),
+    )
+
+
+def load_mix(path: Path, catalog: Catalog, root: Path | None = None) -> list[Entry]:
+    """Every manifest under `path`, checked; a duplicate (same kind, namespace and name) is
+    refused after its first appearance."""
+    entries: list[Entry] = []
+    seen: dict[tuple[str, str, str], str] = {}
+    for index, doc in enumerate(read_documents(path, root)):
+        entry = check(doc, index, catalog)
+        if entry.status == "ok":
+            first = seen.setdefault(entry.key, entry.source)
+            if first != entry.source:
+                entry = Entry(
+                    index,
+                    entry.source,
+                    entry.kind,
+                    entry.name,
+                    entry.namespace,
+                    entry.queue,
+                    "invalid",
+                    f"a {entry.kind} {entry.namespace}/{entry.name} comes earlier "
+                    f"in the mix ({first}); names must be unique",
+                )
+        entries.append(entry)
+    return entries
+
+
+def submission_order(entries: Iterable[Entry]) -> list[Entry]:
+    """Replayable entries by submission time, then mix order."""
+    return sorted((e for e in entries if e.status == "ok"), key=lambda e: (e.submit_at, e.index))
+
+
+def gpu_hours(gpus: int, seconds: float) -> Fraction:
+    return Fraction(gpus) * Fraction(seconds).limit_denominator(1000) / 3600
