@@ -39,7 +39,7 @@ from gpu_queues.components.readiness import (
 )
 from gpu_queues.components.storage import SharedStorage, SharedStorageArgs
 from gpu_queues.config import multikueue as multikueue_checks
-from gpu_queues.config import render
+from gpu_queues.config import render, worker_stacks
 from gpu_queues.config.checks import reserved_namespace_problems
 from gpu_queues.config.model import ConfigError, Problem, StackConfig, load_config
 from gpu_queues.config.multikueue import DEFAULT_FRAMEWORKS
@@ -113,7 +113,7 @@ def multikueue_problems(
     problems: list[Problem] = []
     if mk is not None and mk.manager is not None:
         problems += multikueue_checks.inline_kubeconfig_problems(raw)
-        problems += multikueue_checks.worker_stack_problems(raw, project_dir, stack)
+        problems += worker_stacks.worker_stack_problems(raw, project_dir, stack)
         own = project_dir / f"Pulumi.{stack}.yaml" if stack else None
         if own is not None and own.is_file():
             problems += multikueue_checks.stack_file_problems(own.read_text(), own.name)

@@ -36,21 +36,10 @@ from gpu_queues.kueue.fields import (
 )
 from gpu_queues.kueue.rules import FieldError
 from gpu_queues.pins import kueue_version
+from gpu_queues.values import as_dict, as_list, as_str
 
 # Resources every ClusterQueue must cover (the pack's requiredResources default is the same).
 REQUIRED_RESOURCES: Final = kueue_rules.DEFAULT_REQUIRED_RESOURCES
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _key_path(loc: Loc) -> str:
@@ -130,14 +119,14 @@ def _mapped(errors: Iterable[FieldError], to_loc: Any) -> list[Problem]:
 
 
 def _kueue_rules(raw: Mapping[str, Any], problems: list[Problem]) -> None:
-    flavors = _list(raw.get(keys.KEY_FLAVORS))
-    teams = _list(raw.get(keys.KEY_TEAMS))
-    declared = {n for n in (_str(_dict(f).get("name")) for f in flavors) if n}
+    flavors = as_list(raw.get(keys.KEY_FLAVORS))
+    teams = as_list(raw.get(keys.KEY_TEAMS))
+    declared = {n for n in (as_str(as_dict(f).get("name")) for f in flavors) if n}
 
     capacity: dict[tuple[str, str], Fraction] = {}
     capacity_at: dict[tuple[str, str], tuple[Loc, str]] = {}
     for j, raw_flavor in enumerate(flavors):
-        flavor = _dict(raw_flavor)
+        flavor = as_dict(raw_flavor)
         base: Loc = (keys.KEY_FLAVORS, j)
         rf = render.resource_flavor(flavor)
         problems += _mapped(
@@ -145,7 +134,7 @@ def _kueue_rules(raw: Mapping[str, Any], problems: list[Problem]) -> None:
         )
         hardware = flavor_hardware(flavor)
         problems += [Problem((*base, *loc), message) for loc, message in hardware.problems]
-        name = _str(flavor.get("name"))
+        name = as_str(flavor.get("name"))
         for resource, amount in hardware.capacity.items():
             if name and (name, resource) not in capacity:
                 capacity[name, resource] = amount
@@ -166,11 +155,11 @@ def _kueue_rules(raw: Mapping[str, Any], problems: list[Problem]) -> None:
         and o["spec"]["controllerName"] == kueue_rules.MULTIKUEUE_CONTROLLER
     }
     for i, raw_team in enumerate(teams):
-        team = _dict(raw_team)
+        team = as_dict(raw_team)
         base = (keys.KEY_TEAMS, i)
         cq = render.cluster_queue(team, render.admission_checks_of(raw, team.get("name")))
         queues.append(cq)
-        cq_name, team_name = _str(team.get("clusterQueue")), _str(team.get("name"))
+        cq_name, team_name = as_str(team.get("clusterQueue")), as_str(team.get("name"))
         if cq_name and team_name:
             team_of.setdefault(cq_name, team_name)
         errors = [
@@ -231,12 +220,12 @@ def _odd_characters(name: str) -> bool:
 def _subjects(
     base: Loc, team: Mapping[str, Any], team_namespaces: Mapping[str, Loc], out: list[Problem]
 ) -> None:
-    own = _str(team.get("namespace"))
-    for k, raw_subject in enumerate(_list(team.get("submitters"))):
-        subject = _dict(raw_subject)
+    own = as_str(team.get("namespace"))
+    for k, raw_subject in enumerate(as_list(team.get("submitters"))):
+        subject = as_dict(raw_subject)
         loc: Loc = (*base, "submitters", k)
-        kind, name = subject.get("kind"), _str(subject.get("name"))
-        namespace = _str(subject.get("namespace"))
+        kind, name = subject.get("kind"), as_str(subject.get("name"))
+        namespace = as_str(subject.get("namespace"))
         if kind in ("User", "Group"):
             if subject.get("namespace") is not None:
                 out.append(
@@ -310,10 +299,10 @@ def reserved_namespace_problems(config: render.Entry, extra: Iterable[str] = ())
     extra = tuple(extra)
     raw = render.config_form(config)
     problems: list[Problem] = []
-    for i, raw_team in enumerate(_list(raw.get(keys.KEY_TEAMS))):
-        team = _dict(raw_team)
+    for i, raw_team in enumerate(as_list(raw.get(keys.KEY_TEAMS))):
+        team = as_dict(raw_team)
         base: Loc = (keys.KEY_TEAMS, i)
-        own = _str(team.get("namespace"))
+        own = as_str(team.get("namespace"))
         reason = reserved_namespace(own, extra) if own else None
         if reason:
             problems.append(
@@ -323,9 +312,9 @@ def reserved_namespace_problems(config: render.Entry, extra: Iterable[str] = ())
                     "namespace of its own",
                 )
             )
-        for k, raw_subject in enumerate(_list(team.get("submitters"))):
-            subject = _dict(raw_subject)
-            namespace = _str(subject.get("namespace"))
+        for k, raw_subject in enumerate(as_list(team.get("submitters"))):
+            subject = as_dict(raw_subject)
+            namespace = as_str(subject.get("namespace"))
             if subject.get("kind") != "ServiceAccount" or not namespace or namespace == own:
                 continue
             reason = reserved_namespace(namespace, extra)
@@ -336,11 +325,11 @@ def reserved_namespace_problems(config: render.Entry, extra: Iterable[str] = ())
 
 
 def _teams(raw: Mapping[str, Any], problems: list[Problem]) -> None:
-    teams = _list(raw.get(keys.KEY_TEAMS))
-    cohort_name = _str(_dict(raw.get(keys.KEY_COHORT)).get("name"))
+    teams = as_list(raw.get(keys.KEY_TEAMS))
+    cohort_name = as_str(as_dict(raw.get(keys.KEY_COHORT)).get("name"))
     namespaces: dict[str, Loc] = {}
     for i, t in enumerate(teams):
-        ns = _str(_dict(t).get("namespace"))
+        ns = as_str(as_dict(t).get("namespace"))
         if ns is not None:
             namespaces.setdefault(ns, (keys.KEY_TEAMS, i))
     for field, what in (
@@ -349,14 +338,17 @@ def _teams(raw: Mapping[str, Any], problems: list[Problem]) -> None:
         ("clusterQueue", "ClusterQueue name"),
     ):
         _duplicates(
-            (((keys.KEY_TEAMS, i, field), _str(_dict(t).get(field))) for i, t in enumerate(teams)),
+            (
+                ((keys.KEY_TEAMS, i, field), as_str(as_dict(t).get(field)))
+                for i, t in enumerate(teams)
+            ),
             what,
             problems,
         )
     for i, raw_team in enumerate(teams):
-        team = _dict(raw_team)
+        team = as_dict(raw_team)
         base: Loc = (keys.KEY_TEAMS, i)
-        team_cohort = _str(team.get("cohort"))
+        team_cohort = as_str(team.get("cohort"))
         if team_cohort is not None and team_cohort != cohort_name:
             allowed = (
                 f"the declared cohort is {cohort_name!r}"
@@ -366,7 +358,7 @@ def _teams(raw: Mapping[str, Any], problems: list[Problem]) -> None:
             problems.append(
                 Problem((*base, "cohort"), f"cohort {team_cohort!r} is not declared; {allowed}")
             )
-        namespace = _str(team.get("namespace"))
+        namespace = as_str(team.get("namespace"))
         if namespace and reserved_namespace(namespace):
             pass  # reported by reserved_namespace_problems
         elif namespace in ALWAYS_PRESENT_NAMESPACES and team.get("adoptNamespace") is not True:
@@ -381,14 +373,16 @@ def _teams(raw: Mapping[str, Any], problems: list[Problem]) -> None:
 
 
 def _storage(raw: Mapping[str, Any], problems: list[Problem]) -> None:
-    team_namespaces = {_str(_dict(t).get("namespace")) for t in _list(raw.get(keys.KEY_TEAMS))}
+    team_namespaces = {
+        as_str(as_dict(t).get("namespace")) for t in as_list(raw.get(keys.KEY_TEAMS))
+    }
     team_namespaces.discard(None)
-    volumes = _list(raw.get(keys.KEY_SHARED_STORAGE))
+    volumes = as_list(raw.get(keys.KEY_SHARED_STORAGE))
     seen_volume: dict[str, str] = {}
     for v, raw_volume in enumerate(volumes):
-        volume = _dict(raw_volume)
+        volume = as_dict(raw_volume)
         vloc: Loc = (keys.KEY_SHARED_STORAGE, v)
-        vname = _str(volume.get("volumeName"))
+        vname = as_str(volume.get("volumeName"))
         claim = f"{volume.get('namespace')}/{volume.get('claimName')}"
         if vname is not None:
             if vname in seen_volume:
@@ -403,7 +397,7 @@ def _storage(raw: Mapping[str, Any], problems: list[Problem]) -> None:
                 )
             else:
                 seen_volume[vname] = claim
-        ns = _str(volume.get("namespace"))
+        ns = as_str(volume.get("namespace"))
         if ns is not None and ns not in team_namespaces:
             allowed = ", ".join(sorted(n for n in team_namespaces if n)) or "none"
             problems.append(
@@ -417,7 +411,7 @@ def _storage(raw: Mapping[str, Any], problems: list[Problem]) -> None:
         (
             (
                 (keys.KEY_SHARED_STORAGE, v, "claimName"),
-                (_str(_dict(x).get("namespace")), _str(_dict(x).get("claimName"))),
+                (as_str(as_dict(x).get("namespace")), as_str(as_dict(x).get("claimName"))),
             )
             for v, x in enumerate(volumes)
         ),
@@ -463,11 +457,11 @@ def _integrations(kueue: Mapping[str, Any], problems: list[Problem]) -> None:
     with any other, which the stack would only see as a readiness timeout. The facts per
     version live in gpu_queues/kueue/releases.json (gpu_queues.kueue.versions); a version
     without facts is not installable (the manifest check says so) and is not judged here."""
-    manager = _dict(kueue.get("manager"))
-    integrations = _dict(manager.get("integrations"))
+    manager = as_dict(kueue.get("manager"))
+    integrations = as_dict(manager.get("integrations"))
     loc: Loc = (keys.KEY_KUEUE, "manager", "integrations")
-    rel = kueue_versions.release(_str(kueue.get("version")) or kueue_version())
-    frameworks = _list(integrations.get("frameworks"))
+    rel = kueue_versions.release(as_str(kueue.get("version")) or kueue_version())
+    frameworks = as_list(integrations.get("frameworks"))
     unknown = dict(kueue_versions.framework_problems(frameworks, rel)) if rel else {}
     seen: set[str] = set()
     for i, name in enumerate(frameworks):
@@ -478,10 +472,10 @@ def _integrations(kueue: Mapping[str, Any], problems: list[Problem]) -> None:
         elif name in seen:
             problems.append(Problem((*loc, "frameworks", i), f"{name!r} is listed twice"))
         seen.add(name)
-    gates = _dict(manager.get("featureGates"))
+    gates = as_dict(manager.get("featureGates"))
     for gate, why in kueue_versions.gate_problems(gates, rel) if rel else []:
         problems.append(Problem((keys.KEY_KUEUE, "manager", "featureGates", gate), why))
-    for i, name in enumerate(_list(integrations.get("externalFrameworks"))):
+    for i, name in enumerate(as_list(integrations.get("externalFrameworks"))):
         if isinstance(name, str) and (name.count(".") < 2 or not all(name.split(".", 2))):
             problems.append(
                 Problem(
@@ -493,17 +487,17 @@ def _integrations(kueue: Mapping[str, Any], problems: list[Problem]) -> None:
 
 
 def _kueue(raw: Mapping[str, Any], problems: list[Problem]) -> None:
-    kueue = _dict(raw.get(keys.KEY_KUEUE))
+    kueue = as_dict(raw.get(keys.KEY_KUEUE))
     _integrations(kueue, problems)
-    manifest = _dict(kueue.get("manifest"))
-    url = _str(manifest.get("url"))
+    manifest = as_dict(kueue.get("manifest"))
+    url = as_str(manifest.get("url"))
     if url is not None:
         reason = manifest_url_problem(url, manifest.get("sha256"))
         if reason:
             problems.append(Problem((keys.KEY_KUEUE, "manifest", "url"), reason))
-    resources = _dict(_dict(kueue.get("controller")).get("resources"))
+    resources = as_dict(as_dict(kueue.get("controller")).get("resources"))
     for part in ("requests", "limits"):
-        for name, value in _dict(resources.get(part)).items():
+        for name, value in as_dict(resources.get(part)).items():
             reason = whole_number_problem(str(name), value)
             if reason:
                 loc: Loc = (keys.KEY_KUEUE, "controller", "resources", part, str(name))
@@ -516,16 +510,16 @@ def cross_check(raw: Mapping[str, Any]) -> list[Problem]:
     problems: list[Problem] = []
     _duplicates(
         (
-            ((keys.KEY_FLAVORS, i, "name"), _str(_dict(f).get("name")))
-            for i, f in enumerate(_list(raw.get(keys.KEY_FLAVORS)))
+            ((keys.KEY_FLAVORS, i, "name"), as_str(as_dict(f).get("name")))
+            for i, f in enumerate(as_list(raw.get(keys.KEY_FLAVORS)))
         ),
         "flavor name",
         problems,
     )
     _duplicates(
         (
-            ((keys.KEY_PRIORITY_CLASSES, i, "name"), _str(_dict(p).get("name")))
-            for i, p in enumerate(_list(raw.get(keys.KEY_PRIORITY_CLASSES)))
+            ((keys.KEY_PRIORITY_CLASSES, i, "name"), as_str(as_dict(p).get("name")))
+            for i, p in enumerate(as_list(raw.get(keys.KEY_PRIORITY_CLASSES)))
         ),
         "priority class name",
         problems,

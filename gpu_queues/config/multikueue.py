@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Collection, Iterable, Mapping
-from pathlib import Path
 from typing import Any, Final
 
 import yaml
@@ -31,6 +30,7 @@ from gpu_queues.config import render
 from gpu_queues.config.errors import Loc, Problem, format_loc
 from gpu_queues.kueue import rules as kueue_rules
 from gpu_queues.kueue.fields import api_server_url_problem
+from gpu_queues.values import as_dict, as_list, as_str
 
 MK: Final = keys.KEY_MULTI_KUEUE
 MANAGER: Final = (MK, "manager")
@@ -48,18 +48,6 @@ SAME_ON_WORKERS: Final = {
     "clusterQueue": "a team's quota has one ClusterQueue name on every cluster of the set, so "
     "what the manager and its workers say about it lines up (docs/multikueue.md)",
 }
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _key_path(loc: Loc) -> str:
@@ -81,9 +69,9 @@ def kubeconfig_problems(text: str) -> list[str]:
     if not isinstance(doc, dict):
         return ["it is not a kubeconfig (a mapping with clusters, users and contexts)"]
     problems: list[str] = []
-    for entry in _list(doc.get("clusters")):
-        name = _dict(entry).get("name")
-        cluster = _dict(_dict(entry).get("cluster"))
+    for entry in as_list(doc.get("clusters")):
+        name = as_dict(entry).get("name")
+        cluster = as_dict(as_dict(entry).get("cluster"))
         if cluster.get("insecure-skip-tls-verify"):
             problems.append(f"cluster {name!r} skips TLS verification, which Kueue refuses")
         if cluster.get("certificate-authority"):
@@ -91,7 +79,7 @@ def kubeconfig_problems(text: str) -> list[str]:
                 f"cluster {name!r} names its CA by file path; Kueue wants "
                 "certificate-authority-data"
             )
-        server = _str(cluster.get("server"))
+        server = as_str(cluster.get("server"))
         if not server:
             problems.append(f"cluster {name!r} has no server URL")
         else:
@@ -101,9 +89,9 @@ def kubeconfig_problems(text: str) -> list[str]:
         data = cluster.get("certificate-authority-data")
         if data is not None and not _is_base64(data):
             problems.append(f"cluster {name!r}: certificate-authority-data is not base64")
-    for entry in _list(doc.get("users")):
-        name = _dict(entry).get("name")
-        user = _dict(_dict(entry).get("user"))
+    for entry in as_list(doc.get("users")):
+        name = as_dict(entry).get("name")
+        user = as_dict(as_dict(entry).get("user"))
         for key, why in (
             ("tokenFile", "a token file"),
             ("username", "basic auth"),
@@ -118,7 +106,7 @@ def kubeconfig_problems(text: str) -> list[str]:
                     f"user {name!r} uses {why} ({key}), which Kueue's MultiKueue refuses or "
                     "cannot read in its pod; use a token or client-certificate-data"
                 )
-    if not _list(doc.get("contexts")):
+    if not as_list(doc.get("contexts")):
         problems.append("it has no contexts")
     elif not doc.get("current-context"):
         problems.append("it sets no current-context, which Kueue connects with")
@@ -157,15 +145,15 @@ def _object_loc(
     """Where a rendered MultiKueue object's field comes from in the stack config."""
     kind, name = obj.get("kind"), kueue_rules.child(obj, "metadata", "name")
     if kind == "MultiKueueCluster":
-        for i, worker in enumerate(_list(manager.get("workers"))):
-            if _dict(worker).get("name") == name:
+        for i, worker in enumerate(as_list(manager.get("workers"))):
+            if as_dict(worker).get("name") == name:
                 return (*WORKERS, i, "name")
         return WORKERS
-    for j, team in enumerate(_list(manager.get("teams"))):
-        if render.multikueue_check_name(_dict(team).get("name")) != name:
+    for j, team in enumerate(as_list(manager.get("teams"))):
+        if render.multikueue_check_name(as_dict(team).get("name")) != name:
             continue
         if kind == "MultiKueueConfig" and path[:2] == ("spec", "clusters") and len(path) > 2:
-            own = _dict(team).get("workers")
+            own = as_dict(team).get("workers")
             if own is not None:
                 return (*TEAMS, j, "workers", path[2])
             return (*WORKERS, path[2], "name")
@@ -209,21 +197,21 @@ def _kueue_rules(raw: Mapping[str, Any], manager: Mapping[str, Any], out: list[P
 
 
 def _manager(raw: Mapping[str, Any], manager: Mapping[str, Any], out: list[Problem]) -> None:
-    workers = _list(manager.get("workers"))
-    teams = _list(manager.get("teams"))
+    workers = as_list(manager.get("workers"))
+    teams = as_list(manager.get("teams"))
     _duplicates(
-        (((*WORKERS, i, "name"), _str(_dict(w).get("name"))) for i, w in enumerate(workers)),
+        (((*WORKERS, i, "name"), as_str(as_dict(w).get("name"))) for i, w in enumerate(workers)),
         "worker",
         out,
     )
     _duplicates(
-        (((*WORKERS, i, "stack"), _str(_dict(w).get("stack"))) for i, w in enumerate(workers)),
+        (((*WORKERS, i, "stack"), as_str(as_dict(w).get("stack"))) for i, w in enumerate(workers)),
         "worker stack (one cluster, two workers)",
         out,
     )
-    declared_workers = {n for w in workers if (n := _str(_dict(w).get("name")))}
+    declared_workers = {n for w in workers if (n := as_str(as_dict(w).get("name")))}
     for i, raw_worker in enumerate(workers):
-        worker = _dict(raw_worker)
+        worker = as_dict(raw_worker)
         loc: Loc = (*WORKERS, i)
         if worker.get("stack") is None and worker.get("kubeconfig") is None:
             out.append(
@@ -235,17 +223,17 @@ def _manager(raw: Mapping[str, Any], manager: Mapping[str, Any], out: list[Probl
             )
     stack_teams = {
         n: i
-        for i, t in enumerate(_list(raw.get(keys.KEY_TEAMS)))
-        if (n := _str(_dict(t).get("name")))
+        for i, t in enumerate(as_list(raw.get(keys.KEY_TEAMS)))
+        if (n := as_str(as_dict(t).get("name")))
     }
     _duplicates(
-        (((*TEAMS, j, "name"), _str(_dict(t).get("name"))) for j, t in enumerate(teams)),
+        (((*TEAMS, j, "name"), as_str(as_dict(t).get("name"))) for j, t in enumerate(teams)),
         "dispatching team",
         out,
     )
     for j, raw_team in enumerate(teams):
-        team = _dict(raw_team)
-        name = _str(team.get("name"))
+        team = as_dict(raw_team)
+        name = as_str(team.get("name"))
         if name is not None and name not in stack_teams:
             out.append(
                 Problem(
@@ -254,9 +242,9 @@ def _manager(raw: Mapping[str, Any], manager: Mapping[str, Any], out: list[Probl
                     f"{', '.join(sorted(stack_teams)) or 'none'})",
                 )
             )
-        own = _list(team.get("workers"))
+        own = as_list(team.get("workers"))
         _duplicates(
-            (((*TEAMS, j, "workers", k), _str(w)) for k, w in enumerate(own)), "worker", out
+            (((*TEAMS, j, "workers", k), as_str(w)) for k, w in enumerate(own)), "worker", out
         )
         for k, worker_name in enumerate(own):
             if isinstance(worker_name, str) and worker_name not in declared_workers:
@@ -268,7 +256,7 @@ def _manager(raw: Mapping[str, Any], manager: Mapping[str, Any], out: list[Probl
                         f"{', '.join(sorted(declared_workers)) or 'none'})",
                     )
                 )
-    gates = _dict(_dict(_dict(raw.get(keys.KEY_KUEUE)).get("manager")).get("featureGates"))
+    gates = as_dict(as_dict(as_dict(raw.get(keys.KEY_KUEUE)).get("manager")).get("featureGates"))
     if gates.get("MultiKueue") is False:
         out.append(
             Problem(
@@ -285,11 +273,11 @@ def inline_kubeconfig_problems(raw: Mapping[str, Any]) -> list[Problem]:
     """Worker kubeconfigs given in the config that Kueue would not connect with. Run by the
     program's validation phase, where secrets are decrypted (the tools read a stack file's
     secrets as set but unknown, so load_config never looks inside one)."""
-    workers = _list(_dict(_dict(raw.get(MK)).get("manager")).get("workers"))
+    workers = as_list(as_dict(as_dict(raw.get(MK)).get("manager")).get("workers"))
     return [
         Problem((*WORKERS, i, "kubeconfig"), f"Kueue would not connect with it: {reason}")
         for i, worker in enumerate(workers)
-        if (text := _str(_dict(worker).get("kubeconfig"))) is not None
+        if (text := as_str(as_dict(worker).get("kubeconfig"))) is not None
         for reason in kubeconfig_problems(text)
     ]
 
@@ -297,7 +285,7 @@ def inline_kubeconfig_problems(raw: Mapping[str, Any]) -> list[Problem]:
 def config_problems(raw: Mapping[str, Any]) -> list[Problem]:
     """The MultiKueue part of the stack config, on the raw config (values of the wrong type
     are skipped: the models report them)."""
-    mk = _dict(raw.get(MK))
+    mk = as_dict(raw.get(MK))
     problems: list[Problem] = []
     if mk.get("manager") is not None and mk.get("worker") is not None:
         problems.append(
@@ -307,7 +295,7 @@ def config_problems(raw: Mapping[str, Any]) -> list[Problem]:
                 "stack teams submit to, worker on the stacks whose clusters run the jobs",
             )
         )
-    manager = _dict(mk.get("manager"))
+    manager = as_dict(mk.get("manager"))
     if manager:
         _manager(raw, manager, problems)
     return problems
@@ -334,14 +322,14 @@ def stack_file_problems(text: str, where: str) -> list[Problem]:
         doc = yaml.safe_load(text)
     except yaml.YAMLError:
         return []  # Pulumi itself refuses to read it
-    config = _dict(_dict(doc).get("config"))
+    config = as_dict(as_dict(doc).get("config"))
     problems: list[Problem] = []
     whole = config.get(f"{keys.PROJECT}:{MK}")
     if _is_secure(whole):
         return []  # the whole block is encrypted
-    workers = _list(_dict(_dict(whole).get("manager")).get("workers"))
+    workers = as_list(as_dict(as_dict(whole).get("manager")).get("workers"))
     for i, worker in enumerate(workers):
-        kubeconfig = _dict(worker).get("kubeconfig")
+        kubeconfig = as_dict(worker).get("kubeconfig")
         if kubeconfig is not None and not _is_secure(kubeconfig):
             loc: Loc = (*WORKERS, i, "kubeconfig")
             problems.append(
@@ -359,7 +347,7 @@ def plaintext_at_runtime(raw: Mapping[str, Any], secret_keys: Collection[str]) -
     the top-level key secret as soon as any value in it is one."""
     if f"{keys.PROJECT}:{MK}" in secret_keys:
         return []
-    workers = _list(_dict(_dict(raw.get(MK)).get("manager")).get("workers"))
+    workers = as_list(as_dict(as_dict(raw.get(MK)).get("manager")).get("workers"))
     return [
         Problem(
             (*WORKERS, i, "kubeconfig"),
@@ -367,7 +355,7 @@ def plaintext_at_runtime(raw: Mapping[str, Any], secret_keys: Collection[str]) -
             "--path`",
         )
         for i, w in enumerate(workers)
-        if _dict(w).get("kubeconfig") is not None
+        if as_dict(w).get("kubeconfig") is not None
     ]
 
 
@@ -380,86 +368,3 @@ def worker_stack_name(reference: str, project: str = keys.PROJECT) -> str | None
     if len(parts) == 3 and parts[1] != project:
         return None
     return parts[-1]
-
-
-def worker_stack_problems(
-    raw: Mapping[str, Any], project_dir: Path, this_stack: str | None = None
-) -> list[Problem]:
-    """For each worker named by a stack whose Pulumi.<stack>.yaml is in `project_dir`: every
-    team dispatching to it exists there with the same namespace and queue names, and the stack
-    exports a kubeconfig (multiKueue.worker) when this manager takes it from there."""
-    from gpu_queues.config.stackfile import (  # the tools import components
-        StackFileError,
-        read_config,
-    )
-
-    manager = _dict(_dict(raw.get(MK)).get("manager"))
-    workers = _list(manager.get("workers"))
-    stack_teams = {
-        t["name"]: t for t in map(_dict, _list(raw.get(keys.KEY_TEAMS))) if _str(t.get("name"))
-    }
-    problems: list[Problem] = []
-    for i, raw_worker in enumerate(workers):
-        worker = _dict(raw_worker)
-        reference, name = _str(worker.get("stack")), _str(worker.get("name"))
-        if reference is None or name is None:
-            continue
-        loc: Loc = (*WORKERS, i, "stack")
-        stack = worker_stack_name(reference)
-        if stack is None:
-            continue  # another project's stack: nothing of it is here to check
-        if stack == this_stack:
-            problems.append(
-                Problem(loc, f"{reference!r} is this stack: a manager cannot be its own worker")
-            )
-            continue
-        if not (project_dir / f"Pulumi.{stack}.yaml").is_file():
-            continue
-        try:
-            other = read_config(stack, project_dir)
-        except StackFileError as error:
-            problems.append(Problem(loc, f"cannot read the worker's stack file: {error}"))
-            continue
-        other_mk = _dict(other.get(MK))
-        if worker.get("kubeconfig") is None and other_mk.get("worker") is None:
-            problems.append(
-                Problem(
-                    loc,
-                    f"stack {stack!r} does not set {keys.PROJECT}:{MK}.worker, so it exports no "
-                    f"{keys.OUT_MULTI_KUEUE_KUBECONFIG} for this manager; add `worker: {{}}` "
-                    "under its multiKueue (or give this worker a kubeconfig)",
-                )
-            )
-        theirs = {
-            t["name"]: t
-            for t in map(_dict, _list(other.get(keys.KEY_TEAMS)))
-            if _str(t.get("name"))
-        }
-        for j, raw_team in enumerate(_list(manager.get("teams"))):
-            team_name = _str(_dict(raw_team).get("name"))
-            if team_name is None or name not in render.dispatch_workers(manager, _dict(raw_team)):
-                continue
-            mine = stack_teams.get(team_name, {})
-            there = theirs.get(team_name)
-            tloc: Loc = (*TEAMS, j, "name")
-            if there is None:
-                has = ", ".join(sorted(theirs)) or "none"
-                problems.append(
-                    Problem(
-                        tloc,
-                        f"team {team_name!r} dispatches to worker {name!r}, but stack {stack!r} "
-                        f"has no team {team_name!r} (it has: {has}); "
-                        "its jobs would wait there for a LocalQueue that does not exist",
-                    )
-                )
-                continue
-            for field, why in SAME_ON_WORKERS.items():
-                if mine.get(field) is not None and mine.get(field) != there.get(field):
-                    problems.append(
-                        Problem(
-                            tloc,
-                            f"team {team_name!r} has {field} {mine.get(field)!r} here but "
-                            f"{there.get(field)!r} on worker {name!r} (stack {stack!r}); {why}",
-                        )
-                    )
-    return problems

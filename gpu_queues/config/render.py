@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from gpu_queues import keys
 from gpu_queues.config.hardware import flavor_hardware
 from gpu_queues.kueue.capacity import CAPACITY_ANNOTATION, encode_capacity
+from gpu_queues.values import as_list
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # Kueue's MultiKueue admission check controller (apis/kueue/v1beta2: MultiKueueControllerName).
@@ -38,10 +39,6 @@ def config_form(entry: Entry) -> Mapping[str, Any]:
 
 def _map(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _object(kind: str, metadata: dict[str, Any], spec: Any) -> dict[str, Any]:
@@ -117,11 +114,11 @@ def cluster_queue_spec(entry: Entry) -> dict[str, Any]:
         spec["cohortName"] = team["cohort"]
     spec["namespaceSelector"] = namespace_selector(team)
     groups = []
-    for raw_group in _list(team.get("resourceGroups")):
+    for raw_group in as_list(team.get("resourceGroups")):
         group = _map(raw_group)
-        covered = _list(group.get("coveredResources"))
+        covered = as_list(group.get("coveredResources"))
         flavors = []
-        for raw_flavor in _list(group.get("flavors")):
+        for raw_flavor in as_list(group.get("flavors")):
             flavor = _map(raw_flavor)
             flavors.append(
                 {"name": flavor.get("name"), "resources": _quotas(covered, flavor.get("resources"))}
@@ -194,13 +191,13 @@ def kubeconfig_secret_name(worker_name: object) -> str:
 def dispatch_workers(manager: Mapping[str, Any], team: Mapping[str, Any]) -> list[Any]:
     """The workers a dispatching team's jobs go to: its own list, else every worker."""
     if team.get("workers") is not None:
-        return _list(team.get("workers"))
-    return [_map(w).get("name") for w in _list(manager.get("workers"))]
+        return as_list(team.get("workers"))
+    return [_map(w).get("name") for w in as_list(manager.get("workers"))]
 
 
 def admission_checks_of(config: Entry, team_name: object) -> list[str]:
     """The admission checks of a team's ClusterQueue: its MultiKueue check, if it dispatches."""
-    teams = _list(multikueue_manager(config).get("teams"))
+    teams = as_list(multikueue_manager(config).get("teams"))
     return [multikueue_check_name(team_name) for t in teams if _map(t).get("name") == team_name]
 
 
@@ -237,8 +234,8 @@ def multikueue_objects(config: Entry) -> list[dict[str, Any]]:
     """A manager's MultiKueue objects: a MultiKueueCluster per worker, then per dispatching team
     its MultiKueueConfig and AdmissionCheck. None for a stack that is no manager."""
     manager = multikueue_manager(config)
-    objects = [multikueue_cluster(_map(w)) for w in _list(manager.get("workers"))]
-    for raw_team in _list(manager.get("teams")):
+    objects = [multikueue_cluster(_map(w)) for w in as_list(manager.get("workers"))]
+    for raw_team in as_list(manager.get("teams")):
         team = _map(raw_team)
         objects += [multikueue_config(team, dispatch_workers(manager, team)), admission_check(team)]
     return objects
@@ -248,11 +245,13 @@ def kueue_objects(config: Entry) -> list[dict[str, Any]]:
     """Every Kueue object of a stack config: flavors, cohort, priority classes, per team CQ and
     LQ, then a MultiKueue manager's objects."""
     raw = config_form(config)
-    objects = [resource_flavor(_map(f)) for f in _list(raw.get(keys.KEY_FLAVORS))]
+    objects = [resource_flavor(_map(f)) for f in as_list(raw.get(keys.KEY_FLAVORS))]
     if isinstance(raw.get(keys.KEY_COHORT), Mapping):
         objects.append(cohort(raw[keys.KEY_COHORT]))
-    objects += [workload_priority_class(_map(p)) for p in _list(raw.get(keys.KEY_PRIORITY_CLASSES))]
-    for team in _list(raw.get(keys.KEY_TEAMS)):
+    objects += [
+        workload_priority_class(_map(p)) for p in as_list(raw.get(keys.KEY_PRIORITY_CLASSES))
+    ]
+    for team in as_list(raw.get(keys.KEY_TEAMS)):
         checks = admission_checks_of(raw, _map(team).get("name"))
         objects += [cluster_queue(_map(team), checks), local_queue(_map(team))]
     return objects + multikueue_objects(raw)

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from gpu_queues.kueue.quantity import QuantityError, format_quantity, parse_quantity
 from gpu_queues.kueue.rules import FieldError, Path, child, is_unknown
+from gpu_queues.values import as_list
 
 __all__ = [
     "CAPACITY_ANNOTATION",
@@ -31,10 +32,6 @@ __all__ = [
 ]
 
 CAPACITY_ANNOTATION_INVALID: Final = "capacity-annotation"
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 CAPACITY_ANNOTATION: Final = "gpu-queues.dev/capacity"
@@ -138,8 +135,8 @@ def quota_totals(objects: Iterable[Mapping[str, Any]]) -> QuotaTotals:
             continue
         name = child(obj, "metadata", "name")
         owner = name if isinstance(name, str) and name else "<name not known yet>"
-        for group in _list(child(obj, "spec", "resourceGroups")):
-            for flavor in _list(child(group, "flavors")):
+        for group in as_list(child(obj, "spec", "resourceGroups")):
+            for flavor in as_list(child(group, "flavors")):
                 flavor_name = child(flavor, "name")
                 quotas = child(flavor, "resources")
                 if is_unknown(flavor_name):
@@ -148,7 +145,7 @@ def quota_totals(objects: Iterable[Mapping[str, Any]]) -> QuotaTotals:
                 if is_unknown(quotas):
                     totals.undecidable_flavors.add(str(flavor_name))
                     continue
-                for quota in _list(quotas):
+                for quota in as_list(quotas):
                     key = (str(flavor_name), str(child(quota, "name")))
                     try:
                         amount = parse_quantity(child(quota, "nominalQuota"))

@@ -37,6 +37,7 @@ from gpu_queues.kueue.fields import (
     whole_number_problem,
 )
 from gpu_queues.kueue.quantity import QuantityError, parse_quantity
+from gpu_queues.values import as_list
 
 __all__ = [
     "MULTIKUEUE_CONTROLLER",
@@ -216,10 +217,6 @@ def _key(value: Any) -> Any:
     return repr(value)
 
 
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _quantity(value: Any, name: str, path: Path, errors: list[FieldError]) -> Fraction | None:
     """Parse a quota field; None (and an error unless unknown) when it is not a quantity."""
     if is_unknown(value):
@@ -250,7 +247,7 @@ def _sized(
             FieldError(path, f"{path[-1]} is not a list", f"write a list of {what}", NOT_A_LIST)
         )
         return []
-    items = _list(value)
+    items = as_list(value)
     if not low <= len(items) <= high:
         errors.append(
             FieldError(
@@ -382,7 +379,7 @@ def _resource_groups(groups: Any, has_cohort: bool, errors: list[FieldError]) ->
         return
     if groups is not None and not isinstance(groups, list):
         errors.append(FieldError(path, "resourceGroups is not a list", "write a list", NOT_A_LIST))
-    items = _list(groups)
+    items = as_list(groups)
     if len(items) > MAX_RESOURCE_GROUPS:
         errors.append(
             FieldError(
@@ -674,9 +671,9 @@ def cluster_queue_errors(cq: Mapping[str, Any]) -> list[FieldError]:
 
 def _quotas(obj: Any) -> Iterable[tuple[Path, Any, Any]]:
     """(path of the flavor quota, flavor name, quota) for every quota whose list is known."""
-    for g, group in enumerate(_list(child(obj, "spec", "resourceGroups"))):
-        for f, flavor in enumerate(_list(child(group, "flavors"))):
-            for r, quota in enumerate(_list(child(flavor, "resources"))):
+    for g, group in enumerate(as_list(child(obj, "spec", "resourceGroups"))):
+        for f, flavor in enumerate(as_list(child(group, "flavors"))):
+            for r, quota in enumerate(as_list(child(flavor, "resources"))):
                 yield (
                     ("spec", "resourceGroups", g, "flavors", f, "resources", r),
                     child(flavor, "name"),
@@ -691,11 +688,11 @@ def uncovered_resources(cq: Mapping[str, Any], required: Sequence[str]) -> list[
     if is_unknown(groups):
         return []
     covered: list[str] = []
-    for group in _list(groups):
+    for group in as_list(groups):
         resources = child(group, "coveredResources")
-        if is_unknown(resources) or any(is_unknown(r) for r in _list(resources)):
+        if is_unknown(resources) or any(is_unknown(r) for r in as_list(resources)):
             return []
-        covered += [str(r) for r in _list(resources)]
+        covered += [str(r) for r in as_list(resources)]
     missing = [name for name in required if name not in covered]
     if not missing:
         return []
@@ -737,8 +734,8 @@ def undeclared_flavors(cq: Mapping[str, Any], declared: Collection[str]) -> list
     """PROJECT: every flavor the queue names exists; Kueue would otherwise mark the queue
     inactive (FlavorNotFound) and admit nothing."""
     errors: list[FieldError] = []
-    for g, group in enumerate(_list(child(cq, "spec", "resourceGroups"))):
-        for f, flavor in enumerate(_list(child(group, "flavors"))):
+    for g, group in enumerate(as_list(child(cq, "spec", "resourceGroups"))):
+        for f, flavor in enumerate(as_list(child(group, "flavors"))):
             name = child(flavor, "name")
             if isinstance(name, str) and name and name not in declared:
                 errors.append(
@@ -889,7 +886,7 @@ def _checks(cq: Any) -> Iterable[tuple[Path, Any, Any]]:
     """(path, name, rule) of every admission check a ClusterQueue lists."""
     path: Path = ("spec", "admissionChecksStrategy", "admissionChecks")
     checks = child(cq, *(str(p) for p in path))
-    for i, check in enumerate(_list(checks)):
+    for i, check in enumerate(as_list(checks)):
         yield (*path, i), child(check, "name"), check
 
 
@@ -938,13 +935,13 @@ def multikueue_check_placement(
         )
     for path, name, check in found:
         flavors = child(check, "onFlavors")
-        if is_unknown(flavors) or not _list(flavors):
+        if is_unknown(flavors) or not as_list(flavors):
             continue
         errors.append(
             FieldError(
                 (*path, "onFlavors"),
                 f"MultiKueue admission check {name!r} is limited to flavors "
-                f"{_names(_list(flavors))}; Kueue runs MultiKueue for a whole queue only and "
+                f"{_names(as_list(flavors))}; Kueue runs MultiKueue for a whole queue only and "
                 "would mark it inactive",
                 "remove onFlavors from the MultiKueue admission check",
                 MULTIKUEUE_CHECKS,
@@ -1178,7 +1175,7 @@ def missing_multikueue_clusters(
             "declare the MultiKueueCluster, or fix the name",
             MULTIKUEUE_REFERENCE,
         )
-        for i, name in enumerate(_list(child(mkc, "spec", "clusters")))
+        for i, name in enumerate(as_list(child(mkc, "spec", "clusters")))
         if isinstance(name, str) and name and name not in clusters
     ]
 

@@ -28,6 +28,8 @@ from typing import Any, Final
 
 import yaml
 
+from gpu_queues.values import as_dict
+
 ROOT: Final = Path(__file__).resolve().parents[2]
 RELEASES_FILE: Final = Path(__file__).resolve().parent / "releases.json"
 WRAPPERS: Final = Path("toolchain") / "go" / "kueue"
@@ -205,10 +207,6 @@ class Advice:
         return f"{'MUST CHANGE' if self.required else 'review'} kueue.{self.key}: {self.text}"
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def gate_problems(gates: Mapping[str, Any], rel: Release) -> list[tuple[str, str]]:
     """(gate, why) for every gate `rel` would refuse to start with. One rule for the config
     check and the upgrade advice."""
@@ -251,7 +249,7 @@ def framework_problems(frameworks: Sequence[Any], rel: Release) -> list[tuple[in
 # Behaviour changes the facts cannot show, from the release notes and the code diffs
 # (docs/upgrading.md has the details): (first version with it, key, text, applies).
 def _uses_ray(kueue: Mapping[str, Any], rel: Release) -> bool:
-    frameworks = _dict(_dict(kueue.get("manager")).get("integrations")).get("frameworks")
+    frameworks = as_dict(as_dict(kueue.get("manager")).get("integrations")).get("frameworks")
     names = frameworks if isinstance(frameworks, list) else rel.default_frameworks
     return any(str(n).startswith("ray.io/") for n in names)
 
@@ -278,12 +276,12 @@ _NOTES: Final = (
 
 def advice(kueue: Mapping[str, Any], old: Release, new: Release) -> list[Advice]:
     """What moving a stack (its raw gpu-queues:kueue block) from `old` to `new` changes."""
-    manager = _dict(kueue.get("manager"))
-    gates = _dict(manager.get("featureGates"))
+    manager = as_dict(kueue.get("manager"))
+    gates = as_dict(manager.get("featureGates"))
     out: list[Advice] = []
     for gate, why in gate_problems(gates, new):
         out.append(Advice(f"manager.featureGates.{gate}", why, required=True))
-    frameworks = _dict(manager.get("integrations")).get("frameworks")
+    frameworks = as_dict(manager.get("integrations")).get("frameworks")
     if isinstance(frameworks, list):
         for i, why in framework_problems(frameworks, new):
             out.append(Advice(f"manager.integrations.frameworks[{i}]", why, required=True))

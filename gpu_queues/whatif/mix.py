@@ -27,6 +27,7 @@ import yaml
 
 from gpu_queues.config.model import StackConfig
 from gpu_queues.kueue.quantity import QuantityError, parse_quantity
+from gpu_queues.values import as_dict, as_list
 
 ANNOTATION_SUBMIT_AT: Final = "gpu-queues.dev/submit-at"
 ANNOTATION_DURATION: Final = "gpu-queues.dev/duration"
@@ -230,14 +231,6 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _group(api_version: str) -> str:
     return api_version.rpartition("/")[0] if "/" in api_version else ""
 
@@ -265,9 +258,9 @@ def pod_gpus(pod_spec: Any) -> int:
             total = max(total, got)
         return total
 
-    spec = _dict(pod_spec)
-    containers = [per_container(c) for c in _list(spec.get("containers"))]
-    inits = [per_container(c) for c in _list(spec.get("initContainers"))]
+    spec = as_dict(pod_spec)
+    containers = [per_container(c) for c in as_list(spec.get("containers"))]
+    inits = [per_container(c) for c in as_list(spec.get("initContainers"))]
     return max(sum(containers), max(inits, default=0))
 
 
@@ -323,11 +316,11 @@ def check(doc: Document, index: int, catalog: Catalog) -> Entry:
         )
     api_version = _str(body.get("apiVersion")) or ""
     kind = _str(body.get("kind")) or "?"
-    meta = _dict(body.get("metadata"))
+    meta = as_dict(body.get("metadata"))
     name = _str(meta.get("name")) or _str(meta.get("generateName")) or doc.source
     namespace = _str(meta.get("namespace")) or DEFAULT_NAMESPACE
-    labels = _dict(meta.get("labels"))
-    annotations = _dict(meta.get("annotations"))
+    labels = as_dict(meta.get("labels"))
+    annotations = as_dict(meta.get("annotations"))
     queue = _str(labels.get(QUEUE_LABEL))
 
     def refuse(problem: str, status: Status = "invalid") -> Entry:
@@ -394,9 +387,9 @@ def check(doc: Document, index: int, catalog: Catalog) -> Entry:
             return refuse(f"{ANNOTATION_DURATION}: {exc}")
         if duration <= 0:
             return refuse(f"{ANNOTATION_DURATION}: must be longer than 0s")
-    spec = _dict(body.get("spec"))
+    spec = as_dict(body.get("spec"))
     if framework == "batch/job":
-        template = _dict(spec.get("template"))
+        template = as_dict(spec.get("template"))
         pods = _job_pods(spec)
         gpus = pod_gpus(template.get("spec")) * pods
     else:

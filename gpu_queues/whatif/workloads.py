@@ -11,20 +11,13 @@ from typing import Any
 
 import urllib3
 
+from gpu_queues.values import as_dict, as_list
 from gpu_queues.whatif.mix import is_gpu, pod_gpus
 from gpu_queues.whatif.report import Outcome
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def condition(obj: Mapping[str, Any] | None, kind: str) -> dict[str, Any] | None:
-    for c in _list(_dict(_dict(obj).get("status")).get("conditions")):
+    for c in as_list(as_dict(as_dict(obj).get("status")).get("conditions")):
         if isinstance(c, dict) and c.get("type") == kind:
             return c
     return None
@@ -43,12 +36,12 @@ def holds_quota(wl: Mapping[str, Any]) -> bool:
 def assigned_flavors(wl: Mapping[str, Any] | None) -> dict[str, dict[str, str]]:
     """Pod set -> resource -> the flavor Kueue assigned it (the workload's admission; empty
     while it has none). The what-if's, `gpuq status`'s and the rehearsal's reader."""
-    assignments = _list(
-        _dict(_dict(_dict(wl).get("status")).get("admission")).get("podSetAssignments")
+    assignments = as_list(
+        as_dict(as_dict(as_dict(wl).get("status")).get("admission")).get("podSetAssignments")
     )
     out: dict[str, dict[str, str]] = {}
-    for assignment in map(_dict, assignments):
-        flavors = _dict(assignment.get("flavors")).items()
+    for assignment in map(as_dict, assignments):
+        flavors = as_dict(assignment.get("flavors")).items()
         out[str(assignment.get("name"))] = {str(r): f for r, f in flavors if isinstance(f, str)}
     return out
 
@@ -73,7 +66,7 @@ def pending_message(wl: Mapping[str, Any]) -> str | None:
     c = condition(wl, "QuotaReserved")
     if c is not None and c.get("status") == "False" and c.get("message"):
         return str(c["message"])
-    if _dict(_dict(wl).get("spec")).get("active") is False:
+    if as_dict(as_dict(wl).get("spec")).get("active") is False:
         d = condition(wl, "Evicted")
         return str(d.get("message")) if d and d.get("message") else "deactivated"
     return None
@@ -96,7 +89,9 @@ def eviction(wl: Mapping[str, Any]) -> tuple[str, str] | None:
 
 def preemptions(wl: Mapping[str, Any]) -> int:
     """How many times Kueue preempted the workload (its schedulingStats)."""
-    stats = _list(_dict(_dict(_dict(wl).get("status")).get("schedulingStats")).get("evictions"))
+    stats = as_list(
+        as_dict(as_dict(as_dict(wl).get("status")).get("schedulingStats")).get("evictions")
+    )
     return sum(
         int(e.get("count", 0))
         for e in stats
@@ -107,7 +102,7 @@ def preemptions(wl: Mapping[str, Any]) -> int:
 
 
 def owner(obj: Mapping[str, Any], kind: str) -> dict[str, Any] | None:
-    for ref in _list(_dict(_dict(obj).get("metadata")).get("ownerReferences")):
+    for ref in as_list(as_dict(as_dict(obj).get("metadata")).get("ownerReferences")):
         if isinstance(ref, dict) and ref.get("kind") == kind:
             return ref
     return None
@@ -122,7 +117,7 @@ def pod_unschedulable(pod: Mapping[str, Any]) -> str | None:
 
 
 def pod_phase(pod: Mapping[str, Any]) -> str:
-    return str(_dict(_dict(pod).get("status")).get("phase") or "Pending")
+    return str(as_dict(as_dict(pod).get("status")).get("phase") or "Pending")
 
 
 def is_terminal(pod: Mapping[str, Any]) -> bool:
@@ -219,8 +214,8 @@ def classify(
 def workload_gpus(wl: Mapping[str, Any]) -> int:
     """GPUs the workload holds when admitted: each pod set's pods x GPUs per pod."""
     total = 0
-    for ps in _list(_dict(_dict(wl).get("spec")).get("podSets")):
-        count = _dict(ps).get("count", 1)
-        per_pod = pod_gpus(_dict(_dict(ps).get("template")).get("spec"))
+    for ps in as_list(as_dict(as_dict(wl).get("spec")).get("podSets")):
+        count = as_dict(ps).get("count", 1)
+        per_pod = pod_gpus(as_dict(as_dict(ps).get("template")).get("spec"))
         total += per_pod * (count if isinstance(count, int) else 1)
     return total

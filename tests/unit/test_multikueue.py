@@ -25,10 +25,10 @@ from gpu_queues.config.model import ConfigError, load_config
 from gpu_queues.config.multikueue import (
     kubeconfig_problems,
     stack_file_problems,
-    worker_stack_problems,
 )
 from gpu_queues.config.schema import build_schema
 from gpu_queues.config.stackfile import parse_config
+from gpu_queues.config.worker_stacks import worker_stack_problems
 from tests.conftest import TOKEN_SECRET_DATA, WORKER_KUBECONFIG, MockRun, run_stack
 
 pytestmark = pytest.mark.unit

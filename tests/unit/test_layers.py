@@ -1,0 +1,176 @@
+"""Imports point one way (issue 22, item 3): read every module's imports from its source (ast,
+function-level imports included) and fail on a cycle between modules or between packages, and
+on an import against the order below.
+
+The order, bottom to top, written once, here. Why this way: Kueue's own facts (quantities,
+field and object rules, release facts, the client) need nothing of ours; the stack config is
+validated with those rules; a Kueue release is prepared against the config; the Pulumi
+components and the policy pack build or judge what those produce; the what-if's mix and report
+read config; the tools (promote, diffs, status, CI glue) combine all of it; the sandbox harness
+runs clusters for them, and rehearsal, replay and benchmarks drive the harness; the Pulumi
+program and the design card's components/ face use the library last. A module may import its
+own package and anything on a lower floor; two packages on one floor do not import each other.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
+FLOORS: list[tuple[str, ...]] = [
+    ("gpu_queues.keys", "gpu_queues.pins", "gpu_queues.values"),
+    ("gpu_queues.kueue",),
+    ("gpu_queues.config",),
+    ("gpu_queues.release",),
+    ("gpu_queues.components", "policies"),
+    ("gpu_queues.whatif",),
+    ("gpu_queues.tools",),
+    ("gpu_queues",),  # the library's public face (gpu_queues/__init__.py)
+    ("sandbox",),
+    ("sandbox.rehearse",),
+    ("sandbox.replay",),
+    ("sandbox.bench",),
+    ("components", "__main__"),
+]
+TOP = ("gpu_queues", "sandbox", "policies", "components", "__main__")
+
+
+def modules() -> dict[str, Path]:
+    found = {"__main__": ROOT / "__main__.py"}
+    for top in TOP[:-1]:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+def imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The project modules `name` imports, anywhere in its source."""
+    out: set[str] = set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+                base = f"{base}.{node.module}" if node.module else base
+            names = [f"{base}.{a.name}" for a in node.names]
+            # `from package import module` imports the module; anything else is the package's
+            targets = [n for n in names if n in known] or [base]
+            if len(targets) < len(names):
+                targets.append(base)
+        else:
+            continue
+        for target in targets:
+            # the longest known module the target names (a name imported from a package is
+            # either a module of it or a name in its __init__)
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                out.add(target)
+    return out
+
+
+def floor(name: str) -> tuple[int, str]:
+    """(floor, package) of the longest declared package prefix that holds `name`."""
+    best: tuple[int, str] | None = None
+    for level, packages in enumerate(FLOORS):
+        for package in packages:
+            holds = name == package or name.startswith(package + ".")
+            if holds and (best is None or len(package) > len(best[1])):
+                best = (level, package)
+    assert best is not None, f"{name} is on no floor: add its package to FLOORS"
+    return best
+
+
+def graph() -> dict[str, set[str]]:
+    found = modules()
+    known = set(found)
+    return {name: imports(name, path, known) for name, path in found.items()}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one member (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def against_the_order(edges: dict[str, set[str]]) -> list[str]:
+    wrong = []
+    for name, targets in sorted(edges.items()):
+        level, package = floor(name)
+        for target in sorted(targets):
+            t_level, t_package = floor(target)
+            if t_package == package:
+                continue
+            if t_level >= level:
+                wrong.append(f"{name} (floor {level}) imports {target} (floor {t_level})")
+    return wrong
+
+
+def test_no_module_imports_against_the_order():
+    assert against_the_order(graph()) == []
+
+
+def test_no_two_modules_import_each_other_in_a_circle():
+    assert cycles(graph()) == []
+
+
+def test_no_two_packages_import_each_other_in_a_circle():
+    edges: dict[str, set[str]] = defaultdict(set)
+    for name, targets in graph().items():
+        for target in targets:
+            a, b = floor(name)[1], floor(target)[1]
+            if a != b:
+                edges[a].add(b)
+    assert cycles(edges) == []
+
+
+def test_the_checks_catch_what_they_are_about():
+    """A cycle and an upward import, made up, are found: the checks can fail."""
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    made_up = {"gpu_queues.kueue.rules": {"gpu_queues.config.model"}}
+    assert against_the_order(made_up) == [
+        "gpu_queues.kueue.rules (floor 1) imports gpu_queues.config.model (floor 2)"
+    ]
+    assert against_the_order({"policies.rules": {"gpu_queues.components.queues"}})
+    src = ROOT / "gpu_queues" / "config" / "model.py"
+    assert "gpu_queues.config.errors" in imports("gpu_queues.config.model", src, set(modules()))
