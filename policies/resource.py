@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
-from gpu_queues.kueue.rules import FieldError
+from gpu_queues.kueue.errors import FieldError
 
 from .values import child, plain
 

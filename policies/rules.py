@@ -4,8 +4,10 @@ Each rule takes a Resource (or every Resource of the stack) and its policy's con
 returns Violations. A message names the object, the rule and the fix. Values that are unknown
 during preview (see values.py) never cause a violation: the check waits for `pulumi up`.
 The Kueue rules themselves (ClusterQueue and ResourceFlavor structure, coverage, whole numbers,
-flavors that exist) and the capacity sum are the project's one validation core,
-gpu_queues/kueue/rules.py and gpu_queues/kueue/capacity.py, which the stack config check runs too.
+flavors that exist) and the capacity sum are the project's one validation core, one module
+per Kueue object kind in gpu_queues/kueue/ (clusterqueue, resourcegroups, resourceflavor,
+admissioncheck, multikueue) and gpu_queues/kueue/capacity.py, which the stack config check
+runs too.
 """
 
 from __future__ import annotations
@@ -15,7 +17,15 @@ from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any, Final
 
-from gpu_queues.kueue import rules as kueue_rules
+from gpu_queues.kueue import multikueue as kueue_multikueue
+from gpu_queues.kueue import resourcegroups as kueue_resourcegroups
+from gpu_queues.kueue.admissioncheck import (
+    MULTIKUEUE_CONTROLLER,
+    admission_check_errors,
+    missing_multikueue_config,
+    multikueue_check_placement,
+    undeclared_admission_checks,
+)
 from gpu_queues.kueue.capacity import (
     CAPACITY_ANNOTATION,
     QuotaHolder,
@@ -23,7 +33,14 @@ from gpu_queues.kueue.capacity import (
     over_capacity,
     quota_totals,
 )
+from gpu_queues.kueue.clusterqueue import cluster_queue_errors
 from gpu_queues.kueue.quantity import QuantityError, parse_quantity
+from gpu_queues.kueue.resourceflavor import resource_flavor_errors
+from gpu_queues.kueue.resourcegroups import (
+    fractional_quotas,
+    uncovered_resources,
+    undeclared_flavors,
+)
 
 from .resource import (
     Resource,
@@ -66,7 +83,7 @@ MULTIKUEUE_WEBHOOK_VALID: Final = "multikueue-webhook-valid"
 MULTIKUEUE_REFERENCES_EXIST: Final = "multikueue-references-exist"
 
 # Defaults of the config keys (the pack's config schema in catalog.py repeats them).
-DEFAULT_REQUIRED_RESOURCES: Final = kueue_rules.DEFAULT_REQUIRED_RESOURCES
+DEFAULT_REQUIRED_RESOURCES: Final = kueue_resourcegroups.DEFAULT_REQUIRED_RESOURCES
 DEFAULT_SHARED_STORAGE_CLASS: Final = "shared-wekafs"
 DEFAULT_KUEUE_NAMESPACE: Final = "kueue-system"
 DEFAULT_KUEUE_DEPLOYMENT: Final = "kueue-controller-manager"
@@ -95,7 +112,7 @@ def clusterqueue_covers_cpu_memory(
     required = config_list(config, "requiredResources", DEFAULT_REQUIRED_RESOURCES)
     return [
         field_violation(COVERS_CPU_MEMORY, resource, error)
-        for error in kueue_rules.uncovered_resources(resource.props, required)
+        for error in uncovered_resources(resource.props, required)
     ]
 
 
@@ -105,7 +122,7 @@ def clusterqueue_webhook_valid(resource: Resource, config: Mapping[str, Any]) ->
         return []
     return [
         field_violation(WEBHOOK_VALID, resource, error)
-        for error in kueue_rules.cluster_queue_errors(resource.props)
+        for error in cluster_queue_errors(resource.props)
     ]
 
 
@@ -117,7 +134,7 @@ def clusterqueue_whole_extended_resources(
         return []
     return [
         field_violation(WHOLE_EXTENDED_RESOURCES, resource, error)
-        for error in kueue_rules.fractional_quotas(resource.props)
+        for error in fractional_quotas(resource.props)
     ]
 
 
@@ -127,7 +144,7 @@ def resourceflavor_webhook_valid(resource: Resource, config: Mapping[str, Any]) 
         return []
     return [
         field_violation(FLAVOR_WEBHOOK_VALID, resource, error)
-        for error in kueue_rules.resource_flavor_errors(resource.props)
+        for error in resource_flavor_errors(resource.props)
     ]
 
 
@@ -165,7 +182,7 @@ def clusterqueue_flavors_exist(
         violation(FLAVORS_EXIST, resource, f"{error.where}: {error.message}", fix)
         for resource in resources
         if kueue_kind(resource) == "ClusterQueue"
-        for error in kueue_rules.undeclared_flavors(resource.props, known)
+        for error in undeclared_flavors(resource.props, known)
     ]
 
 
@@ -509,9 +526,9 @@ def multikueue_webhook_valid(resource: Resource, config: Mapping[str, Any]) -> l
     its MultiKueue controller cannot use."""
     kind = kueue_kind(resource)
     check = {
-        "AdmissionCheck": kueue_rules.admission_check_errors,
-        "MultiKueueConfig": kueue_rules.multikueue_config_errors,
-        "MultiKueueCluster": kueue_rules.multikueue_cluster_errors,
+        "AdmissionCheck": admission_check_errors,
+        "MultiKueueConfig": kueue_multikueue.multikueue_config_errors,
+        "MultiKueueCluster": kueue_multikueue.multikueue_cluster_errors,
     }.get(kind or "")
     if check is None:
         return []
@@ -523,7 +540,7 @@ def _multikueue_checks(resources: Sequence[Resource]) -> set[str]:
         name
         for r in resources
         if kueue_kind(r) == "AdmissionCheck"
-        and child(r.props, "spec", "controllerName") == kueue_rules.MULTIKUEUE_CONTROLLER
+        and child(r.props, "spec", "controllerName") == MULTIKUEUE_CONTROLLER
         and isinstance(name := r.k8s_name, str)
     }
 
@@ -547,11 +564,11 @@ def clusterqueue_admission_checks_exist(
         if not unknown_names:  # a check whose name is not known yet may be the one named
             violations += [
                 violation(ADMISSION_CHECKS_EXIST, resource, f"{e.where}: {e.message}", fix)
-                for e in kueue_rules.undeclared_admission_checks(resource.props, known)
+                for e in undeclared_admission_checks(resource.props, known)
             ]
         violations += [
             field_violation(ADMISSION_CHECKS_EXIST, resource, e)
-            for e in kueue_rules.multikueue_check_placement(resource.props, multikueue)
+            for e in multikueue_check_placement(resource.props, multikueue)
         ]
     return violations
 
@@ -581,13 +598,13 @@ def multikueue_references_exist(
     for resource in resources:
         kind = kueue_kind(resource)
         if kind == "AdmissionCheck" and not configs_unknown:
-            errors = kueue_rules.missing_multikueue_config(resource.props, configs)
+            errors = missing_multikueue_config(resource.props, configs)
             what = "preExistingMultiKueueConfigs"
         elif kind == "MultiKueueConfig" and not clusters_unknown:
-            errors = kueue_rules.missing_multikueue_clusters(resource.props, clusters)
+            errors = kueue_multikueue.missing_multikueue_clusters(resource.props, clusters)
             what = "preExistingMultiKueueClusters"
         elif kind == "MultiKueueCluster" and not secrets_unknown:
-            errors = kueue_rules.missing_kubeconfig_secret(resource.props, secrets)
+            errors = kueue_multikueue.missing_kubeconfig_secret(resource.props, secrets)
             what = "preExistingKubeconfigSecrets"
         else:
             continue

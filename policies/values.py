@@ -24,7 +24,7 @@ from pulumi_policy.proxy import (
 )
 
 # One marker for the whole project: the validation core skips checks on it.
-from gpu_queues.kueue.rules import UNKNOWN, Unknown, child, is_unknown
+from gpu_queues.kueue.errors import UNKNOWN, Unknown, child, is_unknown
 
 __all__ = ["UNKNOWN", "Unknown", "child", "is_unknown", "plain"]
 

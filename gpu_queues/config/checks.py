@@ -1,9 +1,9 @@
 """Checks across values of the stack config, on the raw config, all reported at once.
 
-Two kinds. The Kueue rules (gpu_queues/kueue/rules.py) run on the objects the program is about
-to register (gpu_queues/config/render.py), and their problems are mapped back to the stack config
-key
-the user wrote (`spec.resourceGroups[0].flavors[1].resources[2]` of team 0's ClusterQueue is
+Two kinds. The Kueue rules (gpu_queues/kueue/, one module per object kind) run on the
+objects the program is about to register (gpu_queues/config/render.py), and their problems are
+mapped back to the stack config key the user wrote
+(`spec.resourceGroups[0].flavors[1].resources[2]` of team 0's ClusterQueue is
 `teams[0].resourceGroups[0].flavors[1].resources['nvidia.com/gpu']`). The stack's own
 relations live here: unique names, declared cohort and flavors, namespaces and RBAC subjects a
 team may take, hardware that adds up, shared storage, where the Kueue manifest comes from.
@@ -25,21 +25,35 @@ from gpu_queues.config import multikueue as multikueue_checks
 from gpu_queues.config import render
 from gpu_queues.config.errors import Loc, Problem, format_loc
 from gpu_queues.config.hardware import flavor_hardware
-from gpu_queues.kueue import rules as kueue_rules
 from gpu_queues.kueue import versions as kueue_versions
+from gpu_queues.kueue.admissioncheck import (
+    MULTIKUEUE_CONTROLLER,
+    multikueue_check_placement,
+    undeclared_admission_checks,
+)
 from gpu_queues.kueue.capacity import QuotaHolder, over_capacity, quota_totals
+from gpu_queues.kueue.clusterqueue import cluster_queue_errors
+from gpu_queues.kueue.errors import FieldError, child
 from gpu_queues.kueue.fields import (
     ALWAYS_PRESENT_NAMESPACES,
     is_dns_subdomain,
     reserved_namespace,
     whole_number_problem,
 )
-from gpu_queues.kueue.rules import FieldError
+from gpu_queues.kueue.resourceflavor import resource_flavor_errors
+from gpu_queues.kueue.resourcegroups import (
+    DEFAULT_REQUIRED_RESOURCES,
+    FLAVOR_UNDECLARED,
+    LIMIT_WITHOUT_COHORT,
+    fractional_quotas,
+    uncovered_resources,
+    undeclared_flavors,
+)
 from gpu_queues.pins import kueue_version
 from gpu_queues.values import as_dict, as_list, as_str
 
 # Resources every ClusterQueue must cover (the pack's requiredResources default is the same).
-REQUIRED_RESOURCES: Final = kueue_rules.DEFAULT_REQUIRED_RESOURCES
+REQUIRED_RESOURCES: Final = DEFAULT_REQUIRED_RESOURCES
 
 
 def _key_path(loc: Loc) -> str:
@@ -85,7 +99,7 @@ def _team_loc(base: Loc, cq: Mapping[str, Any], path: tuple[str | int, ...]) -> 
         return base
     if len(tail) >= 5 and tail[1] == "flavors" and tail[3] == "resources":
         g, _, f, _, r = tail[:5]
-        quota = kueue_rules.child(cq, "spec", "resourceGroups")[g]["flavors"][f]["resources"][r]
+        quota = child(cq, "spec", "resourceGroups")[g]["flavors"][f]["resources"][r]
         return (*base, "resourceGroups", g, "flavors", f, "resources", quota["name"], *tail[5:])
     return (*base, "resourceGroups", *tail)
 
@@ -100,9 +114,9 @@ def _flavor_loc(base: Loc, path: tuple[str | int, ...]) -> Loc:
 
 def _config_fix(error: FieldError, loc: Loc) -> str:
     """The fix in stack config terms, where Kueue's terms would mislead."""
-    if error.code == kueue_rules.LIMIT_WITHOUT_COHORT:
+    if error.code == LIMIT_WITHOUT_COHORT:
         return f"set {_key_path((*loc[:2], 'cohort'))} or remove the limit"
-    if error.code == kueue_rules.FLAVOR_UNDECLARED:
+    if error.code == FLAVOR_UNDECLARED:
         return f"declare it under {keys.KEY_FLAVORS}, or fix the name"
     return error.fix
 
@@ -112,7 +126,7 @@ def _mapped(errors: Iterable[FieldError], to_loc: Any) -> list[Problem]:
     for error in errors:
         loc = to_loc(error.path)
         message = error.message
-        if error.code == kueue_rules.LIMIT_WITHOUT_COHORT:
+        if error.code == LIMIT_WITHOUT_COHORT:
             message = message.replace("the queue has no cohortName", "the team has no cohort")
         problems.append(Problem(loc, f"{message}; {_config_fix(error, loc)}"))
     return problems
@@ -129,9 +143,7 @@ def _kueue_rules(raw: Mapping[str, Any], problems: list[Problem]) -> None:
         flavor = as_dict(raw_flavor)
         base: Loc = (keys.KEY_FLAVORS, j)
         rf = render.resource_flavor(flavor)
-        problems += _mapped(
-            kueue_rules.resource_flavor_errors(rf), lambda p, b=base: _flavor_loc(b, p)
-        )
+        problems += _mapped(resource_flavor_errors(rf), lambda p, b=base: _flavor_loc(b, p))
         hardware = flavor_hardware(flavor)
         problems += [Problem((*base, *loc), message) for loc, message in hardware.problems]
         name = as_str(flavor.get("name"))
@@ -151,8 +163,7 @@ def _kueue_rules(raw: Mapping[str, Any], problems: list[Problem]) -> None:
     multikueue = {
         o["metadata"]["name"]
         for o in mk_objects
-        if o["kind"] == "AdmissionCheck"
-        and o["spec"]["controllerName"] == kueue_rules.MULTIKUEUE_CONTROLLER
+        if o["kind"] == "AdmissionCheck" and o["spec"]["controllerName"] == MULTIKUEUE_CONTROLLER
     }
     for i, raw_team in enumerate(teams):
         team = as_dict(raw_team)
@@ -163,12 +174,12 @@ def _kueue_rules(raw: Mapping[str, Any], problems: list[Problem]) -> None:
         if cq_name and team_name:
             team_of.setdefault(cq_name, team_name)
         errors = [
-            *kueue_rules.cluster_queue_errors(cq),
-            *kueue_rules.uncovered_resources(cq, REQUIRED_RESOURCES),
-            *kueue_rules.fractional_quotas(cq),
-            *kueue_rules.undeclared_flavors(cq, declared),
-            *kueue_rules.undeclared_admission_checks(cq, checks),
-            *kueue_rules.multikueue_check_placement(cq, multikueue),
+            *cluster_queue_errors(cq),
+            *uncovered_resources(cq, REQUIRED_RESOURCES),
+            *fractional_quotas(cq),
+            *undeclared_flavors(cq, declared),
+            *undeclared_admission_checks(cq, checks),
+            *multikueue_check_placement(cq, multikueue),
         ]
         problems += _mapped(errors, lambda p, b=base, q=cq: _team_loc(b, q, p))
 

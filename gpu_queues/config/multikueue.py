@@ -3,8 +3,9 @@
 Three layers, like the rest of the config check:
 - `config_problems` (run by config_checks.cross_check on the raw config): a cluster is a
   manager or a worker, not both; worker and team names are unique and declared; Kueue's own
-  rules (kueue_rules) on the MultiKueue objects the program renders, mapped back to the keys
-  the user wrote; the manager does not switch the MultiKueue feature gate off.
+  rules (gpu_queues/kueue/admissioncheck.py, multikueue.py) on the MultiKueue objects the
+  program renders, mapped back to the keys the user wrote; the manager does not switch the
+  MultiKueue feature gate off.
 - `inline_kubeconfig_problems` (the program's validation phase, where secrets are known): an
   inline worker kubeconfig passes what Kueue's MultiKueue refuses (`kubeconfig_problems`).
 - `stack_file_problems`: the running stack's own Pulumi.<stack>.yaml holds every worker
@@ -28,8 +29,15 @@ import yaml
 from gpu_queues import keys
 from gpu_queues.config import render
 from gpu_queues.config.errors import Loc, Problem, format_loc
-from gpu_queues.kueue import rules as kueue_rules
+from gpu_queues.kueue.admissioncheck import admission_check_errors, missing_multikueue_config
+from gpu_queues.kueue.errors import child
 from gpu_queues.kueue.fields import api_server_url_problem
+from gpu_queues.kueue.multikueue import (
+    missing_kubeconfig_secret,
+    missing_multikueue_clusters,
+    multikueue_cluster_errors,
+    multikueue_config_errors,
+)
 from gpu_queues.values import as_dict, as_list, as_str
 
 MK: Final = keys.KEY_MULTI_KUEUE
@@ -143,7 +151,7 @@ def _object_loc(
     obj: Mapping[str, Any], path: tuple[str | int, ...], manager: Mapping[str, Any]
 ) -> Loc:
     """Where a rendered MultiKueue object's field comes from in the stack config."""
-    kind, name = obj.get("kind"), kueue_rules.child(obj, "metadata", "name")
+    kind, name = obj.get("kind"), child(obj, "metadata", "name")
     if kind == "MultiKueueCluster":
         for i, worker in enumerate(as_list(manager.get("workers"))):
             if as_dict(worker).get("name") == name:
@@ -178,18 +186,18 @@ def _kueue_rules(raw: Mapping[str, Any], manager: Mapping[str, Any], out: list[P
         kind = obj["kind"]
         if kind == "MultiKueueCluster":
             errors = [
-                *kueue_rules.multikueue_cluster_errors(obj),
-                *kueue_rules.missing_kubeconfig_secret(obj, secrets),
+                *multikueue_cluster_errors(obj),
+                *missing_kubeconfig_secret(obj, secrets),
             ]
         elif kind == "MultiKueueConfig":
             errors = [
-                *kueue_rules.multikueue_config_errors(obj),
-                *kueue_rules.missing_multikueue_clusters(obj, clusters),
+                *multikueue_config_errors(obj),
+                *missing_multikueue_clusters(obj, clusters),
             ]
         else:
             errors = [
-                *kueue_rules.admission_check_errors(obj),
-                *kueue_rules.missing_multikueue_config(obj, configs),
+                *admission_check_errors(obj),
+                *missing_multikueue_config(obj, configs),
             ]
         for error in errors:
             loc = _object_loc(obj, error.path, manager)

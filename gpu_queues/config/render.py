@@ -1,7 +1,7 @@
 """The Kueue objects the program declares, as plain dicts: one render for every use.
 
 The components register exactly what these functions return; the config check runs the
-validation core (kueue_rules) on the same output before anything is registered; tests feed it
+validation core (gpu_queues/kueue/) on the same output before anything is registered; tests feed it
 to the policy pack. Each function takes a config entry in its stack-config form (camelCase
 keys) or the typed model (dumped to that form), and never raises on malformed input: the
 config check renders the raw config too, so that every problem is reported at once, and the

@@ -3,7 +3,8 @@
 The program writes each flavor's capacity (from its nodes or declared totals) on the
 ResourceFlavor as CAPACITY_ANNOTATION; the config check, the policy pack and the quota diff
 all sum quotas with `quota_totals` and compare with `over_capacity`. Objects are plain dicts
-as in kueue_rules; UNKNOWN values withhold a verdict instead of guessing.
+as in the object rules (gpu_queues/kueue/errors.py); UNKNOWN values withhold a verdict instead
+of guessing.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Final
 
+from gpu_queues.kueue.errors import FieldError, Path, child, is_unknown
 from gpu_queues.kueue.quantity import QuantityError, format_quantity, parse_quantity
-from gpu_queues.kueue.rules import FieldError, Path, child, is_unknown
 from gpu_queues.values import as_list
 
 __all__ = [

@@ -142,17 +142,17 @@ def test_a_kubeconfig_secret_in_another_namespace_does_not_count() -> None:
 
 def test_a_secret_reaches_the_stack_rules_without_its_data() -> None:
     seen: list[Any] = []
-    original = rules.kueue_rules.missing_kubeconfig_secret
+    original = rules.kueue_multikueue.missing_kubeconfig_secret
 
     def spy(cluster: Any, secrets: Any) -> Any:
         seen.append(secrets)
         return original(cluster, secrets)
 
-    rules.kueue_rules.missing_kubeconfig_secret = spy  # type: ignore[assignment]
+    rules.kueue_multikueue.missing_kubeconfig_secret = spy  # type: ignore[assignment]
     try:
         check(rules.MULTIKUEUE_REFERENCES_EXIST, manager_stack())
     finally:
-        rules.kueue_rules.missing_kubeconfig_secret = original  # type: ignore[assignment]
+        rules.kueue_multikueue.missing_kubeconfig_secret = original  # type: ignore[assignment]
     assert seen and all("c2VjcmV0" not in repr(s) for s in seen)
 
 

@@ -10,8 +10,30 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpu_queues.kueue import capacity as cap
-from gpu_queues.kueue import rules as kr
+from gpu_queues.kueue.clusterqueue import (
+    FAIR_SHARING_WEIGHT,
+    FUNGIBILITY_PREFERENCE,
+    cluster_queue_errors,
+)
+from gpu_queues.kueue.errors import ENUM, QUANTITY, UNKNOWN
 from gpu_queues.kueue.quantity import parse_quantity
+from gpu_queues.kueue.resourceflavor import (
+    TAINT_TWICE,
+    TOLERATION,
+    TOPOLOGY_NEEDS_LABEL,
+    resource_flavor_errors,
+)
+from gpu_queues.kueue.resourcegroups import (
+    LENDING_ABOVE_NOMINAL,
+    NOT_WHOLE,
+    QUOTA_MISSING,
+    QUOTA_NOT_COVERED,
+    QUOTA_ORDER,
+    QUOTA_TWICE,
+    fractional_quotas,
+    uncovered_resources,
+    undeclared_flavors,
+)
 from tests.properties import examples
 
 pytestmark = pytest.mark.unit
@@ -49,57 +71,57 @@ def codes(errors):
 
 
 def test_a_valid_queue_has_no_errors():
-    assert kr.cluster_queue_errors(cq()) == []
-    assert kr.uncovered_resources(cq(), ("cpu", "memory")) == []
-    assert kr.fractional_quotas(cq()) == []
-    assert kr.undeclared_flavors(cq(), {"h100"}) == []
+    assert cluster_queue_errors(cq()) == []
+    assert uncovered_resources(cq(), ("cpu", "memory")) == []
+    assert fractional_quotas(cq()) == []
+    assert undeclared_flavors(cq(), {"h100"}) == []
 
 
 def test_errors_name_the_field_inside_the_object():
     q = cq()
     q["spec"]["resourceGroups"][0]["flavors"][0]["resources"][1]["lendingLimit"] = "65Gi"
     q["spec"]["cohortName"] = "pool"
-    [error] = kr.cluster_queue_errors(q)
+    [error] = cluster_queue_errors(q)
     assert error.where == "spec.resourceGroups[0].flavors[0].resources[1].lendingLimit"
-    assert error.code == kr.LENDING_ABOVE_NOMINAL
+    assert error.code == LENDING_ABOVE_NOMINAL
 
 
 def test_missing_extra_duplicate_and_misordered_quotas_are_told_apart():
     q = cq()
     resources = q["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
     resources[1], resources[2] = resources[2], resources[1]
-    assert codes(kr.cluster_queue_errors(q)) == [
-        ("spec.resourceGroups[0].flavors[0].resources", kr.QUOTA_ORDER)
+    assert codes(cluster_queue_errors(q)) == [
+        ("spec.resourceGroups[0].flavors[0].resources", QUOTA_ORDER)
     ]
     resources.append({"name": "cpu", "nominalQuota": 1})
     resources.append({"name": "example.com/nic", "nominalQuota": 1})
     del resources[1]
-    assert codes(kr.cluster_queue_errors(q)) == [
-        ("spec.resourceGroups[0].flavors[0].resources[2].name", kr.QUOTA_TWICE),
-        ("spec.resourceGroups[0].flavors[0].resources[3]", kr.QUOTA_NOT_COVERED),
-        ("spec.resourceGroups[0].flavors[0].resources", kr.QUOTA_MISSING),
+    assert codes(cluster_queue_errors(q)) == [
+        ("spec.resourceGroups[0].flavors[0].resources[2].name", QUOTA_TWICE),
+        ("spec.resourceGroups[0].flavors[0].resources[3]", QUOTA_NOT_COVERED),
+        ("spec.resourceGroups[0].flavors[0].resources", QUOTA_MISSING),
     ]
 
 
 def test_fungibility_preference_needs_both_try_next_flavor_with_crd_defaults():
     q = cq(flavorFungibility={"preference": "BorrowingOverPreemption"})
-    [error] = kr.cluster_queue_errors(q)  # whenCanBorrow defaults to MayStopSearch
-    assert error.code == kr.FUNGIBILITY_PREFERENCE and "MayStopSearch" in error.message
+    [error] = cluster_queue_errors(q)  # whenCanBorrow defaults to MayStopSearch
+    assert error.code == FUNGIBILITY_PREFERENCE and "MayStopSearch" in error.message
     q["spec"]["flavorFungibility"]["whenCanBorrow"] = "TryNextFlavor"
-    assert kr.cluster_queue_errors(q) == []
+    assert cluster_queue_errors(q) == []
 
 
 @pytest.mark.parametrize(
-    ("weight", "code"), [("-1", kr.QUANTITY), ("1n", kr.FAIR_SHARING_WEIGHT), ("0", None)]
+    ("weight", "code"), [("-1", QUANTITY), ("1n", FAIR_SHARING_WEIGHT), ("0", None)]
 )
 def test_fair_sharing_weight(weight, code):
-    errors = kr.cluster_queue_errors(cq(fairSharing={"weight": weight}))
+    errors = cluster_queue_errors(cq(fairSharing={"weight": weight}))
     assert [e.code for e in errors] == ([code] if code else [])
 
 
 def test_enums_are_checked_as_the_crd_does():
-    errors = kr.cluster_queue_errors(cq(stopPolicy="Drain", queueingStrategy="FIFO"))
-    assert codes(errors) == [("spec.queueingStrategy", kr.ENUM), ("spec.stopPolicy", kr.ENUM)]
+    errors = cluster_queue_errors(cq(stopPolicy="Drain", queueingStrategy="FIFO"))
+    assert codes(errors) == [("spec.queueingStrategy", ENUM), ("spec.stopPolicy", ENUM)]
 
 
 def test_resource_flavor_cel_rules():
@@ -117,23 +139,23 @@ def test_resource_flavor_cel_rules():
         ],
         topologyName="rack",
     )
-    assert codes(kr.resource_flavor_errors(flavor)) == [
-        ("spec.nodeTaints[1]", kr.TAINT_TWICE),
-        ("spec.tolerations[0].operator", kr.TOLERATION),
-        ("spec.tolerations[1].value", kr.TOLERATION),
-        ("spec.tolerations[2].tolerationSeconds", kr.TOLERATION),
-        ("spec.topologyName", kr.TOPOLOGY_NEEDS_LABEL),
+    assert codes(resource_flavor_errors(flavor)) == [
+        ("spec.nodeTaints[1]", TAINT_TWICE),
+        ("spec.tolerations[0].operator", TOLERATION),
+        ("spec.tolerations[1].value", TOLERATION),
+        ("spec.tolerations[2].tolerationSeconds", TOLERATION),
+        ("spec.topologyName", TOPOLOGY_NEEDS_LABEL),
     ]
 
 
 def test_unknown_values_skip_only_the_checks_that_need_them():
-    q = cq(cohortName=kr.UNKNOWN)
+    q = cq(cohortName=UNKNOWN)
     quota = q["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]
     quota["borrowingLimit"] = 4  # fine: the unknown cohort may be set
-    quota["lendingLimit"] = kr.UNKNOWN
+    quota["lendingLimit"] = UNKNOWN
     q["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "-1"
-    assert codes(kr.cluster_queue_errors(q)) == [
-        ("spec.resourceGroups[0].flavors[0].resources[0].nominalQuota", kr.QUANTITY)
+    assert codes(cluster_queue_errors(q)) == [
+        ("spec.resourceGroups[0].flavors[0].resources[0].nominalQuota", QUANTITY)
     ]
 
 
@@ -142,8 +164,8 @@ def test_whole_numbers_of_extended_resources_only():
     resources = q["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
     resources[0]["nominalQuota"] = "500m"  # cpu: fractions are fine
     resources[2]["nominalQuota"] = "7500m"
-    [error] = kr.fractional_quotas(q)
-    assert error.where.endswith("resources[2].nominalQuota") and error.code == kr.NOT_WHOLE
+    [error] = fractional_quotas(q)
+    assert error.where.endswith("resources[2].nominalQuota") and error.code == NOT_WHOLE
 
 
 @pytest.mark.parametrize(
@@ -178,7 +200,7 @@ def test_quota_totals_sum_queues_and_cohorts_and_withhold_verdicts_on_unknowns()
         "nominal quotas of nvidia.com/gpu in flavor 'h100' add up to 24 (ClusterQueue q 8, "
         "ClusterQueue r 8, Cohort pool 8), above the declared capacity 16"
     )
-    b["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]["nominalQuota"] = kr.UNKNOWN
+    b["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]["nominalQuota"] = UNKNOWN
     assert cap.over_capacity(cap.quota_totals([a, b]), {key: Fraction(1)}) == []
 
 
@@ -190,7 +212,7 @@ json_values = st.recursive(
         st.floats(),
         st.text(max_size=5),
         st.sampled_from(["cpu", "nvidia.com/gpu", "8", "-1", "1.5", "h100", "Never", "Exists"]),
-        st.just(kr.UNKNOWN),
+        st.just(UNKNOWN),
     ),
     lambda inner: st.one_of(
         st.lists(inner, max_size=4),
@@ -220,11 +242,11 @@ def test_the_core_never_raises_on_any_input(obj):
     for kind in ("ClusterQueue", "ResourceFlavor"):
         thing = {**obj, "kind": kind} if isinstance(obj, dict) else obj
         for error in [
-            *kr.cluster_queue_errors(thing),
-            *kr.uncovered_resources(thing, ("cpu",)),
-            *kr.fractional_quotas(thing),
-            *kr.undeclared_flavors(thing, {"h100"}),
-            *kr.resource_flavor_errors(thing),
+            *cluster_queue_errors(thing),
+            *uncovered_resources(thing, ("cpu",)),
+            *fractional_quotas(thing),
+            *undeclared_flavors(thing, {"h100"}),
+            *resource_flavor_errors(thing),
             *cap.declared_capacity(thing)[1],
         ]:
             assert isinstance(error.message, str) and isinstance(error.where, str)

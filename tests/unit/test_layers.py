@@ -167,9 +167,9 @@ def test_no_two_packages_import_each_other_in_a_circle():
 def test_the_checks_catch_what_they_are_about():
     """A cycle and an upward import, made up, are found: the checks can fail."""
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    made_up = {"gpu_queues.kueue.rules": {"gpu_queues.config.model"}}
+    made_up = {"gpu_queues.kueue.clusterqueue": {"gpu_queues.config.model"}}
     assert against_the_order(made_up) == [
-        "gpu_queues.kueue.rules (floor 1) imports gpu_queues.config.model (floor 2)"
+        "gpu_queues.kueue.clusterqueue (floor 1) imports gpu_queues.config.model (floor 2)"
     ]
     assert against_the_order({"policies.rules": {"gpu_queues.components.queues"}})
     src = ROOT / "gpu_queues" / "config" / "model.py"

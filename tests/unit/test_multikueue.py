@@ -526,18 +526,19 @@ def test_a_generated_manager_config_round_trips_through_json_like_the_engine_pas
 
 
 def test_a_cluster_queue_lists_each_admission_check_once_and_at_least_one() -> None:
-    from gpu_queues.kueue import rules as kueue_rules
+    from gpu_queues.kueue.clusterqueue import CHECK_TWICE, cluster_queue_errors
+    from gpu_queues.kueue.errors import LIST_SIZE
 
     cq = render.cluster_queue(team(), ["multikueue-ml"])
-    assert kueue_rules.cluster_queue_errors(cq) == []
+    assert cluster_queue_errors(cq) == []
     cq["spec"]["admissionChecksStrategy"]["admissionChecks"].append({"name": "multikueue-ml"})
-    [twice] = kueue_rules.cluster_queue_errors(cq)
-    assert twice.code == kueue_rules.CHECK_TWICE
+    [twice] = cluster_queue_errors(cq)
+    assert twice.code == CHECK_TWICE
     assert twice.where == "spec.admissionChecksStrategy.admissionChecks[1].name"
     cq["spec"]["admissionChecksStrategy"]["admissionChecks"] = []
-    [empty] = kueue_rules.cluster_queue_errors(cq)
-    assert empty.code == kueue_rules.LIST_SIZE
+    [empty] = cluster_queue_errors(cq)
+    assert empty.code == LIST_SIZE
     cq["spec"]["admissionChecksStrategy"] = {
         "admissionChecks": [{"name": f"c{i}"} for i in range(65)]
     }
-    assert [e.code for e in kueue_rules.cluster_queue_errors(cq)] == [kueue_rules.LIST_SIZE]
+    assert [e.code for e in cluster_queue_errors(cq)] == [LIST_SIZE]
