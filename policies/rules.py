@@ -5,7 +5,7 @@ returns Violations. A message names the object, the rule and the fix. Values tha
 during preview (see values.py) never cause a violation: the check waits for `pulumi up`.
 The Kueue rules themselves (ClusterQueue and ResourceFlavor structure, coverage, whole numbers,
 flavors that exist) and the capacity sum are the project's one validation core, one module
-per Kueue object kind in gpu_queues/kueue/ (clusterqueue, resourcegroups, resourceflavor,
+per Kueue object kind in gpu_queues/kueue/ (clusterqueue, resourcegroups, quotas, resourceflavor,
 admissioncheck, multikueue) and gpu_queues/kueue/capacity.py, which the stack config check
 runs too.
 """

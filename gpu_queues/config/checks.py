@@ -40,11 +40,11 @@ from gpu_queues.kueue.fields import (
     reserved_namespace,
     whole_number_problem,
 )
+from gpu_queues.kueue.quotas import LIMIT_WITHOUT_COHORT
 from gpu_queues.kueue.resourceflavor import resource_flavor_errors
 from gpu_queues.kueue.resourcegroups import (
     DEFAULT_REQUIRED_RESOURCES,
     FLAVOR_UNDECLARED,
-    LIMIT_WITHOUT_COHORT,
     fractional_quotas,
     uncovered_resources,
     undeclared_flavors,

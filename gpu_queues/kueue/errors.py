@@ -1,14 +1,14 @@
 """What every Kueue object rule shares: the error a rule reports, where in an object, and a
 value that is not known yet.
 
-The rules (one module per Kueue object kind: clusterqueue, resourcegroups, resourceflavor,
-admissioncheck, multikueue) are pure functions over plain objects, one implementation for
-every caller: the stack config check runs them on the objects the program is about to register
-(gpu_queues/config/render.py), the policy pack on what the engine hands it, and the quota diff
-uses the same capacity sum. An object is a dict as the API has it ({"apiVersion", "kind",
-"metadata", "spec"}). Each validator returns FieldErrors (a path inside the object, what is
-wrong, how to fix it, and a code naming the rule), in the manner of Kueue's webhook validators
-(pkg/webhooks: field.ErrorList).
+The rules (one module per Kueue object kind: clusterqueue, with resourcegroups and quotas,
+resourceflavor, admissioncheck, multikueue) are pure functions over plain objects, one
+implementation for every caller: the stack config check runs them on the objects the program
+is about to register (gpu_queues/config/render.py), the policy pack on what the engine hands
+it, and the quota diff uses the same capacity sum. An object is a dict as the API has it
+({"apiVersion", "kind", "metadata", "spec"}). Each validator returns FieldErrors (a path inside
+the object, what is wrong, how to fix it, and a code naming the rule), in the manner of Kueue's
+webhook validators (pkg/webhooks: field.ErrorList).
 
 Sources, Kueue v0.18.3: the v1beta2 CRDs (MaxItems, CEL rules, defaults), its ClusterQueue
 and ResourceFlavor webhooks, and what its controllers refuse in MultiKueue objects. The project

@@ -17,6 +17,13 @@ from gpu_queues.kueue.clusterqueue import (
 )
 from gpu_queues.kueue.errors import ENUM, QUANTITY, UNKNOWN
 from gpu_queues.kueue.quantity import parse_quantity
+from gpu_queues.kueue.quotas import (
+    LENDING_ABOVE_NOMINAL,
+    QUOTA_MISSING,
+    QUOTA_NOT_COVERED,
+    QUOTA_ORDER,
+    QUOTA_TWICE,
+)
 from gpu_queues.kueue.resourceflavor import (
     TAINT_TWICE,
     TOLERATION,
@@ -24,12 +31,7 @@ from gpu_queues.kueue.resourceflavor import (
     resource_flavor_errors,
 )
 from gpu_queues.kueue.resourcegroups import (
-    LENDING_ABOVE_NOMINAL,
     NOT_WHOLE,
-    QUOTA_MISSING,
-    QUOTA_NOT_COVERED,
-    QUOTA_ORDER,
-    QUOTA_TWICE,
     fractional_quotas,
     uncovered_resources,
     undeclared_flavors,
