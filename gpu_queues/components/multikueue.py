@@ -45,7 +45,7 @@ from gpu_queues.config.model import (
 )
 from gpu_queues.config.multikueue import DEFAULT_FRAMEWORKS, kubeconfig_problems
 from gpu_queues.kueue.fields import is_label_value
-from gpu_queues.release.allowlist import KUEUE_NAMESPACE
+from gpu_queues.release.catalogue import KUEUE_NAMESPACE
 
 MANAGER_ACCOUNT: Final = "multikueue-manager"
 MANAGER_TOKEN: Final = "multikueue-manager-token"

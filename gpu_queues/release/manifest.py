@@ -25,16 +25,14 @@ import yaml
 from gpu_queues import keys
 from gpu_queues.config.model import KueueConfig, ManagerConfig
 from gpu_queues.kueue import versions as kueue_versions
-from gpu_queues.release.allowlist import (
+from gpu_queues.release.allowlist import check_release, created_namespaces, find
+from gpu_queues.release.catalogue import (
     CONTROLLER_DEPLOYMENT,
     KUEUE_NAMESPACE,
     MANAGER_CONFIG_KEY,
     MANAGER_CONFIGMAP,
     MANAGER_CONTAINER,
     Document,
-    check_release,
-    created_namespaces,
-    find,
 )
 from gpu_queues.release.render import RENDER_DIR
 

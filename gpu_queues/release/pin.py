@@ -58,7 +58,8 @@ from gpu_queues.kueue.versions import (
     release,
     write_release,
 )
-from gpu_queues.release.allowlist import check_release, expected_image
+from gpu_queues.release.allowlist import check_release
+from gpu_queues.release.catalogue import expected_image
 from gpu_queues.release.manifest import ManifestError, parse_documents, parse_manifest
 from gpu_queues.release.render import (
     ROOT,

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from gpu_queues.kueue.versions import parse_version
-from gpu_queues.release.allowlist import (
+from gpu_queues.release.catalogue import (
     CONTROLLER_DEPLOYMENT,
     IMAGE_REPOSITORY,
     KUEUE_NAMESPACE,

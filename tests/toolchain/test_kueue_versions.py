@@ -24,7 +24,8 @@ import yaml
 from gpu_queues.config.model import load_config
 from gpu_queues.config.stackfile import list_stacks
 from gpu_queues.kueue import versions as kueue_versions
-from gpu_queues.release.allowlist import MANAGER_CONFIG_KEY, check_release
+from gpu_queues.release.allowlist import check_release
+from gpu_queues.release.catalogue import MANAGER_CONFIG_KEY
 from gpu_queues.release.manifest import parse_documents, prepare_manifest
 from gpu_queues.release.pin import pin_release
 from gpu_queues.release.render import module_dir, pinned_version, render, rendered_relpath

@@ -17,7 +17,8 @@ import yaml
 
 from gpu_queues import keys
 from gpu_queues.config.model import KueueConfig
-from gpu_queues.release.allowlist import Document, check_release, find
+from gpu_queues.release.allowlist import check_release, find
+from gpu_queues.release.catalogue import Document
 from gpu_queues.release.manifest import ManifestError, parse_documents, prepare_manifest
 
 pytestmark = pytest.mark.unit
