@@ -15,7 +15,7 @@ import yaml
 from gpu_queues.config import yamledit
 from gpu_queues.config.model import KueueConfig
 from gpu_queues.pins import kueue_version
-from gpu_queues.tools import promote
+from gpu_queues.tools import promote, promotion_rules
 from tests.tools.conftest import Write
 
 pytestmark = pytest.mark.unit
@@ -192,7 +192,7 @@ def test_every_kueue_key_has_a_promotion_rule() -> None:
         out = []
         for name, field in model.model_fields.items():
             path = (*prefix, field.alias or name)
-            if promote.rule_for(path) is not None:
+            if promotion_rules.rule_for(path) is not None:
                 continue
             inner = field.annotation
             args = [a for a in getattr(inner, "__args__", ()) if a is not type(None)]
@@ -211,8 +211,8 @@ def test_a_key_without_a_rule_is_refused(
 ) -> None:
     write("dev", SOURCE)
     target = write("staging", TARGET)
-    rules = tuple(r for r in promote.RULES if r.path != ("manager", "featureGates"))
-    monkeypatch.setattr(promote, "RULES", rules)
+    rules = tuple(r for r in promotion_rules.RULES if r.path != ("manager", "featureGates"))
+    monkeypatch.setattr(promotion_rules, "RULES", rules)
     with pytest.raises(promote.PromotionError, match=r"kueue\.manager\.featureGates, which has no"):
         promote.promote("dev", "staging", DEPLOYED, project)
     assert target.read_text() == TARGET
@@ -221,7 +221,7 @@ def test_a_key_without_a_rule_is_refused(
 def test_the_docs_table_states_each_rule() -> None:
     docs = (ROOT / "docs" / "promotion.md").read_text()
     rows = dict(re.findall(r"^\| `(kueue\.[A-Za-z0-9.]+)` \| ([^|]+) \|", docs, re.M))
-    assert {r.dotted: r.rule.value for r in promote.RULES} == {
+    assert {r.dotted: r.rule.value for r in promotion_rules.RULES} == {
         k: v.strip() for k, v in rows.items()
     }
 
@@ -560,8 +560,8 @@ def _own(path: Path) -> dict[tuple[str, ...], Any]:
     kueue = (doc.get("config") or {}).get("gpu-queues:kueue") or {}
     own = {("doc", k): v for k, v in doc.items() if k != "config"}
     own |= {("config", k): v for k, v in doc["config"].items() if k != "gpu-queues:kueue"}
-    for rule in promote.RULES:
-        if rule.rule is promote.Rule.STAYS:
+    for rule in promotion_rules.RULES:
+        if rule.rule is promotion_rules.Rule.STAYS:
             own[rule.path] = yamledit.get(kueue, rule.path)
     return own
 

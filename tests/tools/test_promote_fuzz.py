@@ -32,13 +32,13 @@ from gpu_queues.config import yamledit
 from gpu_queues.config.secure import Secure, load_stack_config
 from gpu_queues.config.stackfile import config_of, parse_document
 from gpu_queues.pins import kueue_version
-from gpu_queues.tools import promote
+from gpu_queues.tools import promote, promotion_plan, promotion_rules
 from tests.properties import examples
 
 pytestmark = pytest.mark.unit
 
 EXAMPLES = int(os.environ.get("GPUQ_FUZZ_EXAMPLES", 0)) or examples(25)
-KUEUE = promote.KUEUE_KEY
+KUEUE = promotion_plan.KUEUE_KEY
 PIN = kueue_version()
 VERSIONS = [PIN, "v0.17.0", "v0.19.1"]
 SHAS = ["a" * 64, "b" * 64, "c" * 64]
@@ -239,8 +239,8 @@ def _block(value: Any, indent: int, lay: Layout, tag: str, path: tuple[str, ...]
             here = (*path, str(key))
             item_tag = tag
             if len(here) >= 3 and here[:2] == ("config", KUEUE):
-                rule = promote.rule_for(here[2:])
-                travels = rule is not None and rule.rule is not promote.Rule.STAYS
+                rule = promotion_rules.rule_for(here[2:])
+                travels = rule is not None and rule.rule is not promotion_rules.Rule.STAYS
                 item_tag = "T" if travels else tag
             if lay.chance(0.15):
                 # never deeper than this level right after a block scalar: it would be text
@@ -414,14 +414,14 @@ def test_promotion_is_all_or_nothing_in_any_layout(
     src_kueue = _plain((source["config"] or {}).get(KUEUE) or {})
     old_kueue = (old.get("config") or {}).get(KUEUE) or {}
     new_kueue = (new.get("config") or {}).get(KUEUE) or {}
-    for rule in promote.RULES:
+    for rule in promotion_rules.RULES:
         s = yamledit.get(src_kueue, rule.path)
         o, n = yamledit.get(old_kueue, rule.path), yamledit.get(new_kueue, rule.path)
-        if rule.rule is promote.Rule.STAYS:
+        if rule.rule is promotion_rules.Rule.STAYS:
             assert n == o, rule.dotted
-        elif rule.rule is promote.Rule.VERSION:
+        elif rule.rule is promotion_rules.Rule.VERSION:
             assert n == s, rule.dotted
-        elif rule.rule is promote.Rule.TRAVELS:
+        elif rule.rule is promotion_rules.Rule.TRAVELS:
             assert n == (s if s is not yamledit.REMOVE else o), rule.dotted
         else:  # the manifest's place and checksum: FROM's, or TO's own
             assert n in (s, o), rule.dotted
