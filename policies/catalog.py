@@ -22,6 +22,26 @@ from pulumi_policy import (
 
 from . import rules
 from .rules import Resource, ResourceRule, StackRule
+from .rules.flavors import (
+    clusterqueue_flavors_exist,
+    quota_within_capacity,
+    resourceflavor_webhook_valid,
+)
+from .rules.multikueue import (
+    clusterqueue_admission_checks_exist,
+    multikueue_references_exist,
+    multikueue_webhook_valid,
+)
+from .rules.queues import (
+    clusterqueue_covers_cpu_memory,
+    clusterqueue_namespace_selector_not_all,
+    clusterqueue_namespace_selector_set,
+    clusterqueue_webhook_valid,
+    clusterqueue_whole_extended_resources,
+    localqueue_clusterqueue_exists,
+)
+from .rules.release import kueue_release_checksum, kueue_release_pinned
+from .rules.workloads import job_queued_suspended, shared_pvc_rwx_bound
 
 PACK_NAME: Final = "gpu-queues"
 
@@ -94,7 +114,7 @@ RESOURCE_POLICIES: Final = (
     ResourcePolicySpec(
         rules.COVERS_CPU_MEMORY,
         "Every ClusterQueue covers cpu and memory; a job requesting only GPUs is never admitted.",
-        rules.clusterqueue_covers_cpu_memory,
+        clusterqueue_covers_cpu_memory,
         _is_clusterqueue,
         EnforcementLevel.MANDATORY,
         {
@@ -108,7 +128,7 @@ RESOURCE_POLICIES: Final = (
     ResourcePolicySpec(
         rules.WEBHOOK_VALID,
         "ClusterQueue structure Kueue's webhook would reject at apply time.",
-        rules.clusterqueue_webhook_valid,
+        clusterqueue_webhook_valid,
         _is_clusterqueue,
         EnforcementLevel.MANDATORY,
         {},
@@ -116,7 +136,7 @@ RESOURCE_POLICIES: Final = (
     ResourcePolicySpec(
         rules.WHOLE_EXTENDED_RESOURCES,
         "Quotas of extended resources such as nvidia.com/gpu are whole numbers.",
-        rules.clusterqueue_whole_extended_resources,
+        clusterqueue_whole_extended_resources,
         _is_clusterqueue,
         EnforcementLevel.MANDATORY,
         {},
@@ -124,7 +144,7 @@ RESOURCE_POLICIES: Final = (
     ResourcePolicySpec(
         rules.FLAVOR_WEBHOOK_VALID,
         "ResourceFlavor labels, taints and tolerations Kueue's webhook would reject.",
-        rules.resourceflavor_webhook_valid,
+        resourceflavor_webhook_valid,
         _is_resource_flavor,
         EnforcementLevel.MANDATORY,
         {},
@@ -132,7 +152,7 @@ RESOURCE_POLICIES: Final = (
     ResourcePolicySpec(
         rules.NAMESPACE_SELECTOR_SET,
         "Every ClusterQueue sets namespaceSelector (null admits no namespace).",
-        rules.clusterqueue_namespace_selector_set,
+        clusterqueue_namespace_selector_set,
         _is_clusterqueue,
         EnforcementLevel.MANDATORY,
         {},
@@ -140,7 +160,7 @@ RESOURCE_POLICIES: Final = (
     ResourcePolicySpec(
         rules.NAMESPACE_SELECTOR_NOT_ALL,
         "A ClusterQueue's namespaceSelector {} lets every namespace use its quota.",
-        rules.clusterqueue_namespace_selector_not_all,
+        clusterqueue_namespace_selector_not_all,
         _is_clusterqueue,
         EnforcementLevel.ADVISORY,
         {},
@@ -148,7 +168,7 @@ RESOURCE_POLICIES: Final = (
     ResourcePolicySpec(
         rules.SHARED_PVC,
         "A claim on the shared storage class is ReadWriteMany and names its volume.",
-        rules.shared_pvc_rwx_bound,
+        shared_pvc_rwx_bound,
         lambda type_: type_ == rules.PVC_TYPE,
         EnforcementLevel.MANDATORY,
         {
@@ -162,7 +182,7 @@ RESOURCE_POLICIES: Final = (
     ResourcePolicySpec(
         rules.KUEUE_RELEASE_PINNED,
         "The Kueue controller runs a pinned vX.Y.Z release.",
-        rules.kueue_release_pinned,
+        kueue_release_pinned,
         lambda type_: type_ == rules.DEPLOYMENT_TYPE,
         EnforcementLevel.MANDATORY,
         {
@@ -177,7 +197,7 @@ RESOURCE_POLICIES: Final = (
     ResourcePolicySpec(
         rules.KUEUE_RELEASE_CHECKSUM,
         "The Kueue release manifest is checked against a configured sha256.",
-        rules.kueue_release_checksum,
+        kueue_release_checksum,
         lambda type_: type_ == rules.DEPLOYMENT_TYPE,
         EnforcementLevel.MANDATORY,
         dict(_KUEUE_CONTROLLER),
@@ -185,7 +205,7 @@ RESOURCE_POLICIES: Final = (
     ResourcePolicySpec(
         rules.JOB_QUEUED_SUSPENDED,
         "A Job carries the kueue.x-k8s.io/queue-name label and suspend: true.",
-        rules.job_queued_suspended,
+        job_queued_suspended,
         lambda type_: type_ == rules.JOB_TYPE,
         EnforcementLevel.MANDATORY,
         {
@@ -199,7 +219,7 @@ RESOURCE_POLICIES: Final = (
     ResourcePolicySpec(
         rules.MULTIKUEUE_WEBHOOK_VALID,
         "AdmissionCheck, MultiKueueConfig and MultiKueueCluster fields Kueue would refuse.",
-        rules.multikueue_webhook_valid,
+        multikueue_webhook_valid,
         _is_multikueue,
         EnforcementLevel.MANDATORY,
         {},
@@ -217,7 +237,7 @@ STACK_POLICIES: Final = (
     StackPolicySpec(
         rules.FLAVORS_EXIST,
         "Every flavor a ClusterQueue names exists as a ResourceFlavor.",
-        rules.clusterqueue_flavors_exist,
+        clusterqueue_flavors_exist,
         EnforcementLevel.MANDATORY,
         {
             "preExistingFlavors": {
@@ -230,7 +250,7 @@ STACK_POLICIES: Final = (
     StackPolicySpec(
         rules.CLUSTERQUEUE_EXISTS,
         "Every LocalQueue points at an existing ClusterQueue.",
-        rules.localqueue_clusterqueue_exists,
+        localqueue_clusterqueue_exists,
         EnforcementLevel.MANDATORY,
         {
             "preExistingClusterQueues": {
@@ -243,7 +263,7 @@ STACK_POLICIES: Final = (
     StackPolicySpec(
         rules.QUOTA_WITHIN_CAPACITY,
         "Per flavor and resource, the queues' nominal quotas fit the capacity.",
-        rules.quota_within_capacity,
+        quota_within_capacity,
         EnforcementLevel.MANDATORY,
         {
             "capacity": {
@@ -258,7 +278,7 @@ STACK_POLICIES: Final = (
         rules.ADMISSION_CHECKS_EXIST,
         "Every admission check a ClusterQueue names exists; at most one MultiKueue check, "
         "for all flavors.",
-        rules.clusterqueue_admission_checks_exist,
+        clusterqueue_admission_checks_exist,
         EnforcementLevel.MANDATORY,
         {
             "preExistingAdmissionChecks": {
@@ -271,7 +291,7 @@ STACK_POLICIES: Final = (
     StackPolicySpec(
         rules.MULTIKUEUE_REFERENCES_EXIST,
         "A MultiKueue check's config, its clusters and their kubeconfig Secrets exist.",
-        rules.multikueue_references_exist,
+        multikueue_references_exist,
         EnforcementLevel.MANDATORY,
         {
             "kueueNamespace": {

@@ -14,7 +14,7 @@ from typing import Any, Final, NamedTuple
 
 from gpu_queues.kueue.errors import FieldError
 
-from .values import child, plain
+from .values import child, is_unknown, plain
 
 _KUEUE_TYPE: Final = re.compile(r"^kubernetes:kueue\.x-k8s\.io/v1beta[12]:(?P<kind>[A-Za-z]+)$")
 
@@ -90,3 +90,22 @@ def config_list(config: Mapping[str, Any], key: str, default: Sequence[str] = ()
 def config_str(config: Mapping[str, Any], key: str, default: str) -> str:
     value = config.get(key, default)
     return value if isinstance(value, str) and value else default
+
+
+def items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def names_of_kind(resources: Sequence[Resource], kind: str) -> tuple[set[str], bool]:
+    """metadata.name of every Kueue object of a kind, and whether any name is unknown."""
+    found: set[str] = set()
+    any_unknown = False
+    for resource in resources:
+        if kueue_kind(resource) != kind:
+            continue
+        name = resource.k8s_name
+        if is_unknown(name):
+            any_unknown = True
+        elif isinstance(name, str) and name:
+            found.add(name)
+    return found, any_unknown

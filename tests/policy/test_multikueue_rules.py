@@ -23,6 +23,7 @@ from policy_harness import (
 from gpu_queues.components.gpu_queues import validate
 from gpu_queues.config import render
 from gpu_queues.config.stackfile import read_config
+from gpu_queues.kueue import multikueue as kueue_multikueue
 from gpu_queues.release.manifest import load_manifest
 from policies import rules
 from tests.conftest import run_stack
@@ -142,17 +143,17 @@ def test_a_kubeconfig_secret_in_another_namespace_does_not_count() -> None:
 
 def test_a_secret_reaches_the_stack_rules_without_its_data() -> None:
     seen: list[Any] = []
-    original = rules.kueue_multikueue.missing_kubeconfig_secret
+    original = kueue_multikueue.missing_kubeconfig_secret
 
     def spy(cluster: Any, secrets: Any) -> Any:
         seen.append(secrets)
         return original(cluster, secrets)
 
-    rules.kueue_multikueue.missing_kubeconfig_secret = spy  # type: ignore[assignment]
+    kueue_multikueue.missing_kubeconfig_secret = spy  # type: ignore[assignment]
     try:
         check(rules.MULTIKUEUE_REFERENCES_EXIST, manager_stack())
     finally:
-        rules.kueue_multikueue.missing_kubeconfig_secret = original  # type: ignore[assignment]
+        kueue_multikueue.missing_kubeconfig_secret = original  # type: ignore[assignment]
     assert seen and all("c2VjcmV0" not in repr(s) for s in seen)
 
 

@@ -237,7 +237,8 @@ def test_the_policy_pack_reads_the_annotation_the_program_writes():
 
 
 def test_the_checksum_policy_passes_only_on_a_verified_digest(manifest):
-    from policies.rules import Resource, kueue_release_checksum
+    from policies.rules import Resource
+    from policies.rules.release import kueue_release_checksum
 
     def violations(run):
         deployment = run.one("Deployment", "kueue-controller-manager")
