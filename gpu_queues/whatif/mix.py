@@ -298,6 +298,44 @@ def _sanitised(body: dict[str, Any], namespace: str) -> dict[str, Any]:
     return obj
 
 
+class _Refused(Exception):
+    """Why a document is not replayed (raised by the steps of `check`)."""
+
+    def __init__(self, problem: str, status: Status = "invalid") -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.status = status
+
+
+@dataclass(frozen=True)
+class _Head:
+    """What `check` reads of a document's apiVersion, kind and metadata."""
+
+    api_version: str
+    kind: str
+    meta: dict[str, Any]
+    name: str
+    namespace: str
+    labels: dict[str, Any]
+    annotations: dict[str, Any]
+    queue: str | None
+
+    @classmethod
+    def of(cls, body: dict[str, Any], source: str) -> _Head:
+        meta = as_dict(body.get("metadata"))
+        labels = as_dict(meta.get("labels"))
+        return cls(
+            api_version=_str(body.get("apiVersion")) or "",
+            kind=_str(body.get("kind")) or "?",
+            meta=meta,
+            name=_str(meta.get("name")) or _str(meta.get("generateName")) or source,
+            namespace=_str(meta.get("namespace")) or DEFAULT_NAMESPACE,
+            labels=labels,
+            annotations=as_dict(meta.get("annotations")),
+            queue=_str(labels.get(QUEUE_LABEL)),
+        )
+
+
 def check(doc: Document, index: int, catalog: Catalog) -> Entry:
     """One document against the stack: an Entry ready to submit, or refused with the reason."""
     body = doc.body
@@ -314,79 +352,23 @@ def check(doc: Document, index: int, catalog: Catalog) -> Entry:
             "invalid",
             "not a Kubernetes object (expected a mapping with apiVersion, kind and metadata)",
         )
-    api_version = _str(body.get("apiVersion")) or ""
-    kind = _str(body.get("kind")) or "?"
-    meta = as_dict(body.get("metadata"))
-    name = _str(meta.get("name")) or _str(meta.get("generateName")) or doc.source
-    namespace = _str(meta.get("namespace")) or DEFAULT_NAMESPACE
-    labels = as_dict(meta.get("labels"))
-    annotations = as_dict(meta.get("annotations"))
-    queue = _str(labels.get(QUEUE_LABEL))
-
-    def refuse(problem: str, status: Status = "invalid") -> Entry:
-        return Entry(index, doc.source, kind, name, namespace, queue, status, problem)
-
-    if not api_version or kind == "?":
-        return refuse("no apiVersion or kind: not a Kubernetes object")
-    if not _str(meta.get("name")):
-        return refuse("metadata.name is missing (the replay names each workload in its report)")
-    framework = FRAMEWORKS.get((_group(api_version), kind))
-    if framework is None:
-        return refuse(
-            f"{kind} ({api_version}) is not a workload Kueue manages; the what-if replays "
-            "Jobs and Pods",
-            "unsupported",
-        )
-    if framework not in catalog.frameworks:
-        enabled = ", ".join(sorted(catalog.frameworks)) or "none"
-        return refuse(
-            f"Kueue does not manage {kind} on this stack: integration {framework} is not "
-            f"enabled (kueue.manager.integrations.frameworks: {enabled})"
-        )
-    if framework not in REPLAYABLE:
-        why = (
-            "it never finishes, and the what-if replays batch workloads"
-            if framework in ("deployment", "statefulset")
-            else f"the sandbox has no {kind} controller"
-        )
-        return refuse(
-            f"{kind} is not replayed: {why}; the what-if replays Jobs and Pods", "unsupported"
-        )
-    owners = catalog.teams_in(namespace)
-    if not owners:
-        known = ", ".join(f"{q.namespace} ({q.team})" for q in catalog.queues) or "none"
-        given = "" if _str(meta.get("namespace")) else " (none given, so kubectl's default)"
-        return refuse(f"namespace {namespace}{given}: no team owns it (team namespaces: {known})")
-    if queue is None:
-        offered = ", ".join(q.local_queue for q in owners)
-        return refuse(
-            f"no {QUEUE_LABEL} label: Kueue would not queue it; set it to the team's "
-            f"LocalQueue ({offered})"
-        )
-    match = next((q for q in owners if q.local_queue == queue), None)
-    if match is None:
-        offered = ", ".join(q.local_queue for q in owners)
-        return refuse(
-            f"queue {queue} does not exist in namespace {namespace} (its LocalQueue: {offered})"
-        )
-    priority = _str(labels.get(PRIORITY_LABEL))
-    if priority is not None and priority not in catalog.priority_classes:
-        declared = ", ".join(sorted(catalog.priority_classes)) or "none"
-        return refuse(
-            f"priority class {priority} is not declared by the stack (priorityClasses: {declared})"
-        )
+    head = _Head.of(body, doc.source)
     try:
-        submit_at = parse_duration(annotations.get(ANNOTATION_SUBMIT_AT, "0s"))
-    except DurationError as exc:
-        return refuse(f"{ANNOTATION_SUBMIT_AT}: {exc}")
-    duration: float | None = None
-    if ANNOTATION_DURATION in annotations:
-        try:
-            duration = parse_duration(annotations[ANNOTATION_DURATION])
-        except DurationError as exc:
-            return refuse(f"{ANNOTATION_DURATION}: {exc}")
-        if duration <= 0:
-            return refuse(f"{ANNOTATION_DURATION}: must be longer than 0s")
+        framework = _framework(head, catalog)
+        match = _local_queue(head, catalog)
+        _priority(head, catalog)
+        submit_at, duration = _timing(head.annotations)
+    except _Refused as refused:
+        return Entry(
+            index,
+            doc.source,
+            head.kind,
+            head.name,
+            head.namespace,
+            head.queue,
+            refused.status,
+            refused.problem,
+        )
     spec = as_dict(body.get("spec"))
     if framework == "batch/job":
         template = as_dict(spec.get("template"))
@@ -397,18 +379,99 @@ def check(doc: Document, index: int, catalog: Catalog) -> Entry:
     return Entry(
         index,
         doc.source,
-        kind,
-        name,
-        namespace,
-        queue,
+        head.kind,
+        head.name,
+        head.namespace,
+        head.queue,
         team=match.team,
         cluster_queue=match.cluster_queue,
         submit_at=submit_at,
         duration=duration,
         gpus=gpus,
         pods=pods,
-        manifest=_sanitised(body, namespace),
+        manifest=_sanitised(body, head.namespace),
     )
+
+
+def _framework(head: _Head, catalog: Catalog) -> str:
+    """The Kueue integration that manages the object: enabled on the stack and replayable."""
+    kind, api_version = head.kind, head.api_version
+    if not api_version or kind == "?":
+        raise _Refused("no apiVersion or kind: not a Kubernetes object")
+    if not _str(head.meta.get("name")):
+        raise _Refused("metadata.name is missing (the replay names each workload in its report)")
+    framework = FRAMEWORKS.get((_group(api_version), kind))
+    if framework is None:
+        raise _Refused(
+            f"{kind} ({api_version}) is not a workload Kueue manages; the what-if replays "
+            "Jobs and Pods",
+            "unsupported",
+        )
+    if framework not in catalog.frameworks:
+        enabled = ", ".join(sorted(catalog.frameworks)) or "none"
+        raise _Refused(
+            f"Kueue does not manage {kind} on this stack: integration {framework} is not "
+            f"enabled (kueue.manager.integrations.frameworks: {enabled})"
+        )
+    if framework not in REPLAYABLE:
+        why = (
+            "it never finishes, and the what-if replays batch workloads"
+            if framework in ("deployment", "statefulset")
+            else f"the sandbox has no {kind} controller"
+        )
+        raise _Refused(
+            f"{kind} is not replayed: {why}; the what-if replays Jobs and Pods", "unsupported"
+        )
+    return framework
+
+
+def _local_queue(head: _Head, catalog: Catalog) -> TeamQueue:
+    """The team queue the object names: a LocalQueue of a team that owns its namespace."""
+    namespace, queue = head.namespace, head.queue
+    owners = catalog.teams_in(namespace)
+    if not owners:
+        known = ", ".join(f"{q.namespace} ({q.team})" for q in catalog.queues) or "none"
+        given = "" if _str(head.meta.get("namespace")) else " (none given, so kubectl's default)"
+        raise _Refused(f"namespace {namespace}{given}: no team owns it (team namespaces: {known})")
+    if queue is None:
+        offered = ", ".join(q.local_queue for q in owners)
+        raise _Refused(
+            f"no {QUEUE_LABEL} label: Kueue would not queue it; set it to the team's "
+            f"LocalQueue ({offered})"
+        )
+    match = next((q for q in owners if q.local_queue == queue), None)
+    if match is None:
+        offered = ", ".join(q.local_queue for q in owners)
+        raise _Refused(
+            f"queue {queue} does not exist in namespace {namespace} (its LocalQueue: {offered})"
+        )
+    return match
+
+
+def _priority(head: _Head, catalog: Catalog) -> None:
+    priority = _str(head.labels.get(PRIORITY_LABEL))
+    if priority is not None and priority not in catalog.priority_classes:
+        declared = ", ".join(sorted(catalog.priority_classes)) or "none"
+        raise _Refused(
+            f"priority class {priority} is not declared by the stack (priorityClasses: {declared})"
+        )
+
+
+def _timing(annotations: dict[str, Any]) -> tuple[float, float | None]:
+    """When the replay submits the object, and how long it runs (None: until it finishes)."""
+    try:
+        submit_at = parse_duration(annotations.get(ANNOTATION_SUBMIT_AT, "0s"))
+    except DurationError as exc:
+        raise _Refused(f"{ANNOTATION_SUBMIT_AT}: {exc}") from None
+    duration: float | None = None
+    if ANNOTATION_DURATION in annotations:
+        try:
+            duration = parse_duration(annotations[ANNOTATION_DURATION])
+        except DurationError as exc:
+            raise _Refused(f"{ANNOTATION_DURATION}: {exc}") from None
+        if duration <= 0:
+            raise _Refused(f"{ANNOTATION_DURATION}: must be longer than 0s")
+    return submit_at, duration
 
 
 def load_mix(path: Path, catalog: Catalog, root: Path | None = None) -> list[Entry]:
