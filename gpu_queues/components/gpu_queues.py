@@ -41,7 +41,13 @@ from gpu_queues.components.storage import SharedStorage, SharedStorageArgs
 from gpu_queues.config import multikueue as multikueue_checks
 from gpu_queues.config import render, worker_stacks
 from gpu_queues.config.checks import reserved_namespace_problems
-from gpu_queues.config.model import ConfigError, Problem, StackConfig, load_config
+from gpu_queues.config.model import (
+    ConfigError,
+    MultiKueueWorkerRole,
+    Problem,
+    StackConfig,
+    load_config,
+)
 from gpu_queues.config.multikueue import DEFAULT_FRAMEWORKS
 from gpu_queues.kueue.client import KubeconfigError, resolve
 from gpu_queues.kueue.client import validate as validate_kubeconfig
@@ -189,68 +195,15 @@ class GpuQueues(pulumi.ComponentResource):
             f"{name}-k8s", kubeconfig, context, pulumi.ResourceOptions(parent=self)
         )
         under = pulumi.ResourceOptions(parent=self, providers={"kubernetes": provider})
-
-        installed: list[pulumi.Resource] = []
-        if cfg.kueue.install and args.manifest is not None:
-            release = KueueRelease(
-                f"{name}-kueue",
-                KueueReleaseArgs(version=args.manifest.version, objects=args.manifest.objects),
-                under,
-            )
-            installed = list(release.resources)
-        ready = KueueReady(
-            f"{name}-kueue-ready",
-            KueueReadyArgs(
-                kubeconfig=kubeconfig,
-                context=context,
-                timeout_seconds=float(cfg.kueue.readiness_timeout_seconds),
-                after=installed,
-                # The real probe also waits for the new controller's rollout (upgrades).
-                probe=probe_for(args.manifest.version if args.manifest else None)
-                if args.probe is probe_webhooks
-                else args.probe,
-            ),
-            under,
-        )
-
-        flavors = Flavors(f"{name}-flavors", FlavorsArgs(cfg.flavors, ready.dependency), under)
-        uses: list[pulumi.Resource] = list(flavors.by_name.values())
-        cohort_name: str | None = None
-        if cfg.cohort is not None:
-            cohort = SharedCohort(
-                f"{name}-cohort", SharedCohortArgs(cfg.cohort, ready.dependency), under
-            )
-            uses.append(cohort.cohort)
-            cohort_name = cfg.cohort.name
-        if cfg.priority_classes:
-            PriorityClasses(
-                f"{name}-priorities",
-                PriorityClassesArgs(cfg.priority_classes, ready.dependency),
-                under,
-            )
-
+        ready = _kueue(name, args, kubeconfig, context, under)
+        uses, cohort_name = _shared(name, cfg, ready, under)
         mk = cfg.multi_kueue
         checks: dict[str, pulumi.Resource] = {}
         if mk is not None and mk.manager is not None:
             checks = MultiKueueManager(
                 f"{name}-multikueue", ManagerArgs(mk.manager, ready.dependency), under
             ).checks
-        # The config in its stack-file form, dumped once: admission_checks_of reads the whole
-        # config, and dumping it per team made the program quadratic in the teams.
-        form = render.config_form(cfg)
-        teams = [
-            TeamQueues(
-                f"{name}-{team.name}",
-                TeamQueuesArgs(
-                    team,
-                    ready.dependency,
-                    [*uses, *([checks[team.name]] if team.name in checks else [])],
-                    render.admission_checks_of(form, team.name),
-                ),
-                under,
-            )
-            for team in cfg.teams
-        ]
+        teams = _teams(name, cfg, ready, uses, checks, under)
         namespaces = {t.namespace: q.namespace for t, q in zip(cfg.teams, teams, strict=True)}
         storage = SharedStorage(
             f"{name}-storage", SharedStorageArgs(cfg.shared_storage, namespaces), under
@@ -275,23 +228,117 @@ class GpuQueues(pulumi.ComponentResource):
                 "admissionChecks": {t: render.multikueue_check_name(t) for t in checks},
             }
         if mk is not None and mk.worker is not None:
-            role = mk.worker
-            server: pulumi.Input[str] = role.server or pulumi.Output.all(kubeconfig, context).apply(
-                lambda v: resolve(v[0], v[1], run_exec=False).server
-            )
-            integrations = cfg.kueue.manager.integrations
-            access = MultiKueueWorkerAccess(
-                f"{name}-multikueue-worker",
-                WorkerAccessArgs(
-                    role=role,
-                    server=server,
-                    frameworks=(integrations.frameworks if integrations else None)
-                    or list(DEFAULT_FRAMEWORKS),
-                    cluster_name=pulumi.get_stack(),
-                    ready=ready.dependency,
-                ),
-                under,
-            )
+            access = _worker_access(name, cfg, mk.worker, ready, kubeconfig, context, under)
             self.outputs[keys.OUT_MULTI_KUEUE] = {"role": "worker"}
             self.outputs[keys.OUT_MULTI_KUEUE_KUBECONFIG] = access.kubeconfig
         self.register_outputs(self.outputs)
+
+
+def _kueue(
+    name: str,
+    args: GpuQueuesArgs,
+    kubeconfig: pulumi.Output[Any],
+    context: pulumi.Output[Any],
+    under: pulumi.ResourceOptions,
+) -> KueueReady:
+    """The Kueue release (when the stack installs it), and the wait until Kueue answers."""
+    installed: list[pulumi.Resource] = []
+    if args.config.kueue.install and args.manifest is not None:
+        release = KueueRelease(
+            f"{name}-kueue",
+            KueueReleaseArgs(version=args.manifest.version, objects=args.manifest.objects),
+            under,
+        )
+        installed = list(release.resources)
+    return KueueReady(
+        f"{name}-kueue-ready",
+        KueueReadyArgs(
+            kubeconfig=kubeconfig,
+            context=context,
+            timeout_seconds=float(args.config.kueue.readiness_timeout_seconds),
+            after=installed,
+            # The real probe also waits for the new controller's rollout (upgrades).
+            probe=probe_for(args.manifest.version if args.manifest else None)
+            if args.probe is probe_webhooks
+            else args.probe,
+        ),
+        under,
+    )
+
+
+def _shared(
+    name: str, cfg: StackConfig, ready: KueueReady, under: pulumi.ResourceOptions
+) -> tuple[list[pulumi.Resource], str | None]:
+    """What every team's queues use: the flavors and the cohort (and its name); the
+    priority classes beside them."""
+    flavors = Flavors(f"{name}-flavors", FlavorsArgs(cfg.flavors, ready.dependency), under)
+    uses: list[pulumi.Resource] = list(flavors.by_name.values())
+    cohort_name: str | None = None
+    if cfg.cohort is not None:
+        cohort = SharedCohort(
+            f"{name}-cohort", SharedCohortArgs(cfg.cohort, ready.dependency), under
+        )
+        uses.append(cohort.cohort)
+        cohort_name = cfg.cohort.name
+    if cfg.priority_classes:
+        PriorityClasses(
+            f"{name}-priorities",
+            PriorityClassesArgs(cfg.priority_classes, ready.dependency),
+            under,
+        )
+    return uses, cohort_name
+
+
+def _teams(
+    name: str,
+    cfg: StackConfig,
+    ready: KueueReady,
+    uses: list[pulumi.Resource],
+    checks: dict[str, pulumi.Resource],
+    under: pulumi.ResourceOptions,
+) -> list[TeamQueues]:
+    """Each team's namespace and queues, after what they use (and its MultiKueue check)."""
+    # The config in its stack-file form, dumped once: admission_checks_of reads the whole
+    # config, and dumping it per team made the program quadratic in the teams.
+    form = render.config_form(cfg)
+    return [
+        TeamQueues(
+            f"{name}-{team.name}",
+            TeamQueuesArgs(
+                team,
+                ready.dependency,
+                [*uses, *([checks[team.name]] if team.name in checks else [])],
+                render.admission_checks_of(form, team.name),
+            ),
+            under,
+        )
+        for team in cfg.teams
+    ]
+
+
+def _worker_access(
+    name: str,
+    cfg: StackConfig,
+    role: MultiKueueWorkerRole,
+    ready: KueueReady,
+    kubeconfig: pulumi.Output[Any],
+    context: pulumi.Output[Any],
+    under: pulumi.ResourceOptions,
+) -> MultiKueueWorkerAccess:
+    """A MultiKueue worker's access for its manager (the kubeconfig the manager reads)."""
+    server: pulumi.Input[str] = role.server or pulumi.Output.all(kubeconfig, context).apply(
+        lambda v: resolve(v[0], v[1], run_exec=False).server
+    )
+    integrations = cfg.kueue.manager.integrations
+    return MultiKueueWorkerAccess(
+        f"{name}-multikueue-worker",
+        WorkerAccessArgs(
+            role=role,
+            server=server,
+            frameworks=(integrations.frameworks if integrations else None)
+            or list(DEFAULT_FRAMEWORKS),
+            cluster_name=pulumi.get_stack(),
+            ready=ready.dependency,
+        ),
+        under,
+    )
