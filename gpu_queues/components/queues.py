@@ -99,6 +99,22 @@ class TeamQueues(pulumi.ComponentResource):
                 f"{name}-namespace", metadata=ns_meta, opts=child
             )
 
+        self._queues(name, args)
+        if team.submitters:
+            self._submitter_rbac(name, team, labels)
+
+        # Plain values: the SDK registers them as it would Outputs of them, without an Output
+        # (and its tasks) per value and team.
+        self.register_outputs(
+            {
+                "clusterQueue": team.cluster_queue,
+                "localQueue": f"{team.namespace}/{team.local_queue}",
+            }
+        )
+
+    def _queues(self, name: str, args: TeamQueuesArgs) -> None:
+        """The ClusterQueue, after the namespace and what it uses; the LocalQueue after both."""
+        team = args.team
         # The Kueue objects are registered exactly as rendered (and validated) by render.py.
         cq = render.cluster_queue(team, list(args.admission_checks))
         self.cluster_queue = k8s.apiextensions.CustomResource(
@@ -127,51 +143,43 @@ class TeamQueues(pulumi.ComponentResource):
             ),
         )
 
-        if team.submitters:
-            subjects = [rbac_subject(s, team.namespace) for s in team.submitters]
-            role = k8s.rbac.v1.Role(
-                f"{name}-submit-role",
-                metadata={"name": SUBMIT_ROLE, "namespace": team.namespace, "labels": labels},
-                rules=SUBMIT_RULES,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace]),
-            )
-            k8s.rbac.v1.RoleBinding(
-                f"{name}-submit-binding",
-                metadata={"name": SUBMIT_ROLE, "namespace": team.namespace, "labels": labels},
-                role_ref={
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "Role",
-                    "name": SUBMIT_ROLE,
-                },
-                subjects=subjects,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[role]),
-            )
-            reader_name = f"gpu-queues-{team.name}-queue-reader"
-            reader = k8s.rbac.v1.ClusterRole(
-                f"{name}-queue-reader-role",
-                metadata={"name": reader_name, "labels": labels},
-                rules=queue_reader_rules(team),
-                opts=child,
-            )
-            k8s.rbac.v1.ClusterRoleBinding(
-                f"{name}-queue-reader-binding",
-                metadata={"name": reader_name, "labels": labels},
-                role_ref={
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": reader_name,
-                },
-                subjects=subjects,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[reader]),
-            )
-
-        # Plain values: the SDK registers them as it would Outputs of them, without an Output
-        # (and its tasks) per value and team.
-        self.register_outputs(
-            {
-                "clusterQueue": team.cluster_queue,
-                "localQueue": f"{team.namespace}/{team.local_queue}",
-            }
+    def _submitter_rbac(self, name: str, team: Team, labels: dict[str, str]) -> None:
+        """The team's submitters may create workloads in its namespace and read its queues."""
+        subjects = [rbac_subject(s, team.namespace) for s in team.submitters]
+        role = k8s.rbac.v1.Role(
+            f"{name}-submit-role",
+            metadata={"name": SUBMIT_ROLE, "namespace": team.namespace, "labels": labels},
+            rules=SUBMIT_RULES,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace]),
+        )
+        k8s.rbac.v1.RoleBinding(
+            f"{name}-submit-binding",
+            metadata={"name": SUBMIT_ROLE, "namespace": team.namespace, "labels": labels},
+            role_ref={
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": SUBMIT_ROLE,
+            },
+            subjects=subjects,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[role]),
+        )
+        reader_name = f"gpu-queues-{team.name}-queue-reader"
+        reader = k8s.rbac.v1.ClusterRole(
+            f"{name}-queue-reader-role",
+            metadata={"name": reader_name, "labels": labels},
+            rules=queue_reader_rules(team),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-queue-reader-binding",
+            metadata={"name": reader_name, "labels": labels},
+            role_ref={
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": reader_name,
+            },
+            subjects=subjects,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[reader]),
         )
 
 
