@@ -140,6 +140,20 @@ def read_status(rest: Rest, teams: list[tuple[str, str]] | None, now: float, sou
     for _, name in teams:
         positions.update(_pending_positions(rest, name))
     workloads = rest.get(f"{KUEUE}/workloads").get("items", [])
+    pods = _pending_pods(rest, workloads)
+    results = []
+    for wl in sorted(workloads, key=lambda w: _time(w["metadata"].get("creationTimestamp")) or 0):
+        meta = wl["metadata"]
+        cq = queues.get((meta["namespace"], wl.get("spec", {}).get("queueName")))
+        if cq is None or cq not in team_of:
+            continue
+        results.append(_result(wl, cq, team_of[cq], pods, positions, now))
+    meta_ = RunMeta(stack="", source=source)
+    return Run(results, team_results(results, teams), meta_)
+
+
+def _pending_pods(rest: Rest, workloads: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Pending pods of the workloads' namespaces by their owner's uid (a Job's, or their own)."""
     namespaces = {w["metadata"]["namespace"] for w in workloads}
     pods: dict[str, list[dict[str, Any]]] = {}
     for ns in sorted(namespaces):
@@ -150,52 +164,55 @@ def read_status(rest: Rest, teams: list[tuple[str, str]] | None, now: float, sou
             ref = owner(pod, "Job")
             key = str(ref.get("uid")) if ref else str(pod["metadata"].get("uid"))
             pods.setdefault(key, []).append(pod)
-    results = []
-    for wl in sorted(workloads, key=lambda w: _time(w["metadata"].get("creationTimestamp")) or 0):
-        meta = wl["metadata"]
-        queue = wl.get("spec", {}).get("queueName")
-        cq = queues.get((meta["namespace"], queue))
-        if cq is None or cq not in team_of:
-            continue
-        ref = owner(wl, "Job") or owner(wl, "Pod") or {}
-        mine = pods.get(str(ref.get("uid")), [])
-        stuck = next((m for p in mine if (m := pod_unschedulable(p))), None)
-        outcome, flavor, message = classify(wl, stuck is None, stuck, preemptions(wl) > 0)
-        name = f"{meta['namespace']}/{meta['name']}"
-        if name in positions:
-            cq_pos, lq_pos = positions[name]
-            where = f"position {cq_pos} in ClusterQueue {cq}, {lq_pos} in LocalQueue {queue}"
-            message = f"{where}; {message}" if message else where
-        created = _time(meta.get("creationTimestamp")) or now
-        reserved = condition(wl, "QuotaReserved")
-        admitted = _time(reserved.get("lastTransitionTime")) if reserved else None
-        wait = None
-        run_seconds = 0.0
-        if outcome in ("admitted", "unschedulable", "finished") and admitted is not None:
-            wait = max(admitted - created, 0.0)
-            finished = condition(wl, "Finished")
-            end = _time(finished.get("lastTransitionTime")) if finished else None
-            if outcome != "unschedulable":
-                run_seconds = max((end or now) - admitted, 0.0)
-        results.append(
-            WorkloadResult(
-                str(ref.get("name") or meta["name"]),
-                meta["namespace"],
-                queue,
-                outcome,
-                flavor=flavor,
-                message=message,
-                wait_seconds=wait,
-                kind=str(ref.get("kind") or "Workload"),
-                team=team_of[cq],
-                cluster_queue=cq,
-                gpus=workload_gpus(wl),
-                gpu_seconds=run_seconds,
-                preemptions=preemptions(wl),
-            )
-        )
-    meta_ = RunMeta(stack="", source=source)
-    return Run(results, team_results(results, teams), meta_)
+    return pods
+
+
+def _result(
+    wl: dict[str, Any],
+    cq: str,
+    team: str,
+    pods: dict[str, list[dict[str, Any]]],
+    positions: dict[str, tuple[int, int]],
+    now: float,
+) -> WorkloadResult:
+    """One workload: its outcome, where it waits in the queues, how long, its GPU time."""
+    meta = wl["metadata"]
+    queue = wl.get("spec", {}).get("queueName")
+    ref = owner(wl, "Job") or owner(wl, "Pod") or {}
+    mine = pods.get(str(ref.get("uid")), [])
+    stuck = next((m for p in mine if (m := pod_unschedulable(p))), None)
+    outcome, flavor, message = classify(wl, stuck is None, stuck, preemptions(wl) > 0)
+    name = f"{meta['namespace']}/{meta['name']}"
+    if name in positions:
+        cq_pos, lq_pos = positions[name]
+        where = f"position {cq_pos} in ClusterQueue {cq}, {lq_pos} in LocalQueue {queue}"
+        message = f"{where}; {message}" if message else where
+    created = _time(meta.get("creationTimestamp")) or now
+    reserved = condition(wl, "QuotaReserved")
+    admitted = _time(reserved.get("lastTransitionTime")) if reserved else None
+    wait = None
+    run_seconds = 0.0
+    if outcome in ("admitted", "unschedulable", "finished") and admitted is not None:
+        wait = max(admitted - created, 0.0)
+        finished = condition(wl, "Finished")
+        end = _time(finished.get("lastTransitionTime")) if finished else None
+        if outcome != "unschedulable":
+            run_seconds = max((end or now) - admitted, 0.0)
+    return WorkloadResult(
+        str(ref.get("name") or meta["name"]),
+        meta["namespace"],
+        queue,
+        outcome,
+        flavor=flavor,
+        message=message,
+        wait_seconds=wait,
+        kind=str(ref.get("kind") or "Workload"),
+        team=team,
+        cluster_queue=cq,
+        gpus=workload_gpus(wl),
+        gpu_seconds=run_seconds,
+        preemptions=preemptions(wl),
+    )
 
 
 def render(run: Run) -> str:
