@@ -244,14 +244,7 @@ def prepare_manifest(
     `verified_sha256` is recorded on the controller Deployment for the policy pack; pass it
     only after verify_sha256 accepted the bytes against the configured digest (load_release).
     """
-    docs: list[Document] = []
-    for i, item in enumerate(objects):
-        if isinstance(item, Document):
-            docs.append(item)
-        elif isinstance(item, dict):
-            docs.append(Document(i, item))
-        else:
-            raise ManifestError(f"Kueue manifest {source}: object {i} is not a mapping")
+    docs = _documents(objects, source)
     refusals: list[object] = list(check_release(docs, config.version))
     if kueue_versions.release(config.version) is None:
         # Its config rules, CRDs and defaults are unknown: the program was not tested with it.
@@ -263,12 +256,7 @@ def prepare_manifest(
     deployment = find(prepared, "apps", "Deployment", KUEUE_NAMESPACE, CONTROLLER_DEPLOYMENT)
     if configmap is None or deployment is None:  # check_release requires both
         raise _refused(source, config.version, ["no manager ConfigMap or controller Deployment"])
-    data = dict(configmap["data"])  # check_release: a mapping holding the Configuration
-    base = data[MANAGER_CONFIG_KEY]
-    rendered = render_manager_config(base, config.manager)
-    configmap["data"] = {**data, MANAGER_CONFIG_KEY: rendered}
-    config_hash = hashlib.sha256(rendered.encode("utf-8")).hexdigest()
-
+    config_hash = _render_configuration(configmap, config)
     spec = _mapping(deployment, "spec")
     template = _mapping(spec, "template")
     # A changed Configuration changes the pod template, so the controller rolls and reloads it.
@@ -277,6 +265,45 @@ def prepare_manifest(
     )
     pod = _mapping(template, "spec")
     manager = next(c for c in pod["containers"] if c.get("name") == MANAGER_CONTAINER)
+    _check_feature_gates(manager, config, source)
+    if verified_sha256 is not None:
+        _mapping(_mapping(deployment, "metadata"), "annotations")[
+            keys.ANNOTATION_MANIFEST_SHA256
+        ] = verified_sha256
+    _apply_controller(config, spec, pod, manager)
+    return PreparedManifest(
+        version=config.version,
+        objects=tuple(prepared),
+        sha256=verified_sha256,
+        namespaces=created_namespaces(docs),
+    )
+
+
+def _documents(
+    objects: Sequence[dict[str, Any]] | Sequence[Document], source: str
+) -> list[Document]:
+    docs: list[Document] = []
+    for i, item in enumerate(objects):
+        if isinstance(item, Document):
+            docs.append(item)
+        elif isinstance(item, dict):
+            docs.append(Document(i, item))
+        else:
+            raise ManifestError(f"Kueue manifest {source}: object {i} is not a mapping")
+    return docs
+
+
+def _render_configuration(configmap: dict[str, Any], config: KueueConfig) -> str:
+    """The stack's manager settings into the release's Configuration; its sha256."""
+    data = dict(configmap["data"])  # check_release: a mapping holding the Configuration
+    base = data[MANAGER_CONFIG_KEY]
+    rendered = render_manager_config(base, config.manager)
+    configmap["data"] = {**data, MANAGER_CONFIG_KEY: rendered}
+    return hashlib.sha256(rendered.encode("utf-8")).hexdigest()
+
+
+def _check_feature_gates(manager: dict[str, Any], config: KueueConfig, source: str) -> None:
+    """Each gate once in the controller's --feature-gates, and not in both places."""
     in_args = _feature_gate_args(manager)
     twice = sorted({g for g in in_args if in_args.count(g) > 1})
     if twice:
@@ -292,10 +319,12 @@ def prepare_manifest(
             "gpu-queues:kueue.manager.featureGates and in the controller's --feature-gates "
             f"(Kueue manifest {source}); Kueue refuses that, keep one. Nothing was applied"
         )
-    if verified_sha256 is not None:
-        _mapping(_mapping(deployment, "metadata"), "annotations")[
-            keys.ANNOTATION_MANIFEST_SHA256
-        ] = verified_sha256
+
+
+def _apply_controller(
+    config: KueueConfig, spec: dict[str, Any], pod: dict[str, Any], manager: dict[str, Any]
+) -> None:
+    """gpu-queues:kueue.controller: replicas, the manager's resources, its placement."""
     ctrl = config.controller
     if ctrl.replicas is not None:
         spec["replicas"] = ctrl.replicas
@@ -307,12 +336,6 @@ def prepare_manifest(
         pod["tolerations"] = [
             t.model_dump(by_alias=True, exclude_none=True) for t in ctrl.tolerations
         ]
-    return PreparedManifest(
-        version=config.version,
-        objects=tuple(prepared),
-        sha256=verified_sha256,
-        namespaces=created_namespaces(docs),
-    )
 
 
 def load_release(config: KueueConfig, root: Path = PROJECT_ROOT) -> PreparedManifest:
