@@ -10,24 +10,23 @@ annotations drive the replay's clock:
   gpu-queues.dev/duration    how long the job runs once its pods run (e.g. 2h); default:
                              until the end of the replay
 Durations are numbers with units d, h, m, s, combined as in Go (1h30m, 90s, 1.5h, 1d).
+
+Reading the files is in documents.py, durations in durations.py, counting GPUs in gpus.py.
 """
 
 from __future__ import annotations
 
 import copy
-import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, Final, Literal
 
-import yaml
-
 from gpu_queues.config.model import StackConfig
-from gpu_queues.kueue.quantity import QuantityError, parse_quantity
-from gpu_queues.values import as_dict, as_list
+from gpu_queues.values import as_dict
+from gpu_queues.whatif.documents import Document, read_documents
+from gpu_queues.whatif.durations import DurationError, parse_duration
+from gpu_queues.whatif.gpus import pod_gpus
 
 ANNOTATION_SUBMIT_AT: Final = "gpu-queues.dev/submit-at"
 ANNOTATION_DURATION: Final = "gpu-queues.dev/duration"
@@ -36,7 +35,6 @@ PRIORITY_LABEL: Final = "kueue.x-k8s.io/priority-class"
 # The sandbox's own lever on a pod (sandbox/kwok-stages.yaml); the replay sets it itself.
 COMPLETE_AFTER: Final = "sandbox.gpu-queues.dev/complete-after"
 DEFAULT_NAMESPACE: Final = "default"  # what kubectl uses for a manifest without one
-MANIFEST_SUFFIXES: Final = (".yaml", ".yml", ".json")
 
 Status = Literal["ok", "invalid", "unsupported"]
 
@@ -65,49 +63,6 @@ FRAMEWORKS: Final[dict[tuple[str, str], str]] = {
 # and kwok plays every pod's kubelet. Other kinds need controllers the sandbox does not have
 # (JobSet, Kubeflow, Ray, ...), or never finish (Deployment, StatefulSet).
 REPLAYABLE: Final = frozenset({"batch/job", "pod"})
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?|\.\d+)(d|h|m|s)")
-_UNIT_SECONDS: Final = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-
-
-class DurationError(ValueError):
-    """A duration the replay cannot read."""
-
-
-def parse_duration(text: object) -> float:
-    """Seconds in `2h`, `1h30m`, `90s`, `1.5h`, `1d`, `0s`; DurationError otherwise."""
-    if not isinstance(text, str) or not text.strip():
-        raise DurationError(f"{text!r} is not a duration (write e.g. 90s, 15m, 2h, 1h30m, 1d)")
-    s = text.strip()
-    total, pos = 0.0, 0
-    for match in _DURATION_PART.finditer(s):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-    if pos != len(s) or pos == 0:
-        raise DurationError(
-            f"{text!r} is not a duration (numbers with units d, h, m or s, e.g. 90s, 15m, "
-            "2h, 1h30m, 1d)"
-        )
-    if not math.isfinite(total):
-        raise DurationError(f"{text!r} is too long")
-    return total
-
-
-def format_duration(seconds: float | None) -> str:
-    """`2h10m`, `45s`, `1d3h`; `-` for None. Rounded to the second."""
-    if seconds is None:
-        return "-"
-    left = round(seconds)
-    if left == 0:
-        return "0s"
-    parts = []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        if left >= size:
-            parts.append(f"{left // size}{unit}")
-            left %= size
-    return "".join(parts[:2])  # two units are plenty for a wait (1d3h, 2h10m, 5m30s)
 
 
 @dataclass(frozen=True)
@@ -174,56 +129,6 @@ class Entry:
         return (self.kind, self.namespace, self.name)
 
 
-# --- reading ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Document:
-    source: str
-    body: Any
-    error: str | None = None
-
-
-def manifest_files(path: Path) -> list[Path]:
-    """A file, or every .yaml/.yml/.json file under a folder, in path order."""
-    if path.is_dir():
-        return sorted(
-            p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in MANIFEST_SUFFIXES
-        )
-    return [path]
-
-
-def read_documents(path: Path, root: Path | None = None) -> list[Document]:
-    """Every document of every manifest file, `kind: List` expanded; unreadable files and
-    documents become Documents with an error, so the rest still replays."""
-    docs: list[Document] = []
-    for file in manifest_files(path):
-        shown = str(file.relative_to(root)) if root and file.is_relative_to(root) else str(file)
-        try:
-            text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            docs.append(Document(shown, None, f"cannot read {shown}: {exc}"))
-            continue
-        try:
-            loaded = list(yaml.safe_load_all(text))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" (line {mark.line + 1})" if mark else ""
-            docs.append(Document(shown, None, f"{shown} is not valid YAML{where}"))
-            continue
-        number = 0
-        for body in loaded:
-            if body is None:
-                continue
-            items = (
-                body.get("items") if isinstance(body, dict) and body.get("kind") == "List" else None
-            )
-            for item in items if isinstance(items, list) else [body]:
-                number += 1
-                docs.append(Document(f"{shown}#{number}", item))
-    return docs
-
-
 # --- checking --------------------------------------------------------------------------
 
 
@@ -233,40 +138,6 @@ def _str(value: Any) -> str | None:
 
 def _group(api_version: str) -> str:
     return api_version.rpartition("/")[0] if "/" in api_version else ""
-
-
-def pod_gpus(pod_spec: Any) -> int:
-    """GPUs one pod holds: its containers' together, or its largest init container's.
-    An extended resource's request equals its limit; either may be written."""
-
-    def per_container(c: Any) -> int:
-        res = c.get("resources") if isinstance(c, Mapping) else None
-        if not isinstance(res, Mapping):
-            return 0
-        total = 0
-        for part in ("limits", "requests"):
-            amounts = res.get(part)
-            if not isinstance(amounts, Mapping):
-                continue
-            got = 0
-            for name, value in amounts.items():
-                if is_gpu(str(name)):
-                    try:
-                        got += math.ceil(parse_quantity(value))
-                    except QuantityError:
-                        continue
-            total = max(total, got)
-        return total
-
-    spec = as_dict(pod_spec)
-    containers = [per_container(c) for c in as_list(spec.get("containers"))]
-    inits = [per_container(c) for c in as_list(spec.get("initContainers"))]
-    return max(sum(containers), max(inits, default=0))
-
-
-def is_gpu(resource: str) -> bool:
-    """nvidia.com/gpu, amd.com/gpu, ...: what GPU-hours count."""
-    return resource.rpartition("/")[2] == "gpu"
 
 
 def _job_pods(spec: Mapping[str, Any]) -> int:
@@ -502,7 +373,3 @@ def load_mix(path: Path, catalog: Catalog, root: Path | None = None) -> list[Ent
 def submission_order(entries: Iterable[Entry]) -> list[Entry]:
     """Replayable entries by submission time, then mix order."""
     return sorted((e for e in entries if e.status == "ok"), key=lambda e: (e.submit_at, e.index))
-
-
-def gpu_hours(gpus: int, seconds: float) -> Fraction:
-    return Fraction(gpus) * Fraction(seconds).limit_denominator(1000) / 3600

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Final, Literal
 
-from gpu_queues.whatif.mix import format_duration
+from gpu_queues.whatif.durations import format_duration
 
 Outcome = Literal[
     "finished", "admitted", "unschedulable", "preempted", "pending", "invalid", "unsupported"

@@ -12,7 +12,7 @@ from typing import Any
 import urllib3
 
 from gpu_queues.values import as_dict, as_list
-from gpu_queues.whatif.mix import is_gpu, pod_gpus
+from gpu_queues.whatif.gpus import is_gpu, pod_gpus
 from gpu_queues.whatif.report import Outcome
 
 

@@ -22,11 +22,11 @@ import yaml
 
 from gpu_queues.config.model import load_config
 from gpu_queues.config.stackfile import ROOT, read_config
+from gpu_queues.whatif.durations import format_duration
 from gpu_queues.whatif.mix import (
     ANNOTATION_DURATION,
     ANNOTATION_SUBMIT_AT,
     QUEUE_LABEL,
-    format_duration,
 )
 from sandbox.replay import cli as whatif
 

@@ -46,12 +46,12 @@ from kubernetes.watch.watch import iter_resp_lines
 
 from gpu_queues.config.model import StackConfig
 from gpu_queues.kueue.client import api_client
+from gpu_queues.whatif.durations import parse_duration
 from gpu_queues.whatif.mix import (
     COMPLETE_AFTER,
     Catalog,
     Entry,
     load_mix,
-    parse_duration,
     submission_order,
 )
 from gpu_queues.whatif.report import Run, RunMeta, WorkloadResult, team_results

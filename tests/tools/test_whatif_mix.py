@@ -13,17 +13,15 @@ import yaml
 
 from gpu_queues.config.model import load_config
 from gpu_queues.config.stackfile import parse_config
+from gpu_queues.whatif.durations import DurationError, format_duration, parse_duration
 from gpu_queues.whatif.mix import (
     ANNOTATION_DURATION,
     ANNOTATION_SUBMIT_AT,
     COMPLETE_AFTER,
     Catalog,
-    DurationError,
     Entry,
     TeamQueue,
-    format_duration,
     load_mix,
-    parse_duration,
     submission_order,
 )
 from tests.tools.conftest import flavor, stack_yaml, team
