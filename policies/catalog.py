@@ -1,4 +1,4 @@
-"""The pack's policies: each rule of rules.py with its name, default enforcement level and
+"""The pack's policies: each rule of rules/ with its name, default enforcement level and
 config schema. Building these objects starts nothing, so tests use this module; only
 __main__.py wraps them in a PolicyPack (which starts the analyzer server).
 """
