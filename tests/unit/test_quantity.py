@@ -1,5 +1,6 @@
 """Kubernetes quantity parsing (gpu_queues.kueue.quantity), as the API server reads quotas."""
 
+import re
 from fractions import Fraction
 
 import pytest
@@ -163,3 +164,46 @@ def test_where_ours_is_stricter_or_more_exact_than_the_api_server():
     # keeps the exact value, which only matters for quotas no one writes.
     assert parse_quantity("0.5n") == Fraction(1, 2 * 10**9)
     assert parse_quantity("9Ei") == 9 * 2**60
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("1e3000000", "exponent 3000000 is out of range"),
+        ("1e30000000", "exponent 30000000 is out of range"),
+        ("1e-65", "exponent -65 is out of range"),
+        ("9" * 5000, "(5000 characters) is too long"),
+        ("1" + "0" * 80, "(81 characters) is too long"),
+        ("99999999999999999999999999999999999999999999999999999999999999999E", "too long"),
+        ("9" * 62 + "Ei", "too large"),
+        (10**90, "too large"),
+        (-(10**81), "too large"),
+        (1e300, "too large"),
+    ],
+)
+def test_quantities_beyond_any_hardware_are_refused_fast_as_quantity_errors(value, says):
+    """Bounded so that a stack file cannot stall a preview: "1e30000000" (ten characters)
+    took 39 s to parse, and a 5,000-digit one escaped as a plain ValueError."""
+    with pytest.raises(QuantityError, match=re.escape(says)):
+        parse_quantity(value)
+
+
+def test_the_bounds_leave_every_real_quantity_alone():
+    assert parse_quantity("1e64") == Fraction(10) ** 64
+    assert parse_quantity("1e-64") == Fraction(1, 10**64)
+    assert parse_quantity(10**79) == 10**79
+    assert parse_quantity("16Ei") == 16 * 2**60
+    assert parse_quantity("1" + "0" * 63) == 10**63  # 64 characters: the longest allowed
+    assert format_quantity(parse_quantity("1e-64")) == "1e-64"
+
+
+def test_a_huge_quota_in_a_stack_file_is_a_config_error_naming_the_key(dev_raw):
+    from gpu_queues.config.model import ConfigError, load_config
+
+    resources = dev_raw["teams"][0]["resourceGroups"][0]["flavors"][0]["resources"]
+    resources["nvidia.com/gpu"]["nominalQuota"] = "1e30000000"
+    with pytest.raises(ConfigError) as raised:
+        load_config(dev_raw)
+    assert "nominalQuota" in str(raised.value)
+    assert "must be a Kubernetes quantity such as 64" in str(raised.value)
+    assert "got '1e30000000'" in str(raised.value)
