@@ -33,7 +33,7 @@ from tests.conftest import TOKEN_SECRET_DATA, WORKER_KUBECONFIG, MockRun, run_st
 
 pytestmark = pytest.mark.unit
 
-E2E = Path(__file__).resolve().parents[1] / "e2e" / "stacks"
+E2E = Path(__file__).resolve().parents[2] / "e2e" / "stacks"
 CA = "Q0E="  # base64 of "CA"
 
 

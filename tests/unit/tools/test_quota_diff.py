@@ -6,7 +6,7 @@ import pytest
 
 from gpu_queues.config.stackfile import StackFileError
 from gpu_queues.tools import quota_diff
-from tests.tools.conftest import Write, flavor, git, stack_yaml, team
+from tests.unit.conftest import Write, flavor, git, stack_yaml, team
 
 pytestmark = pytest.mark.unit
 

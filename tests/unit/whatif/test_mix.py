@@ -26,7 +26,7 @@ from gpu_queues.whatif.mix import (
     parse_duration,
     submission_order,
 )
-from tests.tools.conftest import flavor, stack_yaml, team
+from tests.unit.conftest import flavor, stack_yaml, team
 
 pytestmark = pytest.mark.unit
 
