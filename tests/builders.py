@@ -361,3 +361,27 @@ class Stack:
     def yaml(self) -> str:
         config = {f"gpu-queues:{key}": value for key, value in self.raw().items()}
         return yaml.safe_dump({"config": config}, sort_keys=False)
+
+
+# --- Shorthands for the tools' tests -----------------------------------------------------------
+
+
+def gpu_flavor(name: str, gpus: int) -> Flavor:
+    """A flavor of `gpus` GPUs in all, beside 256 cpu and 2Ti of memory."""
+    return Flavor(name).capacity(cpu=256, memory="2Ti", gpu=gpus)
+
+
+def gpu_team(name: str, gpus: Mapping[str, Mapping[str, Any]], cohort: str | None = "pool") -> Team:
+    """A team with 8 cpu, 64Gi of memory and a GPU quota in each flavor of `gpus`, which maps
+    a flavor to {"gpu": nominal, "borrow": borrowingLimit, "lend": lendingLimit} (limits
+    optional); in `cohort` unless that is None."""
+    team = Team(name)
+    for flavor, quota in gpus.items():
+        team.quota(flavor, cpu=8, memory="64Gi", gpu=quota["gpu"])
+        if "borrow" in quota:
+            team.borrowing(flavor, gpu=quota["borrow"])
+        if "lend" in quota:
+            team.lending(flavor, gpu=quota["lend"])
+    if cohort:
+        team.cohort(cohort)
+    return team

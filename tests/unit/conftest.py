@@ -1,71 +1,15 @@
-"""Temporary projects with Pulumi.<stack>.yaml files (optionally in a git repo) for gpuq."""
+"""Temporary projects with Pulumi.<stack>.yaml files (optionally in a git repo) for gpuq (stack
+files to write there can be built with tests/builders.py)."""
 
 from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 Write = Callable[..., Path]
-
-
-def stack_yaml(
-    teams: list[dict[str, Any]],
-    flavors: list[dict[str, Any]],
-    kueue: dict[str, Any] | None = None,
-    cohort: str | None = "pool",
-) -> str:
-    config: dict[str, Any] = {}
-    if kueue is not None:
-        config["gpu-queues:kueue"] = kueue
-    config["gpu-queues:flavors"] = flavors
-    if cohort:
-        config["gpu-queues:cohort"] = {"name": cohort}
-    config["gpu-queues:teams"] = teams
-    return yaml.safe_dump({"config": config}, sort_keys=False)
-
-
-def team(
-    name: str, quotas: dict[str, dict[str, Any]], cohort: str | None = "pool"
-) -> dict[str, Any]:
-    """quotas: flavor -> {"gpu": nominal, "borrow": ..., "lend": ...}."""
-    flavors = []
-    for flavor, q in quotas.items():
-        gpu: dict[str, Any] = {"nominalQuota": q["gpu"]}
-        if "borrow" in q:
-            gpu["borrowingLimit"] = q["borrow"]
-        if "lend" in q:
-            gpu["lendingLimit"] = q["lend"]
-        flavors.append(
-            {
-                "name": flavor,
-                "resources": {
-                    "cpu": {"nominalQuota": 8},
-                    "memory": {"nominalQuota": "64Gi"},
-                    "nvidia.com/gpu": gpu,
-                },
-            }
-        )
-    out: dict[str, Any] = {
-        "name": name,
-        "namespace": f"team-{name}",
-        "clusterQueue": f"{name}-cq",
-        "localQueue": "gpu-queue",
-        "resourceGroups": [
-            {"coveredResources": ["cpu", "memory", "nvidia.com/gpu"], "flavors": flavors}
-        ],
-    }
-    if cohort:
-        out["cohort"] = cohort
-    return out
-
-
-def flavor(name: str, gpus: int) -> dict[str, Any]:
-    return {"name": name, "capacity": {"cpu": 256, "memory": "2Ti", "nvidia.com/gpu": gpus}}
 
 
 @pytest.fixture

@@ -18,6 +18,8 @@ from tests.builders import (
     ResourceFlavor,
     Stack,
     Team,
+    gpu_flavor,
+    gpu_team,
 )
 
 pytestmark = pytest.mark.unit
@@ -244,3 +246,43 @@ def test_a_built_stack_loads_and_its_file_reads_back():
     config = load_config(small_stack().raw())
     assert [t.name for t in config.teams] == ["research", "ml"]
     assert parse_config(small_stack().yaml(), "Pulumi.built.yaml") == small_stack().raw()
+
+
+def test_the_gpu_shorthands_spell_out_a_team_and_a_flavor():
+    assert gpu_flavor("h100", 16).raw() == {
+        "name": "h100",
+        "capacity": {"cpu": 256, "memory": "2Ti", "nvidia.com/gpu": 16},
+    }
+    quotas = {"cpu": {"nominalQuota": 8}, "memory": {"nominalQuota": "64Gi"}}
+    assert gpu_team(
+        "a", {"h100": {"gpu": 4, "borrow": 2, "lend": 1}, "a100": {"gpu": 2}}
+    ).raw() == {
+        "name": "a",
+        "namespace": "team-a",
+        "clusterQueue": "a-cq",
+        "localQueue": "gpu-queue",
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                "flavors": [
+                    {
+                        "name": "h100",
+                        "resources": {
+                            **quotas,
+                            "nvidia.com/gpu": {
+                                "nominalQuota": 4,
+                                "borrowingLimit": 2,
+                                "lendingLimit": 1,
+                            },
+                        },
+                    },
+                    {
+                        "name": "a100",
+                        "resources": {**quotas, "nvidia.com/gpu": {"nominalQuota": 2}},
+                    },
+                ],
+            }
+        ],
+        "cohort": "pool",
+    }
+    assert "cohort" not in gpu_team("a", {"h100": {"gpu": 1}}, cohort=None).raw()
