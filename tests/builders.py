@@ -8,7 +8,7 @@ Two families, each written by hand after its reference, never produced by the co
   resource group. `.obj()` gives the object.
 * The stack config `load_config` takes (the `gpu-queues:*` keys of a Pulumi.<stack>.yaml,
   without the prefix; docs/config-reference.md): `Stack`, `Team`, `Flavor`. `.raw()` gives
-  the dict, `Stack.yaml()` the stack file's text.
+  the dict, `Stack.config()` the keys with their prefix, `Stack.yaml()` the stack file.
 
 Every method changes the builder and returns it; `.obj()` / `.raw()` return a fresh deep copy,
 so one builder can hand out several objects and a test may change what it gets.
@@ -358,9 +358,12 @@ class Stack:
     def raw(self) -> dict[str, Any]:
         return copy.deepcopy(self._raw)
 
+    def config(self) -> dict[str, Any]:
+        """The keys as a stack file's `config:` holds them, with the gpu-queues: prefix."""
+        return {f"gpu-queues:{key}": value for key, value in self.raw().items()}
+
     def yaml(self) -> str:
-        config = {f"gpu-queues:{key}": value for key, value in self.raw().items()}
-        return yaml.safe_dump({"config": config}, sort_keys=False)
+        return yaml.safe_dump({"config": self.config()}, sort_keys=False)
 
 
 # --- Shorthands for the tools' tests -----------------------------------------------------------

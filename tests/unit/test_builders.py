@@ -246,6 +246,11 @@ def test_a_built_stack_loads_and_its_file_reads_back():
     config = load_config(small_stack().raw())
     assert [t.name for t in config.teams] == ["research", "ml"]
     assert parse_config(small_stack().yaml(), "Pulumi.built.yaml") == small_stack().raw()
+    assert list(small_stack().config()) == [
+        "gpu-queues:flavors",
+        "gpu-queues:cohort",
+        "gpu-queues:teams",
+    ]
 
 
 def test_the_gpu_shorthands_spell_out_a_team_and_a_flavor():
