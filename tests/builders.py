@@ -51,7 +51,8 @@ def _group_for(groups: list[dict[str, Any]], names: list[str]) -> dict[str, Any]
 
 def _flavor_in(groups: list[dict[str, Any]], flavor: str) -> dict[str, Any]:
     for group in groups:
-        for entry in group["flavors"]:
+        entries: list[dict[str, Any]] = group["flavors"]
+        for entry in entries:
             if entry["name"] == flavor:
                 return entry
     raise KeyError(f"no quota for flavor {flavor!r} yet: call quota({flavor!r}, ...) first")
