@@ -7,7 +7,7 @@ JSON numbers that reach a policy pack as floats after the engine's protobuf roun
 The config keeps the user's spelling for the API; parsing is only for comparison.
 
 Not kubernetes.utils.parse_quantity: it accepts what the API server refuses (" 1", "1K",
-"1_000", "inf", True); tests/unit/test_quantity.py pins each case against apimachinery.
+"1_000", "inf", True); tests/unit/kueue/test_quantity.py pins each case against apimachinery.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from sandbox import shape as fake_cluster
 from sandbox.rehearse import run as rehearse
 from sandbox.replay import cli as whatif
 from tests.conftest import ROOT
-from tests.tools.conftest import Write, git
+from tests.unit.conftest import Write, git
 
 pytestmark = pytest.mark.unit
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from gpu_queues.config.model import ConfigError, StackConfig, load_config
 from tests.conftest import stack_raw
 from tests.properties import examples
-from tests.unit.stackgen import random_stack
+from tests.unit.config.stackgen import random_stack
 
 pytestmark = pytest.mark.unit
 

@@ -1,5 +1,5 @@
 """Secure values in stack files (issue 10 A1), on stack files the real Pulumi CLI wrote:
-tests/tools/data/cli/ (regenerate: python -m tests.tools.pulumi_fixtures --write)."""
+tests/unit/config/data/cli/ (regenerate: python -m tests.unit.config.pulumi_fixtures --write)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from gpu_queues.config.model import ConfigError
 from gpu_queues.config.secure import Secure, mark_secure
 from gpu_queues.config.stackfile import StackFileError, config_of, parse_document, read_config
 from gpu_queues.tools import promote, quota_diff
-from tests.tools.conftest import Write
+from tests.unit.conftest import Write
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CLI = Path(__file__).resolve().parent / "data" / "cli"
 CIPHERTEXT = re.compile(r"v1:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+")
 
@@ -205,7 +205,7 @@ def test_a_secret_value_is_never_promoted_between_stacks(
 
 def test_fixtures_come_from_the_real_cli() -> None:
     # What the unit tests rely on about Pulumi's output; the toolchain test re-checks it on a
-    # fresh capture (tests/tools/test_secure_cli.py).
+    # fresh capture (tests/unit/config/test_stackfile_cli.py).
     check_cli_shapes({p.stem: p.read_text() for p in CLI.glob("*.yaml")})
 
 

@@ -1,6 +1,7 @@
-"""Stack files as the real Pulumi CLI writes them, for the tools' tests (tests/tools/data/cli/).
+"""Stack files as the real Pulumi CLI writes them, for the tools' tests
+(tests/unit/config/data/cli/).
 
-    PATH=.toolchain/bin:$PATH .venv/bin/python -m tests.tools.pulumi_fixtures --write
+    PATH=.toolchain/bin:$PATH .venv/bin/python -m tests.unit.config.pulumi_fixtures --write
 
 runs the CLI in a scratch project (the committed stack files copied in, a file backend and a
 passphrase of its own) and saves what `pulumi stack select --create` and `pulumi config set
@@ -19,7 +20,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).resolve().parent / "data" / "cli"
 KUBECONFIG = """\
 apiVersion: v1

@@ -20,7 +20,7 @@ from gpu_queues.tools import kueue_diff
 from gpu_queues.tools.kueue_diff import changed_paths, object_changes, section, side_from_raw
 from gpu_queues.tools.pr_comment import with_kueue_diff
 from tests.conftest import MANIFEST
-from tests.tools.conftest import git
+from tests.unit.conftest import git
 
 pytestmark = pytest.mark.unit
 

@@ -19,7 +19,7 @@ import pytest
 
 from gpu_queues.pins import read_pins
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / ".github" / "scripts" / "install-official.sh"
 BIN = ROOT / ".toolchain" / "bin"
 PROVIDER = ROOT / ".toolchain" / "plugins" / "pulumi-resource-kubernetes"

@@ -18,7 +18,7 @@ from gpu_queues.kueue.versions import Release, advice, gate_problems, parse_vers
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 OLD, NEW = "v0.18.3", "v0.19.2"
 
 

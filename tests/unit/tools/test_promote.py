@@ -16,11 +16,11 @@ from gpu_queues.config import yamledit
 from gpu_queues.config.model import KueueConfig
 from gpu_queues.pins import kueue_version
 from gpu_queues.tools import promote
-from tests.tools.conftest import Write
+from tests.unit.conftest import Write
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SHA_NEW = "a" * 64
 SHA_OLD = "b" * 64
 MIRROR = "https://mirror.example.invalid/kueue"

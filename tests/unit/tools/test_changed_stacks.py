@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from gpu_queues.tools import changed_stacks
-from tests.tools.conftest import Write, git
+from tests.unit.conftest import Write, git
 
 pytestmark = pytest.mark.unit
 

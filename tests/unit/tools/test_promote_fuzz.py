@@ -33,6 +33,7 @@ from gpu_queues.config.secure import Secure, load_stack_config
 from gpu_queues.config.stackfile import config_of, parse_document
 from gpu_queues.pins import kueue_version
 from gpu_queues.tools import promote
+from tests.builders import Flavor, Stack, Team
 from tests.properties import examples
 
 pytestmark = pytest.mark.unit
@@ -42,32 +43,12 @@ KUEUE = promote.KUEUE_KEY
 PIN = kueue_version()
 VERSIONS = [PIN, "v0.17.0", "v0.19.1"]
 SHAS = ["a" * 64, "b" * 64, "c" * 64]
-TEAMS = {
-    "gpu-queues:flavors": [{"name": "f1", "capacity": {"cpu": 8, "nvidia.com/gpu": 2}}],
-    "gpu-queues:teams": [
-        {
-            "name": "t1",
-            "namespace": "team-t1",
-            "clusterQueue": "t1-cq",
-            "localQueue": "q",
-            "resourceGroups": [
-                {
-                    "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
-                    "flavors": [
-                        {
-                            "name": "f1",
-                            "resources": {
-                                "cpu": {"nominalQuota": 8},
-                                "memory": {"nominalQuota": "64Gi"},
-                                "nvidia.com/gpu": {"nominalQuota": 2},
-                            },
-                        }
-                    ],
-                }
-            ],
-        }
-    ],
-}
+TEAMS = (
+    Stack()
+    .flavor(Flavor("f1").capacity(cpu=8, gpu=2))
+    .team(Team("t1").local_queue("q").quota("f1", cpu=8, memory="64Gi", gpu=2))
+    .config()
+)
 
 # --- documents ----------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import pytest
 
 from gpu_queues.tools import status
 from tests.conftest import ROOT
-from tests.tools.conftest import Write
+from tests.unit.conftest import Write
 
 pytestmark = pytest.mark.unit
 

@@ -3,9 +3,10 @@
 Changes made for speed (components/, __main__.py) must leave the registrations alone: the
 same resources, with the same type, name, parent, inputs, provider, options and dependencies
 (depends_on as a set), and the same component outputs. The expected set was recorded from the
-program before those changes (tests/unit/data/registrations-10-teams.jsonl, one resource per
-line, by URN). A change that is meant to alter what is registered rewrites it deliberately:
-`python -m tests.unit.test_registration_set` (and the diff shows what changed).
+program before those changes (tests/unit/components/data/registrations-10-teams.jsonl, one
+resource per line, by URN). A change that is meant to alter what is registered rewrites it
+deliberately: `python -m tests.unit.components.test_registration_set` (and the diff shows what
+changed).
 """
 
 from __future__ import annotations

@@ -12,36 +12,26 @@ from hypothesis import strategies as st
 from gpu_queues.kueue import capacity as cap
 from gpu_queues.kueue import rules as kr
 from gpu_queues.kueue.quantity import parse_quantity
+from tests.builders import ClusterQueue, Cohort, FlavorQuotas, ResourceFlavor
 from tests.properties import examples
 
 pytestmark = pytest.mark.unit
 
 
+COVERED = ["cpu", "memory", "nvidia.com/gpu"]
+
+
+def queue(name="q"):
+    """The queue the rules are tried on: one flavor, h100, quotas of every covered resource."""
+    return ClusterQueue(name).quota("h100", cpu=8, memory="64Gi", gpu=8)
+
+
 def cq(**spec):
-    base = {
-        "namespaceSelector": {},
-        "resourceGroups": [
-            {
-                "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
-                "flavors": [
-                    {
-                        "name": "h100",
-                        "resources": [
-                            {"name": "cpu", "nominalQuota": 8},
-                            {"name": "memory", "nominalQuota": "64Gi"},
-                            {"name": "nvidia.com/gpu", "nominalQuota": 8},
-                        ],
-                    }
-                ],
-            }
-        ],
-    }
-    base.update(spec)
-    return {"kind": "ClusterQueue", "metadata": {"name": "q"}, "spec": base}
+    return queue().spec(**spec).obj()
 
 
 def rf(**spec):
-    return {"kind": "ResourceFlavor", "metadata": {"name": "h100"}, "spec": spec}
+    return ResourceFlavor("h100").spec(**spec).obj()
 
 
 def codes(errors):
@@ -56,25 +46,23 @@ def test_a_valid_queue_has_no_errors():
 
 
 def test_errors_name_the_field_inside_the_object():
-    q = cq()
-    q["spec"]["resourceGroups"][0]["flavors"][0]["resources"][1]["lendingLimit"] = "65Gi"
-    q["spec"]["cohortName"] = "pool"
+    q = queue().lending("h100", memory="65Gi").cohort("pool").obj()
     [error] = kr.cluster_queue_errors(q)
     assert error.where == "spec.resourceGroups[0].flavors[0].resources[1].lendingLimit"
     assert error.code == kr.LENDING_ABOVE_NOMINAL
 
 
 def test_missing_extra_duplicate_and_misordered_quotas_are_told_apart():
-    q = cq()
-    resources = q["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
-    resources[1], resources[2] = resources[2], resources[1]
-    assert codes(kr.cluster_queue_errors(q)) == [
+    misordered = FlavorQuotas("h100").quotas(cpu=8, gpu=8, memory="64Gi")
+    q = ClusterQueue("q").resource_group(misordered, covered=COVERED)
+    assert codes(kr.cluster_queue_errors(q.obj())) == [
         ("spec.resourceGroups[0].flavors[0].resources", kr.QUOTA_ORDER)
     ]
-    resources.append({"name": "cpu", "nominalQuota": 1})
-    resources.append({"name": "example.com/nic", "nominalQuota": 1})
-    del resources[1]
-    assert codes(kr.cluster_queue_errors(q)) == [
+    # cpu twice, a resource no group covers, and none for nvidia.com/gpu
+    odd = FlavorQuotas("h100").quotas(cpu=8, memory="64Gi").resource("cpu", 1)
+    odd.resource("example.com/nic", 1)
+    q = ClusterQueue("q").resource_group(odd, covered=COVERED)
+    assert codes(kr.cluster_queue_errors(q.obj())) == [
         ("spec.resourceGroups[0].flavors[0].resources[2].name", kr.QUOTA_TWICE),
         ("spec.resourceGroups[0].flavors[0].resources[3]", kr.QUOTA_NOT_COVERED),
         ("spec.resourceGroups[0].flavors[0].resources", kr.QUOTA_MISSING),
@@ -103,19 +91,17 @@ def test_enums_are_checked_as_the_crd_does():
 
 
 def test_resource_flavor_cel_rules():
-    flavor = rf(
-        nodeTaints=[
-            {"key": "gpu", "value": "a", "effect": "NoSchedule"},
-            {"key": "gpu", "value": "b", "effect": "NoSchedule"},
-            {"key": "gpu", "effect": "NoExecute"},
-        ],
-        tolerations=[
-            {"operator": "Equal", "value": "x"},
-            {"key": "gpu", "operator": "Exists", "value": "x"},
-            {"key": "gpu", "effect": "NoSchedule", "tolerationSeconds": 5},
-            {"operator": "Exists"},
-        ],
-        topologyName="rack",
+    flavor = (
+        ResourceFlavor("h100")
+        .taint("gpu", "NoSchedule", "a")
+        .taint("gpu", "NoSchedule", "b")
+        .taint("gpu", "NoExecute")
+        .toleration(operator="Equal", value="x")
+        .toleration(key="gpu", operator="Exists", value="x")
+        .toleration(key="gpu", effect="NoSchedule", tolerationSeconds=5)
+        .toleration(operator="Exists")
+        .topology("rack")
+        .obj()
     )
     assert codes(kr.resource_flavor_errors(flavor)) == [
         ("spec.nodeTaints[1]", kr.TAINT_TWICE),
@@ -127,21 +113,22 @@ def test_resource_flavor_cel_rules():
 
 
 def test_unknown_values_skip_only_the_checks_that_need_them():
-    q = cq(cohortName=kr.UNKNOWN)
-    quota = q["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]
-    quota["borrowingLimit"] = 4  # fine: the unknown cohort may be set
-    quota["lendingLimit"] = kr.UNKNOWN
-    q["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "-1"
+    q = (
+        ClusterQueue("q")
+        .quota("h100", cpu="-1", memory="64Gi", gpu=8)
+        .borrowing("h100", gpu=4)  # fine: the unknown cohort may be set
+        .lending("h100", gpu=kr.UNKNOWN)
+        .cohort(kr.UNKNOWN)
+        .obj()
+    )
     assert codes(kr.cluster_queue_errors(q)) == [
         ("spec.resourceGroups[0].flavors[0].resources[0].nominalQuota", kr.QUANTITY)
     ]
 
 
 def test_whole_numbers_of_extended_resources_only():
-    q = cq()
-    resources = q["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
-    resources[0]["nominalQuota"] = "500m"  # cpu: fractions are fine
-    resources[2]["nominalQuota"] = "7500m"
+    # cpu: fractions are fine
+    q = ClusterQueue("q").quota("h100", cpu="500m", memory="64Gi", gpu="7500m").obj()
     [error] = kr.fractional_quotas(q)
     assert error.where.endswith("resources[2].nominalQuota") and error.code == kr.NOT_WHOLE
 
@@ -163,13 +150,8 @@ def test_the_capacity_annotation_rounds_sub_nano_values_up_like_the_api_server()
 
 
 def test_quota_totals_sum_queues_and_cohorts_and_withhold_verdicts_on_unknowns():
-    a, b = cq(), cq()
-    b["metadata"]["name"] = "r"
-    pool = {
-        "kind": "Cohort",
-        "metadata": {"name": "pool"},
-        "spec": {"resourceGroups": a["spec"]["resourceGroups"]},
-    }
+    a, b = cq(), queue("r").obj()
+    pool = Cohort("pool").quota("h100", cpu=8, memory="64Gi", gpu=8).obj()
     totals = cap.quota_totals([a, b, pool, {"kind": "LocalQueue"}])
     key = ("h100", "nvidia.com/gpu")
     assert totals.total(key) == 24
@@ -178,7 +160,7 @@ def test_quota_totals_sum_queues_and_cohorts_and_withhold_verdicts_on_unknowns()
         "nominal quotas of nvidia.com/gpu in flavor 'h100' add up to 24 (ClusterQueue q 8, "
         "ClusterQueue r 8, Cohort pool 8), above the declared capacity 16"
     )
-    b["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]["nominalQuota"] = kr.UNKNOWN
+    b = ClusterQueue("r").quota("h100", cpu=8, memory="64Gi", gpu=kr.UNKNOWN).obj()
     assert cap.over_capacity(cap.quota_totals([a, b]), {key: Fraction(1)}) == []
 
 

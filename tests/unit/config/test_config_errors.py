@@ -2,15 +2,66 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from gpu_queues.config.model import ConfigError, load_config
+from tests.builders import Flavor, Stack, Team
 
 pytestmark = pytest.mark.unit
 
 CQ = "teams[0].resourceGroups[0].flavors[0]"
+PREEMPTION = {
+    "reclaimWithinCohort": "Any",
+    "withinClusterQueue": "LowerPriority",
+    "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100},
+}
+
+
+def shared_cluster() -> Stack:
+    """Three teams of cohort gpu-pool whose h100 quotas add up to its 4 nodes exactly (the
+    numbers the messages below name), an a100 flavor beside it, a volume per team."""
+    stack = (
+        Stack()
+        .kueue()
+        .flavor(
+            Flavor("h100").nodes(4, cpu=192, memory="2Ti", gpu=8),
+            Flavor("a100").nodes(2, cpu=128, memory="1Ti", gpu=8),
+        )
+        .cohort("gpu-pool")
+        .team(
+            Team("research")
+            .cohort("gpu-pool")
+            .quota("h100", cpu=384, memory="4Ti", gpu=16)
+            .borrowing("h100", gpu=8)
+            .lending("h100", gpu=8)
+            .set(preemption=PREEMPTION),
+            Team("vision").cohort("gpu-pool").quota("h100", cpu=192, memory="2Ti", gpu=8),
+            Team("nlp").cohort("gpu-pool").quota("h100", cpu=192, memory="2Ti", gpu=8),
+        )
+    )
+    for team in ("research", "vision", "nlp"):
+        stack.storage(
+            volumeName=f"shared-volume-{team}",
+            claimName="shared-pvc",
+            namespace=f"team-{team}",
+            size="1Ti",
+            storageClass="shared-wekafs",
+            accessMode="ReadWriteMany",
+        )
+    return stack
+
+
+def seed(team: Team | None = None) -> Stack:
+    """The seed's one team in the default namespace, on one flavor of 8 GPUs."""
+    ml = team or (
+        Team("ml")
+        .namespace("default", adopt=True)
+        .cluster_queue("gpu-cluster-queue")
+        .set(namespaceSelector="all")
+        .quota("gpu-flavor", cpu=64, memory="512Gi", gpu=8)
+    )
+    flavor = Flavor("gpu-flavor").capacity(cpu=64, memory="512Gi", gpu=8)
+    return Stack().flavor(flavor).team(ml)
 
 
 def errors(raw) -> list[str]:
@@ -26,8 +77,8 @@ def one_error(raw, path: str) -> str:
 
 
 @pytest.fixture
-def raw(prod_raw):
-    return copy.deepcopy(prod_raw)
+def raw():
+    return shared_cluster().raw()
 
 
 def gpu(raw, team=0, flavor=0):
@@ -39,6 +90,8 @@ def test_all_stacks_validate(dev_raw, prod_raw):
 
     for stack in ("dev", "staging", "prod", "local"):
         load_config(stack_raw(stack))
+    load_config(shared_cluster().raw())
+    load_config(seed().raw())
 
 
 def test_misspelt_key_is_named_with_the_allowed_keys(raw):
@@ -74,18 +127,15 @@ def test_quota_naming_an_undeclared_flavor(raw):
     assert "FlavorNotFound" in msg and "declare it under flavors, or fix the name" in msg
 
 
-def test_quota_without_cpu_and_memory_is_never_admitted(dev_raw):
-    raw = copy.deepcopy(dev_raw)
-    group = raw["teams"][0]["resourceGroups"][0]
-    group["coveredResources"] = ["nvidia.com/gpu"]
-    group["flavors"][0]["resources"] = {"nvidia.com/gpu": {"nominalQuota": 8}}
+def test_quota_without_cpu_and_memory_is_never_admitted():
+    raw = seed(Team("ml").quota("gpu-flavor", gpu=8)).raw()
     msg = one_error(raw, "teams[0].resourceGroups")
     assert "coveredResources [nvidia.com/gpu] do not include cpu, memory" in msg
     assert "never admitted" in msg
 
 
-def test_quota_missing_for_a_covered_resource(dev_raw):
-    raw = copy.deepcopy(dev_raw)
+def test_quota_missing_for_a_covered_resource():
+    raw = seed().raw()
     del raw["teams"][0]["resourceGroups"][0]["flavors"][0]["resources"]["memory"]
     msg = one_error(raw, "teams[0].resourceGroups[0].flavors[0].resources")
     assert "no quota for covered resource 'memory'" in msg
@@ -204,9 +254,9 @@ def test_claim_must_be_in_a_team_namespace(raw):
     assert "not a team namespace" in msg and "team-research" in msg
 
 
-def test_system_namespace_must_be_adopted(dev_raw):
-    raw = copy.deepcopy(dev_raw)
-    del raw["teams"][0]["adoptNamespace"]
+def test_system_namespace_must_be_adopted():
+    not_adopted = Team("ml").namespace("default").quota("gpu-flavor", cpu=64, memory="512Gi", gpu=8)
+    raw = seed(not_adopted).raw()
     assert "set adoptNamespace: true" in one_error(raw, "teams[0].adoptNamespace")
 
 

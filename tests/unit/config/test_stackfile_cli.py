@@ -14,12 +14,12 @@ import pytest
 
 from gpu_queues.config.stackfile import StackFileError, parse_document
 from gpu_queues.tools import promote, quota_diff
-from tests.tools import pulumi_fixtures
-from tests.tools.test_secure import check_cli_shapes
+from tests.unit.config import pulumi_fixtures
+from tests.unit.config.test_secure import check_cli_shapes
 
 pytestmark = pytest.mark.toolchain
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BIN = ROOT / ".toolchain" / "bin"
 
 

@@ -29,37 +29,24 @@ from gpu_queues.config.multikueue import (
 from gpu_queues.config.schema import build_schema
 from gpu_queues.config.stackfile import parse_config
 from gpu_queues.config.worker_stacks import worker_stack_problems
+from tests.builders import Team
 from tests.conftest import TOKEN_SECRET_DATA, WORKER_KUBECONFIG, MockRun, run_stack
 
 pytestmark = pytest.mark.unit
 
-E2E = Path(__file__).resolve().parents[1] / "e2e" / "stacks"
+E2E = Path(__file__).resolve().parents[2] / "e2e" / "stacks"
 CA = "Q0E="  # base64 of "CA"
 
 
 def team(name: str = "ml", namespace: str = "team-ml", **extra: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "namespace": namespace,
-        "clusterQueue": f"{name}-cq",
-        "localQueue": f"{name}-queue",
-        "resourceGroups": [
-            {
-                "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
-                "flavors": [
-                    {
-                        "name": "gpu",
-                        "resources": {
-                            "cpu": {"nominalQuota": 8},
-                            "memory": {"nominalQuota": "64Gi"},
-                            "nvidia.com/gpu": {"nominalQuota": 4},
-                        },
-                    }
-                ],
-            }
-        ],
-        **extra,
-    }
+    return (
+        Team(name)
+        .namespace(namespace)
+        .local_queue(f"{name}-queue")
+        .quota("gpu", cpu=8, memory="64Gi", gpu=4)
+        .set(**extra)
+        .raw()
+    )
 
 
 def manager_raw(

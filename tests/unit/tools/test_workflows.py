@@ -19,7 +19,7 @@ from tests.conftest import read_yaml
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ACTIONLINT = ROOT / ".toolchain" / "bin" / "actionlint"
 SHELLCHECK = ROOT / ".venv" / "bin" / "shellcheck"
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))

@@ -16,7 +16,7 @@ from gpu_queues.release.manifest import (
     load_release,
     prepare_manifest,
 )
-from tests.conftest import MANIFEST, run_stack, stack_raw
+from tests.conftest import MANIFEST, ROOT, run_stack, stack_raw
 
 pytestmark = pytest.mark.unit
 
@@ -44,7 +44,7 @@ def test_local_manifest_with_matching_sha256_loads():
 
 
 def test_relative_path_is_relative_to_the_project_root():
-    rel = MANIFEST.relative_to(MANIFEST.parents[3])
+    rel = MANIFEST.relative_to(ROOT)
     assert load_manifest(kueue(manifest={"path": str(rel)}))
 
 

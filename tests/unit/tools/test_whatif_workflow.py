@@ -23,11 +23,11 @@ from gpu_queues.tools.whatif_ci import whatif_stacks
 from gpu_queues.whatif.mix import Catalog, load_mix
 from sandbox.replay import cli as whatif_cli
 from tests.conftest import read_yaml
-from tests.tools.conftest import git
+from tests.unit.conftest import git
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PREVIEW = ROOT / ".github" / "workflows" / "preview.yml"
 SANDBOX_TOOLS = {"etcd", "k8s", "kwok", "kueue"}
 

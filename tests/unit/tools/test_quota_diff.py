@@ -6,16 +6,20 @@ import pytest
 
 from gpu_queues.config.stackfile import StackFileError
 from gpu_queues.tools import quota_diff
-from tests.tools.conftest import Write, flavor, git, stack_yaml, team
+from tests.builders import Stack, gpu_flavor, gpu_team
+from tests.unit.conftest import Write, git
 
 pytestmark = pytest.mark.unit
 
-BASE = stack_yaml(
-    teams=[
-        team("research", {"h100": {"gpu": 4, "borrow": 4, "lend": 2}, "a100": {"gpu": 2}}),
-        team("vision", {"h100": {"gpu": 2}}),
-    ],
-    flavors=[flavor("h100", 8), flavor("a100", 8)],
+BASE = (
+    Stack()
+    .flavor(gpu_flavor("h100", 8), gpu_flavor("a100", 8))
+    .cohort("pool")
+    .team(
+        gpu_team("research", {"h100": {"gpu": 4, "borrow": 4, "lend": 2}, "a100": {"gpu": 2}}),
+        gpu_team("vision", {"h100": {"gpu": 2}}),
+    )
+    .yaml()
 )
 
 
@@ -53,13 +57,14 @@ def test_added_and_removed_teams_and_flavors(write: Write, project: Path) -> Non
     write("a", BASE)
     write(
         "b",
-        stack_yaml(
-            teams=[
-                team("research", {"h100": {"gpu": 4, "borrow": 4, "lend": 2}, "l40s": {"gpu": 4}}),
-                team("nlp", {"h100": {"gpu": 2}}),
-            ],
-            flavors=[flavor("h100", 8), flavor("l40s", 4)],
-        ),
+        Stack()
+        .flavor(gpu_flavor("h100", 8), gpu_flavor("l40s", 4))
+        .cohort("pool")
+        .team(
+            gpu_team("research", {"h100": {"gpu": 4, "borrow": 4, "lend": 2}, "l40s": {"gpu": 4}}),
+            gpu_team("nlp", {"h100": {"gpu": 2}}),
+        )
+        .yaml(),
     )
     old, new = quota_diff.load_side("a", project), quota_diff.load_side("b", project)
     changes = rows(old, new)
@@ -78,13 +83,14 @@ def test_gpus_over_declared_capacity_are_flagged(write: Write, project: Path) ->
     write("a", BASE)
     write(
         "b",
-        stack_yaml(
-            teams=[
-                team("research", {"h100": {"gpu": 4, "borrow": 4, "lend": 2}, "a100": {"gpu": 9}}),
-                team("vision", {"h100": {"gpu": 2}}),
-            ],
-            flavors=[flavor("h100", 8), flavor("a100", 8)],
-        ),
+        Stack()
+        .flavor(gpu_flavor("h100", 8), gpu_flavor("a100", 8))
+        .cohort("pool")
+        .team(
+            gpu_team("research", {"h100": {"gpu": 4, "borrow": 4, "lend": 2}, "a100": {"gpu": 9}}),
+            gpu_team("vision", {"h100": {"gpu": 2}}),
+        )
+        .yaml(),
     )
     old, new = quota_diff.load_side("a", project), quota_diff.load_side("b", project)
     caps = {c.flavor: c for c in quota_diff.capacity_rows(old.config, new.config)}
@@ -101,10 +107,11 @@ def test_gpus_over_declared_capacity_are_flagged(write: Write, project: Path) ->
 def test_capacity_totals_add_up_every_team(write: Write, project: Path) -> None:
     write(
         "b",
-        stack_yaml(
-            teams=[team("research", {"h100": {"gpu": 4}}), team("vision", {"h100": {"gpu": 7}})],
-            flavors=[flavor("h100", 8)],
-        ),
+        Stack()
+        .flavor(gpu_flavor("h100", 8))
+        .cohort("pool")
+        .team(gpu_team("research", {"h100": {"gpu": 4}}), gpu_team("vision", {"h100": {"gpu": 7}}))
+        .yaml(),
     )
     new = quota_diff.load_side("b", project)
     (cap,) = quota_diff.capacity_rows(new.config, new.config)

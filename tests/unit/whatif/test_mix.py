@@ -26,7 +26,7 @@ from gpu_queues.whatif.mix import (
     parse_duration,
     submission_order,
 )
-from tests.tools.conftest import flavor, stack_yaml, team
+from tests.builders import Stack, gpu_flavor, gpu_team
 
 pytestmark = pytest.mark.unit
 
@@ -262,8 +262,9 @@ def _name(rng: random.Random) -> str:
 def test_the_catalog_follows_any_stack_it_is_given(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     names = list(dict.fromkeys(_name(rng) for _ in range(rng.randint(1, 5))))
-    teams = [team(n, {"fl": {"gpu": 1}}) for n in names]
-    raw = parse_config(stack_yaml(teams, [flavor("fl", len(names))]), "generated")
+    teams = [gpu_team(n, {"fl": {"gpu": 1}}) for n in names]
+    stack = Stack().flavor(gpu_flavor("fl", len(names))).cohort("pool").team(*teams)
+    raw = parse_config(stack.yaml(), "generated")
     config = load_config(raw)
     catalog = Catalog.from_stack(config, ["batch/job"])
     docs = [job(f"j-{n}", namespace=f"team-{n}", gpus=1) for n in names]
