@@ -1,0 +1,3 @@
+"""The sandbox: a simulated GPU cluster (etcd, kube-apiserver, kwok nodes, the real Kueue) in
+a network namespace of its own, shaped like a stack. Rehearsal, the what-if replay and the
+benchmarks drive it from the sub-packages above it."""

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from gpu_queues.config.model import StackConfig
 
 ROOT = Path(__file__).resolve().parent.parent
-MANIFEST = ROOT / "tests" / "unit" / "data" / "kueue-manifest.yaml"
+MANIFEST = ROOT / "tests" / "unit" / "release" / "data" / "kueue-manifest.yaml"
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -7,7 +7,7 @@ JSON numbers that reach a policy pack as floats after the engine's protobuf roun
 The config keeps the user's spelling for the API; parsing is only for comparison.
 
 Not kubernetes.utils.parse_quantity: it accepts what the API server refuses (" 1", "1K",
-"1_000", "inf", True); tests/unit/test_quantity.py pins each case against apimachinery.
+"1_000", "inf", True); tests/unit/kueue/test_quantity.py pins each case against apimachinery.
 """
 
 from __future__ import annotations
@@ -24,6 +24,13 @@ __all__ = [
 ]
 
 QUANTITY_HELP = "a Kubernetes quantity such as 64, 500m, 512Gi or 1e3"
+
+# Bounds that no quota, capacity or request comes near, so that parsing stays microseconds
+# whatever a stack file or manifest holds: "1e30000000" (ten characters) would otherwise
+# build a 30-million-digit number, and a 5,000-digit one trips Python's int conversion limit.
+MAX_LENGTH = 64
+MAX_EXPONENT = 64
+MAX_MAGNITUDE = Fraction(10) ** 80
 
 # Binary suffixes are powers of 1024, decimal suffixes powers of 10 (k8s.io/apimachinery
 # resource.Quantity). "" means no suffix; "E" alone is exa, "E" followed by a number is an exponent.
@@ -58,14 +65,19 @@ def parse_quantity(value: object) -> Fraction:
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is a boolean, not a quantity")
     if isinstance(value, int):
-        return Fraction(value)
+        return _bounded(Fraction(value), value)
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise QuantityError(f"{value!r} is not a finite number")
         # repr gives the shortest decimal that round-trips, which is what the user wrote.
-        return Fraction(repr(value))
+        return _bounded(Fraction(repr(value)), value)
     if not isinstance(value, str):
         raise QuantityError(f"{value!r} is a {type(value).__name__}, not a quantity")
+    if len(value) > MAX_LENGTH:
+        raise QuantityError(
+            f"{value[:20]!r}... ({len(value)} characters) is too long for a quantity "
+            f"(at most {MAX_LENGTH})"
+        )
     match = _QUANTITY.fullmatch(value)
     if match is None:
         raise QuantityError(
@@ -73,10 +85,22 @@ def parse_quantity(value: object) -> Fraction:
         )
     number = Fraction(match["number"])
     if match["binary"] is not None:
-        return number * _BINARY[match["binary"]]
+        return _bounded(number * _BINARY[match["binary"]], value)
     if match["exponent"] is not None:
-        return number * Fraction(10) ** int(match["exponent"])
-    return number * _DECIMAL[match["decimal"] or ""]
+        exponent = int(match["exponent"])
+        if abs(exponent) > MAX_EXPONENT:
+            raise QuantityError(
+                f"{value!r}: the exponent {exponent} is out of range (-{MAX_EXPONENT} to "
+                f"{MAX_EXPONENT})"
+            )
+        return _bounded(number * Fraction(10) ** exponent, value)
+    return _bounded(number * _DECIMAL[match["decimal"] or ""], value)
+
+
+def _bounded(parsed: Fraction, value: object) -> Fraction:
+    if abs(parsed) >= MAX_MAGNITUDE:
+        raise QuantityError(f"{value!r} is too large for a quantity (at most 1e80)")
+    return parsed
 
 
 def format_number(value: Fraction) -> str:

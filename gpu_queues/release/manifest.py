@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -82,16 +83,54 @@ def read_manifest(config: KueueConfig, root: Path = PROJECT_ROOT, timeout: float
                 f"cannot read the Kueue manifest {path} (gpu-queues:kueue.manifest.path): "
                 f"{exc.strerror or exc}{hint}"
             ) from None
-    url = config.manifest_url
+    return download(config.manifest_url, timeout)
+
+
+# A release manifest is about 2 MB; anything far larger is not one, and is not read whole.
+MAX_MANIFEST_BYTES = 32 * 2**20
+
+
+class _NoDowngrade(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only to the scheme the request had: https never becomes http (the
+    manifest would then travel in clear), and no redirect leaves http(s) (file:, ftp:)."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        old, new = urllib.parse.urlsplit(req.full_url).scheme, urllib.parse.urlsplit(newurl).scheme
+        if new != old:
+            raise ManifestError(
+                f"the Kueue manifest {req.full_url} redirects to {newurl}: a redirect may not "
+                f"change the scheme ({old} to {new or 'none'}), so it was not followed"
+            )
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def download(url: str, timeout: float = 60.0, limit: int = MAX_MANIFEST_BYTES) -> bytes:
+    """The bytes at `url`: redirects only within its scheme, at most `limit` bytes."""
+    opener = urllib.request.build_opener(_NoDowngrade())
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            data: bytes = response.read()
-            return data
+        with opener.open(url, timeout=timeout) as response:
+            data: bytes = response.read(limit + 1)
+    except ManifestError:
+        raise
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise ManifestError(
             f"cannot download the Kueue manifest {url}: {exc}. For an air-gapped cluster set "
             "gpu-queues:kueue.manifest.url to a mirror or kueue.manifest.path to a local file"
         ) from None
+    if len(data) > limit:
+        raise ManifestError(
+            f"the Kueue manifest {url} is larger than {limit} bytes: not a Kueue release "
+            "manifest, so it was not read further"
+        )
+    return data
 
 
 def verify_sha256(data: bytes, expected: str | None, source: str) -> str:

@@ -30,6 +30,7 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
 from policies import catalog
 from policies.rules import DEPLOYMENT_TYPE, JOB_TYPE, PVC_TYPE
+from tests.builders import ClusterQueue, FlavorQuotas, LocalQueue, ResourceFlavor
 
 REPO = Path(__file__).resolve().parents[2]
 PACK_DIR = REPO / "policies"
@@ -162,53 +163,52 @@ def advisory(diagnostics: Sequence[Any]) -> list[Any]:
 # --- The seed's objects (dev stack), as the program declares them --------------------------
 
 
+SEED_QUOTA = {"cpu": 64, "memory": "512Gi", "nvidia.com/gpu": 8}
+SEED_COVERED = ("cpu", "memory", "nvidia.com/gpu")
+
+
 def flavor(name: str = "gpu-flavor", **annotations: str) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name}
+    built = ResourceFlavor(name)
     if annotations:
-        metadata["annotations"] = dict(annotations)
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": metadata}
+        built.annotations(annotations)
+    return built.obj()
 
 
 def quota(name: str, nominal: Any, **limits: Any) -> dict[str, Any]:
+    """One entry of a flavor's resources, as written (also the ones the webhook refuses)."""
     return {"name": name, "nominalQuota": nominal, **limits}
+
+
+def seed_queue(
+    name: str = "gpu-cluster-queue",
+    covered: Sequence[str] = SEED_COVERED,
+    flavor_name: str = "gpu-flavor",
+) -> ClusterQueue:
+    """The seed's ClusterQueue, as a builder: the seed's quota of each covered resource."""
+    return ClusterQueue(name).quota(flavor_name, **{r: SEED_QUOTA[r] for r in covered})
 
 
 def cluster_queue(
     name: str = "gpu-cluster-queue",
-    covered: Sequence[str] = ("cpu", "memory", "nvidia.com/gpu"),
+    covered: Sequence[str] = SEED_COVERED,
     quotas: Sequence[dict[str, Any]] | None = None,
     flavor_name: str = "gpu-flavor",
     **spec: Any,
 ) -> dict[str, Any]:
-    seed = {"cpu": 64, "memory": "512Gi", "nvidia.com/gpu": 8}
-    resources = list(quotas) if quotas is not None else [quota(r, seed[r]) for r in covered]
-    body: dict[str, Any] = {
-        "namespaceSelector": {},
-        "resourceGroups": [
-            {
-                "coveredResources": list(covered),
-                "flavors": [{"name": flavor_name, "resources": resources}],
-            }
-        ],
-    }
-    body.update(spec)
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "ClusterQueue",
-        "metadata": {"name": name},
-        "spec": body,
-    }
+    if quotas is None:
+        built = seed_queue(name, covered, flavor_name)
+    else:
+        entries = FlavorQuotas(flavor_name)
+        for entry in quotas:
+            entries.entry(entry)
+        built = ClusterQueue(name).resource_group(entries, covered=covered)
+    return built.spec(**spec).obj()
 
 
 def local_queue(
     name: str = "gpu-queue", cluster_queue: Any = "gpu-cluster-queue", namespace: str = "default"
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"clusterQueue": cluster_queue},
-    }
+    return LocalQueue(name, namespace, cluster_queue).obj()
 
 
 def shared_pvc(**spec: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ catches is the one issue 10 found (a capacity annotation the pack read and nothi
 
 The manifest: staging and prod do not pin kueue.manifest.sha256 yet (the pin and its
 provenance are another part of issue 10). As a sandbox substitution would, these tests point
-every stack at the unit-test manifest (tests/unit/data/kueue-manifest.yaml) with its own
+every stack at the unit-test manifest (tests/unit/release/data/kueue-manifest.yaml) with its own
 sha256 as the pin, and the program's loader verifies that digest before anything is built.
 """
 
@@ -33,7 +33,7 @@ from gpu_queues.release.manifest import load_manifest
 from gpu_queues.tools.changed_stacks import is_deployable, policy_config
 from policies import rules
 from tests.conftest import MANIFEST, MockRun, read_yaml, run_stack, stack_raw
-from tests.unit.stackgen import random_stack
+from tests.unit.config.stackgen import random_stack
 
 pytestmark = pytest.mark.policy
 

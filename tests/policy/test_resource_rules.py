@@ -7,6 +7,7 @@ from policy_harness import (
     JOB,
     PVC,
     RF,
+    SEED_COVERED,
     UNKNOWN,
     cluster_queue,
     flavor,
@@ -15,16 +16,28 @@ from policy_harness import (
     quota,
     resource_args,
     run_policy,
+    seed_queue,
     shared_pvc,
 )
 
 from policies import rules
+from tests.builders import ClusterQueue, FlavorQuotas, ResourceFlavor
 
 pytestmark = pytest.mark.policy
+
+NAME, FLAVOR = "gpu-cluster-queue", "gpu-flavor"
 
 
 def check(rule, type_, props, config=None, name="r"):
     return run_policy(rule, resource_args(type_, props, name, config))
+
+
+def queue(**quotas):
+    """The seed's queue with these quotas, in the order written; its one resource group still
+    covers cpu, memory and nvidia.com/gpu."""
+    return ClusterQueue(NAME).resource_group(
+        FlavorQuotas(FLAVOR).quotas(**quotas), covered=SEED_COVERED
+    )
 
 
 def one(messages, *fragments):
@@ -53,16 +66,8 @@ def test_gpu_only_queue_is_rejected_naming_resource_rule_and_fix():
 
 
 def test_cpu_and_memory_may_sit_in_another_resource_group():
-    props = cluster_queue(covered=["nvidia.com/gpu"])
-    props["spec"]["resourceGroups"].append(
-        {
-            "coveredResources": ["cpu", "memory"],
-            "flavors": [
-                {"name": "cpu-flavor", "resources": [quota("cpu", 8), quota("memory", "8Gi")]}
-            ],
-        }
-    )
-    assert check(rules.COVERS_CPU_MEMORY, CQ, props) == []
+    props = seed_queue(covered=["nvidia.com/gpu"]).quota("cpu-flavor", cpu=8, memory="8Gi")
+    assert check(rules.COVERS_CPU_MEMORY, CQ, props.obj()) == []
 
 
 def test_queue_without_resource_groups_is_rejected():
@@ -119,9 +124,7 @@ def test_seed_cluster_queue_is_webhook_valid():
 
 
 def test_flavor_resources_must_follow_covered_order():
-    props = cluster_queue(
-        quotas=[quota("memory", "1Gi"), quota("cpu", 1), quota("nvidia.com/gpu", 1)]
-    )
+    props = queue(memory="1Gi", cpu=1, gpu=1).obj()
     one(
         webhook(props),
         "resources lists [memory, cpu, nvidia.com/gpu]",
@@ -130,18 +133,12 @@ def test_flavor_resources_must_follow_covered_order():
 
 
 def test_flavor_must_list_every_covered_resource():
-    props = cluster_queue(quotas=[quota("cpu", 1), quota("memory", "1Gi")])
+    props = queue(cpu=1, memory="1Gi").obj()
     one(webhook(props), "exactly one quota per covered resource")
 
 
 def test_resource_in_two_groups_is_rejected():
-    props = cluster_queue()
-    props["spec"]["resourceGroups"].append(
-        {
-            "coveredResources": ["cpu"],
-            "flavors": [{"name": "other", "resources": [quota("cpu", 1)]}],
-        }
-    )
+    props = seed_queue().resource_group(FlavorQuotas("other").quotas(cpu=1)).obj()
     one(
         webhook(props),
         "spec.resourceGroups[1].coveredResources[0]: resource 'cpu' is already covered by "
@@ -150,13 +147,7 @@ def test_resource_in_two_groups_is_rejected():
 
 
 def test_flavor_in_two_groups_is_rejected():
-    props = cluster_queue(covered=["cpu", "memory"])
-    props["spec"]["resourceGroups"].append(
-        {
-            "coveredResources": ["nvidia.com/gpu"],
-            "flavors": [{"name": "gpu-flavor", "resources": [quota("nvidia.com/gpu", 8)]}],
-        }
-    )
+    props = seed_queue(covered=["cpu", "memory"]).quota("gpu-flavor", gpu=8).obj()
     one(
         webhook(props),
         "spec.resourceGroups[1].flavors[0].name: flavor 'gpu-flavor' already appears in "
@@ -166,83 +157,52 @@ def test_flavor_in_two_groups_is_rejected():
 
 @pytest.mark.parametrize("bad", ["-1", -4, "8 GPUs", "1gi", True])
 def test_invalid_or_negative_nominal_quota_is_rejected(bad):
-    props = cluster_queue(
-        quotas=[quota("cpu", bad), quota("memory", "1Gi"), quota("nvidia.com/gpu", 8)]
-    )
+    props = queue(cpu=bad, memory="1Gi", gpu=8).obj()
     one(webhook(props), "nominalQuota", "Fix: write a non-negative Kubernetes quantity")
 
 
 def test_missing_nominal_quota_is_rejected():
-    props = cluster_queue(
-        quotas=[{"name": "cpu"}, quota("memory", "1Gi"), quota("nvidia.com/gpu", 8)]
-    )
+    no_nominal = FlavorQuotas(FLAVOR).entry({"name": "cpu"}).quotas(memory="1Gi", gpu=8)
+    props = ClusterQueue(NAME).resource_group(no_nominal, covered=SEED_COVERED).obj()
     one(webhook(props), "has no nominalQuota")
 
 
 def test_limits_without_cohort_are_rejected():
-    props = cluster_queue(
-        quotas=[
-            quota("cpu", 8, borrowingLimit=2),
-            quota("memory", "1Gi", lendingLimit="1Gi"),
-            quota("nvidia.com/gpu", 8),
-        ]
-    )
-    messages = webhook(props)
+    props = queue(cpu=8, memory="1Gi", gpu=8).borrowing(FLAVOR, cpu=2).lending(FLAVOR, memory="1Gi")
+    messages = webhook(props.obj())
     assert len(messages) == 2
     assert all("no cohortName" in m and "set spec.cohortName" in m for m in messages)
 
 
 def test_limits_with_cohort_are_accepted():
-    props = cluster_queue(
-        quotas=[
-            quota("cpu", 8, borrowingLimit=2),
-            quota("memory", "2Gi", lendingLimit="1Gi"),
-            quota("nvidia.com/gpu", 8),
-        ],
-        cohortName="research",
+    props = (
+        queue(cpu=8, memory="2Gi", gpu=8)
+        .borrowing(FLAVOR, cpu=2)
+        .lending(FLAVOR, memory="1Gi")
+        .cohort("research")
     )
-    assert webhook(props) == []
+    assert webhook(props.obj()) == []
 
 
 def test_lending_limit_above_nominal_quota_is_rejected_across_units():
-    props = cluster_queue(
-        quotas=[
-            quota("cpu", 8),
-            quota("memory", "1Gi", lendingLimit="1025Mi"),
-            quota("nvidia.com/gpu", 8),
-        ],
-        cohortName="research",
-    )
-    one(webhook(props), "lendingLimit 1025Mi is above nominalQuota 1Gi")
+    props = queue(cpu=8, memory="1Gi", gpu=8).lending(FLAVOR, memory="1025Mi").cohort("research")
+    one(webhook(props.obj()), "lendingLimit 1025Mi is above nominalQuota 1Gi")
 
 
 def test_lending_limit_equal_to_nominal_in_other_units_is_fine():
-    props = cluster_queue(
-        quotas=[
-            quota("cpu", "8", lendingLimit="8000m"),
-            quota("memory", "1Gi"),
-            quota("nvidia.com/gpu", 8),
-        ],
-        cohortName="research",
-    )
-    assert webhook(props) == []
+    props = queue(cpu="8", memory="1Gi", gpu=8).lending(FLAVOR, cpu="8000m").cohort("research")
+    assert webhook(props.obj()) == []
 
 
 def test_more_than_16_resource_groups_is_rejected():
-    props = cluster_queue(covered=["cpu", "memory"])
-    props["spec"]["resourceGroups"] += [
-        {
-            "coveredResources": [f"example.com/r{i}"],
-            "flavors": [{"name": f"f{i}", "resources": [quota(f"example.com/r{i}", 1)]}],
-        }
-        for i in range(16)
-    ]
-    one(webhook(props), "17 resourceGroups, more than 16")
+    props = seed_queue(covered=["cpu", "memory"])
+    for i in range(16):  # a group each: each covers another resource
+        props.quota(f"f{i}", **{f"example.com/r{i}": 1})
+    one(webhook(props.obj()), "17 resourceGroups, more than 16")
 
 
 def test_empty_covered_resources_and_flavors_are_rejected():
-    props = cluster_queue()
-    props["spec"]["resourceGroups"] = [{"coveredResources": [], "flavors": []}]
+    props = ClusterQueue(NAME).resource_group(covered=[]).obj()
     messages = webhook(props)
     assert any("coveredResources has 0 entries" in m for m in messages)
     assert any("flavors has 0 entries" in m for m in messages)
@@ -275,14 +235,8 @@ def test_borrowing_preemption_without_reclaim_is_rejected_as_the_crd_defaults_it
 
 
 def test_every_problem_is_reported_separately():
-    props = cluster_queue(
-        quotas=[
-            quota("cpu", "-1"),
-            quota("memory", "x"),
-            quota("nvidia.com/gpu", 8, borrowingLimit=1),
-        ]
-    )
-    assert len(webhook(props)) == 3
+    props = queue(cpu="-1", memory="x", gpu=8).borrowing(FLAVOR, gpu=1)
+    assert len(webhook(props.obj())) == 3
 
 
 @pytest.mark.parametrize(
@@ -301,15 +255,8 @@ def test_unknown_quota_values_wait_for_the_update(quotas):
 
 
 def test_unknown_cohort_allows_limits():
-    props = cluster_queue(
-        quotas=[
-            quota("cpu", 8, borrowingLimit=2),
-            quota("memory", "1Gi"),
-            quota("nvidia.com/gpu", 8),
-        ],
-        cohortName=UNKNOWN,
-    )
-    assert webhook(props) == []
+    props = queue(cpu=8, memory="1Gi", gpu=8).borrowing(FLAVOR, cpu=2).cohort(UNKNOWN)
+    assert webhook(props.obj()) == []
 
 
 # Rule 5 ---------------------------------------------------------------------------------
@@ -534,9 +481,7 @@ def test_exempt_namespaces_are_configurable():
 
 
 def test_half_a_gpu_of_quota_is_rejected():
-    props = cluster_queue(
-        quotas=[quota("cpu", "500m"), quota("memory", "1Gi"), quota("nvidia.com/gpu", 0.5)]
-    )
+    props = queue(cpu="500m", memory="1Gi", gpu=0.5).obj()
     one(
         check(rules.WHOLE_EXTENDED_RESOURCES, CQ, props),
         "spec.resourceGroups[0].flavors[0].resources[2].nominalQuota",
@@ -547,8 +492,8 @@ def test_half_a_gpu_of_quota_is_rejected():
 
 
 def test_flavor_the_webhook_would_reject_is_rejected():
-    props = flavor()
-    props["spec"] = {"tolerations": [{"key": "gpu", "operator": "Exists", "value": "yes"}]}
+    props = ResourceFlavor("gpu-flavor").toleration(key="gpu", operator="Exists", value="yes")
+    props = props.obj()
     one(
         check(rules.FLAVOR_WEBHOOK_VALID, RF, props),
         '[resourceflavor-webhook-valid] ResourceFlavor "gpu-flavor"',

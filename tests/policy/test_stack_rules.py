@@ -12,13 +12,13 @@ from policy_harness import (
     cluster_queue,
     flavor,
     local_queue,
-    quota,
     run_policy,
     seed_stack,
     stack_args,
 )
 
 from policies import rules
+from tests.builders import ClusterQueue, Cohort
 
 pytestmark = pytest.mark.policy
 
@@ -108,14 +108,8 @@ def test_no_capacity_configured_means_nothing_to_check():
 
 
 def test_quotas_summed_across_queues_above_capacity_are_rejected():
-    team_a = cluster_queue(
-        name="team-a",
-        quotas=[quota("cpu", 32), quota("memory", "256Gi"), quota("nvidia.com/gpu", 6)],
-    )
-    team_b = cluster_queue(
-        name="team-b",
-        quotas=[quota("cpu", 32), quota("memory", "256Gi"), quota("nvidia.com/gpu", 4)],
-    )
+    team_a = ClusterQueue("team-a").quota("gpu-flavor", cpu=32, memory="256Gi", gpu=6).obj()
+    team_b = ClusterQueue("team-b").quota("gpu-flavor", cpu=32, memory="256Gi", gpu=4).obj()
     [message] = check(
         rules.QUOTA_WITHIN_CAPACITY, [(CQ, "a", team_a), (CQ, "b", team_b)], SEED_CAPACITY
     )
@@ -126,27 +120,17 @@ def test_quotas_summed_across_queues_above_capacity_are_rejected():
 
 
 def test_units_are_compared_exactly():
-    big = cluster_queue(
-        quotas=[quota("cpu", "64001m"), quota("memory", "549755813889"), quota("nvidia.com/gpu", 8)]
+    big = (
+        ClusterQueue("gpu-cluster-queue")
+        .quota("gpu-flavor", cpu="64001m", memory="549755813889", gpu=8)
+        .obj()
     )
     messages = check(rules.QUOTA_WITHIN_CAPACITY, [(CQ, "cq", big)], SEED_CAPACITY)
     assert len(messages) == 2
 
 
 def test_cohort_pool_quota_counts_too():
-    pool = {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Cohort",
-        "metadata": {"name": "research"},
-        "spec": {
-            "resourceGroups": [
-                {
-                    "coveredResources": ["nvidia.com/gpu"],
-                    "flavors": [{"name": "gpu-flavor", "resources": [quota("nvidia.com/gpu", 2)]}],
-                }
-            ]
-        },
-    }
+    pool = Cohort("research").quota("gpu-flavor", gpu=2).obj()
     [message] = check(
         rules.QUOTA_WITHIN_CAPACITY, [*seed_stack(), (COHORT, "pool", pool)], SEED_CAPACITY
     )
@@ -171,12 +155,12 @@ def test_bad_capacity_config_is_reported():
 
 
 def test_unknown_quota_waits_for_the_update():
-    cq = cluster_queue(
-        quotas=[quota("cpu", 64), quota("memory", "512Gi"), quota("nvidia.com/gpu", UNKNOWN)]
+    cq = (
+        ClusterQueue("gpu-cluster-queue")
+        .quota("gpu-flavor", cpu=64, memory="512Gi", gpu=UNKNOWN)
+        .obj()
     )
-    other = cluster_queue(
-        name="b", quotas=[quota("cpu", 1), quota("memory", "1Gi"), quota("nvidia.com/gpu", 8)]
-    )
+    other = ClusterQueue("b").quota("gpu-flavor", cpu=1, memory="1Gi", gpu=8).obj()
     messages = check(rules.QUOTA_WITHIN_CAPACITY, [(CQ, "a", cq), (CQ, "b", other)], SEED_CAPACITY)
     assert all("nvidia.com/gpu" not in m for m in messages)
     assert len(messages) == 2  # cpu and memory are known and over

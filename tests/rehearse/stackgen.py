@@ -3,7 +3,7 @@ pool, labelled or not, tainted or not, node shapes or totals), node counts, team
 kinds (one group with GPUs, CPU only, CPU and GPUs in separate groups), several flavors per
 group, a cohort with borrowing and lending limits or none, submitters or none, adopted
 namespaces and shared volumes. Quotas per flavor add up to at most its capacity, so the
-config check accepts every one (tests/unit/test_rehearse_plan.py asserts it)."""
+config check accepts every one (tests/unit/sandbox/test_rehearse_plan.py asserts it)."""
 
 from __future__ import annotations
 

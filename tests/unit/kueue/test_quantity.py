@@ -1,0 +1,209 @@
+"""Kubernetes quantity parsing (gpu_queues.kueue.quantity), as the API server reads quotas."""
+
+import re
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpu_queues.kueue.quantity import QuantityError, format_quantity, parse_quantity
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("0", 0),
+        ("64", 64),
+        ("+64", 64),
+        ("-1", -1),
+        ("500m", Fraction(1, 2)),
+        ("12000m", 12),
+        ("1.5", Fraction(3, 2)),
+        ("1.", 1),
+        (".5", Fraction(1, 2)),
+        ("100n", Fraction(1, 10**7)),
+        ("3u", Fraction(3, 10**6)),
+        ("1k", 1000),
+        ("1M", 10**6),
+        ("2G", 2 * 10**9),
+        ("1T", 10**12),
+        ("1P", 10**15),
+        ("1E", 10**18),
+        ("1Ki", 1024),
+        ("512Mi", 512 * 2**20),
+        ("512Gi", 512 * 2**30),
+        ("1.5Gi", 3 * 2**29),
+        ("1Ti", 2**40),
+        ("1Pi", 2**50),
+        ("1Ei", 2**60),
+        ("1e3", 1000),
+        ("1E3", 1000),
+        ("1e-3", Fraction(1, 1000)),
+        ("1.5e+2", 150),
+        ("-2Gi", -2 * 2**30),
+    ],
+)
+def test_valid_quantities_parse_exactly(text, expected):
+    assert parse_quantity(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        " 1",
+        "1 ",
+        "Gi",
+        "1gi",
+        "1KI",
+        "1K",
+        "1.2.3",
+        "1e",
+        "1e1.5",
+        "1Gi1",
+        "--1",
+        "latest",
+        "1 Gi",
+        "0x10",
+        "64\n",
+    ],
+)
+def test_malformed_quantities_are_rejected(text):
+    with pytest.raises(QuantityError):
+        parse_quantity(text)
+
+
+@pytest.mark.parametrize(
+    ("number", "expected"), [(8, 8), (8.0, 8), (0.5, Fraction(1, 2)), (0.1, Fraction(1, 10))]
+)
+def test_json_numbers_parse_as_written(number, expected):
+    # Numbers reach policies as floats after the engine's protobuf round trip.
+    assert parse_quantity(number) == expected
+
+
+@pytest.mark.parametrize("value", [True, None, [1], {"a": 1}, float("nan"), float("inf")])
+def test_non_quantities_are_rejected(value):
+    with pytest.raises(QuantityError):
+        parse_quantity(value)
+
+
+_SUFFIXES = {
+    "": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "m": Fraction(1, 1000),
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40,
+}  # fmt: skip
+
+
+@given(st.integers(min_value=0, max_value=10**6), st.sampled_from(sorted(_SUFFIXES)))
+def test_suffix_multiplies_the_number(number, suffix):
+    assert parse_quantity(f"{number}{suffix}") == number * _SUFFIXES[suffix]
+
+
+@given(st.integers(min_value=-(10**6), max_value=10**6), st.integers(min_value=-6, max_value=6))
+def test_exponent_scales_by_powers_of_ten(number, exponent):
+    assert parse_quantity(f"{number}e{exponent}") == number * Fraction(10) ** exponent
+
+
+# Every quantity in [0, 10**6] with at most milli precision, drawn directly (a filter on
+# st.fractions threw most draws away: a second per run), whole numbers more often.
+@given(
+    st.one_of(
+        st.integers(min_value=0, max_value=10**6).map(Fraction),
+        st.integers(min_value=0, max_value=10**9).map(lambda n: Fraction(n, 1000)),
+    )
+)
+def test_format_round_trips(value):
+    assert parse_quantity(format_quantity(value)) == value
+
+
+def test_format_is_short():
+    assert format_quantity(Fraction(512 * 2**30)) == "512Gi"
+    assert format_quantity(Fraction(8)) == "8"
+    assert format_quantity(Fraction(1, 2)) == "500m"
+
+
+# --- why not kubernetes.utils.parse_quantity (issue 10, item 13b) -------------------------
+#
+# The kubernetes client in the venv ships a parser, but it accepts quantities the API server
+# refuses. What the API server says comes from k8s.io/apimachinery v0.36.1 (the version
+# Kueue v0.18.3 builds with), resource.ParseQuantity: its regular expression
+# ^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$ and suffix table (decimal n u m "" k M G T P E,
+# binary Ki..Ei), and quantity_test.go's invalid list (" 1" and "1 ": "trailing whitespace is
+# forbidden"). A quantity in JSON is a string or a number, never a boolean. Each row was
+# also run through ParseQuantity itself; the API server's answer is in the last column.
+_CLIENT_ACCEPTS_SERVER_REFUSES = [
+    # input, what kubernetes.utils.parse_quantity returns, the API server's error
+    (" 1", "1", "quantities must match the regular expression"),
+    ("1 ", "1", "quantities must match the regular expression"),
+    ("1K", "1000", "unable to parse quantity's suffix (kilo is a lowercase k)"),
+    ("1_000", "1000", "quantities must match the regular expression"),
+    ("inf", "Infinity", "quantities must match the regular expression"),
+    ("NaN", "NaN", "quantities must match the regular expression"),
+    (True, "1", "a boolean is not a quantity"),
+]
+
+
+@pytest.mark.parametrize(("text", "client", "server"), _CLIENT_ACCEPTS_SERVER_REFUSES)
+def test_the_kubernetes_clients_parser_accepts_what_the_api_server_refuses(text, client, server):
+    from kubernetes.utils import parse_quantity as client_parse
+
+    assert str(client_parse(text)) == client  # the client: a value
+    with pytest.raises(QuantityError):  # ours, like the API server: refused
+        parse_quantity(text)
+
+
+def test_where_ours_is_stricter_or_more_exact_than_the_api_server():
+    # "-" and "+" alone parse as 0 in ParseQuantity (its zero-stripping loop runs off the end);
+    # no one means zero by them, so ours refuses them.
+    for text in ("-", "+"):
+        with pytest.raises(QuantityError):
+            parse_quantity(text)
+    # ParseQuantity rounds sub-nano values up to 1n and caps binary-SI values at 2^63-1; ours
+    # keeps the exact value, which only matters for quotas no one writes.
+    assert parse_quantity("0.5n") == Fraction(1, 2 * 10**9)
+    assert parse_quantity("9Ei") == 9 * 2**60
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("1e3000000", "exponent 3000000 is out of range"),
+        ("1e30000000", "exponent 30000000 is out of range"),
+        ("1e-65", "exponent -65 is out of range"),
+        ("9" * 5000, "(5000 characters) is too long"),
+        ("1" + "0" * 80, "(81 characters) is too long"),
+        ("99999999999999999999999999999999999999999999999999999999999999999E", "too long"),
+        ("9" * 62 + "Ei", "too large"),
+        (10**90, "too large"),
+        (-(10**81), "too large"),
+        (1e300, "too large"),
+    ],
+)
+def test_quantities_beyond_any_hardware_are_refused_fast_as_quantity_errors(value, says):
+    """Bounded so that a stack file cannot stall a preview: "1e30000000" (ten characters)
+    took 39 s to parse, and a 5,000-digit one escaped as a plain ValueError."""
+    with pytest.raises(QuantityError, match=re.escape(says)):
+        parse_quantity(value)
+
+
+def test_the_bounds_leave_every_real_quantity_alone():
+    assert parse_quantity("1e64") == Fraction(10) ** 64
+    assert parse_quantity("1e-64") == Fraction(1, 10**64)
+    assert parse_quantity(10**79) == 10**79
+    assert parse_quantity("16Ei") == 16 * 2**60
+    assert parse_quantity("1" + "0" * 63) == 10**63  # 64 characters: the longest allowed
+    assert format_quantity(parse_quantity("1e-64")) == "1e-64"
+
+
+def test_a_huge_quota_in_a_stack_file_is_a_config_error_naming_the_key(dev_raw):
+    from gpu_queues.config.model import ConfigError, load_config
+
+    resources = dev_raw["teams"][0]["resourceGroups"][0]["flavors"][0]["resources"]
+    resources["nvidia.com/gpu"]["nominalQuota"] = "1e30000000"
+    with pytest.raises(ConfigError) as raised:
+        load_config(dev_raw)
+    assert "nominalQuota" in str(raised.value)
+    assert "must be a Kubernetes quantity such as 64" in str(raised.value)
+    assert "got '1e30000000'" in str(raised.value)

@@ -1,0 +1,51 @@
+"""gpuq status without a cluster: which cluster and teams a stack names, and the errors a
+user sees when it cannot tell (the live readings are tested on the sandbox:
+tests/e2e/test_whatif.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpu_queues.tools import status
+from tests.conftest import ROOT
+from tests.unit.conftest import Write
+
+pytestmark = pytest.mark.unit
+
+
+def test_a_stack_without_a_kubeconfig_uses_the_ambient_one_and_names_its_teams() -> None:
+    kubeconfig, context, teams = status.stack_connection("staging", ROOT)
+    assert (kubeconfig, context) == (None, None)
+    assert teams == [("research", "research-cq"), ("vision", "vision-cq"), ("nlp", "nlp-cq")]
+
+
+def test_an_unknown_or_broken_stack_is_a_clear_error(write: Write, project: Path, capsys) -> None:
+    with pytest.raises(status.StatusError, match="cannot read stack 'nope'"):
+        status.stack_connection("nope", project)
+    write("bad", "config:\n  gpu-queues:teams: [{name: x}]\n")
+    with pytest.raises(status.StatusError, match="the stack config is invalid"):
+        status.stack_connection("bad", project)
+    assert status.main(["--stack", "nope", "--project", str(project)]) == 2
+    assert "status: cannot read stack 'nope'" in capsys.readouterr().err
+
+
+def test_a_kubeconfig_the_cli_cannot_read_is_reported_without_its_content(
+    write: Write, project: Path
+) -> None:
+    # A secret of another project (no Pulumi.yaml here): the CLI refuses; nothing of it shows.
+    text = (
+        (ROOT / "Pulumi.staging.yaml")
+        .read_text()
+        .replace(
+            "config:\n",
+            "config:\n  gpu-queues:kubernetes:\n    kubeconfig:\n      secure: v1:AAAA\n",
+            1,
+        )
+    )
+    write("staging", text)
+    with pytest.raises(status.StatusError) as caught:
+        status.stack_connection("staging", project)
+    assert "cannot read gpu-queues:kubernetes.kubeconfig of stack 'staging'" in str(caught.value)
+    assert "v1:AAAA" not in str(caught.value)

@@ -1,0 +1,274 @@
+"""The what-if's workload mix: manifests read from files and folders, checked against the
+stack; every refusal is an entry with the reason, never an exception."""
+
+from __future__ import annotations
+
+import random
+import string
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpu_queues.config.model import load_config
+from gpu_queues.config.stackfile import parse_config
+from gpu_queues.whatif.durations import DurationError, format_duration, parse_duration
+from gpu_queues.whatif.mix import (
+    ANNOTATION_DURATION,
+    ANNOTATION_SUBMIT_AT,
+    COMPLETE_AFTER,
+    Catalog,
+    Entry,
+    TeamQueue,
+    load_mix,
+    submission_order,
+)
+from tests.builders import Stack, gpu_flavor, gpu_team
+
+pytestmark = pytest.mark.unit
+
+CATALOG = Catalog(
+    queues=(
+        TeamQueue("research", "team-research", "gpu-queue", "research-cq"),
+        TeamQueue("vision", "team-vision", "vision-jobs", "vision-cq"),
+    ),
+    priority_classes=frozenset({"low", "high"}),
+    frameworks=frozenset({"batch/job", "pod", "jobset.x-k8s.io/jobset", "deployment"}),
+)
+
+
+def job(
+    name: str = "train",
+    namespace: str | None = "team-research",
+    queue: str | None = "gpu-queue",
+    gpus: int = 2,
+    annotations: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": dict(labels or {})}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    if queue is not None:
+        meta["labels"]["kueue.x-k8s.io/queue-name"] = queue
+    if annotations:
+        meta["annotations"] = annotations
+    container = {"name": "main", "image": "x", "resources": {"limits": {"nvidia.com/gpu": gpus}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta,
+        "spec": {**spec, "template": {"spec": {"containers": [container]}}},
+    }
+
+
+def mix(tmp_path: Path, *docs: Any, name: str = "mix.yaml") -> list[Entry]:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump_all(docs))
+    return load_mix(path, CATALOG)
+
+
+# --- durations ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90s", 90), ("15m", 900), ("2h", 7200), ("1h30m", 5400), ("1.5h", 5400), ("1d", 86400),
+     ("0s", 0), ("1d2h3m4s", 93784), (" 2h ", 7200), (".5m", 30)],
+)  # fmt: skip
+def test_durations_are_read_as_go_writes_them_plus_days(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "soon", "5", "-1h", "1h 30m", "2 hours", "1x", "h", 5, None])
+def test_what_is_not_a_duration_is_refused(text: object) -> None:
+    with pytest.raises(DurationError, match="not a duration"):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(None, "-"), (0, "0s"), (0.4, "0s"), (59, "59s"), (3600, "1h"), (7800, "2h10m"),
+     (90061, "1d1h"), (330, "5m30s")],
+)  # fmt: skip
+def test_waits_are_shown_in_two_units_at_most(seconds: float | None, text: str) -> None:
+    assert format_duration(seconds) == text
+
+
+# --- a valid mix ------------------------------------------------------------------------
+
+
+def test_a_job_is_checked_into_an_entry_ready_to_submit(tmp_path: Path) -> None:
+    annotations = {ANNOTATION_SUBMIT_AT: "15m", ANNOTATION_DURATION: "2h"}
+    body = job(annotations=annotations, labels={"kueue.x-k8s.io/priority-class": "high"})
+    body["status"] = {"active": 1}
+    body["metadata"].update(resourceVersion="7", uid="u")
+    body["spec"]["template"]["metadata"] = {"annotations": {COMPLETE_AFTER: "1s", "keep": "me"}}
+    (entry,) = mix(tmp_path, body)
+    assert entry.status == "ok" and entry.problem is None
+    assert (entry.team, entry.cluster_queue, entry.queue) == (
+        "research",
+        "research-cq",
+        "gpu-queue",
+    )
+    assert (entry.submit_at, entry.duration, entry.gpus, entry.pods) == (900, 7200, 2, 1)
+    assert entry.source == "mix.yaml#1" or entry.source.endswith("mix.yaml#1")
+    # What is created: no server fields, no status, and the sandbox's completion lever is
+    # the replay's alone.
+    made = entry.manifest
+    assert "status" not in made and "resourceVersion" not in made["metadata"]
+    assert made["spec"]["template"]["metadata"]["annotations"] == {"keep": "me"}
+
+
+def test_gpus_count_every_pod_a_job_runs_at_once(tmp_path: Path) -> None:
+    wide = job("wide", gpus=4, parallelism=3)
+    capped = job("capped", gpus=4, parallelism=3, completions=2)
+    init = job("init", gpus=1)
+    init["spec"]["template"]["spec"]["initContainers"] = [
+        {"name": "prep", "resources": {"requests": {"nvidia.com/gpu": "3"}}}
+    ]
+    amd = job("amd", gpus=0)
+    amd["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"amd.com/gpu": 2}}
+    entries = {e.name: e for e in mix(tmp_path, wide, capped, init, amd)}
+    assert (entries["wide"].gpus, entries["wide"].pods) == (12, 3)
+    assert (entries["capped"].gpus, entries["capped"].pods) == (8, 2)
+    assert entries["init"].gpus == 3
+    assert entries["amd"].gpus == 2
+
+
+def test_a_plain_pod_is_replayed_when_the_pod_integration_is_on(tmp_path: Path) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "notebook",
+            "namespace": "team-vision",
+            "labels": {"kueue.x-k8s.io/queue-name": "vision-jobs"},
+            "annotations": {COMPLETE_AFTER: "5s"},
+        },
+        "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+    }
+    (entry,) = mix(tmp_path, pod)
+    assert entry.status == "ok" and entry.kind == "Pod" and entry.gpus == 1
+    assert COMPLETE_AFTER not in entry.manifest["metadata"]["annotations"]
+    off = Catalog(CATALOG.queues, CATALOG.priority_classes, frozenset({"batch/job"}))
+    (refused,) = load_mix(tmp_path / "mix.yaml", off)
+    assert refused.status == "invalid"
+    assert "integration pod is not enabled" in (refused.problem or "")
+
+
+def test_a_folder_is_read_in_path_order_and_lists_are_expanded(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "2.yml").write_text(yaml.safe_dump(job("second")))
+    (tmp_path / "a.yaml").write_text(
+        yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [job("first"), job("also")]})
+    )
+    (tmp_path / "notes.txt").write_text("not a manifest")
+    entries = load_mix(tmp_path, CATALOG, root=tmp_path)
+    assert [(e.name, e.source) for e in entries] == [
+        ("first", "a.yaml#1"),
+        ("also", "a.yaml#2"),
+        ("second", "b/2.yml#1"),
+    ]
+
+
+def test_submission_order_is_submit_time_then_mix_order(tmp_path: Path) -> None:
+    late = job("late", annotations={ANNOTATION_SUBMIT_AT: "1h"})
+    first = job("first")
+    second = job("second")
+    bad = job("bad", namespace="nobody")
+    entries = mix(tmp_path, late, first, bad, second)
+    assert [e.name for e in submission_order(entries)] == ["first", "second", "late"]
+
+
+# --- refusals, one per entry -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "words"),
+    [
+        (job(namespace="nobody"), "invalid", "namespace nobody: no team owns it"),
+        (job(namespace=None), "invalid", "namespace default (none given"),
+        (job(queue=None), "invalid", "no kueue.x-k8s.io/queue-name label"),
+        (job(queue="gpu-queue", namespace="team-vision"), "invalid",
+         "queue gpu-queue does not exist in namespace team-vision (its LocalQueue: vision-jobs)"),
+        (job(labels={"kueue.x-k8s.io/priority-class": "urgent"}), "invalid",
+         "priority class urgent is not declared by the stack (priorityClasses: high, low)"),
+        (job(annotations={ANNOTATION_DURATION: "soon"}), "invalid",
+         "gpu-queues.dev/duration: 'soon' is not a duration"),
+        (job(annotations={ANNOTATION_DURATION: "0s"}), "invalid", "longer than 0s"),
+        (job(annotations={ANNOTATION_SUBMIT_AT: "tomorrow"}), "invalid",
+         "gpu-queues.dev/submit-at: 'tomorrow' is not a duration"),
+        ({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+          "metadata": {"name": "js", "namespace": "team-research"}}, "unsupported",
+         "the sandbox has no JobSet controller"),
+        ({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+          "metadata": {"name": "pt", "namespace": "team-research"}}, "invalid",
+         "integration kubeflow.org/pytorchjob is not enabled"),
+        ({"apiVersion": "apps/v1", "kind": "Deployment",
+          "metadata": {"name": "d", "namespace": "team-research"}}, "unsupported",
+         "it never finishes"),
+        ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}, "unsupported",
+         "ConfigMap (v1) is not a workload Kueue manages"),
+        ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"namespace": "x"}}, "invalid",
+         "metadata.name is missing"),
+        (["a", "list"], "invalid", "not a Kubernetes object"),
+        ({"metadata": {"name": "x"}}, "invalid", "no apiVersion or kind"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_refused_entry_with_the_reason(
+    tmp_path: Path, body: Any, status: str, words: str
+) -> None:
+    ok = job("fine")
+    entries = mix(tmp_path, ok, body)
+    assert entries[0].status == "ok"
+    assert entries[1].status == status
+    assert words in (entries[1].problem or ""), entries[1].problem
+    assert entries[1].manifest == {}
+
+
+def test_a_file_that_is_not_yaml_is_one_entry_and_the_rest_still_replays(tmp_path: Path) -> None:
+    (tmp_path / "1-broken.yaml").write_text("kind: Job\n  bad: [indent\n")
+    (tmp_path / "2-good.yaml").write_text(yaml.safe_dump(job()))
+    entries = load_mix(tmp_path, CATALOG, root=tmp_path)
+    assert [e.status for e in entries] == ["invalid", "ok"]
+    assert "1-broken.yaml is not valid YAML (line" in (entries[0].problem or "")
+
+
+def test_a_second_workload_with_the_same_name_is_refused(tmp_path: Path) -> None:
+    entries = mix(
+        tmp_path,
+        job("same"),
+        job("same", gpus=1),
+        job("same", namespace="team-vision", queue="vision-jobs"),
+    )
+    assert [e.status for e in entries] == ["ok", "invalid", "ok"]
+    assert "comes earlier in the mix (" in (entries[1].problem or "")
+
+
+# --- any stack ---------------------------------------------------------------------------
+
+
+def _name(rng: random.Random) -> str:
+    return rng.choice(string.ascii_lowercase) + "".join(
+        rng.choice(string.ascii_lowercase + string.digits + "-") for _ in range(rng.randint(2, 20))
+    ).rstrip("-")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_catalog_follows_any_stack_it_is_given(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    names = list(dict.fromkeys(_name(rng) for _ in range(rng.randint(1, 5))))
+    teams = [gpu_team(n, {"fl": {"gpu": 1}}) for n in names]
+    stack = Stack().flavor(gpu_flavor("fl", len(names))).cohort("pool").team(*teams)
+    raw = parse_config(stack.yaml(), "generated")
+    config = load_config(raw)
+    catalog = Catalog.from_stack(config, ["batch/job"])
+    docs = [job(f"j-{n}", namespace=f"team-{n}", gpus=1) for n in names]
+    docs.append(job("stranger", namespace="team-" + "z" * 30, gpus=1))
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    entries = load_mix(path, catalog)
+    assert [(e.team, e.cluster_queue) for e in entries[:-1]] == [(n, f"{n}-cq") for n in names]
+    assert entries[-1].status == "invalid" and "no team owns it" in (entries[-1].problem or "")
