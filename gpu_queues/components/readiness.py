@@ -63,12 +63,6 @@ def probe_webhooks(
 
     api_client = make_api_client(kubeconfig, context)
     api = client.CustomObjectsApi(api_client)
-    group, api_version = keys.KUEUE_API_VERSION.split("/")
-    body = {
-        "apiVersion": keys.KUEUE_API_VERSION,
-        "kind": "ResourceFlavor",
-        "metadata": {"generateName": "gpu-queues-readiness-"},
-    }
     started = time.monotonic()
     deadline = started + timeout
     attempts = 0
@@ -79,23 +73,11 @@ def probe_webhooks(
         while True:
             attempts += 1
             try:
-                pending = rollout_pending(api_client, version) if version else None
+                pending = _try_once(api_client, api, version)
                 if pending is not None:
                     served = 0
                     last = pending
                 else:
-                    try:
-                        api.create_cluster_custom_object(
-                            group,
-                            api_version,
-                            "resourceflavors",
-                            body,
-                            dry_run="All",
-                            _request_timeout=10,
-                        )
-                    except ApiException as exc:
-                        if exc.status != 409:  # 409: admission passed; only the name clashed
-                            raise
                     served += 1
                     if served >= needed:
                         waited = time.monotonic() - started
@@ -117,6 +99,30 @@ def probe_webhooks(
             time.sleep(min(interval, remaining))
     finally:
         api_client.close()  # type: ignore[no-untyped-call]
+
+
+def _try_once(api_client: Any, api: Any, version: str | None) -> str | None:
+    """One try: why Kueue is not ready yet (a rollout still pending), or None when a dry-run
+    create of a ResourceFlavor passed admission. Other answers raise."""
+    from kubernetes.client.exceptions import ApiException
+
+    pending = rollout_pending(api_client, version) if version else None
+    if pending is not None:
+        return pending
+    group, api_version = keys.KUEUE_API_VERSION.split("/")
+    body = {
+        "apiVersion": keys.KUEUE_API_VERSION,
+        "kind": "ResourceFlavor",
+        "metadata": {"generateName": "gpu-queues-readiness-"},
+    }
+    try:
+        api.create_cluster_custom_object(
+            group, api_version, "resourceflavors", body, dry_run="All", _request_timeout=10
+        )
+    except ApiException as exc:
+        if exc.status != 409:  # 409: admission passed; only the name clashed
+            raise
+    return None
 
 
 @dataclass(frozen=True)
