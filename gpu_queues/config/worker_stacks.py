@@ -18,6 +18,14 @@ from gpu_queues.config.stackfile import StackFileError, read_config
 from gpu_queues.values import as_dict, as_list, as_str
 
 
+def _teams_by_name(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        t["name"]: t
+        for t in map(as_dict, as_list(config.get(keys.KEY_TEAMS)))
+        if as_str(t.get("name"))
+    }
+
+
 def worker_stack_problems(
     raw: Mapping[str, Any], project_dir: Path, this_stack: str | None = None
 ) -> list[Problem]:
@@ -26,11 +34,7 @@ def worker_stack_problems(
     exports a kubeconfig (multiKueue.worker) when this manager takes it from there."""
     manager = as_dict(as_dict(raw.get(MK)).get("manager"))
     workers = as_list(manager.get("workers"))
-    stack_teams = {
-        t["name"]: t
-        for t in map(as_dict, as_list(raw.get(keys.KEY_TEAMS)))
-        if as_str(t.get("name"))
-    }
+    stack_teams = _teams_by_name(raw)
     problems: list[Problem] = []
     for i, raw_worker in enumerate(workers):
         worker = as_dict(raw_worker)
@@ -63,36 +67,44 @@ def worker_stack_problems(
                     "under its multiKueue (or give this worker a kubeconfig)",
                 )
             )
-        theirs = {
-            t["name"]: t
-            for t in map(as_dict, as_list(other.get(keys.KEY_TEAMS)))
-            if as_str(t.get("name"))
-        }
-        for j, raw_team in enumerate(as_list(manager.get("teams"))):
-            team_name = as_str(as_dict(raw_team).get("name"))
-            if team_name is None or name not in render.dispatch_workers(manager, as_dict(raw_team)):
-                continue
-            mine = stack_teams.get(team_name, {})
-            there = theirs.get(team_name)
-            tloc: Loc = (*TEAMS, j, "name")
-            if there is None:
-                has = ", ".join(sorted(theirs)) or "none"
+        problems += _dispatching_teams(manager, name, stack, stack_teams, _teams_by_name(other))
+    return problems
+
+
+def _dispatching_teams(
+    manager: dict[str, Any],
+    name: str,
+    stack: str,
+    stack_teams: dict[str, dict[str, Any]],
+    theirs: dict[str, dict[str, Any]],
+) -> list[Problem]:
+    """Every team dispatching to worker `name` exists in its stack, with the same names."""
+    problems: list[Problem] = []
+    for j, raw_team in enumerate(as_list(manager.get("teams"))):
+        team_name = as_str(as_dict(raw_team).get("name"))
+        if team_name is None or name not in render.dispatch_workers(manager, as_dict(raw_team)):
+            continue
+        mine = stack_teams.get(team_name, {})
+        there = theirs.get(team_name)
+        tloc: Loc = (*TEAMS, j, "name")
+        if there is None:
+            has = ", ".join(sorted(theirs)) or "none"
+            problems.append(
+                Problem(
+                    tloc,
+                    f"team {team_name!r} dispatches to worker {name!r}, but stack {stack!r} "
+                    f"has no team {team_name!r} (it has: {has}); "
+                    "its jobs would wait there for a LocalQueue that does not exist",
+                )
+            )
+            continue
+        for field, why in SAME_ON_WORKERS.items():
+            if mine.get(field) is not None and mine.get(field) != there.get(field):
                 problems.append(
                     Problem(
                         tloc,
-                        f"team {team_name!r} dispatches to worker {name!r}, but stack {stack!r} "
-                        f"has no team {team_name!r} (it has: {has}); "
-                        "its jobs would wait there for a LocalQueue that does not exist",
+                        f"team {team_name!r} has {field} {mine.get(field)!r} here but "
+                        f"{there.get(field)!r} on worker {name!r} (stack {stack!r}); {why}",
                     )
                 )
-                continue
-            for field, why in SAME_ON_WORKERS.items():
-                if mine.get(field) is not None and mine.get(field) != there.get(field):
-                    problems.append(
-                        Problem(
-                            tloc,
-                            f"team {team_name!r} has {field} {mine.get(field)!r} here but "
-                            f"{there.get(field)!r} on worker {name!r} (stack {stack!r}); {why}",
-                        )
-                    )
     return problems
