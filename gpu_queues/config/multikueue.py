@@ -205,8 +205,23 @@ def _kueue_rules(raw: Mapping[str, Any], manager: Mapping[str, Any], out: list[P
 
 
 def _manager(raw: Mapping[str, Any], manager: Mapping[str, Any], out: list[Problem]) -> None:
-    workers = as_list(manager.get("workers"))
-    teams = as_list(manager.get("teams"))
+    declared_workers = _manager_workers(as_list(manager.get("workers")), out)
+    _manager_teams(raw, as_list(manager.get("teams")), declared_workers, out)
+    gates = as_dict(as_dict(as_dict(raw.get(keys.KEY_KUEUE)).get("manager")).get("featureGates"))
+    if gates.get("MultiKueue") is False:
+        out.append(
+            Problem(
+                (keys.KEY_KUEUE, "manager", "featureGates", "MultiKueue"),
+                "this stack is a MultiKueue manager (multiKueue.manager), but the gate switches "
+                "MultiKueue off, so no job would ever leave this cluster; remove it (on by "
+                "default since Kueue v0.9)",
+            )
+        )
+    _kueue_rules(raw, manager, out)
+
+
+def _manager_workers(workers: list[Any], out: list[Problem]) -> set[str]:
+    """Workers named once, each cluster once, each with a kubeconfig; their names."""
     _duplicates(
         (((*WORKERS, i, "name"), as_str(as_dict(w).get("name"))) for i, w in enumerate(workers)),
         "worker",
@@ -217,18 +232,23 @@ def _manager(raw: Mapping[str, Any], manager: Mapping[str, Any], out: list[Probl
         "worker stack (one cluster, two workers)",
         out,
     )
-    declared_workers = {n for w in workers if (n := as_str(as_dict(w).get("name")))}
     for i, raw_worker in enumerate(workers):
         worker = as_dict(raw_worker)
-        loc: Loc = (*WORKERS, i)
         if worker.get("stack") is None and worker.get("kubeconfig") is None:
             out.append(
                 Problem(
-                    loc,
+                    (*WORKERS, i),
                     "a worker needs its kubeconfig: set stack (its multiKueueKubeconfig output) "
                     "or kubeconfig (with --secret)",
                 )
             )
+    return {n for w in workers if (n := as_str(as_dict(w).get("name")))}
+
+
+def _manager_teams(
+    raw: Mapping[str, Any], teams: list[Any], declared_workers: set[str], out: list[Problem]
+) -> None:
+    """Dispatching teams named once, declared as teams of the stack, naming declared workers."""
     stack_teams = {
         n: i
         for i, t in enumerate(as_list(raw.get(keys.KEY_TEAMS)))
@@ -264,17 +284,6 @@ def _manager(raw: Mapping[str, Any], manager: Mapping[str, Any], out: list[Probl
                         f"{', '.join(sorted(declared_workers)) or 'none'})",
                     )
                 )
-    gates = as_dict(as_dict(as_dict(raw.get(keys.KEY_KUEUE)).get("manager")).get("featureGates"))
-    if gates.get("MultiKueue") is False:
-        out.append(
-            Problem(
-                (keys.KEY_KUEUE, "manager", "featureGates", "MultiKueue"),
-                "this stack is a MultiKueue manager (multiKueue.manager), but the gate switches "
-                "MultiKueue off, so no job would ever leave this cluster; remove it (on by "
-                "default since Kueue v0.9)",
-            )
-        )
-    _kueue_rules(raw, manager, out)
 
 
 def inline_kubeconfig_problems(raw: Mapping[str, Any]) -> list[Problem]:
