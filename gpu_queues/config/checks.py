@@ -235,61 +235,80 @@ def _subjects(
     for k, raw_subject in enumerate(as_list(team.get("submitters"))):
         subject = as_dict(raw_subject)
         loc: Loc = (*base, "submitters", k)
-        kind, name = subject.get("kind"), as_str(subject.get("name"))
-        namespace = as_str(subject.get("namespace"))
+        kind = subject.get("kind")
         if kind in ("User", "Group"):
-            if subject.get("namespace") is not None:
-                out.append(
-                    Problem(
-                        (*loc, "namespace"),
-                        f"namespace applies only to ServiceAccount subjects; a {kind} is "
-                        "cluster-wide and the namespace would be silently dropped. Remove it "
-                        "(the binding already only grants access in the team namespace)",
-                    )
-                )
-            if name is None:
-                continue
-            who = _system_subject(str(kind), name, own)
-            if who:
-                out.append(
-                    Problem(
-                        (*loc, "name"),
-                        f"{kind} {name!r} is {who}: binding it would let them submit jobs to "
-                        "this team's queue. Name the team's own users, groups or service "
-                        "accounts",
-                    )
-                )
-            elif _odd_characters(name):
-                out.append(
-                    Problem(
-                        (*loc, "name"),
-                        f"{kind} name {name!r} has surrounding whitespace or control "
-                        "characters, so it names nobody (or a look-alike); write the name as "
-                        "the cluster's authenticator reports it",
-                    )
-                )
+            _user_or_group(str(kind), subject, own, loc, out)
         elif kind == "ServiceAccount":
-            if name is not None and not is_dns_subdomain(name):
-                out.append(
-                    Problem(
-                        (*loc, "name"),
-                        f"{name!r} is not a valid ServiceAccount name: the API server wants a "
-                        "DNS subdomain (lowercase letters, digits, '-' and '.')",
-                    )
-                )
-            if namespace is None or namespace == own or reserved_namespace(namespace):
-                continue  # reserved namespaces: reserved_namespace_problems
-            reason = None
-            if namespace in ALWAYS_PRESENT_NAMESPACES:
-                reason = f"namespace {namespace!r} is shared by everyone who can run pods there"
-            elif namespace in team_namespaces:
-                reason = (
-                    f"namespace {namespace!r} belongs to the team at "
-                    f"{_key_path(team_namespaces[namespace])}, whose workloads could then "
-                    "spend this team's quota (share quota through the cohort instead)"
-                )
-            if reason:
-                out.append(Problem((*loc, "namespace"), _sa_refusal(reason)))
+            _service_account(subject, own, team_namespaces, loc, out)
+
+
+def _user_or_group(
+    kind: str, subject: Mapping[str, Any], own: str | None, loc: Loc, out: list[Problem]
+) -> None:
+    """No namespace (it would be dropped); not a system identity; a name as written."""
+    name = as_str(subject.get("name"))
+    if subject.get("namespace") is not None:
+        out.append(
+            Problem(
+                (*loc, "namespace"),
+                f"namespace applies only to ServiceAccount subjects; a {kind} is "
+                "cluster-wide and the namespace would be silently dropped. Remove it "
+                "(the binding already only grants access in the team namespace)",
+            )
+        )
+    if name is None:
+        return
+    who = _system_subject(kind, name, own)
+    if who:
+        out.append(
+            Problem(
+                (*loc, "name"),
+                f"{kind} {name!r} is {who}: binding it would let them submit jobs to "
+                "this team's queue. Name the team's own users, groups or service "
+                "accounts",
+            )
+        )
+    elif _odd_characters(name):
+        out.append(
+            Problem(
+                (*loc, "name"),
+                f"{kind} name {name!r} has surrounding whitespace or control "
+                "characters, so it names nobody (or a look-alike); write the name as "
+                "the cluster's authenticator reports it",
+            )
+        )
+
+
+def _service_account(
+    subject: Mapping[str, Any],
+    own: str | None,
+    team_namespaces: Mapping[str, Loc],
+    loc: Loc,
+    out: list[Problem],
+) -> None:
+    """A valid name, from the team's namespace or one no one else's workloads share."""
+    name, namespace = as_str(subject.get("name")), as_str(subject.get("namespace"))
+    if name is not None and not is_dns_subdomain(name):
+        out.append(
+            Problem(
+                (*loc, "name"),
+                f"{name!r} is not a valid ServiceAccount name: the API server wants a "
+                "DNS subdomain (lowercase letters, digits, '-' and '.')",
+            )
+        )
+    if namespace is None or namespace == own or reserved_namespace(namespace):
+        return  # reserved namespaces: reserved_namespace_problems
+    reason = None
+    if namespace in ALWAYS_PRESENT_NAMESPACES:
+        reason = f"namespace {namespace!r} is shared by everyone who can run pods there"
+    elif namespace in team_namespaces:
+        reason = (
+            f"namespace {namespace!r} belongs to the team at "
+            f"{_key_path(team_namespaces[namespace])}, whose workloads could then "
+            "spend this team's quota (share quota through the cohort instead)"
+        )
+    if reason:
+        out.append(Problem((*loc, "namespace"), _sa_refusal(reason)))
 
 
 def _sa_refusal(reason: str) -> str:
