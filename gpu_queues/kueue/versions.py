@@ -281,57 +281,71 @@ def advice(kueue: Mapping[str, Any], old: Release, new: Release) -> list[Advice]
     out: list[Advice] = []
     for gate, why in gate_problems(gates, new):
         out.append(Advice(f"manager.featureGates.{gate}", why, required=True))
-    frameworks = as_dict(manager.get("integrations")).get("frameworks")
-    if isinstance(frameworks, list):
-        for i, why in framework_problems(frameworks, new):
-            out.append(Advice(f"manager.integrations.frameworks[{i}]", why, required=True))
-    else:
-        dropped = [f for f in old.default_frameworks if f not in new.default_frameworks]
-        added = [f for f in new.default_frameworks if f not in old.default_frameworks]
-        if dropped:
-            out.append(
-                Advice(
-                    "manager.integrations.frameworks",
-                    f"Kueue {new.version}'s release no longer manages {', '.join(dropped)} by "
-                    "default (this stack keeps the release's list): such jobs run unqueued, "
-                    "outside every quota. List the integrations the teams use to keep them",
-                )
-            )
-        if added:
-            out.append(
-                Advice(
-                    "manager.integrations.frameworks",
-                    f"Kueue {new.version}'s release also manages {', '.join(added)} by default",
-                )
-            )
+    out += _framework_advice(manager, old, new)
     disabled = gates.get("DisableWaitForPodsReady") is True
     if manager.get("waitForPodsReady") is None and not disabled:
-        if new.wait_for_pods_ready_default and not old.wait_for_pods_ready_default:
-            out.append(
-                Advice(
-                    "manager.waitForPodsReady",
-                    f"Kueue {new.version} turns waitForPodsReady on when the Configuration "
-                    f"has none: an admitted job whose pods are not all Ready within "
-                    f"{new.wait_for_pods_ready_default} (and again within "
-                    f"{new.wait_for_pods_ready_default} after a pod fails) is evicted, "
-                    "requeued with backoff, and its quota given to others. Set "
-                    "waitForPodsReady.timeout to what the teams' jobs need (image pulls, "
-                    "gang start-up), or featureGates.DisableWaitForPodsReady: true to keep "
-                    f"{old.version}'s behaviour for now (deprecated, to be removed)",
-                )
-            )
-        elif old.wait_for_pods_ready_default and not new.wait_for_pods_ready_default:
-            out.append(
-                Advice(
-                    "manager.waitForPodsReady",
-                    f"Kueue {new.version} no longer waits for pods to be ready unless "
-                    f"waitForPodsReady is set ({old.version} did, with "
-                    f"{old.wait_for_pods_ready_default}); set it to keep that",
-                )
-            )
+        out += _wait_for_pods_ready_advice(old, new)
     lo, hi = sorted((old.version, new.version), key=parse_version)
     for since, key, text, applies in _NOTES:
         if parse_version(lo) < parse_version(since) <= parse_version(hi) and applies(kueue, new):
             prefix = "" if new.version == hi else f"(going back to {new.version} undoes this) "
             out.append(Advice(key, prefix + text))
     return out
+
+
+def _framework_advice(manager: dict[str, Any], old: Release, new: Release) -> list[Advice]:
+    """Integrations the stack lists that `new` refuses; else the release defaults that move."""
+    frameworks = as_dict(manager.get("integrations")).get("frameworks")
+    if isinstance(frameworks, list):
+        return [
+            Advice(f"manager.integrations.frameworks[{i}]", why, required=True)
+            for i, why in framework_problems(frameworks, new)
+        ]
+    out: list[Advice] = []
+    dropped = [f for f in old.default_frameworks if f not in new.default_frameworks]
+    added = [f for f in new.default_frameworks if f not in old.default_frameworks]
+    if dropped:
+        out.append(
+            Advice(
+                "manager.integrations.frameworks",
+                f"Kueue {new.version}'s release no longer manages {', '.join(dropped)} by "
+                "default (this stack keeps the release's list): such jobs run unqueued, "
+                "outside every quota. List the integrations the teams use to keep them",
+            )
+        )
+    if added:
+        out.append(
+            Advice(
+                "manager.integrations.frameworks",
+                f"Kueue {new.version}'s release also manages {', '.join(added)} by default",
+            )
+        )
+    return out
+
+
+def _wait_for_pods_ready_advice(old: Release, new: Release) -> list[Advice]:
+    """For a stack that leaves waitForPodsReady to Kueue: when the default turns on or off."""
+    if new.wait_for_pods_ready_default and not old.wait_for_pods_ready_default:
+        return [
+            Advice(
+                "manager.waitForPodsReady",
+                f"Kueue {new.version} turns waitForPodsReady on when the Configuration "
+                f"has none: an admitted job whose pods are not all Ready within "
+                f"{new.wait_for_pods_ready_default} (and again within "
+                f"{new.wait_for_pods_ready_default} after a pod fails) is evicted, "
+                "requeued with backoff, and its quota given to others. Set "
+                "waitForPodsReady.timeout to what the teams' jobs need (image pulls, "
+                "gang start-up), or featureGates.DisableWaitForPodsReady: true to keep "
+                f"{old.version}'s behaviour for now (deprecated, to be removed)",
+            )
+        ]
+    if old.wait_for_pods_ready_default and not new.wait_for_pods_ready_default:
+        return [
+            Advice(
+                "manager.waitForPodsReady",
+                f"Kueue {new.version} no longer waits for pods to be ready unless "
+                f"waitForPodsReady is set ({old.version} did, with "
+                f"{old.wait_for_pods_ready_default}); set it to keep that",
+            )
+        ]
+    return []
