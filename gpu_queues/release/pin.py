@@ -369,30 +369,9 @@ def pin_release(
         result.added = add_release(version, root)
         if build is not None:
             build(version, root)
-    if file is None:
-        try:
-            rendered = render_release(version, root, kubectl)
-        except RenderError as error:
-            raise PinError(str(error)) from None
-        data = rendered.read_bytes()
-        source = {"path": rendered_relpath(version)}
-        label = source["path"]
-    else:
-        try:
-            data = file.read_bytes()
-        except OSError as exc:
-            raise PinError(f"cannot read {file}: {exc.strerror or exc}") from None
-        source = {"url": release_url(version)}
-        label = str(file)
+    data, source, label = _manifest(version, file, root, kubectl)
     if moving:
-        try:
-            old_data = render_release(pinned, root, kubectl).read_bytes()
-        except RenderError as error:
-            raise PinError(f"cannot render the current pin to compare: {error}") from None
-        refused = storage_refusals(pinned, old_data, version, data)
-        if refused:
-            lines = "\n".join(f"  - {r}" for r in refused)
-            raise PinError(f"moving the pin {pinned} -> {version} is refused:\n{lines}")
+        _check_storage_move(pinned, version, data, root, kubectl)
     result.pins = plan(version, data, source, label, root)
     if not check:
         extra: list[tuple[Path, str]] = []
@@ -403,6 +382,39 @@ def pin_release(
         if moving and build is not None:
             build(version, root)  # relink .toolchain/bin/kueue to the new pin
     return result
+
+
+def _manifest(
+    version: str, file: Path | None, root: Path, kubectl: Path | None
+) -> tuple[bytes, dict[str, str], str]:
+    """The manifest to pin, where stacks will read it from, and how to name it: rendered from
+    the pinned module (a path), or a downloaded release file (the official URL)."""
+    if file is None:
+        try:
+            rendered = render_release(version, root, kubectl)
+        except RenderError as error:
+            raise PinError(str(error)) from None
+        source = {"path": rendered_relpath(version)}
+        return rendered.read_bytes(), source, source["path"]
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise PinError(f"cannot read {file}: {exc.strerror or exc}") from None
+    return data, {"url": release_url(version)}, str(file)
+
+
+def _check_storage_move(
+    pinned: str, version: str, data: bytes, root: Path, kubectl: Path | None
+) -> None:
+    """Refuse a move the upgrade rule refuses on a cluster at the pinned version."""
+    try:
+        old_data = render_release(pinned, root, kubectl).read_bytes()
+    except RenderError as error:
+        raise PinError(f"cannot render the current pin to compare: {error}") from None
+    refused = storage_refusals(pinned, old_data, version, data)
+    if refused:
+        lines = "\n".join(f"  - {r}" for r in refused)
+        raise PinError(f"moving the pin {pinned} -> {version} is refused:\n{lines}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
