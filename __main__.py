@@ -30,6 +30,8 @@ except (ConfigError, KubeconfigError, ManifestError, UpgradeRefused) as error:
     sys.exit(BAIL)
 if move is not None:
     (pulumi.log.warn if move.warning else pulumi.log.info)(move.message)
+if manifest is not None and manifest.provenance:
+    (pulumi.log.info if manifest.genuine else pulumi.log.warn)(manifest.provenance)
 
 stack = GpuQueues("gpu-queues", GpuQueuesArgs(config=config, manifest=manifest))
 for key, value in stack.outputs.items():

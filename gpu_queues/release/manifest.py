@@ -12,6 +12,7 @@ applied.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import urllib.error
 import urllib.parse
@@ -26,6 +27,7 @@ import yaml
 from gpu_queues import keys
 from gpu_queues.config.model import KueueConfig, ManagerConfig
 from gpu_queues.kueue import versions as kueue_versions
+from gpu_queues.release import digests
 from gpu_queues.release.allowlist import check_release, created_namespaces, find
 from gpu_queues.release.catalogue import (
     CONTROLLER_DEPLOYMENT,
@@ -254,6 +256,11 @@ class PreparedManifest:
     None when no checksum is configured."""
     namespaces: frozenset[str]
     """Namespaces the manifest creates (kueue-system): never a team's."""
+    provenance: str | None = None
+    """How the manifest compares with the release's recorded digests (load_release), for the
+    preview to show: the release object for object, or what differs."""
+    genuine: bool = False
+    """Every object matches the digests of the release (gpu_queues.release.digests)."""
 
 
 def _mapping(parent: dict[str, Any], key: str) -> dict[str, Any]:
@@ -387,4 +394,9 @@ def load_release(config: KueueConfig, root: Path = PROJECT_ROOT) -> PreparedMani
     data = read_manifest(config, root)
     digest = verify_sha256(data, config.manifest.sha256, source)
     verified = digest if config.manifest.sha256 is not None else None
-    return prepare_manifest(parse_documents(data, source), config, source, verified)
+    docs = parse_documents(data, source)
+    verdict = digests.compare([d.obj for d in docs], config.version)
+    prepared = prepare_manifest(docs, config, source, verified)
+    return dataclasses.replace(
+        prepared, provenance=verdict.summary(source), genuine=verdict.genuine
+    )

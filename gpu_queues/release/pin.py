@@ -58,6 +58,7 @@ from gpu_queues.kueue.versions import (
     release,
     write_release,
 )
+from gpu_queues.release import digests
 from gpu_queues.release.allowlist import check_release
 from gpu_queues.release.catalogue import expected_image
 from gpu_queues.release.manifest import ManifestError, parse_documents, parse_manifest
@@ -295,7 +296,8 @@ def build_kueue(version: str, root: Path) -> None:
 
 
 def add_release(version: str, root: Path) -> list[str]:
-    """Make `version` a supported release: its wrapper module and its facts. Returns what was
+    """Make `version` a supported release: its wrapper module, its facts and its digests
+    (gpu_queues.release.digests). Returns what was
     added (new files to review and commit); nothing when it is already supported."""
     added = []
     wrapper = wrapper_dir(version, root)
@@ -310,6 +312,12 @@ def add_release(version: str, root: Path) -> list[str]:
         except (RenderError, DeriveError, OSError) as error:
             raise PinError(f"cannot record the facts of Kueue {version}: {error}") from None
         added.append("gpu_queues/kueue/releases.json")
+    if digests.load(version) is None:
+        try:
+            digests.write(digests.rendered_digest(version, root))
+        except (RenderError, OSError, ValueError) as error:
+            raise PinError(f"cannot record the digests of Kueue {version}: {error}") from None
+        added.append(f"gpu_queues/release/digests/{version}.json")
     return added
 
 

@@ -8,10 +8,13 @@ import hashlib
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gpu_queues import keys
 from gpu_queues.config.model import load_config
 from gpu_queues.config.stackfile import list_stacks
+from gpu_queues.kueue.versions import supported
+from gpu_queues.release import digests
 from gpu_queues.release.allowlist import check_release
 from gpu_queues.release.manifest import load_release, parse_documents, prepare_manifest
 from gpu_queues.release.pin import pin
@@ -75,3 +78,32 @@ def test_prod_records_the_verified_digest_for_the_policy_pack() -> None:
     assert deployment["metadata"]["annotations"][keys.ANNOTATION_MANIFEST_SHA256] == (
         config.manifest.sha256
     )
+
+
+@pytest.mark.parametrize("version", supported())
+def test_every_supported_release_renders_to_its_recorded_digests(version: str) -> None:
+    """Issue 24, item 1: the digests are the release as rendered from its pinned module, so a
+    digest cannot drift from its release (nor a render from its digest)."""
+    fresh = digests.digest_of(version, render(version, module_dir(version), KUBECTL))
+    assert fresh == digests.load(version)
+    assert len(fresh.objects) > 20  # every CRD, RBAC object, webhook and the controller
+
+
+def test_the_pinned_release_is_genuine_and_a_reserialized_copy_is_still_it(
+    rendered: bytes,
+) -> None:
+    version = pinned_version()
+    objects = [d for d in yaml.safe_load_all(rendered) if d is not None]
+    assert digests.compare(objects, version).genuine
+    redumped = yaml.safe_dump_all(objects, default_flow_style=True, width=60).encode()
+    assert redumped != rendered
+    again = [d for d in yaml.safe_load_all(redumped) if d is not None]
+    assert digests.compare(again, version).genuine
+    # and one changed argument of the controller is not the release any more
+    deployment = next(o for o in again if o["kind"] == "Deployment")
+    deployment["spec"]["template"]["spec"]["containers"][0].setdefault("args", []).append(
+        "--kubeconfig=/evil"
+    )
+    verdict = digests.compare(again, version)
+    assert not verdict.genuine
+    assert verdict.changed == ["apps/Deployment/kueue-system/kueue-controller-manager"]
