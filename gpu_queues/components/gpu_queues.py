@@ -40,7 +40,6 @@ from gpu_queues.components.readiness import (
 from gpu_queues.components.storage import SharedStorage, SharedStorageArgs
 from gpu_queues.config import multikueue as multikueue_checks
 from gpu_queues.config import render, worker_stacks
-from gpu_queues.config.checks import reserved_namespace_problems
 from gpu_queues.config.model import (
     ConfigError,
     MultiKueueWorkerRole,
@@ -49,6 +48,7 @@ from gpu_queues.config.model import (
     load_config,
 )
 from gpu_queues.config.multikueue import DEFAULT_FRAMEWORKS
+from gpu_queues.config.subjects import reserved_namespace_problems
 from gpu_queues.kueue.client import KubeconfigError, resolve
 from gpu_queues.kueue.client import validate as validate_kubeconfig
 from gpu_queues.kueue.fields import api_server_url_problem

@@ -1,12 +1,11 @@
 """Checks across values of the stack config, on the raw config, all reported at once.
 
 Two kinds. The Kueue rules (gpu_queues/kueue/, one module per object kind) run on the
-objects the program is about to register (gpu_queues/config/render.py), and their problems are
-mapped back to the stack config key the user wrote
-(`spec.resourceGroups[0].flavors[1].resources[2]` of team 0's ClusterQueue is
-`teams[0].resourceGroups[0].flavors[1].resources['nvidia.com/gpu']`). The stack's own
-relations live here: unique names, declared cohort and flavors, namespaces and RBAC subjects a
-team may take, hardware that adds up, shared storage, where the Kueue manifest comes from.
+objects the program is about to register, their problems mapped back to the stack config key
+the user wrote (gpu_queues/config/rendered.py). The stack's own relations: unique names,
+declared cohort and flavors, the namespaces and RBAC subjects a team may take
+(gpu_queues/config/subjects.py), hardware that adds up, shared storage, where the Kueue
+manifest comes from.
 
 Everything works on the raw config and skips values of the wrong type (the models report
 those), so one typo does not hide a quota that would never be admitted.
@@ -16,49 +15,22 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable, Mapping
-from fractions import Fraction
-from typing import Any, Final
+from typing import Any
 from urllib.parse import urlsplit
 
 from gpu_queues import keys
 from gpu_queues.config import multikueue as multikueue_checks
-from gpu_queues.config import render
 from gpu_queues.config.errors import Loc, Problem, format_loc
-from gpu_queues.config.hardware import flavor_hardware
+from gpu_queues.config.rendered import kueue_rule_problems
+from gpu_queues.config.subjects import check_subjects, reserved_namespace_problems
 from gpu_queues.kueue import versions as kueue_versions
-from gpu_queues.kueue.admissioncheck import (
-    MULTIKUEUE_CONTROLLER,
-    multikueue_check_placement,
-    undeclared_admission_checks,
-)
-from gpu_queues.kueue.capacity import QuotaHolder, over_capacity, quota_totals
-from gpu_queues.kueue.clusterqueue import cluster_queue_errors
-from gpu_queues.kueue.errors import FieldError, child
 from gpu_queues.kueue.fields import (
     ALWAYS_PRESENT_NAMESPACES,
-    is_dns_subdomain,
     reserved_namespace,
     whole_number_problem,
 )
-from gpu_queues.kueue.quotas import LIMIT_WITHOUT_COHORT
-from gpu_queues.kueue.resourceflavor import resource_flavor_errors
-from gpu_queues.kueue.resourcegroups import (
-    DEFAULT_REQUIRED_RESOURCES,
-    FLAVOR_UNDECLARED,
-    fractional_quotas,
-    uncovered_resources,
-    undeclared_flavors,
-)
 from gpu_queues.pins import kueue_version
 from gpu_queues.values import as_dict, as_list, as_str
-
-# Resources every ClusterQueue must cover (the pack's requiredResources default is the same).
-REQUIRED_RESOURCES: Final = DEFAULT_REQUIRED_RESOURCES
-
-
-def _key_path(loc: Loc) -> str:
-    """A key path without the project prefix, for use inside a message."""
-    return format_loc(loc).split(":", 1)[1]
 
 
 def _duplicates(items: Iterable[tuple[Loc, Any]], what: str, problems: list[Problem]) -> None:
@@ -74,284 +46,6 @@ def _duplicates(items: Iterable[tuple[Loc, Any]], what: str, problems: list[Prob
             )
         else:
             first[value] = loc
-
-
-# --- Kueue rules on the rendered objects, mapped back to config keys -----------------------
-
-
-def _team_loc(base: Loc, cq: Mapping[str, Any], path: tuple[str | int, ...]) -> Loc:
-    """Where a path of a team's rendered ClusterQueue comes from in the stack config."""
-    if path[:2] == ("metadata", "name"):
-        return (*base, "clusterQueue")
-    if len(path) < 2 or path[0] != "spec":
-        return base
-    key, tail = path[1], path[2:]
-    if key == "cohortName":
-        return (*base, "cohort")
-    if key in ("namespaceSelector", "queueingStrategy"):
-        return (*base, key)
-    if key == "admissionChecksStrategy":
-        # The program writes a team's admission check from its multiKueue.manager entry.
-        return (keys.KEY_MULTI_KUEUE, "manager", "teams")
-    if key == "preemption":
-        return (*base, key, *tail)
-    if key != "resourceGroups":
-        return base
-    if len(tail) >= 5 and tail[1] == "flavors" and tail[3] == "resources":
-        g, _, f, _, r = tail[:5]
-        quota = child(cq, "spec", "resourceGroups")[g]["flavors"][f]["resources"][r]
-        return (*base, "resourceGroups", g, "flavors", f, "resources", quota["name"], *tail[5:])
-    return (*base, "resourceGroups", *tail)
-
-
-def _flavor_loc(base: Loc, path: tuple[str | int, ...]) -> Loc:
-    if path[:2] == ("metadata", "name"):
-        return (*base, "name")
-    if path and path[0] == "spec":
-        return (*base, *path[1:])
-    return base
-
-
-def _config_fix(error: FieldError, loc: Loc) -> str:
-    """The fix in stack config terms, where Kueue's terms would mislead."""
-    if error.code == LIMIT_WITHOUT_COHORT:
-        return f"set {_key_path((*loc[:2], 'cohort'))} or remove the limit"
-    if error.code == FLAVOR_UNDECLARED:
-        return f"declare it under {keys.KEY_FLAVORS}, or fix the name"
-    return error.fix
-
-
-def _mapped(errors: Iterable[FieldError], to_loc: Any) -> list[Problem]:
-    problems = []
-    for error in errors:
-        loc = to_loc(error.path)
-        message = error.message
-        if error.code == LIMIT_WITHOUT_COHORT:
-            message = message.replace("the queue has no cohortName", "the team has no cohort")
-        problems.append(Problem(loc, f"{message}; {_config_fix(error, loc)}"))
-    return problems
-
-
-def _kueue_rules(raw: Mapping[str, Any], problems: list[Problem]) -> None:
-    flavors = as_list(raw.get(keys.KEY_FLAVORS))
-    teams = as_list(raw.get(keys.KEY_TEAMS))
-    declared = {n for n in (as_str(as_dict(f).get("name")) for f in flavors) if n}
-
-    capacity: dict[tuple[str, str], Fraction] = {}
-    capacity_at: dict[tuple[str, str], tuple[Loc, str]] = {}
-    for j, raw_flavor in enumerate(flavors):
-        flavor = as_dict(raw_flavor)
-        base: Loc = (keys.KEY_FLAVORS, j)
-        rf = render.resource_flavor(flavor)
-        problems += _mapped(resource_flavor_errors(rf), lambda p, b=base: _flavor_loc(b, p))
-        hardware = flavor_hardware(flavor)
-        problems += [Problem((*base, *loc), message) for loc, message in hardware.problems]
-        name = as_str(flavor.get("name"))
-        for resource, amount in hardware.capacity.items():
-            if name and (name, resource) not in capacity:
-                capacity[name, resource] = amount
-                detail = hardware.detail.get(resource)
-                capacity_at[name, resource] = (
-                    (*base, *hardware.source[resource]),
-                    f" ({detail})" if detail else "",
-                )
-
-    queues = []
-    team_of: dict[str, str] = {}
-    mk_objects = render.multikueue_objects(raw)
-    checks = {o["metadata"]["name"] for o in mk_objects if o["kind"] == "AdmissionCheck"}
-    multikueue = {
-        o["metadata"]["name"]
-        for o in mk_objects
-        if o["kind"] == "AdmissionCheck" and o["spec"]["controllerName"] == MULTIKUEUE_CONTROLLER
-    }
-    for i, raw_team in enumerate(teams):
-        team = as_dict(raw_team)
-        base = (keys.KEY_TEAMS, i)
-        cq = render.cluster_queue(team, render.admission_checks_of(raw, team.get("name")))
-        queues.append(cq)
-        cq_name, team_name = as_str(team.get("clusterQueue")), as_str(team.get("name"))
-        if cq_name and team_name:
-            team_of.setdefault(cq_name, team_name)
-        errors = [
-            *cluster_queue_errors(cq),
-            *uncovered_resources(cq, REQUIRED_RESOURCES),
-            *fractional_quotas(cq),
-            *undeclared_flavors(cq, declared),
-            *undeclared_admission_checks(cq, checks),
-            *multikueue_check_placement(cq, multikueue),
-        ]
-        problems += _mapped(errors, lambda p, b=base, q=cq: _team_loc(b, q, p))
-
-    def label(holder: QuotaHolder) -> str:
-        return team_of.get(holder.name, f"{holder.kind} {holder.name}")
-
-    totals = quota_totals(queues)
-    for overrun in over_capacity(totals, capacity):
-        loc, detail = capacity_at[overrun.flavor, overrun.resource]
-        problems.append(Problem(loc, overrun.describe(label) + detail))
-
-
-# --- the stack's own relations --------------------------------------------------------------
-
-_WHO: Final = {
-    "system:masters": "Kubernetes' superuser group (cluster-admin everywhere)",
-    "system:authenticated": "every authenticated user of the cluster",
-    "system:unauthenticated": "every anonymous request",
-    "system:anonymous": "every anonymous request",
-    "system:serviceaccounts": "every service account of the cluster",
-    "system:nodes": "every node's kubelet",
-    "system:monitoring": "the cluster's monitoring",
-}
-
-
-def _system_subject(kind: str, name: str, team_namespace: str | None) -> str | None:
-    """Who a `system:` user or group stands for, unless it stays inside the team."""
-    if not name.startswith("system:"):
-        return None
-    if kind == "Group" and name == f"system:serviceaccounts:{team_namespace}":
-        return None  # every service account of the team's own namespace: still the team
-    if name in _WHO:
-        return _WHO[name]
-    if name.startswith("system:serviceaccounts:"):
-        return f"every service account of namespace {name.split(':', 2)[2]!r}"
-    if name.startswith("system:serviceaccount:"):
-        return "a service account written as a user (use kind: ServiceAccount, with namespace)"
-    if name.startswith("system:node:"):
-        return "a node's kubelet"
-    if name.startswith("system:kube-"):
-        return "a Kubernetes control-plane component"
-    return "a name the 'system:' prefix reserves for Kubernetes' own users and groups"
-
-
-def _odd_characters(name: str) -> bool:
-    return name != name.strip() or any(unicodedata.category(c).startswith("C") for c in name)
-
-
-def _subjects(
-    base: Loc, team: Mapping[str, Any], team_namespaces: Mapping[str, Loc], out: list[Problem]
-) -> None:
-    own = as_str(team.get("namespace"))
-    for k, raw_subject in enumerate(as_list(team.get("submitters"))):
-        subject = as_dict(raw_subject)
-        loc: Loc = (*base, "submitters", k)
-        kind = subject.get("kind")
-        if kind in ("User", "Group"):
-            _user_or_group(str(kind), subject, own, loc, out)
-        elif kind == "ServiceAccount":
-            _service_account(subject, own, team_namespaces, loc, out)
-
-
-def _user_or_group(
-    kind: str, subject: Mapping[str, Any], own: str | None, loc: Loc, out: list[Problem]
-) -> None:
-    """No namespace (it would be dropped); not a system identity; a name as written."""
-    name = as_str(subject.get("name"))
-    if subject.get("namespace") is not None:
-        out.append(
-            Problem(
-                (*loc, "namespace"),
-                f"namespace applies only to ServiceAccount subjects; a {kind} is "
-                "cluster-wide and the namespace would be silently dropped. Remove it "
-                "(the binding already only grants access in the team namespace)",
-            )
-        )
-    if name is None:
-        return
-    who = _system_subject(kind, name, own)
-    if who:
-        out.append(
-            Problem(
-                (*loc, "name"),
-                f"{kind} {name!r} is {who}: binding it would let them submit jobs to "
-                "this team's queue. Name the team's own users, groups or service "
-                "accounts",
-            )
-        )
-    elif _odd_characters(name):
-        out.append(
-            Problem(
-                (*loc, "name"),
-                f"{kind} name {name!r} has surrounding whitespace or control "
-                "characters, so it names nobody (or a look-alike); write the name as "
-                "the cluster's authenticator reports it",
-            )
-        )
-
-
-def _service_account(
-    subject: Mapping[str, Any],
-    own: str | None,
-    team_namespaces: Mapping[str, Loc],
-    loc: Loc,
-    out: list[Problem],
-) -> None:
-    """A valid name, from the team's namespace or one no one else's workloads share."""
-    name, namespace = as_str(subject.get("name")), as_str(subject.get("namespace"))
-    if name is not None and not is_dns_subdomain(name):
-        out.append(
-            Problem(
-                (*loc, "name"),
-                f"{name!r} is not a valid ServiceAccount name: the API server wants a "
-                "DNS subdomain (lowercase letters, digits, '-' and '.')",
-            )
-        )
-    if namespace is None or namespace == own or reserved_namespace(namespace):
-        return  # reserved namespaces: reserved_namespace_problems
-    reason = None
-    if namespace in ALWAYS_PRESENT_NAMESPACES:
-        reason = f"namespace {namespace!r} is shared by everyone who can run pods there"
-    elif namespace in team_namespaces:
-        reason = (
-            f"namespace {namespace!r} belongs to the team at "
-            f"{_key_path(team_namespaces[namespace])}, whose workloads could then "
-            "spend this team's quota (share quota through the cohort instead)"
-        )
-    if reason:
-        out.append(Problem((*loc, "namespace"), _sa_refusal(reason)))
-
-
-def _sa_refusal(reason: str) -> str:
-    return (
-        f"{reason}: a service account from there may not submit to this team's queue. Use a "
-        "service account in the team namespace"
-    )
-
-
-def reserved_namespace_problems(config: render.Entry, extra: Iterable[str] = ()) -> list[Problem]:
-    """Team namespaces, and namespaces of submitter service accounts, that belong to the
-    cluster or to Kueue (k8s_types.reserved_namespace), adopted or not.
-
-    `extra`: the namespaces the Kueue release manifest creates. load_config runs this without
-    them; the manifest check calls it with them (on the raw config or the typed StackConfig)
-    once the manifest is read, still before any resource is registered.
-    """
-    extra = tuple(extra)
-    raw = render.config_form(config)
-    problems: list[Problem] = []
-    for i, raw_team in enumerate(as_list(raw.get(keys.KEY_TEAMS))):
-        team = as_dict(raw_team)
-        base: Loc = (keys.KEY_TEAMS, i)
-        own = as_str(team.get("namespace"))
-        reason = reserved_namespace(own, extra) if own else None
-        if reason:
-            problems.append(
-                Problem(
-                    (*base, "namespace"),
-                    f"{reason}, not a team's to take (adopted or not); give the team a "
-                    "namespace of its own",
-                )
-            )
-        for k, raw_subject in enumerate(as_list(team.get("submitters"))):
-            subject = as_dict(raw_subject)
-            namespace = as_str(subject.get("namespace"))
-            if subject.get("kind") != "ServiceAccount" or not namespace or namespace == own:
-                continue
-            reason = reserved_namespace(namespace, extra)
-            if reason:
-                loc: Loc = (*base, "submitters", k, "namespace")
-                problems.append(Problem(loc, _sa_refusal(reason)))
-    return problems
 
 
 def _teams(raw: Mapping[str, Any], problems: list[Problem]) -> None:
@@ -399,7 +93,7 @@ def _teams(raw: Mapping[str, Any], problems: list[Problem]) -> None:
                 )
             )
         others = {n: loc for n, loc in namespaces.items() if loc != base}
-        _subjects(base, team, others, problems)
+        check_subjects(base, team, others, problems)
 
 
 def _storage(raw: Mapping[str, Any], problems: list[Problem]) -> None:
@@ -556,7 +250,7 @@ def cross_check(raw: Mapping[str, Any]) -> list[Problem]:
     )
     _teams(raw, problems)
     problems += reserved_namespace_problems(raw)
-    _kueue_rules(raw, problems)
+    kueue_rule_problems(raw, problems)
     _storage(raw, problems)
     _kueue(raw, problems)
     problems += multikueue_checks.config_problems(raw)

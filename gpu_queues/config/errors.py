@@ -145,3 +145,8 @@ def problems_from_validation(root: type[BaseModel], exc: ValidationError) -> lis
             loc = loc[:-1]  # a refused map key: the message names it, the path ends at it
         problems.append(Problem(loc, _describe_error(root, err)))
     return problems
+
+
+def key_path(loc: Loc) -> str:
+    """A key path without the project prefix, for use inside a message."""
+    return format_loc(loc).split(":", 1)[1]

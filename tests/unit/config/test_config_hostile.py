@@ -530,7 +530,7 @@ def test_near_misses_are_accepted(base, edits):
 
 
 def test_namespaces_the_kueue_manifest_creates_are_refused_once_it_is_known():
-    from gpu_queues.config.checks import reserved_namespace_problems
+    from gpu_queues.config.subjects import reserved_namespace_problems
 
     raw = copy.deepcopy(stack_raw("prod"))
     edit(raw, "teams[1].namespace", "kueue-metrics")

@@ -1,0 +1,151 @@
+"""The Kueue rules (gpu_queues/kueue/, one module per object kind) on the objects the program
+is about to register (gpu_queues/config/render.py), their problems mapped back to the stack
+config key the user wrote: `spec.resourceGroups[0].flavors[1].resources[2]` of team 0's
+ClusterQueue is `teams[0].resourceGroups[0].flavors[1].resources['nvidia.com/gpu']`.
+Run by gpu_queues/config/checks.py's cross_check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
+from typing import Any, Final
+
+from gpu_queues import keys
+from gpu_queues.config import render
+from gpu_queues.config.errors import Loc, Problem, key_path
+from gpu_queues.config.hardware import flavor_hardware
+from gpu_queues.kueue.admissioncheck import (
+    MULTIKUEUE_CONTROLLER,
+    multikueue_check_placement,
+    undeclared_admission_checks,
+)
+from gpu_queues.kueue.capacity import QuotaHolder, over_capacity, quota_totals
+from gpu_queues.kueue.clusterqueue import cluster_queue_errors
+from gpu_queues.kueue.errors import FieldError, child
+from gpu_queues.kueue.quotas import LIMIT_WITHOUT_COHORT
+from gpu_queues.kueue.resourceflavor import resource_flavor_errors
+from gpu_queues.kueue.resourcegroups import (
+    DEFAULT_REQUIRED_RESOURCES,
+    FLAVOR_UNDECLARED,
+    fractional_quotas,
+    uncovered_resources,
+    undeclared_flavors,
+)
+from gpu_queues.values import as_dict, as_list, as_str
+
+# Resources every ClusterQueue must cover (the pack's requiredResources default is the same).
+REQUIRED_RESOURCES: Final = DEFAULT_REQUIRED_RESOURCES
+
+
+def _team_loc(base: Loc, cq: Mapping[str, Any], path: tuple[str | int, ...]) -> Loc:
+    """Where a path of a team's rendered ClusterQueue comes from in the stack config."""
+    if path[:2] == ("metadata", "name"):
+        return (*base, "clusterQueue")
+    if len(path) < 2 or path[0] != "spec":
+        return base
+    key, tail = path[1], path[2:]
+    if key == "cohortName":
+        return (*base, "cohort")
+    if key in ("namespaceSelector", "queueingStrategy"):
+        return (*base, key)
+    if key == "admissionChecksStrategy":
+        # The program writes a team's admission check from its multiKueue.manager entry.
+        return (keys.KEY_MULTI_KUEUE, "manager", "teams")
+    if key == "preemption":
+        return (*base, key, *tail)
+    if key != "resourceGroups":
+        return base
+    if len(tail) >= 5 and tail[1] == "flavors" and tail[3] == "resources":
+        g, _, f, _, r = tail[:5]
+        quota = child(cq, "spec", "resourceGroups")[g]["flavors"][f]["resources"][r]
+        return (*base, "resourceGroups", g, "flavors", f, "resources", quota["name"], *tail[5:])
+    return (*base, "resourceGroups", *tail)
+
+
+def _flavor_loc(base: Loc, path: tuple[str | int, ...]) -> Loc:
+    if path[:2] == ("metadata", "name"):
+        return (*base, "name")
+    if path and path[0] == "spec":
+        return (*base, *path[1:])
+    return base
+
+
+def _config_fix(error: FieldError, loc: Loc) -> str:
+    """The fix in stack config terms, where Kueue's terms would mislead."""
+    if error.code == LIMIT_WITHOUT_COHORT:
+        return f"set {key_path((*loc[:2], 'cohort'))} or remove the limit"
+    if error.code == FLAVOR_UNDECLARED:
+        return f"declare it under {keys.KEY_FLAVORS}, or fix the name"
+    return error.fix
+
+
+def _mapped(errors: Iterable[FieldError], to_loc: Any) -> list[Problem]:
+    problems = []
+    for error in errors:
+        loc = to_loc(error.path)
+        message = error.message
+        if error.code == LIMIT_WITHOUT_COHORT:
+            message = message.replace("the queue has no cohortName", "the team has no cohort")
+        problems.append(Problem(loc, f"{message}; {_config_fix(error, loc)}"))
+    return problems
+
+
+def kueue_rule_problems(raw: Mapping[str, Any], problems: list[Problem]) -> None:
+    flavors = as_list(raw.get(keys.KEY_FLAVORS))
+    teams = as_list(raw.get(keys.KEY_TEAMS))
+    declared = {n for n in (as_str(as_dict(f).get("name")) for f in flavors) if n}
+
+    capacity: dict[tuple[str, str], Fraction] = {}
+    capacity_at: dict[tuple[str, str], tuple[Loc, str]] = {}
+    for j, raw_flavor in enumerate(flavors):
+        flavor = as_dict(raw_flavor)
+        base: Loc = (keys.KEY_FLAVORS, j)
+        rf = render.resource_flavor(flavor)
+        problems += _mapped(resource_flavor_errors(rf), lambda p, b=base: _flavor_loc(b, p))
+        hardware = flavor_hardware(flavor)
+        problems += [Problem((*base, *loc), message) for loc, message in hardware.problems]
+        name = as_str(flavor.get("name"))
+        for resource, amount in hardware.capacity.items():
+            if name and (name, resource) not in capacity:
+                capacity[name, resource] = amount
+                detail = hardware.detail.get(resource)
+                capacity_at[name, resource] = (
+                    (*base, *hardware.source[resource]),
+                    f" ({detail})" if detail else "",
+                )
+
+    queues = []
+    team_of: dict[str, str] = {}
+    mk_objects = render.multikueue_objects(raw)
+    checks = {o["metadata"]["name"] for o in mk_objects if o["kind"] == "AdmissionCheck"}
+    multikueue = {
+        o["metadata"]["name"]
+        for o in mk_objects
+        if o["kind"] == "AdmissionCheck" and o["spec"]["controllerName"] == MULTIKUEUE_CONTROLLER
+    }
+    for i, raw_team in enumerate(teams):
+        team = as_dict(raw_team)
+        base = (keys.KEY_TEAMS, i)
+        cq = render.cluster_queue(team, render.admission_checks_of(raw, team.get("name")))
+        queues.append(cq)
+        cq_name, team_name = as_str(team.get("clusterQueue")), as_str(team.get("name"))
+        if cq_name and team_name:
+            team_of.setdefault(cq_name, team_name)
+        errors = [
+            *cluster_queue_errors(cq),
+            *uncovered_resources(cq, REQUIRED_RESOURCES),
+            *fractional_quotas(cq),
+            *undeclared_flavors(cq, declared),
+            *undeclared_admission_checks(cq, checks),
+            *multikueue_check_placement(cq, multikueue),
+        ]
+        problems += _mapped(errors, lambda p, b=base, q=cq: _team_loc(b, q, p))
+
+    def label(holder: QuotaHolder) -> str:
+        return team_of.get(holder.name, f"{holder.kind} {holder.name}")
+
+    totals = quota_totals(queues)
+    for overrun in over_capacity(totals, capacity):
+        loc, detail = capacity_at[overrun.flavor, overrun.resource]
+        problems.append(Problem(loc, overrun.describe(label) + detail))
