@@ -29,14 +29,8 @@ from gpu_queues import keys
 from gpu_queues.config.model import ConfigError, load_config
 from gpu_queues.config.stackfile import ROOT, StackFileError, parse_config
 from gpu_queues.kueue.client import KubeconfigError, api_client
-from gpu_queues.whatif.report import (
-    Run,
-    RunMeta,
-    WorkloadResult,
-    team_results,
-    team_table,
-    workload_table,
-)
+from gpu_queues.whatif.markdown import team_table, workload_table
+from gpu_queues.whatif.report import Run, RunMeta, WorkloadResult, team_results
 from gpu_queues.whatif.workloads import (
     KubeError,
     Rest,

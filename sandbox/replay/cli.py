@@ -40,7 +40,8 @@ from gpu_queues.config.stackfile import (
 )
 from gpu_queues.kueue import versions as kueue_versions
 from gpu_queues.tools import kueue_diff
-from gpu_queues.whatif.report import Run, align, render, replay_json, report_json
+from gpu_queues.whatif.markdown import render
+from gpu_queues.whatif.report import Run, align, replay_json, report_json
 from sandbox import shape as fake_cluster
 from sandbox.rehearse import run as rehearse
 from sandbox.shape import ShapeError

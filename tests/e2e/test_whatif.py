@@ -39,7 +39,8 @@ import pytest
 
 from gpu_queues.kueue.client import api_client
 from gpu_queues.tools import status
-from gpu_queues.whatif.report import Run, render
+from gpu_queues.whatif.markdown import render
+from gpu_queues.whatif.report import Run
 from gpu_queues.whatif.workloads import Rest
 from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECONFIG

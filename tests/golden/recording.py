@@ -10,7 +10,8 @@ from typing import Any
 from gpu_queues import keys
 from gpu_queues.components.gpu_queues import validate
 from gpu_queues.release.manifest import load_manifest, prepare_manifest
-from gpu_queues.whatif.report import Run, render, report_json
+from gpu_queues.whatif.markdown import render
+from gpu_queues.whatif.report import Run, report_json
 from sandbox.bench import scale as bench_scale
 from tests.conftest import MANIFEST, ROOT, stack_raw
 

@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+from gpu_queues.whatif.markdown import changes, render
 from gpu_queues.whatif.report import (
     PUBLIC_TEAM_KEYS,
     PUBLIC_WORKLOAD_KEYS,
@@ -15,9 +16,7 @@ from gpu_queues.whatif.report import (
     RunMeta,
     WorkloadResult,
     align,
-    changes,
     percentile,
-    render,
     replay_json,
     report_json,
     team_results,
