@@ -2,8 +2,9 @@
 
 Validation has two layers that always both run, and every problem is reported at once in one
 ConfigError: the models check each value (types, names, quantities, enums, unknown keys; types
-in gpu_queues/kueue/fields.py), and `config_checks.cross_check` looks at relations between values
-on the raw config, including Kueue's own rules on the objects the program would register.
+in gpu_queues/kueue/fieldtypes.py), and `config_checks.cross_check` looks at relations between
+values on the raw config, including Kueue's own rules on the objects the program would
+register.
 Error formatting lives in gpu_queues/config/errors.py.
 """
 
@@ -29,7 +30,7 @@ from gpu_queues import keys
 from gpu_queues.config.checks import cross_check
 from gpu_queues.config.errors import ConfigError, Loc, Problem, format_loc, problems_from_validation
 from gpu_queues.config.hardware import Node, flavor_hardware, flavor_nodes
-from gpu_queues.kueue.fields import (
+from gpu_queues.kueue.fieldtypes import (
     ApiServerUrl,
     Duration,
     FeatureGate,
