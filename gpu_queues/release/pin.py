@@ -49,6 +49,7 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 from gpu_queues import keys
 from gpu_queues.config import yamledit
 from gpu_queues.config.model import KueueConfig
+from gpu_queues.files import OutsideProject, inside
 from gpu_queues.kueue.versions import (
     Advice,
     DeriveError,
@@ -252,10 +253,17 @@ def plan(
     return pins
 
 
-def _write_all(pins: Sequence[StackPin], extra: Sequence[tuple[Path, str]] = ()) -> None:
-    """Each changed file replaced in one rename, after every new text was written aside."""
+def _write_all(
+    pins: Sequence[StackPin], extra: Sequence[tuple[Path, str]] = (), root: Path = ROOT
+) -> None:
+    """Each changed file replaced in one rename, after every new text was written aside; a
+    file linked from outside the project is refused before anything is written."""
     staged: list[tuple[str, Path]] = []
-    changes = [(p.path, p.new_text) for p in pins if p.changed] + list(extra)
+    try:
+        changes = [(inside(p.path, root), p.new_text) for p in pins if p.changed]
+        changes += [(inside(path, root), text) for path, text in extra]
+    except OutsideProject as error:
+        raise PinError(str(error)) from None
     try:
         for path, text in changes:
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
@@ -386,7 +394,7 @@ def pin_release(
         if moving:
             pins_env = root / "toolchain" / "pins.env"
             extra.append((pins_env, set_pinned_version(pins_env.read_text(), version)))
-        _write_all(result.pins, extra)
+        _write_all(result.pins, extra, root)
         if moving and build is not None:
             build(version, root)  # relink .toolchain/bin/kueue to the new pin
     return result

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import yaml
 
+from gpu_queues.files import OutsideProject, inside
 from gpu_queues.pins import read_pins
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,6 +165,10 @@ def render_release(
     kubectl = kubectl or root / ".toolchain" / "bin" / "kubectl"
     data = render(version, module_dir(version, root, offline), kubectl)
     path = rendered_path(version, root)
+    try:
+        inside(path, root)
+    except OutsideProject as error:
+        raise RenderError(str(error)) from None
     write_atomically(path, data)
     return path
 

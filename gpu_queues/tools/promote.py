@@ -45,6 +45,7 @@ from ruamel.yaml import YAML
 
 from gpu_queues import keys
 from gpu_queues.config.stackfile import ROOT, stack_file_name
+from gpu_queues.files import OutsideProject, inside
 from gpu_queues.tools.promotion_plan import Plan, PromotionError, plan
 
 POLICY_PACK = ROOT / "policies" / "PulumiPolicy.yaml"
@@ -111,11 +112,15 @@ def fetch_outputs(stack: str, root: Path = ROOT) -> Outputs:
     return outputs
 
 
-def write_atomically(path: Path, old_text: str, new_text: str) -> None:
+def write_atomically(path: Path, old_text: str, new_text: str, root: Path = ROOT) -> None:
     """Replace `path` with `new_text` in one rename, keeping its mode; refuse if it no longer
     holds `old_text` (edited meanwhile). A crash leaves the old file or the new one. A
-    symbolic link stays one: the file it points to is replaced."""
-    path = path.resolve()
+    symbolic link stays one: the file it points to is replaced, if that is in the project
+    (`root`); a link out of it is refused (gpu_queues.files)."""
+    try:
+        path = inside(path, root)
+    except OutsideProject as error:
+        raise PromotionError(str(error)) from None
     try:
         current = path.read_bytes()
     except OSError as exc:
@@ -154,7 +159,7 @@ def promote(
     fetched = outputs(source) if callable(outputs) else outputs
     check_deployed(source, result.version, fetched)
     if not dry_run:
-        write_atomically(root / stack_file_name(target), result.old_text, result.new_text)
+        write_atomically(root / stack_file_name(target), result.old_text, result.new_text, root)
     return result
 
 

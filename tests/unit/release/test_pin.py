@@ -365,3 +365,20 @@ def test_a_crlf_stack_file_keeps_its_line_breaks_and_secure_value():
     assert kueue_block(new)["manifest"] == {**PATH, "sha256": DIGEST}
     unchanged = [line for line in text.split("\r\n") if "sha256" not in line]
     assert [line for line in new.split("\r\n") if "sha256" not in line] == unchanged
+
+
+def test_a_stack_file_linked_from_outside_the_project_is_refused_and_nothing_written(
+    project, tmp_path_factory
+):
+    """Issue 24, item 4: pin-kueue writes inside the project only; a link leading out is
+    refused by name, before any file (this one or another stack's) is replaced."""
+    outside = tmp_path_factory.mktemp("elsewhere") / "staging.yaml"
+    outside.write_text((project / "Pulumi.staging.yaml").read_text())
+    (project / "Pulumi.staging.yaml").unlink()
+    (project / "Pulumi.staging.yaml").symlink_to(outside)
+    before, outside_before = snapshot(project), outside.read_text()
+    with pytest.raises(PinError, match=r"Pulumi\.staging\.yaml \(a link to .*elsewhere.*\) is "
+                       r"outside the project"):  # fmt: skip
+        pin(file=MANIFEST, root=project)
+    assert snapshot(project) == before
+    assert outside.read_text() == outside_before

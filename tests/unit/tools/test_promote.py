@@ -621,3 +621,17 @@ def test_a_linked_stack_file_stays_a_link(write: Write, project: Path) -> None:
     promote.promote("dev", "staging", DEPLOYED, project)
     assert (project / "Pulumi.staging.yaml").is_symlink()
     assert kueue_of(real)["version"] == "v0.18.3"
+
+
+def test_a_stack_file_linked_from_outside_the_project_is_never_replaced(
+    write: Write, project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue 24, item 4: a link inside the project is written through (above); one that
+    leads out of it is refused by name and the file it names is left as it was."""
+    write("dev", SOURCE)
+    outside = tmp_path_factory.mktemp("elsewhere") / "staging.yaml"
+    outside.write_text(TARGET)
+    (project / "Pulumi.staging.yaml").symlink_to(outside)
+    with pytest.raises(promote.PromotionError, match=r"a link to .*elsewhere.* is outside"):
+        promote.promote("dev", "staging", DEPLOYED, project)
+    assert outside.read_text() == TARGET
