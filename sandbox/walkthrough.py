@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from kubernetes import client
 
 from gpu_queues.kueue.client import api_client
-from sandbox.cluster import kubectl
+from sandbox.control_plane import kubectl
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
