@@ -70,7 +70,8 @@ from gpu_queues.whatif.workloads import (
 )
 from sandbox import shape as fake_cluster
 from sandbox.paths import KUBECONFIG, ROOT, STATE
-from sandbox.rehearse import run as rehearse
+from sandbox.rehearse.deploy import deploy
+from sandbox.rehearse.kube import RehearsalClient, running_kueue
 
 KUEUE_CONFIG_PATH = "/api/v1/namespaces/kueue-system/configmaps/kueue-manager-config"
 KUEUE_CONFIG_KEY = "controller_manager_config.yaml"
@@ -543,7 +544,7 @@ def replay_mix(
     rest = Rest(api_client(KUBECONFIG.read_text(), None))
     # The release the run is made on, read from the running controller (the rehearsal's
     # check): a side is never replayed on another release than its stack file's.
-    kueue = rehearse.running_kueue(rehearse.Cluster(), config.kueue.version)
+    kueue = running_kueue(RehearsalClient(), config.kueue.version)
     catalog = Catalog.from_stack(config, live_frameworks(rest))
     entries = load_mix(workloads, catalog, root)
     started = time.monotonic()
@@ -597,7 +598,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("KUBECONFIG", str(KUBECONFIG))
     config = fake_cluster.load_stack(args.stack_file)
     if args.deploy:
-        rehearse.deploy(args.stack, args.stack_file)
+        deploy(args.stack, args.stack_file)
     until = parse_duration(args.until) if args.until else None
     run = replay_mix(
         config,

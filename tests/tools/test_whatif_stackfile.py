@@ -16,7 +16,7 @@ from gpu_queues.pins import PINS_FILE, read_pins
 from gpu_queues.release.pin import set_pinned_version
 from sandbox import kueue_pod
 from sandbox import shape as fake_cluster
-from sandbox.rehearse import run as rehearse
+from sandbox.rehearse import deploy as rehearse
 from sandbox.replay import cli as whatif
 from tests.conftest import ROOT
 from tests.tools.conftest import Write, git
@@ -53,7 +53,7 @@ def test_the_sandbox_gets_the_stack_file_without_the_real_cluster_connection() -
     doc = yaml.safe_load(STAGING)
     doc["encryptionsalt"] = "v1:abc"
     doc["config"]["gpu-queues:kubernetes"] = {"kubeconfig": {"secure": "v1:xyz"}, "context": "p"}
-    text, config, notes = whatif.sandbox_stack_file("staging", yaml.safe_dump(doc), "here")
+    text, config, notes = whatif.whatif_stack_file("staging", yaml.safe_dump(doc), "here")
     out = yaml.safe_load(text)
     assert "gpu-queues:kubernetes" not in out["config"]
     # Everything else as written, apart from the pods-ready timeout.
@@ -69,7 +69,7 @@ def test_the_sandbox_gets_the_stack_file_without_the_real_cluster_connection() -
 
 def test_a_stack_without_waitforpodsready_is_deployed_unchanged() -> None:
     text = (ROOT / "Pulumi.local.yaml").read_text()
-    out, _, notes = whatif.sandbox_stack_file("local", text, "here")
+    out, _, notes = whatif.whatif_stack_file("local", text, "here")
     assert yaml.safe_load(out) == yaml.safe_load(text) and notes == []
 
 
@@ -85,7 +85,7 @@ def _default_on_release() -> str:
 def test_a_release_that_waits_for_pods_by_default_gets_the_timeouts_out_of_reach() -> None:
     version = _default_on_release()
     text = (ROOT / "Pulumi.local.yaml").read_text()
-    out, _, notes = whatif.sandbox_stack_file("local", text, "here", release=version)
+    out, _, notes = whatif.whatif_stack_file("local", text, "here", release=version)
     manager = yaml.safe_load(out)["config"]["gpu-queues:kueue"]["manager"]
     assert manager["waitForPodsReady"] == {
         "timeout": whatif.PODS_READY_TIMEOUT,
@@ -100,7 +100,7 @@ def test_a_stack_that_disables_the_default_wait_is_left_without_one() -> None:
     doc = yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text())
     kueue = doc["config"].setdefault("gpu-queues:kueue", {})
     kueue.setdefault("manager", {})["featureGates"] = {"DisableWaitForPodsReady": True}
-    out, _, notes = whatif.sandbox_stack_file("local", yaml.safe_dump(doc), "here", release=version)
+    out, _, notes = whatif.whatif_stack_file("local", yaml.safe_dump(doc), "here", release=version)
     assert "waitForPodsReady" not in yaml.safe_load(out)["config"]["gpu-queues:kueue"]["manager"]
     assert notes == []
 
@@ -186,7 +186,7 @@ def test_a_missing_workloads_path_is_an_error_before_any_sandbox(tmp_path: Path,
     assert code == 2 and "no workloads at" in capsys.readouterr().err
 
 
-def kueue_of(side: whatif.Side) -> dict:
+def kueue_of(side: whatif.ReplaySide) -> dict:
     return yaml.safe_load(side.shape_file.read_text())["config"]["gpu-queues:kueue"]
 
 
