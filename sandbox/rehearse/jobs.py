@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from gpu_queues.config.model import Team
-from sandbox.rehearse.plan import JobShape, is_extended
+from sandbox.rehearse.sizing import JobShape, is_extended
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 JOB_IMAGE = "registry.invalid/rehearsal:never-pulled"  # kwok plays the kubelet

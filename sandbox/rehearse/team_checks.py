@@ -15,8 +15,9 @@ from gpu_queues.kueue.quantity import QuantityError, format_quantity, parse_quan
 from gpu_queues.whatif.workloads import assigned_flavors, condition, is_true
 from sandbox.rehearse.jobs import job_manifest, labels_text, shown_nodes
 from sandbox.rehearse.kube import CheckFailed, RehearsalClient, identity
-from sandbox.rehearse.plan import POD_SET, FitsJob, HeldJob, JobShape, TeamPlan, TooBigJob
+from sandbox.rehearse.plan import FitsJob, HeldJob, TeamPlan, TooBigJob
 from sandbox.rehearse.results import Cell, Row
+from sandbox.rehearse.sizing import POD_SET, JobShape
 from sandbox.shape import FLAVOR_ANNOTATION
 
 QUEUE_VERBS = ("create", "update", "patch", "delete")
