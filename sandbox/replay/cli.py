@@ -170,7 +170,7 @@ def push_pods_ready_out(config: StackConfig, cfg: dict[str, Any]) -> list[str]:
     return notes
 
 
-def load_side(name: str, stack: str, root: Path, rev: str | None, work: Path) -> ReplaySide:
+def load_replay_side(name: str, stack: str, root: Path, rev: str | None, work: Path) -> ReplaySide:
     """Read one side's stack file, adjust it (whatif_stack_file) into work/<name>/, and check
     that it can shape a sandbox (sandbox.shape: Kueue release, node names) before any
     sandbox is touched."""
@@ -268,9 +268,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         work = out / "work"
-        sides = [load_side("new", args.stack, args.root, None, work)]
+        sides = [load_replay_side("new", args.stack, args.root, None, work)]
         if args.base:
-            sides.insert(0, load_side("base", args.stack, args.root, args.base, work))
+            sides.insert(0, load_replay_side("base", args.stack, args.root, args.base, work))
         for side in sides:
             why = unbuilt_release(side)
             if why:
