@@ -67,9 +67,6 @@ def render_kueue_manifest(version: str) -> None:
     render_release(version, ROOT, KUBECTL, offline=True)
 
 
-# --- commands --------------------------------------------------------------------------
-
-
 def ensure_pod_range(c: Cluster) -> None:
     """The cluster's pod range on lo: a fake pod's IP answers inside the namespace only."""
     shown = run_checked("ip", "-o", "addr", "show", "dev", "lo").stdout
@@ -120,6 +117,9 @@ def start_cluster(c: Cluster, stack: StackConfig, manifest: Path, alone: bool = 
         ],
         env={"KUBECONFIG": str(c.kubeconfig)},
     )
+
+
+# --- commands --------------------------------------------------------------------------
 
 
 def up(

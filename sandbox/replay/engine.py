@@ -37,9 +37,6 @@ LONG_REQUEUE_GATE = "SchedulerLongRequeueInterval"  # Kueue's 10 s requeue batch
 LONG_REQUEUE_QUIET = 11.0
 
 
-# --- the stack on the sandbox ---------------------------------------------------------------
-
-
 def live_frameworks(rest: Rest) -> list[str]:
     """The integrations the running Kueue is configured with (its manager ConfigMap)."""
     cm = rest.get(KUEUE_CONFIG_PATH)
