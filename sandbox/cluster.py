@@ -261,3 +261,7 @@ def main() -> int:
         )
         return 2
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
