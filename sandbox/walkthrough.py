@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from kubernetes import client
 
 from gpu_queues.kueue.client import api_client
-from sandbox.cluster import kubectl
+from sandbox.control_plane import kubectl
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -84,7 +84,10 @@ def job(
     return j
 
 
-class Cluster:
+class KubeSession:
+    """A session with one cluster through the official Kubernetes client: Jobs, Workloads and
+    pods, and waits whose timeout carries what the cluster says (`describe`)."""
+
     def __init__(self, kubeconfig: str | None = None) -> None:
         # Built in memory: the kubernetes package's loader would write the admin key to /tmp.
         api = api_client(Path(kubeconfig).read_text() if kubeconfig else None, None)
@@ -183,7 +186,7 @@ def is_true(wl: dict[str, Any] | None, kind: str) -> bool:
 
 def demo() -> None:
     """Replays the guide and prints what its reader sees."""
-    k = Cluster()
+    k = KubeSession()
     for name in ("gpu-job-a", "gpu-job-b"):
         if k.workload_for(name) or any(
             j.metadata.name == name for j in k.batch.list_namespaced_job("default").items

@@ -48,24 +48,43 @@ def register(count: int, namespace: str, render_dir: str | None = None) -> int:
     return count + 1
 
 
+RBAC = "rbac.authorization.k8s.io"
+
+
 def register_shaped(teams: int, prefix: str, render_dir: str | None = None) -> int:
     """The objects of a `teams`-team gpu-queues stack (sandbox.bench.scale.team_config), flat.
     Returns how many objects that is (7 per team, the flavor and the cohort)."""
-    # Our constants, the very rules and labels the program registers (imported here: the plain
-    # trivial program runs as a project of its own, where the components are not importable).
-    from gpu_queues.components.queues import SUBMIT_RULES
-    from gpu_queues.keys import KUEUE_API_VERSION as KUEUE
-    from gpu_queues.keys import LABEL_MANAGED_BY, LABEL_TEAM, PROJECT
-
-    managed = {LABEL_MANAGED_BY: PROJECT}
-    rbac = "rbac.authorization.k8s.io"
     provider = k8s.Provider(
         "k8s", enable_server_side_apply=True, render_yaml_to_directory=render_dir
     )
     under = pulumi.ResourceOptions(provider=provider)
     flavor, pool = f"{prefix}-gpu", f"{prefix}-pool"
+    uses = _flavor_and_cohort(teams, flavor, pool, under)
+    for i in range(teams):
+        team = f"{prefix}-t{i:03d}"
+        subjects = [{"kind": "User", "name": f"user-{prefix}-{i:03d}", "apiGroup": RBAC}]
+        ns = _team_queues(team, flavor, pool, uses, under)
+        _team_rbac(team, subjects, ns, under)
+    return 7 * teams + 2
+
+
+def _labels(team: str | None = None) -> dict[str, str]:
+    """Our labels, the very ones the program sets (imported here: the plain trivial program
+    runs as a project of its own, where the components are not importable)."""
+    from gpu_queues.keys import LABEL_MANAGED_BY, LABEL_TEAM, PROJECT
+
+    managed = {LABEL_MANAGED_BY: PROJECT}
+    return managed if team is None else {**managed, LABEL_TEAM: team}
+
+
+def _flavor_and_cohort(
+    teams: int, flavor: str, pool: str, under: pulumi.ResourceOptions
+) -> list[pulumi.Resource]:
+    from gpu_queues.keys import KUEUE_API_VERSION as KUEUE
+
+    managed = _labels()
     capacity = f'{{"cpu":"{teams}","memory":"{4 * teams}Gi","nvidia.com/gpu":"{teams}"}}'
-    uses = [
+    return [
         k8s.apiextensions.CustomResource(
             f"flavor-{flavor}",
             api_version=KUEUE,
@@ -86,91 +105,109 @@ def register_shaped(teams: int, prefix: str, render_dir: str | None = None) -> i
             opts=under,
         ),
     ]
-    for i in range(teams):
-        team = f"{prefix}-t{i:03d}"
-        labels = {**managed, LABEL_TEAM: team}
-        subjects = [{"kind": "User", "name": f"user-{prefix}-{i:03d}", "apiGroup": rbac}]
-        ns = k8s.core.v1.Namespace(
-            f"{team}-namespace", metadata={"name": team, "labels": labels}, opts=under
-        )
-        quotas = [
-            {"name": "cpu", "nominalQuota": "1"},
-            {"name": "memory", "nominalQuota": "4Gi"},
-            {"name": "nvidia.com/gpu", "nominalQuota": "1", "borrowingLimit": "1"},
-        ]
-        cq = k8s.apiextensions.CustomResource(
-            f"{team}-clusterqueue",
-            api_version=KUEUE,
-            kind="ClusterQueue",
-            metadata={"name": f"{team}-cq", "labels": labels},
-            spec={
-                "cohortName": pool,
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team}},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
-                        "flavors": [{"name": flavor, "resources": quotas}],
-                    }
-                ],
-                "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "Never"},
-            },
-            opts=under.merge(pulumi.ResourceOptions(depends_on=[ns, *uses])),
-        )
-        k8s.apiextensions.CustomResource(
-            f"{team}-localqueue",
-            api_version=KUEUE,
-            kind="LocalQueue",
-            metadata={"name": "queue", "namespace": team, "labels": labels},
-            spec={"clusterQueue": f"{team}-cq"},
-            opts=under.merge(
-                pulumi.ResourceOptions(
-                    depends_on=[ns, cq],
-                    replace_on_changes=["spec.clusterQueue"],
-                    delete_before_replace=True,
-                )
-            ),
-        )
-        submit = {"name": "gpu-queues-submit", "namespace": team, "labels": labels}
-        role = k8s.rbac.v1.Role(
-            f"{team}-submit-role",
-            metadata=submit,
-            rules=SUBMIT_RULES,
-            opts=under.merge(pulumi.ResourceOptions(depends_on=[ns])),
-        )
-        k8s.rbac.v1.RoleBinding(
-            f"{team}-submit-binding",
-            metadata=submit,
-            role_ref={"apiGroup": rbac, "kind": "Role", "name": "gpu-queues-submit"},
-            subjects=subjects,
-            opts=under.merge(pulumi.ResourceOptions(depends_on=[role])),
-        )
-        reader = f"gpu-queues-{team}-queue-reader"
-        cluster_role = k8s.rbac.v1.ClusterRole(
-            f"{team}-queue-reader-role",
-            metadata={"name": reader, "labels": labels},
-            rules=[
+
+
+def _team_queues(
+    team: str, flavor: str, pool: str, uses: list[pulumi.Resource], under: pulumi.ResourceOptions
+) -> k8s.core.v1.Namespace:
+    """The team's namespace, ClusterQueue and LocalQueue; returns the namespace."""
+    from gpu_queues.keys import KUEUE_API_VERSION as KUEUE
+
+    labels = _labels(team)
+    ns = k8s.core.v1.Namespace(
+        f"{team}-namespace", metadata={"name": team, "labels": labels}, opts=under
+    )
+    quotas = [
+        {"name": "cpu", "nominalQuota": "1"},
+        {"name": "memory", "nominalQuota": "4Gi"},
+        {"name": "nvidia.com/gpu", "nominalQuota": "1", "borrowingLimit": "1"},
+    ]
+    cq = k8s.apiextensions.CustomResource(
+        f"{team}-clusterqueue",
+        api_version=KUEUE,
+        kind="ClusterQueue",
+        metadata={"name": f"{team}-cq", "labels": labels},
+        spec={
+            "cohortName": pool,
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team}},
+            "resourceGroups": [
                 {
-                    "apiGroups": ["kueue.x-k8s.io"],
-                    "resources": ["clusterqueues"],
-                    "resourceNames": [f"{team}-cq"],
-                    "verbs": ["get", "watch"],
-                },
-                {
-                    "apiGroups": ["kueue.x-k8s.io"],
-                    "resources": ["resourceflavors"],
-                    "verbs": ["get", "list", "watch"],
-                },
+                    "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                    "flavors": [{"name": flavor, "resources": quotas}],
+                }
             ],
-            opts=under,
-        )
-        k8s.rbac.v1.ClusterRoleBinding(
-            f"{team}-queue-reader-binding",
-            metadata={"name": reader, "labels": labels},
-            role_ref={"apiGroup": rbac, "kind": "ClusterRole", "name": reader},
-            subjects=subjects,
-            opts=under.merge(pulumi.ResourceOptions(depends_on=[cluster_role])),
-        )
-    return 7 * teams + 2
+            "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "Never"},
+        },
+        opts=under.merge(pulumi.ResourceOptions(depends_on=[ns, *uses])),
+    )
+    k8s.apiextensions.CustomResource(
+        f"{team}-localqueue",
+        api_version=KUEUE,
+        kind="LocalQueue",
+        metadata={"name": "queue", "namespace": team, "labels": labels},
+        spec={"clusterQueue": f"{team}-cq"},
+        opts=under.merge(
+            pulumi.ResourceOptions(
+                depends_on=[ns, cq],
+                replace_on_changes=["spec.clusterQueue"],
+                delete_before_replace=True,
+            )
+        ),
+    )
+    return ns
+
+
+def _team_rbac(
+    team: str,
+    subjects: list[dict[str, str]],
+    ns: k8s.core.v1.Namespace,
+    under: pulumi.ResourceOptions,
+) -> None:
+    """The submitters' Role and RoleBinding in the namespace, the queue reader's ClusterRole
+    and ClusterRoleBinding."""
+    from gpu_queues.components.queues import SUBMIT_RULES
+
+    labels = _labels(team)
+    submit = {"name": "gpu-queues-submit", "namespace": team, "labels": labels}
+    role = k8s.rbac.v1.Role(
+        f"{team}-submit-role",
+        metadata=submit,
+        rules=SUBMIT_RULES,
+        opts=under.merge(pulumi.ResourceOptions(depends_on=[ns])),
+    )
+    k8s.rbac.v1.RoleBinding(
+        f"{team}-submit-binding",
+        metadata=submit,
+        role_ref={"apiGroup": RBAC, "kind": "Role", "name": "gpu-queues-submit"},
+        subjects=subjects,
+        opts=under.merge(pulumi.ResourceOptions(depends_on=[role])),
+    )
+    reader = f"gpu-queues-{team}-queue-reader"
+    cluster_role = k8s.rbac.v1.ClusterRole(
+        f"{team}-queue-reader-role",
+        metadata={"name": reader, "labels": labels},
+        rules=[
+            {
+                "apiGroups": ["kueue.x-k8s.io"],
+                "resources": ["clusterqueues"],
+                "resourceNames": [f"{team}-cq"],
+                "verbs": ["get", "watch"],
+            },
+            {
+                "apiGroups": ["kueue.x-k8s.io"],
+                "resources": ["resourceflavors"],
+                "verbs": ["get", "list", "watch"],
+            },
+        ],
+        opts=under,
+    )
+    k8s.rbac.v1.ClusterRoleBinding(
+        f"{team}-queue-reader-binding",
+        metadata={"name": reader, "labels": labels},
+        role_ref={"apiGroup": RBAC, "kind": "ClusterRole", "name": reader},
+        subjects=subjects,
+        opts=under.merge(pulumi.ResourceOptions(depends_on=[cluster_role])),
+    )
 
 
 async def _settle() -> None:

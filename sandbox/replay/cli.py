@@ -11,7 +11,7 @@ DIR/replay.json: how each side was made, the Kueue release it ran included. Each
 the Kueue release its stack file resolves to where it was read (its own `kueue.version`,
 else toolchain/pins.env beside it: the work tree's, or the one at the revision), so a PR
 that moves the pin compares the old release with the new. Each side gets a sandbox of its
-own, the rehearsal's (sandbox.rehearse.run.fresh_sandbox): started fresh (a sandbox already
+own, the rehearsal's (sandbox.host.fresh_sandbox): started fresh (a sandbox already
 running in this checkout is stopped first) and stopped afterwards (--keep leaves the last
 one up). The replay itself
 runs inside the sandbox's network namespace (sandbox/replay/engine.py). Needs root, like the
@@ -43,7 +43,8 @@ from gpu_queues.tools import kueue_diff
 from gpu_queues.whatif.markdown import render
 from gpu_queues.whatif.report import Run, align, replay_json, report_json
 from sandbox import shape as fake_cluster
-from sandbox.rehearse import run as rehearse
+from sandbox.host import SandboxError, fresh_sandbox, in_sandbox
+from sandbox.rehearse.deploy import sandbox_stack_file
 from sandbox.shape import ShapeError
 
 DEFAULT_OUT = ROOT / ".sandbox" / "what-if"
@@ -58,7 +59,7 @@ class WhatIfError(Exception):
 
 
 @dataclass(frozen=True)
-class Side:
+class ReplaySide:
     """One stack file to replay: the work tree's (new) or a revision's (base)."""
 
     name: str  # "new" or "base"
@@ -91,7 +92,7 @@ def kueue_release(stack: str, root: Path, rev: str | None) -> tuple[str, str]:
     raise WhatIfError(f"cannot tell which Kueue release Pulumi.{stack}.yaml{at} runs: {why}")
 
 
-def sandbox_stack_file(
+def whatif_stack_file(
     stack: str, text: str, where: str, release: str | None = None
 ) -> tuple[str, StackConfig, list[str]]:
     """The stack file the what-if starts from, its config, and what was changed and why.
@@ -102,7 +103,7 @@ def sandbox_stack_file(
     (kueue_release) as its `kueue.version`: the program's own default is the pin of the work
     tree it runs from, which for a base side is not the pin the stack followed. The rest of
     what the sandbox substitutes (its kubeconfig, the Kueue manifest when unreadable) is the
-    rehearsal's, sandbox.rehearse.run's sandbox_stack_file, applied once the sandbox is up."""
+    rehearsal's, sandbox.rehearse.deploy's sandbox_stack_file, applied once the sandbox is up."""
     raw = parse_config(text, where)
     raw.pop(keys.KEY_KUBERNETES, None)
     kueue = raw.get(keys.KEY_KUEUE) or {}
@@ -124,6 +125,13 @@ def sandbox_stack_file(
     if follows_pin:
         kueue_key = f"{keys.PROJECT}:{keys.KEY_KUEUE}"
         cfg[kueue_key] = {"version": release, **(cfg.get(kueue_key) or {})}
+    notes = push_pods_ready_out(config, cfg)
+    return yaml.safe_dump(doc, sort_keys=False), config, notes
+
+
+def push_pods_ready_out(config: StackConfig, cfg: dict[str, Any]) -> list[str]:
+    """Push waitForPodsReady's timeouts out of reach in the stack file's config `cfg` (the
+    release's default when the stack sets none); what that changes on the cluster, as notes."""
     notes = []
     ready = config.kueue.manager.wait_for_pods_ready
     gates = config.kueue.manager.feature_gates or {}
@@ -160,11 +168,11 @@ def sandbox_stack_file(
             + "; the replay's clock is not Kueue's, so there it stays admitted (shown as "
             "unschedulable) and holds its quota"
         )
-    return yaml.safe_dump(doc, sort_keys=False), config, notes
+    return notes
 
 
-def load_side(name: str, stack: str, root: Path, rev: str | None, work: Path) -> Side:
-    """Read one side's stack file, adjust it (sandbox_stack_file) into work/<name>/, and check
+def load_replay_side(name: str, stack: str, root: Path, rev: str | None, work: Path) -> ReplaySide:
+    """Read one side's stack file, adjust it (whatif_stack_file) into work/<name>/, and check
     that it can shape a sandbox (sandbox.shape: Kueue release, node names) before any
     sandbox is touched."""
     where = f"Pulumi.{stack}.yaml" + (f" at {rev}" if rev else "")
@@ -174,7 +182,7 @@ def load_side(name: str, stack: str, root: Path, rev: str | None, work: Path) ->
         raise WhatIfError(str(exc)) from None
     label = f"{stack}@{resolve_commit(root, rev)[:10]}" if rev else f"{stack} (work tree)"
     release, kueue_from = kueue_release(stack, root, rev)
-    adjusted, config, notes = sandbox_stack_file(stack, text, where, release)
+    adjusted, config, notes = whatif_stack_file(stack, text, where, release)
     folder = work / name / "shape"
     folder.mkdir(parents=True, exist_ok=True)
     shape_file = folder / f"Pulumi.{stack}.yaml"
@@ -183,10 +191,10 @@ def load_side(name: str, stack: str, root: Path, rev: str | None, work: Path) ->
         fake_cluster.shape_of(stack, shape_file, config)
     except ShapeError as exc:
         raise WhatIfError(f"{where}: {exc} (the release from {kueue_from})") from None
-    return Side(name, label, config, shape_file, notes, kueue_from)
+    return ReplaySide(name, label, config, shape_file, notes, kueue_from)
 
 
-def unbuilt_release(side: Side) -> str | None:
+def unbuilt_release(side: ReplaySide) -> str | None:
     """Why this machine cannot run the side's Kueue release (its controller binary is not
     linked: `make toolchain` builds every supported release unless KUEUE_VERSIONS limits it),
     else None. Checked for every side before any sandbox is touched: a side is never
@@ -204,7 +212,7 @@ def unbuilt_release(side: Side) -> str | None:
 # --- the sandbox --------------------------------------------------------------------------
 
 
-def replay_side(side: Side, stack: str, workloads: Path, work: Path, args: Any) -> Run:
+def replay_side(side: ReplaySide, stack: str, workloads: Path, work: Path, args: Any) -> Run:
     folder = work / side.name
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / "run.json"
@@ -213,10 +221,10 @@ def replay_side(side: Side, stack: str, workloads: Path, work: Path, args: Any) 
     # The rehearsal's fresh sandbox, shaped like the side's stack file (its Kueue release
     # included); the new side's is left up with --keep.
     try:
-        with rehearse.fresh_sandbox(stack, side.shape_file, keep=args.keep and side.name == "new"):
+        with fresh_sandbox(stack, side.shape_file, keep=args.keep and side.name == "new"):
             # What the rehearsal deploys: the connection and (when unreadable here) the Kueue
             # manifest substituted; the sandbox has rendered its release by now.
-            stack_file, substituted = rehearse.sandbox_stack_file(
+            stack_file, substituted = sandbox_stack_file(
                 stack, side.shape_file, side.config, out_dir=folder
             )
             command = [
@@ -231,8 +239,8 @@ def replay_side(side: Side, stack: str, workloads: Path, work: Path, args: Any) 
                 command += ["--until", args.until]
             if args.quiet:
                 command += ["--quiet", str(args.quiet)]
-            code = rehearse.in_sandbox(*command)
-    except rehearse.SandboxError as exc:
+            code = in_sandbox(*command)
+    except SandboxError as exc:
         raise WhatIfError(str(exc)) from None
     if code != 0:
         raise WhatIfError(f"the replay of {side.label} failed (exit {code}); its output is above")
@@ -261,9 +269,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         work = out / "work"
-        sides = [load_side("new", args.stack, args.root, None, work)]
+        sides = [load_replay_side("new", args.stack, args.root, None, work)]
         if args.base:
-            sides.insert(0, load_side("base", args.stack, args.root, args.base, work))
+            sides.insert(0, load_replay_side("base", args.stack, args.root, args.base, work))
         for side in sides:
             why = unbuilt_release(side)
             if why:

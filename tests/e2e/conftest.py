@@ -12,7 +12,7 @@ import pytest
 
 from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECONFIG
-from sandbox.walkthrough import Cluster
+from sandbox.walkthrough import KubeSession
 
 
 @pytest.fixture(scope="session")
@@ -38,12 +38,12 @@ def deployed(local_up: subprocess.CompletedProcess[str]) -> subprocess.Completed
 
 
 @pytest.fixture(scope="session")
-def cluster(deployed: subprocess.CompletedProcess[str]) -> Cluster:
-    return Cluster(str(KUBECONFIG))
+def cluster(deployed: subprocess.CompletedProcess[str]) -> KubeSession:
+    return KubeSession(str(KUBECONFIG))
 
 
 @pytest.fixture
-def clean_jobs(cluster: Cluster) -> Iterator[Cluster]:
+def clean_jobs(cluster: KubeSession) -> Iterator[KubeSession]:
     """Each test starts and ends with no Jobs or Workloads in the namespaces it uses."""
 
     def wipe() -> None:

@@ -21,7 +21,7 @@ import pytest
 from gpu_queues.components.readiness import probe_webhooks
 from sandbox import pulumi_stack as stack
 from sandbox.kueue_pod import LOG as KUEUE_LOG
-from sandbox.walkthrough import KUEUE, Cluster, condition, is_true, job
+from sandbox.walkthrough import KUEUE, KubeSession, condition, is_true, job
 from tests.e2e.test_walkthrough import HELD_MESSAGE
 
 pytestmark = pytest.mark.e2e
@@ -37,7 +37,7 @@ def kueue_starts() -> int:
 
 
 def test_an_api_server_restart_keeps_the_running_job_running_and_the_held_one_held(
-    clean_jobs: Cluster,
+    clean_jobs: KubeSession,
 ) -> None:
     k = clean_jobs
     k.submit(job("gpu-job-a"))
@@ -137,7 +137,7 @@ def static_volume() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def protected(cluster: Cluster) -> Iterator[Cluster]:
+def protected(cluster: KubeSession) -> Iterator[KubeSession]:
     cluster.core.create_persistent_volume(static_volume())
     up = pulumi("up", "--yes", "--skip-preview")
     assert up.returncode == 0, up.stdout + up.stderr
@@ -158,7 +158,7 @@ def stack_state() -> dict[str, Any]:
 
 
 def test_destroying_a_stack_whose_claim_is_protected_is_refused_and_the_data_survives(
-    protected: Cluster,
+    protected: KubeSession,
 ) -> None:
     k = protected
     before = {r["urn"] for r in stack_state()["deployment"]["resources"]}
@@ -194,7 +194,7 @@ def lock_files() -> list[Path]:
 
 
 def test_a_second_up_while_one_runs_is_refused_by_the_lock_and_nothing_is_corrupted(
-    protected: Cluster, tmp_path: Path
+    protected: KubeSession, tmp_path: Path
 ) -> None:
     k = protected
     # The first `up` raises the team's GPU quota: a real change in flight while the second

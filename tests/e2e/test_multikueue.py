@@ -24,7 +24,7 @@ from sandbox import pulumi_stack as stack
 from sandbox import shape as fake_cluster
 from sandbox import topology
 from sandbox.paths import KUBECONFIG
-from sandbox.walkthrough import KUEUE, Cluster, condition, is_true, job
+from sandbox.walkthrough import KUEUE, KubeSession, condition, is_true, job
 
 pytestmark = pytest.mark.multikueue
 
@@ -65,14 +65,14 @@ def deployed(sandbox_up: Path, tmp_path_factory: pytest.TempPathFactory) -> None
 
 
 @pytest.fixture(scope="module")
-def manager(deployed: None) -> Cluster:
-    return Cluster(str(KUBECONFIG))
+def manager(deployed: None) -> KubeSession:
+    return KubeSession(str(KUBECONFIG))
 
 
 @pytest.fixture(scope="module")
-def workers(deployed: None) -> dict[str, Cluster]:
+def workers(deployed: None) -> dict[str, KubeSession]:
     return {
-        name: Cluster(str(topology.by_name(topology.MULTIKUEUE, name).kubeconfig))
+        name: KubeSession(str(topology.by_name(topology.MULTIKUEUE, name).kubeconfig))
         for name in WORKERS
     }
 
@@ -84,11 +84,11 @@ def gpu_job(name: str, **annotations: str) -> dict[str, Any]:
     return manifest
 
 
-def has_job(k: Cluster, name: str) -> bool:
+def has_job(k: KubeSession, name: str) -> bool:
     return any(j.metadata.name == name for j in k.batch.list_namespaced_job(NAMESPACE).items)
 
 
-def running_on(k: Cluster, name: str) -> str | None:
+def running_on(k: KubeSession, name: str) -> str | None:
     """The node a job's pod runs on in cluster `k`, once it is Running."""
     for pod in k.job_pods(name, NAMESPACE):
         if pod.status.phase == "Running" and pod.spec.node_name:
@@ -96,7 +96,7 @@ def running_on(k: Cluster, name: str) -> str | None:
     return None
 
 
-def reserving_worker(k: Cluster, name: str) -> str | None:
+def reserving_worker(k: KubeSession, name: str) -> str | None:
     """The worker the manager's MultiKueue check says the job got its reservation on."""
     wl = k.workload_for(name, NAMESPACE)
     for state in (wl or {}).get("status", {}).get("admissionChecks", []):
@@ -106,7 +106,7 @@ def reserving_worker(k: Cluster, name: str) -> str | None:
     return None
 
 
-def dispatched(manager: Cluster, workers: dict[str, Cluster], name: str) -> str:
+def dispatched(manager: KubeSession, workers: dict[str, KubeSession], name: str) -> str:
     """Wait until the manager admitted the job and it runs on a worker's kwok node; the worker."""
     worker = manager.wait(
         f"{name} admitted on the manager with a worker's reservation",
@@ -129,7 +129,7 @@ def dispatched(manager: Cluster, workers: dict[str, Cluster], name: str) -> str:
 
 
 @pytest.fixture
-def clean(manager: Cluster, workers: dict[str, Cluster]) -> Iterator[None]:
+def clean(manager: KubeSession, workers: dict[str, KubeSession]) -> Iterator[None]:
     """No jobs of team ml before or after a test, on any cluster."""
 
     def wipe() -> None:
@@ -149,7 +149,7 @@ def clean(manager: Cluster, workers: dict[str, Cluster]) -> Iterator[None]:
     wipe()
 
 
-def test_the_manager_connects_to_both_workers(manager: Cluster) -> None:
+def test_the_manager_connects_to_both_workers(manager: KubeSession) -> None:
     def active(kind: str, name: str) -> bool:
         obj = manager.custom.get_cluster_custom_object(*KUEUE, kind, name)
         return is_true(obj, "Active")
@@ -164,7 +164,7 @@ def test_the_manager_connects_to_both_workers(manager: Cluster) -> None:
     manager.wait("ml-cq Active", lambda: active("clusterqueues", "ml-cq"))
 
 
-def test_the_manager_runs_kueue_with_what_multikueue_needs(manager: Cluster) -> None:
+def test_the_manager_runs_kueue_with_what_multikueue_needs(manager: KubeSession) -> None:
     cm = manager.core.read_namespaced_config_map("kueue-manager-config", "kueue-system")
     config = yaml.safe_load(cm.data["controller_manager_config.yaml"])
     assert config["integrations"]["frameworks"] == ["batch/job"]
@@ -176,7 +176,7 @@ def test_the_manager_runs_kueue_with_what_multikueue_needs(manager: Cluster) -> 
 
 
 def test_jobs_run_on_the_workers_and_wait_on_the_manager_when_both_are_full(
-    manager: Cluster, workers: dict[str, Cluster], clean: None
+    manager: KubeSession, workers: dict[str, KubeSession], clean: None
 ) -> None:
     # The first job: admitted by the manager, run by one worker, its status mirrored back.
     manager.submit(gpu_job("mk-first"))
@@ -222,7 +222,7 @@ def test_jobs_run_on_the_workers_and_wait_on_the_manager_when_both_are_full(
 
 
 def test_a_job_that_finishes_on_a_worker_finishes_on_the_manager(
-    manager: Cluster, workers: dict[str, Cluster], clean: None
+    manager: KubeSession, workers: dict[str, KubeSession], clean: None
 ) -> None:
     manager.submit(gpu_job("mk-short", **{COMPLETE_AFTER: "3s"}))
     worker = dispatched(manager, workers, "mk-short")

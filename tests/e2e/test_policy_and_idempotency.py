@@ -8,7 +8,7 @@ import pytest
 
 from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECONFIG
-from sandbox.walkthrough import KUEUE, Cluster
+from sandbox.walkthrough import KUEUE, KubeSession
 from tests.fixtures.policy_programs import Program
 
 pytestmark = pytest.mark.e2e
@@ -44,7 +44,7 @@ def test_preview_with_the_policy_pack_passes(
 
 
 def test_a_gpu_only_cluster_queue_is_refused_and_nothing_reaches_the_cluster(
-    cluster: Cluster,
+    cluster: KubeSession,
     tmp_path: Path,
 ) -> None:
     program = Program(

@@ -13,7 +13,7 @@ import pytest
 
 from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECTL
-from sandbox.walkthrough import KUEUE, Cluster, condition, is_true, job
+from sandbox.walkthrough import KUEUE, KubeSession, condition, is_true, job
 
 pytestmark = pytest.mark.e2e
 
@@ -39,7 +39,7 @@ def up(overrides: dict[str, str] | None = None) -> None:
 
 
 @pytest.fixture(scope="module")
-def teams(cluster: Cluster) -> Iterator[Cluster]:
+def teams(cluster: KubeSession) -> Iterator[KubeSession]:
     up()
     yield cluster
     for ns in ("team-alpha", "team-beta", "outsiders"):
@@ -56,7 +56,7 @@ def teams(cluster: Cluster) -> Iterator[Cluster]:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def submit_alpha(k: Cluster, count: int, prefix: str) -> list[str]:
+def submit_alpha(k: KubeSession, count: int, prefix: str) -> list[str]:
     names = [f"{prefix}-{i}" for i in range(count)]
     for n in names:
         k.submit(job(n, namespace="team-alpha", queue="alpha-queue", gpus=1, claim=None))
@@ -68,11 +68,13 @@ def submit_alpha(k: Cluster, count: int, prefix: str) -> list[str]:
     return names
 
 
-def admitted(k: Cluster, names: list[str], ns: str = "team-alpha") -> list[str]:
+def admitted(k: KubeSession, names: list[str], ns: str = "team-alpha") -> list[str]:
     return [n for n in names if is_true(k.workload_for(n, ns), "Admitted")]
 
 
-def test_team_a_borrows_idle_gpus_up_to_its_borrowing_limit_then_b_reclaims(teams: Cluster) -> None:
+def test_team_a_borrows_idle_gpus_up_to_its_borrowing_limit_then_b_reclaims(
+    teams: KubeSession,
+) -> None:
     k = teams
     names = submit_alpha(k, 6, "alpha-borrow")
     # 3 nominal + 2 borrowed: five 1-GPU jobs, though beta still has a GPU idle.
@@ -111,7 +113,7 @@ def test_team_a_borrows_idle_gpus_up_to_its_borrowing_limit_then_b_reclaims(team
 
 
 def test_raising_a_quota_with_pulumi_up_admits_held_work_and_lowering_it_evicts_nothing(
-    teams: Cluster,
+    teams: KubeSession,
 ) -> None:
     k = teams
     names = [j.metadata.name for j in k.batch.list_namespaced_job("team-alpha").items]
@@ -132,7 +134,7 @@ def test_raising_a_quota_with_pulumi_up_admits_held_work_and_lowering_it_evicts_
     assert admitted(k, names) == raised, k.describe("team-alpha")
 
 
-def test_a_namespace_no_cluster_queue_selects_is_not_admitted(teams: Cluster) -> None:
+def test_a_namespace_no_cluster_queue_selects_is_not_admitted(teams: KubeSession) -> None:
     k = teams
     manifest = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "outsiders"}},
@@ -181,7 +183,7 @@ def kubectl_as(user: str, *args: str, stdin: str | None = None) -> subprocess.Co
     )
 
 
-def test_a_team_member_submits_jobs_but_cannot_edit_queues(teams: Cluster) -> None:
+def test_a_team_member_submits_jobs_but_cannot_edit_queues(teams: KubeSession) -> None:
     manifest = json.dumps(
         job("alice-job", namespace="team-alpha", queue="alpha-queue", gpus=1, claim=None)
     )

@@ -6,12 +6,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from sandbox.walkthrough import KUEUE, Cluster, condition, job
+from sandbox.walkthrough import KUEUE, KubeSession, condition, job
 
 pytestmark = pytest.mark.e2e
 
 
-def test_a_job_without_the_queue_label_is_not_managed_and_runs_at_once(clean_jobs: Cluster) -> None:
+def test_a_job_without_the_queue_label_is_not_managed_and_runs_at_once(
+    clean_jobs: KubeSession,
+) -> None:
     k = clean_jobs
     unlabelled = job("no-queue-label", queue=None, gpus=1)
     unlabelled["spec"]["suspend"] = False
@@ -25,7 +27,7 @@ def test_a_job_without_the_queue_label_is_not_managed_and_runs_at_once(clean_job
 
 
 def test_a_label_naming_a_missing_local_queue_leaves_the_workload_inadmissible(
-    clean_jobs: Cluster,
+    clean_jobs: KubeSession,
 ) -> None:
     k = clean_jobs
     k.submit(job("wrong-queue", queue="no-such-queue"))
@@ -38,7 +40,7 @@ def test_a_label_naming_a_missing_local_queue_leaves_the_workload_inadmissible(
     assert k.get_job("wrong-queue").spec.suspend is True
 
 
-def test_a_job_requesting_an_uncovered_resource_stays_pending(clean_jobs: Cluster) -> None:
+def test_a_job_requesting_an_uncovered_resource_stays_pending(clean_jobs: KubeSession) -> None:
     k = clean_jobs
     k.submit(job("wants-fpga", gpus=1, extra_limits={"example.com/fpga": 1}))
     cond = k.wait(
@@ -50,7 +52,7 @@ def test_a_job_requesting_an_uncovered_resource_stays_pending(clean_jobs: Cluste
 
 
 @pytest.fixture
-def broken_queue(cluster: Cluster) -> Iterator[str]:
+def broken_queue(cluster: KubeSession) -> Iterator[str]:
     # Written by hand (a test program), since the stack's config refuses it.
     name = "flavorless-cluster-queue"
     cluster.custom.create_cluster_custom_object(
@@ -84,7 +86,7 @@ def broken_queue(cluster: Cluster) -> Iterator[str]:
 
 
 def test_a_cluster_queue_naming_a_missing_flavor_is_inactive(
-    cluster: Cluster, broken_queue: str
+    cluster: KubeSession, broken_queue: str
 ) -> None:
     def active() -> dict[str, str] | None:
         cq = cluster.custom.get_cluster_custom_object(*KUEUE, "clusterqueues", broken_queue)

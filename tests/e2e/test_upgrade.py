@@ -31,7 +31,7 @@ from gpu_queues.kueue.client import api_client
 from gpu_queues.release.render import pinned_version, render_release, rendered_relpath
 from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECONFIG, LOGS, ROOT
-from sandbox.walkthrough import Cluster, condition, is_true, job
+from sandbox.walkthrough import KubeSession, condition, is_true, job
 from tests.e2e.test_walkthrough import HELD_MESSAGE
 
 pytestmark = pytest.mark.e2e
@@ -109,7 +109,7 @@ class Downtime:
         return None
 
     def _run(self) -> None:
-        # Its own client (one per thread), built in memory like the Cluster's: the kubernetes
+        # Its own client (one per thread), built in memory like the KubeSession's: the kubernetes
         # package's loader would write the admin key to a temporary file.
         api = api_client(KUBECONFIG.read_text(), None)
         custom, batch = client.CustomObjectsApi(api), client.BatchV1Api(api)
@@ -158,13 +158,13 @@ def record(name: str, data: dict[str, Any]) -> None:
 # --- what the cluster runs ------------------------------------------------------------------
 
 
-def controller_image(cluster: Cluster) -> str:
+def controller_image(cluster: KubeSession) -> str:
     apps: Any = client.AppsV1Api(cluster.batch.api_client)
     deployment = apps.read_namespaced_deployment(DEPLOYMENT, NAMESPACE)
     return str(deployment.spec.template.spec.containers[0].image)
 
 
-def crd(cluster: Cluster, name: str) -> Any:
+def crd(cluster: KubeSession, name: str) -> Any:
     return client.ApiextensionsV1Api(cluster.batch.api_client).read_custom_resource_definition(name)
 
 
@@ -174,7 +174,7 @@ def started_versions() -> list[str]:
     return re.findall(r'"Initializing".*?"gitVersion":\s*"(v[^"]+)"', text)
 
 
-def dry_run_flavor(cluster: Cluster) -> None:
+def dry_run_flavor(cluster: KubeSession) -> None:
     cluster.custom.create_cluster_custom_object(
         "kueue.x-k8s.io",
         "v1beta2",
@@ -189,7 +189,7 @@ def dry_run_flavor(cluster: Cluster) -> None:
 
 
 @pytest.fixture
-def back_to_the_pin(cluster: Cluster) -> Iterator[Cluster]:
+def back_to_the_pin(cluster: KubeSession) -> Iterator[KubeSession]:
     """Every test here leaves the cluster at the pinned release (a downgrade, checked too)."""
     yield cluster
     done = up(PINNED)
@@ -197,7 +197,7 @@ def back_to_the_pin(cluster: Cluster) -> Iterator[Cluster]:
     assert controller_image(cluster).endswith(f":{PINNED}")
 
 
-def move(cluster: Cluster, version: str, name: str) -> subprocess.CompletedProcess[str]:
+def move(cluster: KubeSession, version: str, name: str) -> subprocess.CompletedProcess[str]:
     """`pulumi up` to `version` with the downtime loop running; records the timings."""
     before = {n: crd(cluster, n) for n in (CHANGED_CRD, UNCHANGED_CRD)}
     starts = len(started_versions())
@@ -221,7 +221,7 @@ def move(cluster: Cluster, version: str, name: str) -> subprocess.CompletedProce
     return done
 
 
-def test_preview_reads_the_running_kueue_and_shows_the_move(cluster: Cluster) -> None:
+def test_preview_reads_the_running_kueue_and_shows_the_move(cluster: KubeSession) -> None:
     """The validation phase reads the cluster (read-only) even in a preview: the running
     release from the controller's image, the CRDs' storage versions."""
     from gpu_queues.release.upgrade import read_live
@@ -236,7 +236,7 @@ def test_preview_reads_the_running_kueue_and_shows_the_move(cluster: Cluster) ->
     assert f"Kueue {PINNED} -> {MINOR} (upgrade)" in out, out
 
 
-def test_patch_step_and_back(back_to_the_pin: Cluster) -> None:
+def test_patch_step_and_back(back_to_the_pin: KubeSession) -> None:
     k = back_to_the_pin
     assert controller_image(k).endswith(f":{PINNED}")
     generations = {n: crd(k, n).metadata.generation for n in (CHANGED_CRD, UNCHANGED_CRD)}
@@ -248,7 +248,7 @@ def test_patch_step_and_back(back_to_the_pin: Cluster) -> None:
 
 
 def test_minor_upgrade_keeps_running_and_held_jobs(
-    back_to_the_pin: Cluster, clean_jobs: Cluster
+    back_to_the_pin: KubeSession, clean_jobs: KubeSession
 ) -> None:
     k = clean_jobs
     # The guide's two jobs: gpu-job-a runs (6 of 8 GPUs), gpu-job-b is held for quota.

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from sandbox.walkthrough import Cluster, condition, is_true, job
+from sandbox.walkthrough import KubeSession, condition, is_true, job
 
 pytestmark = pytest.mark.e2e
 
@@ -26,7 +26,7 @@ def test_a_fresh_pulumi_up_installs_kueue_and_creates_the_queues_in_one_go(
         assert obj in out, f"{obj} not in the update:\n{out}"
 
 
-def test_shared_pvc_is_bound_to_the_static_volume(cluster: Cluster) -> None:
+def test_shared_pvc_is_bound_to_the_static_volume(cluster: KubeSession) -> None:
     pvc = cluster.core.read_namespaced_persistent_volume_claim("shared-pvc", "default")
     assert pvc.status.phase == "Bound"
     assert pvc.spec.volume_name == "shared-volume-local"
@@ -34,7 +34,7 @@ def test_shared_pvc_is_bound_to_the_static_volume(cluster: Cluster) -> None:
     assert pvc.spec.storage_class_name == "shared-wekafs"
 
 
-def test_the_guide_walkthrough(clean_jobs: Cluster) -> None:
+def test_the_guide_walkthrough(clean_jobs: KubeSession) -> None:
     k = clean_jobs
     # gpu-job-a: 6 of 8 GPUs, admitted, unsuspended, its pod Running on the fake GPU node.
     k.submit(job("gpu-job-a"))

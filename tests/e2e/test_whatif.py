@@ -46,7 +46,7 @@ from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECONFIG
 from sandbox.replay.engine import replay_mix
 from sandbox.shape import load_stack
-from sandbox.walkthrough import Cluster
+from sandbox.walkthrough import KubeSession
 
 pytestmark = pytest.mark.e2e
 
@@ -73,7 +73,7 @@ EXPECTED = {
 }
 
 
-def _wipe(k: Cluster) -> None:
+def _wipe(k: KubeSession) -> None:
     for ns in NAMESPACES:
         for j in k.batch.list_namespaced_job(ns).items:
             k.delete_job(j.metadata.name, ns)
@@ -81,7 +81,7 @@ def _wipe(k: Cluster) -> None:
 
 
 @pytest.fixture(scope="module")
-def replayed(cluster: Cluster) -> Iterator[Run]:
+def replayed(cluster: KubeSession) -> Iterator[Run]:
     done = stack.pulumi(
         "up", "--yes", "--skip-preview", stack=STACK, source=SOURCE, check=False, capture=True
     )

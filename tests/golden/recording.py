@@ -12,7 +12,7 @@ from gpu_queues.components.gpu_queues import validate
 from gpu_queues.release.manifest import load_manifest, prepare_manifest
 from gpu_queues.whatif.markdown import render
 from gpu_queues.whatif.report import Run, report_json
-from sandbox.bench import scale as bench_scale
+from sandbox.bench.under_mocks import registrations
 from tests.conftest import MANIFEST, ROOT, stack_raw
 
 
@@ -26,7 +26,7 @@ def registrations_of(stack: str) -> dict[str, Any]:
     if config.kueue.install:
         docs = load_manifest(config.kueue)
         prepared = prepare_manifest(docs, config.kueue, verified_sha256=digest)
-    return bench_scale.registrations(raw, prepared)
+    return registrations(raw, prepared)
 
 
 def report_of(replay: dict[str, Any], which: str) -> str:

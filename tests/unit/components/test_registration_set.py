@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from sandbox.bench import scale as bench
+from sandbox.bench.under_mocks import registrations
 
 pytestmark = pytest.mark.unit
 
@@ -27,7 +28,7 @@ TEAMS, PREFIX = 10, "r"
 
 
 def current() -> dict[str, Any]:
-    return bench.registrations(bench.team_config(TEAMS, PREFIX))
+    return registrations(bench.team_config(TEAMS, PREFIX))
 
 
 def expected() -> dict[str, Any]:

@@ -581,13 +581,13 @@ def test_the_sandboxes_clients_keep_the_admin_key_in_memory_too(
 ) -> None:
     # The pod runner and the walkthrough hold the sandbox admin's kubeconfig all along.
     from sandbox.kueue_pod import Runner
-    from sandbox.walkthrough import Cluster
+    from sandbox.walkthrough import KubeSession
 
     path = tmp_path / "kubeconfig"
     path.write_text(kubeconfig(SERVER, cert_user(pki)))
     monkeypatch.setenv("KUBECONFIG", str(path))
     with _WRITES.recording() as written:
-        Cluster(str(path))
+        KubeSession(str(path))
         Runner(work=tmp_path / "work", log=tmp_path / "log")
     assert written == []
     assert list(private_tmp.iterdir()) == []

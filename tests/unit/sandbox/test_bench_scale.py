@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from gpu_queues.config.model import load_config
+from sandbox.bench import measure, under_mocks
 from sandbox.bench import scale as bench
 
 pytestmark = pytest.mark.unit
@@ -20,7 +21,7 @@ def test_generated_stacks_are_valid_config_and_render_seven_objects_per_team(tea
     config = load_config(raw)
     assert len(config.teams) == teams
     assert not config.kueue.install
-    objects = bench.ours_under_mocks(raw)
+    objects = under_mocks.ours_under_mocks(raw)
     assert len(objects) == bench.objects_per_stack(teams) == 7 * teams + 2
     kinds = sorted(o["kind"] for o in objects)
     assert kinds.count("ClusterQueue") == kinds.count("Namespace") == teams
@@ -37,14 +38,14 @@ def test_rendered_manifest_uses_only_the_prefix_names():
 
 
 def test_the_trivial_program_registers_as_many_objects():
-    assert len(bench.trivial_under_mocks(bench.objects_per_stack(3) - 1)) == 23
+    assert len(under_mocks.trivial_under_mocks(bench.objects_per_stack(3) - 1)) == 23
 
 
 @pytest.mark.parametrize("teams", [1, 3])
 def test_the_shaped_trivial_program_registers_our_very_objects(teams):
     """The floor is only a floor if its objects are ours: same kinds, names and inputs."""
-    ours = sorted(map(repr, bench.ours_under_mocks(bench.team_config(teams, "s7"))))
-    assert sorted(map(repr, bench.shaped_under_mocks(teams, "s7"))) == ours
+    ours = sorted(map(repr, under_mocks.ours_under_mocks(bench.team_config(teams, "s7"))))
+    assert sorted(map(repr, under_mocks.shaped_under_mocks(teams, "s7"))) == ours
     assert len(ours) == bench.objects_per_stack(teams)
 
 
@@ -87,6 +88,6 @@ def test_report_states_each_goal_from_the_numbers():
 
 def test_a_step_is_measured_without_a_sandbox(tmp_path, monkeypatch):
     """`bench_scale upstream` runs no cluster: its steps count no cluster CPU, and do not fail."""
-    monkeypatch.setattr(bench, "STATE", tmp_path)  # no sandbox state here
+    monkeypatch.setattr(measure, "STATE", tmp_path)  # no sandbox state here
     step = bench.measure(["true"], cwd=tmp_path)
     assert step.cluster_cpu == 0.0 and step.seconds >= 0.0

@@ -16,13 +16,10 @@ import yaml
 from gpu_queues.config.model import StackConfig, load_config
 from gpu_queues.kueue.quantity import parse_quantity
 from sandbox.rehearse import plan as rp
-from sandbox.rehearse.run import (
-    CheckFailed,
-    check_held_message,
-    deploy_policy_config,
-    job_manifest,
-    sandbox_stack_file,
-)
+from sandbox.rehearse.deploy import deploy_policy_config, sandbox_stack_file
+from sandbox.rehearse.jobs import job_manifest
+from sandbox.rehearse.kube import CheckFailed
+from sandbox.rehearse.team_checks import check_held_message
 from sandbox.shape import load_stack
 from tests.conftest import ROOT, stack_raw
 from tests.rehearse.stackgen import rehearsal_stack, write_stack

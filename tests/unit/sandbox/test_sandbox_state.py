@@ -7,16 +7,16 @@ import threading
 
 import pytest
 
-from sandbox import cluster
+from sandbox import procs
 
 pytestmark = pytest.mark.unit
 
 
 def test_readers_never_see_a_half_written_state_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(cluster, "STATE_FILE", tmp_path / "state.json")
+    monkeypatch.setattr(procs, "STATE_FILE", tmp_path / "state.json")
     # Big enough that a write takes more than one system call.
     big = {f"p{i}": {"pid": i, "argv": ["x" * 200] * 10} for i in range(100)}
-    cluster._save_state({"processes": big})
+    procs.save_state({"processes": big})
     stop = threading.Event()
     errors: list[Exception] = []
 
@@ -24,12 +24,12 @@ def test_readers_never_see_a_half_written_state_file(tmp_path, monkeypatch):
         n = 0
         while not stop.is_set():
             n += 1
-            cluster._save_state({"processes": big, "n": n})
+            procs.save_state({"processes": big, "n": n})
 
     def read() -> None:
         for _ in range(200):
             try:
-                assert set(cluster._load_state()["processes"]) == set(big)
+                assert set(procs.load_state()["processes"]) == set(big)
             except Exception as e:  # any failure to read is the bug
                 errors.append(e)
                 return

@@ -16,7 +16,7 @@ from gpu_queues.pins import PINS_FILE, read_pins
 from gpu_queues.release.pin import set_pinned_version
 from sandbox import kueue_pod
 from sandbox import shape as fake_cluster
-from sandbox.rehearse import run as rehearse
+from sandbox.rehearse import deploy as rehearse
 from sandbox.replay import cli as whatif
 from tests.conftest import ROOT
 from tests.unit.conftest import Write, git
@@ -53,7 +53,7 @@ def test_the_sandbox_gets_the_stack_file_without_the_real_cluster_connection() -
     doc = yaml.safe_load(STAGING)
     doc["encryptionsalt"] = "v1:abc"
     doc["config"]["gpu-queues:kubernetes"] = {"kubeconfig": {"secure": "v1:xyz"}, "context": "p"}
-    text, config, notes = whatif.sandbox_stack_file("staging", yaml.safe_dump(doc), "here")
+    text, config, notes = whatif.whatif_stack_file("staging", yaml.safe_dump(doc), "here")
     out = yaml.safe_load(text)
     assert "gpu-queues:kubernetes" not in out["config"]
     # Everything else as written, apart from the pods-ready timeout.
@@ -69,7 +69,7 @@ def test_the_sandbox_gets_the_stack_file_without_the_real_cluster_connection() -
 
 def test_a_stack_without_waitforpodsready_is_deployed_unchanged() -> None:
     text = (ROOT / "Pulumi.local.yaml").read_text()
-    out, _, notes = whatif.sandbox_stack_file("local", text, "here")
+    out, _, notes = whatif.whatif_stack_file("local", text, "here")
     assert yaml.safe_load(out) == yaml.safe_load(text) and notes == []
 
 
@@ -85,7 +85,7 @@ def _default_on_release() -> str:
 def test_a_release_that_waits_for_pods_by_default_gets_the_timeouts_out_of_reach() -> None:
     version = _default_on_release()
     text = (ROOT / "Pulumi.local.yaml").read_text()
-    out, _, notes = whatif.sandbox_stack_file("local", text, "here", release=version)
+    out, _, notes = whatif.whatif_stack_file("local", text, "here", release=version)
     manager = yaml.safe_load(out)["config"]["gpu-queues:kueue"]["manager"]
     assert manager["waitForPodsReady"] == {
         "timeout": whatif.PODS_READY_TIMEOUT,
@@ -100,7 +100,7 @@ def test_a_stack_that_disables_the_default_wait_is_left_without_one() -> None:
     doc = yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text())
     kueue = doc["config"].setdefault("gpu-queues:kueue", {})
     kueue.setdefault("manager", {})["featureGates"] = {"DisableWaitForPodsReady": True}
-    out, _, notes = whatif.sandbox_stack_file("local", yaml.safe_dump(doc), "here", release=version)
+    out, _, notes = whatif.whatif_stack_file("local", yaml.safe_dump(doc), "here", release=version)
     assert "waitForPodsReady" not in yaml.safe_load(out)["config"]["gpu-queues:kueue"]["manager"]
     assert notes == []
 
@@ -129,7 +129,7 @@ def test_stacks_the_sandbox_cannot_replay_are_refused_with_the_reason(
     change(doc["config"])
     write("staging", yaml.safe_dump(doc))
     with pytest.raises(whatif.WhatIfError, match=words):
-        whatif.load_side("new", "staging", repo, None, tmp_path)
+        whatif.load_replay_side("new", "staging", repo, None, tmp_path)
     assert read_pins()["KUEUE_VERSION"] != "v0.17.0"
 
 
@@ -143,7 +143,7 @@ def test_the_sandbox_is_shaped_and_deployed_by_the_rehearsals_code(
         "sha256": "0" * 64,
     }
     write("staging", yaml.safe_dump(doc))
-    side = whatif.load_side("new", "staging", repo, None, tmp_path)
+    side = whatif.load_replay_side("new", "staging", repo, None, tmp_path)
     # The shape the sandbox gets is fake_cluster's for the stack: staging's two nodes.
     shape = fake_cluster.shape_of("staging", side.shape_file, side.config)
     assert shape.flavor_nodes == {"h100": 1, "a100": 1}
@@ -168,17 +168,17 @@ def test_base_is_the_stack_file_at_the_revision(repo: Path, write: Write) -> Non
     )
     assert moved != STAGING
     write("staging", moved)
-    base = whatif.load_side("base", "staging", repo, "HEAD", repo / "work")
-    new = whatif.load_side("new", "staging", repo, None, repo / "work")
+    base = whatif.load_replay_side("base", "staging", repo, "HEAD", repo / "work")
+    new = whatif.load_replay_side("new", "staging", repo, None, repo / "work")
     gpu = "nvidia.com/gpu"
     quota = lambda side: side.config.teams[0].resource_groups[0].flavors[0].resources[gpu]  # noqa: E731
     assert (quota(base).nominal_quota, quota(new).nominal_quota) == ("4", "3")
     assert base.label == f"staging@{git(repo, 'rev-parse', 'HEAD')[:10]}"
     assert new.label == "staging (work tree)"
     with pytest.raises(whatif.WhatIfError, match="not a commit"):
-        whatif.load_side("base", "staging", repo, "no-such-rev", repo / "work")
+        whatif.load_replay_side("base", "staging", repo, "no-such-rev", repo / "work")
     with pytest.raises(whatif.WhatIfError, match="unknown stack 'prod'"):
-        whatif.load_side("new", "prod", repo, None, repo / "work")
+        whatif.load_replay_side("new", "prod", repo, None, repo / "work")
 
 
 def test_a_missing_workloads_path_is_an_error_before_any_sandbox(tmp_path: Path, capsys) -> None:
@@ -186,7 +186,7 @@ def test_a_missing_workloads_path_is_an_error_before_any_sandbox(tmp_path: Path,
     assert code == 2 and "no workloads at" in capsys.readouterr().err
 
 
-def kueue_of(side: whatif.Side) -> dict:
+def kueue_of(side: whatif.ReplaySide) -> dict:
     return yaml.safe_load(side.shape_file.read_text())["config"]["gpu-queues:kueue"]
 
 
@@ -198,8 +198,8 @@ def test_each_side_runs_the_release_its_tree_pins(
     # pin of the program running the what-if, which is one of the two either way round).
     write("staging", STAGING)
     pin_moved(repo, before, after)
-    base = whatif.load_side("base", "staging", repo, "HEAD", repo / "work")
-    new = whatif.load_side("new", "staging", repo, None, repo / "work")
+    base = whatif.load_replay_side("base", "staging", repo, "HEAD", repo / "work")
+    new = whatif.load_replay_side("new", "staging", repo, None, repo / "work")
     assert (base.config.kueue.version, new.config.kueue.version) == (before, after)
     assert (base.kueue_from, new.kueue_from) == ("toolchain/pins.env at HEAD", "toolchain/pins.env")
     # Written into the file the sandbox is shaped from and deploys: the program's default
@@ -218,8 +218,8 @@ def test_a_stack_that_sets_its_own_release_keeps_it(repo: Path, write: Write) ->
     write("staging", yaml.safe_dump(doc))
     pin_moved(repo, OLDEST, OLDEST)
     write("staging", STAGING)  # the work tree follows the pin again
-    base = whatif.load_side("base", "staging", repo, "HEAD", repo / "work")
-    new = whatif.load_side("new", "staging", repo, None, repo / "work")
+    base = whatif.load_replay_side("base", "staging", repo, "HEAD", repo / "work")
+    new = whatif.load_replay_side("new", "staging", repo, None, repo / "work")
     assert (base.config.kueue.version, base.kueue_from) == (NEWEST, "its own kueue.version")
     assert (new.config.kueue.version, new.kueue_from) == (OLDEST, "toolchain/pins.env")
     assert kueue_of(base)["version"] == NEWEST
@@ -229,7 +229,7 @@ def test_a_base_pinned_to_an_unsupported_release_is_refused(repo: Path, write: W
     write("staging", STAGING)
     pin_moved(repo, "v0.17.0", NEWEST)
     with pytest.raises(whatif.WhatIfError) as refused:
-        whatif.load_side("base", "staging", repo, "HEAD", repo / "work")
+        whatif.load_replay_side("base", "staging", repo, "HEAD", repo / "work")
     said = str(refused.value)
     assert said.startswith("Pulumi.staging.yaml at HEAD: stack 'staging' runs Kueue v0.17.0: ")
     assert "make pin-kueue VERSION=v0.17.0" in said
@@ -241,14 +241,17 @@ def test_a_release_that_is_not_built_here_is_refused_naming_how_to_build_it(
 ) -> None:
     write("staging", STAGING)
     pin_moved(repo, OLDEST, NEWEST)
-    base = whatif.load_side("base", "staging", repo, "HEAD", repo / "work")
+    base = whatif.load_replay_side("base", "staging", repo, "HEAD", repo / "work")
     label = base.label
     # A toolchain where only the new release is linked (KUEUE_VERSIONS limited the build).
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / f"kueue-{NEWEST}").write_text("")
     monkeypatch.setattr(kueue_pod, "BIN", bin_dir)
-    assert whatif.unbuilt_release(whatif.load_side("new", "staging", repo, None, tmp_path)) is None
+    assert (
+        whatif.unbuilt_release(whatif.load_replay_side("new", "staging", repo, None, tmp_path))
+        is None
+    )
     said = whatif.unbuilt_release(base)
     assert said is not None
     assert said.startswith(
@@ -264,8 +267,8 @@ def test_a_tree_without_pins_is_refused_naming_the_file(
     write("staging", STAGING)
     (project / "toolchain" / "pins.env").unlink()
     with pytest.raises(whatif.WhatIfError, match=r"no toolchain/pins\.env in "):
-        whatif.load_side("new", "staging", repo, None, repo / "work")
+        whatif.load_replay_side("new", "staging", repo, None, repo / "work")
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "base")
     with pytest.raises(whatif.WhatIfError, match=r"no toolchain/pins\.env at revision 'HEAD'"):
-        whatif.load_side("base", "staging", repo, "HEAD", repo / "work")
+        whatif.load_replay_side("base", "staging", repo, "HEAD", repo / "work")

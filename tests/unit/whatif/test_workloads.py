@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from gpu_queues.whatif.workloads import admitted_flavor, assigned_flavors
-from sandbox.rehearse.plan import POD_SET
+from sandbox.rehearse.sizing import POD_SET
 
 pytestmark = pytest.mark.unit
 

@@ -1,0 +1,295 @@
+"""The replay of one mix on the running sandbox, in simulated time (`Replay`).
+
+Simulated time is event-driven. The events are submissions (gpu-queues.dev/submit-at) and
+the ends of running jobs (gpu-queues.dev/duration after their pods run). At each event the
+replay acts (creates the objects, or completes the job's pods through kwok's stage,
+sandbox/kwok-stages.yaml), then waits until the cluster has settled: no object it watches has
+changed for a quiet spell, no pod is being deleted, the scheduler's active and backoff queues
+are empty, and every admitted workload has its pods. Whatever changed meanwhile (admissions,
+preemptions, pods placed) happened at that simulated instant; then the clock jumps to the
+next event. So a wait is counted in simulated time exactly, whatever the control plane's own
+latencies (the Job controller's one-second batching, scheduler backoff, a loaded machine):
+a fixed speed-up would multiply those by its factor instead.
+
+Kueue orders workloads of equal priority by creation time, to the second (then by UID, at
+random), so each submission goes into a later second than the previous one's Workload: file
+order stays Kueue's order.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from gpu_queues.kueue.client import api_client
+from gpu_queues.whatif.mix import COMPLETE_AFTER, Entry, submission_order
+from gpu_queues.whatif.report import WorkloadResult
+from gpu_queues.whatif.workloads import (
+    KubeError,
+    Rest,
+    eviction,
+    holds_quota,
+    is_terminal,
+    is_true,
+    owner,
+    pod_phase,
+)
+from sandbox.paths import KUBECONFIG
+from sandbox.replay.tracked import Tracked, all_running, not_replayed, result
+from sandbox.replay.watch import WATCHED, Informer, created_at, scheduler_busy, uid
+
+# Kueue retries inadmissible workloads in batches, one second after the change that may let
+# them in (pkg/cache/queue: requeueBatchPeriod), and the Job controller batches pod updates
+# by a second too: the cluster can pause that long mid-reaction. 2.5 s of quiet clear both
+# with room for a loaded machine (1.7 s pauses were seen); each run reports its longest.
+DEFAULT_QUIET = 2.5
+# When no workload waits for quota, nothing of the kind is pending: a short spell will do.
+SHORT_QUIET = 0.5
+SETTLE_CAP = 90.0
+WORKLOAD_CAP = 20.0
+
+
+@dataclass
+class Options:
+    quiet: float = DEFAULT_QUIET
+    short_quiet: float = SHORT_QUIET
+    until: float | None = None
+    settle_cap: float = SETTLE_CAP
+
+
+class Replay:
+    """The replay of one mix on the running sandbox (the stack already deployed)."""
+
+    def __init__(self, entries: list[Entry], options: Options | None = None) -> None:
+        self.entries = entries
+        self.options = options or Options()
+        self.rest = Rest(api_client(KUBECONFIG.read_text(), None))
+        self.last_change = time.monotonic()
+        self.changes: list[float] = []
+        self.silences: list[float] = []
+        self.informers = {
+            name: Informer(path, self._changed).start() for name, path in WATCHED.items()
+        }
+        for informer in self.informers.values():
+            if not informer.synced.wait(60):
+                raise RuntimeError(f"cannot list {informer.path} on the sandbox")
+        self.tracked = [Tracked(e) for e in submission_order(entries)]
+        self.by_uid: dict[str, Tracked] = {}
+        self.now = 0.0
+        self.events: list[tuple[float, int, str, int, int]] = []  # (time, order, kind, i, run)
+        self.settles: list[float] = []
+        self.batches = 0
+        self.notes: list[str] = []
+        self.last_submit_second = 0.0
+
+    def _changed(self) -> None:
+        self.last_change = time.monotonic()
+        self.changes.append(self.last_change)
+
+    def close(self) -> None:
+        for informer in self.informers.values():
+            informer.stopping.set()
+
+    # --- reading the cluster -------------------------------------------------------------
+
+    def _index(self) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+        """Workloads by their owner's UID, pods by their owner's UID (the Job, or the pod
+        itself for plain pods)."""
+        workloads: dict[str, dict[str, Any]] = {}
+        for wl in self.informers["workloads"].snapshot():
+            for kind in ("Job", "Pod"):
+                ref = owner(wl, kind)
+                if ref is not None:
+                    workloads[str(ref.get("uid"))] = wl
+        pods: dict[str, list[dict[str, Any]]] = {}
+        for pod in self.informers["pods"].snapshot():
+            ref = owner(pod, "Job")
+            pods.setdefault(str(ref.get("uid")) if ref else uid(pod), []).append(pod)
+        return workloads, pods
+
+    def _settled(self) -> tuple[bool, bool]:
+        """(whether the cluster is at rest apart from timers, whether a workload waits)."""
+        workloads, pods = self._index()
+        for pod in self.informers["pods"].snapshot():
+            if pod.get("metadata", {}).get("deletionTimestamp"):
+                return False, True
+        waiting = False
+        for t in self.tracked:
+            if t.uid is None or t.finished or t.problem:
+                continue
+            wl = workloads.get(t.uid)
+            if wl is None:
+                return False, True  # Kueue has not made its Workload yet
+            if not holds_quota(wl) and not is_true(wl, "Finished"):
+                waiting = True
+            if (
+                is_true(wl, "Admitted")
+                and not is_true(wl, "Finished")
+                and not is_true(wl, "Evicted")
+            ):
+                live = [p for p in pods.get(t.uid, []) if not is_terminal(p)]
+                if t.completing and not live:
+                    continue
+                if len(live) < t.entry.pods:
+                    return False, True  # the Job controller has yet to make its pods
+                for p in live:
+                    placed = p.get("spec", {}).get("nodeName")
+                    if placed and pod_phase(p) != "Running" and not t.completing:
+                        return False, True  # bound; kwok has yet to run it
+        return True, waiting
+
+    def settle(self, final: bool = False) -> None:
+        """Wait until the cluster has done what the last event set off.
+
+        Kueue's and the Job controller's one-second batches can only change what the replay
+        sees while a workload waits for quota (and at the very end, where a job's end must
+        reach its Workload): then the full quiet spell is needed. Otherwise a short one does."""
+        started = time.monotonic()
+        while True:
+            now = time.monotonic()
+            quiet = now - self.last_change
+            if quiet >= self.options.short_quiet:
+                at_rest, waiting = self._settled()
+                needed = self.options.quiet if (waiting or final) else self.options.short_quiet
+                idle = at_rest and quiet >= needed and scheduler_busy() in (0, None)
+                if idle and time.monotonic() - self.last_change >= needed:
+                    break
+            if now - started > self.options.settle_cap:
+                self.notes.append(
+                    f"at {self.now:.0f}s simulated, the cluster had not settled after "
+                    f"{self.options.settle_cap:.0f}s; the replay went on"
+                )
+                break
+            time.sleep(0.05)
+        self.settles.append(time.monotonic() - started)
+        # The longest silence that more changes followed: how close the quiet spell came
+        # to ending a settle too early (it should stay well below options.quiet).
+        seen = [c for c in self.changes if c >= started]
+        self.silences.append(max((b - a for a, b in itertools.pairwise(seen)), default=0.0))
+        self.changes.clear()
+
+    # --- acting ------------------------------------------------------------------------
+
+    def submit(self, t: Tracked) -> None:
+        e = t.entry
+        # A later second than the previous Workload's creation: Kueue's FIFO order is file
+        # order (equal seconds are ordered by UID, at random).
+        wait = self.last_submit_second + 1 - time.time()
+        if wait > 0:
+            time.sleep(wait)
+        group = "/apis/batch/v1" if e.kind == "Job" else "/api/v1"
+        plural = "jobs" if e.kind == "Job" else "pods"
+        try:
+            created = self.rest.create(f"{group}/namespaces/{e.namespace}/{plural}", e.manifest)
+        except KubeError as exc:
+            t.problem = f"the API server refused it: {exc}"
+            return
+        t.uid, t.submitted = uid(created), True
+        self.by_uid[t.uid] = t
+        deadline = time.monotonic() + WORKLOAD_CAP
+        while time.monotonic() < deadline:
+            workloads, _ = self._index()
+            wl = workloads.get(t.uid)
+            if wl is not None:
+                self.last_submit_second = math.floor(created_at(wl))
+                return
+            time.sleep(0.05)
+        t.problem = (
+            f"Kueue made no Workload for it within {WORKLOAD_CAP:.0f}s, so it is not queued: "
+            "is its namespace one Kueue manages (kueue.manager.managedJobsNamespaceSelector)?"
+        )
+        self.last_submit_second = math.floor(time.time())
+
+    def complete(self, t: Tracked) -> None:
+        """The job's time is up: its pods complete (kwok's stage, on our annotation)."""
+        _, pods = self._index()
+        t.completing = True
+        for pod in pods.get(t.uid or "", []):
+            if is_terminal(pod) or pod.get("metadata", {}).get("annotations", {}).get(
+                COMPLETE_AFTER
+            ):
+                continue
+            meta = pod["metadata"]
+            try:
+                self.rest.merge_patch(
+                    f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
+                    {"metadata": {"annotations": {COMPLETE_AFTER: "0s"}}},
+                )
+            except KubeError as exc:
+                if exc.status != 404:
+                    raise
+
+    # --- recording ---------------------------------------------------------------------
+
+    def observe(self) -> None:
+        """What the last event led to, at the current simulated instant."""
+        workloads, pods = self._index()
+        for i, t in enumerate(self.tracked):
+            if t.uid is None or t.problem:
+                continue
+            wl = workloads.get(t.uid)
+            if wl is None:
+                continue
+            mine = pods.get(t.uid, [])
+            if holds_quota(wl) and t.admitted_at is None:
+                t.admitted_at = self.now
+            if t.completing and any(not is_terminal(p) for p in mine):
+                self.complete(t)  # pods made after the end (further completions) end too
+            running = holds_quota(wl) and all_running(t, mine)
+            if running and t.started_at is None:
+                t.started_at, t.run = self.now, t.run + 1
+                if t.entry.duration is not None:
+                    heapq.heappush(
+                        self.events, (self.now + t.entry.duration, 0, "complete", i, t.run)
+                    )
+            if not running and t.started_at is not None:
+                t.gpu_seconds += self.now - t.started_at
+                t.started_at = None
+            if t.had_quota and not holds_quota(wl) and not is_true(wl, "Finished"):
+                why = eviction(wl)
+                t.evictions.append(f"{why[0]}: {why[1]}" if why else "evicted")
+            t.had_quota = holds_quota(wl)
+            t.finished = is_true(wl, "Finished")
+
+    # --- the replay --------------------------------------------------------------------
+
+    def run(self) -> list[WorkloadResult]:
+        for i, t in enumerate(self.tracked):
+            heapq.heappush(self.events, (t.entry.submit_at, 1, "submit", i, 0))
+        until = self.options.until
+        while self.events:
+            at = self.events[0][0]
+            if until is not None and at > until:
+                break
+            self.now = at
+            batch = []
+            while self.events and self.events[0][0] == at:
+                batch.append(heapq.heappop(self.events))
+            # Ends first: a job submitted at the instant another ends finds its quota free.
+            for _, _, kind, i, run in sorted(batch, key=lambda b: (b[1], b[3])):
+                t = self.tracked[i]
+                if kind == "submit":
+                    self.submit(t)
+                elif t.run == run and t.started_at is not None and not t.finished:
+                    self.complete(t)
+            self.batches += 1
+            self.settle()
+            self.observe()
+        self.settle(final=True)
+        if until is not None and until > self.now:
+            self.now = until
+        self.observe()
+        for t in self.tracked:  # running at the end: count their GPU time until then
+            if t.started_at is not None:
+                t.gpu_seconds += self.now - t.started_at
+                t.started_at = self.now
+        workloads, pods = self._index()
+        results = {
+            t.entry.index: result(t, workloads.get(t.uid or ""), pods.get(t.uid or "", []))
+            for t in self.tracked
+        }
+        return [results[e.index] if e.index in results else not_replayed(e) for e in self.entries]

@@ -1,0 +1,89 @@
+"""One workload through the replay (`Tracked`: when it was admitted, ran, was evicted), and what
+it comes to in the report (`result`, gpu_queues.whatif.report's WorkloadResult)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpu_queues.whatif.mix import Entry
+from gpu_queues.whatif.report import WorkloadResult
+from gpu_queues.whatif.workloads import classify, pod_phase, pod_unschedulable, preemptions
+
+
+@dataclass
+class Tracked:
+    """One replayed workload through the replay."""
+
+    entry: Entry
+    uid: str | None = None
+    submitted: bool = False
+    problem: str | None = None
+    admitted_at: float | None = None
+    started_at: float | None = None
+    run: int = 0
+    """Counts the workload's runs, so that the end of an earlier run (before a preemption)
+    is not taken for the end of the current one."""
+    gpu_seconds: float = 0.0
+    finished: bool = False
+    completing: bool = False
+    evictions: list[str] = field(default_factory=list)
+    had_quota: bool = False
+
+
+def all_running(t: Tracked, pods: list[dict[str, Any]]) -> bool:
+    """Every pod the workload needs is running (a Job's parallelism)."""
+    running = sum(pod_phase(p) == "Running" for p in pods)
+    return running >= max(t.entry.pods, 1)
+
+
+def result(t: Tracked, wl: dict[str, Any] | None, pods: list[dict[str, Any]]) -> WorkloadResult:
+    """What became of the workload, as the report shows it."""
+    e = t.entry
+    base = WorkloadResult(
+        e.name,
+        e.namespace,
+        e.queue,
+        "pending",
+        kind=e.kind,
+        team=e.team,
+        cluster_queue=e.cluster_queue,
+        gpus=e.gpus,
+        submit_at=e.submit_at,
+        gpu_seconds=t.gpu_seconds,
+    )
+    if t.problem or wl is None:
+        base.outcome, base.message = "invalid", t.problem or "Kueue made no Workload for it"
+        return base
+    base.wait_seconds = None if t.admitted_at is None else t.admitted_at - e.submit_at
+    base.preemptions = max(preemptions(wl), sum("Preempted" in x for x in t.evictions))
+    stuck = next((m for p in pods if (m := pod_unschedulable(p))), None)
+    outcome, base.flavor, message = classify(
+        wl, all_running(t, pods), stuck, bool(t.evictions and base.preemptions)
+    )
+    base.outcome = outcome
+    history = f"evicted {len(t.evictions)}x, last: {t.evictions[-1]}" if t.evictions else None
+    if outcome in ("finished", "admitted"):
+        message = history
+    elif outcome == "pending" and history:
+        message = f"{message} ({history})"
+    elif outcome == "preempted" and len(t.evictions) > 1:
+        message = f"evicted {len(t.evictions)}x, last: {message}"
+    base.message = message
+    return base
+
+
+def not_replayed(e: Entry) -> WorkloadResult:
+    """An entry of the mix the replay did not submit: unsupported, or invalid as read."""
+    return WorkloadResult(
+        e.name,
+        e.namespace,
+        e.queue,
+        "unsupported" if e.status == "unsupported" else "invalid",
+        message=e.problem,
+        kind=e.kind,
+        team=e.team,
+        cluster_queue=e.cluster_queue,
+        gpus=e.gpus,
+        submit_at=e.submit_at,
+    )

@@ -1,0 +1,122 @@
+"""What the replay watches on the sandbox: every pod, Job and Workload through informers (list,
+then watch; every change noted), and the scheduler's queues through its metrics."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import Any
+
+from kubernetes.watch.watch import iter_resp_lines
+
+from gpu_queues.kueue.client import api_client
+from gpu_queues.whatif.workloads import Rest
+from sandbox.paths import KUBECONFIG, STATE
+
+SCHEDULER_METRICS = "https://127.0.0.1:10259/metrics"
+WATCHED = {
+    "pods": "/api/v1/pods",
+    "jobs": "/apis/batch/v1/jobs",
+    "workloads": "/apis/kueue.x-k8s.io/v1beta2/workloads",
+}
+
+
+def _lines(resp: Any) -> Iterator[str]:
+    """The lines of a watch stream (one JSON event each)."""
+    lines: Iterator[str] = iter_resp_lines(resp)  # type: ignore[no-untyped-call]
+    return lines
+
+
+def uid(obj: dict[str, Any]) -> str:
+    return str(obj.get("metadata", {}).get("uid", ""))
+
+
+class Informer:
+    """List, then watch, one resource across namespaces; keeps the objects by UID and tells
+    `changed` about every change. Reconnects (and lists again when it must)."""
+
+    def __init__(self, path: str, changed: Callable[[], None]) -> None:
+        self.path = path
+        self.changed = changed
+        self.lock = threading.Lock()
+        self.objects: dict[str, dict[str, Any]] = {}
+        self.synced = threading.Event()
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=f"watch {path}", daemon=True)
+
+    def start(self) -> Informer:
+        self.thread.start()
+        return self
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return list(self.objects.values())
+
+    def _run(self) -> None:
+        rest = Rest(api_client(KUBECONFIG.read_text(), None))
+        version: str | None = None
+        while not self.stopping.is_set():
+            try:
+                if version is None:
+                    listed = rest.get(self.path)
+                    with self.lock:
+                        self.objects = {uid(o): o for o in listed.get("items", [])}
+                    version = str(listed["metadata"]["resourceVersion"])
+                    self.synced.set()
+                    self.changed()
+                query = (
+                    "?watch=1&allowWatchBookmarks=true&timeoutSeconds=240"
+                    f"&resourceVersion={version}"
+                )
+                resp = rest.request("GET", self.path + query, stream=True, timeout=300)
+                for line in _lines(resp):
+                    event = json.loads(line)
+                    obj = event.get("object", {})
+                    if event.get("type") == "ERROR":
+                        version = None  # expired: list again
+                        break
+                    version = str(obj.get("metadata", {}).get("resourceVersion", version))
+                    if event.get("type") == "BOOKMARK":
+                        continue
+                    with self.lock:
+                        if event.get("type") == "DELETED":
+                            self.objects.pop(uid(obj), None)
+                        else:
+                            self.objects[uid(obj)] = obj
+                    self.changed()
+                resp.release_conn()
+            except Exception:
+                if self.stopping.is_set():
+                    return
+                version = None
+                time.sleep(0.5)
+
+
+def scheduler_busy() -> int | None:
+    """Pods the scheduler is about to try (active and backoff queues); None if unknown."""
+    pki = STATE / "pki"
+    ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+    ctx.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
+    ctx.check_hostname = False  # the scheduler's self-signed serving certificate
+    ctx.verify_mode = ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(SCHEDULER_METRICS, context=ctx, timeout=5) as r:
+            text = r.read().decode()
+    except OSError:
+        return None
+    busy = 0
+    for line in text.splitlines():
+        waiting = 'queue="active"' in line or 'queue="backoff"' in line
+        if line.startswith("scheduler_pending_pods{") and waiting:
+            busy += int(float(line.rsplit(" ", 1)[1]))
+    return busy
+
+
+def created_at(obj: dict[str, Any]) -> float:
+    stamp = str(obj.get("metadata", {}).get("creationTimestamp", ""))
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
