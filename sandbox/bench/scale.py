@@ -34,12 +34,12 @@ import yaml
 
 from gpu_queues import keys
 from gpu_queues.config.model import StackConfig, load_config
+from gpu_queues.tools import pulumi_cli
 from sandbox import pulumi_stack as sandbox_stack
 from sandbox.paths import KUBECONFIG, KUBECTL, ROOT, STATE
 
 BENCH = STATE / "bench"
 TRIVIAL_PROGRAM = ROOT / "sandbox" / "bench" / "scale_trivial.py"
-RUN = ROOT / "toolchain" / "run"
 DEFAULT_TEAMS = (10, 50, 200)
 K8S_TYPE_PREFIX = "kubernetes:"
 
@@ -475,10 +475,6 @@ def measure(argv: Sequence[str], *, cwd: Path, env: dict[str, str] | None = None
 # --- the three ways to apply the same objects ------------------------------------------------
 
 
-def pulumi_argv(*args: str) -> list[str]:
-    return [str(RUN), "pulumi", "--non-interactive", *args]
-
-
 def pulumi_env() -> dict[str, str]:
     return sandbox_stack.environment()
 
@@ -495,15 +491,15 @@ class OursStack:
 
     def run(self, *args: str) -> Step:
         return measure(
-            pulumi_argv(*args, "-s", self.name), cwd=sandbox_stack.SHADOW, env=pulumi_env()
+            pulumi_cli.argv(args, stack=self.name), cwd=sandbox_stack.SHADOW, env=pulumi_env()
         )
 
     def remove(self) -> None:
-        subprocess.run(
-            pulumi_argv("stack", "rm", "--force", "--yes", "-s", self.name),
+        pulumi_cli.run(
+            ["stack", "rm", "--force", "--yes"],
+            stack=self.name,
             cwd=sandbox_stack.SHADOW,
             env=pulumi_env(),
-            capture_output=True,
             check=False,
         )
         (sandbox_stack.SHADOW / f"Pulumi.{self.name}.yaml").unlink(missing_ok=True)
@@ -549,23 +545,17 @@ class TrivialStack:
         if render_dir is not None:
             config[f"{TRIVIAL_PROJECT}:renderDir"] = render_dir
         (self.dir / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": config}))
-        subprocess.run(
-            pulumi_argv("stack", "select", "--create", name),
-            cwd=self.dir,
-            env=self.env,
-            capture_output=True,
-            check=True,
-        )
+        pulumi_cli.run(["stack", "select", "--create", name], cwd=self.dir, env=self.env)
 
     def run(self, *args: str) -> Step:
-        return measure(pulumi_argv(*args, "-s", self.name), cwd=self.dir, env=self.env)
+        return measure(pulumi_cli.argv(args, stack=self.name), cwd=self.dir, env=self.env)
 
     def remove(self) -> None:
-        subprocess.run(
-            pulumi_argv("stack", "rm", "--force", "--yes", "-s", self.name),
+        pulumi_cli.run(
+            ["stack", "rm", "--force", "--yes"],
+            stack=self.name,
             cwd=self.dir,
             env=self.env,
-            capture_output=True,
             check=False,
         )
         (self.dir / f"Pulumi.{self.name}.yaml").unlink(missing_ok=True)
@@ -693,7 +683,11 @@ def bench_size(teams: int, run_id: str) -> Size:
 def engine_settings() -> str:
     """The engine and provider options toolchain/run puts in effect (callers may override)."""
     done = subprocess.run(
-        [str(RUN), "env"], env=pulumi_env(), capture_output=True, text=True, check=True
+        [str(ROOT / pulumi_cli.RUN), "env"],
+        env=pulumi_env(),
+        capture_output=True,
+        text=True,
+        check=True,
     )
     keep = ("PULUMI_SKIP_CHECKPOINTS", "PULUMI_PARALLEL", "PULUMI_K8S_CLIENT_")
     lines = [x for x in done.stdout.splitlines() if x.startswith(keep)]
@@ -836,7 +830,7 @@ def upstream_main(sizes: Sequence[int]) -> int:
             overrides = dict(variant_env)
             name = f"repro-{objects}-{k}"
             settle = overrides.pop("BENCH_SETTLE", None) == "true"
-            env = {**os.environ, "GPU_QUEUES_PULUMI_DIR": str(state), **overrides}
+            env = {**pulumi_cli.private_state(state), **overrides}
             stack = TrivialStack(
                 name,
                 objects - 1,
