@@ -11,12 +11,11 @@ import copy
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from kubernetes import client
 
-from gpu_queues.kueue.client import api_client
+from gpu_queues.kueue.client import api_client, file_client
 from sandbox.cluster import kubectl
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
@@ -87,7 +86,7 @@ def job(
 class Cluster:
     def __init__(self, kubeconfig: str | None = None) -> None:
         # Built in memory: the kubernetes package's loader would write the admin key to /tmp.
-        api = api_client(Path(kubeconfig).read_text() if kubeconfig else None, None)
+        api = file_client(kubeconfig) if kubeconfig else api_client(None, None)
         # The client's models type every field Optional; tests read them as plain objects.
         self.batch: Any = client.BatchV1Api(api)
         self.core: Any = client.CoreV1Api(api)

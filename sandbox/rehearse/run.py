@@ -40,10 +40,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from kubernetes import client, config
+from kubernetes import client
 
 from gpu_queues import keys
 from gpu_queues.config.model import StackConfig, Subject, Team
+from gpu_queues.kueue.client import file_client
 from gpu_queues.kueue.quantity import QuantityError, format_quantity, parse_quantity
 from gpu_queues.release.render import RELEASE_IMAGE, rendered_path
 from gpu_queues.tools.changed_stacks import policy_config
@@ -209,12 +210,13 @@ def table(rows: list[Row]) -> str:
 
 class Cluster:
     def __init__(self, kubeconfig: Path = KUBECONFIG) -> None:
-        config.load_kube_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
+        # Built in memory: the kubernetes package's loader would write the admin key to /tmp.
+        api = file_client(kubeconfig)
         # The client's models type every field Optional; read them as plain objects.
-        self.batch: Any = client.BatchV1Api()
-        self.core: Any = client.CoreV1Api()
-        self.custom: Any = client.CustomObjectsApi()
-        self.authz: Any = client.AuthorizationV1Api()
+        self.batch: Any = client.BatchV1Api(api)
+        self.core: Any = client.CoreV1Api(api)
+        self.custom: Any = client.CustomObjectsApi(api)
+        self.authz: Any = client.AuthorizationV1Api(api)
 
     def wait(
         self,

@@ -45,7 +45,7 @@ import yaml
 from kubernetes.watch.watch import iter_resp_lines
 
 from gpu_queues.config.model import StackConfig
-from gpu_queues.kueue.client import api_client
+from gpu_queues.kueue.client import file_client
 from gpu_queues.whatif.mix import (
     COMPLETE_AFTER,
     Catalog,
@@ -125,7 +125,7 @@ class Informer:
             return list(self.objects.values())
 
     def _run(self) -> None:
-        rest = Rest(api_client(KUBECONFIG.read_text(), None))
+        rest = Rest(file_client(KUBECONFIG))
         version: str | None = None
         while not self.stopping.is_set():
             try:
@@ -223,7 +223,7 @@ class Replay:
     def __init__(self, entries: list[Entry], options: Options | None = None) -> None:
         self.entries = entries
         self.options = options or Options()
-        self.rest = Rest(api_client(KUBECONFIG.read_text(), None))
+        self.rest = Rest(file_client(KUBECONFIG))
         self.last_change = time.monotonic()
         self.changes: list[float] = []
         self.silences: list[float] = []
@@ -540,7 +540,7 @@ def replay_mix(
     notes: list[str] | None = None,
 ) -> Run:
     """Read and check the mix against the stack as deployed, replay it, and sum it up."""
-    rest = Rest(api_client(KUBECONFIG.read_text(), None))
+    rest = Rest(file_client(KUBECONFIG))
     # The release the run is made on, read from the running controller (the rehearsal's
     # check): a side is never replayed on another release than its stack file's.
     kueue = rehearse.running_kueue(rehearse.Cluster(), config.kueue.version)
