@@ -106,12 +106,13 @@ def run(
     stdin: str | None = None,
     capture: bool = True,
     check: bool = True,
+    timeout: float | None = None,
     root: Path = ROOT,
 ) -> Result:
     """`pulumi ARGS [-s STACK]` in `cwd` through `root`'s toolchain/run; `env` (default: this
     process's) is what toolchain/run starts from. capture=False leaves stdout and stderr on
     the terminal. check: a non-zero exit raises PulumiError; otherwise the caller reads
-    `returncode`."""
+    `returncode`. timeout (seconds): subprocess.TimeoutExpired once it has passed."""
     done = subprocess.run(
         argv(args, stack=stack, root=root),
         cwd=cwd,
@@ -120,6 +121,7 @@ def run(
         text=True,
         capture_output=capture,
         check=False,
+        timeout=timeout,
     )
     if check and done.returncode != 0:
         raise PulumiError(_shown(args, stack), done.returncode, done.stdout, done.stderr)

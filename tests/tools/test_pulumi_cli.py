@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import stat
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,7 @@ printf '%s\\n' "$@" > "$FAKE_LOG/argv"
 env > "$FAKE_LOG/env"
 pwd > "$FAKE_LOG/cwd"
 if [ -n "${FAKE_READ_STDIN:-}" ]; then cat > "$FAKE_LOG/stdin"; fi
+if [ -n "${FAKE_SLEEP:-}" ]; then sleep "$FAKE_SLEEP"; fi
 if [ -n "${FAKE_OUT:-}" ]; then printf '%s' "$FAKE_OUT"; fi
 if [ -n "${FAKE_ERR:-}" ]; then printf '%s\\n' "$FAKE_ERR" >&2; fi
 exit "${FAKE_RC:-0}"
@@ -48,7 +50,7 @@ class Fake:
         return (self.state / "passphrase").read_text().strip()
 
     def told(self, **fake: str) -> dict[str, str]:
-        """The environment, with FAKE_OUT / FAKE_ERR / FAKE_RC / FAKE_READ_STDIN set."""
+        """The environment, with FAKE_OUT / FAKE_ERR / FAKE_RC / FAKE_READ_STDIN / FAKE_SLEEP."""
         return {**self.env, **{f"FAKE_{k.upper()}": v for k, v in fake.items()}}
 
     def inherit(self, monkeypatch: pytest.MonkeyPatch, **fake: str) -> None:
@@ -144,6 +146,11 @@ def test_a_failure_names_the_command_its_exit_status_and_stderr(fake: Fake) -> N
     # check=False: the caller reads the exit status.
     done = pulumi_cli.run(["up"], env=fake.told(rc="3"), check=False, root=fake.root)
     assert done.returncode == 3
+
+
+def test_a_command_that_outlives_its_timeout_is_stopped(fake: Fake) -> None:
+    with pytest.raises(subprocess.TimeoutExpired):
+        pulumi_cli.run(["up"], env=fake.told(sleep="3"), timeout=0.5, root=fake.root)
 
 
 def test_a_secret_goes_through_stdin_and_never_into_argv_or_the_error(fake: Fake) -> None:
