@@ -20,29 +20,21 @@ from pathlib import Path
 
 import yaml
 
+from gpu_queues.tools import pulumi_cli
 from sandbox import topology
 from sandbox.paths import ROOT, STATE
 
 SHADOW = STATE / "project"
 PULUMI_DIR = STATE / "pulumi"
-RUN = ROOT / "toolchain" / "run"
 NOT_LINKED = {".git", ".sandbox", ".pulumi", ".toolchain"}
 
 
-# Where a caller's environment points Pulumi for real stacks (CI's shared state and its
-# passphrase): a sandbox run must never reach them. Its stacks share names with real ones
-# (`make rehearse STACK=prod`), so state elsewhere would be a real stack's.
-NOT_INHERITED = (
-    "PULUMI_BACKEND_URL",
-    "PULUMI_ACCESS_TOKEN",
-    "PULUMI_CONFIG_PASSPHRASE",
-    "PULUMI_CONFIG_PASSPHRASE_FILE",
-)
-
-
 def environment() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
-    return {**env, "GPU_QUEUES_PULUMI_DIR": str(PULUMI_DIR)}
+    """This process's environment with the sandbox's state and none of a caller's settings for
+    real stacks (CI's shared state and passphrase: pulumi_cli.REAL_STATE). The sandbox's stacks
+    share names with real ones (`make rehearse STACK=prod`), so state elsewhere would be a real
+    stack's."""
+    return pulumi_cli.private_state(PULUMI_DIR)
 
 
 def _pulumi(
@@ -53,14 +45,9 @@ def _pulumi(
     capture: bool = False,
     cwd: Path = SHADOW,
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(RUN), "pulumi", "--non-interactive", *args],
-        cwd=cwd,
-        text=True,
-        input=stdin,
-        check=check,
-        capture_output=capture,
-        env=environment(),
+    """`pulumi ARGS` in the shadow project (check: pulumi_cli.PulumiError on failure)."""
+    return pulumi_cli.run(
+        args, cwd=cwd, env=environment(), stdin=stdin, check=check, capture=capture
     )
 
 
@@ -133,14 +120,7 @@ def pulumi(
 def start(*args: str, stack: str = "local", log: Path) -> subprocess.Popen[bytes]:
     """`pulumi <args> -s <stack>` in the background, its output to `log`, for tests that run
     two at once: the stack must be prepared (`prepare`) first, as nothing here writes config."""
-    with open(log, "wb") as out:
-        return subprocess.Popen(
-            [str(RUN), "pulumi", "--non-interactive", *args, "-s", stack],
-            cwd=SHADOW,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=environment(),
-        )
+    return pulumi_cli.start(args, stack=stack, cwd=SHADOW, env=environment(), log=log)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from kubernetes import client
 
-from gpu_queues.kueue.client import api_client
+from gpu_queues.kueue.client import api_client, file_client
 from sandbox.control_plane import kubectl
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
@@ -90,7 +90,7 @@ class KubeSession:
 
     def __init__(self, kubeconfig: str | None = None) -> None:
         # Built in memory: the kubernetes package's loader would write the admin key to /tmp.
-        api = api_client(Path(kubeconfig).read_text() if kubeconfig else None, None)
+        api = file_client(kubeconfig) if kubeconfig else api_client(None, None)
         # The client's models type every field Optional; tests read them as plain objects.
         self.batch: Any = client.BatchV1Api(api)
         self.core: Any = client.CoreV1Api(api)

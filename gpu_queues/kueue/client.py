@@ -1,4 +1,6 @@
 """A Kubernetes API client built from a kubeconfig in memory: no key or token touches disk.
+The one place the project and its sandbox build clients: api_client for a stack's kubeconfig
+(the secret's text, or $KUBECONFIG when it is unset), file_client for a file the caller names.
 
 The kubernetes package's own loader writes the client key and certificates of a kubeconfig's
 `*-data` fields to temporary files and removes them only at interpreter exit, so a killed
@@ -22,7 +24,7 @@ import binascii
 import os
 import ssl
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,14 +106,20 @@ def _named(doc: Mapping[str, Any], section: str, source: _Source) -> dict[str, d
     return found
 
 
-def _merged(files: list[Path]) -> tuple[dict[str, Any], _Source]:
+def _merged(files: list[Path], named: bool = False) -> tuple[dict[str, Any], _Source]:
     """kubectl's merge of the $KUBECONFIG files: the first definition of a name wins, and the
-    first current-context. Each entry keeps its file's directory for its relative paths."""
+    first current-context. Each entry keeps its file's directory for its relative paths.
+    named: the files were named by the caller (file_client), not found through $KUBECONFIG."""
     shown = os.pathsep.join(map(str, files))
     merged: dict[str, Any] = {"clusters": [], "users": [], "contexts": []}
     current = None
     for path in files:
-        source = _Source(f"{KEY} is unset, so $KUBECONFIG's {path} is used; it", path.parent)
+        label = (
+            f"kubeconfig {path}"
+            if named
+            else f"{KEY} is unset, so $KUBECONFIG's {path} is used; it"
+        )
+        source = _Source(label, path.parent)
         try:
             text = path.read_text()
         except OSError as exc:
@@ -122,7 +130,10 @@ def _merged(files: list[Path]) -> tuple[dict[str, Any], _Source]:
                 merged[section].append({"name": name, section[:-1]: {**body, BASE: path.parent}})
         current = current or doc.get("current-context")
     merged["current-context"] = current
-    return merged, _Source(f"{KEY} is unset, so $KUBECONFIG ({shown}) is used; it", files[0].parent)
+    label = (
+        f"kubeconfig {shown}" if named else f"{KEY} is unset, so $KUBECONFIG ({shown}) is used; it"
+    )
+    return merged, _Source(label, files[0].parent)
 
 
 def _ambient_files() -> list[Path]:
@@ -163,11 +174,20 @@ def validate(kubeconfig: str | None, context: str | None) -> None:
     resolve(kubeconfig, context, run_exec=False)
 
 
-def resolve(kubeconfig: str | None, context: str | None, run_exec: bool = True) -> Connection:
-    """The connection a kubeconfig's context describes (runs its exec plugin, if any)."""
+def resolve(
+    kubeconfig: str | None,
+    context: str | None,
+    run_exec: bool = True,
+    files: Sequence[Path] = (),
+) -> Connection:
+    """The connection a kubeconfig's context describes (runs its exec plugin, if any): the
+    text `kubeconfig` (the stack's secret), else the named `files` (merged as kubectl merges
+    $KUBECONFIG), else $KUBECONFIG's."""
     if kubeconfig:
         source = _Source(f"{KEY}.kubeconfig", Path.cwd())
         doc = _parse(kubeconfig, source)
+    elif files:
+        doc, source = _merged(list(files), named=True)
     else:
         doc, source = _merged(_ambient_files())
     contexts = _named(doc, "contexts", source)
@@ -344,13 +364,26 @@ def ssl_context(conn: Connection, source_label: str = KEY) -> ssl.SSLContext:
 
 
 def api_client(kubeconfig: str | None, context: str | None) -> client.ApiClient:
-    """An ApiClient for the context; the caller closes it."""
+    """An ApiClient for the context of the kubeconfig text (the stack's secret; None:
+    $KUBECONFIG's files); the caller closes it."""
+    return _client(lambda: resolve(kubeconfig, context), KEY)
+
+
+def file_client(path: Path | str, context: str | None = None) -> client.ApiClient:
+    """An ApiClient for a kubeconfig file named by the caller (a sandbox cluster's): the file
+    is read into memory like the stack's secret, paths in it are relative to its directory,
+    and a problem is named after the file. The caller closes it."""
+    return _client(lambda: resolve(None, context, files=[Path(path)]), f"kubeconfig {path}")
+
+
+def _client(connection: Callable[[], Connection], label: str) -> client.ApiClient:
+    """The one construction of an ApiClient here: TLS from memory, the token as a header."""
     try:
-        conn = resolve(kubeconfig, context)
-        ctx = ssl_context(conn)
+        conn = connection()
+        ctx = ssl_context(conn, label)
     except ssl.SSLError as exc:
         raise KubeconfigError(
-            f"{KEY}: the certificate authority cannot be used ({exc.reason})"
+            f"{label}: the certificate authority cannot be used ({exc.reason})"
         ) from None
     configuration = client.Configuration()
     configuration.host = conn.server

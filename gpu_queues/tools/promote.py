@@ -46,6 +46,7 @@ from ruamel.yaml import YAML
 from gpu_queues import keys
 from gpu_queues.config.stackfile import ROOT, stack_file_name
 from gpu_queues.files import OutsideProject, inside
+from gpu_queues.tools import pulumi_cli
 from gpu_queues.tools.promotion_plan import Plan, PromotionError, plan
 
 POLICY_PACK = ROOT / "policies" / "PulumiPolicy.yaml"
@@ -81,35 +82,17 @@ def check_deployed(source: str, version: str, outputs: Outputs) -> None:
 
 
 def fetch_outputs(stack: str, root: Path = ROOT) -> Outputs:
-    """`pulumi stack output --json -s STACK` through toolchain/run."""
-    result = subprocess.run(
-        [
-            str(root / "toolchain" / "run"),
-            "pulumi",
-            "--non-interactive",
-            "stack",
-            "output",
-            "--json",
-            "-s",
-            stack,
-        ],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
+    """`pulumi stack output --json -s STACK` through toolchain/run (gpu_queues.tools.pulumi_cli)."""
+    try:
+        return pulumi_cli.stack_outputs(stack, cwd=root, root=root)
+    except pulumi_cli.PulumiError as exc:
+        said = (exc.stderr or "").strip() or (exc.stdout or "").strip()
         raise PromotionError(
             f"refusing to promote: cannot read the outputs of stack {stack!r} "
-            f"(is it deployed?): {result.stderr.strip() or result.stdout.strip()}"
-        )
-    try:
-        outputs = json.loads(result.stdout or "{}")
-    except ValueError as exc:
-        raise PromotionError(f"stack output of {stack!r} is not JSON: {exc}") from None
-    if not isinstance(outputs, dict):
-        raise PromotionError(f"stack output of {stack!r} is not a JSON object")
-    return outputs
+            f"(is it deployed?): {said}"
+        ) from None
+    except pulumi_cli.PulumiOutputError as exc:
+        raise PromotionError(str(exc)) from None
 
 
 def write_atomically(path: Path, old_text: str, new_text: str, root: Path = ROOT) -> None:

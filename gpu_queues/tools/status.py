@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -29,6 +28,7 @@ from gpu_queues import keys
 from gpu_queues.config.model import ConfigError, load_config
 from gpu_queues.config.stackfile import ROOT, StackFileError, parse_config
 from gpu_queues.kueue.client import KubeconfigError, api_client
+from gpu_queues.tools import pulumi_cli
 from gpu_queues.whatif.markdown import team_table, workload_table
 from gpu_queues.whatif.report import Run, RunMeta, WorkloadResult, team_results
 from gpu_queues.whatif.workloads import (
@@ -45,7 +45,6 @@ from gpu_queues.whatif.workloads import (
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 # Kueue v0.18 serves its visibility API as v1beta2 and v1beta1; v1beta2 is preferred.
 VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta2"
-RUN = ROOT / "toolchain" / "run"
 KUBECONFIG_KEY = f"{keys.PROJECT}:{keys.KEY_KUBERNETES}.kubeconfig"
 
 
@@ -77,19 +76,13 @@ def stack_connection(
     context = kubernetes.get("context") if isinstance(kubernetes, dict) else None
     kubeconfig = None
     if isinstance(kubernetes, dict) and kubernetes.get("kubeconfig") is not None:
-        done = subprocess.run(
-            [str(RUN), "pulumi", "config", "get", "--path", KUBECONFIG_KEY, "--stack", stack],
-            cwd=project,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
+        try:
+            kubeconfig = pulumi_cli.config_value(KUBECONFIG_KEY, stack, cwd=project)
+        except pulumi_cli.PulumiError as exc:
             raise StatusError(
                 f"cannot read {KUBECONFIG_KEY} of stack {stack!r} through the Pulumi CLI: "
-                f"{done.stderr.strip().splitlines()[-1] if done.stderr.strip() else 'failed'}"
-            )
-        kubeconfig = done.stdout
+                f"{exc.reason or 'failed'}"
+            ) from None
     return kubeconfig, context, [(t.name, t.cluster_queue) for t in config.teams]
 
 

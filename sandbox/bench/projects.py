@@ -10,17 +10,14 @@ from typing import Any
 
 import yaml
 
+from gpu_queues.tools import pulumi_cli
 from sandbox import pulumi_stack as sandbox_stack
 from sandbox.bench.generated import BENCH, TRIVIAL_PROGRAM, stack_file
 from sandbox.bench.measure import Step, measure
 from sandbox.bench.under_mocks import ours_under_mocks
 from sandbox.paths import KUBECONFIG, KUBECTL, ROOT
 
-RUN = ROOT / "toolchain" / "run"
-
-
-def pulumi_argv(*args: str) -> list[str]:
-    return [str(RUN), "pulumi", "--non-interactive", *args]
+RUN = ROOT / pulumi_cli.RUN
 
 
 def pulumi_env() -> dict[str, str]:
@@ -39,15 +36,15 @@ class OursStack:
 
     def run(self, *args: str) -> Step:
         return measure(
-            pulumi_argv(*args, "-s", self.name), cwd=sandbox_stack.SHADOW, env=pulumi_env()
+            pulumi_cli.argv(args, stack=self.name), cwd=sandbox_stack.SHADOW, env=pulumi_env()
         )
 
     def remove(self) -> None:
-        subprocess.run(
-            pulumi_argv("stack", "rm", "--force", "--yes", "-s", self.name),
+        pulumi_cli.run(
+            ["stack", "rm", "--force", "--yes"],
+            stack=self.name,
             cwd=sandbox_stack.SHADOW,
             env=pulumi_env(),
-            capture_output=True,
             check=False,
         )
         (sandbox_stack.SHADOW / f"Pulumi.{self.name}.yaml").unlink(missing_ok=True)
@@ -93,23 +90,17 @@ class TrivialStack:
         if render_dir is not None:
             config[f"{TRIVIAL_PROJECT}:renderDir"] = render_dir
         (self.dir / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": config}))
-        subprocess.run(
-            pulumi_argv("stack", "select", "--create", name),
-            cwd=self.dir,
-            env=self.env,
-            capture_output=True,
-            check=True,
-        )
+        pulumi_cli.run(["stack", "select", "--create", name], cwd=self.dir, env=self.env)
 
     def run(self, *args: str) -> Step:
-        return measure(pulumi_argv(*args, "-s", self.name), cwd=self.dir, env=self.env)
+        return measure(pulumi_cli.argv(args, stack=self.name), cwd=self.dir, env=self.env)
 
     def remove(self) -> None:
-        subprocess.run(
-            pulumi_argv("stack", "rm", "--force", "--yes", "-s", self.name),
+        pulumi_cli.run(
+            ["stack", "rm", "--force", "--yes"],
+            stack=self.name,
             cwd=self.dir,
             env=self.env,
-            capture_output=True,
             check=False,
         )
         (self.dir / f"Pulumi.{self.name}.yaml").unlink(missing_ok=True)

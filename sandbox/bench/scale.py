@@ -30,6 +30,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
+from gpu_queues.tools import pulumi_cli
 from sandbox import pulumi_stack as sandbox_stack
 from sandbox.bench.generated import BENCH, objects_per_stack, team_config
 from sandbox.bench.measure import Step, StepFailed, measure
@@ -161,7 +162,7 @@ def upstream_main(sizes: Sequence[int]) -> int:
             overrides = dict(variant_env)
             name = f"repro-{objects}-{k}"
             settle = overrides.pop("BENCH_SETTLE", None) == "true"
-            env = {**os.environ, "GPU_QUEUES_PULUMI_DIR": str(state), **overrides}
+            env = {**pulumi_cli.private_state(state), **overrides}
             stack = TrivialStack(
                 name,
                 objects - 1,

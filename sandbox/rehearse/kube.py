@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kubernetes import client, config
+from kubernetes import client
 
 from gpu_queues.config.model import Subject
+from gpu_queues.kueue.client import file_client
 from gpu_queues.release.render import RELEASE_IMAGE
 from gpu_queues.whatif.workloads import condition
 from sandbox import kueue_pod
@@ -37,12 +38,13 @@ class RehearsalClient:
     cluster said, the authorizer's answers, and waits that take a standing no for an answer."""
 
     def __init__(self, kubeconfig: Path = KUBECONFIG) -> None:
-        config.load_kube_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
+        # Built in memory: the kubernetes package's loader would write the admin key to /tmp.
+        api = file_client(kubeconfig)
         # The client's models type every field Optional; read them as plain objects.
-        self.batch: Any = client.BatchV1Api()
-        self.core: Any = client.CoreV1Api()
-        self.custom: Any = client.CustomObjectsApi()
-        self.authz: Any = client.AuthorizationV1Api()
+        self.batch: Any = client.BatchV1Api(api)
+        self.core: Any = client.CoreV1Api(api)
+        self.custom: Any = client.CustomObjectsApi(api)
+        self.authz: Any = client.AuthorizationV1Api(api)
 
     def wait(
         self,

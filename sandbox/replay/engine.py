@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from gpu_queues.config.model import StackConfig
-from gpu_queues.kueue.client import api_client
+from gpu_queues.kueue.client import file_client
 from gpu_queues.whatif.durations import parse_duration
 from gpu_queues.whatif.mix import Catalog, load_mix
 from gpu_queues.whatif.report import Run, RunMeta, team_results
@@ -63,7 +63,7 @@ def replay_mix(
     notes: list[str] | None = None,
 ) -> Run:
     """Read and check the mix against the stack as deployed, replay it, and sum it up."""
-    rest = Rest(api_client(KUBECONFIG.read_text(), None))
+    rest = Rest(file_client(KUBECONFIG))
     # The release the run is made on, read from the running controller (the rehearsal's
     # check): a side is never replayed on another release than its stack file's.
     kueue = running_kueue(RehearsalClient(), config.kueue.version)

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from gpu_queues.kueue.client import api_client
+from gpu_queues.kueue.client import file_client
 from gpu_queues.whatif.mix import COMPLETE_AFTER, Entry, submission_order
 from gpu_queues.whatif.report import WorkloadResult
 from gpu_queues.whatif.workloads import (
@@ -67,7 +67,7 @@ class Replay:
     def __init__(self, entries: list[Entry], options: Options | None = None) -> None:
         self.entries = entries
         self.options = options or Options()
-        self.rest = Rest(api_client(KUBECONFIG.read_text(), None))
+        self.rest = Rest(file_client(KUBECONFIG))
         self.last_change = time.monotonic()
         self.changes: list[float] = []
         self.silences: list[float] = []

@@ -14,7 +14,7 @@ from typing import Any
 
 from kubernetes.watch.watch import iter_resp_lines
 
-from gpu_queues.kueue.client import api_client
+from gpu_queues.kueue.client import file_client
 from gpu_queues.whatif.workloads import Rest
 from sandbox.paths import KUBECONFIG, STATE
 
@@ -58,7 +58,7 @@ class Informer:
             return list(self.objects.values())
 
     def _run(self) -> None:
-        rest = Rest(api_client(KUBECONFIG.read_text(), None))
+        rest = Rest(file_client(KUBECONFIG))
         version: str | None = None
         while not self.stopping.is_set():
             try:

@@ -13,8 +13,6 @@ from tests.fixtures.policy_programs import Program
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-RUN = ROOT / "toolchain" / "run"
 # The sandbox's cloud names its static shared volume after the local stack's; dev's own
 # volume does not exist here, and a claim's volumeName cannot change once bound.
 SANDBOX_VOLUME = {"gpu-queues:sharedStorage[0].volumeName": "shared-volume-local"}

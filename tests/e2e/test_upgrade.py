@@ -27,7 +27,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gpu_queues.kueue.client import api_client
+from gpu_queues.kueue.client import file_client
 from gpu_queues.release.render import pinned_version, render_release, rendered_relpath
 from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECONFIG, LOGS, ROOT
@@ -111,7 +111,7 @@ class Downtime:
     def _run(self) -> None:
         # Its own client (one per thread), built in memory like the KubeSession's: the kubernetes
         # package's loader would write the admin key to a temporary file.
-        api = api_client(KUBECONFIG.read_text(), None)
+        api = file_client(KUBECONFIG)
         custom, batch = client.CustomObjectsApi(api), client.BatchV1Api(api)
         while not self._stop.is_set():
             error = self._probe(custom, batch)

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 
-from gpu_queues.kueue.client import api_client
+from gpu_queues.kueue.client import file_client
 from gpu_queues.tools import status
 from gpu_queues.whatif.markdown import render
 from gpu_queues.whatif.report import Run
@@ -134,7 +134,7 @@ def test_the_replay_shows_the_outcomes_worked_out_by_hand(replayed: Run) -> None
 
 
 def test_status_reads_the_same_story_from_the_live_cluster(replayed: Run) -> None:
-    rest = Rest(api_client(KUBECONFIG.read_text(), None))
+    rest = Rest(file_client(KUBECONFIG))
     teams = [(t.team, t.cluster_queue) for t in replayed.teams]
     live = status.read_status(rest, teams, datetime.now(UTC).timestamp(), "sandbox")
     predicted = {w.name: w.outcome for w in replayed.workloads if w.team}

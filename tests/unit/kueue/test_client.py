@@ -28,7 +28,7 @@ import yaml
 from kubernetes import client
 
 from gpu_queues.components.readiness import probe_webhooks
-from gpu_queues.kueue.client import KubeconfigError, api_client, resolve, validate
+from gpu_queues.kueue.client import KubeconfigError, api_client, file_client, resolve, validate
 
 pytestmark = pytest.mark.unit
 
@@ -364,6 +364,45 @@ def test_files_named_by_the_ambient_kubeconfig_are_read_relative_to_it(
     assert seen.requests[-1]["user"] == "probe-user"
 
 
+def test_a_named_kubeconfig_file_is_read_into_memory_relative_to_itself(
+    pki: Pki,
+    api_server: tuple[str, Seen],
+    tmp_path: Path,
+    private_tmp: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The sandbox's clients: a file named by the caller, not $KUBECONFIG (here a broken one).
+    url, seen = api_server
+    home = tmp_path / "cluster"
+    home.mkdir()
+    (home / "ca.crt").write_bytes(pki.pem("ca.crt"))
+    path = home / "kubeconfig"
+    path.write_text(kubeconfig(url, cert_user(pki), {"certificate-authority": "ca.crt"}))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
+    monkeypatch.chdir(tmp_path)
+    with _WRITES.recording() as written:
+        api = file_client(path)
+        dry_run(api)
+        api.close()
+    assert seen.requests[-1]["user"] == "probe-user"
+    assert written == []
+    assert list(private_tmp.iterdir()) == []
+
+
+def test_a_named_kubeconfig_file_that_cannot_be_used_is_named_in_the_error(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(KubeconfigError) as info:
+        file_client(tmp_path / "missing")
+    assert str(info.value).startswith(f"kubeconfig {tmp_path / 'missing'}: cannot be read")
+    path = tmp_path / "kubeconfig"
+    path.write_text(kubeconfig(SERVER, {"token": "s3cr3t"}))
+    with pytest.raises(KubeconfigError) as info:
+        file_client(path, "other")
+    assert "no context 'other' in the kubeconfig" in str(info.value)
+    assert "s3cr3t" not in str(info.value)
+
+
 def test_tls_server_name_verifies_the_server_under_that_name(
     pki: Pki, api_server: tuple[str, Seen]
 ) -> None:
@@ -579,8 +618,10 @@ def test_the_connection_never_shows_its_secrets() -> None:
 def test_the_sandboxes_clients_keep_the_admin_key_in_memory_too(
     pki: Pki, tmp_path: Path, private_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The pod runner and the walkthrough hold the sandbox admin's kubeconfig all along.
+    # The pod runner, the walkthrough and the rehearsal hold the sandbox admin's kubeconfig
+    # all along.
     from sandbox.kueue_pod import Runner
+    from sandbox.rehearse.kube import RehearsalClient
     from sandbox.walkthrough import KubeSession
 
     path = tmp_path / "kubeconfig"
@@ -588,6 +629,8 @@ def test_the_sandboxes_clients_keep_the_admin_key_in_memory_too(
     monkeypatch.setenv("KUBECONFIG", str(path))
     with _WRITES.recording() as written:
         KubeSession(str(path))
+        KubeSession()  # $KUBECONFIG
+        RehearsalClient(path)
         Runner(work=tmp_path / "work", log=tmp_path / "log")
     assert written == []
     assert list(private_tmp.iterdir()) == []
