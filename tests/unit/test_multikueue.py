@@ -453,15 +453,83 @@ def test_a_team_that_does_not_dispatch_keeps_a_plain_cluster_queue() -> None:
     raw = manager_raw(teams=[team(), team("local", "team-local")])
     run = manager_run(raw)
     assert "admissionChecksStrategy" not in run.one("ClusterQueue", "local-cq").inputs["spec"]
-    local = load_config(raw).teams[1]
-    assert run.one("ClusterQueue", "local-cq").inputs == render.cluster_queue(local)
+    # written out by hand from team("local", "team-local"), in Kueue's v1beta2 shape
+    assert run.one("ClusterQueue", "local-cq").inputs == {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {
+            "name": "local-cq",
+            "labels": {
+                "app.kubernetes.io/managed-by": "gpu-queues",
+                "gpu-queues.dev/team": "local",
+            },
+        },
+        "spec": {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "team-local"}},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                    "flavors": [
+                        {
+                            "name": "gpu",
+                            "resources": [
+                                {"name": "cpu", "nominalQuota": "8"},
+                                {"name": "memory", "nominalQuota": "64Gi"},
+                                {"name": "nvidia.com/gpu", "nominalQuota": "4"},
+                            ],
+                        }
+                    ],
+                }
+            ],
+        },
+    }
 
 
-def test_the_manager_registers_what_render_returns() -> None:
-    raw = manager_raw()
-    run = manager_run(raw)
-    for obj in render.multikueue_objects(raw):
+def _mk(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": kind,
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "gpu-queues"}},
+        "spec": spec,
+    }
+
+
+def test_the_manager_registers_the_multikueue_objects_kueue_documents() -> None:
+    # Kueue's MultiKueue setup: a MultiKueueCluster per worker reading its kubeconfig from a
+    # Secret in kueue-system, a MultiKueueConfig listing the clusters, and an AdmissionCheck
+    # of controller kueue.x-k8s.io/multikueue parameterised by that config. By hand.
+    run = manager_run(manager_raw())
+    expected = [
+        _mk(
+            "MultiKueueCluster",
+            worker,
+            {
+                "clusterSource": {
+                    "kubeConfig": {"location": f"multikueue-{worker}", "locationType": "Secret"}
+                }
+            },
+        )
+        for worker in ("east", "west")
+    ]
+    expected.append(_mk("MultiKueueConfig", "multikueue-ml", {"clusters": ["east", "west"]}))
+    expected.append(
+        _mk(
+            "AdmissionCheck",
+            "multikueue-ml",
+            {
+                "controllerName": "kueue.x-k8s.io/multikueue",
+                "parameters": {
+                    "apiGroup": "kueue.x-k8s.io",
+                    "kind": "MultiKueueConfig",
+                    "name": "multikueue-ml",
+                },
+            },
+        )
+    )
+    for obj in expected:
         assert run.one(obj["kind"], obj["metadata"]["name"]).inputs == obj
+    for kind in ("MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck"):
+        assert len(run.of_kind(kind)) == sum(o["kind"] == kind for o in expected), kind
 
 
 def test_a_worker_declares_a_scoped_account_and_exports_a_kubeconfig_for_it() -> None:
