@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,7 @@ from gpu_queues.config.model import ConfigError, load_config
 pytestmark = pytest.mark.unit
 
 CQ = "teams[0].resourceGroups[0].flavors[0]"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def errors(raw) -> list[str]:
@@ -35,10 +37,20 @@ def gpu(raw, team=0, flavor=0):
 
 
 def test_all_stacks_validate(dev_raw, prod_raw):
-    from tests.conftest import stack_raw
+    from tests.conftest import read_yaml, stack_raw
 
     for stack in ("dev", "staging", "prod", "local"):
-        load_config(stack_raw(stack))
+        # The file read on its own (plain YAML): the config holds its flavors, cohort and
+        # teams by name, and each team's queues, as the file spells them.
+        file = read_yaml(ROOT / f"Pulumi.{stack}.yaml")["config"]
+        config = load_config(stack_raw(stack))
+        assert [f.name for f in config.flavors] == [f["name"] for f in file["gpu-queues:flavors"]]
+        cohort = file.get("gpu-queues:cohort")
+        assert (config.cohort.name if config.cohort else None) == (cohort or {}).get("name")
+        assert [(t.name, t.namespace, t.cluster_queue, t.local_queue) for t in config.teams] == [
+            (t["name"], t["namespace"], t["clusterQueue"], t["localQueue"])
+            for t in file["gpu-queues:teams"]
+        ], stack
 
 
 def test_misspelt_key_is_named_with_the_allowed_keys(raw):
