@@ -210,7 +210,11 @@ def test_the_tools_read_a_manager_whose_worker_kubeconfig_is_a_secret() -> None:
     raw = parse_config(text, "mgr")  # the secret is set, its content unknown to the tools
     raw["teams"] = [team()]
     raw["flavors"] = [{"name": "gpu"}]
-    assert load_config(raw).multi_kueue is not None
+    config = load_config(raw)
+    assert config.multi_kueue is not None and config.multi_kueue.manager is not None
+    (east,) = config.multi_kueue.manager.workers
+    assert east.name == "east"
+    assert [t.name for t in config.multi_kueue.manager.teams] == ["ml"]
 
 
 def test_kueue_accepts_the_kubeconfig_a_worker_stack_exports() -> None:

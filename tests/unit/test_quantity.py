@@ -1,5 +1,6 @@
 """Kubernetes quantity parsing (gpu_queues.kueue.quantity), as the API server reads quotas."""
 
+import re
 from fractions import Fraction
 
 import pytest
@@ -71,7 +72,9 @@ def test_valid_quantities_parse_exactly(text, expected):
     ],
 )
 def test_malformed_quantities_are_rejected(text):
-    with pytest.raises(QuantityError):
+    # refused, naming the value and a few that would do
+    expected = f"{text!r} is not a quantity (expected e.g. 64, 500m, 512Gi, 1.5G, 1e3)"
+    with pytest.raises(QuantityError, match=f"^{re.escape(expected)}$"):
         parse_quantity(text)
 
 
@@ -83,9 +86,19 @@ def test_json_numbers_parse_as_written(number, expected):
     assert parse_quantity(number) == expected
 
 
-@pytest.mark.parametrize("value", [True, None, [1], {"a": 1}, float("nan"), float("inf")])
-def test_non_quantities_are_rejected(value):
-    with pytest.raises(QuantityError):
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        (True, "True is a boolean, not a quantity"),
+        (None, "None is a NoneType, not a quantity"),
+        ([1], "[1] is a list, not a quantity"),
+        ({"a": 1}, "{'a': 1} is a dict, not a quantity"),
+        (float("nan"), "nan is not a finite number"),
+        (float("inf"), "inf is not a finite number"),
+    ],
+)
+def test_non_quantities_are_rejected(value, says):
+    with pytest.raises(QuantityError, match=f"^{re.escape(says)}$"):
         parse_quantity(value)
 
 
@@ -149,7 +162,7 @@ def test_the_kubernetes_clients_parser_accepts_what_the_api_server_refuses(text,
     from kubernetes.utils import parse_quantity as client_parse
 
     assert str(client_parse(text)) == client  # the client: a value
-    with pytest.raises(QuantityError):  # ours, like the API server: refused
+    with pytest.raises(QuantityError, match=f"^{re.escape(repr(text))} is "):  # ours: refused
         parse_quantity(text)
 
 
@@ -157,7 +170,7 @@ def test_where_ours_is_stricter_or_more_exact_than_the_api_server():
     # "-" and "+" alone parse as 0 in ParseQuantity (its zero-stripping loop runs off the end);
     # no one means zero by them, so ours refuses them.
     for text in ("-", "+"):
-        with pytest.raises(QuantityError):
+        with pytest.raises(QuantityError, match=f"^'{re.escape(text)}' is not a quantity"):
             parse_quantity(text)
     # ParseQuantity rounds sub-nano values up to 1n and caps binary-SI values at 2^63-1; ours
     # keeps the exact value, which only matters for quotas no one writes.
