@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 .PHONY: venv lock toolchain schema lint lint-shell lint-workflows test test-unit test-policy \
         test-toolchain test-deep test-e2e test-rehearse test-multikueue sandbox-up sandbox-down \
         sandbox-shell sandbox-status demo rehearse bench promote quota-diff clean kueue-manifest \
-        ci-kueue-manifest pin-kueue what-if status bench-scale
+        ci-kueue-manifest pin-kueue what-if status bench-scale mutation
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -191,6 +191,14 @@ test: venv toolchain lint
 	$(PY) -m pytest -m sandbox -q $(ORDERED)
 	$(PY) -m pytest -m rehearse -q $(ORDERED)
 	$(MAKE) test-multikueue
+
+# Mutation testing ([tool.mutmut] in pyproject.toml; not part of `make test`): mutmut changes
+# gpu_queues/kueue/quantity.py one operator, constant or branch at a time in a copy of the
+# tree (mutants/) and runs the tests covering it; it lists the mutants no test killed.
+mutation: venv
+	rm -rf mutants
+	$(VENV)/bin/mutmut run
+	$(VENV)/bin/mutmut results
 
 # The rehearsals alone (staging, prod, generated and broken stacks; a fresh sandbox each).
 test-rehearse: venv toolchain

@@ -7,7 +7,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpu_queues.kueue.quantity import QuantityError, format_quantity, parse_quantity
+from gpu_queues.kueue.quantity import (
+    QuantityError,
+    format_number,
+    format_quantity,
+    parse_quantity,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -134,6 +139,29 @@ def test_format_is_short():
     assert format_quantity(Fraction(512 * 2**30)) == "512Gi"
     assert format_quantity(Fraction(8)) == "8"
     assert format_quantity(Fraction(1, 2)) == "500m"
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (Fraction(0), "0"),  # not "0Gi"
+        (Fraction(2**30), "1Gi"),
+        (Fraction(3 * 2**30), "3Gi"),
+        (Fraction(2**30 + 1), "1073741825"),
+        (Fraction(1, 1000), "1m"),
+        (Fraction(1, 3), "0.3333333333333333"),  # neither whole nor milli: a decimal
+    ],
+)
+def test_format_cases_found_by_mutation_testing(value, shown):
+    # make mutation (mutmut) left these unpinned: zero, single and odd Gi, non-milli values.
+    assert format_quantity(value) == shown
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"), [(Fraction(8), "8"), (Fraction(-3), "-3"), (Fraction(1, 2), "0.5")]
+)
+def test_format_number_for_messages(value, shown):
+    assert format_number(value) == shown
 
 
 # --- why not kubernetes.utils.parse_quantity (issue 10, item 13b) -------------------------
