@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 
@@ -12,7 +11,6 @@ from gpu_queues.config.model import ConfigError, load_config
 pytestmark = pytest.mark.unit
 
 CQ = "teams[0].resourceGroups[0].flavors[0]"
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def errors(raw) -> list[str]:
@@ -37,7 +35,7 @@ def gpu(raw, team=0, flavor=0):
 
 
 def test_all_stacks_validate(dev_raw, prod_raw):
-    from tests.conftest import read_yaml, stack_raw
+    from tests.conftest import ROOT, read_yaml, stack_raw
 
     for stack in ("dev", "staging", "prod", "local"):
         # The file read on its own (plain YAML): the config holds its flavors, cohort and

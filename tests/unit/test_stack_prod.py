@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 
 from gpu_queues import keys
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.unit
 
 # What the program must register is read from Pulumi.prod.yaml on its own (plain YAML, not
 # the project's stack-file reader), so a quota change in prod moves the expectation with it.
-PROD = yaml.safe_load((Path(__file__).resolve().parents[2] / "Pulumi.prod.yaml").read_text())
+PROD = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())
 CONFIG = PROD["config"]
 TEAMS = tuple(t["name"] for t in CONFIG["gpu-queues:teams"])
 

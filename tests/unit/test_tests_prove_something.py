@@ -18,9 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ROOT
+
 pytestmark = pytest.mark.unit
 
-TESTS = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests"
 CHECKING_CALLS = {"raises", "fail", "warns", "deprecated_call"}
 
 
