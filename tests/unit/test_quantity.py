@@ -382,3 +382,12 @@ def test_quota_totals_withhold_a_verdict_on_what_is_not_known():
     )
     assert anywhere.any_flavor_unknown and not anywhere.decidable(("l4", "cpu"))
     assert anywhere.total(("l4", "cpu")) == 4
+
+
+def test_a_negative_capacity_is_no_limit_to_sum_against():
+    # The config property found it (a per-node resource of -1 on a resource no queue holds):
+    # the check crashed on the missing holders instead of leaving it to the model's refusal.
+    from gpu_queues.kueue.capacity import QuotaTotals, over_capacity
+
+    assert over_capacity(QuotaTotals(), {("h100", "name"): Fraction(-4)}) == []
+    assert over_capacity(QuotaTotals(), {("h100", "cpu"): Fraction(0)}) == []
