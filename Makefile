@@ -195,7 +195,7 @@ test: venv toolchain lint
 # Mutation testing ([tool.mutmut] in pyproject.toml; not part of `make test`): mutmut changes
 # gpu_queues/kueue/quantity.py and capacity.py one operator, constant or branch at a time in a
 # copy of the tree (mutants/) and runs the tests covering it; it lists the mutants no test
-# killed (363 of 369 killed; the six left are equivalent, README.md).
+# killed (366 of 372 killed; the six left are equivalent, README.md).
 mutation: venv
 	rm -rf mutants
 	$(VENV)/bin/mutmut run

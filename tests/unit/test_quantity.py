@@ -391,3 +391,17 @@ def test_a_negative_capacity_is_no_limit_to_sum_against():
 
     assert over_capacity(QuotaTotals(), {("h100", "name"): Fraction(-4)}) == []
     assert over_capacity(QuotaTotals(), {("h100", "cpu"): Fraction(0)}) == []
+    # and the capacities after it are still compared, a fraction of a unit as much as any
+    from gpu_queues.kueue.capacity import Overrun, QuotaHolder
+
+    one = QuotaHolder("ClusterQueue", "a-cq", Fraction(1))
+    totals = QuotaTotals(holders={("l4", "cpu"): [one], ("t4", "cpu"): [one]})
+    capacity = {
+        ("a100", "name"): Fraction(-1),
+        ("l4", "cpu"): Fraction(1, 2),
+        ("t4", "cpu"): Fraction(0),  # no hardware at all: any quota is over it
+    }
+    assert over_capacity(totals, capacity) == [
+        Overrun("l4", "cpu", Fraction(1), Fraction(1, 2), (one,)),
+        Overrun("t4", "cpu", Fraction(1), Fraction(0), (one,)),
+    ]
