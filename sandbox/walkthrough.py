@@ -11,7 +11,6 @@ import copy
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from kubernetes import client

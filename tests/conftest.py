@@ -35,6 +35,16 @@ def pytest_configure(config: pytest.Config) -> None:
         from tests import properties  # noqa: F401
 
 
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The order's seed, after the failures (also under -q, where pytest-randomly's header
+    line is not shown): what repeats a failure that depends on the order."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if config.pluginmanager.hasplugin("randomly") and isinstance(seed, int):
+        terminalreporter.write_line(
+            f"random order: -p randomly --randomly-seed={seed} (make test-unit SEED={seed})"
+        )
+
+
 @functools.cache
 def _read_stack(stack: str) -> dict[str, Any]:
     from gpu_queues.config.stackfile import read_config

@@ -184,6 +184,8 @@ def over_capacity(
     """Every (flavor, resource) whose summed nominal quotas exceed its capacity."""
     overruns = []
     for key, limit in sorted(capacity.items()):
+        if limit < 0:  # not a capacity (refused where it is written): nothing to sum against
+            continue
         total = totals.total(key)
         if totals.decidable(key) and total > limit:
             overruns.append(Overrun(*key, total, limit, tuple(totals.holders[key])))

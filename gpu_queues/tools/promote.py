@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence

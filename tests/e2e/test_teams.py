@@ -42,18 +42,25 @@ def up(overrides: dict[str, str] | None = None) -> None:
 def teams(cluster: KubeSession) -> Iterator[KubeSession]:
     up()
     yield cluster
-    for ns in ("team-alpha", "team-beta", "outsiders"):
-        for j in cluster.batch.list_namespaced_job(ns).items:
-            cluster.delete_job(j.metadata.name, ns)
+    for j in cluster.batch.list_namespaced_job("outsiders").items:
+        cluster.delete_job(j.metadata.name, "outsiders")
     subprocess.run(
         [str(KUBECTL), "delete", "namespace", "outsiders", "--ignore-not-found", "--wait=false"],
         check=False,
         capture_output=True,
     )
-    for ns in ("team-alpha", "team-beta"):
-        cluster.wait(f"no workloads in {ns}", lambda n=ns: not cluster.workloads(n), namespace=ns)
+    clear_team_jobs(cluster)
     done = stack.pulumi("destroy", "--yes", stack=STACK, source=SOURCE, check=False, capture=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def clear_team_jobs(k: KubeSession) -> None:
+    """No job and no workload left in the teams' namespaces (their queues hold nothing)."""
+    for ns in ("team-alpha", "team-beta"):
+        for j in k.batch.list_namespaced_job(ns).items:
+            k.delete_job(j.metadata.name, ns)
+    for ns in ("team-alpha", "team-beta"):
+        k.wait(f"no workloads in {ns}", lambda n=ns: not k.workloads(n), namespace=ns)
 
 
 def submit_alpha(k: KubeSession, count: int, prefix: str) -> list[str]:
@@ -116,9 +123,15 @@ def test_raising_a_quota_with_pulumi_up_admits_held_work_and_lowering_it_evicts_
     teams: KubeSession,
 ) -> None:
     k = teams
-    names = [j.metadata.name for j in k.batch.list_namespaced_job("team-alpha").items]
-    if not names:
-        names = submit_alpha(k, 6, "alpha-quota")
+    # Its own jobs, on queues nothing else uses: whatever an earlier test left is removed
+    # first. Beta idle, alpha's six 1-GPU jobs get 3 of its own and 2 borrowed: one is held.
+    clear_team_jobs(k)
+    names = submit_alpha(k, 6, "alpha-quota")
+    k.wait(
+        "five of alpha's six jobs admitted",
+        lambda: len(admitted(k, names)) == 5,
+        namespace="team-alpha",
+    )
     before = len(admitted(k, names))
     assert before < len(names), "nothing is held; the quota change would prove nothing"
     up({ALPHA_GPUS: "5"})

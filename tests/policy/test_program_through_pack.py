@@ -26,7 +26,6 @@ from policy_harness import CQ, PACK_DIR, REPO, RF, Analyzer, mandatory, run_poli
 
 from gpu_queues import keys
 from gpu_queues.components.gpu_queues import validate
-from gpu_queues.config import render
 from gpu_queues.config.model import StackConfig
 from gpu_queues.kueue.capacity import CAPACITY_ANNOTATION
 from gpu_queues.release.manifest import load_manifest
@@ -119,21 +118,127 @@ def test_a_stack_nobody_wrote_passes_the_strict_pack(seed):
     assert len(run.of_kind("ClusterQueue")) == len(config.teams)
 
 
-def test_components_register_exactly_what_render_returns():
-    config, run = built("prod")
-    for team in config.teams:
-        registered = run.one("ClusterQueue", team.cluster_queue).inputs
-        assert registered == render.cluster_queue(team)
-        lq = [
-            r
-            for r in run.of_kind("LocalQueue")
-            if r.inputs["metadata"]["namespace"] == team.namespace
-        ]
-        assert lq[0].inputs == render.local_queue(team)
-    for flavor in config.flavors:
-        assert run.one("ResourceFlavor", flavor.name).inputs == render.resource_flavor(flavor)
-    assert config.cohort is not None
-    assert run.one("Cohort", config.cohort.name).inputs == render.cohort(config.cohort)
+# Prod's objects written out by hand from Pulumi.prod.yaml, in the shape Kueue documents
+# for kueue.x-k8s.io/v1beta2 (ClusterQueue: cohortName, namespaceSelector, resourceGroups of
+# coveredResources and flavors with one quota per covered resource in that order,
+# preemption, queueingStrategy; LocalQueue: spec.clusterQueue; ResourceFlavor: nodeLabels,
+# nodeTaints, tolerations; Cohort), not with the render functions the components call.
+MANAGED = {"app.kubernetes.io/managed-by": "gpu-queues"}
+V1BETA2 = "kueue.x-k8s.io/v1beta2"
+RESEARCH_CQ = {
+    "apiVersion": V1BETA2,
+    "kind": "ClusterQueue",
+    "metadata": {"name": "research-cq", "labels": {**MANAGED, "gpu-queues.dev/team": "research"}},
+    "spec": {
+        "cohortName": "gpu-pool",
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "team-research"}},
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                "flavors": [
+                    {
+                        "name": "h100",
+                        "resources": [
+                            {"name": "cpu", "nominalQuota": "384"},
+                            {"name": "memory", "nominalQuota": "4Ti"},
+                            {
+                                "name": "nvidia.com/gpu",
+                                "nominalQuota": "16",
+                                "borrowingLimit": "8",
+                                "lendingLimit": "8",
+                            },
+                        ],
+                    },
+                    {
+                        "name": "a100",
+                        "resources": [
+                            {"name": "cpu", "nominalQuota": "64"},
+                            {"name": "memory", "nominalQuota": "512Gi"},
+                            {
+                                "name": "nvidia.com/gpu",
+                                "nominalQuota": "4",
+                                "borrowingLimit": "4",
+                                "lendingLimit": "2",
+                            },
+                        ],
+                    },
+                ],
+            }
+        ],
+        "preemption": {
+            "reclaimWithinCohort": "Any",
+            "withinClusterQueue": "LowerPriority",
+            "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100},
+        },
+        "queueingStrategy": "BestEffortFIFO",
+    },
+}
+RESEARCH_LQ = {
+    "apiVersion": V1BETA2,
+    "kind": "LocalQueue",
+    "metadata": {
+        "name": "gpu-queue",
+        "namespace": "team-research",
+        "labels": {**MANAGED, "gpu-queues.dev/team": "research"},
+    },
+    "spec": {"clusterQueue": "research-cq"},
+}
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+FLAVORS = {
+    "h100": {
+        "apiVersion": V1BETA2,
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "h100", "labels": MANAGED},
+        "spec": {
+            "nodeLabels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+            "nodeTaints": [GPU_TAINT],
+            "tolerations": [GPU_TOLERATION],
+        },
+    },
+    "a100": {
+        "apiVersion": V1BETA2,
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "a100", "labels": MANAGED},
+        "spec": {
+            "nodeLabels": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"},
+            "nodeTaints": [GPU_TAINT],
+            "tolerations": [GPU_TOLERATION],
+        },
+    },
+}
+COHORT = {
+    "apiVersion": V1BETA2,
+    "kind": "Cohort",
+    "metadata": {"name": "gpu-pool", "labels": MANAGED},
+    "spec": {},
+}
+
+
+def test_components_register_the_kueue_objects_of_the_stack_file():
+    _, run = built("prod")
+    assert run.one("ClusterQueue", "research-cq").inputs == RESEARCH_CQ
+    (lq,) = [
+        r.inputs
+        for r in run.of_kind("LocalQueue")
+        if r.inputs["metadata"]["namespace"] == "team-research"
+    ]
+    assert lq == RESEARCH_LQ
+    for name, expected in FLAVORS.items():
+        registered = copy.deepcopy(run.one("ResourceFlavor", name).inputs)
+        # the capacity annotation: test_flavors_carry_the_capacity_their_nodes_give
+        assert set(registered["metadata"].pop("annotations")) == {CAPACITY_ANNOTATION}
+        assert registered == expected
+    assert run.one("Cohort", "gpu-pool").inputs == COHORT
+    assert sorted(r.inputs["metadata"]["name"] for r in run.of_kind("ClusterQueue")) == [
+        "nlp-cq",
+        "research-cq",
+        "vision-cq",
+    ]
+    assert sorted(r.inputs["metadata"]["name"] for r in run.of_kind("ResourceFlavor")) == [
+        "a100",
+        "h100",
+    ]
 
 
 def test_flavors_carry_the_capacity_their_nodes_give():

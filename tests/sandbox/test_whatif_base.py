@@ -131,8 +131,14 @@ def test_base_shows_what_a_quota_move_changes(tmp_path: Path) -> None:
         "- beta: 1 pending → 0 pending; 3 admitted → 4 admitted; p90 wait not admitted → 25m" in md
     )
     assert "- move-beta/b-3: pending → admitted (move-gpu)" in md
-    # The sandbox of each side was stopped afterwards.
-    status = subprocess.run(
-        ["bash", str(ROOT / "sandbox" / "sandbox.sh"), "status"], capture_output=True, check=False
-    )
-    assert status.returncode != 0
+    # The sandbox of each side was stopped afterwards: its network namespace is gone, and
+    # with it what the sandbox keeps while it is up; `status` then finds no namespace (exit
+    # 1, nothing printed), not a sandbox with a dead process (exit 1, a DEAD row).
+    sandbox_sh = ["bash", str(ROOT / "sandbox" / "sandbox.sh")]
+    name = subprocess.run([*sandbox_sh, "name"], capture_output=True, text=True, check=True)
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
+    assert name.stdout.strip() not in [x.split()[0] for x in listed.stdout.splitlines() if x]
+    assert not (ROOT / ".sandbox" / "netns").exists()
+    assert not (ROOT / ".sandbox" / "state.json").exists()
+    status = subprocess.run([*sandbox_sh, "status"], capture_output=True, text=True, check=False)
+    assert (status.returncode, status.stdout) == (1, ""), status.stdout + status.stderr

@@ -197,7 +197,11 @@ def test_the_tools_read_a_manager_whose_worker_kubeconfig_is_a_secret() -> None:
     raw = parse_config(text, "mgr")  # the secret is set, its content unknown to the tools
     raw["teams"] = [team()]
     raw["flavors"] = [{"name": "gpu"}]
-    assert load_config(raw).multi_kueue is not None
+    config = load_config(raw)
+    assert config.multi_kueue is not None and config.multi_kueue.manager is not None
+    (east,) = config.multi_kueue.manager.workers
+    assert east.name == "east"
+    assert [t.name for t in config.multi_kueue.manager.teams] == ["ml"]
 
 
 def test_kueue_accepts_the_kubeconfig_a_worker_stack_exports() -> None:
@@ -216,7 +220,10 @@ def test_a_worker_server_must_be_an_https_address_kueue_dials() -> None:
 
 def test_a_secret_value_is_never_echoed_in_a_type_error() -> None:
     raw = manager_raw(workers=[{"name": "east", "kubeconfig": ["secret-as-a-list"]}])
-    assert all("secret-as-a-list" not in m for m in problems(raw))
+    # The type error is reported, at the key, without the value.
+    assert problems(raw) == [
+        "gpu-queues:multiKueue.manager.workers[0].kubeconfig: Input should be a valid string"
+    ]
 
 
 # --- the stack file and the engine's secret keys -------------------------------------------
@@ -440,15 +447,83 @@ def test_a_team_that_does_not_dispatch_keeps_a_plain_cluster_queue() -> None:
     raw = manager_raw(teams=[team(), team("local", "team-local")])
     run = manager_run(raw)
     assert "admissionChecksStrategy" not in run.one("ClusterQueue", "local-cq").inputs["spec"]
-    local = load_config(raw).teams[1]
-    assert run.one("ClusterQueue", "local-cq").inputs == render.cluster_queue(local)
+    # written out by hand from team("local", "team-local"), in Kueue's v1beta2 shape
+    assert run.one("ClusterQueue", "local-cq").inputs == {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {
+            "name": "local-cq",
+            "labels": {
+                "app.kubernetes.io/managed-by": "gpu-queues",
+                "gpu-queues.dev/team": "local",
+            },
+        },
+        "spec": {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "team-local"}},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                    "flavors": [
+                        {
+                            "name": "gpu",
+                            "resources": [
+                                {"name": "cpu", "nominalQuota": "8"},
+                                {"name": "memory", "nominalQuota": "64Gi"},
+                                {"name": "nvidia.com/gpu", "nominalQuota": "4"},
+                            ],
+                        }
+                    ],
+                }
+            ],
+        },
+    }
 
 
-def test_the_manager_registers_what_render_returns() -> None:
-    raw = manager_raw()
-    run = manager_run(raw)
-    for obj in render.multikueue_objects(raw):
+def _mk(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": kind,
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "gpu-queues"}},
+        "spec": spec,
+    }
+
+
+def test_the_manager_registers_the_multikueue_objects_kueue_documents() -> None:
+    # Kueue's MultiKueue setup: a MultiKueueCluster per worker reading its kubeconfig from a
+    # Secret in kueue-system, a MultiKueueConfig listing the clusters, and an AdmissionCheck
+    # of controller kueue.x-k8s.io/multikueue parameterised by that config. By hand.
+    run = manager_run(manager_raw())
+    expected = [
+        _mk(
+            "MultiKueueCluster",
+            worker,
+            {
+                "clusterSource": {
+                    "kubeConfig": {"location": f"multikueue-{worker}", "locationType": "Secret"}
+                }
+            },
+        )
+        for worker in ("east", "west")
+    ]
+    expected.append(_mk("MultiKueueConfig", "multikueue-ml", {"clusters": ["east", "west"]}))
+    expected.append(
+        _mk(
+            "AdmissionCheck",
+            "multikueue-ml",
+            {
+                "controllerName": "kueue.x-k8s.io/multikueue",
+                "parameters": {
+                    "apiGroup": "kueue.x-k8s.io",
+                    "kind": "MultiKueueConfig",
+                    "name": "multikueue-ml",
+                },
+            },
+        )
+    )
+    for obj in expected:
         assert run.one(obj["kind"], obj["metadata"]["name"]).inputs == obj
+    for kind in ("MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck"):
+        assert len(run.of_kind(kind)) == sum(o["kind"] == kind for o in expected), kind
 
 
 def test_a_worker_declares_a_scoped_account_and_exports_a_kubeconfig_for_it() -> None:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+import yaml
 
 from gpu_queues import keys
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.unit
+
+PINS = ROOT / "toolchain" / "pins.env"
 
 
 def test_dev_registers_the_seed_resource_flavor(dev_run):
@@ -76,7 +82,11 @@ def test_dev_has_no_rbac_and_no_cohort(dev_run):
 
 def test_dev_outputs(dev_run):
     out = dev_run.outputs
-    assert out[keys.OUT_KUEUE_VERSION] == "v0.18.3"
+    # dev sets no version: the pin in toolchain/pins.env, read here on its own
+    dev = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    assert "version" not in dev["gpu-queues:kueue"]
+    (pinned,) = re.findall(r"^KUEUE_VERSION=(\S+)$", PINS.read_text(), re.M)
+    assert out[keys.OUT_KUEUE_VERSION] == pinned
     assert out[keys.OUT_CLUSTER_QUEUES] == {"ml": "gpu-cluster-queue"}
     assert out[keys.OUT_LOCAL_QUEUES] == {"ml": "default/gpu-queue"}
     assert out[keys.OUT_FLAVORS] == ["gpu-flavor"]

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from gpu_queues import keys
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.unit
 
-TEAMS = ("research", "vision", "nlp")
+# What the program must register is read from Pulumi.prod.yaml on its own (plain YAML, not
+# the project's stack-file reader), so a quota change in prod moves the expectation with it.
+PROD = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())
+CONFIG = PROD["config"]
+TEAMS = tuple(t["name"] for t in CONFIG["gpu-queues:teams"])
 
 
 def test_prod_creates_one_namespace_per_team(prod_run):
@@ -33,25 +39,31 @@ def test_prod_cluster_queue_is_restricted_to_the_team_namespace(prod_run):
         }
 
 
-def test_prod_research_queue_limits_and_flavor_order(prod_run):
-    spec = prod_run.one("ClusterQueue", "research-cq").inputs["spec"]
-    (group,) = spec["resourceGroups"]
-    assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"]
-    assert [f["name"] for f in group["flavors"]] == ["h100", "a100"]
-    h100 = group["flavors"][0]["resources"]
-    assert [r["name"] for r in h100] == group["coveredResources"]
-    assert h100[2] == {
-        "name": "nvidia.com/gpu",
-        "nominalQuota": "16",
-        "borrowingLimit": "8",
-        "lendingLimit": "8",
+def test_prod_queue_limits_and_flavor_order(prod_run):
+    assert TEAMS == ("research", "vision", "nlp")  # the shape this file's other tests assume
+    for team in CONFIG["gpu-queues:teams"]:
+        spec = prod_run.one("ClusterQueue", team["clusterQueue"]).inputs["spec"]
+        (written,) = team["resourceGroups"]
+        (group,) = spec["resourceGroups"]
+        assert group["coveredResources"] == written["coveredResources"]
+        assert [f["name"] for f in group["flavors"]] == [f["name"] for f in written["flavors"]]
+        for registered, flavor in zip(group["flavors"], written["flavors"], strict=True):
+            # One quota per covered resource, in coveredResources order, quantities as text.
+            assert registered["resources"] == [
+                {"name": r, **{k: str(v) for k, v in flavor["resources"][r].items()}}
+                for r in written["coveredResources"]
+            ], (team["name"], flavor["name"])
+        assert spec["preemption"] == team["preemption"]
+        assert spec["queueingStrategy"] == team["queueingStrategy"]
+    # and the limits are really set: research lends and borrows H100s
+    (research,) = [t for t in CONFIG["gpu-queues:teams"] if t["name"] == "research"]
+    h100 = research["resourceGroups"][0]["flavors"][0]
+    assert h100["name"] == "h100"
+    assert set(h100["resources"]["nvidia.com/gpu"]) == {
+        "nominalQuota",
+        "borrowingLimit",
+        "lendingLimit",
     }
-    assert spec["preemption"] == {
-        "reclaimWithinCohort": "Any",
-        "withinClusterQueue": "LowerPriority",
-        "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100},
-    }
-    assert spec["queueingStrategy"] == "BestEffortFIFO"
 
 
 def test_prod_flavors_have_node_labels_taints_and_tolerations(prod_run):
@@ -120,9 +132,11 @@ def test_prod_shared_claims_one_volume_per_namespace(prod_run):
 
 def test_prod_outputs(prod_run):
     out = prod_run.outputs
-    assert out[keys.OUT_COHORT] == "gpu-pool"
-    assert out[keys.OUT_CLUSTER_QUEUES] == {t: f"{t}-cq" for t in TEAMS}
-    assert out[keys.OUT_FLAVORS] == ["h100", "a100"]
+    assert out[keys.OUT_COHORT] == CONFIG["gpu-queues:cohort"]["name"]
+    assert out[keys.OUT_CLUSTER_QUEUES] == {
+        t["name"]: t["clusterQueue"] for t in CONFIG["gpu-queues:teams"]
+    }
+    assert out[keys.OUT_FLAVORS] == [f["name"] for f in CONFIG["gpu-queues:flavors"]]
 
 
 def test_component_type_tokens_and_child_names(prod_run):

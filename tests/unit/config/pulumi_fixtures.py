@@ -5,8 +5,10 @@
 
 runs the CLI in a scratch project (the committed stack files copied in, a file backend and a
 passphrase of its own) and saves what `pulumi stack select --create` and `pulumi config set
---secret [--path]` leave in each file. The ciphertexts and salts are random per run, so
-`masked()` replaces them before a toolchain test compares a fresh capture with the saved one.
+--secret [--path]` leave in each file. The ciphertexts and salts are random per run
+(`masked()` replaces them, to compare two captures by eye); no test compares a fresh capture
+with the saved one byte for byte: the toolchain test checks a fresh capture has the shapes
+the unit tests rely on (tests/unit/config/test_stackfile_cli.py), the unit test the saved files.
 """
 
 from __future__ import annotations

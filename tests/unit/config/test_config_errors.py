@@ -86,10 +86,20 @@ def gpu(raw, team=0, flavor=0):
 
 
 def test_all_stacks_validate(dev_raw, prod_raw):
-    from tests.conftest import stack_raw
+    from tests.conftest import ROOT, read_yaml, stack_raw
 
     for stack in ("dev", "staging", "prod", "local"):
-        load_config(stack_raw(stack))
+        # The file read on its own (plain YAML): the config holds its flavors, cohort and
+        # teams by name, and each team's queues, as the file spells them.
+        file = read_yaml(ROOT / f"Pulumi.{stack}.yaml")["config"]
+        config = load_config(stack_raw(stack))
+        assert [f.name for f in config.flavors] == [f["name"] for f in file["gpu-queues:flavors"]]
+        cohort = file.get("gpu-queues:cohort")
+        assert (config.cohort.name if config.cohort else None) == (cohort or {}).get("name")
+        assert [(t.name, t.namespace, t.cluster_queue, t.local_queue) for t in config.teams] == [
+            (t["name"], t["namespace"], t["clusterQueue"], t["localQueue"])
+            for t in file["gpu-queues:teams"]
+        ], stack
     load_config(shared_cluster().raw())
     load_config(seed().raw())
 

@@ -23,7 +23,10 @@ import pulumi
 import pytest
 
 from gpu_queues import keys
+from gpu_queues.config import render
 from gpu_queues.config.model import ConfigError, load_config
+from gpu_queues.kueue.capacity import quota_totals
+from gpu_queues.kueue.quantity import parse_quantity
 from tests.conftest import ROOT, MockRun, mocks_for, stack_raw
 
 pytestmark = pytest.mark.unit
@@ -509,24 +512,67 @@ def _run_program(raw: dict[str, Any]) -> tuple[int | str | None, MockRun]:
     return None, run
 
 
+def _at(node: Any, path: str) -> Any:
+    for part in _parts(path):
+        node = node[part]
+    return node
+
+
 @pytest.mark.parametrize(
-    ("base", "edits"),
+    ("base", "edits", "means"),
     [
-        ("dev", [("teams[0].namespace", "default")]),  # the guide's adopted default namespace
-        ("prod", [(f"{SUBJECT}.name", "system:serviceaccounts:team-research")]),  # own namespace
-        ("prod", [(f"{SA}.namespace", "ci-pipelines")]),  # a namespace outside the stack
-        ("prod", [(f"{SUBJECT}.name", "oidc:ML Engineers")]),  # inner spaces are real names
-        ("prod", [(f"{GPU}.nominalQuota", "16000m")]),  # a whole number, in milli-units
-        ("prod", [("kueue.manifest", {"url": "http://mirror.example/m", "sha256": "0" * 64})]),
-        ("prod", [("kueue.manifest", {"url": "file:///srv/kueue/manifests.yaml"})]),
-        ("prod", [("sharedStorage[0].size", "1")]),
+        ("dev", [("teams[0].namespace", "default")], None),  # the guide's adopted default
+        ("prod", [(f"{SUBJECT}.name", "system:serviceaccounts:team-research")], None),  # own ns
+        ("prod", [(f"{SA}.namespace", "ci-pipelines")], None),  # a namespace outside the stack
+        ("prod", [(f"{SUBJECT}.name", "oidc:ML Engineers")], None),  # inner spaces are real
+        ("prod", [(f"{GPU}.nominalQuota", "16000m")], 16),  # a whole number, in milli-units
+        (
+            "prod",
+            [("kueue.manifest", {"url": "http://mirror.example/m", "sha256": "0" * 64})],
+            None,
+        ),
+        ("prod", [("kueue.manifest", {"url": "file:///srv/kueue/manifests.yaml"})], None),
+        ("prod", [("sharedStorage[0].size", "1")], 1),  # one byte
     ],
 )
-def test_near_misses_are_accepted(base, edits):
+def test_near_misses_are_accepted(base, edits, means):
     raw = copy.deepcopy(stack_raw(base))
     for path, value in edits:
         edit(raw, path, value)
-    load_config(raw)
+    config = load_config(raw)
+    # Accepted as written: the model holds the value (not dropped, not replaced by a default).
+    held = config.model_dump(by_alias=True, exclude_none=True)
+    for path, value in edits:
+        assert _at(held, path) == value, path
+        if means is not None:  # and a quantity means what it says
+            assert parse_quantity(_at(held, path)) == means, path
+
+
+def test_a_quota_in_milli_units_is_the_whole_number_it_spells():
+    raw = copy.deepcopy(stack_raw("prod"))
+    edit(raw, f"{GPU}.nominalQuota", "16000m")
+    config = load_config(raw)
+    # research's 16 H100 GPUs: the flavor's 32 are still exactly used (16 + 8 + 8), and
+    # Kueue is given the quantity as written.
+    cq = render.cluster_queue(config.teams[0])
+    assert cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2] == {
+        "name": "nvidia.com/gpu",
+        "nominalQuota": "16000m",
+        "borrowingLimit": "8",
+        "lendingLimit": "8",
+    }
+    totals = quota_totals(render.cluster_queue(t) for t in config.teams)
+    assert totals.total(("h100", "nvidia.com/gpu")) == 32
+    # One milli-GPU more is no longer the whole number the capacity holds.
+    edit(raw, f"{GPU}.nominalQuota", "16001m")
+    with pytest.raises(ConfigError) as info:
+        load_config(raw)
+    assert any(
+        m.startswith(f"gpu-queues:{GPU}.nominalQuota: ")
+        and "Kubernetes allows only whole numbers of it" in m
+        for m in info.value.messages
+    ), info.value.messages
+    assert any("add up to 32001m" in m for m in info.value.messages), info.value.messages
 
 
 def test_namespaces_the_kueue_manifest_creates_are_refused_once_it_is_known():

@@ -78,13 +78,23 @@ def _mutate(data, path, value):
     return data
 
 
-def _check(raw):
+def _check(raw) -> StackConfig | None:
+    """Either refused, each problem at a key path of the stack config and saying what is
+    wrong; or accepted as a config that holds what `raw` said: every key it set is there,
+    and loading the config's own stack-file form gives the same config back."""
     try:
-        result = load_config(raw)
+        result = load_config(copy.deepcopy(raw))
     except ConfigError as error:
         assert error.problems
-        return
+        for problem in error.problems:
+            assert problem.path.startswith("gpu-queues:"), str(problem)
+            assert problem.message.strip(), str(problem)
+        return None
     assert isinstance(result, StackConfig)
+    held = result.model_dump(by_alias=True, exclude_none=True)
+    assert {k for k, v in raw.items() if v is not None} <= set(held), (raw, held)
+    assert load_config(held) == result
+    return result
 
 
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -103,7 +113,9 @@ def test_mutated_prod_configs_validate_or_raise_config_error(mutations):
     raw = copy.deepcopy(BASE)
     for path, value in mutations:
         raw = _mutate(raw, path, value)
-    _check(raw)
+    result = _check(raw)
+    if raw == BASE:  # nothing changed (no mutations, or the same value): prod, as it is
+        assert result == load_config(copy.deepcopy(BASE))
 
 
 @settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -74,7 +74,10 @@ def test_long_flavor_names_still_give_node_names_of_at_most_63_characters():
 
 def test_capacity_and_nodes_that_agree_are_accepted(raw):
     raw["flavors"][0]["capacity"] = {"cpu": 768, "memory": "8Ti", "nvidia.com/gpu": "32"}
-    load_config(raw)
+    h100 = load_config(raw).flavors[0]
+    assert h100.capacity == {"cpu": "768", "memory": "8Ti", "nvidia.com/gpu": "32"}
+    assert h100.effective_capacity() == {"cpu": 768, "memory": 8 * TI, "nvidia.com/gpu": 32}
+    assert len(h100.node_list()) == 4  # the nodes stay: capacity only restates them
 
 
 def test_capacity_that_disagrees_with_the_nodes_is_refused_with_both_numbers(raw):

@@ -15,6 +15,7 @@ from gpu_queues.config.model import ConfigError
 from gpu_queues.config.secure import Secure, mark_secure
 from gpu_queues.config.stackfile import StackFileError, config_of, parse_document, read_config
 from gpu_queues.tools import promote, quota_diff
+from tests.unit.config import pulumi_fixtures
 from tests.unit.conftest import Write
 
 pytestmark = pytest.mark.unit
@@ -203,10 +204,15 @@ def test_a_secret_value_is_never_promoted_between_stacks(
     assert target.read_text() == "config:\n  gpu-queues:kueue:\n    install: false\n"
 
 
-def test_fixtures_come_from_the_real_cli() -> None:
-    # What the unit tests rely on about Pulumi's output; the toolchain test re-checks it on a
-    # fresh capture (tests/unit/config/test_stackfile_cli.py).
-    check_cli_shapes({p.stem: p.read_text() for p in CLI.glob("*.yaml")})
+def test_the_saved_cli_fixtures_have_the_shapes_the_unit_tests_rely_on() -> None:
+    # This checks the saved files only, not where they came from: the toolchain test
+    # (tests/unit/config/test_stackfile_cli.py, test_a_fresh_capture_has_the_shapes_the_unit_tests_
+    # rely_on) runs the real CLI on every scenario and checks the same shapes on what it
+    # writes. Here: one saved file per scenario tests/unit/config/pulumi_fixtures.py captures (none
+    # written by hand, none missing), each with those shapes.
+    saved = {p.stem: p.read_text() for p in CLI.glob("*.yaml")}
+    assert sorted(saved) == sorted(pulumi_fixtures.SCENARIOS)
+    check_cli_shapes(saved)
 
 
 def check_cli_shapes(files: dict[str, str]) -> None:

@@ -337,3 +337,80 @@ def test_an_unreadable_manifest_and_the_connection_are_substituted(tmp_path: Pat
     rest = {k: v for k, v in written["gpu-queues:kueue"].items() if k != "manifest"}
     assert rest == {k: v for k, v in raw["kueue"].items() if k != "manifest"}
     assert any("mirror.example.com" in n for n in notes)
+
+
+# --- a small stack, its plan worked out by hand --------------------------------------------
+
+GI = 2**30
+
+
+def _small_team(name: str, cpu: int, memory: str, gpu: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": f"team-{name}",
+        "clusterQueue": f"{name}-cq",
+        "localQueue": "q",
+        "cohort": "pool",
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory", GPU],
+                "flavors": [
+                    {
+                        "name": "big",
+                        "resources": {
+                            "cpu": {"nominalQuota": cpu},
+                            "memory": {"nominalQuota": memory},
+                            GPU: gpu,
+                        },
+                    }
+                ],
+            }
+        ],
+    }
+
+
+SMALL = {
+    "kueue": {"install": False},
+    "flavors": [
+        {
+            "name": "big",
+            "nodeLabels": {"pool": "big"},
+            "nodes": {"count": 2, "resources": {"cpu": 16, "memory": "64Gi", GPU: 4}},
+        }
+    ],
+    "cohort": {"name": "pool"},
+    "teams": [
+        _small_team("a", 24, "96Gi", {"nominalQuota": 6}),
+        _small_team("b", 8, "32Gi", {"nominalQuota": 2, "lendingLimit": 1}),
+    ],
+}
+
+
+def test_a_small_stack_gets_the_plan_worked_out_by_hand() -> None:
+    """Two nodes of 16 cpu, 64Gi and 4 GPUs; team a holds 6 GPUs (lends all), 24 cpu and
+    96Gi, team b 2 GPUs and lends 1 (keeps 1), 8 cpu and 32Gi. The cohort holds what they
+    lend: 6 + 1 = 7 GPUs, 32 cpu, 128Gi."""
+    a, b = rp.plan(load_config(copy.deepcopy(SMALL)))
+    # Ceilings: a keeps nothing, so 0 + 7; b keeps 1, so 1 + 7. cpu and memory: all lent.
+    assert a.ceilings == {("big", "cpu"): 32, ("big", "memory"): 128 * GI, ("big", GPU): 7}
+    assert b.ceilings == {("big", "cpu"): 32, ("big", "memory"): 128 * GI, ("big", GPU): 8}
+    # a's 6 GPUs take two pods of 3 (a node holds 4); cpu and memory: its quota over the two
+    # pods (12 cpu, 48Gi) is more than half a node, so half a node per pod (8 cpu, 32Gi).
+    (fits,) = a.fits
+    assert (fits.shape.pods, fits.shape.requests) == (2, {"cpu": 8, "memory": 32 * GI, GPU: 3})
+    assert fits.shape.describe() == "2 pods x (cpu 8, memory 32Gi, nvidia.com/gpu 3)"
+    assert fits.flavors == {0: "big"} and fits.targets == {0: "big"}
+    # Held: one GPU more than a may use (7 + 1 = 8), in pods of one node (4 each).
+    assert (a.held.shape.pods, a.held.shape.requests) == (2, {GPU: 4})
+    assert (a.held.request, a.held.excess, a.held.ceilings) == (8, 1, {"big": 7})
+    # Its whole quota (6 GPUs) in one pod: admitted (6 <= 7), larger than any node (4).
+    assert a.too_big is not None
+    assert (a.too_big.shape.pods, a.too_big.shape.requests) == (1, {GPU: 6})
+    assert (a.too_big.flavor, a.too_big.largest_node) == ("big", 4)
+    # b: 2 GPUs fit one pod; held at 8 + 1 = 9 GPUs, three pods of 3; no pod larger than a node.
+    (fits,) = b.fits
+    assert (fits.shape.pods, fits.shape.requests) == (1, {"cpu": 8, "memory": 32 * GI, GPU: 2})
+    assert (b.held.shape.pods, b.held.shape.requests) == (3, {GPU: 3})
+    assert (b.held.request, b.held.excess) == (9, 1)
+    assert b.too_big is None
+    assert (a.other_namespaces, b.other_namespaces) == (["team-b"], ["team-a"])

@@ -71,10 +71,42 @@ def test_a_section_never_swallows_the_main_body_or_another_section() -> None:
     assert split(text, TAG) == ("main\n\nwith | pipes |", {"what-if": "a2", "other": "c"})
 
 
-def test_a_section_name_that_could_break_the_markers_is_refused(tmp_path, monkeypatch) -> None:
+def _cli_env(tmp_path, monkeypatch, gh: FakeGitHub) -> str:
+    """A body file, the Actions variables, and the API answered by `gh`; the body's path."""
     body = tmp_path / "b.md"
-    body.write_text("x")
+    body.write_text("### What-if v1")
     monkeypatch.setenv("GITHUB_TOKEN", "t")
     monkeypatch.setenv("GITHUB_REPOSITORY", "o/r")
-    with pytest.raises(SystemExit):
-        main(["--pr", "1", "--marker", "m", "--body-file", str(body), "--section", "a -->"])
+    monkeypatch.setattr("gpu_queues.tools.pr_comment.github_request", lambda token: gh)
+    return str(body)
+
+
+def test_a_section_name_that_could_break_the_markers_is_refused(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    gh = FakeGitHub()
+    body = _cli_env(tmp_path, monkeypatch, gh)
+    argv = ["--pr", "1", "--marker", "quota-diff-staging", "--body-file", body]
+    with pytest.raises(SystemExit) as refused:
+        main([*argv, "--section", "a -->"])
+    # argparse's usage error (2), naming the value: not an unknown option, not a crash.
+    assert refused.value.code == 2
+    err = capsys.readouterr().err
+    assert "--section 'a -->': letters, digits, '.', '-' and '_' only" in err
+    assert "unrecognized arguments" not in err
+    assert gh.marked() == [], "nothing is posted"
+
+
+def test_the_cli_sets_only_the_named_section(tmp_path, monkeypatch, capsys) -> None:
+    gh = FakeGitHub()
+    body = _cli_env(tmp_path, monkeypatch, gh)
+    upsert(gh, "o/r", 1, "quota-diff-staging", "| quota diff v1 |")
+    argv = ["--pr", "1", "--marker", "quota-diff-staging", "--body-file", body]
+    assert main([*argv, "--section", "what-if"]) == 0
+    assert capsys.readouterr().out == "updated\n"
+    (text,) = gh.marked()
+    assert split(text, TAG) == ("| quota diff v1 |", {"what-if": "### What-if v1"})
+    # Without --section the same body replaces the main body, the section stays.
+    assert main(argv) == 0
+    (text,) = gh.marked()
+    assert split(text, TAG) == ("### What-if v1", {"what-if": "### What-if v1"})

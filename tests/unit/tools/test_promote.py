@@ -182,8 +182,10 @@ def test_allow_unset_removes_what_the_source_does_not_set(write: Write, project:
 def test_unset_version_in_source_unsets_it_in_target(write: Write, project: Path) -> None:
     write("dev", SOURCE.replace("    version: v0.18.3\n", ""))
     target = write("staging", TARGET)
-    promote.promote("dev", "staging", {"kueueVersion": kueue_version()}, project)
+    assert kueue_of(target)["version"] == "v0.17.0"
+    result = promote.promote("dev", "staging", {"kueueVersion": kueue_version()}, project)
     assert "version" not in kueue_of(target)  # staging now follows toolchain/pins.env, as dev
+    assert "kueue.version: v0.17.0 -> unset" in result.changes
 
 
 def test_every_kueue_key_has_a_promotion_rule() -> None:

@@ -10,8 +10,9 @@ every key outside the travelling ones is unchanged, travelling keys hold FROM's 
 text parses and validates, and every comment outside a rewritten entry is still there.
 
 GPUQ_FUZZ_EXAMPLES=N runs N examples (default: 25 in the everyday suites, 250 under the deep
-hypothesis profile, tests/properties.py); outcomes are hypothesis `event`s
-(`pytest --hypothesis-show-statistics`).
+hypothesis profile, tests/properties.py). The outcomes are counted, and the test fails unless
+a real share of the examples were promoted (a promoter refusing everything would otherwise
+pass), each promotion listing only travelling keys as changed.
 """
 
 from __future__ import annotations
@@ -359,7 +360,7 @@ def refusal_class(message: str) -> str:
     target=documents(),
     seeds=st.tuples(st.integers(0, 2**32), st.integers(0, 2**32)),
 )
-def test_promotion_is_all_or_nothing_in_any_layout(
+def promotion_is_all_or_nothing(
     tmp_path_factory: pytest.TempPathFactory,
     source: dict[str, Any],
     target: dict[str, Any],
@@ -389,6 +390,17 @@ def test_promotion_is_all_or_nothing_in_any_layout(
     OUTCOMES["noop" if result.noop else "promoted"] += 1
     event("noop" if result.noop else "promoted")
     new_text = (project / "Pulumi.dst.yaml").read_bytes().decode()
+    # what was written is the plan, and a promotion changes the Kueue block only through
+    # the travelling keys it lists
+    assert new_text == result.new_text
+    if not result.noop:
+        assert new_text != dst_text
+        assert result.changes, "a promotion that changes the file names what it changed"
+        travelling = {
+            r.dotted for r in promotion_rules.RULES if r.rule is not promotion_rules.Rule.STAYS
+        }
+        for line in result.changes:
+            assert line.split(": ", 1)[0] in travelling, line
     new = _plain(parse_document(new_text, "dst"))
     old = expected_doc(target, dst_text)
     load_stack_config(config_of(parse_document(new_text, "dst")))
@@ -415,3 +427,22 @@ def test_promotion_is_all_or_nothing_in_any_layout(
     assert ("\r\n" in new_text) == ("\r\n" in dst_text)
     if not result.noop:
         assert new_text.endswith("\n") == dst_text.endswith("\n") or not dst_text.strip()
+
+
+# A promoter that refused everything, or promoted nothing, would pass every check above:
+# the property must also see real promotions, in a share near what these generators give
+# (about half of the examples with the everyday and the deep counts; every refusal class
+# and "noop" take the rest).
+PROMOTED_AT_LEAST = 0.3
+
+
+def test_promotion_is_all_or_nothing_in_any_layout(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    OUTCOMES.clear()
+    promotion_is_all_or_nothing(tmp_path_factory)
+    total = sum(OUTCOMES.values())
+    assert total >= EXAMPLES, OUTCOMES
+    assert OUTCOMES["promoted"] >= 1, OUTCOMES
+    if total >= 20:  # a share means something from there (GPUQ_FUZZ_EXAMPLES may be fewer)
+        assert OUTCOMES["promoted"] >= PROMOTED_AT_LEAST * total, OUTCOMES

@@ -221,7 +221,9 @@ def test_the_replay_runs_as_root_against_the_prs_base_and_parses() -> None:
     assert "fetch-depth" in _jobs()["what-if"]["steps"][0]["with"], "the base must be fetched"
 
 
-def test_the_report_goes_to_the_stacks_quota_diff_comment_as_a_section(tmp_path: Path) -> None:
+def test_the_report_goes_to_the_stacks_quota_diff_comment_as_a_section(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     i, step = _step("what-if", r"gpu_queues\.tools\.pr_comment")
     assert i > _step("what-if", r"sandbox\.replay\.cli ")[0]
     args = _command(step["run"], "gpu_queues.tools.pr_comment")
@@ -233,7 +235,35 @@ def test_the_report_goes_to_the_stacks_quota_diff_comment_as_a_section(tmp_path:
     pulumi = (ROOT / ".github" / "workflows" / "pulumi.yml").read_text()
     assert '--marker "quota-diff-$STACK"' in pulumi
     assert step["env"]["GITHUB_TOKEN"] == "${{ github.token }}"
-    body = tmp_path / "r.md"
-    body.write_text("x")
-    with pytest.raises(SystemExit):  # the options exist (and --section is validated)
-        pr_comment_main(["--pr", "1", "--marker", "m", "--body-file", str(body), "--section", ""])
+    # The step's own arguments, run against a fake API: the report lands as the what-if
+    # section of the stack's comment, the quota diff already there is left alone.
+    (tmp_path / "what-if").mkdir()
+    (tmp_path / "what-if" / "report.md").write_text("### What-if")
+    posted: list[tuple[str, str, Any]] = []
+    existing = {"id": 5, "body": "<!-- quota-diff-staging -->\n| quota diff |"}
+
+    def api(method: str, url: str, body: dict[str, Any] | None) -> Any:
+        posted.append((method, url, body))
+        return [existing] if method == "GET" and url.endswith("page=1") else {}
+
+    monkeypatch.setenv("GITHUB_TOKEN", "t")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "o/r")
+    monkeypatch.setattr("gpu_queues.tools.pr_comment.github_request", lambda token: api)
+    env = {"$PR": "7", "$STACK": "staging", "$RUNNER_TEMP": str(tmp_path)}
+    argv = [re.sub(r"\$\w+", lambda m: env[m.group(0)], a) for a in args]
+    assert pr_comment_main(argv) == 0
+    assert capsys.readouterr().out == "updated\n"
+    (patch,) = [p for p in posted if p[0] == "PATCH"]
+    assert patch[1].endswith("/repos/o/r/issues/comments/5")
+    assert patch[2]["body"] == (
+        "<!-- quota-diff-staging -->\n| quota diff |\n"
+        "<!-- section:what-if -->\n### What-if\n<!-- /section:what-if -->"
+    )
+    # --section is validated: an empty name is a usage error naming it, nothing is posted.
+    posted.clear()
+    at = argv.index("--section")
+    with pytest.raises(SystemExit) as refused:
+        pr_comment_main([*argv[:at], "--section", "", *argv[at + 2 :]])
+    assert refused.value.code == 2
+    assert "--section '': letters, digits" in capsys.readouterr().err
+    assert posted == []
