@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+import runpy
 import shutil
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from tests.conftest import ROOT, MockRun, mocks_for
 
 pytestmark = pytest.mark.unit
 
+EXAMPLE = ROOT / "docs" / "examples" / "library" / "__main__.py"
 TEAMS_STACK = ROOT / "tests" / "e2e" / "stacks" / "Pulumi.local-teams.yaml"
 
 
@@ -298,3 +300,29 @@ def test_a_stack_files_secret_read_without_decrypting_it_is_never_dialled():
 
     mock_run(program)
     assert [(k, c) for k, c, _ in probes] == [(None, None)]
+
+
+# --- the example program (README) -------------------------------------------------------------
+
+
+def test_the_example_program_registers_two_teams_on_its_own_provider():
+    """docs/examples/library/__main__.py, the program the README shows and the e2e test
+    deploys, under mocks (preview: the readiness check does not dial)."""
+    run = MockRun()
+    pulumi.runtime.set_mocks(mocks_for(run), project="my-platform", stack="lib", preview=True)
+    pulumi.runtime.set_all_config({"my-platform:kubeconfig": "apiVersion: v1"}, [])
+    pulumi.runtime.test(lambda: runpy.run_path(str(EXAMPLE), run_name="__main__"))()
+    kinds = sorted(r.inputs.get("kind", r.typ) for r in _kubernetes(run))
+    assert kinds.count("ClusterQueue") == 2 and kinds.count("LocalQueue") == 2
+    assert kinds.count("ResourceFlavor") == 1 and kinds.count("Namespace") == 2
+    assert [r.name for r in run.resources if r.typ == "pulumi:providers:kubernetes"] == [
+        "my-cluster"
+    ]
+    assert not [r for r in run.resources if r.typ == "gpu-queues:kueue:KueueRelease"]
+
+
+def test_the_readme_shows_the_example_program_as_it_is():
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("```python\n", readme.index("## Use the components from your own"))
+    shown = readme[start + len("```python\n") : readme.index("```\n", start + 1)]
+    assert shown == EXAMPLE.read_text()
