@@ -326,3 +326,31 @@ def test_the_readme_shows_the_example_program_as_it_is():
     start = readme.index("```python\n", readme.index("## Use the components from your own"))
     shown = readme[start + len("```python\n") : readme.index("```\n", start + 1)]
     assert shown == EXAMPLE.read_text()
+
+
+# --- the wheels the e2e test installs from --------------------------------------------------
+
+
+def test_the_e2e_virtualenv_installs_this_checkout_from_the_wheels_alone_at_the_lock():
+    from sandbox import wheels
+
+    cmd = wheels.install_command(Path("/venv/bin/python"))
+    assert cmd[:4] == ["/venv/bin/python", "-m", "pip", "install"]
+    assert "--no-index" in cmd and cmd[cmd.index("--find-links") + 1] == str(wheels.WHEELS)
+    assert cmd[cmd.index("-c") + 1] == str(ROOT / "requirements.lock") and cmd[-1] == str(ROOT)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert wheels.build_requires() == project["build-system"]["requires"]
+
+
+def test_the_wheels_go_stale_with_the_requirements_not_with_tool_settings(tmp_path, monkeypatch):
+    from sandbox import wheels
+
+    pyproject = tmp_path / "pyproject.toml"
+    text = (ROOT / "pyproject.toml").read_text()
+    pyproject.write_text(text)
+    monkeypatch.setattr(wheels, "PYPROJECT", pyproject)
+    before = wheels.digest()
+    pyproject.write_text(text.replace("line-length = 100", "line-length = 99"))
+    assert wheels.digest() == before
+    pyproject.write_text(text.replace('"pyyaml>=6.0.4"', '"pyyaml>=6.0.5"'))
+    assert wheels.digest() != before
