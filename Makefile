@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 .PHONY: venv lock toolchain schema lint lint-shell lint-workflows test test-unit test-policy \
         test-toolchain test-deep test-e2e test-rehearse test-multikueue sandbox-up sandbox-down \
         sandbox-shell sandbox-status demo rehearse bench promote quota-diff clean kueue-manifest \
-        ci-kueue-manifest pin-kueue what-if status bench-scale mutation
+        ci-kueue-manifest pin-kueue what-if status bench-scale mutation wheels
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -22,6 +22,12 @@ venv: $(VENV)/.stamp
 lock: venv
 	( echo "# Full resolved Python environment (pip freeze), used as constraints by make venv. Regenerate: make lock"; \
 	  $(VENV)/bin/pip freeze ) > requirements.lock
+
+# The wheels the library's e2e test (tests/e2e/test_library.py) installs the package from, in
+# a virtualenv of its own inside the sandbox's namespace, which reaches no package index
+# (sandbox/wheels.py; .cache/wheels, or GPU_QUEUES_WHEELS). Downloaded once per lock.
+wheels: venv
+	$(PY) -m sandbox.wheels
 
 # Builds (or links from the pin-keyed cache) every pinned binary into .toolchain/bin.
 toolchain:
@@ -169,7 +175,7 @@ test-toolchain: venv toolchain
 	$(PY) -m pytest -m toolchain -q $(ORDERED)
 
 # e2e runs inside the sandbox's namespace: only from there is the cluster reachable.
-test-e2e: venv toolchain
+test-e2e: venv toolchain wheels
 	bash $(SANDBOX) up local
 	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q $(ORDERED)
 
@@ -181,7 +187,7 @@ test-multikueue: venv toolchain
 	  if [ $$rc -ne 0 ]; then bash $(SANDBOX) logs; fi; bash $(SANDBOX) down; exit $$rc
 
 # Everything CI runs (.ci/run calls exactly this).
-test: venv toolchain lint
+test: venv toolchain wheels lint
 	$(FAST) -m "unit or policy" -q $(XDIST) $(RANDOM)
 	$(MAKE) test-deep
 	$(PY) -m pytest -m toolchain -q $(ORDERED)

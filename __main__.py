@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pulumi
 
-from gpu_queues.components.gpu_queues import GpuQueues, GpuQueuesArgs, validate
+# The library's public API, as any other program uses it (README: "Use the components from
+# your own Pulumi program"); the upgrade check and the settling are this project's own.
+from gpu_queues import ConfigError, GpuQueues, GpuQueuesArgs, KubeconfigError, ManifestError
 from gpu_queues.components.settle import settle_registrations
-from gpu_queues.config.model import ConfigError, raw_from_pulumi_config
-from gpu_queues.kueue.client import KubeconfigError
-from gpu_queues.release.manifest import ManifestError
 from gpu_queues.release.upgrade import UpgradeRefused, check_stack
 
 # The Python language host's exit code for "the error was already shown to the user":
@@ -20,20 +20,21 @@ BAIL = 32
 try:
     # Everything is checked before the first resource (the provider too) is registered: the
     # config, the kubeconfig, the Kueue manifest (checksum, allowlist, image, manager settings)
-    # and how they fit together.
-    config, manifest = validate(raw_from_pulumi_config(), stack=pulumi.get_stack())
+    # and how they fit together. A relative manifest path is the project's.
+    args = GpuQueuesArgs.from_pulumi_config(root=Path(__file__).resolve().parent)
     # Then the cluster, read-only: the running Kueue and its stored CRD versions decide
     # whether moving to this release is safe (gpu_queues/release/upgrade.py).
-    move = check_stack(config, manifest, pulumi.runtime.is_dry_run())
+    move = check_stack(args.config, args.manifest, pulumi.runtime.is_dry_run())
 except (ConfigError, KubeconfigError, ManifestError, UpgradeRefused) as error:
     print(error, file=sys.stderr)
     sys.exit(BAIL)
 if move is not None:
     (pulumi.log.warn if move.warning else pulumi.log.info)(move.message)
-if manifest is not None and manifest.provenance:
-    (pulumi.log.info if manifest.genuine else pulumi.log.warn)(manifest.provenance)
+if args.manifest is not None and args.manifest.provenance:
+    # the release object for object, or which objects differ (gpu_queues/release/digests.py)
+    (pulumi.log.info if args.manifest.genuine else pulumi.log.warn)(args.manifest.provenance)
 
-stack = GpuQueues("gpu-queues", GpuQueuesArgs(config=config, manifest=manifest))
+stack = GpuQueues("gpu-queues", args)
 for key, value in stack.outputs.items():
     pulumi.export(key, value)
 

@@ -2,6 +2,6 @@
 (gpu_queues.components, one ComponentResource per module); this face names the one a
 program builds. Import from `gpu_queues` in new code: this module only re-exports it."""
 
-from gpu_queues.components.gpu_queues import GpuQueues, GpuQueuesArgs
+from gpu_queues import GpuQueues, GpuQueuesArgs
 
 __all__ = ["GpuQueues", "GpuQueuesArgs"]

@@ -1,10 +1,18 @@
-"""Reads toolchain/pins.env, the one file that holds every pinned version."""
+"""Reads toolchain/pins.env, the one file that holds every pinned version.
+
+In a checkout that is toolchain/pins.env at the repo root. An installed copy of the package
+has no repo: its build (pyproject.toml, hatch force-include) copies that same file into the
+package as gpu_queues/pins.env, which is read instead. Nothing in the repo holds that copy.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-PINS_FILE = Path(__file__).resolve().parent.parent / "toolchain" / "pins.env"
+HERE = Path(__file__).resolve().parent
+REPO_PINS_FILE = HERE.parent / "toolchain" / "pins.env"
+PACKAGED_PINS_FILE = HERE / "pins.env"
+PINS_FILE = REPO_PINS_FILE if REPO_PINS_FILE.is_file() else PACKAGED_PINS_FILE
 
 
 def read_pins(path: Path = PINS_FILE) -> dict[str, str]:

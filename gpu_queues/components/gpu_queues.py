@@ -2,7 +2,12 @@
 
 `validate` is the program's validation phase: the stack config, the Kueue manifest and how
 they fit together are all checked there, before the first resource (the provider included)
-is registered. GpuQueues only builds what `validate` returned.
+is registered. GpuQueues only builds what `validate` returned; GpuQueuesArgs' constructors
+(from_config, from_stack_file, from_pulumi_config) run it.
+
+The provider is the caller's when the caller's options carry a Kubernetes provider
+(`provider=`, `providers=`, or one inherited from a parent); otherwise GpuQueues builds one
+from `gpu-queues:kubernetes` (gpu_queues.components.provider).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from gpu_queues.config.model import (
     Problem,
     StackConfig,
     load_config,
+    raw_from_pulumi_config,
 )
 from gpu_queues.config.multikueue import DEFAULT_FRAMEWORKS
 from gpu_queues.config.subjects import reserved_namespace_problems
@@ -57,11 +63,99 @@ from gpu_queues.release.manifest import PROJECT_ROOT, PreparedManifest, load_rel
 
 @dataclass(frozen=True)
 class GpuQueuesArgs:
+    """What GpuQueues builds. Made by from_config (a StackConfig or a mapping of stack config
+    keys, in code), from_stack_file (a Pulumi.<stack>.yaml) or from_pulumi_config (the running
+    stack's `gpu-queues:*` keys): each runs every check (`validate`) and raises ConfigError,
+    KubeconfigError or ManifestError before anything is registered. The plain constructor
+    takes a config and release already validated."""
+
     config: StackConfig
     manifest: PreparedManifest | None
     """The checked, prepared release (gpu_queues.release.manifest.load_release); None when not
     installing."""
     probe: Probe = probe_webhooks
+    kubeconfig: pulumi.Input[str] | None = None
+    """kubeconfig content of the cluster (held as a secret): what the readiness check dials,
+    and what the provider GpuQueues builds (when the caller gives none) connects with. Unset:
+    `gpu-queues:kubernetes` of the running stack, then the config's `kubernetes`, then
+    $KUBECONFIG. With a provider of the caller's, give the kubeconfig it was built from."""
+    context: pulumi.Input[str] | None = None
+    """The kubeconfig context (unset: its current context)."""
+
+    @classmethod
+    def from_config(
+        cls,
+        config: StackConfig | Mapping[str, Any],
+        *,
+        kubeconfig: pulumi.Input[str] | None = None,
+        context: pulumi.Input[str] | None = None,
+        root: Path | None = None,
+        stack: str | None = None,
+    ) -> GpuQueuesArgs:
+        """Stack config built in code: the keys a stack file holds under `gpu-queues:`
+        (camelCase, as in Pulumi.<stack>.yaml), or a StackConfig. Checked as a stack file is:
+        ConfigError names every key that is wrong. A relative `kueue.manifest.path` is read
+        from `root` (default: the working directory, where Pulumi runs the program)."""
+        raw = stack_config_keys(config) if isinstance(config, StackConfig) else config
+        checked, manifest = validate(raw, root or Path.cwd(), stack=stack)
+        return cls(checked, manifest, kubeconfig=kubeconfig, context=context)
+
+    @classmethod
+    def from_stack_file(
+        cls,
+        path: Path,
+        *,
+        kubeconfig: pulumi.Input[str] | None = None,
+        context: pulumi.Input[str] | None = None,
+        root: Path | None = None,
+    ) -> GpuQueuesArgs:
+        """The `gpu-queues:*` keys of a stack file (Pulumi.<stack>.yaml), read as the Pulumi
+        CLI reads it (gpu_queues.config.stackfile; StackFileError if it cannot be). A
+        `kubernetes.kubeconfig` secret in it is encrypted with that stack's key and never
+        decrypted here: give `kubeconfig=` instead. `root` defaults to the file's folder."""
+        # Here, not at the top: the program's own import stays without the YAML round-tripper.
+        from gpu_queues.config.secure import PLACEHOLDER
+        from gpu_queues.config.stackfile import parse_config
+
+        path = Path(path)
+        raw = dict(parse_config(path.read_text(encoding="utf-8"), path.name))
+        connection = raw.get(keys.KEY_KUBERNETES)
+        if isinstance(connection, Mapping) and connection.get("kubeconfig") == PLACEHOLDER:
+            if kubeconfig is None:
+                raise ConfigError(
+                    [
+                        Problem(
+                            (keys.KEY_KUBERNETES, "kubeconfig"),
+                            f"is a secret of {path.name}'s own stack, which is not decrypted "
+                            "here: pass kubeconfig= (the one your provider uses) instead",
+                        )
+                    ]
+                )
+            raw[keys.KEY_KUBERNETES] = {k: v for k, v in connection.items() if k != "kubeconfig"}
+        stack = (
+            path.name[len("Pulumi.") : -len(".yaml")] if path.name.startswith("Pulumi.") else None
+        )
+        checked, manifest = validate(raw, root or path.parent, stack=stack, project_dir=path.parent)
+        return cls(checked, manifest, kubeconfig=kubeconfig, context=context)
+
+    @classmethod
+    def from_pulumi_config(cls, *, root: Path | None = None) -> GpuQueuesArgs:
+        """The running stack's `gpu-queues:*` config (what this project's own program does;
+        the connection then comes from `gpu-queues:kubernetes`, held as a secret)."""
+        checked, manifest = validate(
+            raw_from_pulumi_config(), root or Path.cwd(), stack=pulumi.get_stack()
+        )
+        return cls(checked, manifest)
+
+
+def stack_config_keys(config: StackConfig) -> dict[str, Any]:
+    """A StackConfig as the stack config keys it was made from (only what was set), for
+    `validate`: the checks across keys read those, not the models."""
+    raw: dict[str, Any] = config.model_dump(by_alias=True, exclude_unset=True)
+    secret = config.kubernetes.kubeconfig
+    if secret is not None:
+        raw[keys.KEY_KUBERNETES]["kubeconfig"] = secret.get_secret_value()
+    return raw
 
 
 def manifest_problems(config: StackConfig, manifest: PreparedManifest | None) -> list[Problem]:
@@ -190,8 +284,13 @@ class GpuQueues(pulumi.ComponentResource):
                 "kueue.install is true but no prepared manifest of its version was given"
             )
         super().__init__("gpu-queues:stack:GpuQueues", name, None, opts)
-        kubeconfig, context = connection()
-        provider = build_provider(
+        kubeconfig, context = (
+            connection(cfg.kubernetes)
+            if args.kubeconfig is None and args.context is None
+            else (pulumi.Output.secret(args.kubeconfig), pulumi.Output.from_input(args.context))
+        )
+        # The caller's provider (opts or a parent's), else one of our own.
+        provider = self.get_provider("kubernetes::Provider") or build_provider(
             f"{name}-k8s", kubeconfig, context, pulumi.ResourceOptions(parent=self)
         )
         under = pulumi.ResourceOptions(parent=self, providers={"kubernetes": provider})

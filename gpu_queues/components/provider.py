@@ -1,4 +1,5 @@
-"""The one explicit Kubernetes provider, built from `gpu-queues:kubernetes` (read as a secret)."""
+"""The one explicit Kubernetes provider, built from `gpu-queues:kubernetes` (read as a secret),
+when the program that builds GpuQueues does not give one of its own."""
 
 from __future__ import annotations
 
@@ -8,14 +9,26 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from gpu_queues import keys
+from gpu_queues.config.model import KubernetesConfig
+from gpu_queues.config.secure import PLACEHOLDER
 
 
-def connection() -> tuple[pulumi.Output[Any], pulumi.Output[Any]]:
-    """(kubeconfig, context) as secret outputs; None values mean the ambient $KUBECONFIG."""
+def connection(
+    fallback: KubernetesConfig | None = None,
+) -> tuple[pulumi.Output[Any], pulumi.Output[Any]]:
+    """(kubeconfig, context) as secret outputs; None values mean the ambient $KUBECONFIG.
+
+    From `gpu-queues:kubernetes` of the running stack; a value it does not set comes from
+    `fallback` (the stack config's `kubernetes`, for a config built in code: from a stack's
+    own config, both hold the same value)."""
     secret = pulumi.Config(keys.PROJECT).get_secret_object(keys.KEY_KUBERNETES)
     settings: pulumi.Output[Any] = secret if secret is not None else pulumi.Output.secret(None)
-    kubeconfig = settings.apply(lambda s: (s or {}).get("kubeconfig") or None)
-    context = settings.apply(lambda s: (s or {}).get("context") or None)
+    given = fallback or KubernetesConfig()
+    default_kubeconfig = given.kubeconfig.get_secret_value() if given.kubeconfig else None
+    if default_kubeconfig == PLACEHOLDER:  # a stack file's secret, read without decrypting it
+        default_kubeconfig = None
+    kubeconfig = settings.apply(lambda s: (s or {}).get("kubeconfig") or default_kubeconfig)
+    context = settings.apply(lambda s: (s or {}).get("context") or given.context or None)
     return kubeconfig, context
 
 
