@@ -191,4 +191,5 @@ test-rehearse: venv toolchain
 	$(PY) -m pytest -m rehearse -q
 
 clean: sandbox-down
+	for i in $(notdir $(wildcard .sandbox/instances/*)); do GPUQ_SANDBOX=$$i bash $(SANDBOX) down; done
 	rm -rf $(VENV) .toolchain .pulumi .sandbox .kueue

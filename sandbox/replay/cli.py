@@ -42,10 +42,11 @@ from gpu_queues.kueue import versions as kueue_versions
 from gpu_queues.tools import kueue_diff
 from gpu_queues.whatif.report import Run, align, render, replay_json, report_json
 from sandbox import shape as fake_cluster
+from sandbox.paths import STATE
 from sandbox.rehearse import run as rehearse
 from sandbox.shape import ShapeError
 
-DEFAULT_OUT = ROOT / ".sandbox" / "what-if"
+DEFAULT_OUT = STATE / "what-if"
 # On the cluster, waitForPodsReady evicts an admitted workload whose pods are not ready
 # after its timeout. The replay's clock is not Kueue's (it jumps from event to event), so in
 # the sandbox the timeout is pushed out of reach and the report says what it would do.

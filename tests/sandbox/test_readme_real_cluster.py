@@ -59,8 +59,11 @@ def test_the_steps_are_read_from_the_readme() -> None:
 
 
 @pytest.fixture
-def scratch(tmp_path: Path) -> Iterator[Path]:
-    """A copy of the project as a clone has it, with a sandbox of its own (down afterwards)."""
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A copy of the project as a clone has it, with a sandbox of its own (down afterwards):
+    the clone's one sandbox, in its .sandbox as the README's steps expect, whichever sandbox
+    instance (GPUQ_SANDBOX) this run of the tests uses."""
+    monkeypatch.delenv("GPUQ_SANDBOX", raising=False)
     project = tmp_path / "clone"
     files = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
