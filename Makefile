@@ -8,9 +8,9 @@ SANDBOX := sandbox/sandbox.sh
 export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: venv lock toolchain schema lint lint-shell lint-workflows test test-unit test-policy \
-        test-toolchain test-deep test-e2e test-rehearse test-multikueue sandbox-up sandbox-down \
-        sandbox-shell sandbox-status demo rehearse bench promote quota-diff clean kueue-manifest \
-        ci-kueue-manifest pin-kueue what-if status bench-scale
+        test-toolchain test-deep test-e2e test-sandbox test-rehearse test-multikueue sandbox-up \
+        sandbox-down sandbox-shell sandbox-status demo rehearse bench promote quota-diff clean \
+        kueue-manifest ci-kueue-manifest pin-kueue what-if status bench-scale
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -142,53 +142,47 @@ pin-kueue: venv
 	$(PY) -m gpu_queues.release.pin $(if $(VERSION),--version $(VERSION)) $(if $(FILE),--file $(FILE)) $(ARGS)
 
 # --- tests ------------------------------------------------------------------------------
-# The unit and policy suites run on every core (pytest-xdist; an idle worker takes over
-# queued tests from a busy one). Property tests run their everyday example counts there;
-# test-deep runs them again with 10x the examples (tests/properties.py).
-XDIST ?= -n auto --dist worksteal
-# They cache bytecode, and pytest its rewritten test modules, out of the tree in
-# .cache/pycache, also where PYTHONDONTWRITEBYTECODE is set: compiling the project and
-# rewriting the tests' asserts again costs each process about 4 s.
-FAST = PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/.cache/pycache $(PY) -m pytest
+# Each suite's command is in tests/suites.py, which runs them: `make test` in lanes side by
+# side (the host's checks then the rehearsals; e2e then MultiKueue; the sandbox suite), each
+# lane on a sandbox of its own (GPUQ_SANDBOX), with a table of every suite's time at the end;
+# a target below runs its suite alone, on the checkout's sandbox. Every suite's output is also
+# in .cache/tests/<suite>.log. XDIST (default -n auto --dist worksteal) spreads the unit,
+# policy and property tests over the cores; test-deep runs the property tests again with 10x
+# the examples (tests/properties.py).
+SUITES := $(PY) -m tests.suites
 test-unit: venv
-	$(FAST) -m "unit or policy" -q $(XDIST)
+	$(SUITES) unit
 
 test-policy: venv
-	$(FAST) -m policy -q $(XDIST)
+	$(SUITES) policy
 
 test-deep: venv
-	$(FAST) -m "(unit or policy) and hypothesis" --hypothesis-profile=deep -q $(XDIST)
+	$(SUITES) deep
 
 test-toolchain: venv toolchain
-	$(PY) -m pytest -m toolchain -q
+	$(SUITES) toolchain
 
-# e2e runs inside the sandbox's namespace: only from there is the cluster reachable.
+# e2e runs inside the sandbox's namespace (only from there is the cluster reachable): a fresh
+# sandbox of the local stack, its logs printed when a test fails, stopped at the end.
 test-e2e: venv toolchain
-	bash $(SANDBOX) up local
-	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q
+	$(SUITES) e2e
+
+# The sandbox's lifecycle, driven from the host (tests/sandbox/).
+test-sandbox: venv toolchain
+	$(SUITES) sandbox
 
 # MultiKueue on a sandbox of its own: a manager and two worker clusters, each stack deployed
 # with pulumi up, jobs dispatched by Kueue's MultiKueue (tests/e2e/test_multikueue.py).
 test-multikueue: venv toolchain
-	GPUQ_TOPOLOGY=multikueue bash $(SANDBOX) up
-	bash $(SANDBOX) exec $(PY) -m pytest -m multikueue -q; rc=$$?; \
-	  if [ $$rc -ne 0 ]; then bash $(SANDBOX) logs; fi; bash $(SANDBOX) down; exit $$rc
-
-# Everything CI runs (.ci/run calls exactly this).
-test: venv toolchain lint
-	$(FAST) -m "unit or policy" -q $(XDIST)
-	$(MAKE) test-deep
-	$(PY) -m pytest -m toolchain -q
-	bash $(SANDBOX) up local
-	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q; rc=$$?; \
-	  if [ $$rc -ne 0 ]; then bash $(SANDBOX) logs; fi; bash $(SANDBOX) down; exit $$rc
-	$(PY) -m pytest -m sandbox -q
-	$(PY) -m pytest -m rehearse -q
-	$(MAKE) test-multikueue
+	$(SUITES) multikueue
 
 # The rehearsals alone (staging, prod, generated and broken stacks; a fresh sandbox each).
 test-rehearse: venv toolchain
-	$(PY) -m pytest -m rehearse -q
+	$(SUITES) rehearse
+
+# Everything CI runs (.ci/run calls exactly this).
+test: venv toolchain
+	$(SUITES)
 
 clean: sandbox-down
 	for i in $(notdir $(wildcard .sandbox/instances/*)); do GPUQ_SANDBOX=$$i bash $(SANDBOX) down; done
