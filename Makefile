@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 SANDBOX := sandbox/sandbox.sh
 export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv lock toolchain schema lint lint-shell lint-workflows test test-unit test-policy \
+.PHONY: venv lock toolchain toolchain-all schema lint lint-shell lint-workflows test test-unit test-policy \
         test-toolchain test-deep test-e2e test-sandbox test-rehearse test-multikueue sandbox-up \
         sandbox-down sandbox-shell sandbox-status demo rehearse bench promote quota-diff clean \
         kueue-manifest ci-kueue-manifest pin-kueue what-if status bench-scale
@@ -23,9 +23,20 @@ lock: venv
 	( echo "# Full resolved Python environment (pip freeze), used as constraints by make venv. Regenerate: make lock"; \
 	  $(VENV)/bin/pip freeze ) > requirements.lock
 
-# Builds (or links from the pin-keyed cache) every pinned binary into .toolchain/bin.
+# Builds (or links from the pin-keyed cache) every pinned binary into .toolchain/bin, with
+# Kueue at the pinned release only (KUEUE_VERSION): what the demo, the sandbox and a rehearsal
+# of a stack on the pin run. Each other supported release is a cold build of 10-30 minutes of
+# its own; `make toolchain KUEUE_VERSIONS=v0.19.2` adds one (the pin is always built too).
+KUEUE_VERSIONS ?= $(KUEUE_VERSION)
 toolchain:
-	bash toolchain/build.sh
+	KUEUE_VERSIONS="$(KUEUE_VERSIONS)" bash toolchain/build.sh
+
+# The same with every supported Kueue release (toolchain/go/kueue/<version>/), each linked as
+# .toolchain/bin/kueue-<version>: the toolchain tests, the upgrade tests, the rehearsal of a
+# stack ahead of the pin and the what-if across a pin move run them (make test builds them).
+KUEUE_RELEASES := $(sort $(notdir $(patsubst %/,%,$(wildcard toolchain/go/kueue/v*/))))
+toolchain-all:
+	KUEUE_VERSIONS="$(KUEUE_RELEASES)" bash toolchain/build.sh
 
 schema: venv
 	$(PY) -m gpu_queues.config.schema --write
@@ -159,16 +170,16 @@ test-policy: venv
 test-deep: venv
 	$(SUITES) deep
 
-test-toolchain: venv toolchain
+test-toolchain: venv toolchain-all
 	$(SUITES) toolchain
 
 # e2e runs inside the sandbox's namespace (only from there is the cluster reachable): a fresh
 # sandbox of the local stack, its logs printed when a test fails, stopped at the end.
-test-e2e: venv toolchain
+test-e2e: venv toolchain-all
 	$(SUITES) e2e
 
 # The sandbox's lifecycle, driven from the host (tests/sandbox/).
-test-sandbox: venv toolchain
+test-sandbox: venv toolchain-all
 	$(SUITES) sandbox
 
 # MultiKueue on a sandbox of its own: a manager and two worker clusters, each stack deployed
@@ -177,11 +188,11 @@ test-multikueue: venv toolchain
 	$(SUITES) multikueue
 
 # The rehearsals alone (staging, prod, generated and broken stacks; a fresh sandbox each).
-test-rehearse: venv toolchain
+test-rehearse: venv toolchain-all
 	$(SUITES) rehearse
 
-# Everything CI runs (.ci/run calls exactly this).
-test: venv toolchain
+# Everything CI runs (.ci/run calls exactly this), with every supported Kueue release built.
+test: venv toolchain-all
 	$(SUITES)
 
 clean: sandbox-down

@@ -188,7 +188,7 @@ def load_side(name: str, stack: str, root: Path, rev: str | None, work: Path) ->
 
 def unbuilt_release(side: Side) -> str | None:
     """Why this machine cannot run the side's Kueue release (its controller binary is not
-    linked: `make toolchain` builds every supported release unless KUEUE_VERSIONS limits it),
+    linked: `make toolchain` builds only the pin, `make toolchain-all` every supported release),
     else None. Checked for every side before any sandbox is touched: a side is never
     replayed on another release than its own."""
     version = side.config.kueue.version
@@ -197,7 +197,7 @@ def unbuilt_release(side: Side) -> str | None:
         return None
     return (
         f"{side.label} runs Kueue {version} (from {side.kueue_from}), which is not built here: "
-        f"{missing}. To build only that one: `make toolchain KUEUE_VERSIONS={version}`"
+        f"{missing}"
     )
 
 

@@ -77,7 +77,13 @@ def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
             shutil.copy2(ROOT / name, project / name)  # mtimes kept: `make venv` is up to date
     (project / ".venv").symlink_to(ROOT / ".venv")
     # The cluster comes first: the sandbox needs the pinned binaries (links from the cache).
-    subprocess.run(["bash", "toolchain/build.sh"], cwd=project, check=True, capture_output=True)
+    subprocess.run(
+        ["bash", "toolchain/build.sh"],
+        cwd=project,
+        check=True,
+        capture_output=True,
+        env={**os.environ, "KUEUE_VERSIONS": kueue_version()},  # what `make toolchain` links
+    )
     up = subprocess.run(
         ["bash", "sandbox/sandbox.sh", "up"], cwd=project, capture_output=True, text=True
     )
