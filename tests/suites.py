@@ -169,6 +169,8 @@ class Runner:
             )
             with self.lock:
                 self.running[suite.name] = child
+            if self.stopping.is_set():  # interrupted as it started: not among those signalled
+                _signal(child, signal.SIGINT)
             code = child.wait()
             with self.lock:
                 del self.running[suite.name]
@@ -241,7 +243,10 @@ def main(argv: list[str]) -> int:
     def terminated(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
+    # Both interrupt: on SIGINT too, in case this process was started with SIGINT ignored (a
+    # background job of a script): a handler, unlike "ignored", is not inherited by the suites.
     signal.signal(signal.SIGTERM, terminated)
+    signal.signal(signal.SIGINT, terminated)
     threads = [
         threading.Thread(target=runner.run_lane, args=(lane, instance), daemon=True)
         for lane, instance, _ in lanes
