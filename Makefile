@@ -192,8 +192,9 @@ test-rehearse: venv toolchain-all
 	$(SUITES) rehearse
 
 # Everything CI runs (.ci/run calls exactly this), with every supported Kueue release built.
+# SERIAL=1: the suites one after another instead, on the checkout's sandbox.
 test: venv toolchain-all
-	$(SUITES)
+	$(SUITES) $(if $(SERIAL),--serial)
 
 clean: sandbox-down
 	for i in $(notdir $(wildcard .sandbox/instances/*)); do GPUQ_SANDBOX=$$i bash $(SANDBOX) down; done

@@ -2,6 +2,7 @@
 
     python -m tests.suites              every suite, in LANES (what `make test` runs)
     python -m tests.suites e2e sandbox  those suites only, one after another
+    python -m tests.suites --serial     every suite, one after another
 
 On this 2-core machine the suites that drive a sandbox mostly wait on its cluster, so three
 lanes run at once: the host's checks (lint, the unit, policy and property tests, the toolchain
@@ -105,6 +106,9 @@ LANES: list[tuple[str, str, list[str]]] = [
     ("e2e", "e2e", ["e2e", "multikueue"]),
     ("sandbox", "", ["sandbox"]),
 ]
+
+# The same suites one after another (--serial: a one-core machine, or a baseline to measure).
+SERIAL = ["lint", "unit", "deep", "toolchain", "e2e", "sandbox", "rehearse", "multikueue"]
 
 
 @dataclass
@@ -230,6 +234,8 @@ def _signal(child: subprocess.Popen[bytes], sig: signal.Signals) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if argv == ["--serial"]:  # make test's suites one after another, as before the lanes
+        argv = SERIAL
     unknown = [a for a in argv if a not in SUITES]
     if unknown:
         print(f"unknown suite(s) {unknown}; known: {sorted(SUITES)}", file=sys.stderr)

@@ -80,7 +80,9 @@ def test_make_toolchain_adds_the_releases_named() -> None:
     assert kueue_builds("toolchain", "KUEUE_VERSIONS=v0.19.2") == ["v0.19.2"]  # + the pin
 
 
-@pytest.mark.parametrize("target", ["test", "test-toolchain", "test-e2e", "test-rehearse"])
+@pytest.mark.parametrize(
+    "target", ["test", "test-toolchain", "test-e2e", "test-sandbox", "test-rehearse"]
+)
 def test_the_suites_that_run_other_releases_build_every_supported_one(target: str) -> None:
     assert kueue_builds(target) == [" ".join(sorted(supported()))]
 
