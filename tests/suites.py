@@ -117,6 +117,7 @@ class Result:
     lane: str
     code: int | None = None  # None: not run (interrupted before it started)
     seconds: float = 0.0
+    cpu: float = 0.0  # user + system seconds of the suite's processes
 
     @property
     def verdict(self) -> str:
@@ -175,10 +176,14 @@ class Runner:
                 self.running[suite.name] = child
             if self.stopping.is_set():  # interrupted as it started: not among those signalled
                 _signal(child, signal.SIGINT)
-            code = child.wait()
+            # Reaped here alone (the interrupt only signals): its exit and the CPU time of
+            # its process tree, the clusters' daemons aside (they leave the tree).
+            _, status, usage = os.wait4(child.pid, 0)
+            child.returncode = os.waitstatus_to_exitcode(status)
             with self.lock:
                 del self.running[suite.name]
-        result.code, result.seconds = code, time.monotonic() - t0
+        result.code, result.seconds = child.returncode, time.monotonic() - t0
+        result.cpu = usage.ru_utime + usage.ru_stime
         text = log.read_text(errors="replace")
         with self.lock:
             bar = f"----- {suite.name}: {result.verdict} in {clock(result.seconds)} "
@@ -192,13 +197,15 @@ class Runner:
             children = list(self.running.values())
         for child in children:
             _signal(child, signal.SIGINT)
-        deadline = time.monotonic() + 60
-        for child in children:
-            try:
-                child.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _signal(child, signal.SIGKILL)
-                child.wait()
+        for sig in (signal.SIGKILL, None):
+            deadline = time.monotonic() + 60
+            while self.running and time.monotonic() < deadline:
+                time.sleep(0.2)  # each lane reaps its own suite
+            with self.lock:
+                left = list(self.running.values())
+            for child in left:
+                if sig is not None:
+                    _signal(child, sig)
 
     def stop_sandboxes(self) -> None:
         for lane, instance, names in self.lanes:
@@ -209,12 +216,18 @@ class Runner:
     def table(self) -> str:
         wall = clock(time.monotonic() - self.started)
         rows = [
-            "| suite | lane | result | time |",
-            "| --- | --- | --- | ---: |",
-            *(f"| {r.suite} | {r.lane} | {r.verdict} | {clock(r.seconds)} |" for r in self.results),
+            "| suite | lane | result | time | CPU |",
+            "| --- | --- | --- | ---: | ---: |",
+            *(
+                f"| {r.suite} | {r.lane} | {r.verdict} | {clock(r.seconds)} | {clock(r.cpu)} |"
+                for r in self.results
+            ),
         ]
         how = f"{len(self.lanes)} lanes side by side" if len(self.lanes) > 1 else "one by one"
-        return f"suites ({how}), {wall} in all:\n" + "\n".join(rows)
+        return (
+            f"suites ({how}), {wall} in all (CPU: user + system seconds of each suite's own "
+            "processes, the sandbox clusters' daemons not included):\n" + "\n".join(rows)
+        )
 
 
 def lane_env(instance: str | None) -> dict[str, str]:
