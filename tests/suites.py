@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -50,15 +51,16 @@ def pytest(marker: str, *extra: str) -> list[str]:
     return [PY, "-m", "pytest", "-m", marker, "-q", "-p", "no:cacheprovider", *extra]
 
 
-def in_sandbox(up: list[str], marker: str, topology: str = "") -> list[str]:
-    """Start the sandbox, run the marker's tests inside its namespace, print its logs when
+def in_sandbox(up: list[str], tests: list[str], topology: str = "") -> list[str]:
+    """Start the sandbox, run the tests (a command) inside its namespace, print its logs when
     they fail, stop it; the tests' exit code (or the start's)."""
-    env = f"GPUQ_TOPOLOGY={topology} " if topology else ""
+    sandbox = shlex.join(SANDBOX)
+    env = f"GPUQ_TOPOLOGY={shlex.quote(topology)} " if topology else ""
     script = (
-        f"{env}{' '.join(SANDBOX)} up {' '.join(up)} || exit $?\n"
-        f"{' '.join(SANDBOX)} exec {' '.join(pytest(marker))}; rc=$?\n"
-        f"if [ $rc -ne 0 ]; then {' '.join(SANDBOX)} logs; fi\n"
-        f"{' '.join(SANDBOX)} down; exit $rc\n"
+        f"{env}{sandbox} up {shlex.join(up)} || exit $?\n"
+        f"{sandbox} exec {shlex.join(tests)}; rc=$?\n"
+        f"if [ $rc -ne 0 ]; then {sandbox} logs; fi\n"
+        f"{sandbox} down; exit $rc\n"
     )
     return ["bash", "-c", script]
 
@@ -87,12 +89,17 @@ SUITES = {
             FAST,
         ),
         Suite("toolchain", pytest("toolchain"), "the built CLI, plugins, every Kueue release"),
-        Suite("e2e", in_sandbox(["local"], "e2e"), "in a sandbox of the local stack", sandbox=True),
+        Suite(
+            "e2e",
+            in_sandbox(["local"], pytest("e2e")),
+            "in a sandbox of the local stack",
+            sandbox=True,
+        ),
         Suite("sandbox", pytest("sandbox"), "sandbox lifecycle, from the host", sandbox=True),
         Suite("rehearse", pytest("rehearse"), "fresh sandboxes per stack", sandbox=True),
         Suite(
             "multikueue",
-            in_sandbox([], "multikueue", topology="multikueue"),
+            in_sandbox([], pytest("multikueue"), topology="multikueue"),
             "manager and two workers",
             sandbox=True,
         ),
