@@ -577,6 +577,7 @@ def down() -> None:
         STATE / "etcd",
         PKI,
         KUBECONFIG,
+        STATE / "kube-cache",  # kubectl's discovery cache (sandbox.sh sets KUBECACHEDIR)
         STATE / "kueue",
         STATE / "pulumi",
         STATE / "project",

@@ -27,7 +27,10 @@ fi
 py=$root/.venv/bin/python
 export PATH="$root/.toolchain/bin:$root/.venv/bin:$PATH"
 
-in_ns() { ip netns exec "$ns" "$@"; }
+# kubectl's discovery cache is the sandbox's own: the default, ~/.kube/cache, is keyed by the
+# API server's address, which every sandbox on the machine shares (127.0.0.1:6443), so it
+# would hand one cluster's resource list to another (a CRD one has and another has not yet).
+in_ns() { KUBECACHEDIR=$state/kube-cache ip netns exec "$ns" "$@"; }
 ns_exists() { ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "$ns"; }
 
 up() {
