@@ -153,9 +153,9 @@ pin-kueue: venv
 	$(PY) -m gpu_queues.release.pin $(if $(VERSION),--version $(VERSION)) $(if $(FILE),--file $(FILE)) $(ARGS)
 
 # --- tests ------------------------------------------------------------------------------
-# Each suite's command is in tests/suites.py, which runs them: `make test` in lanes side by
-# side (the host's checks then the rehearsals; e2e then MultiKueue; the sandbox suite), each
-# lane on a sandbox of its own (GPUQ_SANDBOX), with a table of every suite's time at the end;
+# Each suite's command is in tests/suites.py, which runs them: `make test` in three lanes side
+# by side (LANES there), each lane on a sandbox of its own (GPUQ_SANDBOX), with a table of
+# every suite's time at the end;
 # a target below runs its suite alone, on the checkout's sandbox. Every suite's output is also
 # in .cache/tests/<suite>.log. XDIST (default -n auto --dist worksteal) spreads the unit,
 # policy and property tests over the cores; test-deep runs the property tests again with 10x
@@ -178,9 +178,9 @@ test-toolchain: venv toolchain-all
 test-e2e: venv toolchain-all
 	$(SUITES) e2e
 
-# The sandbox's lifecycle, driven from the host (tests/sandbox/).
+# The sandbox's lifecycle, driven from the host (tests/sandbox/: the killed installs, then the rest).
 test-sandbox: venv toolchain-all
-	$(SUITES) sandbox
+	$(SUITES) faults sandbox
 
 # MultiKueue on a sandbox of its own: a manager and two worker clusters, each stack deployed
 # with pulumi up, jobs dispatched by Kueue's MultiKueue (tests/e2e/test_multikueue.py).
@@ -189,7 +189,7 @@ test-multikueue: venv toolchain
 
 # The rehearsals alone (staging, prod, generated and broken stacks; a fresh sandbox each).
 test-rehearse: venv toolchain-all
-	$(SUITES) rehearse
+	$(SUITES) rehearse-stacks rehearse
 
 # Everything CI runs (.ci/run calls exactly this), with every supported Kueue release built.
 # SERIAL=1: the suites one after another instead, on the checkout's sandbox.

@@ -6,9 +6,10 @@
 
 On this 2-core machine the suites that drive a sandbox mostly wait on its cluster, so three
 lanes run at once: the host's checks (lint, the unit, policy and property tests, the toolchain
-tests) then the rehearsals; the e2e suite then MultiKueue; the sandbox suite. Each lane drives
-a sandbox of its own (GPUQ_SANDBOX, sandbox/paths.py: its own state folder and network
-namespace), so no suite sees another's cluster. Run alone, a suite uses the sandbox the caller
+tests), MultiKueue and the committed stacks' rehearsals; the e2e suite then the sandbox suite;
+the killed-install tests then the other rehearsals. Each lane drives a sandbox of its own
+(GPUQ_SANDBOX, sandbox/paths.py: its own state folder and network namespace), so no suite
+sees another's cluster. Run alone, a suite uses the sandbox the caller
 chose (by default the checkout's one, which `make sandbox-shell` enters).
 
 Each suite's output goes to .cache/tests/<suite>.log and is printed whole when the suite ends,
@@ -65,6 +66,13 @@ def in_sandbox(up: list[str], tests: list[str], topology: str = "") -> list[str]
     return ["bash", "-c", script]
 
 
+# The slow tests of a sandbox suite, listed at its end: what to go by when moving suites
+# between lanes.
+DURATIONS = ["--durations=0", "--durations-min=20"]
+FAULTS = "tests/sandbox/test_install_faults.py"
+STACKS = "test_the_committed_stack_rehearses"
+
+
 @dataclass(frozen=True)
 class Suite:
     name: str
@@ -91,31 +99,67 @@ SUITES = {
         Suite("toolchain", pytest("toolchain"), "the built CLI, plugins, every Kueue release"),
         Suite(
             "e2e",
-            in_sandbox(["local"], pytest("e2e")),
+            in_sandbox(["local"], pytest("e2e", *DURATIONS)),
             "in a sandbox of the local stack",
             sandbox=True,
         ),
-        Suite("sandbox", pytest("sandbox"), "sandbox lifecycle, from the host", sandbox=True),
-        Suite("rehearse", pytest("rehearse"), "fresh sandboxes per stack", sandbox=True),
+        # Two suites each of the sandbox and rehearsal tests, so the lanes come out even: one
+        # takes a part by name, the other everything else of the marker (a new test never
+        # falls between them).
+        Suite(
+            "faults",
+            pytest("sandbox", FAULTS, *DURATIONS),
+            "killed installs, from the host",
+            sandbox=True,
+        ),
+        Suite(
+            "sandbox",
+            pytest("sandbox", f"--ignore={FAULTS}", *DURATIONS),
+            "sandbox lifecycle, shapes, README steps, what-if base, from the host",
+            sandbox=True,
+        ),
+        Suite(
+            "rehearse-stacks",
+            pytest("rehearse", "-k", STACKS, *DURATIONS),
+            "staging and prod rehearsed",
+            sandbox=True,
+        ),
+        Suite(
+            "rehearse",
+            pytest("rehearse", "-k", f"not ({STACKS})", *DURATIONS),
+            "generated and broken stacks rehearsed",
+            sandbox=True,
+        ),
         Suite(
             "multikueue",
-            in_sandbox([], pytest("multikueue"), topology="multikueue"),
+            in_sandbox([], pytest("multikueue", *DURATIONS), topology="multikueue"),
             "manager and two workers",
             sandbox=True,
         ),
     )
 }
 
-# (lane, its sandbox instance, its suites in order). The sandbox suite keeps the checkout's
-# own sandbox (instance ""): it is what its tests start and stop by hand.
+# (lane, its sandbox instance, its suites in order), about even by the suites' times on a
+# quiet machine (README, Tests).
 LANES: list[tuple[str, str, list[str]]] = [
-    ("checks", "checks", ["lint", "unit", "deep", "toolchain", "rehearse"]),
-    ("e2e", "e2e", ["e2e", "multikueue"]),
-    ("sandbox", "", ["sandbox"]),
+    ("checks", "checks", ["lint", "unit", "deep", "toolchain", "multikueue", "rehearse-stacks"]),
+    ("e2e", "e2e", ["e2e", "sandbox"]),
+    ("faults", "faults", ["faults", "rehearse"]),
 ]
 
 # The same suites one after another (--serial: a one-core machine, or a baseline to measure).
-SERIAL = ["lint", "unit", "deep", "toolchain", "e2e", "sandbox", "rehearse", "multikueue"]
+SERIAL = [
+    "lint",
+    "unit",
+    "deep",
+    "toolchain",
+    "e2e",
+    "faults",
+    "sandbox",
+    "rehearse-stacks",
+    "rehearse",
+    "multikueue",
+]
 
 
 @dataclass
