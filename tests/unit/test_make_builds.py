@@ -97,6 +97,8 @@ def test_the_suites_on_the_host_build_nothing() -> None:
 FAKE_GO = """#!/usr/bin/env bash
 case "$1" in
   env) echo go0.0-fake ;;
+  mod) ;;
+  list) echo /nonexistent ;;
   build)
     out=""; pkg=""
     while [ $# -gt 0 ]; do
