@@ -183,6 +183,8 @@ def over_capacity(
     """Every (flavor, resource) whose summed nominal quotas exceed its capacity."""
     overruns = []
     for key, limit in sorted(capacity.items()):
+        if key not in totals.holders:  # no quota names it: nothing adds up (a negative
+            continue  # capacity, say, is the node's problem, not the quotas')
         total = totals.total(key)
         if totals.decidable(key) and total > limit:
             overruns.append(Overrun(*key, total, limit, tuple(totals.holders[key])))
