@@ -7,10 +7,10 @@ PY := $(VENV)/bin/python
 SANDBOX := sandbox/sandbox.sh
 export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv lock toolchain schema lint lint-shell lint-workflows test test-unit test-policy \
-        test-toolchain test-deep test-e2e test-rehearse test-multikueue sandbox-up sandbox-down \
-        sandbox-shell sandbox-status demo rehearse bench promote quota-diff clean kueue-manifest \
-        ci-kueue-manifest pin-kueue what-if status bench-scale mutation wheels
+.PHONY: venv lock toolchain toolchain-all schema lint lint-shell lint-workflows test test-unit test-policy \
+        test-toolchain test-deep test-e2e test-sandbox test-rehearse test-multikueue sandbox-up \
+        sandbox-down sandbox-shell sandbox-status demo rehearse bench promote quota-diff clean \
+        kueue-manifest ci-kueue-manifest pin-kueue what-if status bench-scale mutation wheels
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -29,9 +29,20 @@ lock: venv
 wheels: venv
 	$(PY) -m sandbox.wheels
 
-# Builds (or links from the pin-keyed cache) every pinned binary into .toolchain/bin.
+# Builds (or links from the pin-keyed cache) every pinned binary into .toolchain/bin, with
+# Kueue at the pinned release only (KUEUE_VERSION): what the demo, the sandbox and a rehearsal
+# of a stack on the pin run. Each other supported release is a cold build of 10-30 minutes of
+# its own; `make toolchain KUEUE_VERSIONS=v0.19.2` adds one (the pin is always built too).
+KUEUE_VERSIONS ?= $(KUEUE_VERSION)
 toolchain:
-	bash toolchain/build.sh
+	KUEUE_VERSIONS="$(KUEUE_VERSIONS)" bash toolchain/build.sh
+
+# The same with every supported Kueue release (toolchain/go/kueue/<version>/), each linked as
+# .toolchain/bin/kueue-<version>: the toolchain tests, the upgrade tests, the rehearsal of a
+# stack ahead of the pin and the what-if across a pin move run them (make test builds them).
+KUEUE_RELEASES := $(sort $(notdir $(patsubst %/,%,$(wildcard toolchain/go/kueue/v*/))))
+toolchain-all:
+	KUEUE_VERSIONS="$(KUEUE_RELEASES)" bash toolchain/build.sh
 
 schema: venv
 	$(PY) -m gpu_queues.config.schema --write
@@ -148,55 +159,40 @@ pin-kueue: venv
 	$(PY) -m gpu_queues.release.pin $(if $(VERSION),--version $(VERSION)) $(if $(FILE),--file $(FILE)) $(ARGS)
 
 # --- tests ------------------------------------------------------------------------------
-# The unit and policy suites run on every core (pytest-xdist; an idle worker takes over
-# queued tests from a busy one). Property tests run their everyday example counts there;
-# test-deep runs them again with 10x the examples (tests/properties.py).
-XDIST ?= -n auto --dist worksteal
-# They cache bytecode, and pytest its rewritten test modules, out of the tree in
-# .cache/pycache, also where PYTHONDONTWRITEBYTECODE is set: compiling the project and
-# rewriting the tests' asserts again costs each process about 4 s.
-FAST = PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/.cache/pycache $(PY) -m pytest
-# They run in random order (pytest-randomly; each test sets up what it needs), a new seed each
-# run, printed after the failures (tests/conftest.py); `make test-unit SEED=N` runs it again.
-RANDOM = $(if $(SEED),-p randomly --randomly-seed=$(SEED))
-# The suites on the sandbox and the built toolchain keep their files' order: their tests share
-# one cluster (or build) and are written as a sequence on it.
-ORDERED = -p no:randomly
+# Each suite's command is in tests/suites.py, which runs them: `make test` in three lanes side
+# by side (LANES there), each lane on a sandbox of its own (GPUQ_SANDBOX), with a table of
+# every suite's time at the end;
+# a target below runs its suite alone, on the checkout's sandbox. Every suite's output is also
+# in .cache/tests/<suite>.log. XDIST (default -n auto --dist worksteal) spreads the unit,
+# policy and property tests over the cores; test-deep runs the property tests again with 10x
+# the examples (tests/properties.py). Those three run in random order (SEED=N repeats one);
+# the sandbox and toolchain suites in their files' order.
+SUITES := $(PY) -m tests.suites
 test-unit: venv
-	$(FAST) -m "unit or policy" -q $(XDIST) $(RANDOM)
+	$(SUITES) unit
 
 test-policy: venv
-	$(FAST) -m policy -q $(XDIST) $(RANDOM)
+	$(SUITES) policy
 
 test-deep: venv
-	$(FAST) -m "(unit or policy) and hypothesis" --hypothesis-profile=deep -q $(XDIST) $(RANDOM)
+	$(SUITES) deep
 
-test-toolchain: venv toolchain
-	$(PY) -m pytest -m toolchain -q $(ORDERED)
+test-toolchain: venv toolchain-all
+	$(SUITES) toolchain
 
-# e2e runs inside the sandbox's namespace: only from there is the cluster reachable.
-test-e2e: venv toolchain wheels
-	bash $(SANDBOX) up local
-	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q $(ORDERED)
+# e2e runs inside the sandbox's namespace (only from there is the cluster reachable): a fresh
+# sandbox of the local stack, its logs printed when a test fails, stopped at the end.
+test-e2e: venv toolchain-all wheels
+	$(SUITES) e2e
+
+# The sandbox's lifecycle, driven from the host (tests/sandbox/: the killed installs, then the rest).
+test-sandbox: venv toolchain-all
+	$(SUITES) faults sandbox
 
 # MultiKueue on a sandbox of its own: a manager and two worker clusters, each stack deployed
 # with pulumi up, jobs dispatched by Kueue's MultiKueue (tests/e2e/test_multikueue.py).
 test-multikueue: venv toolchain
-	GPUQ_TOPOLOGY=multikueue bash $(SANDBOX) up
-	bash $(SANDBOX) exec $(PY) -m pytest -m multikueue -q $(ORDERED); rc=$$?; \
-	  if [ $$rc -ne 0 ]; then bash $(SANDBOX) logs; fi; bash $(SANDBOX) down; exit $$rc
-
-# Everything CI runs (.ci/run calls exactly this).
-test: venv toolchain wheels lint
-	$(FAST) -m "unit or policy" -q $(XDIST) $(RANDOM)
-	$(MAKE) test-deep
-	$(PY) -m pytest -m toolchain -q $(ORDERED)
-	bash $(SANDBOX) up local
-	bash $(SANDBOX) exec $(PY) -m pytest -m e2e -q $(ORDERED); rc=$$?; \
-	  if [ $$rc -ne 0 ]; then bash $(SANDBOX) logs; fi; bash $(SANDBOX) down; exit $$rc
-	$(PY) -m pytest -m sandbox -q $(ORDERED)
-	$(PY) -m pytest -m rehearse -q $(ORDERED)
-	$(MAKE) test-multikueue
+	$(SUITES) multikueue
 
 # Mutation testing ([tool.mutmut] in pyproject.toml; not part of `make test`): mutmut changes
 # gpu_queues/kueue/quantity.py and capacity.py one operator, constant or branch at a time in a
@@ -208,8 +204,14 @@ mutation: venv
 	$(VENV)/bin/mutmut results
 
 # The rehearsals alone (staging, prod, generated and broken stacks; a fresh sandbox each).
-test-rehearse: venv toolchain
-	$(PY) -m pytest -m rehearse -q $(ORDERED)
+test-rehearse: venv toolchain-all
+	$(SUITES) rehearse-stacks rehearse
+
+# Everything CI runs (.ci/run calls exactly this), with every supported Kueue release built.
+# SERIAL=1: the suites one after another instead, on the checkout's sandbox.
+test: venv toolchain-all wheels
+	$(SUITES) $(if $(SERIAL),--serial)
 
 clean: sandbox-down
+	for i in $(notdir $(wildcard .sandbox/instances/*)); do GPUQ_SANDBOX=$$i bash $(SANDBOX) down; done
 	rm -rf $(VENV) .toolchain .pulumi .sandbox .kueue

@@ -130,7 +130,7 @@ def up(
     with its Kueue pod runner, and record which stack shaped the primary one. One cluster is
     shaped like the given stack; the other topologies' clusters by their own stacks."""
     t0 = time.monotonic()
-    STATE.mkdir(exist_ok=True)
+    STATE.mkdir(parents=True, exist_ok=True)
     name = topology_name or os.environ.get(topology.TOPOLOGY_ENV) or topology.SINGLE
     if name == topology.SINGLE:
         clusters = topology.single(stack_name, fake_cluster.stack_path(stack_name, stack_file))
@@ -192,6 +192,7 @@ def down() -> None:
         STATE / "etcd",
         PKI,
         KUBECONFIG,
+        STATE / "kube-cache",  # kubectl's discovery cache (sandbox.sh sets KUBECACHEDIR)
         STATE / "kueue",
         STATE / "pulumi",
         STATE / "project",

@@ -9,10 +9,10 @@ bind-mounted at the pod's mount paths in a private mount namespace, listening on
 IP (sandbox/pod_isolation.py). The API server reaches it there (endpoint routing), exactly
 as it would reach a pod. A new pod (rollout after a config change) restarts the process; a
 crash restarts it with a kubelet's CrashLoopBackOff; no pod, no process. The binary is the
-one of the pod's image tag (.toolchain/bin/kueue-<tag>, every supported release is linked
-there by make toolchain), so an upgrade rolls onto the new release's controller. One runner
-per sandbox cluster, each with its own work directory, log and API server (`--work`,
-`--log`, `--apiserver`).
+one of the pod's image tag (.toolchain/bin/kueue-<tag>: make toolchain links the pinned
+release there, make toolchain-all every supported one), so an upgrade rolls onto the new
+release's controller. One runner per sandbox cluster, each with its own work directory, log
+and API server (`--work`, `--log`, `--apiserver`).
 """
 
 from __future__ import annotations
@@ -84,8 +84,9 @@ def _pulled(binary: Path) -> None:
     """A kubelet that cannot pull the image does not start the pod: say which is missing."""
     if not binary.is_file():
         raise RuntimeError(
-            f"{binary} is missing: `make toolchain` links a kueue binary for every supported "
-            "release (toolchain/go/kueue/<version>/)"
+            f"{binary} is missing: `make toolchain` links the pinned release's kueue binary, "
+            "`make toolchain KUEUE_VERSIONS=<version>` adds one, `make toolchain-all` links "
+            "every supported release (toolchain/go/kueue/<version>/)"
         )
 
 

@@ -7,14 +7,30 @@
 # plane of its own shaped by its own stack (sandbox/topology.py); STACK does not apply there.
 # Every process of the sandbox, and every command that talks to it, runs inside the
 # namespace; only loopback and the namespace-local pod range exist there.
+# GPUQ_SANDBOX=NAME selects another sandbox of this checkout, with its state in
+# .sandbox/instances/NAME and a namespace of its own (sandbox/paths.py): make test's suites
+# run side by side that way. Unset: the checkout's one sandbox, in .sandbox.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-state=$root/.sandbox
-ns=gpuq-$(printf '%s' "$root" | sha256sum | cut -c1-10)
+instance=${GPUQ_SANDBOX:-}
+if [ -z "$instance" ]; then
+  state=$root/.sandbox
+  ns=gpuq-$(printf '%s' "$root" | sha256sum | cut -c1-10)
+elif [[ $instance =~ ^[a-z0-9][a-z0-9-]{0,30}$ ]]; then
+  state=$root/.sandbox/instances/$instance
+  ns=gpuq-$(printf '%s#%s' "$root" "$instance" | sha256sum | cut -c1-10)
+else
+  echo "sandbox: GPUQ_SANDBOX=$instance: a sandbox instance is named by lowercase letters," \
+    "digits and '-' (at most 31)" >&2
+  exit 2
+fi
 py=$root/.venv/bin/python
 export PATH="$root/.toolchain/bin:$root/.venv/bin:$PATH"
 
-in_ns() { ip netns exec "$ns" "$@"; }
+# kubectl's discovery cache is the sandbox's own: the default, ~/.kube/cache, is keyed by the
+# API server's address, which every sandbox on the machine shares (127.0.0.1:6443), so it
+# would hand one cluster's resource list to another (a CRD one has and another has not yet).
+in_ns() { KUBECACHEDIR=$state/kube-cache ip netns exec "$ns" "$@"; }
 ns_exists() { ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "$ns"; }
 
 up() {

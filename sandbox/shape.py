@@ -286,8 +286,9 @@ def kueue_binary_problem(version: str) -> str | None:
     if binary.is_file():
         return None
     return (
-        f"{binary} is missing: `make toolchain` builds (or links from its cache) the "
-        f"controller of every supported release, Kueue {version} included"
+        f"{binary} is missing: `make toolchain` builds (or links from its cache) the pinned "
+        f"release's controller only; to add Kueue {version}'s: "
+        f"`make toolchain KUEUE_VERSIONS={version}`"
     )
 
 

@@ -94,6 +94,9 @@ kueue_release() {
   # the version ldflags, so each release has its own); linked as kueue-<version>.
   build kueue "kueue/$v" sigs.k8s.io/kueue/cmd/kueue "$fl"
   place "$bin/kueue" "kueue-$v"
+  # The sandbox renders the release manifest from the module's config/ offline, inside its
+  # namespace: a cached binary does not mean the module is in this machine's module cache.
+  module_dir "kueue/$v" sigs.k8s.io/kueue >/dev/null
 }
 kueue() {
   local v versions=${KUEUE_VERSIONS:-}
@@ -108,6 +111,9 @@ kwok() {
   local fl="-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$KUBERNETES_VERSION"
   build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$fl"
   build kwokctl kwok sigs.k8s.io/kwok/cmd/kwokctl "$fl"
+  # The sandbox reads kwok's stages from its module, offline (sandbox/cluster.py): there even
+  # when the binaries came from the cache.
+  module_dir kwok sigs.k8s.io/kwok >/dev/null
 }
 actionlint() { build actionlint actionlint github.com/rhysd/actionlint/cmd/actionlint ""; }
 pulumi() { build pulumi pulumi github.com/pulumi/pulumi/pkg/v3/cmd/pulumi "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION"; }

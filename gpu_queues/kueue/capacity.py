@@ -186,6 +186,8 @@ def over_capacity(
     for key, limit in sorted(capacity.items()):
         if limit < 0:  # not a capacity (refused where it is written): nothing to sum against
             continue
+        if key not in totals.holders:  # no quota names it: nothing adds up (a negative
+            continue  # capacity, say, is the node's problem, not the quotas')
         total = totals.total(key)
         if totals.decidable(key) and total > limit:
             overruns.append(Overrun(*key, total, limit, tuple(totals.holders[key])))

@@ -45,9 +45,10 @@ from gpu_queues.whatif.report import Run, align, replay_json, report_json
 from sandbox import shape as fake_cluster
 from sandbox.host import SandboxError, fresh_sandbox, in_sandbox
 from sandbox.rehearse.deploy import sandbox_stack_file
+from sandbox.paths import STATE
 from sandbox.shape import ShapeError
 
-DEFAULT_OUT = ROOT / ".sandbox" / "what-if"
+DEFAULT_OUT = STATE / "what-if"
 # On the cluster, waitForPodsReady evicts an admitted workload whose pods are not ready
 # after its timeout. The replay's clock is not Kueue's (it jumps from event to event), so in
 # the sandbox the timeout is pushed out of reach and the report says what it would do.
@@ -196,7 +197,7 @@ def load_replay_side(name: str, stack: str, root: Path, rev: str | None, work: P
 
 def unbuilt_release(side: ReplaySide) -> str | None:
     """Why this machine cannot run the side's Kueue release (its controller binary is not
-    linked: `make toolchain` builds every supported release unless KUEUE_VERSIONS limits it),
+    linked: `make toolchain` builds only the pin, `make toolchain-all` every supported release),
     else None. Checked for every side before any sandbox is touched: a side is never
     replayed on another release than its own."""
     version = side.config.kueue.version
@@ -205,7 +206,7 @@ def unbuilt_release(side: ReplaySide) -> str | None:
         return None
     return (
         f"{side.label} runs Kueue {version} (from {side.kueue_from}), which is not built here: "
-        f"{missing}. To build only that one: `make toolchain KUEUE_VERSIONS={version}`"
+        f"{missing}"
     )
 
 

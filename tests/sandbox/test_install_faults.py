@@ -71,9 +71,13 @@ def kubectl(*args: str) -> str:
 
 
 def cluster_queues() -> list[str]:
-    """The ClusterQueues in the cluster; none while their CRD is not there yet."""
+    """The ClusterQueues in the cluster; none while their CRD is not there yet (kubectl says
+    so one way or the other, as its discovery cache has the resource or not)."""
     done = inside(KUBECTL, "get", "clusterqueues", "-o", "name")
-    if "the server could not find the requested resource" in done.stderr:
+    if (
+        "the server could not find the requested resource" in done.stderr
+        or 'the server doesn\'t have a resource type "clusterqueues"' in done.stderr
+    ):
         return []
     assert done.returncode == 0, done.stderr
     return done.stdout.split()

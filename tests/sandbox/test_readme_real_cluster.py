@@ -59,8 +59,11 @@ def test_the_steps_are_read_from_the_readme() -> None:
 
 
 @pytest.fixture
-def scratch(tmp_path: Path) -> Iterator[Path]:
-    """A copy of the project as a clone has it, with a sandbox of its own (down afterwards)."""
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A copy of the project as a clone has it, with a sandbox of its own (down afterwards):
+    the clone's one sandbox, in its .sandbox as the README's steps expect, whichever sandbox
+    instance (GPUQ_SANDBOX) this run of the tests uses."""
+    monkeypatch.delenv("GPUQ_SANDBOX", raising=False)
     project = tmp_path / "clone"
     files = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -74,7 +77,13 @@ def scratch(tmp_path: Path) -> Iterator[Path]:
             shutil.copy2(ROOT / name, project / name)  # mtimes kept: `make venv` is up to date
     (project / ".venv").symlink_to(ROOT / ".venv")
     # The cluster comes first: the sandbox needs the pinned binaries (links from the cache).
-    subprocess.run(["bash", "toolchain/build.sh"], cwd=project, check=True, capture_output=True)
+    subprocess.run(
+        ["bash", "toolchain/build.sh"],
+        cwd=project,
+        check=True,
+        capture_output=True,
+        env={**os.environ, "KUEUE_VERSIONS": kueue_version()},  # what `make toolchain` links
+    )
     up = subprocess.run(
         ["bash", "sandbox/sandbox.sh", "up"], cwd=project, capture_output=True, text=True
     )

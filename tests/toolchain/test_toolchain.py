@@ -105,7 +105,7 @@ def test_cli_runs_the_project_and_bad_config_stops_it_before_any_resource(tmp_pa
     a non-zero exit, and no resource but the stack itself registered."""
     project = tmp_path / "project"
     project.mkdir()
-    for name in ("Pulumi.yaml", "__main__.py", "components", "toolchain", ".venv"):
+    for name in ("Pulumi.yaml", "__main__.py", "gpu_queues", "components", "toolchain", ".venv"):
         (project / name).symlink_to(ROOT / name)
     dev = (ROOT / "Pulumi.dev.yaml").read_text()
     bad = dev.replace("nominalQuota: 8}", "nominalQuota: -8}").replace("claimName:", "claimNmae:")

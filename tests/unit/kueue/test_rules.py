@@ -186,6 +186,9 @@ def test_quota_totals_sum_queues_and_cohorts_and_withhold_verdicts_on_unknowns()
     )
     b = ClusterQueue("r").quota("h100", cpu=8, memory="64Gi", gpu=UNKNOWN).obj()
     assert cap.over_capacity(cap.quota_totals([a, b]), {key: Fraction(1)}) == []
+    # A capacity no quota names (here negative, as a mutated node's allocatable was in the
+    # property test that found it) is no overrun, and no KeyError.
+    assert cap.over_capacity(totals, {("h100", "name"): Fraction(-4)}) == []
 
 
 json_values = st.recursive(

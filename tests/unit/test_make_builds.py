@@ -1,0 +1,160 @@
+"""What each make target builds (issue 22, item 9), read from its dry run (`make -n`): the
+demo, the sandbox and a rehearsal on the pin build Kueue at the pinned release only, never
+every supported one (each a cold build of 10-30 minutes); `make test` builds every one. And
+toolchain/build.sh itself, with a stand-in `go`, builds exactly the releases KUEUE_VERSIONS
+names, with the pin."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gpu_queues.kueue.versions import supported
+from gpu_queues.pins import kueue_version
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
+EVERY = "every supported release"  # build.sh with KUEUE_VERSIONS empty or unset
+BUILD = re.compile(
+    r"^(?P<env>(?:\w+=(?:\"[^\"]*\"|\S*) )*)bash toolchain/build\.sh(?P<tools>[^\n;&|]*)$"
+)
+
+
+def dry_run(*args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("KUEUE_VERSIONS", "MAKEFLAGS")}
+    return subprocess.run(
+        ["make", "-n", "--no-print-directory", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+def kueue_builds(*args: str) -> list[str]:
+    """The Kueue releases each toolchain/build.sh line of the dry run builds (joined by spaces,
+    or EVERY), for the lines that build Kueue at all (no tool named, or `kueue`)."""
+    builds = []
+    for line in dry_run(*args).splitlines():
+        found = BUILD.match(line.strip())
+        if not found:
+            assert "toolchain/build.sh" not in line, f"a build line this test cannot read: {line}"
+            continue
+        tools = found["tools"].split()
+        if tools and "kueue" not in tools:
+            continue
+        env = dict(re.findall(r"(\w+)=(\"[^\"]*\"|\S*) ", found["env"]))
+        versions = env.get("KUEUE_VERSIONS", "").strip('"').split()
+        builds.append(" ".join(versions) if versions else EVERY)
+    return builds
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        ["demo"],
+        ["sandbox-up"],
+        ["sandbox-up", "STACK=staging"],
+        ["rehearse", "STACK=staging"],
+        ["rehearse", "STACK=prod"],
+        ["bench"],
+        ["bench-scale"],
+        ["what-if", "STACK=staging"],
+        ["test-multikueue"],
+        ["toolchain"],
+    ],
+    ids=" ".join,
+)
+def test_the_demo_and_the_sandbox_build_only_the_pinned_kueue(target: list[str]) -> None:
+    assert kueue_builds(*target) == [kueue_version()]
+
+
+def test_make_toolchain_adds_the_releases_named() -> None:
+    assert kueue_builds("toolchain", "KUEUE_VERSIONS=v0.19.2") == ["v0.19.2"]  # + the pin
+
+
+@pytest.mark.parametrize(
+    "target", ["test", "test-toolchain", "test-e2e", "test-sandbox", "test-rehearse"]
+)
+def test_the_suites_that_run_other_releases_build_every_supported_one(target: str) -> None:
+    assert kueue_builds(target) == [" ".join(sorted(supported()))]
+
+
+def test_the_suites_on_the_host_build_nothing() -> None:
+    for target in ("test-unit", "test-policy", "test-deep"):
+        assert "toolchain/build.sh" not in dry_run(target), target
+
+
+# --- toolchain/build.sh, with a `go` that only records what it is asked to build ----------
+
+FAKE_GO = """#!/usr/bin/env bash
+case "$1" in
+  env) echo go0.0-fake ;;
+  mod) ;;
+  list) echo /nonexistent ;;
+  build)
+    out=""; pkg=""
+    while [ $# -gt 0 ]; do
+      case "$1" in -o) out=$2; shift ;; -ldflags) ldflags=$2; shift ;; *) pkg=$1 ;; esac
+      shift
+    done
+    echo "$pkg $ldflags" >> "$FAKE_GO_LOG"; printf '#!/bin/sh\\n' > "$out"; chmod +x "$out" ;;
+  *) echo "fake go: $*" >&2; exit 1 ;;
+esac
+"""
+
+
+def built_releases(tmp_path: Path, kueue_versions: str | None) -> tuple[list[str], list[str]]:
+    """(the Kueue releases build.sh compiled, the kueue binaries it linked) in a copy of the
+    project's toolchain folder, with an empty binary cache."""
+    project = tmp_path / "project"
+    shutil.copytree(ROOT / "toolchain", project / "toolchain")
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    (fake / "go").write_text(FAKE_GO)
+    (fake / "go").chmod(0o755)
+    log = tmp_path / "go.log"
+    env = {k: v for k, v in os.environ.items() if k != "KUEUE_VERSIONS"}
+    env.update(
+        PATH=f"{fake}:{env['PATH']}",
+        FAKE_GO_LOG=str(log),
+        GPU_QUEUES_CACHE=str(tmp_path / "cache"),
+    )
+    if kueue_versions is not None:
+        env["KUEUE_VERSIONS"] = kueue_versions
+    subprocess.run(
+        ["bash", "toolchain/build.sh", "kueue"],
+        cwd=project,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    compiled = re.findall(r"pkg/version\.GitVersion=(v[\w.]+)", log.read_text())
+    linked = sorted(p.name for p in (project / ".toolchain" / "bin").glob("kueue-*"))
+    return sorted(compiled), linked
+
+
+def test_build_sh_builds_only_the_pin_when_kueue_versions_names_it(tmp_path: Path) -> None:
+    pin = kueue_version()
+    assert built_releases(tmp_path, pin) == ([pin], [f"kueue-{pin}"])
+
+
+def test_build_sh_adds_the_pin_to_the_releases_named(tmp_path: Path) -> None:
+    pin = kueue_version()
+    other = next(v for v in supported() if v != pin)
+    assert built_releases(tmp_path, other) == (
+        sorted([pin, other]),
+        sorted([f"kueue-{pin}", f"kueue-{other}"]),
+    )
+
+
+def test_build_sh_builds_every_supported_release_when_none_is_named(tmp_path: Path) -> None:
+    every = sorted(supported())
+    assert built_releases(tmp_path, None) == (every, [f"kueue-{v}" for v in every])
