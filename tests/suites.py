@@ -110,7 +110,11 @@ SUITES = {
             "property tests, 10x examples",
             FAST,
         ),
-        Suite("toolchain", pytest("toolchain", *ORDERED), "the built CLI, plugins, every Kueue release"),
+        Suite(
+            "toolchain",
+            pytest("toolchain", *ORDERED),
+            "the built CLI, plugins, every Kueue release",
+        ),
         Suite(
             "e2e",
             in_sandbox(["local"], pytest("e2e", *ORDERED, *DURATIONS)),

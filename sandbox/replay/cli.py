@@ -44,8 +44,8 @@ from gpu_queues.whatif.markdown import render
 from gpu_queues.whatif.report import Run, align, replay_json, report_json
 from sandbox import shape as fake_cluster
 from sandbox.host import SandboxError, fresh_sandbox, in_sandbox
-from sandbox.rehearse.deploy import sandbox_stack_file
 from sandbox.paths import STATE
+from sandbox.rehearse.deploy import sandbox_stack_file
 from sandbox.shape import ShapeError
 
 DEFAULT_OUT = STATE / "what-if"
