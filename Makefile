@@ -141,13 +141,13 @@ quota-diff: venv
 # the pinned kubectl only (toolchain/build.sh k8s: linked from the cache when built).
 kueue-manifest: venv
 	bash toolchain/build.sh k8s
-	$(PY) -m gpu_queues.release.render
+	$(PY) -m gpu_queues.release.module
 
 # GitHub CI: the same render with the official kubectl at the pin, checksum-verified
 # (.github/scripts/install-official.sh), instead of building Kubernetes from source.
 ci-kueue-manifest: venv
 	bash .github/scripts/install-official.sh kubectl .toolchain/bin
-	$(PY) -m gpu_queues.release.render
+	$(PY) -m gpu_queues.release.module
 
 # make pin-kueue [VERSION=vX.Y.Z] [FILE=downloaded-manifests.yaml] [ARGS=--check]
 # Re-derives the manifest pin (path or official url, and sha256) of every stack installing Kueue.

@@ -14,7 +14,7 @@ from typing import Any, Final, NamedTuple
 
 from gpu_queues.kueue.errors import FieldError
 
-from .values import child, is_unknown, plain
+from .props import child, is_unknown, plain
 
 _KUEUE_TYPE: Final = re.compile(r"^kubernetes:kueue\.x-k8s\.io/v1beta[12]:(?P<kind>[A-Za-z]+)$")
 

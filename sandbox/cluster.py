@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 
 from gpu_queues.config.model import StackConfig
-from gpu_queues.release.render import render_release, rendered_path
+from gpu_queues.release.module import render_release, rendered_path
 from sandbox import shape as fake_cluster
 from sandbox import topology
 from sandbox.control_plane import https_ok, kubectl, start_control_plane
@@ -63,7 +63,7 @@ def restart(name: str, grace: float = 10.0) -> float:
 
 def render_kueue_manifest(version: str) -> None:
     """The release manifest, rendered offline by the one render the stacks' pin comes from
-    (gpu_queues.release.render: the Kueue module's config/ with the pinned kubectl)."""
+    (gpu_queues.release.module: the Kueue module's config/ with the pinned kubectl)."""
     render_release(version, ROOT, KUBECTL, offline=True)
 
 

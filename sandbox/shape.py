@@ -33,7 +33,7 @@ from gpu_queues.kueue.capacity import encode_capacity
 from gpu_queues.kueue.fields import ALWAYS_PRESENT_NAMESPACES
 from gpu_queues.kueue.quantity import QuantityError, parse_quantity
 from gpu_queues.kueue.versions import supported, unsupported_message
-from gpu_queues.release.render import RELEASE_IMAGE
+from gpu_queues.release.module import RELEASE_IMAGE
 from sandbox.kueue_pod import binary_for
 from sandbox.paths import ROOT, STATE
 

@@ -43,8 +43,7 @@ from gpu_queues.components.readiness import (
     probe_webhooks,
 )
 from gpu_queues.components.storage import SharedStorage, SharedStorageArgs
-from gpu_queues.config import multikueue as multikueue_checks
-from gpu_queues.config import render, worker_stacks
+from gpu_queues.config import multikueue_checks, render, worker_stacks
 from gpu_queues.config.model import (
     ConfigError,
     MultiKueueWorkerRole,
@@ -53,7 +52,7 @@ from gpu_queues.config.model import (
     load_config,
     raw_from_pulumi_config,
 )
-from gpu_queues.config.multikueue import DEFAULT_FRAMEWORKS
+from gpu_queues.config.multikueue_checks import DEFAULT_FRAMEWORKS
 from gpu_queues.config.subjects import reserved_namespace_problems
 from gpu_queues.kueue.client import KubeconfigError, resolve
 from gpu_queues.kueue.client import validate as validate_kubeconfig

@@ -41,9 +41,9 @@ from gpu_queues.config.model import (
     StackConfig,
 )
 from gpu_queues.config.model import (
-    MultiKueueManager as ManagerEntry,
+    MultiKueueManagerRole as ManagerEntry,
 )
-from gpu_queues.config.multikueue import DEFAULT_FRAMEWORKS, kubeconfig_problems
+from gpu_queues.config.multikueue_checks import DEFAULT_FRAMEWORKS, kubeconfig_problems
 from gpu_queues.kueue.fields import is_label_value
 from gpu_queues.release.catalogue import KUEUE_NAMESPACE
 

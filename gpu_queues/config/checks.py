@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gpu_queues import keys
-from gpu_queues.config import multikueue as multikueue_checks
+from gpu_queues.config import multikueue_checks
 from gpu_queues.config.errors import Loc, Problem, format_loc
 from gpu_queues.config.rendered import kueue_rule_problems
 from gpu_queues.config.subjects import check_subjects, reserved_namespace_problems

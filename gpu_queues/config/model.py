@@ -58,7 +58,7 @@ __all__ = [
     "Loc",
     "ManagerConfig",
     "MultiKueue",
-    "MultiKueueManager",
+    "MultiKueueManagerRole",
     "MultiKueueSettings",
     "MultiKueueTeam",
     "MultiKueueWorker",
@@ -420,7 +420,7 @@ class MultiKueueTeam(Model):
     )
 
 
-class MultiKueueManager(Model):
+class MultiKueueManagerRole(Model):
     """This stack's cluster is a MultiKueue manager: teams submit here, jobs run on workers."""
 
     workers: list[MultiKueueWorker] = Field(min_length=1, max_length=20)
@@ -439,7 +439,7 @@ class MultiKueueWorkerRole(Model):
 
 
 class MultiKueue(Model):
-    manager: MultiKueueManager | None = None
+    manager: MultiKueueManagerRole | None = None
     worker: MultiKueueWorkerRole | None = None
 
 

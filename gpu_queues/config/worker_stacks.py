@@ -13,7 +13,13 @@ from typing import Any
 from gpu_queues import keys
 from gpu_queues.config import render
 from gpu_queues.config.errors import Loc, Problem
-from gpu_queues.config.multikueue import MK, SAME_ON_WORKERS, TEAMS, WORKERS, worker_stack_name
+from gpu_queues.config.multikueue_checks import (
+    MK,
+    SAME_ON_WORKERS,
+    TEAMS,
+    WORKERS,
+    worker_stack_name,
+)
 from gpu_queues.config.stackfile import StackFileError, read_config
 from gpu_queues.values import as_dict, as_list, as_str
 

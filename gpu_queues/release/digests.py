@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from gpu_queues.kueue.versions import supported
-from gpu_queues.release.render import ROOT, RenderError, module_dir, render, write_atomically
+from gpu_queues.release.module import ROOT, RenderError, module_dir, render, write_atomically
 from gpu_queues.values import as_dict
 
 DIGESTS_DIR = Path(__file__).resolve().parent / "digests"

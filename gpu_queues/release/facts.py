@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from gpu_queues.kueue.versions import RELEASES_FILE, ROOT, DeriveError, derive, write_release
-from gpu_queues.release.render import RenderError, module_dir
+from gpu_queues.release.module import RenderError, module_dir
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -37,7 +37,7 @@ from gpu_queues.release.catalogue import (
     MANAGER_CONTAINER,
     Document,
 )
-from gpu_queues.release.render import RENDER_DIR
+from gpu_queues.release.module import RENDER_DIR
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 

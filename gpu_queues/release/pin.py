@@ -4,7 +4,7 @@
                                    [--no-build]
 
 Default: render the release manifest of the pinned version from the Kueue module with the
-pinned kubectl (gpu_queues.release.render, the same render the sandbox uses) into
+pinned kubectl (gpu_queues.release.module, the same render the sandbox uses) into
 .kueue/<version>/manifests.yaml and pin that path with its sha256. With --file: hash a
 release file the user downloaded and pin the official release URL of the version with its
 sha256 (a stack that reads a mirror URL keeps its mirror). Either way the manifest must pass
@@ -63,7 +63,7 @@ from gpu_queues.release import digests
 from gpu_queues.release.allowlist import check_release
 from gpu_queues.release.catalogue import expected_image
 from gpu_queues.release.manifest import ManifestError, parse_documents, parse_manifest
-from gpu_queues.release.render import (
+from gpu_queues.release.module import (
     ROOT,
     RenderError,
     module_dir,

@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from gpu_queues import keys
-from gpu_queues.config.multikueue import worker_stack_name
+from gpu_queues.config.multikueue_checks import worker_stack_name
 from gpu_queues.config.stackfile import (
     ROOT,
     StackFileError,

@@ -10,7 +10,7 @@ Prints nothing when the stack's Kueue version and manifest sha256 are the same o
 new version, the manifest checksums, every release object that is added, removed or changed
 (by kind, namespace and name, with the fields that change), and what the move changes for
 the stack's queue owners (gpu_queues.kueue.versions.advice). The objects come from the
-release manifests rendered from the Kueue modules (gpu_queues.release.render), so both
+release manifests rendered from the Kueue modules (gpu_queues.release.module), so both
 versions must be supported releases; a side that cannot be rendered is named, not guessed.
 """
 
@@ -33,7 +33,7 @@ from gpu_queues.config.stackfile import (
 )
 from gpu_queues.kueue.versions import advice, parse_version, release
 from gpu_queues.release.manifest import ManifestError, parse_documents
-from gpu_queues.release.render import RenderError, render_release
+from gpu_queues.release.module import RenderError, render_release
 
 Renderer = Callable[[str], bytes]
 """renderer(version) -> the release manifest's bytes (RenderError when it cannot)."""

@@ -1,5 +1,5 @@
 """Reading a what-if mix: every document of a manifest file or of every manifest under a
-folder, `kind: List` expanded; a file or document that cannot be read becomes a Document with
+folder, `kind: List` expanded; a file or document that cannot be read becomes a MixDocument with
 the error, so the rest still replays (gpu_queues/whatif/mix.py checks each against the stack).
 """
 
@@ -15,7 +15,7 @@ MANIFEST_SUFFIXES: Final = (".yaml", ".yml", ".json")
 
 
 @dataclass(frozen=True)
-class Document:
+class MixDocument:
     source: str
     body: Any
     error: str | None = None
@@ -30,23 +30,23 @@ def manifest_files(path: Path) -> list[Path]:
     return [path]
 
 
-def read_documents(path: Path, root: Path | None = None) -> list[Document]:
+def read_documents(path: Path, root: Path | None = None) -> list[MixDocument]:
     """Every document of every manifest file, `kind: List` expanded; unreadable files and
     documents become Documents with an error, so the rest still replays."""
-    docs: list[Document] = []
+    docs: list[MixDocument] = []
     for file in manifest_files(path):
         shown = str(file.relative_to(root)) if root and file.is_relative_to(root) else str(file)
         try:
             text = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            docs.append(Document(shown, None, f"cannot read {shown}: {exc}"))
+            docs.append(MixDocument(shown, None, f"cannot read {shown}: {exc}"))
             continue
         try:
             loaded = list(yaml.safe_load_all(text))
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" (line {mark.line + 1})" if mark else ""
-            docs.append(Document(shown, None, f"{shown} is not valid YAML{where}"))
+            docs.append(MixDocument(shown, None, f"{shown} is not valid YAML{where}"))
             continue
         number = 0
         for body in loaded:
@@ -57,5 +57,5 @@ def read_documents(path: Path, root: Path | None = None) -> list[Document]:
             )
             for item in items if isinstance(items, list) else [body]:
                 number += 1
-                docs.append(Document(f"{shown}#{number}", item))
+                docs.append(MixDocument(f"{shown}#{number}", item))
     return docs

@@ -24,7 +24,7 @@ from typing import Any, Final, Literal
 
 from gpu_queues.config.model import StackConfig
 from gpu_queues.values import as_dict
-from gpu_queues.whatif.documents import Document, read_documents
+from gpu_queues.whatif.documents import MixDocument, read_documents
 from gpu_queues.whatif.durations import DurationError, parse_duration
 from gpu_queues.whatif.gpus import pod_gpus
 
@@ -207,7 +207,7 @@ class _Head:
         )
 
 
-def check(doc: Document, index: int, catalog: Catalog) -> Entry:
+def check(doc: MixDocument, index: int, catalog: Catalog) -> Entry:
     """One document against the stack: an Entry ready to submit, or refused with the reason."""
     body = doc.body
     if doc.error is not None:

@@ -2,7 +2,7 @@
 
 Each rule takes a Resource (or every Resource of the stack) and its policy's config, and
 returns Violations. A message names the object, the rule and the fix. Values that are unknown
-during preview (see policies/values.py) never cause a violation: the check waits for
+during preview (see policies/props.py) never cause a violation: the check waits for
 `pulumi up`. The Kueue rules themselves (ClusterQueue and ResourceFlavor structure, coverage,
 whole numbers, flavors that exist) and the capacity sum are the project's one validation core,
 one module per Kueue object kind in gpu_queues/kueue/ and gpu_queues/kueue/capacity.py, which

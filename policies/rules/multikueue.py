@@ -29,7 +29,7 @@ from ..resource import (
     names_of_kind,
     violation,
 )
-from ..values import child, is_unknown
+from ..props import child, is_unknown
 from . import (
     ADMISSION_CHECKS_EXIST,
     DEFAULT_KUEUE_NAMESPACE,

@@ -22,7 +22,7 @@ from ..resource import (
     names_of_kind,
     violation,
 )
-from ..values import child, is_unknown
+from ..props import child, is_unknown
 from . import (
     CLUSTERQUEUE_EXISTS,
     COVERS_CPU_MEMORY,

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ..resource import Resource, Violation, config_str, items, violation
-from ..values import child, is_unknown
+from ..props import child, is_unknown
 from . import (
     CHECKSUM_ANNOTATION,
     DEFAULT_KUEUE_DEPLOYMENT,

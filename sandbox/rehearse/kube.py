@@ -18,7 +18,7 @@ from kubernetes import client
 
 from gpu_queues.config.model import Subject
 from gpu_queues.kueue.client import file_client
-from gpu_queues.release.render import RELEASE_IMAGE
+from gpu_queues.release.module import RELEASE_IMAGE
 from gpu_queues.whatif.workloads import condition
 from sandbox import kueue_pod
 from sandbox.paths import KUBECONFIG, ROOT

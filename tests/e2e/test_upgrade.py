@@ -1,7 +1,7 @@
 """Kueue upgrades on the sandbox, with live workloads (issue 13, docs/upgrading.md).
 
 The local stack is up at the pinned release (the session's `pulumi up`). Each move renders
-the target release (gpu_queues.release.render, the same render `make pin-kueue` pins) and
+the target release (gpu_queues.release.module, the same render `make pin-kueue` pins) and
 runs the real `pulumi up` with the stack's kueue.version and manifest pin overridden in the
 sandbox's generated stack file: the committed files are never touched. The sandbox's
 controller pod runner runs the binary of the pod's image tag, so the new release really
@@ -28,7 +28,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from gpu_queues.kueue.client import file_client
-from gpu_queues.release.render import pinned_version, render_release, rendered_relpath
+from gpu_queues.release.module import pinned_version, render_release, rendered_relpath
 from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECONFIG, LOGS, ROOT
 from sandbox.walkthrough import KubeSession, condition, is_true, job

@@ -17,8 +17,8 @@ from gpu_queues.kueue.versions import supported
 from gpu_queues.release import digests
 from gpu_queues.release.allowlist import check_release
 from gpu_queues.release.manifest import load_release, parse_documents, prepare_manifest
+from gpu_queues.release.module import module_dir, pinned_version, render, rendered_relpath
 from gpu_queues.release.pin import pin
-from gpu_queues.release.render import module_dir, pinned_version, render, rendered_relpath
 from tests.conftest import stack_raw
 
 pytestmark = pytest.mark.toolchain

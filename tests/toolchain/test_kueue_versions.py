@@ -27,8 +27,8 @@ from gpu_queues.kueue import versions as kueue_versions
 from gpu_queues.release.allowlist import check_release
 from gpu_queues.release.catalogue import MANAGER_CONFIG_KEY
 from gpu_queues.release.manifest import parse_documents, prepare_manifest
+from gpu_queues.release.module import module_dir, pinned_version, render, rendered_relpath
 from gpu_queues.release.pin import pin_release
-from gpu_queues.release.render import module_dir, pinned_version, render, rendered_relpath
 from tests.conftest import stack_raw
 
 pytestmark = pytest.mark.toolchain

@@ -22,7 +22,7 @@ from gpu_queues.components.multikueue import (
 )
 from gpu_queues.config import render
 from gpu_queues.config.model import ConfigError, load_config
-from gpu_queues.config.multikueue import (
+from gpu_queues.config.multikueue_checks import (
     kubeconfig_problems,
     stack_file_problems,
 )

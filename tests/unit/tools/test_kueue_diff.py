@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_queues.release.render import RenderError
+from gpu_queues.release.module import RenderError
 from gpu_queues.tools import kueue_diff
 from gpu_queues.tools.kueue_diff import changed_paths, object_changes, section, side_from_raw
 from gpu_queues.tools.pr_comment import with_kueue_diff

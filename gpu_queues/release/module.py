@@ -10,7 +10,7 @@ in the stack files (docs/kueue-manifest.md). It goes to .kueue/<version>/manifes
 generated from another project, never committed. Every supported release (a committed
 wrapper, gpu_queues/kueue/versions.py) can be rendered, for upgrades and their previews.
 
-    python -m gpu_queues.release.render [--offline] [--version vX.Y.Z]
+    python -m gpu_queues.release.module [--offline] [--version vX.Y.Z]
         # render the pinned version (or another supported one)
 """
 
@@ -175,7 +175,7 @@ def render_release(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m gpu_queues.release.render",
+        prog="python -m gpu_queues.release.module",
         description="Render a Kueue release manifest (default: the pinned one) into "
         ".kueue/<version>/.",
     )

@@ -4,8 +4,8 @@ import pytest
 from policy_harness import UNKNOWN, wire
 from pulumi_policy.proxy import UNKNOWN_NUMBER_VALUE, UnknownValueError
 
-from policies.values import UNKNOWN as MARKER
-from policies.values import child, plain
+from policies.props import UNKNOWN as MARKER
+from policies.props import child, plain
 
 pytestmark = pytest.mark.policy
 
