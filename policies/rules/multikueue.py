@@ -19,6 +19,7 @@ from gpu_queues.kueue.admissioncheck import (
     undeclared_admission_checks,
 )
 
+from ..props import child, is_unknown
 from ..resource import (
     Resource,
     Violation,
@@ -29,7 +30,6 @@ from ..resource import (
     names_of_kind,
     violation,
 )
-from ..props import child, is_unknown
 from . import (
     ADMISSION_CHECKS_EXIST,
     DEFAULT_KUEUE_NAMESPACE,

@@ -11,6 +11,7 @@ from typing import Any
 from gpu_queues.kueue.clusterqueue import cluster_queue_errors
 from gpu_queues.kueue.resourcegroups import fractional_quotas, uncovered_resources
 
+from ..props import child, is_unknown
 from ..resource import (
     Resource,
     Violation,
@@ -22,7 +23,6 @@ from ..resource import (
     names_of_kind,
     violation,
 )
-from ..props import child, is_unknown
 from . import (
     CLUSTERQUEUE_EXISTS,
     COVERS_CPU_MEMORY,

@@ -9,8 +9,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ..resource import Resource, Violation, config_str, items, violation
 from ..props import child, is_unknown
+from ..resource import Resource, Violation, config_str, items, violation
 from . import (
     CHECKSUM_ANNOTATION,
     DEFAULT_KUEUE_DEPLOYMENT,

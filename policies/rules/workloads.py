@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..resource import Resource, Violation, config_list, config_str, items, names, violation
 from ..props import child, is_unknown
+from ..resource import Resource, Violation, config_list, config_str, items, names, violation
 from . import (
     DEFAULT_SHARED_STORAGE_CLASS,
     JOB_QUEUED_SUSPENDED,
