@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from gpu_queues.pins import kueue_version
+from gpu_queues.tools import pulumi_cli
 from sandbox import pulumi_stack, wheels
 from sandbox.paths import KUBECONFIG, ROOT
 from sandbox.walkthrough import KubeSession, condition, is_true, job
@@ -72,7 +73,7 @@ class Program:
     up: subprocess.CompletedProcess[str]
 
     def pulumi(self, *args: str, stdin: str | None = None, check: bool = True) -> Any:
-        cmd = [str(pulumi_stack.RUN), "pulumi", "--non-interactive", *args, "-s", STACK]
+        cmd = pulumi_cli.argv(args, stack=STACK)
         return run(cmd, self.dir, stdin, check)
 
 
