@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from gpu_queues.components.objects import kueue_object
 from gpu_queues.config import render
 from gpu_queues.config.model import Cohort
 
@@ -26,13 +26,10 @@ class SharedCohort(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-queues:cohort:SharedCohort", name, None, opts)
         obj = render.cohort(args.cohort)
-        self.cohort = k8s.apiextensions.CustomResource(
+        self.cohort = kueue_object(
             f"{name}-cohort",
-            api_version=obj["apiVersion"],
-            kind=obj["kind"],
-            metadata=obj["metadata"],
-            spec=obj["spec"],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.ready),
+            obj,
+            pulumi.ResourceOptions(parent=self, depends_on=args.ready),
         )
         self.cohort_name = pulumi.Output.from_input(args.cohort.name)
         self.register_outputs({"name": self.cohort_name})

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from gpu_queues.components.objects import kueue_object
 from gpu_queues.config import render
 from gpu_queues.config.model import Flavor
 
@@ -32,13 +33,10 @@ class Flavors(pulumi.ComponentResource):
         self.by_name = {}
         for flavor in args.flavors:
             obj = render.resource_flavor(flavor)  # what the config check validated
-            self.by_name[flavor.name] = k8s.apiextensions.CustomResource(
+            self.by_name[flavor.name] = kueue_object(
                 f"{name}-{flavor.name}",
-                api_version=obj["apiVersion"],
-                kind=obj["kind"],
-                metadata=obj["metadata"],
-                spec=obj.get("spec"),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=args.ready),
+                obj,
+                pulumi.ResourceOptions(parent=self, depends_on=args.ready),
             )
         self.names = pulumi.Output.from_input(list(self.by_name))
         self.register_outputs({"names": self.names})

@@ -31,6 +31,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from gpu_queues import keys
+from gpu_queues.components.objects import kueue_object
 from gpu_queues.config import render
 from gpu_queues.config.model import (
     Integrations,
@@ -326,13 +327,10 @@ class MultiKueueManager(pulumi.ComponentResource):
     def _register(
         self, name: str, obj: Mapping[str, Any], after: Sequence[pulumi.Resource]
     ) -> pulumi.Resource:
-        return k8s.apiextensions.CustomResource(
+        return kueue_object(
             name,
-            api_version=obj["apiVersion"],
-            kind=obj["kind"],
-            metadata=obj["metadata"],
-            spec=obj["spec"],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(after)),
+            obj,
+            pulumi.ResourceOptions(parent=self, depends_on=list(after)),
         )
 
 

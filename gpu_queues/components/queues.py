@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from gpu_queues import keys
+from gpu_queues.components.objects import kueue_object
 from gpu_queues.config import render
 from gpu_queues.config.model import Subject, Team
 
@@ -117,24 +118,18 @@ class TeamQueues(pulumi.ComponentResource):
         team = args.team
         # The Kueue objects are registered exactly as rendered (and validated) by render.py.
         cq = render.cluster_queue(team, list(args.admission_checks))
-        self.cluster_queue = k8s.apiextensions.CustomResource(
+        self.cluster_queue = kueue_object(
             f"{name}-clusterqueue",
-            api_version=cq["apiVersion"],
-            kind=cq["kind"],
-            metadata=cq["metadata"],
-            spec=cq["spec"],
-            opts=pulumi.ResourceOptions(
+            cq,
+            pulumi.ResourceOptions(
                 parent=self, depends_on=_gate(args.ready, [self.namespace, *args.uses])
             ),
         )
         lq = render.local_queue(team)
-        self.local_queue = k8s.apiextensions.CustomResource(
+        self.local_queue = kueue_object(
             f"{name}-localqueue",
-            api_version=lq["apiVersion"],
-            kind=lq["kind"],
-            metadata=lq["metadata"],
-            spec=lq["spec"],
-            opts=pulumi.ResourceOptions(
+            lq,
+            pulumi.ResourceOptions(
                 parent=self,
                 depends_on=_gate(args.ready, [self.namespace, self.cluster_queue]),
                 # spec.clusterQueue is immutable: pointing elsewhere means a new LocalQueue.
