@@ -39,7 +39,33 @@ def all_running(t: Tracked, pods: list[dict[str, Any]]) -> bool:
 
 def result(t: Tracked, wl: dict[str, Any] | None, pods: list[dict[str, Any]]) -> WorkloadResult:
     """What became of the workload, as the report shows it."""
-    e = t.entry
+    stuck = next((m for p in pods if (m := pod_unschedulable(p))), None)
+    return outcome(
+        t.entry,
+        wl,
+        running=all_running(t, pods),
+        stuck=stuck,
+        evictions=t.evictions,
+        admitted_at=t.admitted_at,
+        gpu_seconds=t.gpu_seconds,
+        problem=t.problem,
+    )
+
+
+def outcome(
+    e: Entry,
+    wl: dict[str, Any] | None,
+    *,
+    running: bool,
+    stuck: str | None,
+    evictions: list[str],
+    admitted_at: float | None,
+    gpu_seconds: float,
+    problem: str | None,
+) -> WorkloadResult:
+    """The report's row for a replayed workload, from what either engine saw: its Workload at
+    the end, whether its pods all run, the scheduler's message for a pod that fits no node,
+    its evictions ("reason: message", oldest first) and when it was first admitted."""
     base = WorkloadResult(
         e.name,
         e.namespace,
@@ -50,25 +76,22 @@ def result(t: Tracked, wl: dict[str, Any] | None, pods: list[dict[str, Any]]) ->
         cluster_queue=e.cluster_queue,
         gpus=e.gpus,
         submit_at=e.submit_at,
-        gpu_seconds=t.gpu_seconds,
+        gpu_seconds=gpu_seconds,
     )
-    if t.problem or wl is None:
-        base.outcome, base.message = "invalid", t.problem or "Kueue made no Workload for it"
+    if problem or wl is None:
+        base.outcome, base.message = "invalid", problem or "Kueue made no Workload for it"
         return base
-    base.wait_seconds = None if t.admitted_at is None else t.admitted_at - e.submit_at
-    base.preemptions = max(preemptions(wl), sum("Preempted" in x for x in t.evictions))
-    stuck = next((m for p in pods if (m := pod_unschedulable(p))), None)
-    outcome, base.flavor, message = classify(
-        wl, all_running(t, pods), stuck, bool(t.evictions and base.preemptions)
-    )
-    base.outcome = outcome
-    history = f"evicted {len(t.evictions)}x, last: {t.evictions[-1]}" if t.evictions else None
-    if outcome in ("finished", "admitted"):
+    base.wait_seconds = None if admitted_at is None else admitted_at - e.submit_at
+    base.preemptions = max(preemptions(wl), sum("Preempted" in x for x in evictions))
+    state, base.flavor, message = classify(wl, running, stuck, bool(evictions and base.preemptions))
+    base.outcome = state
+    history = f"evicted {len(evictions)}x, last: {evictions[-1]}" if evictions else None
+    if state in ("finished", "admitted"):
         message = history
-    elif outcome == "pending" and history:
+    elif state == "pending" and history:
         message = f"{message} ({history})"
-    elif outcome == "preempted" and len(t.evictions) > 1:
-        message = f"evicted {len(t.evictions)}x, last: {message}"
+    elif state == "preempted" and len(evictions) > 1:
+        message = f"evicted {len(evictions)}x, last: {message}"
     base.message = message
     return base
 

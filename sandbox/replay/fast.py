@@ -1,0 +1,255 @@
+"""The fast what-if engine: the mix replayed on Kueue's own scheduling code in simulated time,
+with no cluster and no wall-clock wait.
+
+The engine is a Go program built from the stack's Kueue release (toolchain/go/whatif,
+`.toolchain/bin/gpuq-whatif-<release>`): Kueue's scheduler cache, queue manager, scheduler
+and preemptor, workload controller and Job reconciler, in one process, on controller-runtime's
+in-memory client and a fake clock that jumps from event to event once everything is quiet.
+This module feeds it what the program renders for the stack (the Kueue objects of
+gpu_queues.config.render, the manager Configuration of the stack's release, the nodes of
+sandbox.shape) and the mix's checked entries, and reads back, per workload, what the report
+needs; the rules that turn that into outcomes are the sandbox engine's
+(sandbox.replay.tracked.outcome), so both engines report alike.
+
+    python -m sandbox.replay.fast --stack-file FILE --workloads PATH --out RUN.json
+        [--stack NAME] [--until 24h] [--label TEXT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpu_queues.config.model import StackConfig
+from gpu_queues.config.render import kueue_objects, team_labels
+from gpu_queues.release import catalogue
+from gpu_queues.release.manifest import ManifestError, load_release, render_manager_config
+from gpu_queues.release.module import RenderError, module_dir
+from gpu_queues.whatif.durations import parse_duration
+from gpu_queues.whatif.mix import Catalog, Entry, load_mix
+from gpu_queues.whatif.report import Run, RunMeta, WorkloadResult, team_results
+from gpu_queues.whatif.workloads import eviction
+from sandbox import shape
+from sandbox.paths import ROOT
+from sandbox.replay.tracked import not_replayed, outcome
+
+BIN = ROOT / ".toolchain" / "bin"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+FAST_KINDS = frozenset({"Job"})
+
+
+class FastEngineError(Exception):
+    """The fast engine cannot run; the message says why and what to do."""
+
+
+def binary(version: str) -> Path:
+    """The engine built from Kueue `version` (toolchain/build.sh whatif)."""
+    return BIN / f"gpuq-whatif-{version}"
+
+
+def binary_problem(version: str) -> str | None:
+    path = binary(version)
+    if os.access(path, os.X_OK):
+        return None
+    return f"{path.relative_to(ROOT)} is not built: `make toolchain` builds the engine of the pin"
+
+
+def manager_configuration(config: StackConfig, root: Path = ROOT) -> str:
+    """The Kueue manager Configuration the stack's release runs with: the ConfigMap of the
+    manifest the program installs, or, when that cannot be read here, the release's own
+    Configuration with the stack's settings laid over it the same way."""
+    try:
+        prepared = load_release(config.kueue, root)
+    except (ManifestError, OSError):
+        prepared = None
+    if prepared is not None:
+        for obj in prepared.objects:
+            meta = obj.get("metadata") or {}
+            if obj.get("kind") == "ConfigMap" and meta.get("name") == catalogue.MANAGER_CONFIGMAP:
+                return str((obj.get("data") or {}).get(catalogue.MANAGER_CONFIG_KEY) or "")
+    try:
+        module = module_dir(config.kueue.version, root, offline=True)
+    except RenderError as exc:
+        raise FastEngineError(str(exc)) from None
+    base = (module / "config/components/manager/controller_manager_config.yaml").read_text()
+    return render_manager_config(base, config.kueue.manager)
+
+
+def frameworks(configuration: str) -> list[str]:
+    loaded = yaml.safe_load(configuration) or {}
+    found = ((loaded.get("integrations") or {}) if isinstance(loaded, dict) else {}).get(
+        "frameworks"
+    )
+    return [str(f) for f in found] if isinstance(found, list) and found else ["batch/job"]
+
+
+def namespaces(config: StackConfig) -> list[dict[str, Any]]:
+    """The namespaces as they stand once the program ran: each team's with its labels (the
+    program's own, or the adopted namespace's), and `default`."""
+    out: dict[str, dict[str, Any]] = {}
+    for team in config.teams:
+        labels = {NAMESPACE_NAME_LABEL: team.namespace}
+        labels.update({k: str(v) for k, v in team_labels({"name": team.name}).items()})
+        out[team.namespace] = labels
+    out.setdefault("default", {NAMESPACE_NAME_LABEL: "default"})
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}}
+        for ns, labels in sorted(out.items())
+    ]
+
+
+def engine_input(
+    config: StackConfig, entries: list[Entry], configuration: str, until: float | None
+) -> dict[str, Any]:
+    jobs = [
+        {
+            "index": e.index,
+            "manifest": e.manifest,
+            "submitAt": e.submit_at,
+            "duration": -1 if e.duration is None else e.duration,
+        }
+        for e in entries
+        if e.status == "ok" and e.kind in FAST_KINDS
+    ]
+    return {
+        "objects": namespaces(config) + kueue_objects(config),
+        "configuration": configuration,
+        "nodes": shape.nodes(config),
+        "jobs": jobs,
+        "until": until or 0,
+    }
+
+
+def run_engine(version: str, document: dict[str, Any]) -> list[dict[str, Any]]:
+    why = binary_problem(version)
+    if why:
+        raise FastEngineError(why)
+    done = subprocess.run(
+        [str(binary(version))],
+        input=json.dumps(document),
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "GPUQ_KUEUE_VERSION": version},
+    )
+    if done.returncode != 0:
+        raise FastEngineError(
+            f"the engine of Kueue {version} failed (exit {done.returncode}): "
+            f"{done.stderr.strip()[-2000:]}"
+        )
+    return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+
+
+def _evictions(conditions: list[list[dict[str, Any]]]) -> list[str]:
+    out = []
+    for conds in conditions:
+        why = eviction({"status": {"conditions": conds}})
+        out.append(f"{why[0]}: {why[1]}" if why else "evicted")
+    return out
+
+
+def result_of(e: Entry, line: dict[str, Any]) -> WorkloadResult:
+    return outcome(
+        e,
+        line.get("workload"),
+        running=bool(line.get("allRunning")),
+        stuck=line.get("stuck") or None,
+        evictions=_evictions(line.get("evictions") or []),
+        admitted_at=line.get("admittedAt"),
+        gpu_seconds=float(line.get("runSeconds") or 0.0),
+        problem=line.get("problem") or None,
+    )
+
+
+def replay_mix(
+    config: StackConfig,
+    workloads: Path,
+    *,
+    stack: str,
+    label: str,
+    until: float | None = None,
+    root: Path = ROOT,
+    notes: list[str] | None = None,
+) -> Run:
+    """Read and check the mix against the stack, replay it on the fast engine of the stack's
+    Kueue release, and sum it up."""
+    version = config.kueue.version
+    configuration = manager_configuration(config, root)
+    catalog = Catalog.from_stack(config, frameworks(configuration))
+    entries = load_mix(workloads, catalog, root)
+    started = time.monotonic()
+    lines = run_engine(version, engine_input(config, entries, configuration, until))
+    wall = time.monotonic() - started
+    by_index = {int(x["index"]): x for x in lines if x.get("type") == "workload"}
+    summary = next((x for x in lines if x.get("type") == "summary"), {})
+    results = []
+    for e in entries:
+        if e.index in by_index:
+            results.append(result_of(e, by_index[e.index]))
+        elif e.status == "ok":  # a kind the fast engine does not replay
+            results.append(
+                WorkloadResult(
+                    e.name,
+                    e.namespace,
+                    e.queue,
+                    "unsupported",
+                    message=f"the fast engine replays Jobs, not {e.kind}s; ENGINE=sandbox does",
+                    kind=e.kind,
+                    team=e.team,
+                    cluster_queue=e.cluster_queue,
+                    gpus=e.gpus,
+                    submit_at=e.submit_at,
+                )
+            )
+        else:
+            results.append(not_replayed(e))
+    meta = RunMeta(
+        stack=stack,
+        source=label,
+        simulated_seconds=float(summary.get("simulatedSeconds") or 0.0),
+        wall_seconds=round(wall, 3),
+        events=int(summary.get("instants") or 0),
+        kueue_version=version,
+        kueue_binary=str(binary(version).relative_to(ROOT)),
+        notes=list(notes or []),
+    )
+    teams = team_results(results, [(t.name, t.cluster_queue) for t in config.teams])
+    return Run(results, teams, meta)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sandbox.replay.fast", description=__doc__)
+    parser.add_argument("--stack-file", type=Path, required=True)
+    parser.add_argument("--stack", help="the stack's name, for the report")
+    parser.add_argument("--workloads", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--until", help="stop the simulated clock there (e.g. 24h)")
+    parser.add_argument("--label", help="how the report names this run")
+    args = parser.parse_args(argv)
+    config = shape.load_stack(args.stack_file)
+    stack = args.stack or args.stack_file.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    try:
+        run = replay_mix(
+            config,
+            args.workloads,
+            stack=stack,
+            label=args.label or stack,
+            until=parse_duration(args.until) if args.until else None,
+        )
+    except FastEngineError as exc:
+        print(f"what-if: {exc}", file=sys.stderr)
+        return 2
+    args.out.write_text(json.dumps(run.to_json(), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
