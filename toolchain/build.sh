@@ -94,9 +94,42 @@ kueue_release() {
   # the version ldflags, so each release has its own); linked as kueue-<version>.
   build kueue "kueue/$v" sigs.k8s.io/kueue/cmd/kueue "$fl"
   place "$bin/kueue" "kueue-$v"
+  whatif_release "$v"
   # The sandbox renders the release manifest from the module's config/ offline, inside its
   # namespace: a cached binary does not mean the module is in this machine's module cache.
   module_dir "kueue/$v" sigs.k8s.io/kueue >/dev/null
+}
+# The fast what-if engine (toolchain/go/whatif, docs/what-if.md): built against each Kueue
+# release like its controller, linked as gpuq-whatif-<version>. Kueue's scheduler test hooks
+# are package-internal, so the build uses a throwaway copy of the release's module with the
+# engine's three small files (toolchain/go/whatif/overlay) added to their packages, in a
+# temporary folder removed afterwards (`go build -overlay` refuses files in the module cache).
+whatif_release() {
+  local v=$1 src=$here/go/whatif out work kdir start
+  out=$cache/gpuq-whatif-$(key "kueue/$v" whatif "$(cat "$src"/*.go "$src"/overlay/*.go | sha256sum | cut -c1-16)")
+  if [ ! -x "$out" ]; then
+    lock "$out"
+    if [ ! -x "$out" ]; then
+      log "building gpuq-whatif against Kueue $v ..."
+      start=$(date +%s)
+      kdir=$(module_dir "kueue/$v" sigs.k8s.io/kueue)
+      work=$(mktemp -d "$out.XXXXXX")
+      cp "$here/go/kueue/$v/go.mod" "$here/go/kueue/$v/go.sum" "$src"/*.go "$work/"
+      cp -r "$kdir" "$work/kueue" && chmod -R u+w "$work/kueue"
+      cp "$src/overlay/scheduler.go" "$work/kueue/pkg/scheduler/zz_whatif.go"
+      cp "$src/overlay/queue.go" "$work/kueue/pkg/cache/queue/zz_whatif.go"
+      cp "$src/overlay/core.go" "$work/kueue/pkg/controller/core/zz_whatif.go"
+      printf '\nreplace sigs.k8s.io/kueue => ./kueue\n' >>"$work/go.mod"
+      if ! ( cd "$work" && go build -trimpath -tags osusergo,netgo,grpcnotrace -ldflags "-s -w" -o gpuq-whatif . ); then
+        rm -rf "$work"; unlock; exit 1
+      fi
+      mv -f "$work/gpuq-whatif" "$out"
+      rm -rf "$work"
+      printf '%s\t%s\tbuilt\t%ss\n' gpuq-whatif "$v" "$(( $(date +%s) - start ))" | tee -a "$timings" >&2
+    fi
+    unlock
+  fi
+  place "$out" "gpuq-whatif-$v"
 }
 kueue() {
   local v versions=${KUEUE_VERSIONS:-}
@@ -106,6 +139,7 @@ kueue() {
   case " $versions " in *" $KUEUE_VERSION "*) ;; *) versions+=" $KUEUE_VERSION" ;; esac
   for v in $versions; do kueue_release "$v"; done
   place "$bin/kueue-$KUEUE_VERSION" kueue
+  place "$bin/gpuq-whatif-$KUEUE_VERSION" gpuq-whatif
 }
 kwok() {
   local fl="-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$KUBERNETES_VERSION"

@@ -83,6 +83,19 @@ def manager_configuration(config: StackConfig, root: Path = ROOT) -> str:
     return render_manager_config(base, config.kueue.manager)
 
 
+def release_crds(version: str, root: Path = ROOT) -> list[dict[str, Any]]:
+    """The release's CustomResourceDefinitions (its module's config/components/crd), whose
+    schemas' defaults the API server would fill in every Kueue object."""
+    try:
+        module = module_dir(version, root, offline=True)
+    except RenderError as exc:
+        raise FastEngineError(str(exc)) from None
+    out = []
+    for path in sorted((module / "config/components/crd/bases").glob("*.yaml")):
+        out += [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+    return out
+
+
 def frameworks(configuration: str) -> list[str]:
     loaded = yaml.safe_load(configuration) or {}
     found = ((loaded.get("integrations") or {}) if isinstance(loaded, dict) else {}).get(
@@ -120,6 +133,7 @@ def engine_input(
         if e.status == "ok" and e.kind in FAST_KINDS
     ]
     return {
+        "crds": release_crds(config.kueue.version),
         "objects": namespaces(config) + kueue_objects(config),
         "configuration": configuration,
         "nodes": shape.nodes(config),

@@ -15,6 +15,8 @@ type Input struct {
 	// Objects: Namespaces, ResourceFlavors, Cohorts, ClusterQueues, LocalQueues,
 	// WorkloadPriorityClasses and PriorityClasses, as the program renders them.
 	Objects []json.RawMessage `json:"objects"`
+	// CRDs: the release's CustomResourceDefinitions, for their schemas' defaults.
+	CRDs []json.RawMessage `json:"crds"`
 	// Configuration: Kueue's manager Configuration (config.kueue.x-k8s.io), as the stack's
 	// Kueue release is configured (kueue-manager-config).
 	Configuration string `json:"configuration"`

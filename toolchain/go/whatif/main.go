@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -32,8 +33,15 @@ func main() {
 	} else {
 		ctrllog.SetLogger(logr.Discard())
 	}
+	if path := os.Getenv("GPUQ_WHATIF_PROFILE"); path != "" { // a CPU profile, for `go tool pprof`
+		f, err := os.Create(path)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 	if err := run(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "gpuq-whatif: %v\n", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }

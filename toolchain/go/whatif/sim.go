@@ -19,8 +19,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	clienttesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -34,6 +36,7 @@ import (
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/config"
 	"sigs.k8s.io/kueue/pkg/controller/core"
+	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/job"
 	"sigs.k8s.io/kueue/pkg/features"
@@ -49,7 +52,7 @@ import (
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // maxSteps bounds one settle: a replay that does not come to rest is an error, not a hang.
-const maxSteps = 1_000_000
+const maxSteps = 10_000
 
 // trace: GPUQ_WHATIF_TRACE=1 prints what each settling step handled, to stderr.
 var trace = os.Getenv("GPUQ_WHATIF_TRACE") != ""
@@ -175,6 +178,12 @@ func (d *dirty) mark(obj ctrl.Object) {
 	}
 }
 
+func (d *dirty) empty() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.workloads)+len(d.jobs) == 0
+}
+
 func (d *dirty) take() ([]types.NamespacedName, []types.NamespacedName) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -215,6 +224,8 @@ func (q *workQueue) add(k types.NamespacedName) {
 	}
 }
 
+func (q *workQueue) len() int { return len(q.order) }
+
 func (q *workQueue) drain() []types.NamespacedName {
 	out := q.order
 	q.order, q.in = nil, nil
@@ -238,6 +249,9 @@ type sim struct {
 	byUID    map[types.UID]int
 	seen     map[types.NamespacedName]*kueue.Workload
 	seenJobs map[types.NamespacedName]*batchv1.Job
+	owned    map[types.NamespacedName][]types.NamespacedName // Job -> its Workloads
+	defaults crdDefaults
+	scheme   *runtime.Scheme
 	dirty    dirty
 	wlQ      workQueue
 	jobQ     workQueue
@@ -249,6 +263,9 @@ type sim struct {
 	stats    Summary
 	waiting  map[int]bool // running-but-unplaced jobs (unsuspended, pods pending)
 }
+
+// jobOwnerKey: the field index the Job reconciler finds a Job's Workloads by.
+var jobOwnerKey = jobframework.OwnerReferenceIndexKey(batchv1.SchemeGroupVersion.WithKind("Job"))
 
 type nopRecorder struct{}
 
@@ -264,6 +281,7 @@ func newSim(in *Input) (*sim, error) {
 		byUID:    map[types.UID]int{},
 		seen:     map[types.NamespacedName]*kueue.Workload{},
 		seenJobs: map[types.NamespacedName]*batchv1.Job{},
+		owned:    map[types.NamespacedName][]types.NamespacedName{},
 		until:    in.Until,
 		waiting:  map[int]bool{},
 	}
@@ -274,23 +292,54 @@ func newSim(in *Input) (*sim, error) {
 		return nil, err
 	}
 
+	// Kueue's test client (its scheme and indexes), on a plain object tracker: the default,
+	// field-managed one rebuilds a REST mapper on every patch, most of a replay's time.
+	scheme := utiltesting.NewClientBuilder().Build().Scheme() // the same scheme, from a builder of its own
 	builder := utiltesting.NewClientBuilder().
-		WithStatusSubresource(&kueue.Workload{}, &batchv1.Job{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}, &kueue.Cohort{})
+		WithObjectTracker(clienttesting.NewObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder())).
+		WithStatusSubresource(&kueue.Workload{}, &batchv1.Job{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}, &kueue.Cohort{}).
+		WithIndex(&corev1.LimitRange{}, indexer.LimitRangeHasContainerOrPodType, indexer.IndexLimitRangeHasContainerOrPodType)
 	if err := job.SetupIndexes(ctx, utiltesting.AsIndexer(builder)); err != nil {
 		return nil, fmt.Errorf("job indexes: %w", err)
 	}
-	scheme := utiltesting.NewClientBuilder().Build().Scheme() // the same scheme, from a builder of its own
 	objs, err := decodeObjects(scheme, in.Objects)
 	if err != nil {
 		return nil, err
+	}
+	if s.defaults, err = loadCRDDefaults(in.CRDs); err != nil {
+		return nil, err
+	}
+	s.scheme = scheme
+	for _, o := range objs {
+		if err := s.defaults.apply(scheme, o); err != nil {
+			return nil, fmt.Errorf("defaulting %s: %w", o.GetName(), err)
+		}
+		if trace {
+			b, _ := json.Marshal(o)
+			fmt.Fprintf(os.Stderr, "object %s\n", b)
+		}
+	}
+	if trace {
+		fmt.Fprintf(os.Stderr, "crd schemas: %d\n", len(s.defaults))
 	}
 	s.base = builder.WithObjects(objs...).Build()
 	s.cl = interceptor.NewClient(s.base, interceptor.Funcs{
 		Create: func(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, opts ...ctrl.CreateOption) error {
 			s.stamp(obj)
+			if err := s.defaults.apply(s.scheme, obj); err != nil {
+				return err
+			}
 			err := c.Create(ctx, obj, opts...)
 			s.dirty.mark(obj)
 			return err
+		},
+		List: func(ctx context.Context, c ctrl.WithWatch, list ctrl.ObjectList, opts ...ctrl.ListOption) error {
+			if wls, ok := list.(*kueue.WorkloadList); ok {
+				if done, err := s.listOwned(ctx, wls, opts); done {
+					return err
+				}
+			}
+			return c.List(ctx, list, opts...)
 		},
 		Update: func(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, opts ...ctrl.UpdateOption) error {
 			err := c.Update(ctx, obj, opts...)
@@ -458,11 +507,44 @@ func uidFor(kind string, index int) types.UID {
 	return types.UID(fmt.Sprintf("%s-0000-4000-8000-%012d", prefix, index))
 }
 
+// listOwned answers the Job reconciler's "the Workloads of this Job" from the engine's own
+// record of who owns what, instead of the in-memory client's List, which serializes every
+// Workload of the replay on each call (its cost would grow with the mix squared).
+func (s *sim) listOwned(ctx context.Context, list *kueue.WorkloadList, opts []ctrl.ListOption) (bool, error) {
+	lo := &ctrl.ListOptions{}
+	lo.ApplyOptions(opts)
+	if lo.FieldSelector == nil || lo.LabelSelector != nil || lo.Namespace == "" {
+		return false, nil
+	}
+	name, ok := lo.FieldSelector.RequiresExactMatch(jobOwnerKey)
+	if !ok {
+		return false, nil
+	}
+	list.Items = nil
+	for _, key := range s.owned[types.NamespacedName{Namespace: lo.Namespace, Name: name}] {
+		var wl kueue.Workload
+		if err := s.base.Get(ctx, key, &wl); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return true, err
+		}
+		list.Items = append(list.Items, wl)
+	}
+	return true, nil
+}
+
 // stamp gives an object created in the replay its creation time (the simulated now) and,
 // for a Workload, a UID in its Job's mix order.
 func (s *sim) stamp(obj ctrl.Object) {
 	obj.SetCreationTimestamp(metav1.NewTime(s.clock.Now()))
 	if wl, ok := obj.(*kueue.Workload); ok {
+		for _, ref := range wl.OwnerReferences {
+			if ref.Kind == "Job" {
+				owner := types.NamespacedName{Namespace: wl.Namespace, Name: ref.Name}
+				s.owned[owner] = append(s.owned[owner], types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})
+			}
+		}
 		for _, ref := range wl.OwnerReferences {
 			if i, ok := s.byUID[ref.UID]; ok {
 				wl.SetUID(uidFor("workload", s.jobs[i].in.Index))
@@ -822,7 +904,8 @@ func (s *sim) reconcile(r reconcile.Reconciler, key types.NamespacedName, isWork
 
 // settle runs everything the current instant sets off until nothing is left to do.
 func (s *sim) settle() error {
-	for step := 0; step < maxSteps; step++ {
+	limit := maxSteps + 100*len(s.jobs)
+	for step := 0; step < limit; step++ {
 		wls, jobs := s.dirty.take()
 		for _, k := range wls {
 			if err := s.observe(k); err != nil {
@@ -859,18 +942,26 @@ func (s *sim) settle() error {
 		if len(wls)+len(jobs)+len(wq)+len(jq) > 0 {
 			continue
 		}
-		if s.rq.ProcessRequeues(s.ctx) > 0 {
-			continue
-		}
+		// Scheduling cycles first, the inadmissible workloads' requeue after: Kueue batches
+		// that requeue by a second (1 s; 10 s with SchedulerLongRequeueInterval), in which
+		// time its scheduler runs every cycle the heads it has allow.
 		if s.queues.WhatIfHasHeads() {
+			before := s.queues.WhatIfQueueState()
 			s.stats.Cycles++
 			s.sched.WhatIfCycle(s.ctx)
 			s.wg.Wait()
+			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len() > 0 || s.queues.WhatIfQueueState() != before {
+				continue
+			}
+			// A fixed point: the cycle changed nothing (a StrictFIFO head that does not fit
+			// is put back at once and tried again and again).
+		}
+		if s.rq.ProcessRequeues(s.ctx) > 0 {
 			continue
 		}
 		return nil
 	}
-	return fmt.Errorf("the replay did not come to rest at %.0fs after %d steps", s.now, maxSteps)
+	return fmt.Errorf("the replay did not come to rest at %.0fs after %d steps", s.now, limit)
 }
 
 func (s *sim) results() []Result {

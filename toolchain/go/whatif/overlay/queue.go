@@ -3,6 +3,14 @@
 // cycle would find heads (Manager.Heads blocks while there are none).
 package queue
 
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
 // WhatIfHasHeads reports whether Heads would return at least one workload now.
 func (m *Manager) WhatIfHasHeads() bool {
 	m.RLock()
@@ -25,4 +33,25 @@ func (m *Manager) WhatIfHasHeads() bool {
 		}
 	}
 	return false
+}
+
+// WhatIfQueueState: the length of every ClusterQueue's heap and inadmissible list. A
+// scheduling cycle that writes nothing and leaves this unchanged has reached a fixed point
+// (a StrictFIFO head that does not fit is put back at once and tried again and again).
+func (m *Manager) WhatIfQueueState() string {
+	m.RLock()
+	defer m.RUnlock()
+	names := make([]string, 0)
+	for name := range m.hm.ClusterQueues() {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, name := range names {
+		cq := m.hm.ClusterQueue(kueue.ClusterQueueReference(name))
+		cq.rwm.RLock()
+		fmt.Fprintf(&b, "%s:%d:%d;", name, cq.heap.Len(), cq.inadmissibleWorkloads.len())
+		cq.rwm.RUnlock()
+	}
+	return b.String()
 }

@@ -1,0 +1,270 @@
+"""The fast what-if engine (toolchain/go/whatif on the pinned Kueue's own code) against truths
+worked out without it: each expected wait comes from the order of the mix alone, from a tiny
+queue model written here, or by hand in the test's docstring. Exact to the second.
+
+The engine must be built (`make toolchain`); the stacks and mixes are made here, so nothing
+depends on a committed stack's numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpu_queues.config.model import StackConfig, load_config
+from gpu_queues.whatif.report import Run, report_json
+from sandbox.replay import fast
+from tests.builders import Flavor, Stack, Team
+
+pytestmark = pytest.mark.toolchain
+
+NS = "team-{}"
+
+
+def job(
+    name: str,
+    team: str,
+    gpus: int,
+    *,
+    at: int = 0,
+    runs: int | None = None,
+    priority: str | None = None,
+    pods: int = 1,
+) -> dict[str, Any]:
+    labels = {"kueue.x-k8s.io/queue-name": "gpu-queue"}
+    if priority:
+        labels["kueue.x-k8s.io/priority-class"] = priority
+    annotations = {"gpu-queues.dev/submit-at": f"{at}s"}
+    if runs is not None:
+        annotations["gpu-queues.dev/duration"] = f"{runs}s"
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": NS.format(team),
+            "labels": labels,
+            "annotations": annotations,
+        },
+        "spec": {
+            "parallelism": pods,
+            "completions": pods,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "busybox",
+                            "resources": {
+                                "requests": {
+                                    "cpu": "100m",
+                                    "memory": "128Mi",
+                                    "nvidia.com/gpu": str(gpus),
+                                },
+                                "limits": {"nvidia.com/gpu": str(gpus)},
+                            },
+                        }
+                    ],
+                }
+            },
+        },
+    }
+
+
+def replay(stack: Stack, jobs: list[dict[str, Any]], tmp: Path, **kw: Any) -> Run:
+    config: StackConfig = load_config(stack.raw())
+    mix = tmp / "mix.yaml"
+    mix.write_text(yaml.safe_dump_all(jobs, sort_keys=False))
+    return fast.replay_mix(config, mix, stack="truth", label="truth", **kw)
+
+
+def by_name(run: Run) -> Mapping[str, Any]:
+    return {w.name: w for w in run.workloads}
+
+
+def waits(run: Run) -> dict[str, float | None]:
+    return {w.name: w.wait_seconds for w in run.workloads}
+
+
+def one_queue(strategy: str, gpus: int = 8) -> Stack:
+    team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=gpus)
+    team.set(queueingStrategy=strategy)
+    return Stack().flavor(Flavor("gpu").capacity(cpu=64, memory="512Gi", gpu=gpus)).team(team)
+
+
+def fifo_model(
+    jobs: list[tuple[str, int, int, int]], capacity: int, strict: bool
+) -> dict[str, float]:
+    """A queue of one ClusterQueue whose quota is the hardware: (name, gpus, submit, duration)
+    in mix order. At every instant the jobs that end free their GPUs first; then the waiting
+    jobs are taken in order, each admitted if it fits; StrictFIFO stops at the first that does
+    not, BestEffortFIFO goes on past it."""
+    free, waiting, running = capacity, [], []  # running: (end, gpus)
+    started: dict[str, float] = {}
+    times = sorted({s for _, _, s, _ in jobs})
+    submitted = 0
+    now = 0
+    while submitted < len(jobs) or waiting:
+        ends = [e for e, _ in running]
+        later = [t for t in times if t > now] + [e for e in ends if e > now]
+        for e, g in [r for r in running if r[0] <= now]:
+            free += g
+        running = [r for r in running if r[0] > now]
+        while submitted < len(jobs) and jobs[submitted][2] <= now:
+            waiting.append(jobs[submitted])
+            submitted += 1
+        still = []
+        blocked = False
+        for name, g, _s, d in waiting:
+            if not blocked and g <= free:
+                free -= g
+                started[name] = now
+                running.append((now + d, g))
+            else:
+                still.append((name, g, _s, d))
+                blocked = blocked or strict
+        waiting = still
+        nxt = [t for t in later if t > now] + [e for e, _ in running if e > now]
+        if not nxt:
+            break
+        now = min(nxt)
+    return {name: started[name] - s for name, _, s, _ in jobs if name in started}
+
+
+def random_fifo_mix(seed: int) -> list[tuple[str, int, int, int]]:
+    rng = random.Random(seed)
+    at = 0
+    out = []
+    for i in range(14):
+        at += rng.choice([0, 0, 5, 30, 120])
+        out.append((f"j{i:02d}", rng.choice([1, 2, 4, 6, 8]), at, rng.choice([60, 300, 900])))
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("strategy", ["StrictFIFO", "BestEffortFIFO"])
+def test_one_queue_waits_follow_from_the_order_alone(
+    strategy: str, seed: int, tmp_path: Path
+) -> None:
+    mix = random_fifo_mix(seed)
+    jobs = [job(n, "a", g, at=s, runs=d) for n, g, s, d in mix]
+    run = replay(one_queue(strategy), jobs, tmp_path)
+    expected = fifo_model(mix, 8, strict=strategy == "StrictFIFO")
+    assert waits(run) == {n: expected.get(n) for n, *_ in mix}
+    assert all(w.outcome == "finished" for w in run.workloads), [w.outcome for w in run.workloads]
+
+
+def test_best_effort_lets_a_small_job_pass_a_blocked_big_one(tmp_path: Path) -> None:
+    """8 GPUs. big-a (6) runs 0-100 s; big-b (4, at 1 s) cannot fit beside it; small (2, at
+    2 s) fits the 2 left. BestEffortFIFO: small starts at 2 s (wait 0) and big-b at 100 s (wait
+    99). StrictFIFO: small waits behind big-b, both start at 100 s (wait 98)."""
+    jobs = [
+        job("big-a", "a", 6, at=0, runs=100),
+        job("big-b", "a", 4, at=1, runs=100),
+        job("small", "a", 2, at=2, runs=50),
+    ]
+    best = replay(one_queue("BestEffortFIFO"), jobs, tmp_path)
+    assert waits(best) == {"big-a": 0, "big-b": 99, "small": 0}
+    strict = replay(one_queue("StrictFIFO"), jobs, tmp_path)
+    assert waits(strict) == {"big-a": 0, "big-b": 99, "small": 98}
+
+
+def cohort_pair(preempt: Mapping[str, str], lend: int | None = None) -> Stack:
+    flavor = Flavor("gpu").capacity(cpu=64, memory="512Gi", gpu=8)
+    teams = []
+    for name in ("a", "b"):
+        t = Team(name).namespace(NS.format(name)).cohort("pool")
+        t.quota("gpu", cpu=32, memory="256Gi", gpu=4).borrowing("gpu", gpu=4)
+        t.set(preemption=dict(preempt))
+        teams.append(t)
+    if lend is not None:
+        teams[0].lending("gpu", gpu=lend)
+    return Stack().flavor(flavor).cohort("pool").team(*teams)
+
+
+def test_borrowing_from_an_idle_team_and_reclaim_when_it_returns(tmp_path: Path) -> None:
+    """a and b have 4 GPUs each in one cohort. a's 8-GPU job borrows b's idle 4 at 0 s; at
+    600 s b asks for its 4: Kueue reclaims them (InCohortReclamation), b waits 0 s, and a's
+    job waits again."""
+    stack = cohort_pair({"reclaimWithinCohort": "Any", "withinClusterQueue": "Never"})
+    jobs = [job("a-wide", "a", 8, at=0), job("b-own", "b", 4, at=600, runs=300)]
+    run = by_name(replay(stack, jobs, tmp_path))
+    assert run["a-wide"].wait_seconds == 0
+    assert run["b-own"].wait_seconds == 0
+    assert run["b-own"].outcome == "finished"
+    # b-own ends at 900 s: a-wide borrows again then, and runs to the end.
+    assert run["a-wide"].outcome == "admitted"
+    assert run["a-wide"].preemptions == 1
+    assert "InCohortReclamation" in (run["a-wide"].message or "")
+    assert run["a-wide"].gpu_seconds == 600 + 0  # ran 0-600 s; readmitted at the last event
+
+
+def test_priority_preemption_inside_a_cluster_queue(tmp_path: Path) -> None:
+    """One queue of 4 GPUs that preempts lower priorities. low (4) runs from 0 s; high (4) at
+    60 s preempts it at once (wait 0) and runs 120 s; low is readmitted at 180 s, having
+    waited 0 s for its first admission."""
+    team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=4)
+    team.set(preemption={"withinClusterQueue": "LowerPriority"})
+    stack = (
+        Stack()
+        .flavor(Flavor("gpu").capacity(cpu=64, memory="512Gi", gpu=4))
+        .set("priorityClasses", [{"name": "low", "value": 10}, {"name": "high", "value": 1000}])
+        .team(team)
+    )
+    jobs = [
+        job("low", "a", 4, at=0, runs=600, priority="low"),
+        job("high", "a", 4, at=60, runs=120, priority="high"),
+    ]
+    run = by_name(replay(stack, jobs, tmp_path))
+    assert (run["high"].outcome, run["high"].wait_seconds) == ("finished", 0)
+    assert run["low"].preemptions == 1
+    assert "InClusterQueue" in (run["low"].message or "")
+    # low ran 0-60 s, then again from 180 s for its full 600 s: finished at 780 s.
+    assert run["low"].outcome == "finished"
+    assert run["low"].gpu_seconds == 60 + 600
+
+
+@pytest.mark.parametrize(("lend", "fits"), [(None, True), (3, True), (1, False)])
+def test_a_lending_limit_caps_what_a_team_lends(
+    lend: int | None, fits: bool, tmp_path: Path
+) -> None:
+    """b may borrow up to 4, and asks for 7 (its 4 + 3 of a's idle 4). a lends all of them
+    when it sets no lendingLimit, 3 with lendingLimit 3, only 1 with lendingLimit 1: then
+    b's job never fits."""
+    stack = cohort_pair({"reclaimWithinCohort": "Never", "withinClusterQueue": "Never"}, lend)
+    run = by_name(replay(stack, [job("b-big", "b", 7, at=0, runs=60)], tmp_path))
+    if fits:
+        assert (run["b-big"].outcome, run["b-big"].wait_seconds) == ("finished", 0)
+    else:
+        assert run["b-big"].outcome == "pending"
+        assert "insufficient" in (run["b-big"].message or "")
+
+
+def test_one_admission_per_cluster_queue_per_cycle_keeps_file_order(tmp_path: Path) -> None:
+    """Thirty 1-GPU jobs submitted at the same instant to a queue of 8: the first eight in
+    mix order run (Kueue breaks the tie of equal priority and creation time by UID, which the
+    engine derives from the mix order), the rest wait for them, in order."""
+    jobs = [job(f"j{i:02d}", "a", 1, at=0, runs=100) for i in range(30)]
+    run = replay(one_queue("StrictFIFO"), jobs, tmp_path)
+    assert waits(run) == {f"j{i:02d}": 100.0 * (i // 8) for i in range(30)}
+
+
+def test_the_same_stack_and_mix_give_a_byte_identical_report(tmp_path: Path) -> None:
+    stack = cohort_pair({"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"})
+    rng = random.Random(7)
+    jobs = [
+        job(f"w{i:03d}", rng.choice("ab"), rng.choice([1, 2, 4]), at=rng.randrange(0, 3600, 7),
+            runs=rng.choice([60, 600, 1800]))
+        for i in range(120)
+    ]  # fmt: skip
+    first = json.dumps(report_json(replay(stack, jobs, tmp_path), None), indent=2)
+    for _ in range(2):
+        again = json.dumps(report_json(replay(stack, jobs, tmp_path), None), indent=2)
+        assert again == first
