@@ -5,7 +5,7 @@ sandbox/replay/watch.py) and sums it up (gpu_queues.whatif.report).
 
 Runs inside the sandbox's network namespace:
     python -m sandbox.replay.engine --stack NAME --stack-file FILE --workloads PATH --out RUN.json
-        [--deploy] [--until 24h] [--quiet 1.0] [--label TEXT]
+        [--deploy] [--until 24h] [--quiet 1.0] [--label TEXT] [--max-workloads N] [--max-bytes N]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import yaml
 
 from gpu_queues.config.model import StackConfig
 from gpu_queues.kueue.client import file_client
+from gpu_queues.whatif.documents import Limits, MixTooLarge
 from gpu_queues.whatif.durations import parse_duration
 from gpu_queues.whatif.mix import Catalog, load_mix
 from gpu_queues.whatif.report import Run, RunMeta, team_results
@@ -30,6 +31,7 @@ from sandbox import shape as fake_cluster
 from sandbox.paths import KUBECONFIG, ROOT
 from sandbox.rehearse.deploy import deploy
 from sandbox.rehearse.kube import RehearsalClient, running_kueue
+from sandbox.replay.limits import add_limit_flags, limits_of
 from sandbox.replay.timeline import DEFAULT_QUIET, Options, Replay
 
 KUEUE_CONFIG_PATH = "/api/v1/namespaces/kueue-system/configmaps/kueue-manager-config"
@@ -61,6 +63,7 @@ def replay_mix(
     options: Options | None = None,
     root: Path = ROOT,
     notes: list[str] | None = None,
+    limits: Limits | None = None,
 ) -> Run:
     """Read and check the mix against the stack as deployed, replay it, and sum it up."""
     rest = Rest(file_client(KUBECONFIG))
@@ -68,7 +71,7 @@ def replay_mix(
     # check): a side is never replayed on another release than its stack file's.
     kueue = running_kueue(RehearsalClient(), config.kueue.version)
     catalog = Catalog.from_stack(config, live_frameworks(rest))
-    entries = load_mix(workloads, catalog, root)
+    entries = load_mix(workloads, catalog, root, limits)
     started = time.monotonic()
     replay = Replay(entries, options)
     try:
@@ -116,20 +119,26 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--label", help="how the report names this run")
     parser.add_argument("--note", action="append", default=[])
+    add_limit_flags(parser)
     args = parser.parse_args(argv)
     os.environ.setdefault("KUBECONFIG", str(KUBECONFIG))
     config = fake_cluster.load_stack(args.stack_file)
     if args.deploy:
         deploy(args.stack, args.stack_file)
     until = parse_duration(args.until) if args.until else None
-    run = replay_mix(
-        config,
-        args.workloads,
-        stack=args.stack,
-        label=args.label or args.stack,
-        options=Options(quiet=args.quiet or quiet_for(config), until=until),
-        notes=args.note,
-    )
+    try:
+        run = replay_mix(
+            config,
+            args.workloads,
+            stack=args.stack,
+            label=args.label or args.stack,
+            options=Options(quiet=args.quiet or quiet_for(config), until=until),
+            notes=args.note,
+            limits=limits_of(args),
+        )
+    except MixTooLarge as exc:
+        print(f"replay: {exc}", file=sys.stderr)
+        return 2
     args.out.write_text(json.dumps(run.to_json(), indent=1))
     return 0
 
