@@ -24,6 +24,7 @@ from gpu_queues.config.model import StackConfig
 from gpu_queues.kueue.client import file_client
 from gpu_queues.whatif.documents import Limits, MixTooLarge
 from gpu_queues.whatif.durations import parse_duration
+from gpu_queues.whatif.gpus import is_gpu
 from gpu_queues.whatif.mix import Catalog, load_mix
 from gpu_queues.whatif.report import Run, RunMeta, team_results
 from gpu_queues.whatif.workloads import Rest
@@ -46,6 +47,14 @@ def live_frameworks(rest: Rest) -> list[str]:
     config = yaml.safe_load(cm.get("data", {}).get(KUEUE_CONFIG_KEY, "")) or {}
     frameworks = (config.get("integrations") or {}).get("frameworks") or ["batch/job"]
     return [str(f) for f in frameworks]
+
+
+def flavor_gpus(config: StackConfig) -> dict[str, int]:
+    """GPUs each flavor's nodes offer (count x per-node GPUs, or the declared capacity)."""
+    return {
+        f.name: int(sum(v for r, v in f.effective_capacity().items() if is_gpu(r)))
+        for f in config.flavors
+    }
 
 
 def quiet_for(config: StackConfig) -> float:
@@ -93,6 +102,7 @@ def replay_mix(
         kueue_version=kueue.version,
         kueue_image=kueue.image,
         kueue_binary=kueue.binary,
+        flavor_gpus=flavor_gpus(config),
         notes=[*(notes or []), *replay.notes],
     )
     longest = max(replay.silences or [0.0])

@@ -25,10 +25,20 @@ class Tracked:
     """Counts the workload's runs, so that the end of an earlier run (before a preemption)
     is not taken for the end of the current one."""
     gpu_seconds: float = 0.0
+    intervals: list[tuple[float, float | None]] = field(default_factory=list)
+    """Its runs so far (WorkloadResult.intervals): opened and closed with started_at."""
     finished: bool = False
     completing: bool = False
     evictions: list[str] = field(default_factory=list)
     had_quota: bool = False
+
+
+def close_run(t: Tracked, now: float) -> None:
+    """The workload's current run ended at `now`; a run that began and ended at the same
+    simulated instant used no GPU time and is dropped (runs are never empty)."""
+    start, _ = t.intervals.pop()
+    if now > start:
+        t.intervals.append((start, now))
 
 
 def all_running(t: Tracked, pods: list[dict[str, Any]]) -> bool:
@@ -51,6 +61,7 @@ def result(t: Tracked, wl: dict[str, Any] | None, pods: list[dict[str, Any]]) ->
         gpus=e.gpus,
         submit_at=e.submit_at,
         gpu_seconds=t.gpu_seconds,
+        intervals=list(t.intervals),
     )
     if t.problem or wl is None:
         base.outcome, base.message = "invalid", t.problem or "Kueue made no Workload for it"
