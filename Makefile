@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 .PHONY: venv lock toolchain toolchain-all schema lint lint-shell lint-workflows test test-unit test-policy \
         test-toolchain test-deep test-e2e test-sandbox test-rehearse test-multikueue sandbox-up \
         sandbox-down sandbox-shell sandbox-status demo rehearse bench promote quota-diff clean \
-        kueue-manifest ci-kueue-manifest pin-kueue what-if status bench-scale mutation wheels
+        kueue-manifest ci-kueue-manifest pin-kueue what-if status bench-scale mutation wheels mermaid
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -43,6 +43,19 @@ toolchain:
 KUEUE_RELEASES := $(sort $(notdir $(patsubst %/,%,$(wildcard toolchain/go/kueue/v*/))))
 toolchain-all:
 	KUEUE_VERSIONS="$(KUEUE_RELEASES)" bash toolchain/build.sh
+
+# The Mermaid release the what-if report's charts are rendered with in the unit tests
+# (tools/mermaid/: package.json pins it, package-lock.json every package's digest), installed
+# into .cache/node/mermaid with npm ci; Debian's nodejs and npm first where there is no npm.
+MERMAID := .cache/node/mermaid
+$(MERMAID)/.stamp: tools/mermaid/package.json tools/mermaid/package-lock.json
+	command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm; }
+	mkdir -p $(MERMAID)
+	cp tools/mermaid/package.json tools/mermaid/package-lock.json $(MERMAID)/
+	cd $(MERMAID) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+mermaid: $(MERMAID)/.stamp
 
 schema: venv
 	$(PY) -m gpu_queues.config.schema --write
@@ -170,7 +183,7 @@ pin-kueue: venv
 # the examples (tests/properties.py). Those three run in random order (SEED=N repeats one);
 # the sandbox and toolchain suites in their files' order.
 SUITES := $(PY) -m tests.suites
-test-unit: venv
+test-unit: venv mermaid
 	$(SUITES) unit
 
 test-policy: venv
@@ -211,7 +224,7 @@ test-rehearse: venv toolchain-all
 
 # Everything CI runs (.ci/run calls exactly this), with every supported Kueue release built.
 # SERIAL=1: the suites one after another instead, on the checkout's sandbox.
-test: venv toolchain-all wheels
+test: venv toolchain-all wheels mermaid
 	$(SUITES) $(if $(SERIAL),--serial)
 
 clean: sandbox-down
