@@ -31,10 +31,17 @@ SCRIPT = ROOT / "tools" / "mermaid" / "render.mjs"
 PINNED = json.loads((ROOT / "tools" / "mermaid" / "package.json").read_text())["dependencies"]
 
 
-def mermaid_render(diagrams: list[str]) -> list[dict[str, Any]]:
+def installed() -> str:
+    """node, once `make mermaid` has installed the pinned packages; a failure otherwise (the
+    charts are never left unchecked for want of an install)."""
     node = shutil.which("node")
     if node is None or not (MODULES / ".stamp").exists():
         pytest.fail("Mermaid is not installed here: run `make mermaid` (make test does)")
+    return node
+
+
+def mermaid_render(diagrams: list[str]) -> list[dict[str, Any]]:
+    node = installed()
     done = subprocess.run(
         [node, str(SCRIPT), str(MODULES)], input=json.dumps(diagrams), capture_output=True,
         text=True, timeout=120, check=False,
@@ -96,9 +103,10 @@ def reports() -> dict[str, str]:
 
 
 def test_the_pinned_mermaid_is_what_the_tests_installed() -> None:
-    installed = json.loads((MODULES / "node_modules" / "mermaid" / "package.json").read_text())
+    installed()
+    there = json.loads((MODULES / "node_modules" / "mermaid" / "package.json").read_text())
     assert re.fullmatch(r"\d+\.\d+\.\d+", PINNED["mermaid"]), "pin an exact version"
-    assert installed["version"] == PINNED["mermaid"], "run make mermaid again"
+    assert there["version"] == PINNED["mermaid"], "run make mermaid again"
 
 
 def test_every_chart_of_the_report_renders_as_a_browser_draws_it() -> None:
