@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 .PHONY: venv lock toolchain toolchain-all schema lint lint-shell lint-workflows test test-unit test-policy \
         test-toolchain test-deep test-e2e test-sandbox test-rehearse test-multikueue sandbox-up \
         sandbox-down sandbox-shell sandbox-status demo rehearse bench promote quota-diff clean \
-        kueue-manifest ci-kueue-manifest pin-kueue what-if status bench-scale mutation wheels
+        kueue-manifest ci-kueue-manifest pin-kueue what-if status bench-scale mutation wheels mermaid
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -43,6 +43,19 @@ toolchain:
 KUEUE_RELEASES := $(sort $(notdir $(patsubst %/,%,$(wildcard toolchain/go/kueue/v*/))))
 toolchain-all:
 	KUEUE_VERSIONS="$(KUEUE_RELEASES)" bash toolchain/build.sh
+
+# The Mermaid release the what-if report's charts are rendered with in the unit tests
+# (tools/mermaid/: package.json pins it, package-lock.json every package's digest), installed
+# into .cache/node/mermaid with npm ci; Debian's nodejs and npm first where there is no npm.
+MERMAID := .cache/node/mermaid
+$(MERMAID)/.stamp: tools/mermaid/package.json tools/mermaid/package-lock.json
+	command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm; }
+	mkdir -p $(MERMAID)
+	cp tools/mermaid/package.json tools/mermaid/package-lock.json $(MERMAID)/
+	cd $(MERMAID) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+mermaid: $(MERMAID)/.stamp
 
 schema: venv
 	$(PY) -m gpu_queues.config.schema --write
@@ -106,13 +119,15 @@ bench: venv toolchain
 
 # --- admission what-if and live status (docs/what-if.md) ----------------------------------
 # make what-if STACK=staging [WORKLOADS=workloads/staging] [BASE=origin/main] [OUT=dir]
-#              [UNTIL=24h] [QUIET=seconds]
+#              [UNTIL=24h] [QUIET=seconds] [MAX_WORKLOADS=100000] [MAX_BYTES=100000000]
 # Replays the mix on the real Kueue in a fresh sandbox shaped like the stack (one per side:
-# a running sandbox is stopped first); report.md and report.json in OUT.
+# a running sandbox is stopped first); report.md and report.json in OUT. A mix over
+# MAX_WORKLOADS workloads or MAX_BYTES bytes of files is refused before anything starts.
 WORKLOADS ?= workloads/$(STACK)
 what-if: venv toolchain
 	$(PY) -m sandbox.replay.cli --stack $(STACK) --workloads $(WORKLOADS) $(if $(BASE),--base $(BASE)) \
-	  $(if $(OUT),--out $(OUT)) $(if $(UNTIL),--until $(UNTIL)) $(if $(QUIET),--quiet $(QUIET))
+	  $(if $(OUT),--out $(OUT)) $(if $(UNTIL),--until $(UNTIL)) $(if $(QUIET),--quiet $(QUIET)) \
+	  $(if $(MAX_WORKLOADS),--max-workloads $(MAX_WORKLOADS)) $(if $(MAX_BYTES),--max-bytes $(MAX_BYTES))
 
 # make status [STACK=staging]: the same per-team table, read from the live cluster.
 status: venv
@@ -168,7 +183,7 @@ pin-kueue: venv
 # the examples (tests/properties.py). Those three run in random order (SEED=N repeats one);
 # the sandbox and toolchain suites in their files' order.
 SUITES := $(PY) -m tests.suites
-test-unit: venv
+test-unit: venv mermaid
 	$(SUITES) unit
 
 test-policy: venv
@@ -209,7 +224,7 @@ test-rehearse: venv toolchain-all
 
 # Everything CI runs (.ci/run calls exactly this), with every supported Kueue release built.
 # SERIAL=1: the suites one after another instead, on the checkout's sandbox.
-test: venv toolchain-all wheels
+test: venv toolchain-all wheels mermaid
 	$(SUITES) $(if $(SERIAL),--serial)
 
 clean: sandbox-down

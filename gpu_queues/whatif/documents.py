@@ -1,6 +1,10 @@
 """Reading a what-if mix: every document of a manifest file or of every manifest under a
 folder, `kind: List` expanded; a file or document that cannot be read becomes a MixDocument with
 the error, so the rest still replays (gpu_queues/whatif/mix.py checks each against the stack).
+
+A mix larger than its `Limits` (by default 100,000 workloads, or 100 MB of files) is refused
+whole with MixTooLarge, before anything is replayed: the bytes from the files' sizes before
+any is read, the workloads as the documents are counted.
 """
 
 from __future__ import annotations
@@ -12,6 +16,51 @@ from typing import Any, Final
 import yaml
 
 MANIFEST_SUFFIXES: Final = (".yaml", ".yml", ".json")
+MAX_WORKLOADS: Final = 100_000
+MAX_BYTES: Final = 100_000_000  # 100 MB
+
+
+class MixTooLarge(Exception):
+    """The mix is over a limit; the message names it and the flag that raises it."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How large a mix the what-if takes (--max-workloads, --max-bytes)."""
+
+    max_workloads: int = MAX_WORKLOADS
+    max_bytes: int = MAX_BYTES
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:,.1f} MB"
+
+
+def check_size(path: Path, limits: Limits) -> list[Path]:
+    """The mix's files, once their sizes (read from the file system, not the files) are
+    within the limit; MixTooLarge otherwise."""
+    files = manifest_files(path)
+    total = 0
+    for file in files:
+        try:
+            total += file.stat().st_size
+        except OSError:
+            continue  # read_documents reports it as a row
+    if total > limits.max_bytes:
+        what = f"{len(files)} files" if len(files) != 1 else "one file"
+        raise MixTooLarge(
+            f"the mix at {path} is {_megabytes(total)} ({what}), over the limit of "
+            f"{_megabytes(limits.max_bytes)} ({limits.max_bytes:,} bytes); split it, or raise "
+            "the limit with --max-bytes N (make what-if MAX_BYTES=N)"
+        )
+    return files
+
+
+def _too_many(path: Path, limits: Limits) -> MixTooLarge:
+    return MixTooLarge(
+        f"the mix at {path} has more than {limits.max_workloads:,} workloads, the limit; "
+        "split it, or raise the limit with --max-workloads N (make what-if MAX_WORKLOADS=N)"
+    )
 
 
 @dataclass(frozen=True)
@@ -30,11 +79,15 @@ def manifest_files(path: Path) -> list[Path]:
     return [path]
 
 
-def read_documents(path: Path, root: Path | None = None) -> list[MixDocument]:
+def read_documents(
+    path: Path, root: Path | None = None, limits: Limits | None = None
+) -> list[MixDocument]:
     """Every document of every manifest file, `kind: List` expanded; unreadable files and
-    documents become Documents with an error, so the rest still replays."""
+    documents become Documents with an error, so the rest still replays. MixTooLarge when
+    the mix is over `limits` (the default ones when None)."""
+    limits = limits or Limits()
     docs: list[MixDocument] = []
-    for file in manifest_files(path):
+    for file in check_size(path, limits):
         shown = str(file.relative_to(root)) if root and file.is_relative_to(root) else str(file)
         try:
             text = file.read_text(encoding="utf-8")
@@ -58,4 +111,12 @@ def read_documents(path: Path, root: Path | None = None) -> list[MixDocument]:
             for item in items if isinstance(items, list) else [body]:
                 number += 1
                 docs.append(MixDocument(f"{shown}#{number}", item))
+                if len(docs) > limits.max_workloads:
+                    raise _too_many(path, limits)
     return docs
+
+
+def count_documents(path: Path, limits: Limits) -> int:
+    """How many workloads the mix holds, checked against `limits` (MixTooLarge): what the
+    what-if checks before any sandbox starts."""
+    return len(read_documents(path, None, limits))

@@ -1,5 +1,6 @@
 """The what-if report as Markdown readable in a PR comment: the clock line, the team table,
-the workload table, and what changed between the base and the new config, kept within a PR
+the waits, the flavors' utilization and the charts (gpu_queues/whatif/charts.py), the
+workload table, and what changed between the base and the new config, kept within a PR
 comment's size (the runs and their figures are in gpu_queues/whatif/report.py).
 """
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from gpu_queues.whatif.charts import sections
 from gpu_queues.whatif.durations import format_duration
 from gpu_queues.whatif.report import ADMITTED, PENDING, Run, RunMeta, WorkloadResult
 
@@ -184,6 +186,7 @@ def render(new: Run, base: Run | None, limit: int = MARKDOWN_LIMIT) -> str:
             lines.append(f"- ... and {len(moved) - CHANGES_SHOWN} more (report.json)")
         lines.append("")
     lines += team_table(new, base)
+    lines += ["", *sections(new, base)]
     notes = [n for r in ([base] if base else []) + [new] for n in r.meta.notes]
     tail = ["Notes:", ""] + [f"- {n}" for n in dict.fromkeys(notes)] + [""] if notes else []
     room = limit - len("\n".join(lines + tail)) - 200

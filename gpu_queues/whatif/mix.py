@@ -24,9 +24,10 @@ from typing import Any, Final, Literal
 
 from gpu_queues.config.model import StackConfig
 from gpu_queues.values import as_dict
-from gpu_queues.whatif.documents import MixDocument, read_documents
+from gpu_queues.whatif.documents import Limits, MixDocument, read_documents
 from gpu_queues.whatif.durations import DurationError, parse_duration
 from gpu_queues.whatif.gpus import pod_gpus
+from gpu_queues.whatif.shapes import body_problem, head_problem
 
 ANNOTATION_SUBMIT_AT: Final = "gpu-queues.dev/submit-at"
 ANNOTATION_DURATION: Final = "gpu-queues.dev/duration"
@@ -155,12 +156,13 @@ def _sanitised(body: dict[str, Any], namespace: str) -> dict[str, Any]:
     sandbox's completion lever removed (the replay pulls it when the job's time is up)."""
     obj = copy.deepcopy(body)
     obj.pop("status", None)
-    meta = obj.setdefault("metadata", {})
+    meta = as_dict(obj.get("metadata"))
+    obj["metadata"] = meta
     for key in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"):
         meta.pop(key, None)
     meta["namespace"] = namespace
     pod_meta = (
-        obj.get("spec", {}).get("template", {}).get("metadata")
+        as_dict(as_dict(obj.get("spec")).get("template")).get("metadata")
         if obj.get("kind") == "Job"
         else meta
     )
@@ -225,7 +227,13 @@ def check(doc: MixDocument, index: int, catalog: Catalog) -> Entry:
         )
     head = _Head.of(body, doc.source)
     try:
+        shape = head_problem(body)
+        if shape is not None:
+            raise _Refused(shape)
         framework = _framework(head, catalog)
+        shape = body_problem(body, head.kind)
+        if shape is not None:
+            raise _Refused(shape)
         match = _local_queue(head, catalog)
         _priority(head, catalog)
         submit_at, duration = _timing(head.annotations)
@@ -345,13 +353,31 @@ def _timing(annotations: dict[str, Any]) -> tuple[float, float | None]:
     return submit_at, duration
 
 
-def load_mix(path: Path, catalog: Catalog, root: Path | None = None) -> list[Entry]:
+UNCHECKED: Final = "the what-if could not check it"
+
+
+def _checked(doc: MixDocument, index: int, catalog: Catalog) -> Entry:
+    """`check`, with a last resort: a document that breaks the checks themselves is a row
+    all the same (the mix tests fuzz every field so that this is never reached)."""
+    try:
+        return check(doc, index, catalog)
+    except Exception as exc:  # a bug here must not cost the replay of the rest
+        return Entry(
+            index, doc.source, "?", doc.source, "", None, "invalid",
+            f"{UNCHECKED} ({type(exc).__name__}: {exc})",
+        )  # fmt: skip
+
+
+def load_mix(
+    path: Path, catalog: Catalog, root: Path | None = None, limits: Limits | None = None
+) -> list[Entry]:
     """Every manifest under `path`, checked; a duplicate (same kind, namespace and name) is
-    refused after its first appearance."""
+    refused after its first appearance. MixTooLarge (before any file is read, for its
+    bytes) when the mix is over `limits`."""
     entries: list[Entry] = []
     seen: dict[tuple[str, str, str], str] = {}
-    for index, doc in enumerate(read_documents(path, root)):
-        entry = check(doc, index, catalog)
+    for index, doc in enumerate(read_documents(path, root, limits)):
+        entry = _checked(doc, index, catalog)
         if entry.status == "ok":
             first = seen.setdefault(entry.key, entry.source)
             if first != entry.source:

@@ -9,6 +9,21 @@ report.json is exactly {"new": RUN, "base": RUN or null}, RUN being
 replay.json, beside it, holds how each run was made (stack source, simulated and wall time,
 notes), so tools reading report.json see only the documented shape.
 
+What an engine hands back (the run file, `Run.to_json`/`Run.from_json`) has more per workload
+than report.json shows; the charts of report.md (gpu_queues/whatif/charts.py) are drawn from:
+- `submit_at`: when the workload was submitted, in simulated seconds from the start;
+- `intervals`: its runs, in order, as [start, end] pairs of simulated seconds: a run starts
+  when the workload holds quota and every pod it needs runs (its GPUs are in use from then),
+  and ends when that stops (it finished, was evicted or preempted, a pod stopped); `end` is
+  null (None) for the run still going when the replay ended, which lasts until the end of
+  the run's time (RunMeta.horizon_seconds, else simulated_seconds). Runs do not overlap and
+  none is empty (end > start). The GPU seconds of the runs sum to `gpu_seconds`. A workload
+  that never ran has none. An engine that fills `intervals` need not fill anything else for
+  the charts: the GPUs held are `gpus`, the team `team`, the flavor `flavor`;
+and per run, `RunMeta.flavor_gpus`: the GPUs each ResourceFlavor's nodes offer (what the
+stack declares, count x per-node GPUs or its capacity), for the utilization table.
+None of these is in report.json.
+
 Counting rules (docs/what-if.md):
 - outcome at the end: finished, admitted (running), unschedulable (admitted, its pods fit no
   node), preempted (evicted by preemption and waiting again), pending (never admitted), or
@@ -72,6 +87,9 @@ class WorkloadResult:
     gpu_seconds: float = 0.0
     submit_at: float = 0.0
     preemptions: int = 0
+    intervals: list[tuple[float, float | None]] = field(default_factory=list)
+    """The workload's runs, (start, end or None while running at the end), in simulated
+    seconds (the module's docstring has the rules; the charts are drawn from them)."""
 
     def public(self) -> dict[str, Any]:
         return {
@@ -134,7 +152,15 @@ class RunMeta:
     """The image of the controller pod that ran it, read from the running sandbox."""
     kueue_binary: str = ""
     """The controller binary that played that pod (.toolchain/bin/kueue-<release>)."""
+    flavor_gpus: dict[str, int] = field(default_factory=dict)
+    """GPUs each ResourceFlavor's nodes offer, as the stack declares them (the utilization
+    table's GPU-hours available: these x the run's time)."""
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def end(self) -> float:
+        """Until when the run counts: the other run's end when carried on to it (`extend`)."""
+        return max(self.horizon_seconds or 0.0, self.simulated_seconds)
 
     @property
     def ratio(self) -> float | None:
@@ -167,7 +193,15 @@ class Run:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Run:
         return cls(
-            [WorkloadResult(**w) for w in data["workloads"]],
+            [
+                WorkloadResult(
+                    **{
+                        **w,
+                        "intervals": [(start, end) for start, end in w.get("intervals") or []],
+                    }
+                )
+                for w in data["workloads"]
+            ],
             [TeamResult(**t) for t in data["teams"]],
             RunMeta(**data["meta"]),
         )

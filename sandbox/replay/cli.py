@@ -4,7 +4,13 @@ revision, and report what happened to every workload and team, side by side.
 
     python -m sandbox.replay.cli --stack staging --workloads workloads/staging [--base origin/main]
                           [--out DIR] [--until 24h] [--quiet SECONDS] [--keep]
+                          [--max-workloads N] [--max-bytes N]
     make what-if STACK=staging WORKLOADS=workloads/staging [BASE=origin/main] [OUT=DIR]
+                 [MAX_WORKLOADS=N] [MAX_BYTES=N]
+
+A mix of more than 100,000 workloads, or of more than 100 MB of files, is refused before
+anything starts (the bytes from the files' sizes, before any is read); --max-workloads and
+--max-bytes raise the limits.
 
 Writes DIR/report.md and DIR/report.json (gpu_queues/whatif/report.py has the format), and
 DIR/replay.json: how each side was made, the Kueue release it ran included. Each side runs
@@ -46,6 +52,7 @@ from sandbox import shape as fake_cluster
 from sandbox.host import SandboxError, fresh_sandbox, in_sandbox
 from sandbox.paths import STATE
 from sandbox.rehearse.deploy import sandbox_stack_file
+from sandbox.replay.limits import add_limit_flags, limits_of, mix_size_problem
 from sandbox.shape import ShapeError
 
 DEFAULT_OUT = STATE / "what-if"
@@ -240,6 +247,8 @@ def replay_side(side: ReplaySide, stack: str, workloads: Path, work: Path, args:
                 command += ["--until", args.until]
             if args.quiet:
                 command += ["--quiet", str(args.quiet)]
+            command += ["--max-workloads", str(args.max_workloads)]
+            command += ["--max-bytes", str(args.max_bytes)]
             code = in_sandbox(*command)
     except SandboxError as exc:
         raise WhatIfError(str(exc)) from None
@@ -258,6 +267,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--until", help="stop the simulated clock there, e.g. 24h")
     parser.add_argument("--quiet", type=float, help="seconds of no change that count as settled")
     parser.add_argument("--keep", action="store_true", help="leave the last sandbox running")
+    add_limit_flags(parser)
     return parser
 
 
@@ -267,6 +277,10 @@ def main(argv: list[str] | None = None) -> int:
     workloads = args.workloads.resolve()
     if not workloads.exists():
         print(f"what-if: no workloads at {args.workloads}", file=sys.stderr)
+        return 2
+    too_large = mix_size_problem(workloads, limits_of(args))
+    if too_large:
+        print(f"what-if: {too_large}", file=sys.stderr)
         return 2
     try:
         work = out / "work"

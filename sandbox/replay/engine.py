@@ -5,7 +5,7 @@ sandbox/replay/watch.py) and sums it up (gpu_queues.whatif.report).
 
 Runs inside the sandbox's network namespace:
     python -m sandbox.replay.engine --stack NAME --stack-file FILE --workloads PATH --out RUN.json
-        [--deploy] [--until 24h] [--quiet 1.0] [--label TEXT]
+        [--deploy] [--until 24h] [--quiet 1.0] [--label TEXT] [--max-workloads N] [--max-bytes N]
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ import yaml
 
 from gpu_queues.config.model import StackConfig
 from gpu_queues.kueue.client import file_client
+from gpu_queues.whatif.documents import Limits, MixTooLarge
 from gpu_queues.whatif.durations import parse_duration
+from gpu_queues.whatif.gpus import is_gpu
 from gpu_queues.whatif.mix import Catalog, load_mix
 from gpu_queues.whatif.report import Run, RunMeta, team_results
 from gpu_queues.whatif.workloads import Rest
@@ -30,6 +32,7 @@ from sandbox import shape as fake_cluster
 from sandbox.paths import KUBECONFIG, ROOT
 from sandbox.rehearse.deploy import deploy
 from sandbox.rehearse.kube import RehearsalClient, running_kueue
+from sandbox.replay.limits import add_limit_flags, limits_of
 from sandbox.replay.timeline import DEFAULT_QUIET, Options, Replay
 
 KUEUE_CONFIG_PATH = "/api/v1/namespaces/kueue-system/configmaps/kueue-manager-config"
@@ -44,6 +47,14 @@ def live_frameworks(rest: Rest) -> list[str]:
     config = yaml.safe_load(cm.get("data", {}).get(KUEUE_CONFIG_KEY, "")) or {}
     frameworks = (config.get("integrations") or {}).get("frameworks") or ["batch/job"]
     return [str(f) for f in frameworks]
+
+
+def flavor_gpus(config: StackConfig) -> dict[str, int]:
+    """GPUs each flavor's nodes offer (count x per-node GPUs, or the declared capacity)."""
+    return {
+        f.name: int(sum(v for r, v in f.effective_capacity().items() if is_gpu(r)))
+        for f in config.flavors
+    }
 
 
 def quiet_for(config: StackConfig) -> float:
@@ -61,6 +72,7 @@ def replay_mix(
     options: Options | None = None,
     root: Path = ROOT,
     notes: list[str] | None = None,
+    limits: Limits | None = None,
 ) -> Run:
     """Read and check the mix against the stack as deployed, replay it, and sum it up."""
     rest = Rest(file_client(KUBECONFIG))
@@ -68,7 +80,7 @@ def replay_mix(
     # check): a side is never replayed on another release than its stack file's.
     kueue = running_kueue(RehearsalClient(), config.kueue.version)
     catalog = Catalog.from_stack(config, live_frameworks(rest))
-    entries = load_mix(workloads, catalog, root)
+    entries = load_mix(workloads, catalog, root, limits)
     started = time.monotonic()
     replay = Replay(entries, options)
     try:
@@ -90,6 +102,7 @@ def replay_mix(
         kueue_version=kueue.version,
         kueue_image=kueue.image,
         kueue_binary=kueue.binary,
+        flavor_gpus=flavor_gpus(config),
         notes=[*(notes or []), *replay.notes],
     )
     longest = max(replay.silences or [0.0])
@@ -116,20 +129,26 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--label", help="how the report names this run")
     parser.add_argument("--note", action="append", default=[])
+    add_limit_flags(parser)
     args = parser.parse_args(argv)
     os.environ.setdefault("KUBECONFIG", str(KUBECONFIG))
     config = fake_cluster.load_stack(args.stack_file)
     if args.deploy:
         deploy(args.stack, args.stack_file)
     until = parse_duration(args.until) if args.until else None
-    run = replay_mix(
-        config,
-        args.workloads,
-        stack=args.stack,
-        label=args.label or args.stack,
-        options=Options(quiet=args.quiet or quiet_for(config), until=until),
-        notes=args.note,
-    )
+    try:
+        run = replay_mix(
+            config,
+            args.workloads,
+            stack=args.stack,
+            label=args.label or args.stack,
+            options=Options(quiet=args.quiet or quiet_for(config), until=until),
+            notes=args.note,
+            limits=limits_of(args),
+        )
+    except MixTooLarge as exc:
+        print(f"replay: {exc}", file=sys.stderr)
+        return 2
     args.out.write_text(json.dumps(run.to_json(), indent=1))
     return 0
 

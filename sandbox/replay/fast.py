@@ -39,6 +39,7 @@ from gpu_queues.whatif.report import Run, RunMeta, WorkloadResult, team_results
 from gpu_queues.whatif.workloads import eviction
 from sandbox import shape
 from sandbox.paths import ROOT
+from sandbox.replay.engine import flavor_gpus
 from sandbox.replay.tracked import not_replayed, outcome
 
 BIN = ROOT / ".toolchain" / "bin"
@@ -170,6 +171,16 @@ def _evictions(conditions: list[list[dict[str, Any]]]) -> list[str]:
     return out
 
 
+def _intervals(runs: list[dict[str, Any]]) -> list[tuple[float, float | None]]:
+    """The engine's runs as WorkloadResult.intervals: none empty."""
+    out: list[tuple[float, float | None]] = []
+    for r in runs:
+        start, end = float(r["start"]), r.get("end")
+        if end is None or float(end) > start:
+            out.append((start, None if end is None else float(end)))
+    return out
+
+
 def result_of(e: Entry, line: dict[str, Any]) -> WorkloadResult:
     return outcome(
         e,
@@ -180,6 +191,7 @@ def result_of(e: Entry, line: dict[str, Any]) -> WorkloadResult:
         admitted_at=line.get("admittedAt"),
         gpu_seconds=float(line.get("runSeconds") or 0.0),
         problem=line.get("problem") or None,
+        intervals=_intervals(line.get("intervals") or []),
     )
 
 
@@ -233,6 +245,7 @@ def replay_mix(
         events=int(summary.get("instants") or 0),
         kueue_version=version,
         kueue_binary=str(binary(version).relative_to(ROOT)),
+        flavor_gpus=flavor_gpus(config),
         notes=list(notes or []),
     )
     teams = team_results(results, [(t.name, t.cluster_queue) for t in config.teams])

@@ -39,7 +39,7 @@ from gpu_queues.whatif.workloads import (
     pod_phase,
 )
 from sandbox.paths import KUBECONFIG
-from sandbox.replay.tracked import Tracked, all_running, not_replayed, result
+from sandbox.replay.tracked import Tracked, all_running, close_run, not_replayed, result
 from sandbox.replay.watch import WATCHED, Informer, created_at, scheduler_busy, uid
 
 # Kueue retries inadmissible workloads in batches, one second after the change that may let
@@ -242,6 +242,7 @@ class Replay:
             running = holds_quota(wl) and all_running(t, mine)
             if running and t.started_at is None:
                 t.started_at, t.run = self.now, t.run + 1
+                t.intervals.append((self.now, None))
                 if t.entry.duration is not None:
                     heapq.heappush(
                         self.events, (self.now + t.entry.duration, 0, "complete", i, t.run)
@@ -249,6 +250,7 @@ class Replay:
             if not running and t.started_at is not None:
                 t.gpu_seconds += self.now - t.started_at
                 t.started_at = None
+                close_run(t, self.now)
             if t.had_quota and not holds_quota(wl) and not is_true(wl, "Finished"):
                 why = eviction(wl)
                 t.evictions.append(f"{why[0]}: {why[1]}" if why else "evicted")

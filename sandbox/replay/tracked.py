@@ -25,10 +25,20 @@ class Tracked:
     """Counts the workload's runs, so that the end of an earlier run (before a preemption)
     is not taken for the end of the current one."""
     gpu_seconds: float = 0.0
+    intervals: list[tuple[float, float | None]] = field(default_factory=list)
+    """Its runs so far (WorkloadResult.intervals): opened and closed with started_at."""
     finished: bool = False
     completing: bool = False
     evictions: list[str] = field(default_factory=list)
     had_quota: bool = False
+
+
+def close_run(t: Tracked, now: float) -> None:
+    """The workload's current run ended at `now`; a run that began and ended at the same
+    simulated instant used no GPU time and is dropped (runs are never empty)."""
+    start, _ = t.intervals.pop()
+    if now > start:
+        t.intervals.append((start, now))
 
 
 def all_running(t: Tracked, pods: list[dict[str, Any]]) -> bool:
@@ -49,6 +59,7 @@ def result(t: Tracked, wl: dict[str, Any] | None, pods: list[dict[str, Any]]) ->
         admitted_at=t.admitted_at,
         gpu_seconds=t.gpu_seconds,
         problem=t.problem,
+        intervals=t.intervals,
     )
 
 
@@ -62,6 +73,7 @@ def outcome(
     admitted_at: float | None,
     gpu_seconds: float,
     problem: str | None,
+    intervals: list[tuple[float, float | None]] | tuple[()] = (),
 ) -> WorkloadResult:
     """The report's row for a replayed workload, from what either engine saw: its Workload at
     the end, whether its pods all run, the scheduler's message for a pod that fits no node,
@@ -77,6 +89,7 @@ def outcome(
         gpus=e.gpus,
         submit_at=e.submit_at,
         gpu_seconds=gpu_seconds,
+        intervals=list(intervals),
     )
     if problem or wl is None:
         base.outcome, base.message = "invalid", problem or "Kueue made no Workload for it"

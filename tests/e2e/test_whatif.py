@@ -133,6 +133,24 @@ def test_the_replay_shows_the_outcomes_worked_out_by_hand(replayed: Run) -> None
     assert "| beta | wi-beta-cq | 2 | 1 | 4.0 | 50m | not admitted |" in md
 
 
+def test_the_replay_records_each_run_of_a_workload_for_the_charts(replayed: Run) -> None:
+    """The runs (WorkloadResult.intervals) of the story above: a-sweep reclaimed at 10m and
+    readmitted at 30m, a-train preempted at 30m and readmitted at 1h10m, when b-train ends
+    and b-small gets in; what is still running at the end has no end."""
+    runs = {w.name: w.intervals for w in replayed.workloads if w.intervals}
+    assert runs == {
+        "a-train": [(0, 1800), (4200, None)],
+        "a-sweep": [(0, 600), (1800, 4200)],
+        "b-train": [(600, 4200)],
+        "a-urgent": [(1800, None)],
+        "b-small": [(4200, None)],
+    }
+    end = replayed.meta.simulated_seconds
+    for w in replayed.workloads:  # the runs sum to the GPU time counted
+        ran = sum((e if e is not None else end) - s for s, e in w.intervals)
+        assert ran == pytest.approx(w.gpu_seconds), w.name
+
+
 def test_status_reads_the_same_story_from_the_live_cluster(replayed: Run) -> None:
     rest = Rest(file_client(KUBECONFIG))
     teams = [(t.team, t.cluster_queue) for t in replayed.teams]

@@ -1,0 +1,232 @@
+"""The shape of a manifest in a what-if mix, checked before anything reads it: each field the
+replay, Kueue or the API server's decoding depends on has the type Kubernetes gives it (a
+mapping, a list, a string, an integer, a boolean, a quantity). `problem` names the first
+field that does not, by its path (`spec.template.spec.containers[0].resources.limits[cpu]`),
+so a malformed manifest is an `invalid` row of the report and the rest of the mix replays.
+
+A null is an absent field, as in the API server's decoding; a field the replay cannot do
+without that is absent (a Job's `spec.template`, a pod's `containers`) is refused. The rest
+(fields not listed here, a container without an image, ...) is left to the API server, which
+refuses what it cannot take when the replay submits the object (its message is the row's
+reason then).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from gpu_queues.kueue.quantity import QuantityError, parse_quantity
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A string, integer, boolean or quantity (a string like 500m or 2Gi, or a number)."""
+
+    kind: str
+
+    @property
+    def named(self) -> str:
+        return ("an " if self.kind[0] in "aeiou" else "a ") + self.kind
+
+
+@dataclass(frozen=True)
+class Struct:
+    """A mapping with known fields (others are the API server's to judge)."""
+
+    fields: Mapping[str, Any]
+    required: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MapOf:
+    """A mapping of string keys to values of one shape (labels, limits, nodeSelector)."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class ListOf:
+    item: Any
+    non_empty: bool = False
+
+
+@dataclass(frozen=True)
+class Anything:
+    """Any value (a field whose shape the what-if does not depend on)."""
+
+    note: str = ""
+
+
+STR: Final = Scalar("string")
+INT: Final = Scalar("integer")
+BOOL: Final = Scalar("boolean")
+QUANTITY: Final = Scalar("quantity")
+
+OBJECT_META: Final = Struct(
+    {
+        "name": STR,
+        "generateName": STR,
+        "namespace": STR,
+        "labels": MapOf(STR),
+        "annotations": MapOf(STR),
+        "finalizers": ListOf(STR),
+        "ownerReferences": ListOf(Struct({"kind": STR, "name": STR, "uid": STR})),
+    }
+)
+RESOURCES: Final = Struct({"limits": MapOf(QUANTITY), "requests": MapOf(QUANTITY)})
+CONTAINER: Final = Struct(
+    {
+        "name": STR,
+        "image": STR,
+        "imagePullPolicy": STR,
+        "command": ListOf(STR),
+        "args": ListOf(STR),
+        "workingDir": STR,
+        "env": ListOf(Struct({"name": STR, "value": STR}, required=("name",))),
+        "ports": ListOf(Struct({"containerPort": INT, "name": STR, "protocol": STR})),
+        "resources": RESOURCES,
+        "volumeMounts": ListOf(Struct({"name": STR, "mountPath": STR, "readOnly": BOOL})),
+    },
+)
+TOLERATION: Final = Struct(
+    {"key": STR, "operator": STR, "value": STR, "effect": STR, "tolerationSeconds": INT}
+)
+POD_SPEC: Final = Struct(
+    {
+        "containers": ListOf(CONTAINER, non_empty=True),
+        "initContainers": ListOf(CONTAINER),
+        "restartPolicy": STR,
+        "nodeSelector": MapOf(STR),
+        "nodeName": STR,
+        "tolerations": ListOf(TOLERATION),
+        "affinity": Struct({}),
+        "schedulerName": STR,
+        "serviceAccountName": STR,
+        "priorityClassName": STR,
+        "priority": INT,
+        "terminationGracePeriodSeconds": INT,
+        "activeDeadlineSeconds": INT,
+        "volumes": ListOf(Struct({"name": STR}, required=("name",))),
+        "overhead": MapOf(QUANTITY),
+    },
+    required=("containers",),
+)
+POD_TEMPLATE: Final = Struct({"metadata": OBJECT_META, "spec": POD_SPEC}, required=("spec",))
+JOB_SPEC: Final = Struct(
+    {
+        "template": POD_TEMPLATE,
+        "parallelism": INT,
+        "completions": INT,
+        "backoffLimit": INT,
+        "activeDeadlineSeconds": INT,
+        "ttlSecondsAfterFinished": INT,
+        "suspend": BOOL,
+        "manualSelector": BOOL,
+        "completionMode": STR,
+        "selector": Struct({}),
+    },
+    required=("template",),
+)
+HEAD: Final = Struct({"apiVersion": STR, "kind": STR, "metadata": OBJECT_META})
+"""What every document of a mix must have the shape of, whatever its kind."""
+BODIES: Final[Mapping[str, Struct]] = {
+    "Job": Struct({"spec": JOB_SPEC, "status": Anything()}, required=("spec",)),
+    "Pod": Struct({"spec": POD_SPEC, "status": Anything()}, required=("spec",)),
+}
+"""The rest of the kinds the replay submits (gpu_queues.whatif.mix.REPLAYABLE)."""
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return f"a {type(value).__name__}"
+
+
+def _key(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def problem(value: Any, shape: Any, path: str = "") -> str | None:
+    """The first field of `value` (None counting as absent) that does not have its `shape`,
+    and why, by its path; None when every known field has its shape."""
+    if value is None or isinstance(shape, Anything):
+        return None
+    where = path or "the document"
+    if isinstance(shape, Scalar):
+        return _scalar(value, shape, where)
+    if isinstance(shape, ListOf):
+        if not isinstance(value, list):
+            return f"{where}: must be a list, not {_type_name(value)} ({_show(value)})"
+        if shape.non_empty and not value:
+            return f"{where}: must not be empty"
+        for i, item in enumerate(value):
+            if item is None:
+                return f"{path}[{i}]: must not be null"
+            found = problem(item, shape.item, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    if not isinstance(value, Mapping):
+        return f"{where}: must be a mapping, not {_type_name(value)} ({_show(value)})"
+    if isinstance(shape, MapOf):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return f"{where}: key {_show(k)} must be a string"
+            if v is None and shape.value in (STR, QUANTITY):
+                return f"{path}[{k}]: must be {shape.value.named}, not null"
+            found = problem(v, shape.value, f"{path}[{k}]")
+            if found:
+                return found
+        return None
+    for name in shape.required:
+        if value.get(name) is None:
+            return f"{_key(path, name)}: is required"
+    for name, inner in shape.fields.items():
+        found = problem(value.get(name), inner, _key(path, name))
+        if found:
+            return found
+    return None
+
+
+def _scalar(value: Any, shape: Scalar, where: str) -> str | None:
+    if shape is QUANTITY:
+        try:
+            parse_quantity(value)
+        except QuantityError as exc:
+            return f"{where}: {exc}"
+        return None
+    fits = {
+        "string": isinstance(value, str),
+        "integer": isinstance(value, int) and not isinstance(value, bool),
+        "boolean": isinstance(value, bool),
+    }[shape.kind]
+    if fits:
+        return None
+    hint = " (quote it)" if shape is STR and isinstance(value, int | float | bool) else ""
+    return f"{where}: must be {shape.named}, not {_type_name(value)} ({_show(value)}){hint}"
+
+
+def head_problem(body: Mapping[str, Any]) -> str | None:
+    """apiVersion, kind and metadata of any document."""
+    return problem(body, HEAD)
+
+
+def body_problem(body: Mapping[str, Any], kind: str) -> str | None:
+    """The rest of an object the replay submits (a Job's spec, a Pod's)."""
+    shape = BODIES.get(kind)
+    return problem(body, shape) if shape is not None else None

@@ -1,0 +1,322 @@
+"""Bad input in a what-if mix (issue 23, item 9): a malformed manifest is an `invalid` row
+naming the field, never an exception, and the rest of the mix replays; a mix over the size
+limits is refused whole, before anything starts, unless a flag raises the limit.
+
+The fuzzing replaces every node of a valid Job and of a valid Pod, one at a time, by a null,
+a list, a number, a string and a mapping, then a few at a time at random."""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpu_queues.whatif import documents
+from gpu_queues.whatif.documents import MAX_BYTES, MAX_WORKLOADS, Limits, MixTooLarge
+from gpu_queues.whatif.mix import (
+    ANNOTATION_DURATION,
+    ANNOTATION_SUBMIT_AT,
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+    UNCHECKED,
+    Catalog,
+    Entry,
+    TeamQueue,
+    load_mix,
+)
+from sandbox.replay import cli
+
+pytestmark = pytest.mark.unit
+
+CATALOG = Catalog(
+    queues=(TeamQueue("research", "team-research", "gpu-queue", "research-cq"),),
+    priority_classes=frozenset({"high"}),
+    frameworks=frozenset({"batch/job", "pod"}),
+)
+META: dict[str, Any] = {
+    "name": "train",
+    "namespace": "team-research",
+    "labels": {QUEUE_LABEL: "gpu-queue", PRIORITY_LABEL: "high"},
+    "annotations": {ANNOTATION_SUBMIT_AT: "10m", ANNOTATION_DURATION: "1h"},
+}
+POD_SPEC: dict[str, Any] = {
+    "restartPolicy": "Never",
+    "nodeSelector": {"gpu": "h100"},
+    "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    "initContainers": [{"name": "prep", "image": "x", "resources": {"requests": {"cpu": "500m"}}}],
+    "containers": [
+        {
+            "name": "main",
+            "image": "registry.example/train:1",
+            "command": ["python", "train.py"],
+            "env": [{"name": "EPOCHS", "value": "3"}],
+            "resources": {
+                "limits": {"nvidia.com/gpu": 2, "memory": "8Gi"},
+                "requests": {"cpu": "4"},
+            },
+        }
+    ],
+}
+JOB: dict[str, Any] = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "metadata": META,
+    "spec": {
+        "parallelism": 2,
+        "completions": 4,
+        "backoffLimit": 0,
+        "suspend": False,
+        "template": {"metadata": {"labels": {"app": "train"}}, "spec": POD_SPEC},
+    },
+}
+POD: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": META, "spec": POD_SPEC}
+# Keys whose values are a mapping of names (shown as field[key]), not fields (field.key).
+NAMED = frozenset({"labels", "annotations", "limits", "requests", "nodeSelector"})
+QUANTITIES = frozenset({"limits", "requests"})
+REPLACEMENTS: list[Any] = [None, [], ["x"], 7, "x", {}, {"k": 1}]
+
+Path_ = tuple[str | int, ...]
+
+
+def nodes(value: Any, path: Path_ = ()) -> Iterator[Path_]:
+    """The path of every node under `value` (not `value` itself)."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(
+        value, list) else ()  # fmt: skip
+    for key, inner in items:
+        yield (*path, key)
+        yield from nodes(inner, (*path, key))
+
+
+def get(body: Any, path: Path_) -> Any:
+    for key in path:
+        body = body[key]
+    return body
+
+
+def put(body: Any, path: Path_, value: Any) -> Any:
+    changed = copy.deepcopy(body)
+    get(changed, path[:-1])[path[-1]] = value
+    return changed
+
+
+def shown(path: Path_) -> str:
+    """The path as the row's reason names it: spec.template.spec.containers[0].image,
+    metadata.labels[app]."""
+    text = ""
+    for i, key in enumerate(path):
+        if isinstance(key, int) or (i and path[i - 1] in NAMED):
+            text += f"[{key}]"
+        else:
+            text += f".{key}" if text else str(key)
+    return text
+
+
+def category(value: Any) -> str:
+    return type(value).__name__ if not isinstance(value, bool) else "bool"
+
+
+def load(tmp_path: Path, *bodies: Any) -> list[Entry]:
+    path = tmp_path / "mix.yaml"
+    path.write_text(yaml.safe_dump_all(list(bodies)))
+    return load_mix(path, CATALOG)
+
+
+def sound(entry: Entry) -> str | None:
+    """What is wrong with a row, if anything: a refusal must say why, in the checks' words."""
+    if entry.status not in ("ok", "invalid", "unsupported"):
+        return f"status {entry.status}"
+    if entry.status == "ok":
+        return None if entry.problem is None else "ok with a problem"
+    if not entry.problem:
+        return "refused without a reason"
+    if entry.problem.startswith(UNCHECKED):
+        return f"the checks broke: {entry.problem}"
+    if entry.manifest:
+        return "refused but would be submitted"
+    return None
+
+
+@pytest.mark.parametrize("valid", [JOB, POD], ids=["job", "pod"])
+def test_the_valid_manifests_are_replayed(tmp_path: Path, valid: dict[str, Any]) -> None:
+    (entry,) = load(tmp_path, valid)
+    assert entry.status == "ok", entry.problem
+    assert entry.gpus == (4 if valid is JOB else 2)
+
+
+@pytest.mark.parametrize("valid", [JOB, POD], ids=["job", "pod"])
+def test_every_node_replaced_by_any_type_is_a_row_naming_the_field(
+    tmp_path: Path, valid: dict[str, Any]
+) -> None:
+    failures = []
+    cases = 0
+    for path in nodes(valid):
+        original = get(valid, path)
+        for replacement in REPLACEMENTS:
+            cases += 1
+            mutated = put(valid, path, replacement)
+            try:
+                entries = load(tmp_path, mutated)
+            except Exception as exc:
+                failures.append(f"{shown(path)} = {replacement!r}: raised {exc!r}")
+                continue
+            if len(entries) != 1:
+                failures.append(f"{shown(path)} = {replacement!r}: {len(entries)} rows")
+                continue
+            (entry,) = entries
+            wrong = sound(entry)
+            # Another type than the field's (not null: an absent field) is refused, naming it;
+            # a number is a quantity too.
+            other_type = replacement is not None and category(replacement) != category(original)
+            quantity = len(path) > 1 and path[-2] in QUANTITIES and isinstance(replacement, int)
+            if not wrong and other_type and not quantity:
+                if entry.status != "invalid":
+                    wrong = f"{entry.status}, not invalid"
+                elif f"{shown(path)}:" not in (entry.problem or ""):
+                    wrong = f"the reason does not name {shown(path)}: {entry.problem}"
+            if wrong:
+                failures.append(f"{shown(path)} = {replacement!r}: {wrong}")
+    assert cases > 200  # the manifests have enough nodes for this to mean something
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_many_nodes_broken_at_once_are_still_rows_and_the_rest_replays(
+    tmp_path: Path, seed: int
+) -> None:
+    rng = random.Random(seed)
+    garbage: list[Any] = [*REPLACEMENTS, True, 1.5, -1, "", {"containers": 3}, [None], [{}]]
+    mutants = []
+    for _ in range(150):
+        body = copy.deepcopy(rng.choice([JOB, POD]))
+        for _ in range(rng.randint(1, 4)):
+            paths = list(nodes(body))
+            if not paths:
+                break
+            body = put(body, rng.choice(paths), copy.deepcopy(rng.choice(garbage)))
+        mutants.append(body)
+    survivor = put(JOB, ("metadata",), {**META, "name": "survivor"})
+    entries = load(tmp_path, *mutants, survivor)
+    assert len(entries) == len(mutants) + 1
+    problems = [f"#{e.index}: {why}" for e in entries if (why := sound(e))]
+    assert not problems, "\n".join(problems)
+    assert entries[-1].status == "ok" and entries[-1].name == "survivor"
+    assert sum(e.status == "invalid" for e in entries) > 100
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ((("spec",), None), "spec: is required"),
+        ((("spec", "template"), [{"spec": {}}]), "spec.template: must be a mapping, not a list"),
+        ((("metadata",), ["train"]), "metadata: must be a mapping, not a list"),
+        ((("metadata", "name"), 42),
+         "metadata.name: must be a string, not a number (42) (quote it)"),
+        ((("spec", "template", "spec", "containers"), {"name": "main"}),
+         "spec.template.spec.containers: must be a list, not a mapping"),
+        ((("spec", "template", "spec", "containers"), []),
+         "spec.template.spec.containers: must not be empty"),
+        ((("spec", "template", "spec", "containers", 0, "resources", "limits", "nvidia.com/gpu"),
+          "lots"),
+         "spec.template.spec.containers[0].resources.limits[nvidia.com/gpu]: 'lots' is not a "
+         "quantity"),
+        ((("spec", "parallelism"), "2"), "spec.parallelism: must be an integer, not a string"),
+        ((("metadata", "labels", QUEUE_LABEL), 3),
+         f"metadata.labels[{QUEUE_LABEL}]: must be a string, not a number (3) (quote it)"),
+        ((("kind",), 5), "kind: must be a string"),
+    ],
+)  # fmt: skip
+def test_the_reason_names_the_field_and_what_it_should_be(
+    tmp_path: Path, change: tuple[Path_, Any], words: str
+) -> None:
+    path, value = change
+    ok, bad = load(tmp_path, put(JOB, ("metadata", "name"), "fine"), put(JOB, path, value))
+    assert ok.status == "ok"
+    assert bad.status == "invalid" and words in (bad.problem or ""), bad.problem
+
+
+# --- the size limits -----------------------------------------------------------------
+
+
+def test_the_limits_are_a_hundred_thousand_workloads_and_a_hundred_megabytes() -> None:
+    assert (MAX_WORKLOADS, MAX_BYTES) == (100_000, 100_000_000)
+    assert Limits() == Limits(MAX_WORKLOADS, MAX_BYTES)
+
+
+def test_a_mix_of_too_many_workloads_is_refused_naming_the_limit_and_the_flag(
+    tmp_path: Path,
+) -> None:
+    jobs = [put(JOB, ("metadata", "name"), f"j{i}") for i in range(4)]
+    (tmp_path / "mix.yaml").write_text(yaml.safe_dump_all(jobs))
+    assert len(load_mix(tmp_path / "mix.yaml", CATALOG, limits=Limits(max_workloads=4))) == 4
+    with pytest.raises(MixTooLarge) as refused:
+        load_mix(tmp_path / "mix.yaml", CATALOG, limits=Limits(max_workloads=3))
+    assert "more than 3 workloads" in str(refused.value)
+    assert "--max-workloads" in str(refused.value) and "MAX_WORKLOADS=" in str(refused.value)
+
+
+def test_a_mix_too_large_is_refused_from_its_size_before_any_file_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "mix"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"{i}.yaml").write_text(yaml.safe_dump(put(JOB, ("metadata", "name"), f"j{i}")))
+    size = sum(f.stat().st_size for f in folder.iterdir())
+
+    def never(*args: object, **kwargs: object) -> str:
+        raise AssertionError("a file was read before its size was checked")
+
+    monkeypatch.setattr(Path, "read_text", never)
+    monkeypatch.setattr(Path, "read_bytes", never)
+    with pytest.raises(MixTooLarge) as refused:
+        load_mix(folder, CATALOG, limits=Limits(max_bytes=size - 1))
+    message = str(refused.value)
+    assert "3 files" in message and f"({size - 1:,} bytes)" in message
+    assert "--max-bytes" in message and "MAX_BYTES=" in message
+    monkeypatch.undo()
+    assert len(load_mix(folder, CATALOG, limits=Limits(max_bytes=size))) == 3
+
+
+def test_the_size_is_read_with_stat_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file of (sparse) gigabytes is refused at once: only its size is looked at."""
+    huge = tmp_path / "huge.yaml"
+    with huge.open("wb") as f:
+        f.truncate(3 * MAX_BYTES)
+    with pytest.raises(MixTooLarge, match=r"300\.0 MB"):
+        documents.read_documents(huge)
+
+
+def test_the_cli_refuses_a_mix_over_a_limit_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mix = tmp_path / "mix.yaml"
+    mix.write_text(yaml.safe_dump_all([put(JOB, ("metadata", "name"), f"j{i}") for i in range(3)]))
+    started: list[str] = []
+
+    class Started(Exception):
+        pass
+
+    def side(name: str, *args: object) -> None:
+        started.append(name)
+        raise Started
+
+    monkeypatch.setattr(cli, "load_replay_side", side)
+    base = ["--stack", "staging", "--workloads", str(mix), "--out", str(tmp_path / "out")]
+    assert cli.main([*base, "--max-workloads", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "more than 2 workloads" in err and "--max-workloads" in err
+    assert cli.main([*base, "--max-bytes", "100"]) == 2
+    assert "--max-bytes" in capsys.readouterr().err
+    assert started == []  # nothing was read of the stack, no sandbox touched
+    with pytest.raises(Started):  # within the raised limits, the what-if goes on
+        cli.main([*base, "--max-workloads", "3", "--max-bytes", "1_000_000"])
+    assert started == ["new"]
+    with pytest.raises(SystemExit) as usage:
+        cli.main([*base, "--max-workloads", "none"])
+    assert usage.value.code == 2
+    assert "'none' is not a whole number" in capsys.readouterr().err
