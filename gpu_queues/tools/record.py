@@ -256,20 +256,22 @@ def record(
             continue
         if queue is None:
             created = _created_or(meta, now)
-            why = "malformed: no spec.queueName"
-            recording.items.append(Item(namespace, name, created, skipped=why, workload=name))
+            if created >= now - since:
+                why = "malformed: no spec.queueName"
+                recording.items.append(Item(namespace, name, created, skipped=why, workload=name))
             continue
         if queues.get((namespace, queue)) not in cluster_queues:
             continue  # another team's, or a queue Kueue does not know: not this recording's
+        item: Item | None
         try:
             item = _item(wl, namespace, name, owners, now, since)
         except _Skip as skip:
-            created = _created_or(meta, now)
-            item = Item(namespace, name, created, skipped=str(skip), workload=name)
+            item = Item(namespace, name, _created_or(meta, now), skipped=str(skip), workload=name)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            created = _created_or(meta, now)
-            item = Item(namespace, name, created, skipped=f"malformed: {exc}", workload=name)
-        if item is None:
+            why = f"malformed: {exc}"
+            item = Item(namespace, name, _created_or(meta, now), skipped=why, workload=name)
+        # What is skipped is dated by its Workload: a broken one of last week is no comment.
+        if item is None or item.created < now - since:
             recording.older += 1
             continue
         recording.items.append(item)
@@ -514,8 +516,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
     kept = sum(i.manifest is not None for i in recording.items)
+    where = ", ".join(map(str, written)) or f"nothing written to {args.out}"
     print(
-        f"record: {kept} workloads from {source} in {', '.join(map(str, written))}"
+        f"record: {kept} workloads created within {args.since} from {source}: {where}"
         + (f" ({len(recording.skipped())} not recorded)" if recording.skipped() else ""),
         file=sys.stderr,
     )

@@ -432,9 +432,11 @@ def test_bad_input_is_a_comment_with_the_reason_never_a_traceback() -> None:
                      ("listtpl", "l1"), ("badtime", "t1"), ("numname", "x1"), ("badq", "q1"),
                      ("never", "v1"))
     ]  # fmt: skip
+    old_orphan = workload("old-orphan", "alpha", "2026-11-20T10:00:00Z", "o2")
+    old_orphan["metadata"]["ownerReferences"] = []
     rest = cluster(
         [good, no_owner, jobset, remade, null_spec, list_template, bad_time, number_name,
-         bad_quantity, never, nameless, not_a_mapping],
+         bad_quantity, never, nameless, not_a_mapping, old_orphan],
         jobs,
     )  # fmt: skip
     rec = recorded(rest)
@@ -455,6 +457,7 @@ def test_bad_input_is_a_comment_with_the_reason_never_a_traceback() -> None:
         "job-never-abcde": "it finished without being admitted: it never held quota",
         "?": "malformed: no name or namespace",
     }
+    assert rec.older == 1  # the orphan of last week is no comment
     # finished within the second it was admitted: at least 1s (a mix refuses 0s)
     ok = next(i for i in rec.items if i.name == "ok")
     assert ok.manifest is not None
@@ -509,6 +512,12 @@ def test_writing_a_folder_replaces_its_own_files_and_refuses_others(tmp_path: Pa
     (out / "mine.yaml").write_text("apiVersion: batch/v1\nkind: Job\n")
     with pytest.raises(record.RecordError, match=r"mine\.yaml is a manifest this tool did not"):
         record.write(rec, out)
+    # nothing in the window: a folder gets no file (and loses the old ones), a file the header
+    empty = record.Recording("a test cluster", "1h")
+    (out / "mine.yaml").unlink()
+    assert record.write(empty, out) == []
+    assert list(out.iterdir()) == []
+    assert record.write(empty, tmp_path / "none.yaml")[0].read_text().startswith(record.HEADER)
     one = record.write(rec, tmp_path / "day.yaml")
     assert one == [tmp_path / "day.yaml"]
     assert len(docs(one[0].read_text())) == 3
