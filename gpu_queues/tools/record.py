@@ -519,7 +519,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     where = ", ".join(map(str, written)) or f"nothing written to {args.out}"
     print(
         f"record: {kept} workloads created within {args.since} from {source}: {where}"
-        + (f" ({len(recording.skipped())} not recorded)" if recording.skipped() else ""),
+        + (f"; {len(recording.skipped())} not recorded" if recording.skipped() else "")
+        + (f"; {recording.older} created before the window" if recording.older else ""),
         file=sys.stderr,
     )
     return 0
