@@ -10,7 +10,8 @@ export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 .PHONY: venv lock toolchain toolchain-all schema lint lint-shell lint-workflows test test-unit test-policy \
         test-toolchain test-deep test-e2e test-sandbox test-rehearse test-multikueue sandbox-up \
         sandbox-down sandbox-shell sandbox-status demo rehearse bench promote quota-diff clean \
-        kueue-manifest ci-kueue-manifest pin-kueue what-if status bench-scale mutation wheels mermaid
+        kueue-manifest ci-kueue-manifest pin-kueue what-if status record bench-scale mutation wheels \
+        mermaid bench-what-if
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -132,6 +133,16 @@ what-if: venv toolchain
 # make status [STACK=staging]: the same per-team table, read from the live cluster.
 status: venv
 	$(PY) -m gpu_queues.tools.status $(if $(STACK),--stack $(STACK)) $(ARGS)
+
+# make record STACK=prod [SINCE=24h] OUT=mix/: the live cluster's Workloads of the last SINCE
+# as a what-if mix (read-only, as `make status` reads it); OUT a folder (a file per namespace)
+# or a .yaml file. Without STACK (its default, local, does not count): ARGS=--kubeconfig=FILE,
+# else $KUBECONFIG.
+SINCE ?= 24h
+record: venv
+	$(PY) -m gpu_queues.tools.record $(if $(filter-out file,$(origin STACK)),--stack $(STACK)) \
+	  --since $(SINCE) \
+	  --out $(or $(OUT),$(error make record needs OUT=folder or OUT=file.yaml)) $(ARGS)
 
 # Scale (issue 14, docs/scale.md): generated stacks of N teams against kubectl and a trivial
 # program on a fresh sandbox, in one run; prints the table, then stops the sandbox.

@@ -2,16 +2,17 @@
 ClusterQueues, LocalQueues and Workloads, the scheduler's word on pending pods, and Kueue's
 visibility API for the position of every pending workload in its queues.
 
-    python -m gpu_queues.tools.status [--stack NAME] [--project DIR] [--json]
+    python -m gpu_queues.tools.status [--stack NAME] [--project DIR] [--kubeconfig FILE] [--json]
     make status [STACK=staging]
 
 With --stack, the cluster is the stack's: its `gpu-queues:kubernetes.kubeconfig` secret (read
 through the Pulumi CLI into memory, never written anywhere) and context, and the teams are
-the stack's; without it, $KUBECONFIG and every ClusterQueue. The outcome of each workload
-and the team figures follow the what-if's rules (gpu_queues/whatif/report.py), with these live
-readings: a wait is from the workload's creation to its last admission, GPU-hours run from
-the last admission to now (or to its end), and a pending workload's message leads with its
-positions in the ClusterQueue and LocalQueue.
+the stack's; without it, the --kubeconfig file or $KUBECONFIG, and every ClusterQueue. The
+outcome of each workload and the team figures follow the what-if's rules
+(gpu_queues/whatif/report.py), with these live readings: a wait is from the workload's
+creation to its last admission, GPU-hours run from the last admission to now (or to its
+end), and a pending workload's message leads with its positions in the ClusterQueue and
+LocalQueue. `gpuq record` (gpu_queues/tools/record.py) reads the cluster the same way.
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import urllib3
+
 from gpu_queues import keys
 from gpu_queues.config.model import ConfigError, load_config
 from gpu_queues.config.stackfile import ROOT, StackFileError, parse_config
-from gpu_queues.kueue.client import KubeconfigError, api_client
+from gpu_queues.kueue.client import KubeconfigError, api_client, file_client
 from gpu_queues.tools import pulumi_cli
 from gpu_queues.whatif.markdown import team_table, workload_table
 from gpu_queues.whatif.report import Run, RunMeta, WorkloadResult, team_results
@@ -103,9 +106,12 @@ def _pending_positions(rest: Rest, cq: str) -> dict[str, tuple[int, int]]:
     }
 
 
-def read_status(rest: Rest, teams: list[tuple[str, str]] | None, now: float, source: str) -> Run:
-    """The live cluster as a Run: per workload of the teams' ClusterQueues, and per team."""
-    cqs = rest.get(f"{KUEUE}/clusterqueues").get("items", [])
+def team_queues(
+    rest: Rest, teams: list[tuple[str, str]] | None
+) -> tuple[list[tuple[str, str]], dict[tuple[str, str], str | None]]:
+    """The (team, ClusterQueue) list (None: every ClusterQueue, named by its team label) and
+    each LocalQueue's ClusterQueue by (namespace, name): what a live reading is filtered by
+    (`gpuq status`, and `gpuq record`'s recording)."""
     if teams is None:
         teams = [
             (
@@ -114,15 +120,35 @@ def read_status(rest: Rest, teams: list[tuple[str, str]] | None, now: float, sou
                 ),
                 str(cq["metadata"]["name"]),
             )
-            for cq in cqs
+            for cq in rest.get(f"{KUEUE}/clusterqueues").get("items", [])
         ]
-    team_of = {cq: team for team, cq in teams}
     queues = {
         (lq["metadata"]["namespace"], lq["metadata"]["name"]): lq.get("spec", {}).get(
             "clusterQueue"
         )
         for lq in rest.get(f"{KUEUE}/localqueues").get("items", [])
     }
+    return teams, queues
+
+
+def connect(
+    stack: str | None, project: Path, kubeconfig: Path | None = None
+) -> tuple[Rest, str, list[tuple[str, str]] | None]:
+    """The live cluster to read, read-only: the stack's (its kubeconfig secret and context,
+    and its teams), else a kubeconfig file, else $KUBECONFIG (and every ClusterQueue's team).
+    The client, how a report names the source, and the teams."""
+    if stack:
+        text, context, teams = stack_connection(stack, project)
+        return Rest(api_client(text, context)), f"stack {stack}", teams
+    if kubeconfig is not None:
+        return Rest(file_client(kubeconfig)), f"kubeconfig {kubeconfig}", None
+    return Rest(api_client(None, None)), "$KUBECONFIG", None
+
+
+def read_status(rest: Rest, teams: list[tuple[str, str]] | None, now: float, source: str) -> Run:
+    """The live cluster as a Run: per workload of the teams' ClusterQueues, and per team."""
+    teams, queues = team_queues(rest, teams)
+    team_of = {cq: team for team, cq in teams}
     positions: dict[str, tuple[int, int]] = {}
     for _, name in teams:
         positions.update(_pending_positions(rest, name))
@@ -215,21 +241,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--project", type=Path, default=ROOT, help="where its Pulumi.<stack>.yaml is"
     )
+    parser.add_argument(
+        "--kubeconfig", type=Path, help="without --stack: this kubeconfig (default: $KUBECONFIG)"
+    )
     parser.add_argument("--json", action="store_true", help="{workloads, teams} as in report.json")
     args = parser.parse_args(argv)
     try:
-        if args.stack:
-            kubeconfig, context, teams = stack_connection(args.stack, args.project)
-            source = f"stack {args.stack}"
-        else:
-            kubeconfig, context, teams = None, None, None
-            source = "$KUBECONFIG"
-        rest = Rest(api_client(kubeconfig, context))
+        rest, source, teams = connect(args.stack, args.project, args.kubeconfig)
         run = read_status(rest, teams, datetime.now(UTC).timestamp(), f"live cluster of {source}")
     except (StatusError, KubeconfigError) as exc:
         print(f"status: {exc}", file=sys.stderr)
         return 2
-    except (KubeError, OSError) as exc:
+    except (KubeError, OSError, urllib3.exceptions.HTTPError) as exc:
         print(f"status: the cluster did not answer: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(run.public(), indent=2) if args.json else render(run))

@@ -1,0 +1,530 @@
+"""Record a real day: read the live cluster's Workloads and their Jobs (read-only, through the
+same connection as `gpuq status`) and write them as a what-if mix (gpu_queues/whatif/mix.py)
+that replays what the cluster was asked to admit.
+
+    python -m gpu_queues.tools.record [--stack NAME] [--project DIR] [--kubeconfig FILE]
+                                      [--since 24h] --out DIR_OR_FILE
+    make record STACK=prod SINCE=24h OUT=mix/
+
+Each Workload whose owner is a Job (or a plain Pod, Kueue's pod integration) and that was
+created within --since of now becomes one manifest, named as its owner (namespace/name):
+  gpu-queues.dev/submit-at  the owner's creation, offset from the earliest one recorded
+  gpu-queues.dev/duration   from its (last) admission (QuotaReserved) to Finished, to the
+                            second (at least 1s); none when it had not finished, and then
+  gpu-queues.dev/running    "true": admitted and still running when recorded, or
+  gpu-queues.dev/waiting    "true": waiting for quota when recorded; either runs to the end
+                            of the replay once admitted
+  kueue.x-k8s.io/queue-name and kueue.x-k8s.io/priority-class as on the Workload, and its pod
+  set's pods (parallelism) and pod template, with only what admission depends on.
+
+What is kept of a pod template (Kueue's copy in the Workload's pod set, taken before Kueue
+injected a flavor's node selector): each container's and init container's name and resource
+requests and limits, a sidecar's restartPolicy, and the pod's restartPolicy, nodeSelector,
+node affinity, tolerations and priorityClassName. Everything else is dropped, and each file
+says so at its top: env values, args, commands, volumes (their sources) and volume mounts,
+secrets, image pull secrets, the service account, probes, ports, security contexts, labels
+and annotations. Images are not needed for admission: every one becomes IMAGE_PLACEHOLDER.
+
+With --out a folder, one file per namespace (<namespace>.yaml); with a .yaml file, one file.
+Documents are in creation order, then by file and name; the output is byte-identical for the
+same cluster state and window. What cannot be recorded (a Workload without owner, a Job the
+API no longer has, a malformed object) is a comment with the reason in its namespace's file,
+and on stderr; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+import urllib3
+import yaml
+
+from gpu_queues.config.stackfile import ROOT
+from gpu_queues.kueue.client import KubeconfigError
+from gpu_queues.tools.status import KUEUE, StatusError, connect, team_queues
+from gpu_queues.values import as_dict, as_list, as_str
+from gpu_queues.whatif.durations import DurationError, parse_duration
+from gpu_queues.whatif.mix import (
+    ANNOTATION_DURATION,
+    ANNOTATION_SUBMIT_AT,
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+)
+from gpu_queues.whatif.workloads import KubeError, Rest, condition, owner
+
+ANNOTATION_RUNNING: Final = "gpu-queues.dev/running"
+ANNOTATION_WAITING: Final = "gpu-queues.dev/waiting"
+MIN_PARALLELISM: Final = "kueue.x-k8s.io/job-min-parallelism"  # Kueue's partial admission
+IMAGE_PLACEHOLDER: Final = "gpu-queues.invalid/recorded:image-dropped"
+HEADER: Final = "# Recorded by gpu_queues.tools.record"
+WORKLOAD_PRIORITY_GROUP: Final = "kueue.x-k8s.io"
+DEFAULT_SINCE: Final = "24h"
+
+# Of a pod spec, what Kueue's flavor assignment and quota, and the scheduler's fit, read.
+_POD_KEPT: Final = ("restartPolicy", "priorityClassName", "nodeSelector", "tolerations")
+KEPT_NOTE: Final = (
+    "# Only what admission depends on is kept: each pod set's pods, its containers' and init\n"
+    "# containers' names and resource requests and limits, a sidecar's restartPolicy, and the\n"
+    "# pod's restartPolicy, nodeSelector, node affinity, tolerations and priorityClassName.\n"
+    "# Dropped: env values, args, commands, volumes (their sources) and volume mounts, secrets,\n"
+    "# image pull secrets, the service account, probes, ports, security contexts, labels and\n"
+    f"# annotations; every image is the placeholder {IMAGE_PLACEHOLDER}\n"
+    "# (images are not needed for admission).\n"
+)
+
+
+class _Skip(Exception):
+    """Why a Workload is not recorded."""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One Workload of the window: its manifest, or why it is not recorded (`skipped`)."""
+
+    namespace: str
+    name: str
+    """The owner's name (the Workload's when it is skipped)."""
+    created: float
+    manifest: dict[str, Any] | None = None
+    skipped: str | None = None
+    workload: str = ""
+
+    def key(self, single: bool) -> tuple[float, str, str]:
+        # The replay submits in (submit-at, file, document) order: the same order here.
+        return (self.created, "" if single else file_name(self.namespace), self.name)
+
+
+@dataclass
+class Recording:
+    source: str
+    since: str
+    items: list[Item] = field(default_factory=list)
+    older: int = 0
+    """Workloads of the queues that were created before the window."""
+
+    @property
+    def start(self) -> float | None:
+        """The earliest creation recorded: submit-at 0s."""
+        return min((i.created for i in self.items if i.manifest is not None), default=None)
+
+    def files(self, single: bool) -> dict[str, str]:
+        """File name -> text; one file ("") when `single`, else one per namespace."""
+        start = self.start
+        groups: dict[str, list[Item]] = {}
+        for item in sorted(self.items, key=lambda i: i.key(single)):
+            groups.setdefault("" if single else file_name(item.namespace), []).append(item)
+        out = {}
+        for name, items in sorted(groups.items()):
+            docs = []
+            for item in items:
+                if item.manifest is None or start is None:
+                    continue
+                manifest = _with_submit_at(item.manifest, item.created - start)
+                docs.append(yaml.safe_dump(manifest, sort_keys=False, width=100))
+            out[name] = self.header(start, items) + "---\n".join(docs)
+        return out
+
+    def header(self, start: float | None, items: list[Item]) -> str:
+        recorded = sum(i.manifest is not None for i in items)
+        lines = [
+            f"{HEADER} from the live cluster of {self.source}:\n",
+            f"# the Workloads created within {self.since} of the recording ({recorded} here),\n",
+            "# as a what-if mix (docs/what-if.md).\n",
+        ]
+        if start is not None:
+            lines.append(f"# {ANNOTATION_SUBMIT_AT} 0s is {_iso(start)}.\n")
+        lines.append(KEPT_NOTE)
+        for item in items:
+            if item.skipped is not None:
+                what = f"Workload {item.namespace}/{item.workload or item.name}"
+                lines.append(f"# not recorded: {what}: {_one_line(item.skipped)}\n")
+        return "".join(lines)
+
+    def skipped(self) -> list[Item]:
+        return [i for i in self.items if i.skipped is not None]
+
+
+def file_name(namespace: str) -> str:
+    return f"{namespace}.yaml"
+
+
+def _iso(stamp: float) -> str:
+    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def exact_duration(seconds: float) -> str:
+    """Whole seconds in the mix's units, every unit kept (1h2m3s; gpu_queues.whatif.durations
+    reads it back exactly)."""
+    left = max(round(seconds), 0)
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if left >= size:
+            parts.append(f"{left // size}{unit}")
+            left %= size
+    return "".join(parts) or "0s"
+
+
+def _with_submit_at(manifest: dict[str, Any], offset: float) -> dict[str, Any]:
+    meta = dict(manifest["metadata"])
+    meta["annotations"] = {
+        ANNOTATION_SUBMIT_AT: exact_duration(offset),
+        **meta.get("annotations", {}),
+    }
+    return {**manifest, "metadata": meta}
+
+
+# --- reading the cluster --------------------------------------------------------------
+
+
+def _stamp(value: Any, what: str) -> float:
+    if not isinstance(value, str) or not value:
+        raise _Skip(f"malformed: {what} is missing")
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise _Skip(f"malformed: {what} {value!r} is not a time") from None
+
+
+def _true_since(wl: Mapping[str, Any], kind: str) -> float | None:
+    """When the condition last turned True; None when it is not True."""
+    c = condition(wl, kind)
+    if c is None or c.get("status") != "True":
+        return None
+    return _stamp(c.get("lastTransitionTime"), f"the {kind} condition's lastTransitionTime")
+
+
+class _Owners:
+    """The owners of the Workloads, read once per namespace (Jobs) or one by one (Pods)."""
+
+    def __init__(self, rest: Rest) -> None:
+        self.rest = rest
+        self.jobs: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        if kind == "Job":
+            if namespace not in self.jobs:
+                listed = self.rest.get(f"/apis/batch/v1/namespaces/{namespace}/jobs")
+                self.jobs[namespace] = {
+                    str(as_dict(j.get("metadata")).get("name")): j
+                    for j in map(as_dict, as_list(as_dict(listed).get("items")))
+                }
+            return self.jobs[namespace].get(name)
+        try:
+            return as_dict(self.rest.get(f"/api/v1/namespaces/{namespace}/pods/{name}"))
+        except KubeError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+
+def record(
+    rest: Rest,
+    teams: list[tuple[str, str]] | None,
+    now: float,
+    since: float,
+    source: str,
+    since_text: str = DEFAULT_SINCE,
+) -> Recording:
+    """The Workloads of the teams' ClusterQueues (None: every ClusterQueue) created within
+    `since` seconds of `now`, each as a manifest of the mix or skipped with the reason."""
+    teams, queues = team_queues(rest, teams)
+    cluster_queues = {cq for _, cq in teams}
+    owners = _Owners(rest)
+    recording = Recording(source, since_text)
+    listed = as_list(as_dict(rest.get(f"{KUEUE}/workloads")).get("items"))
+    for raw in listed:
+        wl = as_dict(raw)
+        meta = as_dict(wl.get("metadata"))
+        namespace = as_str(meta.get("namespace")) or ""
+        name = as_str(meta.get("name")) or "?"
+        queue = as_str(as_dict(wl.get("spec")).get("queueName"))
+        if not namespace or name == "?":
+            recording.items.append(
+                Item(namespace or "unknown", name, now, skipped="malformed: no name or namespace")
+            )
+            continue
+        if queue is None:
+            created = _created_or(meta, now)
+            if created >= now - since:
+                why = "malformed: no spec.queueName"
+                recording.items.append(Item(namespace, name, created, skipped=why, workload=name))
+            continue
+        if queues.get((namespace, queue)) not in cluster_queues:
+            continue  # another team's, or a queue Kueue does not know: not this recording's
+        item: Item | None
+        try:
+            item = _item(wl, namespace, name, owners, now, since)
+        except _Skip as skip:
+            item = Item(namespace, name, _created_or(meta, now), skipped=str(skip), workload=name)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            why = f"malformed: {exc}"
+            item = Item(namespace, name, _created_or(meta, now), skipped=why, workload=name)
+        # What is skipped is dated by its Workload: a broken one of last week is no comment.
+        if item is None or item.created < now - since:
+            recording.older += 1
+            continue
+        recording.items.append(item)
+    return recording
+
+
+def _created_or(meta: Mapping[str, Any], default: float) -> float:
+    try:
+        return _stamp(meta.get("creationTimestamp"), "creationTimestamp")
+    except _Skip:
+        return default
+
+
+def _item(
+    wl: dict[str, Any], namespace: str, name: str, owners: _Owners, now: float, since: float
+) -> Item | None:
+    """The Workload as a manifest of the mix; None when it was created before the window."""
+    refs = as_list(as_dict(wl.get("metadata")).get("ownerReferences"))
+    ref = owner(wl, "Job") or owner(wl, "Pod")
+    if ref is None:
+        if not refs:
+            raise _Skip("it has no owner (made directly, not by a Job): nothing to submit")
+        kinds = ", ".join(sorted({str(as_dict(r).get("kind")) for r in refs}))
+        raise _Skip(f"its owner is a {kinds}; the mix records Jobs and Pods")
+    kind, owner_name = str(ref.get("kind")), as_str(ref.get("name"))
+    if not owner_name:
+        raise _Skip("malformed: its ownerReference has no name")
+    found = owners.get(kind, namespace, owner_name)
+    if found is None:
+        raise _Skip(f"its {kind} {namespace}/{owner_name} is no longer in the API (deleted)")
+    owner_meta = as_dict(found.get("metadata"))
+    if ref.get("uid") and owner_meta.get("uid") != ref.get("uid"):
+        raise _Skip(f"its {kind} {namespace}/{owner_name} was deleted and made again (new uid)")
+    created = _stamp(owner_meta.get("creationTimestamp"), f"the {kind}'s creationTimestamp")
+    if created < now - since:
+        return None
+    manifest = _manifest(wl, kind, namespace, owner_name, as_dict(owner_meta.get("labels")))
+    annotations = manifest["metadata"]["annotations"]
+    admitted = _true_since(wl, "QuotaReserved")
+    finished = _true_since(wl, "Finished")
+    if finished is not None:
+        if admitted is None:
+            raise _Skip("it finished without being admitted: it never held quota")
+        annotations[ANNOTATION_DURATION] = exact_duration(max(math.floor(finished - admitted), 1))
+    elif admitted is not None:
+        annotations[ANNOTATION_RUNNING] = "true"
+    else:
+        annotations[ANNOTATION_WAITING] = "true"
+    return Item(namespace, owner_name, created, manifest, workload=name)
+
+
+def _manifest(
+    wl: dict[str, Any], kind: str, namespace: str, name: str, owner_labels: Mapping[str, Any]
+) -> dict[str, Any]:
+    spec = as_dict(wl.get("spec"))
+    pod_sets = as_list(spec.get("podSets"))
+    if len(pod_sets) != 1:
+        raise _Skip(f"malformed: a {kind}'s Workload has {len(pod_sets)} pod sets, not one")
+    pod_set = as_dict(pod_sets[0])
+    pod_spec = _pod_spec(as_dict(pod_set.get("template")).get("spec"))
+    labels = {QUEUE_LABEL: str(spec.get("queueName"))}
+    ref = as_dict(spec.get("priorityClassRef"))
+    priority = (
+        as_str(ref.get("name")) if ref.get("group") == WORKLOAD_PRIORITY_GROUP else None
+    ) or as_str(owner_labels.get(PRIORITY_LABEL))
+    if priority:
+        labels[PRIORITY_LABEL] = priority
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels}
+    metadata["annotations"] = {}
+    if kind == "Pod":
+        pods = [
+            r
+            for r in as_list(as_dict(wl.get("metadata")).get("ownerReferences"))
+            if as_dict(r).get("kind") == "Pod"
+        ]
+        if len(pods) != 1 or pod_set.get("count", 1) != 1:
+            raise _Skip("a group of pods (one Workload of several Pods): not recorded")
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
+    count = pod_set.get("count", 1)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise _Skip(f"malformed: pod set count {count!r}")
+    min_count = pod_set.get("minCount")
+    if isinstance(min_count, int) and not isinstance(min_count, bool) and min_count < count:
+        metadata["annotations"][MIN_PARALLELISM] = str(min_count)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": metadata,
+        # One wave of the pod set's pods: the duration is the whole run's.
+        "spec": {"parallelism": count, "completions": count, "template": {"spec": pod_spec}},
+    }
+
+
+def _pod_spec(raw: Any) -> dict[str, Any]:
+    """What admission and the scheduler's fit read of a pod spec; nothing else."""
+    spec = as_dict(raw)
+    out: dict[str, Any] = {}
+    for key in _POD_KEPT:
+        value = spec.get(key)
+        if value in (None, "", {}, []):
+            continue
+        if key == "nodeSelector":
+            value = {str(k): str(v) for k, v in sorted(as_dict(value).items())}
+        elif key == "tolerations":
+            value = [_plain(t) for t in as_list(value)]
+        elif not isinstance(value, str):
+            raise _Skip(f"malformed: the pod's {key} {value!r}")
+        out[key] = value
+    node_affinity = as_dict(as_dict(spec.get("affinity")).get("nodeAffinity"))
+    if node_affinity:
+        out["affinity"] = {"nodeAffinity": _plain(node_affinity)}
+    for key in ("initContainers", "containers"):
+        containers = [_container(c, key == "initContainers") for c in as_list(spec.get(key))]
+        if containers:
+            out[key] = containers
+    if "containers" not in out:
+        raise _Skip("malformed: its pod set's template has no containers")
+    return out
+
+
+def _container(raw: Any, init: bool) -> dict[str, Any]:
+    c = as_dict(raw)
+    name = as_str(c.get("name"))
+    if not name:
+        raise _Skip("malformed: a container without a name")
+    out: dict[str, Any] = {"name": name, "image": IMAGE_PLACEHOLDER}
+    if init and c.get("restartPolicy") == "Always":  # a sidecar: it counts with the containers
+        out["restartPolicy"] = "Always"
+    resources = as_dict(c.get("resources"))
+    kept = {}
+    for kind in ("requests", "limits"):
+        values = as_dict(resources.get(kind))
+        if values:
+            kept[kind] = {str(r): _quantity(q, name) for r, q in sorted(values.items())}
+    if kept:
+        out["resources"] = kept
+    return out
+
+
+def _quantity(value: Any, container: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise _Skip(f"malformed: container {container}'s resource quantity {value!r}")
+    return str(value)
+
+
+def _plain(value: Any) -> Any:
+    """A copy of plain data (tolerations, node affinity): mappings, lists, scalars."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    raise _Skip(f"malformed: {value!r}")
+
+
+# --- writing ----------------------------------------------------------------------------
+
+
+class RecordError(Exception):
+    """The recording cannot be written; the message says why."""
+
+
+def write(recording: Recording, out: Path) -> list[Path]:
+    """Write the recording to `out` (a .yaml/.yml file: one file; else a folder, one file per
+    namespace). Files a recording wrote before and that this one has no namespace for are
+    removed; any other manifest in the folder is refused (it would be replayed with it)."""
+    single = out.suffix.lower() in (".yaml", ".yml")
+    files = recording.files(single)
+    if single:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(files[""] if files else recording.header(None, []), encoding="utf-8")
+        return [out]
+    out.mkdir(parents=True, exist_ok=True)
+    stale = []
+    for path in sorted(out.iterdir()):
+        if path.name in files or path.suffix.lower() not in (".yaml", ".yml", ".json"):
+            continue
+        try:
+            ours = path.read_text(encoding="utf-8").startswith(HEADER)
+        except (OSError, UnicodeDecodeError):
+            ours = False
+        if not ours:
+            raise RecordError(
+                f"{path} is a manifest this tool did not write; a mix folder is replayed whole, "
+                "so record into an empty folder (or one only recordings wrote)"
+            )
+        stale.append(path)
+    for path in stale:
+        path.unlink()
+    written = []
+    for name, text in files.items():
+        (out / name).write_text(text, encoding="utf-8")
+        written.append(out / name)
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m gpu_queues.tools.record",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--stack", help="the stack whose cluster and teams to read")
+    parser.add_argument(
+        "--project", type=Path, default=ROOT, help="where its Pulumi.<stack>.yaml is"
+    )
+    parser.add_argument(
+        "--kubeconfig", type=Path, help="without --stack: this kubeconfig (default: $KUBECONFIG)"
+    )
+    parser.add_argument(
+        "--since", default=DEFAULT_SINCE, help=f"how far back (default {DEFAULT_SINCE})"
+    )
+    parser.add_argument(
+        "--out", type=Path, required=True, help="a folder (a file per namespace) or a .yaml file"
+    )
+    args = parser.parse_args(argv)
+    try:
+        since = parse_duration(args.since)
+    except DurationError as exc:
+        print(f"record: --since: {exc}", file=sys.stderr)
+        return 2
+    try:
+        rest, source, teams = connect(args.stack, args.project, args.kubeconfig)
+        now = datetime.now(UTC).timestamp()
+        recording = record(rest, teams, now, since, source, args.since)
+    except (StatusError, KubeconfigError) as exc:
+        print(f"record: {exc}", file=sys.stderr)
+        return 2
+    except (KubeError, OSError, urllib3.exceptions.HTTPError) as exc:
+        print(f"record: the cluster did not answer: {exc}", file=sys.stderr)
+        return 2
+    try:
+        written = write(recording, args.out)
+    except (RecordError, OSError) as exc:
+        print(f"record: cannot write {args.out}: {exc}", file=sys.stderr)
+        return 2
+    for item in recording.skipped():
+        print(
+            f"record: not recorded: Workload {item.namespace}/{item.workload or item.name}: "
+            f"{item.skipped}",
+            file=sys.stderr,
+        )
+    kept = sum(i.manifest is not None for i in recording.items)
+    where = ", ".join(map(str, written)) or f"nothing written to {args.out}"
+    print(
+        f"record: {kept} workloads created within {args.since} from {source}: {where}"
+        + (f"; {len(recording.skipped())} not recorded" if recording.skipped() else "")
+        + (f"; {recording.older} created before the window" if recording.older else ""),
+        file=sys.stderr,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+"""`gpuq record`'s round trip on the sandbox: a mix run in wall time, recorded back from the live
+cluster, and the recording replayed by the what-if beside the mix itself.
+
+Why not record a what-if replay: the replay's clock is simulated (it jumps from event to
+event once the cluster has settled), and the Workloads it creates carry wall-clock
+creationTimestamps and conditions, a second or two apart whatever the simulated gap. A
+recording of a replay is a recording of its settling, not of the mix. So the mix (record/mix.yaml,
+in seconds) runs here as a real cluster runs it: each Job is created at its submit-at of the
+wall clock, and kwok ends its pods its duration after they run (the sandbox's complete-after
+stage). That cluster is recorded, through the stack's kubeconfig secret as `make record`
+reads prod's; then the what-if replays the mix and the recording on the same sandbox.
+
+What must agree: every workload's outcome and flavor, and its wait within HANDOFF seconds.
+The recording holds what the cluster did, and a live cluster takes its time (kwok starts a
+pod, the Job controller batches pod updates by a second, a preemption is a round trip), so a
+recorded duration is the mix's plus that, to the second; the what-if replays both in simulated
+time, where Kueue's reactions take no time at all.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpu_queues.kueue.client import file_client
+from gpu_queues.tools import record
+from gpu_queues.tools.status import KUEUE
+from gpu_queues.whatif.durations import parse_duration
+from gpu_queues.whatif.markdown import render
+from gpu_queues.whatif.mix import COMPLETE_AFTER, Catalog, load_mix, submission_order
+from gpu_queues.whatif.report import Run
+from gpu_queues.whatif.workloads import Rest, is_true
+from sandbox import pulumi_stack as stack
+from sandbox.paths import KUBECONFIG
+from sandbox.replay.engine import live_frameworks, replay_mix
+from sandbox.shape import load_stack
+from sandbox.walkthrough import KubeSession
+
+pytestmark = pytest.mark.e2e
+
+STACK = "local-record"
+SOURCE = Path(__file__).parent / "stacks" / f"Pulumi.{STACK}.yaml"
+MIX = Path(__file__).parent / "record" / "mix.yaml"
+NAMESPACES = ("rec-alpha", "rec-beta")
+HANDOFF = 3  # seconds a live handoff (a job ends or is preempted, the next admitted) may take
+
+# name: (outcome, flavor, wait in simulated seconds), worked out in record/mix.yaml
+EXPECTED = {
+    "r-train": ("finished", "rec-gpu", 0),
+    "r-sweep": ("admitted", "rec-gpu", 0),
+    "r-big": ("finished", "rec-gpu", 0),
+    "r-small": ("finished", "rec-gpu", 7),
+}
+
+
+def _wipe(k: KubeSession) -> None:
+    for ns in NAMESPACES:
+        for j in k.batch.list_namespaced_job(ns).items:
+            k.delete_job(j.metadata.name, ns)
+        k.wait(f"no workloads in {ns}", lambda n=ns: not k.workloads(n), namespace=ns, timeout=90)
+
+
+def run_in_wall_time(rest: Rest, mix: Path, catalog: Catalog) -> float:
+    """Create each Job of the mix at its submit-at of the wall clock, its pods ending their
+    duration after they run (kwok's complete-after stage); return when every job with a
+    duration has finished and nothing has changed for a few seconds. The start, wall time."""
+    entries = submission_order(load_mix(mix, catalog))
+    assert entries and all(e.status == "ok" for e in entries)
+    start = int(time.time()) + 1.2  # a fifth into a second: creation seconds are exact
+    for e in entries:
+        time.sleep(max(start + e.submit_at - time.time(), 0))
+        manifest = copy.deepcopy(e.manifest)
+        if e.duration is not None:
+            pod_meta = manifest["spec"]["template"].setdefault("metadata", {})
+            pod_meta.setdefault("annotations", {})[COMPLETE_AFTER] = f"{e.duration:.0f}s"
+        rest.create(f"/apis/batch/v1/namespaces/{e.namespace}/jobs", manifest)
+    ends = [e.name for e in entries if e.duration is not None]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        finished = set()
+        for ns in NAMESPACES:
+            for wl in rest.get(f"{KUEUE}/namespaces/{ns}/workloads")["items"]:
+                if is_true(wl, "Finished"):
+                    finished.add(wl["metadata"]["ownerReferences"][0]["name"])
+        if finished >= set(ends):
+            time.sleep(3)  # what the last end lets in (the sweep comes back)
+            return start
+        time.sleep(0.5)
+    raise AssertionError(f"the wall-time run did not end: finished {sorted(finished)}")
+
+
+def outcomes(run: Run) -> dict[str, tuple[str, str | None, float | None]]:
+    return {w.name: (w.outcome, w.flavor, w.wait_seconds) for w in run.workloads}
+
+
+@pytest.fixture(scope="module")
+def deployed_record_stack(cluster: KubeSession) -> Iterator[None]:
+    done = stack.pulumi(
+        "up", "--yes", "--skip-preview", stack=STACK, source=SOURCE, check=False, capture=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    try:
+        yield
+    finally:
+        _wipe(cluster)
+        gone = stack.pulumi(
+            "destroy", "--yes", stack=STACK, source=SOURCE, check=False, capture=True
+        )
+        assert gone.returncode == 0, gone.stdout + gone.stderr
+
+
+def test_a_run_recorded_back_replays_as_the_mix_does(
+    deployed_record_stack: None, cluster: KubeSession, tmp_path: Path
+) -> None:
+    started = time.monotonic()
+    rest = Rest(file_client(KUBECONFIG))
+    config = load_stack(SOURCE)
+    catalog = Catalog.from_stack(config, live_frameworks(rest))
+    run_in_wall_time(rest, MIX, catalog)
+    ran = time.monotonic() - started
+
+    # Recorded as `make record STACK=... OUT=...` records: through the stack's kubeconfig
+    # secret (in the sandbox's shadow project), read-only.
+    out = tmp_path / "recorded"
+
+    def record_cli() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "gpu_queues.tools.record", "--stack", STACK,
+             "--project", str(stack.SHADOW), "--since", "10m", "--out", str(out)],
+            capture_output=True, text=True, check=False,
+            env={**stack.environment(), "KUBECONFIG": ""},
+        )  # fmt: skip
+
+    done = record_cli()
+    assert done.returncode == 0, done.stderr
+    files = sorted(p.name for p in out.iterdir())
+    assert files == ["rec-alpha.yaml", "rec-beta.yaml"], done.stderr
+    first = {name: (out / name).read_bytes() for name in files}
+    again = record_cli()  # the same cluster state: the same bytes
+    assert again.returncode == 0, again.stderr
+    assert {name: (out / name).read_bytes() for name in files} == first
+    text = b"".join(first.values()).decode()
+    for dropped in ("not-for-a-recording", "WANDB_API_KEY", "train.py", "registry.example",
+                    COMPLETE_AFTER):  # fmt: skip
+        assert dropped not in text, dropped
+    assert "BEGIN" not in done.stdout + done.stderr  # no key material in what it prints
+    docs = [d for name in files for d in yaml.safe_load_all((out / name).read_text()) if d]
+    recorded = {d["metadata"]["name"]: d["metadata"]["annotations"] for d in docs}
+    # Created at the mix's offsets of the wall clock, to the second; the sweep still running.
+    assert {n: a[record.ANNOTATION_SUBMIT_AT] for n, a in recorded.items()} == {
+        "r-train": "0s", "r-sweep": "2s", "r-big": "6s", "r-small": "9s"
+    }  # fmt: skip
+    assert recorded["r-sweep"] == {
+        "gpu-queues.dev/submit-at": "2s",
+        "gpu-queues.dev/running": "true",
+    }
+    recorded_at = time.monotonic()
+
+    _wipe(cluster)
+    original = replay_mix(config, MIX, stack=STACK, label="the mix")
+    _wipe(cluster)
+    replayed = replay_mix(config, out, stack=STACK, label="the recording")
+    replays = time.monotonic() - recorded_at
+    shown = render(replayed, original)
+    assert outcomes(original) == EXPECTED, render(original, None)
+    got, want = outcomes(replayed), outcomes(original)
+    assert {n: v[:2] for n, v in got.items()} == {n: v[:2] for n, v in want.items()}, shown
+    for name, (_, _, wait) in want.items():
+        other = got[name][2]
+        assert wait is not None and other is not None, shown
+        assert abs(other - wait) <= HANDOFF, f"{name}: waited {other}s, the mix {wait}s\n{shown}"
+    # the recorded durations: the mix's plus the live cluster's handoffs, to the second
+    for name, mix_duration in (("r-train", 20), ("r-big", 10), ("r-small", 6)):
+        seconds = parse_duration(recorded[name][record.ANNOTATION_DURATION])
+        assert mix_duration <= seconds <= mix_duration + HANDOFF, (name, recorded[name])
+    print(
+        json.dumps(
+            {
+                "wall_run_seconds": round(ran, 1),
+                "replays_seconds": round(replays, 1),
+                "recorded": recorded,
+                "mix": want,
+                "recording": got,
+            }
+        ),
+        file=sys.stderr,
+    )
