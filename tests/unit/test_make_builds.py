@@ -98,7 +98,7 @@ FAKE_GO = """#!/usr/bin/env bash
 case "$1" in
   env) echo go0.0-fake ;;
   mod) ;;
-  list) echo /nonexistent ;;
+  list) d=$FAKE_GO_LOG.module; mkdir -p "$d/pkg/scheduler" "$d/pkg/cache/queue" "$d/pkg/controller/core"; echo "$d" ;;
   build)
     out=""; pkg=""
     while [ $# -gt 0 ]; do

@@ -620,9 +620,17 @@ func (s *sim) replay() error {
 		}
 		s.setNow(at)
 		s.stats.Instants++
+		// Ends and timers first, then the submissions one by one, each after the cluster has
+		// reacted to what came before it: jobs submitted at one instant arrive in mix order,
+		// one after another (as kubectl applies them, and as the sandbox engine replays them).
 		for s.events.Len() > 0 && s.events[0].at == at {
 			e := heap.Pop(&s.events).(ev)
 			s.stats.Events++
+			if e.kind == evSubmit {
+				if err := s.settle(); err != nil {
+					return err
+				}
+			}
 			if err := s.apply(e); err != nil {
 				return err
 			}
