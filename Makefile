@@ -120,15 +120,25 @@ bench: venv toolchain
 
 # --- admission what-if and live status (docs/what-if.md) ----------------------------------
 # make what-if STACK=staging [WORKLOADS=workloads/staging] [BASE=origin/main] [OUT=dir]
-#              [UNTIL=24h] [QUIET=seconds] [MAX_WORKLOADS=100000] [MAX_BYTES=100000000]
-# Replays the mix on the real Kueue in a fresh sandbox shaped like the stack (one per side:
-# a running sandbox is stopped first); report.md and report.json in OUT. A mix over
-# MAX_WORKLOADS workloads or MAX_BYTES bytes of files is refused before anything starts.
+#              [UNTIL=24h] [ENGINE=fast|sandbox] [QUIET=seconds] [MAX_WORKLOADS=100000]
+#              [MAX_BYTES=100000000]
+# Replays the mix on the stack's Kueue release: by default on the fast engine (Kueue's own
+# code on a simulated clock, seconds, no root); ENGINE=sandbox on the real control plane in a
+# fresh sandbox shaped like the stack (one per side: a running sandbox is stopped first).
+# report.md and report.json in OUT. A mix over MAX_WORKLOADS workloads or MAX_BYTES bytes of
+# files is refused before anything starts.
 WORKLOADS ?= workloads/$(STACK)
+ENGINE ?= fast
 what-if: venv toolchain
-	$(PY) -m sandbox.replay.cli --stack $(STACK) --workloads $(WORKLOADS) $(if $(BASE),--base $(BASE)) \
+	$(PY) -m sandbox.replay.cli --stack $(STACK) --workloads $(WORKLOADS) --engine $(ENGINE) $(if $(BASE),--base $(BASE)) \
 	  $(if $(OUT),--out $(OUT)) $(if $(UNTIL),--until $(UNTIL)) $(if $(QUIET),--quiet $(QUIET)) \
 	  $(if $(MAX_WORKLOADS),--max-workloads $(MAX_WORKLOADS)) $(if $(MAX_BYTES),--max-bytes $(MAX_BYTES))
+
+# The fast engine's speed (docs/what-if.md, Speed): generated mixes of SIZES workloads over
+# four teams in a cohort, each through the whole `make what-if` path; prints the table.
+SIZES ?= 200 1000 5000
+bench-what-if: venv toolchain
+	$(PY) -m sandbox.bench.whatif_fast $(SIZES)
 
 # make status [STACK=staging]: the same per-team table, read from the live cluster.
 status: venv

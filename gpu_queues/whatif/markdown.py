@@ -41,6 +41,11 @@ def _arrow(before: str, after: str) -> str:
 def clock_line(meta: RunMeta) -> str:
     ratio = meta.ratio
     speed = f" ({ratio:.0f}x)" if ratio else ""
+    if meta.engine == "fast":
+        return (
+            f"`{meta.source}`: {format_duration(meta.simulated_seconds)} of simulated time "
+            f"replayed in {meta.wall_seconds:.1f}s{speed}, {meta.events} instants"
+        )
     return (
         f"`{meta.source}`: {format_duration(meta.simulated_seconds)} of simulated time "
         f"replayed in {format_duration(meta.wall_seconds)}{speed}, {meta.events} events "
@@ -165,15 +170,21 @@ def render(new: Run, base: Run | None, limit: int = MARKDOWN_LIMIT) -> str:
     release = new.meta.kueue_version
     if base is not None and base.meta.kueue_version != release:
         release += f" (`{base.meta.source}` on its own release, {base.meta.kueue_version})"
-    lines = [
-        title,
-        "",
-        f"{len(new.workloads)} workloads ({len(replayed)} replayed) on the real Kueue "
-        f"{release} and kube-scheduler, in a sandbox shaped like the stack. "
-        "Simulated time jumps from event to event (a submission, a job's end) once Kueue and "
-        "the scheduler have settled:",
-        "",
-    ]
+    if new.meta.engine == "fast":
+        how = (
+            f"{len(new.workloads)} workloads ({len(replayed)} replayed) on Kueue {release}'s own "
+            "scheduler, queues and controllers, on a simulated clock that jumps from event to "
+            "event (a submission, a job's end) once they are quiet; pods are placed on the "
+            "nodes the stack declares:"
+        )
+    else:
+        how = (
+            f"{len(new.workloads)} workloads ({len(replayed)} replayed) on the real Kueue "
+            f"{release} and kube-scheduler, in a sandbox shaped like the stack. "
+            "Simulated time jumps from event to event (a submission, a job's end) once Kueue "
+            "and the scheduler have settled:"
+        )
+    lines = [title, "", how, ""]
     lines += [f"- {clock_line(r.meta)}" for r in ([base] if base else []) + [new]]
     lines.append("")
     if base is not None:

@@ -156,6 +156,9 @@ class RunMeta:
     """GPUs each ResourceFlavor's nodes offer, as the stack declares them (the utilization
     table's GPU-hours available: these x the run's time)."""
     notes: list[str] = field(default_factory=list)
+    engine: str = "sandbox"
+    """Which engine replayed it: `fast` (Kueue's own code on a simulated clock, in one
+    process) or `sandbox` (the real control plane); docs/what-if.md, Engines."""
 
     @property
     def end(self) -> float:

@@ -46,16 +46,19 @@ from gpu_queues.config.stackfile import (
 )
 from gpu_queues.kueue import versions as kueue_versions
 from gpu_queues.tools import kueue_diff
+from gpu_queues.whatif.durations import parse_duration
 from gpu_queues.whatif.markdown import render
 from gpu_queues.whatif.report import Run, align, replay_json, report_json
 from sandbox import shape as fake_cluster
 from sandbox.host import SandboxError, fresh_sandbox, in_sandbox
 from sandbox.paths import STATE
 from sandbox.rehearse.deploy import sandbox_stack_file
+from sandbox.replay import fast
 from sandbox.replay.limits import add_limit_flags, limits_of, mix_size_problem
 from sandbox.shape import ShapeError
 
 DEFAULT_OUT = STATE / "what-if"
+ENGINES = ("fast", "sandbox")
 # On the cluster, waitForPodsReady evicts an admitted workload whose pods are not ready
 # after its timeout. The replay's clock is not Kueue's (it jumps from event to event), so in
 # the sandbox the timeout is pushed out of reach and the report says what it would do.
@@ -217,6 +220,15 @@ def unbuilt_release(side: ReplaySide) -> str | None:
     )
 
 
+def unbuilt_engine(side: ReplaySide) -> str | None:
+    """Why this machine has no fast engine of the side's Kueue release, else None."""
+    version = side.config.kueue.version
+    missing = fast.binary_problem(version)
+    if missing is None:
+        return None
+    return f"{side.label} runs Kueue {version} (from {side.kueue_from}): {missing}"
+
+
 # --- the sandbox --------------------------------------------------------------------------
 
 
@@ -257,6 +269,26 @@ def replay_side(side: ReplaySide, stack: str, workloads: Path, work: Path, args:
     return Run.from_json(json.loads(out.read_text()))
 
 
+# --- the fast engine -----------------------------------------------------------------------
+
+
+def replay_side_fast(side: ReplaySide, stack: str, workloads: Path, args: Any) -> Run:
+    """The side on the fast engine of its own Kueue release (sandbox.replay.fast): no
+    sandbox, no root, no wall-clock wait."""
+    print(f"what-if: {side.label}: fast engine, Kueue {side.config.kueue.version}", file=sys.stderr)
+    try:
+        return fast.replay_mix(
+            side.config,
+            workloads,
+            stack=stack,
+            label=side.label,
+            until=parse_duration(args.until) if args.until else None,
+            limits=limits_of(args),
+        )
+    except fast.FastEngineError as exc:
+        raise WhatIfError(str(exc)) from None
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m sandbox.replay.cli", description=__doc__)
     parser.add_argument("--stack", required=True, help="the stack: Pulumi.<stack>.yaml")
@@ -267,6 +299,13 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--until", help="stop the simulated clock there, e.g. 24h")
     parser.add_argument("--quiet", type=float, help="seconds of no change that count as settled")
     parser.add_argument("--keep", action="store_true", help="leave the last sandbox running")
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="fast",
+        help="fast: Kueue's own code on a simulated clock (default); sandbox: the real control "
+        "plane in a fresh sandbox per side (needs root), the full-fidelity cross-check",
+    )
     add_limit_flags(parser)
     return parser
 
@@ -288,10 +327,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.base:
             sides.insert(0, load_replay_side("base", args.stack, args.root, args.base, work))
         for side in sides:
-            why = unbuilt_release(side)
+            why = unbuilt_release(side) if args.engine == "sandbox" else unbuilt_engine(side)
             if why:
                 raise WhatIfError(why)
-        runs = {s.name: replay_side(s, args.stack, workloads, work, args) for s in sides}
+        if args.engine == "sandbox":
+            runs = {s.name: replay_side(s, args.stack, workloads, work, args) for s in sides}
+        else:
+            runs = {s.name: replay_side_fast(s, args.stack, workloads, args) for s in sides}
     except WhatIfError as exc:
         print(f"what-if: {exc}", file=sys.stderr)
         return 2

@@ -33,6 +33,7 @@ from gpu_queues.config.render import kueue_objects, team_labels
 from gpu_queues.release import catalogue
 from gpu_queues.release.manifest import ManifestError, load_release, render_manager_config
 from gpu_queues.release.module import RenderError, module_dir
+from gpu_queues.whatif.documents import Limits
 from gpu_queues.whatif.durations import parse_duration
 from gpu_queues.whatif.mix import Catalog, Entry, load_mix
 from gpu_queues.whatif.report import Run, RunMeta, WorkloadResult, team_results
@@ -204,15 +205,20 @@ def replay_mix(
     until: float | None = None,
     root: Path = ROOT,
     notes: list[str] | None = None,
+    limits: Limits | None = None,
+    nodes: list[dict[str, Any]] | None = None,
 ) -> Run:
     """Read and check the mix against the stack, replay it on the fast engine of the stack's
     Kueue release, and sum it up."""
     version = config.kueue.version
     configuration = manager_configuration(config, root)
     catalog = Catalog.from_stack(config, frameworks(configuration))
-    entries = load_mix(workloads, catalog, root)
+    entries = load_mix(workloads, catalog, root, limits)
     started = time.monotonic()
-    lines = run_engine(version, engine_input(config, entries, configuration, until))
+    document = engine_input(config, entries, configuration, until)
+    if nodes is not None:  # another cluster's nodes than the stack declares (the cross-check)
+        document["nodes"] = nodes
+    lines = run_engine(version, document)
     wall = time.monotonic() - started
     by_index = {int(x["index"]): x for x in lines if x.get("type") == "workload"}
     summary = next((x for x in lines if x.get("type") == "summary"), {})
@@ -246,6 +252,7 @@ def replay_mix(
         kueue_version=version,
         kueue_binary=str(binary(version).relative_to(ROOT)),
         flavor_gpus=flavor_gpus(config),
+        engine="fast",
         notes=list(notes or []),
     )
     teams = team_results(results, [(t.name, t.cluster_queue) for t in config.teams])

@@ -112,10 +112,8 @@ def fifo_model(
     submitted = 0
     now = 0
     while submitted < len(jobs) or waiting:
-        ends = [e for e, _ in running]
-        later = [t for t in times if t > now] + [e for e in ends if e > now]
-        for e, g in [r for r in running if r[0] <= now]:
-            free += g
+        later = [t for t in times if t > now]
+        free += sum(g for end, g in running if end <= now)
         running = [r for r in running if r[0] > now]
         while submitted < len(jobs) and jobs[submitted][2] <= now:
             waiting.append(jobs[submitted])

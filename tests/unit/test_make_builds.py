@@ -98,7 +98,8 @@ FAKE_GO = """#!/usr/bin/env bash
 case "$1" in
   env) echo go0.0-fake ;;
   mod) ;;
-  list) d=$FAKE_GO_LOG.module; mkdir -p "$d/pkg/scheduler" "$d/pkg/cache/queue" "$d/pkg/controller/core"; echo "$d" ;;
+  list) d=$FAKE_GO_LOG.module  # a module folder for the what-if engine's copy
+        mkdir -p "$d/pkg/scheduler" "$d/pkg/cache/queue" "$d/pkg/controller/core"; echo "$d" ;;
   build)
     out=""; pkg=""
     while [ $# -gt 0 ]; do

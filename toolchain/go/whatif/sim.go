@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -53,6 +54,17 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // maxSteps bounds one settle: a replay that does not come to rest is an error, not a hang.
 const maxSteps = 10_000
+
+// A preemption loop: Kueue can preempt and readmit in a ring (a team reclaims from a
+// borrower, which readmitted preempts within its queue, whose victim reclaims...), forever
+// while nothing else happens. On a cluster each turn takes as long as evicted pods take to
+// stop; in simulated time the turns would never end. After churnAfter steps at one instant the
+// engine samples who holds quota every churnEvery steps; when a set of holders comes back,
+// the instant ends there and the loop is reported (Summary.Churn).
+const (
+	churnAfter = 300
+	churnEvery = 10
+)
 
 // trace: GPUQ_WHATIF_TRACE=1 prints what each settling step handled, to stderr.
 var trace = os.Getenv("GPUQ_WHATIF_TRACE") != ""
@@ -111,6 +123,14 @@ type Summary struct {
 	Cycles           int     `json:"cycles"`
 	Reconciles       int     `json:"reconciles"`
 	KueueVersion     string  `json:"kueueVersion"`
+	Churn            []Churn `json:"churn"`
+}
+
+// Churn is one instant that ended in a preemption loop.
+type Churn struct {
+	At     float64 `json:"at"`
+	Steps  int     `json:"steps"`
+	Period int     `json:"period"` // steps between two sightings of the same holders
 }
 
 type evKind int
@@ -849,6 +869,21 @@ func (s *sim) observe(key types.NamespacedName) error {
 	return nil
 }
 
+// holding: the Workloads that hold quota now, as one string.
+func (s *sim) holding() string {
+	keys := make([]types.NamespacedName, 0)
+	for k, wl := range s.seen {
+		if workload.HasQuotaReservation(wl) && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
+			keys = append(keys, k)
+		}
+	}
+	m := map[types.NamespacedName]bool{}
+	for _, k := range keys {
+		m[k] = true
+	}
+	return fmt.Sprint(sortedKeys(m))
+}
+
 // jobChanged: whether the Job differs from what the controllers last saw (an informer's
 // update event); a write that changed nothing makes none.
 func (s *sim) jobChanged(key types.NamespacedName) (bool, error) {
@@ -913,6 +948,10 @@ func (s *sim) reconcile(r reconcile.Reconciler, key types.NamespacedName, isWork
 // settle runs everything the current instant sets off until nothing is left to do.
 func (s *sim) settle() error {
 	limit := maxSteps + 100*len(s.jobs)
+	holders := map[string]int{} // who holds quota, sampled as the instant goes on
+	if v, err := strconv.Atoi(os.Getenv("GPUQ_WHATIF_MAX_STEPS")); err == nil {
+		limit = v
+	}
 	for step := 0; step < limit; step++ {
 		wls, jobs := s.dirty.take()
 		for _, k := range wls {
@@ -943,6 +982,14 @@ func (s *sim) settle() error {
 			if err := s.reconcile(s.jobRec, k, false); err != nil {
 				return err
 			}
+		}
+		if step >= churnAfter && step%churnEvery == 0 {
+			held := s.holding()
+			if first, again := holders[held]; again {
+				s.stats.Churn = append(s.stats.Churn, Churn{At: s.now, Steps: step, Period: step - first})
+				return nil // a preemption loop: the same holders come back; see Churn
+			}
+			holders[held] = step
 		}
 		if trace && step < 200 {
 			fmt.Fprintf(os.Stderr, "t=%v step=%d wls=%v jobs=%v wq=%v jq=%v\n", s.now, step, wls, jobs, wq, jq)
