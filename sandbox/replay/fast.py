@@ -34,7 +34,7 @@ from gpu_queues.release import catalogue
 from gpu_queues.release.manifest import ManifestError, load_release, render_manager_config
 from gpu_queues.release.module import RenderError, module_dir
 from gpu_queues.whatif.documents import Limits
-from gpu_queues.whatif.durations import parse_duration
+from gpu_queues.whatif.durations import format_duration, parse_duration
 from gpu_queues.whatif.mix import Catalog, Entry, load_mix
 from gpu_queues.whatif.report import Run, RunMeta, WorkloadResult, team_results
 from gpu_queues.whatif.workloads import eviction
@@ -255,6 +255,13 @@ def replay_mix(
         engine="fast",
         notes=list(notes or []),
     )
+    for loop in summary.get("churn") or []:
+        meta.notes.append(
+            f"at {format_duration(float(loop['at']))} Kueue preempted and readmitted in a loop "
+            "(the same workloads came to hold quota again and again); on a cluster each turn "
+            "takes as long as evicted pods take to stop, and the turns go on until something "
+            "else happens; the replay went on to its next event from one turn of the loop"
+        )
     teams = team_results(results, [(t.name, t.cluster_queue) for t in config.teams])
     return Run(results, teams, meta)
 
