@@ -2,9 +2,10 @@
 item 3): a custom manifest's RBAC may be narrower than the release's, never wider.
 
 A ClusterRole with an aggregationRule gets, from the cluster's aggregation controller, the
-union of the rules of every ClusterRole whose labels one of its selectors matches (its own
-`rules` are overwritten), and an aggregated role may itself aggregate others: the rights are
-resolved to a fixed point. The built-in view, edit and admin roles aggregate
+union of the rules of every ClusterRole whose labels one of its selectors matches, and an
+aggregated role may itself aggregate others: the rights are resolved to a fixed point. Its own
+`rules` count as well (the controller overwrites them, but only after they were applied, and
+each apply writes them again). The built-in view, edit and admin roles aggregate
 `rbac.authorization.k8s.io/aggregate-to-<role>` (view into edit, edit into admin), so they are
 modelled too; what the cluster itself gives them is the same on both sides and left out.
 Rules become atoms (group, resource, verb, resourceName; "" for any name, or a non-resource
@@ -113,14 +114,16 @@ def cluster_role_rights(objects: Iterable[Mapping[str, Any]]) -> dict[str, froze
             selectors = as_list(dig(rule, "clusterRoleSelectors")) if rule is not None else None
             name = str(dig(obj, "metadata", "name"))
             roles[name] = _ClusterRole(_labels(obj), selectors, atoms(obj.get("rules")))
-    rights = {n: (r.rules if r.selectors is None else frozenset()) for n, r in roles.items()}
+    # An aggregating role's own rules count too: they hold until the aggregation controller
+    # overwrites them, and every apply of the program writes them back.
+    rights = {n: r.rules for n, r in roles.items()}
     changed = True
     while changed:  # each pass only adds: it ends
         changed = False
         for name, role in roles.items():
             if role.selectors is None:
                 continue
-            union: set[Atom] = set()
+            union: set[Atom] = set(role.rules)
             for other, candidate in roles.items():
                 if other != name and any(_matches(t, candidate.labels) for t in role.selectors):
                     union |= rights[other]

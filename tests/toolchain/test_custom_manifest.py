@@ -351,6 +351,13 @@ ATTACKS: list[Any] = [
         "on nodes (core) cluster-wide",
         id="manager-role-wider",
     ),
+    # found while trying (item 6): an aggregating role's own rules hold until the aggregation
+    # controller overwrites them, and the program's apply would keep writing them back
+    pytest.param(
+        lambda o: obj(o, "ClusterRole", "kueue-batch-user-role").update(rules=POD_WRITER),
+        "ClusterRole kueue-batch-user-role would grant create on pods (core)",
+        id="aggregating-role-own-rules",
+    ),
     # APIServices and Services the release does not declare
     pytest.param(
         lambda o: o.append(

@@ -384,3 +384,13 @@ def test_a_resource_name_is_narrower_than_every_name() -> None:
         "ClusterRole r would grant get on secrets (core) after aggregation; the release's "
         "grants none of that"
     ]
+
+
+def test_an_aggregating_roles_own_rules_count() -> None:
+    # they hold until the aggregation controller overwrites them, and each apply writes them
+    release = [cluster_role("agg", {}, [], [{"matchLabels": _label("rbac.kueue.x-k8s.io/x")}])]
+    changed = [cluster_role("agg", {}, PODS, [{"matchLabels": _label("rbac.kueue.x-k8s.io/x")}])]
+    assert rights.wider(release, changed) == [
+        "ClusterRole agg would grant create on pods (core) after aggregation; the release's "
+        "grants none of that"
+    ]
