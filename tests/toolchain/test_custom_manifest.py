@@ -479,3 +479,35 @@ def _write(tmp_path: Path, objects: Objects) -> Path:
     path = tmp_path / "custom.yaml"
     path.write_text(yaml.safe_dump_all(objects, sort_keys=False, width=4096))
     return path
+
+
+def _leaf_paths(node: Any, path: str = "") -> set[str]:
+    """Field paths as the docs table writes them: list items by name, scalar lists whole."""
+    if isinstance(node, dict):
+        out: set[str] = set()
+        for key, value in node.items():
+            out |= _leaf_paths(value, f"{path}.{key}" if path else str(key))
+        return out
+    if isinstance(node, list):
+        out = set()
+        for item in node:
+            name = item.get("name") if isinstance(item, dict) else None
+            out |= _leaf_paths(item, f"{path}[{name}]" if name else path)
+        return out
+    return {path}
+
+
+def test_every_field_of_the_release_pod_has_a_rule_in_the_docs(release: Objects) -> None:
+    """Issue 24, item 5: docs/kueue-manifest.md's table lists every field the release's
+    Deployment sets, each with its rule."""
+    docs = (ROOT / "docs" / "kueue-manifest.md").read_text()
+    table = docs[docs.index("### The controller's pod, field by field") :]
+    rows = {}
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = cells[2]
+    deployment = obj(release, "Deployment", "kueue-controller-manager")
+    missing = sorted(_leaf_paths(deployment) - rows.keys())
+    assert missing == [], f"fields of the release's Deployment without a row: {missing}"
+    assert all(rule.startswith(("equal", "knob: ", "refused")) for rule in rows.values())
