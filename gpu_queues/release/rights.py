@@ -14,6 +14,7 @@ URL and verb) so that "no wider" is a subset test.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -72,13 +73,20 @@ class _ClusterRole:
     rules: frozenset[Atom]
 
 
+def _text(value: Any) -> str:
+    """A label value as a client that stringifies JSON would send it: YAML `true` is "true"
+    (str() would say "True", which selects nothing, while the cluster may see "true")."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
 def _matches(term: Any, labels: Mapping[str, str]) -> bool:
     for key, value in as_dict(dig(term, "matchLabels")).items():
-        if labels.get(str(key)) != str(value):
+        if labels.get(str(key)) != _text(value):
             return False
     for raw in as_list(dig(term, "matchExpressions")):
         expr = as_dict(raw)
-        key, op, values = str(expr.get("key")), expr.get("operator"), strs(expr.get("values"))
+        key, op = str(expr.get("key")), expr.get("operator")
+        values = [_text(v) for v in as_list(expr.get("values"))]
         ok = {
             "In": key in labels and labels[key] in values,
             "NotIn": key not in labels or labels[key] not in values,
@@ -91,7 +99,7 @@ def _matches(term: Any, labels: Mapping[str, str]) -> bool:
 
 
 def _labels(obj: Mapping[str, Any]) -> dict[str, str]:
-    return {str(k): str(v) for k, v in as_dict(dig(obj, "metadata", "labels")).items()}
+    return {str(k): _text(v) for k, v in as_dict(dig(obj, "metadata", "labels")).items()}
 
 
 def _is(obj: Mapping[str, Any], kind: str) -> bool:

@@ -376,6 +376,148 @@ ATTACKS: list[Any] = [
 ]
 
 
+def _duplicate_controller(objects: Objects) -> None:
+    evil = copy.deepcopy(obj(objects, "Deployment", "kueue-controller-manager"))
+    manager([evil])["args"].append("--kubeconfig=/evil")
+    objects.append(evil)
+
+
+def _bind_controller(role: str) -> Callable[[Objects], None]:
+    def change(objects: Objects) -> None:
+        objects.append(
+            {
+                "apiVersion": RBAC,
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": "kueue-extra-rolebinding"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": role,
+                },
+                "subjects": [SA],
+            }
+        )
+
+    return change
+
+
+def _labelled_by_a_boolean(objects: Objects) -> None:
+    # YAML `true`, not "true": a client that stringifies it makes the role aggregated
+    objects.append(
+        cluster_role("kueue-sneaky", POD_WRITER, {"rbac.kueue.x-k8s.io/batch-user": True})
+    )
+
+
+# Tried beyond the list (item 6): each is refused too.
+OWN_ATTACKS: list[Any] = [
+    pytest.param(
+        lambda o: obj(o, "Deployment", "kueue-controller-manager")["spec"]["template"]["metadata"][
+            "annotations"
+        ].update({"container.apparmor.security.beta.kubernetes.io/manager": "unconfined"}),
+        "spec.template.metadata.annotations",
+        id="pod-annotation-apparmor",
+    ),
+    pytest.param(
+        lambda o: (
+            obj(o, "ServiceAccount", "kueue-controller-manager")["metadata"]
+            .setdefault("annotations", {})
+            .update({"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/admin"})
+        ),
+        "ServiceAccount kueue-system/kueue-controller-manager differs from the release "
+        f"{VERSION} at metadata.annotations",
+        id="service-account-irsa",
+    ),
+    pytest.param(
+        lambda o: obj(o, "Namespace", "kueue-system")["metadata"]["labels"].update(
+            {"pod-security.kubernetes.io/enforce": "privileged", "istio-injection": "enabled"}
+        ),
+        'metadata.labels["pod-security.kubernetes.io/enforce"]',
+        id="namespace-pod-security",
+    ),
+    pytest.param(
+        lambda o: hook(o, "vpod.kb.io")["clientConfig"].update(caBundle="Zm9v"),
+        "webhooks[vpod.kb.io].clientConfig.caBundle",
+        id="webhook-ca-bundle",
+    ),
+    pytest.param(
+        lambda o: hook(o, "vpod.kb.io").update(
+            matchConditions=[{"name": "skip", "expression": "false"}]
+        ),
+        "webhooks[vpod.kb.io].matchConditions",
+        id="webhook-match-conditions",
+    ),
+    pytest.param(
+        lambda o: obj(o, "CustomResourceDefinition", "workloads.kueue.x-k8s.io")["spec"][
+            "conversion"
+        ]["webhook"]["clientConfig"]["service"].update(
+            name="kueue-controller-manager-metrics-service"
+        ),
+        "spec.conversion.webhook.clientConfig.service.name",
+        id="crd-conversion-service",
+    ),
+    pytest.param(
+        lambda o: obj(o, "Service", "kueue-webhook-service")["spec"].update(
+            selector={"app": "someone-else"}
+        ),
+        "spec.selector",
+        id="webhook-service-selector",
+    ),
+    pytest.param(
+        lambda o: pod(o)["securityContext"].update(runAsNonRoot="true"),
+        "runAsNonRoot",
+        id="string-for-a-boolean",
+    ),
+    pytest.param(
+        lambda o: o.append(config_map("kube-root-ca.crt", {"ca.crt": "evil"})),
+        "ConfigMap kueue-system/kube-root-ca.crt: would replace",
+        id="root-ca-configmap",
+    ),
+    pytest.param(_duplicate_controller, "duplicate of document", id="duplicate-controller"),
+    pytest.param(
+        lambda o: obj(o, "ClusterRole", "kueue-batch-user-role")["aggregationRule"][
+            "clusterRoleSelectors"
+        ].append({"matchLabels": {"rbac.kueue.x-k8s.io/batch-admin": "true"}}),
+        "ClusterRole kueue-batch-user-role would grant",
+        id="widened-aggregation-rule",
+    ),
+    pytest.param(
+        _bind_controller("kueue-batch-admin-role"),
+        "ServiceAccount kueue-system/kueue-controller-manager would be granted",
+        id="controller-bound-to-batch-admin",
+    ),
+    pytest.param(
+        lambda o: o.append(
+            cluster_role(
+                "kueue-openshift",
+                [],
+                {"rbac.authorization.k8s.io/aggregate-to-cluster-reader": "true"},
+            )
+        ),
+        "labelled rbac.authorization.k8s.io/aggregate-to-cluster-reader",
+        id="unmodelled-aggregation-label",
+    ),
+    pytest.param(
+        _labelled_by_a_boolean,
+        "ClusterRole kueue-batch-user-role would grant",
+        id="boolean-label-value",
+    ),
+    pytest.param(
+        lambda o: obj(o, "ConfigMap", "kueue-manager-config")["data"].update(
+            {"other.yaml": "manageJobsWithoutQueueName: true\n"}
+        ),
+        'data["other.yaml"]',
+        id="manager-configmap-extra-key",
+    ),
+]
+
+
+@pytest.mark.parametrize(("attack", "named"), OWN_ATTACKS)
+def test_an_attack_of_our_own_is_refused_even_as_a_custom_manifest(
+    tmp_path: Path, release: Objects, attack: Callable[[Objects], None], named: str
+) -> None:
+    test_an_attack_is_refused_even_as_a_custom_manifest(tmp_path, release, attack, named)
+
+
 @pytest.mark.parametrize(("attack", "named"), ATTACKS)
 def test_an_attack_is_refused_even_as_a_custom_manifest(
     tmp_path: Path, release: Objects, attack: Callable[[Objects], None], named: str
