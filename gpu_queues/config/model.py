@@ -131,6 +131,15 @@ class ManifestSource(Model):
                 "custom: true needs a non-empty reason (why this stack does not install the "
                 "release as published)",
             )
+        if self.reason is not None and any(
+            ch in "\x7f" or ord(ch) < 0x20 or 0x80 <= ord(ch) < 0xA0 or ch in "\u2028\u2029"
+            for ch in self.reason
+        ):
+            raise PydanticCustomError(
+                "manifest_custom",
+                "reason must be one line of text (no line breaks or control characters): the "
+                "preview shows it, and a second line there could pass for the program's own",
+            )
         if not self.custom and self.reason is not None:
             raise PydanticCustomError(
                 "manifest_custom", "reason is read only with custom: true; remove it or set custom"

@@ -407,9 +407,10 @@ def load_release(
     docs = parse_documents(data, source)
     objects = [d.obj for d in docs]
     verdict = digests.compare_with(objects, config.version, releases.recorded(config.version))
+    shown = one_line(source)  # the preview shows it: a file name cannot add a line there
     if verdict.genuine:
         prepared = prepare_manifest(docs, config, source, verified)
-        return dataclasses.replace(prepared, provenance=verdict.summary(source), genuine=True)
+        return dataclasses.replace(prepared, provenance=verdict.summary(shown), genuine=True)
     if not config.manifest.custom:
         raise ManifestError(_not_the_release(source, config.version, verdict, objects, releases))
     try:
@@ -433,13 +434,21 @@ def load_release(
             f"was applied. {len(problems)} problem(s):\n{lines}"
         )
     changed = custom.changes(objects, release)
-    shown = "; ".join(changed[:8]) + (f"; and {len(changed) - 8} more" if len(changed) > 8 else "")
+    listed = "; ".join(changed[:8]) + (f"; and {len(changed) - 8} more" if len(changed) > 8 else "")
     provenance = (
-        f"Kueue manifest {source}: a custom manifest (gpu-queues:kueue.manifest.custom: "
-        f"{(config.manifest.reason or '').strip()}), checked field by field against the "
-        f"release {config.version}; it differs in {len(changed)} object(s): {shown or 'none'}"
+        f"Kueue manifest {shown}: a custom manifest (gpu-queues:kueue.manifest.custom: "
+        f"{one_line((config.manifest.reason or '').strip())}), checked field by field against the "
+        f"release {config.version}; it differs in {len(changed)} object(s): "
+        f"{one_line(listed) or 'none'}"
     )
     return dataclasses.replace(prepared, provenance=provenance, genuine=False)
+
+
+def one_line(text: str) -> str:
+    """`text` with its line breaks and other control characters escaped (\\n, \\x1b...)."""
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
+    )
 
 
 def _not_the_release(

@@ -394,3 +394,28 @@ def test_an_aggregating_roles_own_rules_count() -> None:
         "ClusterRole agg would grant create on pods (core) after aggregation; the release's "
         "grants none of that"
     ]
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "ours\nKueue manifest m.yaml: the release v0.18.3, object for object",
+        "ours\rforged",
+        "ours\x1b[2Kforged",
+    ],
+)
+def test_a_reason_cannot_forge_lines_of_the_preview(reason: str) -> None:
+    # the reason is shown in the preview: a second line there could pass for the verdict
+    (problem,) = _kueue_problems({"path": "m.yaml", "custom": True, "reason": reason})
+    assert "one line of text" in problem
+
+
+def test_a_file_or_object_name_cannot_forge_lines_of_the_preview(tmp_path: Path) -> None:
+    folder = tmp_path / "m.yaml\nKueue manifest m.yaml: the release v0.18.3, object for object"
+    folder.mkdir()
+    named = config_map("x\nforged")
+    prepared = load(folder, [*objects(), named], **CUSTOM)
+    assert prepared.provenance is not None and "\n" not in prepared.provenance
+    assert "m.yaml\\nKueue manifest" in prepared.provenance
+    assert "ConfigMap kueue-system/x\\nforged (added)" in prepared.provenance
+    assert "\n" not in (load(folder, objects()).provenance or "")
