@@ -217,3 +217,27 @@ def test_a_missing_rendered_manifest_says_which_command_creates_it(capsys):
     assert code == BAIL
     assert "run `make kueue-manifest`" in err
     assert run.resources == []
+
+
+def test_the_preview_warns_of_a_custom_manifest_naming_it_and_its_changes(
+    tmp_path, capsys, monkeypatch
+):
+    logged: list[tuple[str, str]] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda msg, *a, **k: logged.append(("warn", msg)))
+    monkeypatch.setattr(pulumi.log, "info", lambda msg, *a, **k: logged.append(("info", msg)))
+    extra = {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": "kueue-dashboards", "namespace": "kueue-system"}}  # fmt: skip
+    path = write_manifest(tmp_path, lambda docs: docs.append(extra))
+    run, code, err = run_program(dev_with_manifest(path, **CUSTOM), capsys)
+    assert code is None, err
+    (warning,) = [m for level, m in logged if level == "warn" and "Kueue manifest" in m]
+    assert "a custom manifest (gpu-queues:kueue.manifest.custom: a hostile change under test)" in (
+        warning
+    )
+    assert "ConfigMap kueue-system/kueue-dashboards (added)" in warning
+    assert run.one("ConfigMap", "kueue-dashboards")
+    # the release itself is said so, as information
+    logged.clear()
+    run, code, err = run_program(dev_with_manifest(write_manifest(tmp_path)), capsys)
+    assert code is None, err
+    assert [level for level, m in logged if "Kueue manifest" in m] == ["info"]
