@@ -125,19 +125,27 @@ def cluster_role_rights(objects: Iterable[Mapping[str, Any]]) -> dict[str, froze
     # An aggregating role's own rules count too: they hold until the aggregation controller
     # overwrites them, and every apply of the program writes them back.
     rights = {n: r.rules for n, r in roles.items()}
-    changed = True
-    while changed:  # each pass only adds: it ends
-        changed = False
-        for name, role in roles.items():
-            if role.selectors is None:
-                continue
-            union: set[Atom] = set(role.rules)
-            for other, candidate in roles.items():
-                if other != name and any(_matches(t, candidate.labels) for t in role.selectors):
-                    union |= rights[other]
-            if union != rights[name]:
-                rights[name] = frozenset(union)
-                changed = True
+    # who selects whom, matched once; then rights flow along it until nothing changes
+    selected = {
+        name: [
+            other
+            for other, candidate in roles.items()
+            if other != name and any(_matches(t, candidate.labels) for t in role.selectors)
+        ]
+        for name, role in roles.items()
+        if role.selectors is not None
+    }
+    selectors_of: dict[str, list[str]] = {}
+    for name, others in selected.items():
+        for other in others:
+            selectors_of.setdefault(other, []).append(name)
+    pending = list(selected)
+    while pending:  # a role's rights only grow, each at most to the union of all: it ends
+        name = pending.pop()
+        union = set(rights[name]).union(*(rights[o] for o in selected[name]))
+        if union != rights[name]:
+            rights[name] = frozenset(union)
+            pending.extend(selectors_of.get(name, []))
     return rights
 
 
