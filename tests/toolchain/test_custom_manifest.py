@@ -408,6 +408,14 @@ def _labelled_by_a_boolean(objects: Objects) -> None:
     )
 
 
+def _aggregate_and_bind(objects: Objects) -> None:
+    # a new role collecting every batch-admin role, bound to the controller
+    objects.append(
+        cluster_role("kueue-all", [], selects={"rbac.kueue.x-k8s.io/batch-admin": "true"})
+    )
+    _bind_controller("kueue-all")(objects)
+
+
 # Tried beyond the list (item 6): each is refused too.
 OWN_ATTACKS: list[Any] = [
     pytest.param(
@@ -502,6 +510,44 @@ OWN_ATTACKS: list[Any] = [
         id="boolean-label-value",
     ),
     pytest.param(
+        _aggregate_and_bind,
+        "ServiceAccount kueue-system/kueue-controller-manager would be granted create on jobs",
+        id="new-aggregator-bound-to-the-controller",
+    ),
+    pytest.param(
+        lambda o: (
+            obj(o, "ClusterRole", "kueue-manager-role")["metadata"]
+            .setdefault("labels", {})
+            .update({"rbac.kueue.x-k8s.io/batch-admin": "true"})
+        ),
+        "ClusterRole kueue-batch-admin-role would grant get on limitranges (core)",
+        id="manager-role-into-batch-admin",
+    ),
+    pytest.param(
+        lambda o: (
+            obj(o, "ValidatingWebhookConfiguration", "kueue-validating-webhook-configuration")[
+                "metadata"
+            ]
+            .setdefault("annotations", {})
+            .update({"cert-manager.io/inject-ca-from": "kueue-system/evil"})
+        ),
+        "ValidatingWebhookConfiguration kueue-validating-webhook-configuration differs from the "
+        f"release {VERSION} at metadata.annotations",
+        id="webhook-ca-injection",
+    ),
+    pytest.param(
+        lambda o: obj(o, "ClusterRoleBinding", "kueue-manager-rolebinding")["roleRef"].update(
+            name="kueue-batch-admin-role"
+        ),
+        "ServiceAccount kueue-system/kueue-controller-manager would be granted create on jobs",
+        id="manager-binding-to-batch-admin",
+    ),
+    pytest.param(
+        _bind_controller("kueue-metrics-reader"),
+        "would be granted get on /metrics cluster-wide",
+        id="controller-bound-to-metrics-reader",
+    ),
+    pytest.param(
         lambda o: obj(o, "ConfigMap", "kueue-manager-config")["data"].update(
             {"other.yaml": "manageJobsWithoutQueueName: true\n"}
         ),
@@ -588,6 +634,19 @@ def test_a_custom_manifest_within_the_rules_is_accepted_and_named(
     deployment = obj(list(prepared.objects), "Deployment", "kueue-controller-manager")
     assert deployment["spec"]["replicas"] == 2  # the stack's knob, not the manifest's
     assert deployment["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "gpu-system"}
+
+
+def test_a_second_binding_granting_nothing_new_is_accepted(
+    tmp_path: Path, release: Objects
+) -> None:
+    changed = copy.deepcopy(release)
+    binding = copy.deepcopy(obj(changed, "RoleBinding", "kueue-visibility-server-auth-reader"))
+    binding["metadata"]["name"] = "kueue-visibility-server-auth-reader-2"
+    changed.append(binding)
+    prepared = load(tmp_path, changed, **CUSTOM)
+    assert "RoleBinding kube-system/kueue-visibility-server-auth-reader-2 (added)" in (
+        prepared.provenance or ""
+    )
 
 
 def test_a_knob_field_changed_in_the_manifest_alone_is_refused(
