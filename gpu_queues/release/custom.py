@@ -80,10 +80,20 @@ class Difference:
 
 
 def _shown(value: Any, limit: int = 100) -> str:
+    """JSON of `value`, cut at `limit` characters without writing more of it than that (a
+    value may be large, or share parts many times)."""
     if value is ABSENT:
         return "absent"
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    parts: list[str] = []
+    size = 0
+    for chunk in json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str).iterencode(
+        value
+    ):
+        parts.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return "".join(parts)[: limit - 3] + "..."
+    return "".join(parts)
 
 
 def _step(path: str, key: Any) -> str:
@@ -98,9 +108,9 @@ def _item(path: str, index: int, item: Any) -> str:
     return f"{path}[{name if isinstance(name, str) else index}]"
 
 
-def _leaf(value: Any) -> str:
-    # JSON tells true from 1 and 1 from 1.0, which == does not
-    return json.dumps(value, sort_keys=True, default=repr)
+def _same_scalar(a: Any, b: Any) -> bool:
+    # by type too: true is not 1, and 1 is not 1.0 (== says they are)
+    return type(a) is type(b) and a == b
 
 
 def differences(release: Any, here: Any, path: str = "") -> Iterator[Difference]:
@@ -122,7 +132,9 @@ def differences(release: Any, here: Any, path: str = "") -> Iterator[Difference]
                 yield Difference(_item(path, i, here[i]), ABSENT, here[i])
             else:
                 yield from differences(release[i], here[i], _item(path, i, release[i]))
-    elif _leaf(release) != _leaf(here):
+    elif isinstance(release, (dict, list)) or isinstance(here, (dict, list)):
+        yield Difference(path or "(the object)", release, here)  # a mapping, list or scalar
+    elif not _same_scalar(release, here):
         yield Difference(path or "(the object)", release, here)
 
 

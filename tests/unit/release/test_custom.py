@@ -451,3 +451,24 @@ def test_a_long_aggregation_chain_resolves_quickly() -> None:
     granted = rights.cluster_role_rights(_chain(custom.MAX_ADDED))
     assert ("", "pods", "create", "") in granted["kueue-r0"]
     assert time.monotonic() - started < 2
+
+
+def test_aliases_in_the_manager_configuration_are_refused_before_they_are_expanded(
+    tmp_path: Path,
+) -> None:
+    # nine anchors of ten aliases each: 10^9 strings once expanded. The manifest's own YAML
+    # may hold no alias (parse_documents), but the Configuration is YAML inside a string; the
+    # custom check's comparison expanded it and the preview hung.
+    changed = objects()
+    cm = next(o for o in changed if o["kind"] == "ConfigMap")
+    bomb = "".join(
+        f"    - &a{i} [{', '.join([f'*a{i - 1}' if i else 'x'] * 10)}]\n" for i in range(9)
+    )
+    text = cm["data"]["controller_manager_config.yaml"]
+    cm["data"]["controller_manager_config.yaml"] = text.replace(
+        "webhook:\n  port: 9443\n", "webhook:\n  port:\n" + bomb
+    )
+    started = time.monotonic()
+    message = refusal(tmp_path, changed, **CUSTOM)
+    assert "controller_manager_config.yaml uses YAML aliases" in message
+    assert time.monotonic() - started < 5
