@@ -26,6 +26,17 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "tests" / "unit" / "release" / "data" / "kueue-manifest.yaml"
+# The unit tests' stand-in for the release: MANIFEST (not a genuine release, but shaped like
+# v0.18.3) playing the release of the pin, so a stack pointed at it is "the release" with
+# every check of load_release as it is. Tests that mean the real releases use
+# gpu_queues.release.reference.PinnedReleases (the toolchain tests, with the renders).
+STAND_IN_VERSION = "v0.18.3"
+
+
+def stand_in() -> Any:
+    from gpu_queues.release.reference import StandInRelease
+
+    return StandInRelease(STAND_IN_VERSION, MANIFEST.read_bytes())
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -58,6 +58,7 @@ from gpu_queues.kueue.client import KubeconfigError, resolve
 from gpu_queues.kueue.client import validate as validate_kubeconfig
 from gpu_queues.kueue.fields import api_server_url_problem
 from gpu_queues.release.manifest import PROJECT_ROOT, PreparedManifest, load_release
+from gpu_queues.release.reference import Releases
 
 
 @dataclass(frozen=True)
@@ -239,6 +240,7 @@ def validate(
     *,
     stack: str | None = None,
     project_dir: Path | None = None,
+    releases: Releases | None = None,
 ) -> tuple[StackConfig, PreparedManifest | None]:
     """Everything the program can check without a cluster; ConfigError, KubeconfigError or
     ManifestError.
@@ -247,7 +249,9 @@ def validate(
     plain-text secrets); `project_dir` (default: the working directory, where Pulumi runs the
     program) holds the stack files a MultiKueue manager's worker stacks are checked against.
     The config returned carries what MultiKueue needs in Kueue's Configuration
-    (multikueue.effective_kueue)."""
+    (multikueue.effective_kueue). `releases` is where the Kueue release the manifest is
+    compared with comes from (default: the committed digests and `make kueue-manifest`'s
+    render under `root`; gpu_queues/release/reference.py)."""
     config = load_config(raw)
     if config.kubernetes.kubeconfig is not None:  # unset: $KUBECONFIG, possibly absent in CI
         validate_kubeconfig(
@@ -259,7 +263,7 @@ def validate(
     if problems:
         raise ConfigError(problems)
     config = config.model_copy(update={"kueue": effective_kueue(config, stack)})
-    manifest = load_release(config.kueue, root) if config.kueue.install else None
+    manifest = load_release(config.kueue, root, releases) if config.kueue.install else None
     problems = manifest_problems(config, manifest)
     if problems:
         raise ConfigError(problems)

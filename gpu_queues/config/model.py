@@ -108,11 +108,42 @@ class ManifestSource(Model):
     sha256: Sha256 | None = Field(
         default=None, description="expected sha256 of the manifest; mismatch: nothing is applied"
     )
+    custom: bool | None = Field(
+        default=None,
+        description="true: the manifest is not the release of kueue.version object for object "
+        "(unset or false refuses it); it is then checked field by field against that release as "
+        "rendered by `make kueue-manifest` (docs/kueue-manifest.md) and needs a reason",
+    )
+    reason: str | None = Field(
+        default=None,
+        max_length=500,
+        description="why the stack installs a custom manifest; required with custom: true, "
+        "shown in the preview",
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> ManifestSource:
         if self.url is not None and self.path is not None:
             raise PydanticCustomError("manifest_source", "set either url or path, not both")
+        if self.custom and not (self.reason or "").strip():
+            raise PydanticCustomError(
+                "manifest_custom",
+                "custom: true needs a non-empty reason (why this stack does not install the "
+                "release as published)",
+            )
+        if self.reason is not None and any(
+            ch in "\x7f" or ord(ch) < 0x20 or 0x80 <= ord(ch) < 0xA0 or ch in "\u2028\u2029"
+            for ch in self.reason
+        ):
+            raise PydanticCustomError(
+                "manifest_custom",
+                "reason must be one line of text (no line breaks or control characters): the "
+                "preview shows it, and a second line there could pass for the program's own",
+            )
+        if not self.custom and self.reason is not None:
+            raise PydanticCustomError(
+                "manifest_custom", "reason is read only with custom: true; remove it or set custom"
+            )
         return self
 
 

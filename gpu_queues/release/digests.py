@@ -130,7 +130,13 @@ class Verdict:
 def compare(
     objects: Sequence[Mapping[str, Any]], version: str, folder: Path = DIGESTS_DIR
 ) -> Verdict:
-    recorded = load(version, folder)
+    return compare_with(objects, version, load(version, folder))
+
+
+def compare_with(
+    objects: Sequence[Mapping[str, Any]], version: str, recorded: ReleaseDigest | None
+) -> Verdict:
+    """`compare` with the release's digests given (None: it has none recorded)."""
     if recorded is None:
         return Verdict(version, known=False)
     try:

@@ -27,7 +27,7 @@ import yaml
 from gpu_queues import keys
 from gpu_queues.config.model import KueueConfig, ManagerConfig
 from gpu_queues.kueue import versions as kueue_versions
-from gpu_queues.release import digests
+from gpu_queues.release import custom, digests
 from gpu_queues.release.allowlist import check_release, created_namespaces, find
 from gpu_queues.release.catalogue import (
     CONTROLLER_DEPLOYMENT,
@@ -38,6 +38,7 @@ from gpu_queues.release.catalogue import (
     Document,
 )
 from gpu_queues.release.module import RENDER_DIR
+from gpu_queues.release.reference import PinnedReleases, Releases, ReleaseUnavailable
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -384,19 +385,89 @@ def _apply_controller(
         ]
 
 
-def load_release(config: KueueConfig, root: Path = PROJECT_ROOT) -> PreparedManifest:
+def load_release(
+    config: KueueConfig, root: Path = PROJECT_ROOT, releases: Releases | None = None
+) -> PreparedManifest:
     """Read, verify, parse, check and prepare the release; ManifestError on any problem.
+
+    A manifest whose objects all match the digests of `kueue.version` is the release. Any
+    other is refused unless `kueue.manifest.custom` is true with a reason, and then it is
+    checked field by field against the genuine release (gpu_queues/release/custom.py), which
+    `releases` provides (default: the committed digests and the render of `make
+    kueue-manifest` under `root`, gpu_queues/release/reference.py).
 
     The checksum annotation is written only here, from a digest verify_sha256 just matched
     against gpu-queues:kueue.manifest.sha256: it is never taken from the manifest itself.
     """
+    releases = releases if releases is not None else PinnedReleases(root)
     source = manifest_source(config)
     data = read_manifest(config, root)
     digest = verify_sha256(data, config.manifest.sha256, source)
     verified = digest if config.manifest.sha256 is not None else None
     docs = parse_documents(data, source)
-    verdict = digests.compare([d.obj for d in docs], config.version)
+    objects = [d.obj for d in docs]
+    verdict = digests.compare_with(objects, config.version, releases.recorded(config.version))
+    shown = one_line(source)  # the preview shows it: a file name cannot add a line there
+    if verdict.genuine:
+        prepared = prepare_manifest(docs, config, source, verified)
+        return dataclasses.replace(prepared, provenance=verdict.summary(shown), genuine=True)
+    if not config.manifest.custom:
+        raise ManifestError(_not_the_release(source, config.version, verdict, objects, releases))
+    try:
+        release = releases.objects(config.version)
+    except ReleaseUnavailable as error:
+        raise ManifestError(
+            f"the Kueue manifest {source} is a custom manifest (gpu-queues:kueue.manifest."
+            f"custom), checked field by field against the release {config.version}, which is "
+            f"not available: {error}. Nothing was applied"
+        ) from None
     prepared = prepare_manifest(docs, config, source, verified)
-    return dataclasses.replace(
-        prepared, provenance=verdict.summary(source), genuine=verdict.genuine
+    reference = prepare_manifest(
+        _documents(release, "the release"), config, f"the release {config.version}", verified
+    )
+    problems = custom.check(prepared.objects, reference.objects, config.version)
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
+        raise ManifestError(
+            f"the custom Kueue manifest {source} (gpu-queues:kueue.manifest.custom) is not "
+            f"the release {config.version} with only what a custom manifest may change; nothing "
+            f"was applied. {len(problems)} problem(s):\n{lines}"
+        )
+    changed = custom.changes(objects, release)
+    listed = "; ".join(changed[:8]) + (f"; and {len(changed) - 8} more" if len(changed) > 8 else "")
+    provenance = (
+        f"Kueue manifest {shown}: a custom manifest (gpu-queues:kueue.manifest.custom: "
+        f"{one_line((config.manifest.reason or '').strip())}), checked field by field against the "
+        f"release {config.version}; it differs in {len(changed)} object(s): "
+        f"{one_line(listed) or 'none'}"
+    )
+    return dataclasses.replace(prepared, provenance=provenance, genuine=False)
+
+
+def one_line(text: str) -> str:
+    """`text` with its line breaks and other control characters escaped (\\n, \\x1b...)."""
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
+    )
+
+
+def _not_the_release(
+    source: str,
+    version: str,
+    verdict: digests.Verdict,
+    objects: Sequence[dict[str, Any]],
+    releases: Releases,
+) -> str:
+    """Why a manifest is not the release, naming the first differing object (and field, when
+    the release's objects are at hand), and how to install it anyway."""
+    try:
+        first = custom.first_difference(objects, releases.objects(version))
+    except ReleaseUnavailable:
+        first = None
+    where = f" The first difference: {first}." if first else ""
+    return (
+        f"{verdict.summary(source)}.{where} A manifest other than the release is installed "
+        "only as a custom manifest: set gpu-queues:kueue.manifest.custom: true with a "
+        "kueue.manifest.reason, and it is checked field by field against the release "
+        "(docs/kueue-manifest.md). Nothing was applied"
     )

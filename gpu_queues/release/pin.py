@@ -346,6 +346,9 @@ class PinResult:
     """The previous pin when the version moved."""
     added: list[str] = field(default_factory=list)
     """Files made for a newly supported release."""
+    not_the_release: str | None = None
+    """For a file (--file): how it differs from the release's digests, when it does; the
+    stacks then refuse it unless they mark it custom (docs/kueue-manifest.md)."""
 
 
 def pin(
@@ -389,6 +392,11 @@ def pin_release(
     if moving:
         _check_storage_move(pinned, version, data, root, kubectl)
     result.pins = plan(version, data, source, label, root)
+    if file is not None:
+        objects = [d.obj for d in parse_documents(data, label)]  # plan parsed it already
+        verdict = digests.compare(objects, version)
+        if not verdict.genuine:
+            result.not_the_release = verdict.summary(label)
     if not check:
         extra: list[tuple[Path, str]] = []
         if moving:
@@ -468,6 +476,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"toolchain/pins.env: KUEUE_VERSION {result.moved_from} -> {args.version}")
     for added in result.added:
         print(f"{added}: new supported release {args.version}: review and commit it")
+    if result.not_the_release:
+        print(
+            f"pin-kueue: warning: {result.not_the_release}. Pinned, but every stack refuses it "
+            "unless it sets gpu-queues:kueue.manifest.custom: true with a reason "
+            "(docs/kueue-manifest.md)",
+            file=sys.stderr,
+        )
     for p in pins:
         state = "would change" if args.check and p.changed else "changed" if p.changed else "ok"
         print(f"{p.path.name}: {state}" + "".join(f"; {n}" for n in p.notes))

@@ -6,6 +6,7 @@ to the next (the table in docs/promotion.md states the same; a test keeps them e
                                 from the same place; otherwise TO keeps its own
   manager.integrations, .waitForPodsReady, .fairSharing, .featureGates, .multiKueue
   (but its origin)              travel when FROM sets them
+  manifest.custom, .reason      stay: each environment decides for itself
   everything else               stays: the environment's own
 
 A key no rule covers (a model field added since) is refused by the planning
@@ -63,6 +64,13 @@ RULES: tuple[KeyRule, ...] = (
         Rule.LOCATION,
         "where an environment keeps its copy; .kueue/<version>/manifests.yaml follows the version",
     ),
+    KeyRule(
+        ("manifest", "custom"),
+        Rule.STAYS,
+        "each environment decides for itself to install a custom manifest (a promoted "
+        "custom manifest without it is refused there)",
+    ),
+    KeyRule(("manifest", "reason"), Rule.STAYS, "why that environment installs a custom manifest"),
     KeyRule(("install",), Rule.STAYS, "whether that cluster's Kueue is preinstalled"),
     KeyRule(("readinessTimeoutSeconds",), Rule.STAYS, "how long that cluster takes"),
     KeyRule(("controller",), Rule.STAYS, "replicas, resources and placement on its nodes"),

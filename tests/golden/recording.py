@@ -13,7 +13,7 @@ from gpu_queues.release.manifest import load_manifest, prepare_manifest
 from gpu_queues.whatif.markdown import render
 from gpu_queues.whatif.report import Run, report_json
 from sandbox.bench.under_mocks import registrations
-from tests.conftest import MANIFEST, ROOT, stack_raw
+from tests.conftest import MANIFEST, ROOT, stack_raw, stand_in
 
 
 def registrations_of(stack: str) -> dict[str, Any]:
@@ -21,7 +21,7 @@ def registrations_of(stack: str) -> dict[str, Any]:
     kueue = raw.setdefault(keys.KEY_KUEUE, {})
     digest = hashlib.sha256(MANIFEST.read_bytes()).hexdigest()
     kueue["manifest"] = {"path": str(MANIFEST.relative_to(ROOT)), "sha256": digest}
-    config, _ = validate(raw)
+    config, _ = validate(raw, releases=stand_in())
     prepared = None
     if config.kueue.install:
         docs = load_manifest(config.kueue)

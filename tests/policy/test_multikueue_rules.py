@@ -26,7 +26,7 @@ from gpu_queues.config.stackfile import read_config
 from gpu_queues.kueue import multikueue as kueue_multikueue
 from gpu_queues.release.manifest import load_manifest
 from policies import rules
-from tests.conftest import run_stack
+from tests.conftest import run_stack, stand_in
 from tests.policy.test_program_through_pack import resources, with_test_manifest
 
 pytestmark = pytest.mark.policy
@@ -188,7 +188,7 @@ def test_fields_kueue_refuses_in_multikueue_objects_are_rejected(
 
 def test_the_sandbox_manager_stack_passes_the_whole_pack() -> None:
     raw = with_test_manifest(read_config("local-mk-manager", E2E))
-    config, _ = validate(raw, stack="local-mk-manager", project_dir=E2E)
+    config, _ = validate(raw, stack="local-mk-manager", project_dir=E2E, releases=stand_in())
     manifest = load_manifest(config.kueue) if config.kueue.install else None
     run = run_stack(config, manifest, verified_sha256=config.kueue.manifest.sha256)
     stack = resources(run)

@@ -31,7 +31,7 @@ from gpu_queues.kueue.capacity import CAPACITY_ANNOTATION
 from gpu_queues.release.manifest import load_manifest
 from gpu_queues.tools.changed_stacks import is_deployable, policy_config
 from policies import rules
-from tests.conftest import MANIFEST, MockRun, read_yaml, run_stack, stack_raw
+from tests.conftest import MANIFEST, MockRun, read_yaml, run_stack, stack_raw, stand_in
 from tests.unit.config.stackgen import random_stack
 
 pytestmark = pytest.mark.policy
@@ -78,7 +78,7 @@ def build(raw: dict[str, Any]) -> tuple[StackConfig, MockRun]:
     """The program's validation phase (gpu_queues.components.gpu_queues.validate: config, manifest
     digest and
     allowlist), then the stack under mocks with the digest it verified."""
-    config, _ = validate(with_test_manifest(raw))
+    config, _ = validate(with_test_manifest(raw), releases=stand_in())
     manifest = load_manifest(config.kueue) if config.kueue.install else None
     return config, run_stack(config, manifest, verified_sha256=config.kueue.manifest.sha256)
 

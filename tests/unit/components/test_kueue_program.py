@@ -20,11 +20,23 @@ import yaml
 from pulumi.runtime.sync_await import _sync_await
 
 from gpu_queues import keys
-from tests.conftest import MANIFEST, ROOT, MockRun, mocks_for, stack_raw
+from tests.conftest import MANIFEST, ROOT, MockRun, mocks_for, stack_raw, stand_in
+
+CUSTOM = {"custom": True, "reason": "a hostile change under test"}
 
 pytestmark = pytest.mark.unit
 
 BAIL = 32
+
+
+@pytest.fixture(autouse=True)
+def _the_stand_in_is_the_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    """__main__.py takes its releases from the default (the committed digests and the render
+    of `make kueue-manifest`); here the unit tests' stand-in manifest plays the release, as in
+    every unit test (tests/conftest.py stand_in), and every check runs as it is."""
+    from gpu_queues.release import manifest
+
+    monkeypatch.setattr(manifest, "PinnedReleases", lambda root: stand_in())
 
 
 def run_program(
@@ -137,6 +149,11 @@ def test_a_bad_manifest_registers_zero_resources(tmp_path, capsys, change, expec
     path = write_manifest(tmp_path, change)
     run, code, err = run_program(dev_with_manifest(path), capsys)
     assert code == BAIL
+    assert "set gpu-queues:kueue.manifest.custom: true" in err  # not the release
+    assert run.resources == []
+    # and as a custom manifest, the allowlist names what it is
+    run, code, err = run_program(dev_with_manifest(path, **CUSTOM), capsys)
+    assert code == BAIL
     assert expected in err
     assert run.resources == []
 
@@ -148,7 +165,7 @@ def test_a_feature_gate_in_config_and_manifest_registers_zero_resources(tmp_path
             "--feature-gates=TopologyAwareScheduling=true"
         ),
     )
-    raw = dev_with_manifest(path)
+    raw = dev_with_manifest(path, **CUSTOM)
     raw["kueue"]["manager"] = {"featureGates": {"TopologyAwareScheduling": False}}
     run, code, err = run_program(raw, capsys)
     assert code == BAIL
@@ -200,3 +217,27 @@ def test_a_missing_rendered_manifest_says_which_command_creates_it(capsys):
     assert code == BAIL
     assert "run `make kueue-manifest`" in err
     assert run.resources == []
+
+
+def test_the_preview_warns_of_a_custom_manifest_naming_it_and_its_changes(
+    tmp_path, capsys, monkeypatch
+):
+    logged: list[tuple[str, str]] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda msg, *a, **k: logged.append(("warn", msg)))
+    monkeypatch.setattr(pulumi.log, "info", lambda msg, *a, **k: logged.append(("info", msg)))
+    extra = {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": "kueue-dashboards", "namespace": "kueue-system"}}  # fmt: skip
+    path = write_manifest(tmp_path, lambda docs: docs.append(extra))
+    run, code, err = run_program(dev_with_manifest(path, **CUSTOM), capsys)
+    assert code is None, err
+    (warning,) = [m for level, m in logged if level == "warn" and "Kueue manifest" in m]
+    assert "a custom manifest (gpu-queues:kueue.manifest.custom: a hostile change under test)" in (
+        warning
+    )
+    assert "ConfigMap kueue-system/kueue-dashboards (added)" in warning
+    assert run.one("ConfigMap", "kueue-dashboards")
+    # the release itself is said so, as information
+    logged.clear()
+    run, code, err = run_program(dev_with_manifest(write_manifest(tmp_path)), capsys)
+    assert code is None, err
+    assert [level for level, m in logged if "Kueue manifest" in m] == ["info"]

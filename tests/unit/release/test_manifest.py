@@ -16,7 +16,7 @@ from gpu_queues.release.manifest import (
     load_release,
     prepare_manifest,
 )
-from tests.conftest import MANIFEST, ROOT, run_stack, stack_raw
+from tests.conftest import MANIFEST, ROOT, run_stack, stack_raw, stand_in
 
 pytestmark = pytest.mark.unit
 
@@ -206,14 +206,16 @@ def test_probe_gets_the_kubeconfig_and_context_from_secret_config(manifest):
 
 def test_a_verified_checksum_is_recorded_on_the_deployment_for_the_policy_pack():
     digest = hashlib.sha256(MANIFEST.read_bytes()).hexdigest()
-    prepared = load_release(kueue(manifest={"path": str(MANIFEST), "sha256": digest}))
+    prepared = load_release(
+        kueue(manifest={"path": str(MANIFEST), "sha256": digest}), releases=stand_in()
+    )
     assert prepared.sha256 == digest
     annotations = _deployment(prepared)["metadata"]["annotations"]
     assert annotations[keys.ANNOTATION_MANIFEST_SHA256] == digest
 
 
 def test_no_checksum_configured_records_none():
-    prepared = load_release(kueue(manifest={"path": str(MANIFEST)}))
+    prepared = load_release(kueue(manifest={"path": str(MANIFEST)}), releases=stand_in())
     assert prepared.sha256 is None
     assert keys.ANNOTATION_MANIFEST_SHA256 not in _deployment(prepared)["metadata"].get(
         "annotations", {}

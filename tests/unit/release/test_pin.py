@@ -18,6 +18,7 @@ from gpu_queues.release.pin import (
     PinError,
     main,
     pin,
+    pin_release,
     pin_text,
     plan,
     release_url,
@@ -382,3 +383,12 @@ def test_a_stack_file_linked_from_outside_the_project_is_refused_and_nothing_wri
         pin(file=MANIFEST, root=project)
     assert snapshot(project) == before
     assert outside.read_text() == outside_before
+
+
+def test_a_file_that_is_not_the_release_by_its_digests_is_pinned_with_a_warning(project, capsys):
+    # the unit manifest is not the release v0.18.3: every stack would refuse it unless custom
+    result = pin_release(file=MANIFEST, root=project)
+    assert result.not_the_release is not None
+    assert result.not_the_release.startswith(f"Kueue manifest {MANIFEST} differs from the release")
+    assert main(["--file", str(MANIFEST), "--check"]) == 1  # the stacks pin the render
+    assert "unless it sets gpu-queues:kueue.manifest.custom: true" in capsys.readouterr().err
