@@ -34,6 +34,7 @@ import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,6 +45,7 @@ from gpu_queues.whatif.report import Run
 from gpu_queues.whatif.workloads import Rest
 from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECONFIG
+from sandbox.replay import fast
 from sandbox.replay.engine import replay_mix
 from sandbox.shape import load_stack
 from sandbox.walkthrough import KubeSession
@@ -189,3 +191,34 @@ def test_status_command_reads_the_stacks_own_kubeconfig(replayed: Run) -> None:
         (t.team, t.admitted, t.pending) for t in replayed.teams
     ]
     assert "BEGIN" not in done.stdout + done.stderr  # no key material in what it prints
+
+
+def test_the_fast_engine_tells_the_same_story_as_the_sandbox(replayed: Run) -> None:
+    """The cross-check of the two engines (docs/what-if.md, Engines): the same stack and mix,
+    replayed on the fast engine (the same Kueue release's code on a simulated clock) with the
+    nodes this sandbox really has, give every workload the same outcome, flavor, wait and
+    preemptions, every run the same intervals, and every team the same figures."""
+    rest = Rest(file_client(KUBECONFIG))
+    nodes = [
+        {k: n[k] for k in ("apiVersion", "kind", "metadata", "spec", "status") if k in n}
+        for n in rest.get("/api/v1/nodes")["items"]
+    ]
+    for n in nodes:
+        n.setdefault("apiVersion", "v1")
+        n.setdefault("kind", "Node")
+    quick = fast.replay_mix(load_stack(SOURCE), MIX, stack=STACK, label=STACK, nodes=nodes)
+
+    def story(run: Run) -> list[tuple[Any, ...]]:
+        return [
+            (w.name, w.outcome, w.flavor, w.wait_seconds, w.preemptions, w.intervals)
+            for w in run.workloads
+        ]
+
+    assert story(quick) == story(replayed), render(quick, None)
+    assert [
+        (t.team, t.admitted, t.pending, t.gpu_hours, t.wait_p50, t.wait_p90) for t in quick.teams
+    ] == [
+        (t.team, t.admitted, t.pending, t.gpu_hours, t.wait_p50, t.wait_p90) for t in replayed.teams
+    ]
+    assert quick.meta.simulated_seconds == replayed.meta.simulated_seconds
+    assert quick.meta.engine == "fast" and replayed.meta.engine == "sandbox"

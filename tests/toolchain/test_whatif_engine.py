@@ -266,3 +266,22 @@ def test_the_same_stack_and_mix_give_a_byte_identical_report(tmp_path: Path) -> 
     for _ in range(2):
         again = json.dumps(report_json(replay(stack, jobs, tmp_path), None), indent=2)
         assert again == first
+
+
+def test_the_e2e_story_worked_out_by_hand(tmp_path: Path) -> None:
+    """tests/e2e/test_whatif.py's mix and stack, whose every outcome, flavor and wait that
+    test's docstring works out by hand, on the fast engine with the e2e sandbox's one node
+    (8 GPUs, 64 cpu, 512Gi): the same answers, and the same GPU-hours."""
+    from sandbox.shape import load_stack, node
+    from tests.e2e import test_whatif as e2e
+
+    sandbox_node = node("sandbox-node", {}, [], {"cpu": "64", "memory": "512Gi",
+                        "nvidia.com/gpu": "8", "pods": "110"}, None)  # fmt: skip
+    run = fast.replay_mix(
+        load_stack(e2e.SOURCE), e2e.MIX, stack=e2e.STACK, label=e2e.STACK, nodes=[sandbox_node]
+    )
+    assert {w.name: (w.outcome, w.flavor, w.wait_seconds) for w in run.workloads} == e2e.EXPECTED
+    teams = {t.team: t for t in run.teams}
+    assert (teams["alpha"].gpu_hours, teams["beta"].gpu_hours) == (5.0, 4.0)
+    assert run.meta.simulated_seconds == 4200
+    assert by_name(run)["a-sweep"].preemptions == 2
