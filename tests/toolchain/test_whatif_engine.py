@@ -285,3 +285,41 @@ def test_the_e2e_story_worked_out_by_hand(tmp_path: Path) -> None:
     assert (teams["alpha"].gpu_hours, teams["beta"].gpu_hours) == (5.0, 4.0)
     assert run.meta.simulated_seconds == 4200
     assert by_name(run)["a-sweep"].preemptions == 2
+
+
+def test_wait_for_pods_ready_evicts_on_the_simulated_clock(tmp_path: Path) -> None:
+    """Kueue's waitForPodsReady timeout runs on the engine's clock: a queue of 4 GPUs on one
+    node. stuck (4 GPUs) asks for a node label no node has (Kueue looks only at the flavor's
+    own label keys, so it admits it at 0 s) and its pod fits no node; after the 10-minute
+    timeout Kueue evicts it (PodsReadyTimeout) and small (4 GPUs, submitted at 60 s) gets the
+    quota at 600 s: a wait of 540 s, to the second, and runs to 700 s. Without the timeout
+    (the next test), small waits for ever behind it."""
+    team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=4)
+    stack = (
+        Stack()
+        .flavor(Flavor("gpu").nodes(1, cpu=64, memory="512Gi", gpu=4))
+        .kueue(manager={"waitForPodsReady": {"timeout": "10m"}})
+        .team(team)
+    )
+    stuck = job("stuck", "a", 4, at=0, runs=300)
+    stuck["spec"]["template"]["spec"]["nodeSelector"] = {"disk": "nvme"}
+    jobs = [stuck, job("small", "a", 4, at=60, runs=100)]
+    # The mix's last event is at 60 s: --until carries the replay on past the timeout.
+    run = by_name(replay(stack, jobs, tmp_path, until=1200))
+    assert run["small"].wait_seconds == 540
+    assert run["small"].intervals == [(600, 700)]
+    # stuck, requeued after the eviction (with Kueue's backoff), is admitted again when small
+    # ends at 700 s, and its pod still fits no node: the next timeout would be at 1300 s.
+    assert (run["stuck"].wait_seconds, run["stuck"].outcome) == (0, "unschedulable")
+    assert run["stuck"].intervals == []  # its pod never ran
+
+
+def test_without_wait_for_pods_ready_the_stuck_job_holds_its_quota(tmp_path: Path) -> None:
+    team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=4)
+    stack = Stack().flavor(Flavor("gpu").nodes(1, cpu=64, memory="512Gi", gpu=4)).team(team)
+    stuck = job("stuck", "a", 4, at=0, runs=300)
+    stuck["spec"]["template"]["spec"]["nodeSelector"] = {"disk": "nvme"}
+    jobs = [stuck, job("small", "a", 4, at=60, runs=100)]
+    run = by_name(replay(stack, jobs, tmp_path, until=1200))
+    assert run["stuck"].outcome == "unschedulable"
+    assert (run["small"].outcome, run["small"].wait_seconds) == ("pending", None)

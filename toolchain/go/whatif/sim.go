@@ -61,6 +61,10 @@ const maxSteps = 10_000
 // stop; in simulated time the turns would never end. After churnAfter steps at one instant the
 // engine samples who holds quota every churnEvery steps; when a set of holders comes back,
 // the instant ends there and the loop is reported (Summary.Churn).
+// idleTimers: how many instants of controllers' requeues that change nothing, with nothing
+// else left, end the replay (a periodic requeue would otherwise go on forever).
+const idleTimers = 100
+
 const (
 	churnAfter = 300
 	churnEvery = 10
@@ -282,6 +286,7 @@ type sim struct {
 	wg       sync.WaitGroup
 	stats    Summary
 	waiting  map[int]bool // running-but-unplaced jobs (unsuspended, pods pending)
+	changes  int          // objects seen changed (informer events), for idle instants
 }
 
 // jobOwnerKey: the field index the Job reconciler finds a Job's Workloads by.
@@ -633,19 +638,29 @@ func (s *sim) replay() error {
 	if err := s.settle(); err != nil {
 		return err
 	}
+	last, idle := 0.0, 0 // the last instant that changed something; timer-only instants since
 	for s.events.Len() > 0 {
 		at := s.events[0].at
 		if s.until > 0 && at > s.until {
 			break
 		}
+		if s.onlyTimers() && (s.until == 0 || idle >= idleTimers) {
+			// Without --until the replay ends at the mix's last event, as the sandbox engine's
+			// does: what controllers' requeues do after it (a waitForPodsReady eviction and
+			// readmission, again and again) would go on for ever. With --until it goes on to
+			// then, unless the requeues stop changing anything.
+			break
+		}
 		s.setNow(at)
 		s.stats.Instants++
+		changes, timers := s.changes, s.events[0].kind == evTimer
 		// Ends and timers first, then the submissions one by one, each after the cluster has
 		// reacted to what came before it: jobs submitted at one instant arrive in mix order,
 		// one after another (as kubectl applies them, and as the sandbox engine replays them).
 		for s.events.Len() > 0 && s.events[0].at == at {
 			e := heap.Pop(&s.events).(ev)
 			s.stats.Events++
+			timers = timers && e.kind == evTimer
 			if e.kind == evSubmit {
 				if err := s.settle(); err != nil {
 					return err
@@ -658,7 +673,15 @@ func (s *sim) replay() error {
 		if err := s.settle(); err != nil {
 			return err
 		}
+		if timers && s.changes == changes {
+			idle++
+		} else {
+			last, idle = at, 0
+		}
 	}
+	// The replay ends at its last instant that changed something (or at --until): a
+	// controller's requeue that found nothing to do is no event of the replay.
+	s.now = last
 	if s.until > s.now {
 		s.setNow(s.until)
 	}
@@ -670,6 +693,16 @@ func (s *sim) replay() error {
 	}
 	s.stats.SimulatedSeconds = s.now
 	return nil
+}
+
+// onlyTimers: nothing but controllers' requeues is left to happen.
+func (s *sim) onlyTimers() bool {
+	for _, e := range s.events {
+		if e.kind != evTimer {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *sim) apply(e ev) error {
@@ -851,6 +884,7 @@ func (s *sim) observe(key types.NamespacedName) error {
 		}
 	}
 	s.seen[key] = wl
+	s.changes++
 	if trace {
 		var cs []string
 		for _, c := range wl.Status.Conditions {
@@ -900,6 +934,7 @@ func (s *sim) jobChanged(key types.NamespacedName) (bool, error) {
 		return false, nil
 	}
 	s.seenJobs[key] = bj
+	s.changes++
 	return true, nil
 }
 
