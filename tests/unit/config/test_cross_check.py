@@ -236,3 +236,62 @@ def test_the_controller_resources_come_in_whole_numbers_where_kubernetes_says_so
         ("kueue", "controller", "resources", "limits", "example.com/nic"),
     ]
     assert all(p.message for p in said)
+
+
+def test_a_value_left_out_is_skipped_and_the_check_goes_on():
+    raw = stack(team("a"), flavors=[{"name": None}, {"name": "std"}, {"name": "std"}])
+    assert problems(raw) == [
+        "gpu-queues:flavors[2].name: duplicate flavor name 'std': already used at "
+        "gpu-queues:flavors[1].name"
+    ]
+
+
+def test_a_service_account_of_another_teams_namespace_may_not_submit():
+    other = {"kind": "ServiceAccount", "name": "ci", "namespace": "team-b"}
+    own = {"kind": "ServiceAccount", "name": "ci", "namespace": "team-a"}
+    raw = stack(team("a", submitters=[other, own]), team("b"))
+    assert problems(raw) == [
+        "gpu-queues:teams[0].submitters[0].namespace: namespace 'team-b' belongs to the team "
+        "at teams[1], whose workloads could then spend this team's quota (share "
+        "quota through the cohort instead): a service account from there may not submit to "
+        "this team's queue. Use a service account in the team namespace"
+    ]
+    # the first team that has a namespace is the one named
+    raw = stack(team("a", submitters=[other]), team("b"), team("c", namespace="team-b"))
+    [refusal] = [p for p in problems(raw) if ".submitters[0]" in p]
+    assert "belongs to the team at teams[1]," in refusal
+
+
+def test_a_cluster_namespace_is_not_a_teams():
+    assert problems(stack(team("a", namespace="kube-system", adoptNamespace=True))) == [
+        "gpu-queues:teams[0].namespace: namespace 'kube-system' belongs to the cluster "
+        "(Kubernetes' own components run there), not a team's to take (adopted or not); give "
+        "the team a namespace of its own"
+    ]
+
+
+def test_an_http_manifest_with_its_sha256_pinned_may_be_fetched():
+    pinned = {"kueue": {"manifest": {"url": "http://mirror.example/k.yaml", "sha256": SHA}}}
+    assert cross_check(pinned) == []
+
+
+def test_frameworks_checks_go_on_past_a_value_of_the_wrong_type():
+    raw = {"kueue": {"manager": {"integrations": {"frameworks": [7, "batch/job", "batch/job"]}}}}
+    assert problems(raw) == [
+        "gpu-queues:kueue.manager.integrations.frameworks[2]: 'batch/job' is listed twice"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "refused"),
+    [
+        ("MyJob.v1.example", False),  # two dots: Kind, version, a one-label group
+        ("MyJob.v1.example.com", False),
+        ("MyJob..v1.example", True),  # Kueue reads Kind, "" as the version, v1.example
+        ("MyJob.v1.", True),
+        (".v1.example.com", True),
+    ],
+)
+def test_an_external_framework_is_kind_version_group(name, refused):
+    raw = {"kueue": {"manager": {"integrations": {"externalFrameworks": [name]}}}}
+    assert bool(problems(raw)) is refused
