@@ -1161,3 +1161,51 @@ def test_undeclared_flavors_in_full():
         )
     ]
     assert undeclared_flavors(q, {"l4", "h100", "a100"}) == []
+
+
+def test_an_unknown_taint_skips_only_itself():
+    flavor = ResourceFlavor("h100").spec(
+        nodeTaints=[{"key": UNKNOWN, "effect": "NoSchedule"}, {"key": "gpu", "effect": "NoRun"}]
+    )
+    assert codes(resource_flavor_errors(flavor.obj())) == [("spec.nodeTaints[1].effect", ENUM)]
+
+
+def test_an_unknown_quota_list_or_quota_skips_only_itself():
+    q = groups_queue(
+        {
+            "coveredResources": ["cpu"],
+            "flavors": [
+                {"name": "std", "resources": UNKNOWN},
+                {"name": "h100", "resources": [{"name": "cpu"}]},
+            ],
+        }
+    )
+    assert codes(cluster_queue_errors(q)) == [
+        (f"{GROUPS}[0].flavors[1].resources[0].nominalQuota", NOMINAL_MISSING)
+    ]
+    # an unknown quota has no limits to need a cohort for
+    unknown = groups_queue(
+        {"coveredResources": [UNKNOWN], "flavors": [{"name": "std", "resources": [UNKNOWN]}]}
+    )
+    assert cluster_queue_errors(unknown) == []
+
+
+def test_fractional_quotas_of_every_limit_after_an_unnamed_quota():
+    q = groups_queue(
+        {
+            "coveredResources": ["nvidia.com/gpu"],
+            "flavors": [
+                {
+                    "name": "h100",
+                    "resources": [
+                        {"nominalQuota": "0.5"},
+                        {"name": "nvidia.com/gpu", "nominalQuota": 2, "lendingLimit": "0.5"},
+                    ],
+                }
+            ],
+        },
+        cohort="pool",
+    )
+    assert codes(fractional_quotas(q)) == [
+        (f"{GROUPS}[0].flavors[0].resources[1].lendingLimit", NOT_WHOLE)
+    ]
