@@ -287,6 +287,10 @@ def test_frameworks_checks_go_on_past_a_value_of_the_wrong_type():
     [
         ("MyJob.v1.example", False),  # two dots: Kind, version, a one-label group
         ("MyJob.v1.example.com", False),
+        # Kueue cuts the name at its first two dots (ParseKindArg): the rest is the group as
+        # written, odd or not
+        ("MyJob.v1.example..com", False),
+        ("MyJob.v1.example.", False),
         ("MyJob..v1.example", True),  # Kueue reads Kind, "" as the version, v1.example
         ("MyJob.v1.", True),
         (".v1.example.com", True),
