@@ -231,9 +231,10 @@ test-multikueue: venv toolchain
 	$(SUITES) multikueue
 
 # Mutation testing ([tool.mutmut] in pyproject.toml; not part of `make test`): mutmut changes
-# gpu_queues/kueue/quantity.py and capacity.py one operator, constant or branch at a time in a
-# copy of the tree (mutants/) and runs the tests covering it; it lists the mutants no test
-# killed (366 of 372 killed; the six left are equivalent, README.md).
+# the Kueue rules of queues and flavors, the quantity parser, the capacity sum and the config's
+# cross checks one operator, constant or branch at a time in a copy of the tree (mutants/) and
+# runs the tests covering it; it lists the mutants no test killed. The modules, the score, the
+# time and what each survivor means: docs/mutation.md.
 mutation: venv
 	rm -rf mutants
 	$(VENV)/bin/mutmut run

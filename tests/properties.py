@@ -10,12 +10,22 @@ the suites ran before the counts were split (promotion fuzz 60, config propertie
 
 from __future__ import annotations
 
-from hypothesis import settings
+from hypothesis import Phase, settings
 
 EVERYDAY = 100  # hypothesis's own default max_examples: the counts tests state are for it
 DEEP = 1000
 
 settings.register_profile("deep", max_examples=DEEP)
+# `make mutation` (mutmut): a failing example is a killed mutant, found as in the everyday run
+# (derandomized) and not shrunk, which could take minutes a mutant; nothing is written to the
+# example database.
+settings.register_profile(
+    "mutation",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    phases=(Phase.explicit, Phase.generate),
+)
 
 
 def examples(everyday: int) -> int:

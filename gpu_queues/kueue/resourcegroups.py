@@ -232,16 +232,12 @@ def _totals(seen: _Seen, errors: list[FieldError]) -> None:
 # --- the project's rules on resource groups -------------------------------------------------
 
 
-def _quotas(obj: Any) -> Iterable[tuple[Path, Any, Any]]:
-    """(path of the flavor quota, flavor name, quota) for every quota whose list is known."""
+def _quotas(obj: Any) -> Iterable[tuple[Path, Any]]:
+    """(path of the flavor quota, quota) for every quota whose list is known."""
     for g, group in enumerate(as_list(child(obj, *_GROUPS))):
         for f, flavor in enumerate(as_list(child(group, "flavors"))):
             for r, quota in enumerate(as_list(child(flavor, "resources"))):
-                yield (
-                    (*_GROUPS, g, "flavors", f, "resources", r),
-                    child(flavor, "name"),
-                    quota,
-                )
+                yield (*_GROUPS, g, "flavors", f, "resources", r), quota
 
 
 def uncovered_resources(cq: Mapping[str, Any], required: Sequence[str]) -> list[FieldError]:
@@ -276,7 +272,7 @@ def fractional_quotas(cq: Mapping[str, Any]) -> list[FieldError]:
     """PROJECT: quotas of extended resources (nvidia.com/gpu) are whole numbers: no pod can
     request half a GPU, so 0.5 of one is quota nothing can use."""
     errors: list[FieldError] = []
-    for path, _, quota in _quotas(cq):
+    for path, quota in _quotas(cq):
         name = child(quota, "name")
         if not isinstance(name, str):
             continue

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECTL
 from sandbox.walkthrough import KUEUE, KubeSession, condition, is_true, job
+from tests.e2e.settled import probe, quota_held, remove_probe
 
 pytestmark = pytest.mark.e2e
 
@@ -54,6 +54,22 @@ def teams(cluster: KubeSession) -> Iterator[KubeSession]:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.fixture
+def fresh(teams: KubeSession) -> KubeSession:
+    """Each test starts with the teams' queues empty and no outsiders' jobs: none depends on
+    what an earlier one left."""
+    clear_team_jobs(teams)
+    if teams.core.list_namespace(field_selector="metadata.name=outsiders").items:
+        for j in teams.batch.list_namespaced_job("outsiders").items:
+            teams.delete_job(j.metadata.name, "outsiders")
+        teams.wait(
+            "no workloads in outsiders",
+            lambda: not teams.workloads("outsiders"),
+            namespace="outsiders",
+        )
+    return teams
+
+
 def clear_team_jobs(k: KubeSession) -> None:
     """No job and no workload left in the teams' namespaces (their queues hold nothing)."""
     for ns in ("team-alpha", "team-beta"):
@@ -75,14 +91,24 @@ def submit_alpha(k: KubeSession, count: int, prefix: str) -> list[str]:
     return names
 
 
+def gpu_usage(k: KubeSession, cq: str) -> dict[str, object]:
+    """The ClusterQueue's reported use of nvidia.com/gpu (total, borrowed), {} before any."""
+    status = k.custom.get_cluster_custom_object(*KUEUE, "clusterqueues", cq).get("status", {})
+    for flavor in status.get("flavorsUsage", []):
+        for r in flavor["resources"]:
+            if r["name"] == "nvidia.com/gpu":
+                return dict(r)
+    return {}
+
+
 def admitted(k: KubeSession, names: list[str], ns: str = "team-alpha") -> list[str]:
     return [n for n in names if is_true(k.workload_for(n, ns), "Admitted")]
 
 
 def test_team_a_borrows_idle_gpus_up_to_its_borrowing_limit_then_b_reclaims(
-    teams: KubeSession,
+    fresh: KubeSession,
 ) -> None:
-    k = teams
+    k = fresh
     names = submit_alpha(k, 6, "alpha-borrow")
     # 3 nominal + 2 borrowed: five 1-GPU jobs, though beta still has a GPU idle.
     k.wait(
@@ -90,11 +116,18 @@ def test_team_a_borrows_idle_gpus_up_to_its_borrowing_limit_then_b_reclaims(
         lambda: len(admitted(k, names)) == 5,
         namespace="team-alpha",
     )
-    time.sleep(3)
-    assert len(admitted(k, names)) == 5
-    cq = k.custom.get_cluster_custom_object(*KUEUE, "clusterqueues", "alpha-cq")
-    usage = {r["name"]: r for f in cq["status"]["flavorsUsage"] for r in f["resources"]}
-    assert usage["nvidia.com/gpu"]["borrowed"] in (2, "2")
+    # The sixth stays held: a later 2-GPU probe in the same queue is decided after it, held
+    # for the same reason, and still only five run.
+    decided = probe(k, "alpha-borrow-probe", namespace="team-alpha", queue="alpha-queue", gpus=2)
+    assert (decided["status"], decided["message"]) == ("False", quota_held("pool-gpu", 2)), decided
+    assert len(admitted(k, names)) == 5, k.describe("team-alpha")
+    remove_probe(k, "alpha-borrow-probe", namespace="team-alpha")
+    # Kueue writes the ClusterQueue's status on its own time: 2 of the 5 are borrowed.
+    k.wait(
+        "alpha-cq's status showing 2 GPUs borrowed",
+        lambda: gpu_usage(k, "alpha-cq").get("borrowed") in (2, "2"),
+        namespace="team-alpha",
+    )
 
     # beta asks for its own 3 GPUs: Kueue preempts alpha's borrowed work to give them back.
     k.submit(job("beta-reclaims", namespace="team-beta", queue="beta-queue", gpus=3, claim=None))
@@ -120,12 +153,11 @@ def test_team_a_borrows_idle_gpus_up_to_its_borrowing_limit_then_b_reclaims(
 
 
 def test_raising_a_quota_with_pulumi_up_admits_held_work_and_lowering_it_evicts_nothing(
-    teams: KubeSession,
+    fresh: KubeSession,
 ) -> None:
-    k = teams
-    # Its own jobs, on queues nothing else uses: whatever an earlier test left is removed
-    # first. Beta idle, alpha's six 1-GPU jobs get 3 of its own and 2 borrowed: one is held.
-    clear_team_jobs(k)
+    k = fresh
+    # Its own jobs, on queues nothing else uses (the fixture emptied them). Beta idle, alpha's
+    # six 1-GPU jobs get 3 of its own and 2 borrowed: one is held.
     names = submit_alpha(k, 6, "alpha-quota")
     k.wait(
         "five of alpha's six jobs admitted",
@@ -143,12 +175,22 @@ def test_raising_a_quota_with_pulumi_up_admits_held_work_and_lowering_it_evicts_
     )
     raised = admitted(k, names)
     up({ALPHA_GPUS: "3"})
-    time.sleep(5)
+    # Kueue has taken the lower quota in (the ClusterQueue's status counts what alpha now
+    # uses beyond 3 as borrowed) and has decided a later probe in the same queue: still
+    # everything that ran runs, and nothing was evicted.
+    k.wait(
+        "alpha-cq's status on the lowered quota",
+        lambda: gpu_usage(k, "alpha-cq").get("borrowed") in (len(raised) - 3, str(len(raised) - 3)),
+        namespace="team-alpha",
+    )
+    decided = probe(k, "alpha-quota-probe", namespace="team-alpha", queue="alpha-queue", gpus=2)
+    assert (decided["status"], decided["message"]) == ("False", quota_held("pool-gpu", 2)), decided
     assert admitted(k, names) == raised, k.describe("team-alpha")
+    assert not [n for n in names if is_true(k.workload_for(n, "team-alpha"), "Evicted")]
 
 
-def test_a_namespace_no_cluster_queue_selects_is_not_admitted(teams: KubeSession) -> None:
-    k = teams
+def test_a_namespace_no_cluster_queue_selects_is_not_admitted(fresh: KubeSession) -> None:
+    k = fresh
     manifest = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "outsiders"}},
         {
@@ -185,7 +227,9 @@ def test_a_namespace_no_cluster_queue_selects_is_not_admitted(teams: KubeSession
     )
     assert cond["status"] == "False"
     assert cond["message"] == "Workload namespace doesn't match ClusterQueue selector"
-    time.sleep(3)
+    # Decided again for a later job in the same queue, the same way: the first is still held.
+    later = probe(k, "outsider-later", namespace="outsiders", queue="sneaky-queue", gpus=2)
+    assert (later["status"], later["message"]) == ("False", cond["message"])
     assert not is_true(k.workload_for("outsider", "outsiders"), "Admitted")
     assert k.get_job("outsider", "outsiders").spec.suspend is True
 
@@ -196,7 +240,7 @@ def kubectl_as(user: str, *args: str, stdin: str | None = None) -> subprocess.Co
     )
 
 
-def test_a_team_member_submits_jobs_but_cannot_edit_queues(teams: KubeSession) -> None:
+def test_a_team_member_submits_jobs_but_cannot_edit_queues(fresh: KubeSession) -> None:
     manifest = json.dumps(
         job("alice-job", namespace="team-alpha", queue="alpha-queue", gpus=1, claim=None)
     )

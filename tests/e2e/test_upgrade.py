@@ -32,6 +32,7 @@ from gpu_queues.release.module import pinned_version, render_release, rendered_r
 from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECONFIG, LOGS, ROOT
 from sandbox.walkthrough import KubeSession, condition, is_true, job
+from tests.e2e.settled import probe, quota_held, remove_probe
 from tests.e2e.test_walkthrough import HELD_MESSAGE
 
 pytestmark = pytest.mark.e2e
@@ -281,12 +282,16 @@ def test_minor_upgrade_keeps_running_and_held_jobs(
     assert after_a is not None and after_a["metadata"]["uid"] == wl_a["metadata"]["uid"]
     assert is_true(after_a, "Admitted")
     assert k.get_job("gpu-job-a").spec.suspend is False
-    # The held job is still held, with Kueue's message, under the new release too.
-    time.sleep(5)  # give the new controller a scheduling pass over the queue
+    # The held job is still held, with Kueue's message, under the new release too: that
+    # controller has decided a later job in the same queue (5 GPUs, not the held one's shape).
+    decided = probe(k, "gpu-job-probe", namespace="default", queue="gpu-queue", gpus=5)
+    assert (decided["status"], decided["message"]) == ("False", quota_held("gpu-flavor", 3))
     held = condition(k.workload_for("gpu-job-b"), "QuotaReserved")
     assert held is not None
     assert (held["status"], held["reason"], held["message"]) == ("False", "Pending", HELD_MESSAGE)
     assert k.get_job("gpu-job-b").spec.suspend is True
+
+    remove_probe(k, "gpu-job-probe", namespace="default")
 
     # Deleting the running job admits the held one, by the new release (the only one running).
     k.delete_job("gpu-job-a")

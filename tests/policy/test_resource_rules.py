@@ -92,6 +92,8 @@ def test_required_resources_are_configurable():
         [{"coveredResources": UNKNOWN, "flavors": []}],
         [{"coveredResources": ["nvidia.com/gpu", UNKNOWN], "flavors": []}],
     ],
+    # Named: UNKNOWN is a new id each run, which would change the tests' ids from run to run.
+    ids=["groups", "covered-resources", "one-covered-resource"],
 )
 def test_unknown_covered_resources_wait_for_the_update(groups):
     props = cluster_queue()
@@ -247,6 +249,7 @@ def test_every_problem_is_reported_separately():
         [quota("cpu", 8), quota("memory", "1Gi", lendingLimit=UNKNOWN), quota("nvidia.com/gpu", 8)],
         [quota(UNKNOWN, 8), quota("memory", "1Gi"), quota("nvidia.com/gpu", 8)],
     ],
+    ids=["resources", "nominal-quota", "lending-limit", "resource-name"],
 )
 def test_unknown_quota_values_wait_for_the_update(quotas):
     props = cluster_queue(cohortName="research")

@@ -303,10 +303,16 @@ def test_an_attached_host_interrupts_a_cancelled_program_and_keeps_serving(
             text=True,
         )
         try:
+            # The program says "sleeper-started" on the host's stdout just before it sleeps:
+            # Ctrl-C then reaches a program that is running, not one still starting.
             deadline = time.monotonic() + 120
-            while not pidfile.exists() and cli.poll() is None and time.monotonic() < deadline:
+            while (
+                "sleeper-started" not in "".join(host_output)
+                and cli.poll() is None
+                and time.monotonic() < deadline
+            ):
                 time.sleep(0.1)
-            time.sleep(0.5)  # the pid is written; let the program reach its sleep
+            assert "sleeper-started" in "".join(host_output), "".join(host_output)
             cli.send_signal(signal.SIGINT)
             out, _ = cli.communicate(timeout=120)
         finally:

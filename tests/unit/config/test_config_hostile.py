@@ -71,6 +71,12 @@ class Case:
         return raw
 
 
+def plain(name: str) -> str:
+    """A test id for a hostile name: whitespace and control characters spelt as code points,
+    so that the id can be given back to pytest on a command line (mutmut does)."""
+    return "".join(c if c.isalnum() or c in ":-" else f"U+{ord(c):04X}" for c in name)
+
+
 def case(id: str, at: str, says: str, *edits: tuple[str, Any], base: str = "prod") -> Case:
     return Case(id, tuple(edits) or ((at, None),), at, says, base)
 
@@ -131,7 +137,7 @@ RBAC = [
     ],
     *[
         case(
-            f"user-{name}",
+            f"user-{plain(name)}",
             f"{SUBJECT}.name",
             says,
             (f"{SUBJECT}.kind", "User"),

@@ -448,3 +448,26 @@ def test_a_negative_capacity_is_no_limit_to_sum_against():
         Overrun("l4", "cpu", Fraction(1), Fraction(1, 2), (one,)),
         Overrun("t4", "cpu", Fraction(1), Fraction(0), (one,)),
     ]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (10**80, f"{10**80} is too large for a quantity (at most 1e80)"),
+        (-(10**80), f"-{10**80} is too large for a quantity (at most 1e80)"),
+        (1e300, "1e+300 is too large for a quantity (at most 1e80)"),
+        ("9" * 62 + "Ei", f"'{'9' * 62}Ei' is too large for a quantity (at most 1e80)"),
+        ("9" * 63 + "E", f"'{'9' * 63}E' is too large for a quantity (at most 1e80)"),
+        ("1" + "0" * 60 + "e20", f"'1{'0' * 60}e20' is too large for a quantity (at most 1e80)"),
+        (
+            "1234567890" * 7,
+            "'12345678901234567890'... (70 characters) is too long for a quantity (at most 64)",
+        ),
+    ],
+)
+def test_the_bounds_messages_in_full(value, message):
+    """1e80 exactly is the first value refused; the message shows the value as written."""
+    with pytest.raises(QuantityError) as refused:
+        parse_quantity(value)
+    assert str(refused.value) == message
+    assert parse_quantity(10**80 - 1) == 10**80 - 1

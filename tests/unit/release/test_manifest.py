@@ -43,9 +43,15 @@ def test_local_manifest_with_matching_sha256_loads():
     assert {d.kind for d in docs} >= {"Namespace", "Deployment", "ConfigMap"}
 
 
-def test_relative_path_is_relative_to_the_project_root():
+def test_relative_path_is_relative_to_the_project_root(tmp_path, monkeypatch):
+    # From another directory, where the relative path names nothing: the same documents as
+    # the absolute path gives, so it was read from the project root and not the cwd.
+    monkeypatch.chdir(tmp_path)
     rel = MANIFEST.relative_to(ROOT)
-    assert load_manifest(kueue(manifest={"path": str(rel)}))
+    assert not (tmp_path / rel).exists()
+    expected = load_manifest(kueue(manifest={"path": str(MANIFEST)}))
+    assert expected
+    assert load_manifest(kueue(manifest={"path": str(rel)})) == expected
 
 
 def test_sha256_mismatch_is_a_clear_error():

@@ -10,6 +10,7 @@ import os
 import shutil
 import stat
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from tests.conftest import ROOT
 pytestmark = pytest.mark.unit
 
 FAKE_PULUMI = """#!/bin/sh
+echo $$ > "$FAKE_LOG/pid"
 printf '%s\\n' "$@" > "$FAKE_LOG/argv"
 env > "$FAKE_LOG/env"
 pwd > "$FAKE_LOG/cwd"
@@ -149,8 +151,14 @@ def test_a_failure_names_the_command_its_exit_status_and_stderr(fake: Fake) -> N
 
 
 def test_a_command_that_outlives_its_timeout_is_stopped(fake: Fake) -> None:
-    with pytest.raises(subprocess.TimeoutExpired):
-        pulumi_cli.run(["up"], env=fake.told(sleep="3"), timeout=0.5, root=fake.root)
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired) as expired:
+        pulumi_cli.run(["up"], env=fake.told(sleep="10"), timeout=0.5, root=fake.root)
+    assert expired.value.timeout == 0.5
+    assert time.monotonic() - started < 5, "it waited for the command instead of stopping it"
+    # The command itself (toolchain/run execs it) is gone, not left running on its own.
+    pid = int((fake.log / "pid").read_text())
+    assert not Path(f"/proc/{pid}").exists(), f"pulumi (pid {pid}) still runs"
 
 
 def test_a_secret_goes_through_stdin_and_never_into_argv_or_the_error(fake: Fake) -> None:

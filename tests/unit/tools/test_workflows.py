@@ -199,14 +199,18 @@ def test_every_action_is_pinned_to_a_commit_with_its_tag() -> None:
 )
 def test_unpinned_actions_are_reported(line: str) -> None:
     ref, _, rest = line.partition(" ")
-    assert check_action_pins([("w.yml", 1, ref, " " + rest if rest else "")])
+    assert check_action_pins([("w.yml", 1, ref, " " + rest if rest else "")]) == [
+        f"w.yml:1: {line} is not <action>@<40-hex SHA> # vX.Y.Z"
+    ]
 
 
 def test_one_action_at_two_commits_is_reported() -> None:
     a = ("a.yml", 1, "actions/cache@" + "a" * 40, " # v4.3.0")
     b = ("b.yml", 2, "actions/cache@" + "b" * 40, " # v4.3.0")
     assert check_action_pins([a, a]) == []
-    assert check_action_pins([a, b])
+    assert check_action_pins([a, b]) == [
+        f"b.yml:2: actions/cache pinned twice: {('a' * 40, 'v4.3.0')} and {'b' * 40}"
+    ]
 
 
 # actionlint checks `with:` inputs only for actions it knows by tag, not by commit, so the
