@@ -1,4 +1,4 @@
-"""`make what-if ... BASE=<rev>` from the host: each side on a fresh sandbox of its own,
+"""`make what-if ENGINE=sandbox ... BASE=<rev>` from the host: each side on a fresh sandbox of its own,
 shaped like the side's stack file (its flavor's node is labelled and tainted: pods run only
 on a sandbox shaped like the stack), the stack file read at the revision for the base, and
 the report saying what a quota move does.
@@ -79,7 +79,8 @@ def test_base_shows_what_a_quota_move_changes(tmp_path: Path) -> None:
     out = tmp_path / "out"
     done = subprocess.run(
         [sys.executable, "-m", "sandbox.replay.cli", "--stack", STACK, "--root", str(repo),
-         "--workloads", str(HERE / "mix"), "--base", "main", "--out", str(out)],
+         "--workloads", str(HERE / "mix"), "--base", "main", "--out", str(out),
+         "--engine", "sandbox"],
         cwd=ROOT, capture_output=True, text=True, timeout=1800, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
