@@ -1,4 +1,5 @@
-"""`make what-if ENGINE=sandbox ... BASE=<rev>` from the host: each side on a fresh sandbox of its own,
+"""`make what-if ENGINE=sandbox ... BASE=<rev>` from the host: each side on a fresh sandbox
+of its own,
 shaped like the side's stack file (its flavor's node is labelled and tainted: pods run only
 on a sandbox shaped like the stack), the stack file read at the revision for the base, and
 the report saying what a quota move does.
