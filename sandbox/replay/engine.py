@@ -41,12 +41,20 @@ LONG_REQUEUE_GATE = "SchedulerLongRequeueInterval"  # Kueue's 10 s requeue batch
 LONG_REQUEUE_QUIET = 11.0
 
 
+def frameworks(configuration: str) -> list[str]:
+    """The integrations a Kueue manager Configuration (its YAML) turns on; Kueue's default,
+    batch/job, when it names none. Both engines read them so."""
+    loaded = yaml.safe_load(configuration) or {}
+    found = ((loaded.get("integrations") or {}) if isinstance(loaded, dict) else {}).get(
+        "frameworks"
+    )
+    return [str(f) for f in found] if isinstance(found, list) and found else ["batch/job"]
+
+
 def live_frameworks(rest: Rest) -> list[str]:
     """The integrations the running Kueue is configured with (its manager ConfigMap)."""
     cm = rest.get(KUEUE_CONFIG_PATH)
-    config = yaml.safe_load(cm.get("data", {}).get(KUEUE_CONFIG_KEY, "")) or {}
-    frameworks = (config.get("integrations") or {}).get("frameworks") or ["batch/job"]
-    return [str(f) for f in frameworks]
+    return frameworks(cm.get("data", {}).get(KUEUE_CONFIG_KEY, ""))
 
 
 def flavor_gpus(config: StackConfig) -> dict[str, int]:

@@ -40,7 +40,7 @@ from gpu_queues.whatif.report import Run, RunMeta, WorkloadResult, team_results
 from gpu_queues.whatif.workloads import eviction
 from sandbox import shape
 from sandbox.paths import ROOT
-from sandbox.replay.engine import flavor_gpus
+from sandbox.replay.engine import flavor_gpus, frameworks
 from sandbox.replay.tracked import not_replayed, outcome
 
 BIN = ROOT / ".toolchain" / "bin"
@@ -96,14 +96,6 @@ def release_crds(version: str, root: Path = ROOT) -> list[dict[str, Any]]:
     for path in sorted((module / "config/components/crd/bases").glob("*.yaml")):
         out += [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
     return out
-
-
-def frameworks(configuration: str) -> list[str]:
-    loaded = yaml.safe_load(configuration) or {}
-    found = ((loaded.get("integrations") or {}) if isinstance(loaded, dict) else {}).get(
-        "frameworks"
-    )
-    return [str(f) for f in found] if isinstance(found, list) and found else ["batch/job"]
 
 
 def namespaces(config: StackConfig) -> list[dict[str, Any]]:
