@@ -25,6 +25,9 @@ class Scalar:
     """A string, integer, boolean or quantity (a string like 500m or 2Gi, or a number)."""
 
     kind: str
+    bits: int | None = None
+    """For an integer: the width of the API's field (int32, int64); a value outside its range
+    is refused as the API server refuses it."""
 
     @property
     def named(self) -> str:
@@ -60,7 +63,8 @@ class Anything:
 
 
 STR: Final = Scalar("string")
-INT: Final = Scalar("integer")
+INT: Final = Scalar("integer", bits=64)
+INT32: Final = Scalar("integer", bits=32)
 BOOL: Final = Scalar("boolean")
 QUANTITY: Final = Scalar("quantity")
 
@@ -85,7 +89,7 @@ CONTAINER: Final = Struct(
         "args": ListOf(STR),
         "workingDir": STR,
         "env": ListOf(Struct({"name": STR, "value": STR}, required=("name",))),
-        "ports": ListOf(Struct({"containerPort": INT, "name": STR, "protocol": STR})),
+        "ports": ListOf(Struct({"containerPort": INT32, "name": STR, "protocol": STR})),
         "resources": RESOURCES,
         "volumeMounts": ListOf(Struct({"name": STR, "mountPath": STR, "readOnly": BOOL})),
     },
@@ -105,7 +109,7 @@ POD_SPEC: Final = Struct(
         "schedulerName": STR,
         "serviceAccountName": STR,
         "priorityClassName": STR,
-        "priority": INT,
+        "priority": INT32,
         "terminationGracePeriodSeconds": INT,
         "activeDeadlineSeconds": INT,
         "volumes": ListOf(Struct({"name": STR}, required=("name",))),
@@ -117,11 +121,11 @@ POD_TEMPLATE: Final = Struct({"metadata": OBJECT_META, "spec": POD_SPEC}, requir
 JOB_SPEC: Final = Struct(
     {
         "template": POD_TEMPLATE,
-        "parallelism": INT,
-        "completions": INT,
-        "backoffLimit": INT,
+        "parallelism": INT32,
+        "completions": INT32,
+        "backoffLimit": INT32,
         "activeDeadlineSeconds": INT,
-        "ttlSecondsAfterFinished": INT,
+        "ttlSecondsAfterFinished": INT32,
         "suspend": BOOL,
         "manualSelector": BOOL,
         "completionMode": STR,
@@ -215,6 +219,12 @@ def _scalar(value: Any, shape: Scalar, where: str) -> str | None:
         "integer": isinstance(value, int) and not isinstance(value, bool),
         "boolean": isinstance(value, bool),
     }[shape.kind]
+    if (
+        fits
+        and shape.bits is not None
+        and not -(2 ** (shape.bits - 1)) <= value < 2 ** (shape.bits - 1)
+    ):
+        return f"{where}: {_show(value)} is out of range for an int{shape.bits}"
     if fits:
         return None
     hint = " (quote it)" if shape is STR and isinstance(value, int | float | bool) else ""

@@ -239,6 +239,20 @@ def test_the_reason_names_the_field_and_what_it_should_be(
     assert bad.status == "invalid" and words in (bad.problem or ""), bad.problem
 
 
+@pytest.mark.parametrize(
+    ("value", "refused"), [(2**31 - 1, False), (2**31, True), (-(2**31) - 1, True), (10**20, True)]
+)
+def test_an_int32_field_out_of_range_is_a_row_as_the_api_server_refuses_it(
+    tmp_path: Path, value: int, refused: bool
+) -> None:
+    (entry,) = load(tmp_path, put(JOB, ("spec", "parallelism"), value))
+    if refused:
+        assert entry.status == "invalid"
+        assert entry.problem == f"spec.parallelism: {value} is out of range for an int32"
+    else:
+        assert entry.status == "ok", entry.problem
+
+
 # --- the size limits -----------------------------------------------------------------
 
 
