@@ -1,0 +1,386 @@
+package main
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	clienttesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/config"
+	"sigs.k8s.io/kueue/pkg/controller/core"
+	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
+	"sigs.k8s.io/kueue/pkg/controller/jobframework"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/job"
+	"sigs.k8s.io/kueue/pkg/features"
+	"sigs.k8s.io/kueue/pkg/scheduler"
+	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
+	utiltesting "sigs.k8s.io/kueue/pkg/util/testing"
+	"sigs.k8s.io/kueue/pkg/util/waitforpodsready"
+)
+
+// Building the in-process Kueue for a replay: the client, cache, queues, scheduler and
+// controllers, configured as Kueue's manager configures them.
+
+// jobOwnerKey: the field index the Job reconciler finds a Job's Workloads by.
+var jobOwnerKey = jobframework.OwnerReferenceIndexKey(batchv1.SchemeGroupVersion.WithKind("Job"))
+
+type nopRecorder struct{}
+
+func (nopRecorder) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...interface{}) {
+}
+
+func newSim(in *Input) (*sim, error) {
+	ctx := ctrllog.IntoContext(context.Background(), ctrllog.Log)
+	s := &sim{
+		ctx:      ctx,
+		clock:    testingclock.NewFakeClock(epoch),
+		byJob:    map[types.NamespacedName]int{},
+		byUID:    map[types.UID]int{},
+		seen:     map[types.NamespacedName]*kueue.Workload{},
+		seenJobs: map[types.NamespacedName]*batchv1.Job{},
+		owned:    map[types.NamespacedName][]types.NamespacedName{},
+		until:    in.Until,
+		waiting:  map[int]bool{},
+	}
+	s.dirty.workloads, s.dirty.jobs = map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}
+
+	cfg, err := loadConfiguration(in.Configuration)
+	if err != nil {
+		return nil, err
+	}
+
+	// Kueue's test client (its scheme and indexes), on a plain object tracker: the default,
+	// field-managed one rebuilds a REST mapper on every patch, most of a replay's time.
+	scheme := utiltesting.NewClientBuilder().Build().Scheme() // the same scheme, from a builder of its own
+	builder := utiltesting.NewClientBuilder().
+		WithObjectTracker(clienttesting.NewObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder())).
+		WithStatusSubresource(&kueue.Workload{}, &batchv1.Job{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}, &kueue.Cohort{}).
+		WithIndex(&corev1.LimitRange{}, indexer.LimitRangeHasContainerOrPodType, indexer.IndexLimitRangeHasContainerOrPodType)
+	if err := job.SetupIndexes(ctx, utiltesting.AsIndexer(builder)); err != nil {
+		return nil, fmt.Errorf("job indexes: %w", err)
+	}
+	objs, err := decodeObjects(scheme, in.Objects)
+	if err != nil {
+		return nil, err
+	}
+	if s.defaults, err = loadCRDDefaults(in.CRDs); err != nil {
+		return nil, err
+	}
+	s.scheme = scheme
+	for _, o := range objs {
+		if err := s.defaults.apply(scheme, o); err != nil {
+			return nil, fmt.Errorf("defaulting %s: %w", o.GetName(), err)
+		}
+		if trace {
+			b, _ := json.Marshal(o)
+			fmt.Fprintf(os.Stderr, "object %s\n", b)
+		}
+	}
+	if trace {
+		fmt.Fprintf(os.Stderr, "crd schemas: %d\n", len(s.defaults))
+	}
+	s.base = builder.WithObjects(objs...).Build()
+	s.cl = interceptor.NewClient(s.base, interceptor.Funcs{
+		Create: func(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, opts ...ctrl.CreateOption) error {
+			s.stamp(obj)
+			if err := s.defaults.apply(s.scheme, obj); err != nil {
+				return err
+			}
+			err := c.Create(ctx, obj, opts...)
+			s.dirty.mark(obj)
+			return err
+		},
+		List: func(ctx context.Context, c ctrl.WithWatch, list ctrl.ObjectList, opts ...ctrl.ListOption) error {
+			if wls, ok := list.(*kueue.WorkloadList); ok {
+				if done, err := s.listOwned(ctx, wls, opts); done {
+					return err
+				}
+			}
+			return c.List(ctx, list, opts...)
+		},
+		Update: func(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, opts ...ctrl.UpdateOption) error {
+			err := c.Update(ctx, obj, opts...)
+			s.dirty.mark(obj)
+			return err
+		},
+		Patch: func(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, patch ctrl.Patch, opts ...ctrl.PatchOption) error {
+			err := c.Patch(ctx, obj, patch, opts...)
+			s.dirty.mark(obj)
+			return err
+		},
+		Delete: func(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, opts ...ctrl.DeleteOption) error {
+			err := c.Delete(ctx, obj, opts...)
+			s.dirty.mark(obj)
+			return err
+		},
+		SubResourceUpdate: func(ctx context.Context, c ctrl.Client, sub string, obj ctrl.Object, opts ...ctrl.SubResourceUpdateOption) error {
+			err := c.SubResource(sub).Update(ctx, obj, opts...)
+			s.dirty.mark(obj)
+			return err
+		},
+		SubResourcePatch: func(ctx context.Context, c ctrl.Client, sub string, obj ctrl.Object, patch ctrl.Patch, opts ...ctrl.SubResourcePatchOption) error {
+			err := utiltesting.TreatSSAAsStrategicMerge(ctx, c, sub, obj, patch, opts...)
+			s.dirty.mark(obj)
+			return err
+		},
+	})
+
+	expectations := preemptexpectations.New()
+	cacheOpts := []schdcache.Option{
+		schdcache.WithPodsReadyTracking(waitforpodsready.Enabled(cfg.WaitForPodsReady) &&
+			cfg.WaitForPodsReady.BlockAdmission != nil && *cfg.WaitForPodsReady.BlockAdmission),
+		schdcache.WithFairSharing(cfg.FairSharing != nil),
+	}
+	queueOpts := []qcache.Option{
+		qcache.WithClock(s.clock),
+		qcache.WithPodsReadyRequeuingTimestamp(requeuingTimestamp(cfg)),
+		qcache.WithPreemptionExpectations(expectations),
+	}
+	if cfg.Resources != nil {
+		cacheOpts = append(cacheOpts, schdcache.WithExcludedResourcePrefixes(cfg.Resources.ExcludeResourcePrefixes),
+			schdcache.WithResourceTransformations(cfg.Resources.Transformations))
+		queueOpts = append(queueOpts, qcache.WithExcludedResourcePrefixes(cfg.Resources.ExcludeResourcePrefixes),
+			qcache.WithResourceTransformations(cfg.Resources.Transformations))
+	}
+	if cfg.AdmissionFairSharing != nil {
+		cacheOpts = append(cacheOpts, schdcache.WithAdmissionFairSharing(cfg.AdmissionFairSharing))
+		queueOpts = append(queueOpts, qcache.WithAdmissionFairSharing(cfg.AdmissionFairSharing))
+	}
+	s.cache = schdcache.New(s.cl, cacheOpts...)
+	var rq requeuer
+	s.queues, rq = qcache.NewManagerForUnitTestsWithRequeuer(s.cl, s.cache, queueOpts...)
+	s.rq = rq
+	if err := s.load(objs); err != nil {
+		return nil, err
+	}
+	s.sched = scheduler.New(s.queues, s.cache, s.cl, nopRecorder{},
+		scheduler.WithClock(nil, s.clock),
+		scheduler.WithPodsReadyRequeuingTimestamp(requeuingTimestamp(cfg)),
+		scheduler.WithFairSharing(cfg.FairSharing),
+		scheduler.WithAdmissionFairSharing(cfg.AdmissionFairSharing),
+		scheduler.WithPreemptionExpectations(expectations),
+	)
+	s.sched.WhatIfSynchronousAdmission(func() { s.wg.Add(1) }, func() { s.wg.Done() })
+	wlOpts := append(core.WhatIfWorkloadOptions(cfg, s.clock), core.WithPreemptionExpectations(expectations))
+	s.wlRec = core.NewWorkloadReconciler(s.cl, s.queues, s.cache, nopRecorder{}, wlOpts...)
+
+	nsSelector := labels.Everything()
+	if cfg.ManagedJobsNamespaceSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(cfg.ManagedJobsNamespaceSelector)
+		if err != nil {
+			return nil, fmt.Errorf("managedJobsNamespaceSelector: %w", err)
+		}
+		nsSelector = sel
+	}
+	frameworks := []string{"batch/job"}
+	if cfg.Integrations != nil {
+		frameworks = cfg.Integrations.Frameworks
+	}
+	jobRec, err := job.NewReconciler(ctx, s.cl, utiltesting.AsIndexer(utiltesting.NewClientBuilder()), nopRecorder{},
+		jobframework.WithManageJobsWithoutQueueName(cfg.ManageJobsWithoutQueueName),
+		jobframework.WithManagedJobsNamespaceSelector(nsSelector),
+		jobframework.WithWaitForPodsReady(cfg.WaitForPodsReady),
+		jobframework.WithEnabledFrameworks(frameworks),
+		jobframework.WithCache(s.cache),
+		jobframework.WithQueues(s.queues),
+		jobframework.WithClock(s.clock),
+	)
+	if err != nil {
+		return nil, err
+	}
+	s.jobRec = jobRec
+
+	s.nodes = newCluster(in.Nodes)
+	for i, j := range in.Jobs {
+		var bj batchv1.Job
+		if err := json.Unmarshal(j.Manifest, &bj); err != nil {
+			return nil, fmt.Errorf("job %d: %w", j.Index, err)
+		}
+		if bj.Namespace == "" {
+			bj.Namespace = "default"
+		}
+		st := &jobState{in: j, key: types.NamespacedName{Namespace: bj.Namespace, Name: bj.Name},
+			uid: uidFor("job", j.Index), template: bj.Spec.Template, count: parallelism(&bj)}
+		s.jobs = append(s.jobs, st)
+		s.byJob[st.key] = i
+		s.byUID[st.uid] = i
+		s.push(ev{at: j.SubmitAt, kind: evSubmit, idx: i})
+	}
+	s.stats.KueueVersion = os.Getenv("GPUQ_KUEUE_VERSION")
+	return s, nil
+}
+
+func loadConfiguration(text string) (*configapi.Configuration, error) {
+	f, err := os.CreateTemp("", "gpuq-whatif-config-*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.WriteString(text); err != nil {
+		return nil, err
+	}
+	f.Close()
+	scheme := runtime.NewScheme()
+	if err := configapi.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	_, cfg, err := config.Load(scheme, f.Name())
+	if err != nil {
+		return nil, fmt.Errorf("the Kueue manager configuration: %w", err)
+	}
+	if err := config.LoadAndValidateFeatureGates("", cfg.FeatureGates).ToAggregate(); err != nil {
+		return nil, fmt.Errorf("feature gates: %w", err)
+	}
+	// The in-memory client turns server-side apply into a merge patch, which cannot remove a
+	// field; Kueue's merge-patch mode computes patches that do (null for a removed admission).
+	// It changes how Kueue writes a Workload's status, not what it decides.
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(features.WorkloadRequestUseMergePatch): true}); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+func requeuingTimestamp(cfg *configapi.Configuration) configapi.RequeuingTimestamp {
+	if cfg.WaitForPodsReady != nil && cfg.WaitForPodsReady.RequeuingStrategy != nil &&
+		cfg.WaitForPodsReady.RequeuingStrategy.Timestamp != nil {
+		return *cfg.WaitForPodsReady.RequeuingStrategy.Timestamp
+	}
+	return configapi.EvictionTimestamp
+}
+
+func parallelism(j *batchv1.Job) int {
+	if j.Spec.Parallelism != nil {
+		return int(*j.Spec.Parallelism)
+	}
+	return 1
+}
+
+// uidFor: UIDs that sort in mix order, as Kueue breaks ties by UID.
+func uidFor(kind string, index int) types.UID {
+	prefix := "00000000"
+	if kind == "workload" {
+		prefix = "00000001"
+	}
+	return types.UID(fmt.Sprintf("%s-0000-4000-8000-%012d", prefix, index))
+}
+
+// listOwned answers the Job reconciler's "the Workloads of this Job" from the engine's own
+// record of who owns what, instead of the in-memory client's List, which serializes every
+// Workload of the replay on each call (its cost would grow with the mix squared).
+func (s *sim) listOwned(ctx context.Context, list *kueue.WorkloadList, opts []ctrl.ListOption) (bool, error) {
+	lo := &ctrl.ListOptions{}
+	lo.ApplyOptions(opts)
+	if lo.FieldSelector == nil || lo.LabelSelector != nil || lo.Namespace == "" {
+		return false, nil
+	}
+	name, ok := lo.FieldSelector.RequiresExactMatch(jobOwnerKey)
+	if !ok {
+		return false, nil
+	}
+	list.Items = nil
+	for _, key := range s.owned[types.NamespacedName{Namespace: lo.Namespace, Name: name}] {
+		var wl kueue.Workload
+		if err := s.base.Get(ctx, key, &wl); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return true, err
+		}
+		list.Items = append(list.Items, wl)
+	}
+	return true, nil
+}
+
+// stamp gives an object created in the replay its creation time (the simulated now) and,
+// for a Workload, a UID in its Job's mix order.
+func (s *sim) stamp(obj ctrl.Object) {
+	obj.SetCreationTimestamp(metav1.NewTime(s.clock.Now()))
+	if wl, ok := obj.(*kueue.Workload); ok {
+		for _, ref := range wl.OwnerReferences {
+			if ref.Kind == "Job" {
+				owner := types.NamespacedName{Namespace: wl.Namespace, Name: ref.Name}
+				s.owned[owner] = append(s.owned[owner], types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})
+			}
+		}
+		for _, ref := range wl.OwnerReferences {
+			if i, ok := s.byUID[ref.UID]; ok {
+				wl.SetUID(uidFor("workload", s.jobs[i].in.Index))
+				return
+			}
+		}
+		s.seq++
+		wl.SetUID(types.UID(fmt.Sprintf("00000002-0000-4000-8000-%012d", s.seq)))
+	}
+}
+
+// load registers the stack's objects with the cache and the queue manager, as Kueue's
+// ResourceFlavor, Cohort, ClusterQueue and LocalQueue controllers do when they see them.
+func (s *sim) load(objs []ctrl.Object) error {
+	log := logr.Discard()
+	for _, o := range objs {
+		if rf, ok := o.(*kueue.ResourceFlavor); ok {
+			s.cache.AddOrUpdateResourceFlavor(log, rf)
+		}
+	}
+	for _, o := range objs {
+		if c, ok := o.(*kueue.Cohort); ok {
+			if err := s.cache.AddOrUpdateCohort(c); err != nil {
+				return fmt.Errorf("cohort %s: %w", c.Name, err)
+			}
+			s.queues.AddOrUpdateCohort(s.ctx, c)
+		}
+	}
+	// LocalQueues first: the queue manager attaches them to their ClusterQueue when it comes;
+	// the cache reads them from the client with the ClusterQueue.
+	for _, o := range objs {
+		if lq, ok := o.(*kueue.LocalQueue); ok {
+			if err := s.queues.AddLocalQueue(s.ctx, lq); err != nil {
+				return fmt.Errorf("localqueue %s/%s: %w", lq.Namespace, lq.Name, err)
+			}
+		}
+	}
+	for _, o := range objs {
+		if cq, ok := o.(*kueue.ClusterQueue); ok {
+			if err := s.cache.AddClusterQueue(s.ctx, cq); err != nil {
+				return fmt.Errorf("clusterqueue %s: %w", cq.Name, err)
+			}
+			if err := s.queues.AddClusterQueue(s.ctx, cq); err != nil {
+				return fmt.Errorf("clusterqueue %s: %w", cq.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *sim) push(e ev) {
+	s.seq++
+	e.seq = s.seq
+	heap.Push(&s.events, e)
+}
+
+func (s *sim) setNow(t float64) {
+	s.now = t
+	s.clock.SetTime(epoch.Add(time.Duration(t * float64(time.Second))))
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// The engine's bookkeeping: a job through the replay, the output lines, the event heap,
+// and the informer's view of what changed.
+
+type interval struct {
+	Start float64  `json:"start"`
+	End   *float64 `json:"end"`
+}
+
+// jobState follows one job of the mix through the replay.
+type jobState struct {
+	in          JobInput
+	key         types.NamespacedName
+	uid         types.UID
+	template    corev1.PodTemplateSpec
+	count       int
+	running     bool
+	where       placement
+	spec        corev1.PodSpec
+	startedAt   float64
+	run         int
+	runSeconds  float64
+	intervals   []interval
+	admittedAt  *float64
+	hadQuota    bool
+	evictions   [][]metav1.Condition
+	finished    bool
+	stuck       string
+	workload    *types.NamespacedName
+	submitted   bool
+	problem     string
+	completedAt *float64
+}
+
+// Result is one "workload" line of the output.
+type Result struct {
+	Type       string               `json:"type"`
+	Index      int                  `json:"index"`
+	Workload   *kueue.Workload      `json:"workload"`
+	AdmittedAt *float64             `json:"admittedAt"`
+	RunSeconds float64              `json:"runSeconds"` // how long its pods ran, over all its runs
+	Intervals  []interval           `json:"intervals"`
+	Evictions  [][]metav1.Condition `json:"evictions"`
+	AllRunning bool                 `json:"allRunning"`
+	Stuck      string               `json:"stuck,omitempty"`
+	Problem    string               `json:"problem,omitempty"`
+}
+
+// Summary is the last line of the output: the clock's figures.
+type Summary struct {
+	Type             string  `json:"type"`
+	SimulatedSeconds float64 `json:"simulatedSeconds"`
+	WallSeconds      float64 `json:"wallSeconds"`
+	Events           int     `json:"events"`
+	Instants         int     `json:"instants"`
+	Cycles           int     `json:"cycles"`
+	Reconciles       int     `json:"reconciles"`
+	KueueVersion     string  `json:"kueueVersion"`
+	Churn            []Churn `json:"churn"`
+}
+
+// Churn is one instant that ended in a preemption loop.
+type Churn struct {
+	At     float64 `json:"at"`
+	Steps  int     `json:"steps"`
+	Period int     `json:"period"` // steps between two sightings of the same holders
+}
+
+type evKind int
+
+const (
+	evFinish evKind = iota // ends first: a job submitted as another ends finds its quota free
+	evTimer
+	evSubmit
+)
+
+type ev struct {
+	at   float64
+	kind evKind
+	idx  int // job index (finish, submit) or timer target
+	run  int
+	seq  int
+	tgt  target
+}
+
+type target struct {
+	workload bool
+	key      types.NamespacedName
+}
+
+type evHeap []ev
+
+func (h evHeap) Len() int { return len(h) }
+func (h evHeap) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	if h[i].kind != h[j].kind {
+		return h[i].kind < h[j].kind
+	}
+	if h[i].idx != h[j].idx {
+		return h[i].idx < h[j].idx
+	}
+	return h[i].seq < h[j].seq
+}
+func (h evHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *evHeap) Push(x any)   { *h = append(*h, x.(ev)) }
+func (h *evHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// dirty: the objects written since the controllers last looked (an informer's view).
+type dirty struct {
+	mu        sync.Mutex
+	workloads map[types.NamespacedName]bool
+	jobs      map[types.NamespacedName]bool
+}
+
+func (d *dirty) mark(obj ctrl.Object) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	switch obj.(type) {
+	case *kueue.Workload:
+		d.workloads[key] = true
+	case *batchv1.Job:
+		d.jobs[key] = true
+	}
+}
+
+func (d *dirty) empty() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.workloads)+len(d.jobs) == 0
+}
+
+func (d *dirty) take() ([]types.NamespacedName, []types.NamespacedName) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	w, j := sortedKeys(d.workloads), sortedKeys(d.jobs)
+	d.workloads, d.jobs = map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}
+	return w, j
+}
+
+func sortedKeys(m map[types.NamespacedName]bool) []types.NamespacedName {
+	keys := make([]types.NamespacedName, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Namespace != keys[j].Namespace {
+			return keys[i].Namespace < keys[j].Namespace
+		}
+		return keys[i].Name < keys[j].Name
+	})
+	return keys
+}
+
+type requeuer interface{ ProcessRequeues(context.Context) int }
+
+// workQueue: reconcile requests in the order first asked, each once.
+type workQueue struct {
+	order []types.NamespacedName
+	in    map[types.NamespacedName]bool
+}
+
+func (q *workQueue) add(k types.NamespacedName) {
+	if q.in == nil {
+		q.in = map[types.NamespacedName]bool{}
+	}
+	if !q.in[k] {
+		q.in[k] = true
+		q.order = append(q.order, k)
+	}
+}
+
+func (q *workQueue) len() int { return len(q.order) }
+
+func (q *workQueue) drain() []types.NamespacedName {
+	out := q.order
+	q.order, q.in = nil, nil
+	return out
+}
