@@ -25,14 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from gpu_queues import yamlio
 from gpu_queues.kueue.versions import supported
 from gpu_queues.release.module import ROOT, RenderError, module_dir, render, write_atomically
 from gpu_queues.values import as_dict
 
 DIGESTS_DIR = Path(__file__).resolve().parent / "digests"
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def canonical(obj: Any) -> bytes:
@@ -72,7 +70,7 @@ class ReleaseDigest:
 
 
 def digest_of(version: str, data: bytes) -> ReleaseDigest:
-    objects = [d for d in yaml.load_all(data, Loader=_Loader) if d is not None]
+    objects = [d for d in yamlio.load_all(data) if d is not None]
     return ReleaseDigest(version, hashlib.sha256(data).hexdigest(), object_digests(objects))
 
 

@@ -16,13 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import yaml
-
+from gpu_queues import yamlio
 from gpu_queues.release import digests
 from gpu_queues.release.digests import ReleaseDigest
 from gpu_queues.release.module import ROOT, rendered_path, rendered_relpath
-
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class ReleaseUnavailable(Exception):
@@ -40,7 +37,7 @@ class Releases(Protocol):
 
 
 def _objects(data: bytes) -> list[dict[str, Any]]:
-    return [d for d in yaml.load_all(data, Loader=_Loader) if isinstance(d, dict)]
+    return [d for d in yamlio.load_all(data) if isinstance(d, dict)]
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ from typing import Any, Final
 
 import yaml
 
+from gpu_queues import yamlio
+
 MANIFEST_SUFFIXES: Final = (".yaml", ".yml", ".json")
 MAX_WORKLOADS: Final = 100_000
 MAX_BYTES: Final = 100_000_000  # 100 MB
@@ -95,7 +97,7 @@ def read_documents(
             docs.append(MixDocument(shown, None, f"cannot read {shown}: {exc}"))
             continue
         try:
-            loaded = list(yaml.safe_load_all(text))
+            loaded = yamlio.load_all(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" (line {mark.line + 1})" if mark else ""

@@ -110,34 +110,44 @@ def team_table(new: Run, base: Run | None) -> list[str]:
     return lines
 
 
+_WORKLOAD_HEADER = [
+    "| Workload | Queue | Outcome | Flavor | Wait | GPUs | Message |",
+    "| --- | --- | --- | --- | ---: | ---: | --- |",
+]
+
+
+def _workload_row(w: WorkloadResult, o: WorkloadResult | None) -> str:
+    """One workload's row; `o` the same workload in the base, when there is one."""
+    outcome: str = w.outcome
+    flavor = w.flavor or ""
+    wait = "" if w.wait_seconds is None else format_duration(w.wait_seconds)
+    if o is not None:
+        outcome = _arrow(o.outcome, outcome)
+        flavor = _arrow(o.flavor or "-", w.flavor or "-") if (o.flavor or w.flavor) else ""
+        was = "" if o.wait_seconds is None else format_duration(o.wait_seconds)
+        wait = _arrow(was or "-", wait or "-") if (was or wait) else ""
+    return (
+        f"| {w.namespace}/{w.name} | {w.queue or ''} | {outcome} | {flavor} | {wait} | "
+        f"{w.gpus} | {_cell(w.message)} |"
+    )
+
+
+def _base_of(base: Run | None) -> dict[tuple[str, str], WorkloadResult]:
+    return {(w.namespace, w.name): w for w in base.workloads} if base else {}
+
+
 def workload_table(new: Run, base: Run | None) -> list[str]:
-    lines = [
-        "| Workload | Queue | Outcome | Flavor | Wait | GPUs | Message |",
-        "| --- | --- | --- | --- | ---: | ---: | --- |",
+    old = _base_of(base)
+    return _WORKLOAD_HEADER + [
+        _workload_row(w, old.get((w.namespace, w.name))) for w in new.workloads
     ]
-    old = {(w.namespace, w.name): w for w in base.workloads} if base else {}
-    for w in new.workloads:
-        outcome: str = w.outcome
-        flavor = w.flavor or ""
-        wait = "" if w.wait_seconds is None else format_duration(w.wait_seconds)
-        o = old.get((w.namespace, w.name))
-        if o is not None:
-            outcome = _arrow(o.outcome, outcome)
-            flavor = _arrow(o.flavor or "-", w.flavor or "-") if (o.flavor or w.flavor) else ""
-            was = "" if o.wait_seconds is None else format_duration(o.wait_seconds)
-            wait = _arrow(was or "-", wait or "-") if (was or wait) else ""
-        lines.append(
-            f"| {w.namespace}/{w.name} | {w.queue or ''} | {outcome} | {flavor} | {wait} | "
-            f"{w.gpus} | {_cell(w.message)} |"
-        )
-    return lines
 
 
 def _shown(new: Run, base: Run | None, room: int) -> tuple[Run, int]:
     """The workloads the table has room for: those that changed against the base (without
     one, those that did not simply finish) first, then the rest in order, as many as fit in
     `room` characters; and how many are left out."""
-    old = {(w.namespace, w.name): w for w in base.workloads} if base else {}
+    old = _base_of(base)
 
     def moved(w: WorkloadResult) -> bool:
         o = old.get((w.namespace, w.name))
@@ -150,10 +160,14 @@ def _shown(new: Run, base: Run | None, room: int) -> tuple[Run, int]:
         )
 
     ranked = sorted(range(len(new.workloads)), key=lambda i: (not moved(new.workloads[i]), i))
+    # A row reads the same whichever others are shown, so the table's length is the header's
+    # plus each shown row's and a line break: summed once, not rendered again for each row.
     keep: set[int] = set()
+    size = len("\n".join(_WORKLOAD_HEADER))
     for i in ranked:
-        trial = Run([new.workloads[j] for j in sorted(keep | {i})], new.teams, new.meta)
-        if len("\n".join(workload_table(trial, base))) > room:
+        w = new.workloads[i]
+        size += 1 + len(_workload_row(w, old.get((w.namespace, w.name))))
+        if size > room:
             break
         keep.add(i)
     chosen = Run([new.workloads[j] for j in sorted(keep)], new.teams, new.meta)

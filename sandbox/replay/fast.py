@@ -18,6 +18,7 @@ needs; the rules that turn that into outcomes are the sandbox engine's
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -26,8 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from gpu_queues import yamlio
 from gpu_queues.config.model import StackConfig
 from gpu_queues.config.render import kueue_objects, team_labels
 from gpu_queues.release import catalogue
@@ -85,16 +85,18 @@ def manager_configuration(config: StackConfig, root: Path = ROOT) -> str:
     return render_manager_config(base, config.kueue.manager)
 
 
+@functools.cache
 def release_crds(version: str, root: Path = ROOT) -> list[dict[str, Any]]:
     """The release's CustomResourceDefinitions (its module's config/components/crd), whose
-    schemas' defaults the API server would fill in every Kueue object."""
+    schemas' defaults the API server would fill in every Kueue object. Read once a process (an
+    advisor replays many times); the caller must not change them."""
     try:
         module = module_dir(version, root, offline=True)
     except RenderError as exc:
         raise FastEngineError(str(exc)) from None
     out = []
     for path in sorted((module / "config/components/crd/bases").glob("*.yaml")):
-        out += [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+        out += [d for d in yamlio.load_all(path.read_text()) if isinstance(d, dict)]
     return out
 
 

@@ -24,7 +24,13 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
 FLOORS: list[tuple[str, ...]] = [
-    ("gpu_queues.keys", "gpu_queues.pins", "gpu_queues.values", "gpu_queues.files"),
+    (
+        "gpu_queues.keys",
+        "gpu_queues.pins",
+        "gpu_queues.values",
+        "gpu_queues.files",
+        "gpu_queues.yamlio",
+    ),
     ("gpu_queues.kueue",),
     ("gpu_queues.config",),
     ("gpu_queues.release",),
