@@ -323,3 +323,29 @@ def test_without_wait_for_pods_ready_the_stuck_job_holds_its_quota(tmp_path: Pat
     run = by_name(replay(stack, jobs, tmp_path, until=1200))
     assert run["stuck"].outcome == "unschedulable"
     assert (run["small"].outcome, run["small"].wait_seconds) == ("pending", None)
+
+
+def test_the_engine_reads_and_patches_as_the_in_memory_client_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine serves reads from its own cache and applies patches by its own path, in one
+    JSON round trip (toolchain/go/whatif/reads.go, patch.go), because controller-runtime's
+    in-memory client took most of a replay's time doing each in several. The answer must not
+    move: a mix with borrowing, reclaim and priority preemption in a cohort, replayed with the
+    plain client (GPUQ_WHATIF_PLAIN_CLIENT) and without, gives the same report."""
+    stack = cohort_pair({"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"})
+    stack.set("priorityClasses", [{"name": "low", "value": 10}, {"name": "high", "value": 1000}])
+    rng = random.Random(11)
+    jobs = [
+        job(f"w{i:03d}", rng.choice("ab"), rng.choice([1, 2, 4, 8]), at=rng.randrange(0, 7200, 7),
+            runs=rng.choice([60, 600, 1800]), priority=rng.choice(["low", "high"]))
+        for i in range(150)
+    ]  # fmt: skip
+    fast_run = replay(stack, jobs, tmp_path)
+    monkeypatch.setenv("GPUQ_WHATIF_PLAIN_CLIENT", "1")
+    plain_run = replay(stack, jobs, tmp_path)
+    assert sum(w.preemptions for w in plain_run.workloads) >= 5  # the mix exercises eviction
+    assert sum(1 for w in plain_run.workloads if (w.wait_seconds or 0) > 0) >= 20  # and queueing
+    assert json.dumps(report_json(fast_run, None), indent=2) == json.dumps(
+        report_json(plain_run, None), indent=2
+    )

@@ -15,12 +15,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	clienttesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -74,9 +76,19 @@ func newSim(in *Input) (*sim, error) {
 	// Kueue's test client (its scheme and indexes), on a plain object tracker: the default,
 	// field-managed one rebuilds a REST mapper on every patch, most of a replay's time.
 	scheme := utiltesting.NewClientBuilder().Build().Scheme() // the same scheme, from a builder of its own
+	s.tracker = clienttesting.NewObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder())
+	withStatus := []ctrl.Object{&kueue.Workload{}, &batchv1.Job{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}, &kueue.Cohort{}}
+	s.statusTypes = map[schema.GroupVersionKind]bool{}
+	for _, o := range withStatus {
+		gvk, err := apiutil.GVKForObject(o, scheme)
+		if err != nil {
+			return nil, err
+		}
+		s.statusTypes[gvk] = true
+	}
 	builder := utiltesting.NewClientBuilder().
-		WithObjectTracker(clienttesting.NewObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder())).
-		WithStatusSubresource(&kueue.Workload{}, &batchv1.Job{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}, &kueue.Cohort{}).
+		WithObjectTracker(s.tracker).
+		WithStatusSubresource(withStatus...).
 		WithIndex(&corev1.LimitRange{}, indexer.LimitRangeHasContainerOrPodType, indexer.IndexLimitRangeHasContainerOrPodType)
 	if err := job.SetupIndexes(ctx, utiltesting.AsIndexer(builder)); err != nil {
 		return nil, fmt.Errorf("job indexes: %w", err)
@@ -102,13 +114,17 @@ func newSim(in *Input) (*sim, error) {
 		fmt.Fprintf(os.Stderr, "crd schemas: %d\n", len(s.defaults))
 	}
 	s.base = builder.WithObjects(objs...).Build()
+	s.reads = newReads()
 	s.cl = interceptor.NewClient(s.base, interceptor.Funcs{
+		Get: func(ctx context.Context, c ctrl.WithWatch, key ctrl.ObjectKey, obj ctrl.Object, opts ...ctrl.GetOption) error {
+			return s.reads.get(ctx, c, key, obj, opts...)
+		},
 		Create: func(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, opts ...ctrl.CreateOption) error {
 			s.stamp(obj)
 			if err := s.defaults.apply(s.scheme, obj); err != nil {
 				return err
 			}
-			err := c.Create(ctx, obj, opts...)
+			err := s.reads.write(obj, func() error { return c.Create(ctx, obj, opts...) })
 			s.dirty.mark(obj)
 			return err
 		},
@@ -121,27 +137,35 @@ func newSim(in *Input) (*sim, error) {
 			return c.List(ctx, list, opts...)
 		},
 		Update: func(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, opts ...ctrl.UpdateOption) error {
-			err := c.Update(ctx, obj, opts...)
+			err := s.reads.write(obj, func() error { return c.Update(ctx, obj, opts...) })
 			s.dirty.mark(obj)
 			return err
 		},
 		Patch: func(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, patch ctrl.Patch, opts ...ctrl.PatchOption) error {
-			err := c.Patch(ctx, obj, patch, opts...)
+			po := &ctrl.PatchOptions{}
+			po.ApplyOptions(opts)
+			plain := len(po.DryRun) == 0 && po.Force == nil
+			err := s.reads.patch(obj, func() error { return s.fastPatch(ctx, obj, patch, false, plain) },
+				func() error { return c.Patch(ctx, obj, patch, opts...) })
 			s.dirty.mark(obj)
 			return err
 		},
 		Delete: func(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, opts ...ctrl.DeleteOption) error {
-			err := c.Delete(ctx, obj, opts...)
+			err := s.reads.write(obj, func() error { return c.Delete(ctx, obj, opts...) })
 			s.dirty.mark(obj)
 			return err
 		},
 		SubResourceUpdate: func(ctx context.Context, c ctrl.Client, sub string, obj ctrl.Object, opts ...ctrl.SubResourceUpdateOption) error {
-			err := c.SubResource(sub).Update(ctx, obj, opts...)
+			err := s.reads.write(obj, func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
 			s.dirty.mark(obj)
 			return err
 		},
 		SubResourcePatch: func(ctx context.Context, c ctrl.Client, sub string, obj ctrl.Object, patch ctrl.Patch, opts ...ctrl.SubResourcePatchOption) error {
-			err := utiltesting.TreatSSAAsStrategicMerge(ctx, c, sub, obj, patch, opts...)
+			po := &ctrl.SubResourcePatchOptions{}
+			po.ApplyOptions(opts)
+			plain := sub == "status" && po.SubResourceBody == nil && len(po.DryRun) == 0 && (po.Force == nil || patch.Type() == types.ApplyPatchType)
+			err := s.reads.patch(obj, func() error { return s.fastPatch(ctx, obj, patch, true, plain) },
+				func() error { return utiltesting.TreatSSAAsStrategicMerge(ctx, c, sub, obj, patch, opts...) })
 			s.dirty.mark(obj)
 			return err
 		},
@@ -302,7 +326,7 @@ func (s *sim) listOwned(ctx context.Context, list *kueue.WorkloadList, opts []ct
 	list.Items = nil
 	for _, key := range s.owned[types.NamespacedName{Namespace: lo.Namespace, Name: name}] {
 		var wl kueue.Workload
-		if err := s.base.Get(ctx, key, &wl); err != nil {
+		if err := s.reads.get(ctx, s.base, key, &wl); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -383,4 +407,9 @@ func (s *sim) push(e ev) {
 func (s *sim) setNow(t float64) {
 	s.now = t
 	s.clock.SetTime(epoch.Add(time.Duration(t * float64(time.Second))))
+}
+
+// get: a read of the in-memory client through the engine's read cache.
+func (s *sim) get(key types.NamespacedName, obj ctrl.Object) error {
+	return s.reads.get(s.ctx, s.base, key, obj)
 }

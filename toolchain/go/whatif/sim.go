@@ -17,7 +17,9 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	clienttesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -57,36 +59,39 @@ const (
 var trace = os.Getenv("GPUQ_WHATIF_TRACE") != ""
 
 type sim struct {
-	ctx      context.Context
-	clock    *testingclock.FakeClock
-	base     ctrl.WithWatch
-	cl       ctrl.Client
-	cache    *schdcache.Cache
-	queues   *qcache.Manager
-	rq       requeuer
-	sched    *scheduler.Scheduler
-	wlRec    *core.WorkloadReconciler
-	jobRec   reconcile.Reconciler
-	nodes    *cluster
-	jobs     []*jobState
-	byJob    map[types.NamespacedName]int
-	byUID    map[types.UID]int
-	seen     map[types.NamespacedName]*kueue.Workload
-	seenJobs map[types.NamespacedName]*batchv1.Job
-	owned    map[types.NamespacedName][]types.NamespacedName // Job -> its Workloads
-	defaults crdDefaults
-	scheme   *runtime.Scheme
-	dirty    dirty
-	wlQ      workQueue
-	jobQ     workQueue
-	events   evHeap
-	seq      int
-	now      float64
-	until    float64
-	wg       sync.WaitGroup
-	stats    Summary
-	waiting  map[int]bool // running-but-unplaced jobs (unsuspended, pods pending)
-	changes  int          // objects seen changed (informer events), for idle instants
+	ctx         context.Context
+	clock       *testingclock.FakeClock
+	base        ctrl.WithWatch
+	cl          ctrl.Client
+	cache       *schdcache.Cache
+	queues      *qcache.Manager
+	rq          requeuer
+	sched       *scheduler.Scheduler
+	wlRec       *core.WorkloadReconciler
+	jobRec      reconcile.Reconciler
+	nodes       *cluster
+	jobs        []*jobState
+	byJob       map[types.NamespacedName]int
+	byUID       map[types.UID]int
+	seen        map[types.NamespacedName]*kueue.Workload
+	seenJobs    map[types.NamespacedName]*batchv1.Job
+	owned       map[types.NamespacedName][]types.NamespacedName // Job -> its Workloads
+	defaults    crdDefaults
+	reads       *reads
+	tracker     clienttesting.ObjectTracker
+	statusTypes map[schema.GroupVersionKind]bool
+	scheme      *runtime.Scheme
+	dirty       dirty
+	wlQ         workQueue
+	jobQ        workQueue
+	events      evHeap
+	seq         int
+	now         float64
+	until       float64
+	wg          sync.WaitGroup
+	stats       Summary
+	waiting     map[int]bool // running-but-unplaced jobs (unsuspended, pods pending)
+	changes     int          // objects seen changed (informer events), for idle instants
 }
 
 // replay: the event loop. Each instant's events are applied, then everything settles at
@@ -208,7 +213,7 @@ func (s *sim) submit(j *jobState) error {
 // complete: the job's time is up; its pods succeed and the Job is complete.
 func (s *sim) complete(j *jobState) error {
 	var bj batchv1.Job
-	if err := s.base.Get(s.ctx, j.key, &bj); err != nil {
+	if err := s.get(j.key, &bj); err != nil {
 		return err
 	}
 	s.stop(j)
@@ -269,7 +274,7 @@ func (s *sim) pods(key types.NamespacedName) error {
 	}
 	j := s.jobs[i]
 	var bj batchv1.Job
-	if err := s.base.Get(s.ctx, key, &bj); err != nil {
+	if err := s.get(key, &bj); err != nil {
 		if apierrors.IsNotFound(err) {
 			s.stop(j)
 			return nil
@@ -319,7 +324,7 @@ func (s *sim) pods(key types.NamespacedName) error {
 // with its owner Job.
 func (s *sim) observe(key types.NamespacedName) error {
 	wl := &kueue.Workload{}
-	err := s.base.Get(s.ctx, key, wl)
+	err := s.get(key, wl)
 	old := s.seen[key]
 	switch {
 	case apierrors.IsNotFound(err):
@@ -380,7 +385,7 @@ func (s *sim) holding() string {
 // update event); a write that changed nothing makes none.
 func (s *sim) jobChanged(key types.NamespacedName) (bool, error) {
 	bj := &batchv1.Job{}
-	err := s.base.Get(s.ctx, key, bj)
+	err := s.get(key, bj)
 	old := s.seenJobs[key]
 	switch {
 	case apierrors.IsNotFound(err):
@@ -525,7 +530,7 @@ func (s *sim) results() []Result {
 		}
 		if j.workload != nil {
 			wl := &kueue.Workload{}
-			if err := s.base.Get(s.ctx, *j.workload, wl); err == nil {
+			if err := s.get(*j.workload, wl); err == nil {
 				wl.ManagedFields = nil
 				r.Workload = wl
 			}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"os"
+	"reflect"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// reads: what the in-memory client last returned for each object, handed out again (a deep
+// copy) until the object is written. The client serializes the whole object to JSON and back
+// on every Get (a third of a replay's time); what it returns depends only on what it stores,
+// and every write goes through the engine's interceptor, which forgets the object first. So a
+// read gives exactly what the client would give, without the round trip.
+//
+// GPUQ_WHATIF_PLAIN_CLIENT=1 turns this and the engine's patch path (patch.go) off: every
+// read and patch goes to the in-memory client as it is. The toolchain tests replay a mix
+// both ways and require the same answer.
+type reads struct {
+	mu   sync.Mutex
+	objs map[types.NamespacedName]map[reflect.Type]ctrl.Object
+	off  bool
+}
+
+func newReads() *reads {
+	return &reads{objs: map[types.NamespacedName]map[reflect.Type]ctrl.Object{}, off: os.Getenv("GPUQ_WHATIF_PLAIN_CLIENT") != ""}
+}
+
+// cacheable: typed objects only (an unstructured or metadata-only read goes to the client).
+func cacheable(obj ctrl.Object) bool {
+	switch obj.(type) {
+	case runtime.Unstructured, *metav1.PartialObjectMetadata:
+		return false
+	}
+	return true
+}
+
+func (r *reads) get(ctx context.Context, c ctrl.Reader, key types.NamespacedName, obj ctrl.Object, opts ...ctrl.GetOption) error {
+	if r.off || !cacheable(obj) || len(opts) > 0 {
+		return c.Get(ctx, key, obj, opts...)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.getLocked(ctx, c, key, obj)
+}
+
+// getLocked: get, with the lock held.
+func (r *reads) getLocked(ctx context.Context, c ctrl.Reader, key types.NamespacedName, obj ctrl.Object) error {
+	t := reflect.TypeOf(obj)
+	if o, ok := r.objs[key][t]; ok {
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(o.DeepCopyObject()).Elem())
+		return nil
+	}
+	if err := c.Get(ctx, key, obj); err != nil {
+		return err
+	}
+	if r.objs[key] == nil {
+		r.objs[key] = map[reflect.Type]ctrl.Object{}
+	}
+	r.objs[key][t] = obj.DeepCopyObject().(ctrl.Object)
+	return nil
+}
+
+// putLocked: obj is what a read of key returns now (the lock held; the caller has written it).
+func (r *reads) putLocked(key types.NamespacedName, obj ctrl.Object) {
+	r.objs[key] = map[reflect.Type]ctrl.Object{reflect.TypeOf(obj): obj.DeepCopyObject().(ctrl.Object)}
+}
+
+// patch: a patch of obj by the engine's own path (fast), or by the client's (slow) where
+// that path does not apply; the object's cached reads are replaced or forgotten.
+func (r *reads) patch(obj ctrl.Object, fast, slow func() error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.off {
+		return slow()
+	}
+	err := fast()
+	if err == nil {
+		return nil
+	}
+	delete(r.objs, types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
+	if err == errSlowPath {
+		return slow()
+	}
+	return err
+}
+
+// write runs a write of obj with its name forgotten, under the lock: no read sees the object
+// between the write and the forgetting.
+func (r *reads) write(obj ctrl.Object, do func() error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.objs, types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
+	return do()
+}
