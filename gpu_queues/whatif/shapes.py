@@ -62,6 +62,9 @@ class Anything:
     note: str = ""
 
 
+MAX_MILLI: Final = 2**63 - 1
+"""The largest quantity in thousandths that Kueue's and the scheduler's int64 arithmetic hold
+(MilliValue): a request above it overflows there, and a replay would call it admitted."""
 STR: Final = Scalar("string")
 INT: Final = Scalar("integer", bits=64)
 INT32: Final = Scalar("integer", bits=32)
@@ -210,9 +213,15 @@ def problem(value: Any, shape: Any, path: str = "") -> str | None:
 def _scalar(value: Any, shape: Scalar, where: str) -> str | None:
     if shape is QUANTITY:
         try:
-            parse_quantity(value)
+            amount = parse_quantity(value)
         except QuantityError as exc:
             return f"{where}: {exc}"
+        if abs(amount) * 1000 > MAX_MILLI:
+            return (
+                f"{where}: {_show(value)} is more than Kubernetes' resource arithmetic holds "
+                f"(an int64 of thousandths: at most {MAX_MILLI // 1000:,}); Kueue and the "
+                "scheduler would overflow on it"
+            )
         return None
     fits = {
         "string": isinstance(value, str),

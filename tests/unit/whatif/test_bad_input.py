@@ -253,6 +253,25 @@ def test_an_int32_field_out_of_range_is_a_row_as_the_api_server_refuses_it(
         assert entry.status == "ok", entry.problem
 
 
+@pytest.mark.parametrize(
+    ("gpus", "refused"),
+    [("9223372036854775", False), ("9223372036854776", True), ("1e30", True), (10**19, True)],
+)
+def test_a_quantity_beyond_int64_thousandths_is_a_row_not_an_overflow(
+    tmp_path: Path, gpus: str | int, refused: bool
+) -> None:
+    # 2**63 - 1 thousandths is 9,223,372,036,854,775.807: Kueue's MilliValue arithmetic, and
+    # the engine's node fit, wrap past it, and a "1e30" GPU job came out admitted.
+    limits = ("spec", "template", "spec", "containers", 0, "resources", "limits")
+    (entry,) = load(tmp_path, put(JOB, limits, {"nvidia.com/gpu": gpus}))
+    if refused:
+        assert entry.status == "invalid"
+        assert "more than Kubernetes' resource arithmetic holds" in (entry.problem or "")
+        assert "nvidia.com/gpu" in (entry.problem or "")
+    else:
+        assert entry.status == "ok", entry.problem
+
+
 # --- the size limits -----------------------------------------------------------------
 
 
