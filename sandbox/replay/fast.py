@@ -18,6 +18,7 @@ needs; the rules that turn that into outcomes are the sandbox engine's
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -85,9 +86,12 @@ def manager_configuration(config: StackConfig, root: Path = ROOT) -> str:
     return render_manager_config(base, config.kueue.manager)
 
 
+@functools.cache
 def release_crds(version: str, root: Path = ROOT) -> list[dict[str, Any]]:
     """The release's CustomResourceDefinitions (its module's config/components/crd), whose
-    schemas' defaults the API server would fill in every Kueue object."""
+    schemas' defaults the API server would fill in every Kueue object. Read once per process
+    (1.5 s of YAML, more than a small replay takes; the quota advisor replays hundreds of
+    times): the list is shared, so callers only read it."""
     try:
         module = module_dir(version, root, offline=True)
     except RenderError as exc:
