@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from gpu_queues.whatif.durations import format_duration
-from gpu_queues.whatif.report import ADMITTED, Run, TeamResult
+from gpu_queues.whatif.report import ADMITTED, Run, TeamResult, WorkloadResult
 
 WORSE_BY: Final = 0.10
 """How much worse a team's p90 wait may get before it counts as a regression (10%)."""
@@ -50,23 +50,34 @@ def regressions(base: Run, new: Run, worse_by: float = WORSE_BY) -> list[str]:
             f"⚠️ team {t.team}: p90 wait {_wait(b.wait_p90)} → {_wait(t.wait_p90)}{growth} "
             f"(more than {worse_by:.0%} worse than `{base.meta.source}`)"
         )
-    earlier = {(w.namespace, w.name): w for w in base.workloads}
-    for w in new.workloads:
-        o = earlier.get((w.namespace, w.name))
-        if o is None or o.outcome not in ADMITTED or o.outcome == "unschedulable":
-            continue
-        if w.outcome in ("pending", "preempted") and w.wait_seconds is None:
+    for w in lost(base, new):
+        if w.outcome == "unschedulable":
+            lines.append(
+                f"⚠️ {w.namespace}/{w.name} no longer fits: admitted, but its pods fit no node "
+                f"(it ran on `{base.meta.source}`)"
+            )
+        else:
             why = f": {' '.join(w.message.split())}" if w.message else ""
             lines.append(
                 f"⚠️ {w.namespace}/{w.name} no longer fits: admitted on `{base.meta.source}`, "
                 f"never admitted here{why}"
             )
-        elif w.outcome == "unschedulable":
-            lines.append(
-                f"⚠️ {w.namespace}/{w.name} no longer fits: admitted, but its pods fit no node "
-                f"(it ran on `{base.meta.source}`)"
-            )
     return lines
+
+
+def lost(base: Run, new: Run) -> list[WorkloadResult]:
+    """The workloads of `new` that no longer fit: admitted onto nodes on the base, never
+    admitted (or admitted onto no node) on the change."""
+    earlier = {(w.namespace, w.name): w for w in base.workloads}
+    out = []
+    for w in new.workloads:
+        o = earlier.get((w.namespace, w.name))
+        if o is None or o.outcome not in ADMITTED or o.outcome == "unschedulable":
+            continue
+        never = w.outcome in ("pending", "preempted") and w.wait_seconds is None
+        if never or w.outcome == "unschedulable":
+            out.append(w)
+    return out
 
 
 def block(lines: list[str]) -> list[str]:

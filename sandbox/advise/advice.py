@@ -109,6 +109,10 @@ def why(space: Space, before: Run, after: Run, candidate: Candidate, goal: goals
     """A few sentences on the imbalance and what the proposal does about it, from the runs."""
     end = before.meta.end
     out = []
+
+    def show(value: float) -> str:
+        return "not admitted" if value > end else format_duration(value)
+
     waiting = sorted(
         (
             (_share(pending(_mine(before, t.team)), end, lambda v: v > 0), t.team)
@@ -118,11 +122,10 @@ def why(space: Space, before: Run, after: Run, candidate: Candidate, goal: goals
     )
     for share, team in waiting[:2]:
         if share > 0:
-            p90 = goals.figure(before, team, "p90")
-            shown = "not admitted" if p90 > end else format_duration(p90)
+            p90, most = goals.figure(before, team, "p90"), goals.figure(before, team, "max")
             out.append(
-                f"Today {team} has workloads waiting for quota {share:.0%} of the replayed "
-                f"{format_duration(end)} (p90 wait {shown})."
+                f"Today {team} has a workload waiting for quota {share:.0%} of the replayed "
+                f"{format_duration(end)} (p90 wait {show(p90)}, longest {show(most)})."
             )
     idle = []
     for knob, (nominal, _, _) in zip(space.knobs, space.start.settings, strict=True):
@@ -139,18 +142,15 @@ def why(space: Space, before: Run, after: Run, candidate: Candidate, goal: goals
     for change in space.changes(candidate):
         out.append(_change_sentence(change))
 
-    def show(value: float) -> str:
-        return "not admitted" if value > end else format_duration(value)
-
     for t in after.teams:
         a, b = goals.figure(after, t.team, "p90"), goals.figure(before, t.team, "p90")
         if abs(a - b) >= 1:
             out.append(f"{t.team}'s p90 wait: {show(b)} → {show(a)}.")
     worse = goals.regressed(before, after)
     out.append(
-        "No team's p90 wait gets more than 10% worse."
+        "No team's p90 wait gets more than 10% worse; every workload that fits today still fits."
         if not worse
-        else f"{', '.join(worse)}: p90 wait more than 10% worse than today (the goal asked for it)."
+        else f"Worse than today (the goal asked for it): {', '.join(worse)}."
     )
     return out
 
@@ -168,6 +168,8 @@ def _change_sentence(c: Mapping[str, Any]) -> str:
         text += " (it lends " + (
             "all of its idle nominal quota to the cohort)"
             if c["after"] is None
+            else "none of it)"
+            if c["after"] == 0
             else f"at most {c['after']} to the cohort)"
         )
     elif c["key"] == "borrowingLimit":

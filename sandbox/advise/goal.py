@@ -1,7 +1,8 @@
 """What the advisor aims for, and how a run scores against it.
 
 The default objective: the worst team's p90 wait as small as possible, without any team's p90
-more than 10% worse than today (gpu_queues.whatif.regressions, the PR preview's rule). A GOAL
+more than 10% worse than today and without a workload that fits today no longer fitting
+(gpu_queues.whatif.regressions, the rule the PR preview warns by). A GOAL
 replaces it; its grammar, one or more clauses joined by `and` or `,`:
 
     clause   := TEAM METRIC ["wait"] ("<" | "<=") DURATION
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from gpu_queues.whatif.durations import DurationError, format_duration, parse_duration
-from gpu_queues.whatif.regressions import p90_regressed
+from gpu_queues.whatif.regressions import lost, p90_regressed
 from gpu_queues.whatif.report import ADMITTED, PENDING, Run
 
 METRICS: Final = {"p50": 50.0, "median": 50.0, "p90": 90.0, "max": 100.0}
@@ -61,7 +62,7 @@ class Goal:
         if not self.clauses:
             return (
                 "the worst team's p90 wait as small as possible, no team's p90 more than 10% "
-                "worse than today"
+                "worse than today and no workload that fits today left out"
             )
         return " and ".join(c.text() for c in self.clauses)
 
@@ -137,9 +138,11 @@ def figure(run: Run, team: str, metric: str) -> float:
 
 
 def regressed(base: Run, run: Run) -> list[str]:
-    """The teams whose p90 wait is more than 10% worse than on `base`."""
+    """What the PR preview would warn of (gpu_queues.whatif.regressions): the teams whose p90
+    wait is more than 10% worse than on `base`, then the workloads that no longer fit."""
     before = {t.team: t for t in base.teams}
-    return [t.team for t in run.teams if t.team in before and p90_regressed(before[t.team], t)]
+    teams = [t.team for t in run.teams if t.team in before and p90_regressed(before[t.team], t)]
+    return teams + [f"{w.namespace}/{w.name}" for w in lost(base, run)]
 
 
 def clause_holds(run: Run, clause: Clause) -> bool:
@@ -165,8 +168,9 @@ Score = tuple[float, ...]
 
 
 def score(run: Run, base: Run, goal: Goal, changes: int) -> Score:
-    """Lower is better: (how far the goal is missed, regressed teams, worst p90, sum of the
-    p90s, sum of every wait, settings changed). The default goal has no first term to miss;
+    """Lower is better: (how far the goal is missed, regressions (teams more than 10% worse,
+    workloads that no longer fit), worst p90, sum of the p90s, sum of every wait, settings
+    changed). The default goal has no first term to miss;
     the last terms break ties: shorter waits all told, then the smaller change."""
     teams = [t.team for t in run.teams]
     p90s = [figure(run, t, "p90") for t in teams]
@@ -181,7 +185,8 @@ def score(run: Run, base: Run, goal: Goal, changes: int) -> Score:
 
 
 def met(run: Run, base: Run, goal: Goal) -> bool:
-    """Whether the run meets the goal: every clause holds; for the default, no regression."""
+    """Whether the run meets the goal: every clause holds; for the default, no regression
+    (no team more than 10% worse, no workload that no longer fits)."""
     if goal.clauses:
         return all(clause_holds(run, c) for c in goal.clauses)
     return not regressed(base, run)

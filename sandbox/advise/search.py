@@ -67,7 +67,7 @@ def describe(run: Run, score: goals.Score, goal: goals.Goal) -> str:
     if goal.clauses:
         text += ", goal met" if score[0] == 0 else f", goal missed by {score[0]:.2f}"
     if score[1]:
-        text += f", {score[1]:.0f} team(s) >10% worse"
+        text += f", {score[1]:.0f} regression(s) (a team >10% worse or a workload left out)"
     return text
 
 
@@ -197,7 +197,7 @@ class Search:
                         best, improved = better[0], True
                         kept.append(best.move)
                     if self.replays != before:
-                        self._report(best, batch[-1][0], improved)
+                        self._report(best, best.move if improved else batch[-1][0], improved)
                     if improved:
                         break  # the moves from the new best, at the same step
             if stopped:

@@ -85,3 +85,13 @@ def test_the_default_is_met_unless_a_team_gets_more_than_ten_percent_worse():
     assert met(_run({"a": [1100.0], "b": [0.0]}, end=3600), base, DEFAULT)  # exactly +10%
     assert not met(_run({"a": [1101.0], "b": [0.0]}, end=3600), base, DEFAULT)
     assert not met(_run({"a": [0.0], "b": [None]}, end=3600), base, DEFAULT)
+
+
+def test_the_default_is_not_met_when_a_workload_that_fits_today_no_longer_does():
+    """Ten waits of 0 s; on the change the tenth is never admitted: the p90 (the 9th) is
+    still 0 s, but a workload that fitted today is left out, which the PR preview warns of."""
+    base = _run({"a": [0.0] * 10, "b": [0.0]}, end=3600)
+    new = _run({"a": [0.0] * 9 + [None], "b": [0.0]}, end=3600)
+    assert figure(new, "a", "p90") == 0.0
+    assert not met(new, base, DEFAULT)
+    assert met(base, base, DEFAULT)
