@@ -10,7 +10,9 @@ Needs GITHUB_TOKEN and GITHUB_REPOSITORY (set in every Actions job). The marker 
 comment in the body, so a new push edits the earlier comment instead of adding another.
 Jobs that run side by side can share one comment: each --section is kept between its own
 markers below the main body, and an update of the main body or of one section leaves the
-others as they are, whichever job posts first.
+others as they are, whichever job posts first. A section's warning lines (the what-if's
+regressions, between gpu_queues.whatif.regressions' markers) are lifted to the very top of the
+comment, above the main body, and go back into their section when it is read again.
 With --kueue-diff, a change of the stack's Kueue version or manifest sha256 between the two
 sides comes first in the comment, prominently (gpu_queues.tools.kueue_diff): old -> new version, the
 release objects that change, what changes for queue owners.

@@ -21,7 +21,7 @@ from gpu_queues.config.stackfile import StackFileError, parse_config
 from gpu_queues.whatif.charts import flavor_use, gpus_in_use, pending, team_waits
 from gpu_queues.whatif.durations import format_duration
 from gpu_queues.whatif.markdown import render
-from gpu_queues.whatif.report import Run, WorkloadResult
+from gpu_queues.whatif.report import Run, WorkloadResult, align
 from sandbox.advise import goal as goals
 from sandbox.advise.search import Outcome, describe
 from sandbox.advise.space import Candidate, Space
@@ -227,8 +227,11 @@ def write(
 ) -> None:
     """OUT/Pulumi.<stack>.yaml, advice.json, advice.md and search.json."""
     out.mkdir(parents=True, exist_ok=True)
-    before = labelled(outcome.start.run, f"{stack} (today)")
-    after = labelled(outcome.best.run, f"{stack} (proposal)")
+    # Both runs over the same simulated time (report.align), as the what-if compares them.
+    before, after = align(
+        labelled(outcome.start.run, f"{stack} (today)"),
+        labelled(outcome.best.run, f"{stack} (proposal)"),
+    )
     changes = space.changes(outcome.best.candidate)
     name = f"Pulumi.{stack}.yaml"
     (out / name).write_text(proposal)

@@ -124,3 +124,20 @@ def test_a_candidate_the_checks_refuse_is_never_replayed(tmp_path: Path):
     bad = Candidate(((4, None, 2), (4, None, None)), space.start.cohorts)
     why = checker("t", PACK)(space.config_of(bad))
     assert isinstance(why, str) and "lendingLimit" in why
+
+
+def test_the_why_is_worked_from_the_runs():
+    """The first test's stack and mix. Today a's third job waits from 0 s to 1 h and runs
+    until 2 h, the end of the replay: a has a workload waiting half of the 2 h; b's one job
+    holds 2 of its 4 GPUs for 1 h of the 2 h, 1.0 on average, 3.0 idle."""
+    from sandbox.advise.advice import why
+
+    jobs = [(f"a{i}", "a", 2, 0.0, HOUR) for i in range(3)] + [("b0", "b", 2, 0.0, HOUR)]
+    space, _, outcome = search(stack("gpu", {"a": 4, "b": 4}), jobs)
+    said = why(space, outcome.start.run, outcome.best.run, outcome.best.candidate, DEFAULT)
+    assert said[0] == (
+        "Today a has a workload waiting for quota 50% of the replayed 2h (p90 wait 1h, longest 1h)."
+    )
+    assert "b uses on average 1.0 of its 4 nominal gpu GPUs: 3.0 sit idle unless lent." in said
+    assert "a's gpu nvidia.com/gpu nominalQuota: 4 → 6." in said
+    assert "a's p90 wait: 1h → 0s." in said
