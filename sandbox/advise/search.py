@@ -7,9 +7,10 @@ side; under the default objective only the moves that can shorten some team's wa
 (Space.moves with the teams that wait). A move whose run scores better
 (sandbox.advise.goal.score) is kept at once and the moves start again from there. A pass
 that keeps nothing halves the step; a pass at step 1 that keeps nothing ends the search, as
-does the replay budget or the time budget. Every candidate is checked (config validation
-and policy pack) before it is replayed, and replayed at most once: runs are cached by the
-candidate's settings.
+do the replay budget, the time budget, and a best at the objective's floor (the goal met, no
+regression and every p90 wait 0 s: only tie-breaks are left to gain). Every candidate is
+checked (config validation and policy pack) before it is replayed, and replayed at most
+once: runs are cached by the candidate's settings.
 """
 
 from __future__ import annotations
@@ -153,7 +154,12 @@ class Search:
     def evaluate(self, candidate: Candidate, move: str) -> Trial | None:
         return self.evaluate_all([(move, candidate)])[0]
 
-    def _out_of_budget(self) -> str:
+    def _out_of_budget(self, best: Trial) -> str:
+        if best.score[:4] == (0.0, 0.0, 0.0, 0.0):
+            return (
+                "the objective is at its floor (goal met, no regression, every team's p90 "
+                "wait 0 s); only its tie-breaks were left"
+            )
         if self.replays >= self.max_replays:
             return f"the replay budget ({self.max_replays}) is spent"
         if time.monotonic() - self.started >= self.budget:
@@ -186,7 +192,7 @@ class Search:
                 waiting = None if self.goal.clauses else self.waiting(best.run)
                 moves = list(self.space.moves(best.candidate, step, waiting))
                 for at in range(0, len(moves), self.jobs):
-                    stopped = self._out_of_budget()
+                    stopped = self._out_of_budget(best)
                     if stopped:
                         break
                     batch = moves[at : at + self.jobs]
