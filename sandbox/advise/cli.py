@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help=f"where to write (default {DEFAULT_OUT}/<stack>)")
     parser.add_argument("--root", type=Path, default=ROOT, help="where the stack files are")
     parser.add_argument("--max-replays", type=int, default=400, help="replay budget")
-    parser.add_argument("--budget", type=float, default=270.0, help="time budget, seconds")
+    parser.add_argument("--budget", type=float, default=240.0, help="time budget, seconds")
     parser.add_argument("--jobs", type=int, default=2, help="replays side by side (default 2)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
