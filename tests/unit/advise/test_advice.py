@@ -96,3 +96,26 @@ def test_a_stack_nobody_wrote_is_read_with_its_own_names(tmp_path: Path, capsys)
     assert "no team 'wombat' in the stack (its teams: quokka;" in capsys.readouterr().err
     assert main([*args, "--goal", "quokka p90 < forever"]) == 2
     assert "'forever' is not a duration" in capsys.readouterr().err
+
+
+def test_a_team_outside_the_stacks_cohort_may_join_it():
+    """The stack declares cohort `pool`; `solo` is outside it. One of the moves puts it in,
+    and the candidate renders, validates and reads back as that one key."""
+    stack = Stack().flavor(Flavor("f").capacity(cpu=64, memory="512Gi", gpu=8)).cohort("pool")
+    stack.team(Team("member").cohort("pool").quota("f", cpu=16, memory="64Gi", gpu=4))
+    stack.team(Team("solo").quota("f", cpu=16, memory="64Gi", gpu=4))
+    raw = stack.raw()
+    space = Space.of(raw, load_config(raw))
+    joined = [c for what, c in space.moves(space.start, 2) if what == "solo joins cohort pool"]
+    assert len(joined) == 1
+    config = load_config(space.config_of(joined[0]))
+    assert [t.cohort for t in config.teams] == ["pool", "pool"]
+    assert space.changes(joined[0]) == [
+        {
+            "team": "solo",
+            "key": "cohort",
+            "before": None,
+            "after": "pool",
+            "path": ["teams", 1, "cohort"],
+        }
+    ]
