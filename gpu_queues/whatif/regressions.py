@@ -1,6 +1,8 @@
 """What a change makes worse, by one rule the PR preview's warnings and the quota advisor
-(sandbox/advise) share: a team whose p90 wait gets more than 10% worse than the base's, and a
-workload the base admitted that the change no longer admits (or admits onto no node).
+(sandbox/advise) share: a team whose p90 wait gets more than 10% worse than the base's, a
+workload the base admitted that the change no longer admits (or admits onto no node), and one
+that finished on the base and is preempted or waiting again at the change's end (its wait,
+counted to its first admission, hides that).
 
 A p90 wait of None means the percentile falls on a workload never admitted (report.py), so it
 is worse than any time; a team whose base p90 is None cannot get worse by this rule.
@@ -62,7 +64,27 @@ def regressions(base: Run, new: Run, worse_by: float = WORSE_BY) -> list[str]:
                 f"⚠️ {w.namespace}/{w.name} no longer fits: admitted on `{base.meta.source}`, "
                 f"never admitted here{why}"
             )
+    for w in unfinished(base, new):
+        lines.append(
+            f"⚠️ {w.namespace}/{w.name} no longer finishes: finished on `{base.meta.source}`, "
+            f"{w.outcome} at the end here"
+        )
     return lines
+
+
+def unfinished(base: Run, new: Run) -> list[WorkloadResult]:
+    """The workloads that finished on the base and, admitted at least once on the change, are
+    still running, preempted or pending again at its end (lost() has the others)."""
+    earlier = {(w.namespace, w.name): w for w in base.workloads}
+    gone = {(w.namespace, w.name) for w in lost(base, new)}
+    return [
+        w
+        for w in new.workloads
+        if (o := earlier.get((w.namespace, w.name))) is not None
+        and o.outcome == "finished"
+        and w.outcome in ("preempted", "pending")
+        and (w.namespace, w.name) not in gone
+    ]
 
 
 def lost(base: Run, new: Run) -> list[WorkloadResult]:

@@ -5,8 +5,9 @@ From the stack as it is, the moves at the largest step are tried one after anoth
 move shifts one knob, or a transfer of nominal quota between teams), `jobs` at a time side by
 side; under the default objective only the moves that can shorten some team's wait
 (Space.moves with the teams that wait). A move whose run scores better
-(sandbox.advise.goal.score) is kept at once and the moves start again from there. A pass
-that keeps nothing halves the step; a pass at step 1 that keeps nothing ends the search, as
+(sandbox.advise.goal.score) is kept at once, and the pass goes on with the moves it has not
+tried yet, from the new best (cyclic coordinate descent). A pass that keeps nothing halves the
+step; a pass at step 1 that keeps nothing ends the search, as
 do the replay budget, the time budget, and a best at the objective's floor (the goal met, no
 regression and every p90 wait 0 s: only tie-breaks are left to gain). Every candidate is
 checked (config validation and policy pack) before it is replayed, and replayed at most
@@ -188,14 +189,23 @@ class Search:
         for step in self.space.steps():
             improved = True
             while improved and not stopped:
-                improved = False
-                waiting = None if self.goal.clauses else self.waiting(best.run)
-                moves = list(self.space.moves(best.candidate, step, waiting))
-                for at in range(0, len(moves), self.jobs):
+                # One pass: every move once, each from the best so far (cyclic coordinate
+                # descent); a move kept, the rest of the pass goes on from the new best.
+                improved, tried = False, set[str]()
+                while not stopped:
+                    waiting = None if self.goal.clauses else self.waiting(best.run)
+                    moves = [
+                        (m, c)
+                        for m, c in self.space.moves(best.candidate, step, waiting)
+                        if m not in tried
+                    ]
+                    if not moves:
+                        break
                     stopped = self._out_of_budget(best)
                     if stopped:
                         break
-                    batch = moves[at : at + self.jobs]
+                    batch = moves[: self.jobs]
+                    tried.update(m for m, _ in batch)
                     before = self.replays
                     trials = self.evaluate_all(batch)
                     better = [t for t in trials if t is not None and t.score < best.score]
@@ -203,9 +213,7 @@ class Search:
                         best, improved = better[0], True
                         kept.append(best.move)
                     if self.replays != before:
-                        self._report(best, best.move if improved else batch[-1][0], improved)
-                    if improved:
-                        break  # the moves from the new best, at the same step
+                        self._report(best, best.move if better else batch[-1][0], bool(better))
             if stopped:
                 break
         return Outcome(

@@ -121,3 +121,19 @@ def test_a_main_body_update_keeps_the_lifted_warnings():
     body = comments[0]["body"]
     assert body.splitlines()[1:3] == ["<!-- lead:what-if -->", BEGIN]
     assert body.count("⚠️ team a") == 1 and "| quota diff v2 |" in body
+
+
+def test_a_workload_preempted_at_the_end_no_longer_finishes():
+    """b2 finished on the base; on the change it was admitted at once (wait 0 s, so no p90
+    moves) and is preempted and waiting again at the end."""
+    new = run(
+        "s",
+        [
+            ("a1", "a", "finished", 0.0, None),
+            ("b1", "b", "finished", 0.0, None),
+            ("b2", "b", "preempted", 0.0, None),
+        ],
+    )
+    assert regressions(BASE, new) == [
+        "⚠️ team-b/b2 no longer finishes: finished on `s@main`, preempted at the end here"
+    ]
