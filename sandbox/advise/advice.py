@@ -148,7 +148,7 @@ def why(space: Space, before: Run, after: Run, candidate: Candidate, goal: goals
             out.append(f"{t.team}'s p90 wait: {show(b)} → {show(a)}.")
     worse = goals.regressed(before, after)
     out.append(
-        "No team's p90 wait gets more than 10% worse; every workload that fits today still fits."
+        "No team's p90 wait gets more than 10% worse; what fits and finishes today still does."
         if not worse
         else f"Worse than today (the goal asked for it): {', '.join(worse)}."
     )
