@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
         test-toolchain test-deep test-e2e test-sandbox test-rehearse test-multikueue sandbox-up \
         sandbox-down sandbox-shell sandbox-status demo rehearse bench promote quota-diff clean \
         kueue-manifest ci-kueue-manifest pin-kueue what-if status record bench-scale mutation wheels \
-        mermaid bench-what-if
+        mermaid bench-what-if advise bench-advise
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -139,6 +139,18 @@ what-if: venv toolchain
 SIZES ?= 200 1000 5000
 bench-what-if: venv toolchain
 	$(PY) -m sandbox.bench.whatif_fast $(SIZES)
+
+# The quota advisor (docs/advisor.md): searches the stack's GPU quotas, borrowing and lending
+# limits with the fast what-if as judge; writes the proposal and advice.md into OUT
+# (default .sandbox/advise/<stack>). GOAL="research p90 < 2h" replaces the default objective.
+advise: venv toolchain
+	$(PY) -m sandbox.advise.cli --stack $(STACK) --workloads $(WORKLOADS) $(if $(GOAL),--goal "$(GOAL)") \
+	  $(if $(OUT),--out $(OUT)) $(if $(MAX_REPLAYS),--max-replays $(MAX_REPLAYS)) $(if $(BUDGET),--budget $(BUDGET))
+
+# The advisor's cost on the committed prod mix (docs/advisor.md, Speed): per-replay cost split
+# into engine start-up and simulation, then the whole search; prints the figures.
+bench-advise: venv toolchain
+	$(PY) -m sandbox.bench.advise $(if $(STACK),--stack $(STACK))
 
 # make status [STACK=staging]: the same per-team table, read from the live cluster.
 status: venv

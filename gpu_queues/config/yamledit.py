@@ -8,6 +8,10 @@ line endings and the layout of everything else are kept; a change inside a flow 
 rewrites that collection's entry. What cannot be spliced (a key behind an alias, a key that
 does not start its line) raises EditError; the caller still parses the result back and
 compares it with the intended document, since a splice is only as good as that check.
+
+A path's parts are mapping keys (str) or indexes (int) into block sequences, such as
+`("config", "gpu-queues:teams", 0, "resourceGroups", 0, "flavors", 1, "resources", "cpu")`:
+an edit goes through existing items of a list, but never adds or removes one (EditError).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-Path = tuple[str, ...]
+Path = tuple[str | int, ...]
 
 
 class _Remove:
@@ -137,16 +141,26 @@ def _entries(node: Node) -> Iterator[tuple[str, _Entry]]:
                 yield str(k.value), _Entry(k, v)
 
 
+def _item(node: Node, index: int) -> _Entry | None:
+    """A block sequence's item as an entry (key and value both the item's node)."""
+    if isinstance(node, SequenceNode) and not node.flow_style and 0 <= index < len(node.value):
+        item: Node = node.value[index]
+        return _Entry(item, item)
+    return None
+
+
 def _find(root: Node | None, path: Path) -> list[_Entry | None]:
     """The entry of each prefix of `path` (None from the first one that is absent)."""
     found: list[_Entry | None] = []
     node = root
     for part in path:
         entry = None
-        if node is not None:
+        if node is not None and isinstance(part, int):
+            entry = _item(node, part)
+        elif node is not None:
             entry = next((e for k, e in _entries(node) if k == part), None)
         if entry is not None and entry.value.start_mark.index < entry.key.start_mark.index:
-            raise EditError(f"{'.'.join(path)} is reached through an alias; edit its anchor")
+            raise EditError(f"{_dotted(path)} is reached through an alias; edit its anchor")
         found.append(entry)
         node = entry.value if entry is not None else None
     return found
@@ -189,6 +203,18 @@ def _block(node: Node) -> bool:
     return isinstance(node, MappingNode) and not node.flow_style
 
 
+def _holds(node: Node, part: str | int) -> bool:
+    """Whether `part` can be looked up inside `node` in place: a key of a block mapping, an
+    index of a block sequence."""
+    if isinstance(part, int):
+        return isinstance(node, SequenceNode) and not node.flow_style
+    return _block(node)
+
+
+def _dotted(path: Path) -> str:
+    return ".".join(f"[{p}]" if isinstance(p, int) else p for p in path).replace(".[", "[")
+
+
 # --- the edit -----------------------------------------------------------------------------
 
 
@@ -209,9 +235,18 @@ def _apply(doc: CommentedMap, path: Path, value: Any, keep: int) -> None:
     """Set or remove `path` in the round-trip document. A key added directly under one of the
     `keep` levels that are never pruned goes first (like `gpu-queues:kueue` in `config:`);
     deeper ones go last."""
-    parents: list[CommentedMap] = [doc]
-    node = doc
+    parents: list[Any] = [doc]
+    node: Any = doc
     for depth, part in enumerate(path[:-1]):
+        if isinstance(part, int) or isinstance(path[depth + 1], int):
+            child = _step(node, part)
+            if isinstance(path[depth + 1], int) and not isinstance(child, CommentedSeq):
+                raise EditError(f"{_dotted(path[: depth + 1])} is not a list")
+            if isinstance(path[depth + 1], str) and not isinstance(child, CommentedMap):
+                raise EditError(f"{_dotted(path[: depth + 1])} is not a mapping")
+            parents.append(child)
+            node = child
+            continue
         child = node.get(part)
         if not isinstance(child, CommentedMap):
             if value is REMOVE:
@@ -222,14 +257,27 @@ def _apply(doc: CommentedMap, path: Path, value: Any, keep: int) -> None:
             child.fa.set_block_style()
         parents.append(child)
         node = child
+    if isinstance(path[-1], int):
+        raise EditError(f"{_dotted(path)}: list items are edited inside, never set or removed")
     if value is REMOVE:
         node.pop(path[-1], None)
         for depth in range(len(path) - 1, keep, -1):
-            if len(parents[depth]) != 0:
+            if len(parents[depth]) != 0 or isinstance(path[depth - 1], int):
                 break
             del parents[depth - 1][path[depth - 1]]
     else:
         _put(node, path[-1], _strip_anchors(value), first=len(path) - 1 == keep)
+
+
+def _step(node: Any, part: str | int) -> Any:
+    """The child of a round-trip node at a key or an existing index (EditError otherwise)."""
+    if isinstance(part, int):
+        if isinstance(node, CommentedSeq) and 0 <= part < len(node):
+            return node[part]
+        raise EditError(f"no item {part} in the list")
+    if isinstance(node, CommentedMap) and part in node:
+        return node[part]
+    raise EditError(f"no key {part!r}")
 
 
 def _put(node: CommentedMap, key: str, value: Any, first: bool) -> None:
@@ -270,10 +318,19 @@ def _unit(old_root: Node | None, new_root: Node | None, path: Path) -> Path:
     for depth in range(1, len(path) + 1):
         o, n = old[depth - 1], new[depth - 1]
         if o is None or n is None:
-            return path[:depth]
-        if depth < len(path) and not (_block(o.value) and _block(n.value)):
-            return path[:depth]
-    return path
+            return _keyed(path[:depth])
+        nxt = path[depth] if depth < len(path) else None
+        if nxt is not None and not (_holds(o.value, nxt) and _holds(n.value, nxt)):
+            return _keyed(path[:depth])
+    return _keyed(path)
+
+
+def _keyed(unit: Path) -> Path:
+    """A unit must end in a key (its entry has a key line); an item is rewritten only
+    through its keys."""
+    if isinstance(unit[-1], int):
+        raise EditError(f"{_dotted(unit)}: a list item cannot be added, removed or replaced")
+    return unit
 
 
 def _entry_text(new_text: str, entry: _Entry, column: int, nl: str) -> str:
@@ -307,7 +364,7 @@ def _splice_for(
     new_node = new_parent.value if isinstance(new_parent, _Entry) else new_parent
     siblings = [e for _, e in _entries(old_node)] if old_node is not None else []
     if old_node is None or not _block(old_node) or not siblings:
-        raise EditError(f"cannot add {'.'.join(unit)} to a flow-style or empty mapping")
+        raise EditError(f"cannot add {_dotted(unit)} to a flow-style or empty mapping")
     block = _entry_text(new_text, n, siblings[0].key.start_mark.column, nl)
     first = next((k for k, _ in _entries(new_node)), None) if new_node is not None else None
     if first == unit[-1]:
@@ -318,7 +375,9 @@ def _splice_for(
     return _Splice(at, at, block)
 
 
-def edit(text: str, edits: Mapping[Path, Any], keep: int = 1) -> str:
+def edit(
+    text: str, edits: Mapping[Path, Any] | Mapping[tuple[str, ...], Any], keep: int = 1
+) -> str:
     """`text` with each path set to its value (or removed: REMOVE), changing only the
     entries of the edited keys. Mappings a removal empties are removed too, except the first
     `keep` levels (1: never a top-level key). Raises EditError when it cannot edit in place."""
@@ -368,11 +427,14 @@ def edit(text: str, edits: Mapping[Path, Any], keep: int = 1) -> str:
     return "".join(out)
 
 
-def get(doc: Any, path: Sequence[str]) -> Any:
+def get(doc: Any, path: Sequence[str | int]) -> Any:
     """The value at `path` in a parsed document, or REMOVE when absent."""
     node = doc
     for part in path:
-        if not isinstance(node, Mapping) or part not in node:
+        if isinstance(part, int):
+            if not isinstance(node, list) or not 0 <= part < len(node):
+                return REMOVE
+        elif not isinstance(node, Mapping) or part not in node:
             return REMOVE
         node = node[part]
     return node

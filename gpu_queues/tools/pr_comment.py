@@ -10,7 +10,9 @@ Needs GITHUB_TOKEN and GITHUB_REPOSITORY (set in every Actions job). The marker 
 comment in the body, so a new push edits the earlier comment instead of adding another.
 Jobs that run side by side can share one comment: each --section is kept between its own
 markers below the main body, and an update of the main body or of one section leaves the
-others as they are, whichever job posts first.
+others as they are, whichever job posts first. A section's warning lines (the what-if's
+regressions, between gpu_queues.whatif.regressions' markers) are lifted to the very top of the
+comment, above the main body, and go back into their section when it is read again.
 With --kueue-diff, a change of the stack's Kueue version or manifest sha256 between the two
 sides comes first in the comment, prominently (gpu_queues.tools.kueue_diff): old -> new version, the
 release objects that change, what changes for queue owners.
@@ -27,6 +29,8 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from gpu_queues.whatif.regressions import BEGIN, END
 
 API = "https://api.github.com"
 Request = Callable[[str, str, dict[str, Any] | None], Any]
@@ -45,18 +49,33 @@ def github_request(token: str) -> Request:
 
 
 _SECTION = re.compile(r"\n?<!-- section:([\w.-]+) -->\n(.*?)\n<!-- /section:\1 -->", re.S)
+# A section's warning lines (the what-if's regressions, gpu_queues.whatif.regressions) are
+# lifted to the top of the comment, above the main body, between lead markers of its name.
+_WARNINGS = re.compile(re.escape(BEGIN) + r"\n.*?" + re.escape(END) + r"\n?", re.S)
+_LEAD = re.compile(r"<!-- lead:([\w.-]+) -->\n(.*?)<!-- /lead:\1 -->\n?", re.S)
 
 
 def split(text: str, tag: str) -> tuple[str, dict[str, str]]:
-    """A marked comment's main body and its sections (name -> body), in their order."""
+    """A marked comment's main body and its sections (name -> body), in their order; a
+    section's lifted warnings are back at the head of its body."""
     rest = text.split(tag, 1)[1].removeprefix("\n") if tag in text else text
-    sections = {m.group(1): m.group(2) for m in _SECTION.finditer(rest)}
+    leads = {m.group(1): m.group(2) for m in _LEAD.finditer(rest)}
+    rest = _LEAD.sub("", rest)
+    sections = {m.group(1): leads.get(m.group(1), "") + m.group(2) for m in _SECTION.finditer(rest)}
     return _SECTION.sub("", rest), sections
 
 
 def compose(tag: str, main: str, sections: dict[str, str]) -> str:
-    parts = [f"{tag}\n{main}"]
-    parts += [f"<!-- section:{n} -->\n{b}\n<!-- /section:{n} -->" for n, b in sections.items()]
+    """The comment: the sections' warnings first, then the main body, then the sections."""
+    leads, bodies = [], {}
+    for name, body in sections.items():
+        found = _WARNINGS.search(body)
+        if found:
+            leads.append(f"<!-- lead:{name} -->\n{found.group(0)}<!-- /lead:{name} -->")
+            body = body[: found.start()] + body[found.end() :]
+        bodies[name] = body
+    parts = [tag, *leads, main]
+    parts += [f"<!-- section:{n} -->\n{b}\n<!-- /section:{n} -->" for n, b in bodies.items()]
     return "\n".join(parts)
 
 

@@ -10,6 +10,7 @@ from typing import Final
 
 from gpu_queues.whatif.charts import sections
 from gpu_queues.whatif.durations import format_duration
+from gpu_queues.whatif.regressions import block, regressions
 from gpu_queues.whatif.report import ADMITTED, PENDING, Run, RunMeta, WorkloadResult
 
 MESSAGE_WIDTH: Final = 160  # Markdown cells; report.json keeps the whole message
@@ -175,8 +176,9 @@ def _shown(new: Run, base: Run | None, room: int) -> tuple[Run, int]:
 
 
 def render(new: Run, base: Run | None, limit: int = MARKDOWN_LIMIT) -> str:
-    """report.md: what changed (with a base), the team table, then every workload (as many
-    as `limit` characters hold: a PR comment holds 65536, the quota diff shares it)."""
+    """report.md: with a base, a warning line per regression first, then what changed; the
+    team table, then every workload (as many as `limit` characters hold: a PR comment holds
+    65536, the quota diff shares it)."""
     title = f"### What-if: `{new.meta.source}`"
     if base is not None:
         title += f" against `{base.meta.source}`"
@@ -198,7 +200,8 @@ def render(new: Run, base: Run | None, limit: int = MARKDOWN_LIMIT) -> str:
             "Simulated time jumps from event to event (a submission, a job's end) once Kueue "
             "and the scheduler have settled:"
         )
-    lines = [title, "", how, ""]
+    # Regressions lead (gpu_queues.whatif.regressions): the PR comment lifts them to its top.
+    lines = [*(block(regressions(base, new)) if base is not None else []), title, "", how, ""]
     lines += [f"- {clock_line(r.meta)}" for r in ([base] if base else []) + [new]]
     lines.append("")
     if base is not None:

@@ -103,6 +103,18 @@ def kueue_release(stack: str, root: Path, rev: str | None) -> tuple[str, str]:
     raise WhatIfError(f"cannot tell which Kueue release Pulumi.{stack}.yaml{at} runs: {why}")
 
 
+def whatif_raw(text: str, where: str, release: str | None) -> tuple[dict[str, Any], bool]:
+    """The stack config the what-if replays (whatif_stack_file), and whether it follows the
+    pin: the connection dropped, the pin's `release` as its `kueue.version` when it sets none."""
+    raw = parse_config(text, where)
+    raw.pop(keys.KEY_KUBERNETES, None)
+    kueue = raw.get(keys.KEY_KUEUE) or {}
+    follows_pin = release is not None and isinstance(kueue, dict) and not kueue.get("version")
+    if follows_pin:
+        raw[keys.KEY_KUEUE] = {**kueue, "version": release}
+    return raw, follows_pin
+
+
 def whatif_stack_file(
     stack: str, text: str, where: str, release: str | None = None
 ) -> tuple[str, StackConfig, list[str]]:
@@ -115,12 +127,7 @@ def whatif_stack_file(
     tree it runs from, which for a base side is not the pin the stack followed. The rest of
     what the sandbox substitutes (its kubeconfig, the Kueue manifest when unreadable) is the
     rehearsal's, sandbox.rehearse.deploy's sandbox_stack_file, applied once the sandbox is up."""
-    raw = parse_config(text, where)
-    raw.pop(keys.KEY_KUBERNETES, None)
-    kueue = raw.get(keys.KEY_KUEUE) or {}
-    follows_pin = release is not None and isinstance(kueue, dict) and not kueue.get("version")
-    if follows_pin:
-        raw[keys.KEY_KUEUE] = {**kueue, "version": release}
+    raw, follows_pin = whatif_raw(text, where, release)
     try:
         config = load_config(raw)
     except ConfigError as exc:

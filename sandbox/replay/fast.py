@@ -88,8 +88,9 @@ def manager_configuration(config: StackConfig, root: Path = ROOT) -> str:
 @functools.cache
 def release_crds(version: str, root: Path = ROOT) -> list[dict[str, Any]]:
     """The release's CustomResourceDefinitions (its module's config/components/crd), whose
-    schemas' defaults the API server would fill in every Kueue object. Read once a process (an
-    advisor replays many times); the caller must not change them."""
+    schemas' defaults the API server would fill in every Kueue object. Read once per process
+    (1.5 s of YAML, more than a small replay takes; the quota advisor replays hundreds of
+    times): the list is shared, so callers only read it."""
     try:
         module = module_dir(version, root, offline=True)
     except RenderError as exc:

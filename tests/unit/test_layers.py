@@ -41,6 +41,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("sandbox",),
     ("sandbox.rehearse",),
     ("sandbox.replay",),
+    ("sandbox.advise",),  # the quota advisor: drives fast replays (sandbox.replay) as its judge
     ("sandbox.bench",),
     ("components", "__main__"),
 ]

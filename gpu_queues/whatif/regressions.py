@@ -1,0 +1,109 @@
+"""What a change makes worse, by one rule the PR preview's warnings and the quota advisor
+(sandbox/advise) share: a team whose p90 wait gets more than 10% worse than the base's, a
+workload the base admitted that the change no longer admits (or admits onto no node), and one
+that finished on the base and is preempted or waiting again at the change's end (its wait,
+counted to its first admission, hides that).
+
+A p90 wait of None means the percentile falls on a workload never admitted (report.py), so it
+is worse than any time; a team whose base p90 is None cannot get worse by this rule.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from gpu_queues.whatif.durations import format_duration
+from gpu_queues.whatif.report import ADMITTED, Run, TeamResult, WorkloadResult
+
+WORSE_BY: Final = 0.10
+"""How much worse a team's p90 wait may get before it counts as a regression (10%)."""
+BEGIN: Final = "<!-- regressions -->"
+END: Final = "<!-- /regressions -->"
+"""The markers around report.md's warning lines, which the PR comment lifts to its top
+(gpu_queues.tools.pr_comment)."""
+
+
+def p90_regressed(base: TeamResult, new: TeamResult, worse_by: float = WORSE_BY) -> bool:
+    """Whether `new`'s p90 wait is more than `worse_by` worse than `base`'s."""
+    if base.workloads == 0 or base.wait_p90 is None:
+        return False
+    if new.wait_p90 is None:
+        return new.workloads > 0
+    return new.wait_p90 > base.wait_p90 * (1 + worse_by)
+
+
+def _wait(value: float | None) -> str:
+    return "not admitted" if value is None else format_duration(value)
+
+
+def regressions(base: Run, new: Run, worse_by: float = WORSE_BY) -> list[str]:
+    """One warning line per team whose p90 wait regressed, then per workload that no longer
+    fits (admitted on the base, never admitted or admitted onto no node on the change)."""
+    lines = []
+    before = {t.team: t for t in base.teams}
+    for t in new.teams:
+        b = before.get(t.team)
+        if b is None or not p90_regressed(b, t, worse_by):
+            continue
+        growth = ""
+        if t.wait_p90 is not None and b.wait_p90:
+            growth = f", +{(t.wait_p90 / b.wait_p90 - 1) * 100:.0f}%"
+        lines.append(
+            f"⚠️ team {t.team}: p90 wait {_wait(b.wait_p90)} → {_wait(t.wait_p90)}{growth} "
+            f"(more than {worse_by:.0%} worse than `{base.meta.source}`)"
+        )
+    for w in lost(base, new):
+        if w.outcome == "unschedulable":
+            lines.append(
+                f"⚠️ {w.namespace}/{w.name} no longer fits: admitted, but its pods fit no node "
+                f"(it ran on `{base.meta.source}`)"
+            )
+        else:
+            why = f": {' '.join(w.message.split())}" if w.message else ""
+            lines.append(
+                f"⚠️ {w.namespace}/{w.name} no longer fits: admitted on `{base.meta.source}`, "
+                f"never admitted here{why}"
+            )
+    for w in unfinished(base, new):
+        lines.append(
+            f"⚠️ {w.namespace}/{w.name} no longer finishes: finished on `{base.meta.source}`, "
+            f"{w.outcome} at the end here"
+        )
+    return lines
+
+
+def unfinished(base: Run, new: Run) -> list[WorkloadResult]:
+    """The workloads that finished on the base and, admitted at least once on the change, are
+    still running, preempted or pending again at its end (lost() has the others)."""
+    earlier = {(w.namespace, w.name): w for w in base.workloads}
+    gone = {(w.namespace, w.name) for w in lost(base, new)}
+    return [
+        w
+        for w in new.workloads
+        if (o := earlier.get((w.namespace, w.name))) is not None
+        and o.outcome == "finished"
+        and w.outcome in ("preempted", "pending")
+        and (w.namespace, w.name) not in gone
+    ]
+
+
+def lost(base: Run, new: Run) -> list[WorkloadResult]:
+    """The workloads of `new` that no longer fit: admitted onto nodes on the base, never
+    admitted (or admitted onto no node) on the change."""
+    earlier = {(w.namespace, w.name): w for w in base.workloads}
+    out = []
+    for w in new.workloads:
+        o = earlier.get((w.namespace, w.name))
+        if o is None or o.outcome not in ADMITTED or o.outcome == "unschedulable":
+            continue
+        never = w.outcome in ("pending", "preempted") and w.wait_seconds is None
+        if never or w.outcome == "unschedulable":
+            out.append(w)
+    return out
+
+
+def block(lines: list[str]) -> list[str]:
+    """The warning lines between report.md's markers (nothing when there are none)."""
+    if not lines:
+        return []
+    return [BEGIN, *[f"{line}  " for line in lines], END, ""]
