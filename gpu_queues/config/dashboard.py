@@ -100,7 +100,12 @@ def _timeseries(
         "gridPos": {"x": x, "y": y, "w": PANEL[0], "h": PANEL[1]},
         "fieldConfig": {"defaults": {"unit": unit, "min": 0}, "overrides": []},
         "options": {
-            "legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
+            "legend": {
+                "calcs": [],
+                "displayMode": "list",
+                "placement": "bottom",
+                "showLegend": True,
+            },
             "tooltip": {"mode": "multi", "sort": "none"},
         },
         "targets": [
@@ -155,7 +160,6 @@ def dashboard(config: StackConfig) -> dict[str, Any]:
                     "query": "prometheus",
                     "hide": 0,
                     "refresh": 1,
-                    "current": {},
                     "options": [],
                 }
             ]
