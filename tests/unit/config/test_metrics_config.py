@@ -115,3 +115,23 @@ def test_a_service_monitor_without_teams_is_fine() -> None:
     assert load_config(
         small({"serviceMonitor": {"enabled": True}}, teams=False)
     ).kueue.metrics.enabled
+
+
+def test_the_documented_example_stack_is_valid() -> None:
+    from gpu_queues.config.schema import EXAMPLES
+    from gpu_queues.config.stackfile import parse_config
+
+    (_, _, path), *_ = EXAMPLES
+    config = load_config(parse_config(path.read_text(), path.name))
+    sm, board = config.kueue.metrics.service_monitor, config.kueue.metrics.dashboard
+    assert (sm.enabled, sm.namespace, sm.labels, sm.scrape_timeout) == (
+        True,
+        "monitoring",
+        {"release": "prom"},
+        "10s",
+    )
+    assert (board.enabled, board.folder) == (True, "GPU fleet")
+    # The reference shows it whole.
+    from gpu_queues.config.schema import REFERENCE_PATH
+
+    assert path.read_text().rstrip("\n") in REFERENCE_PATH.read_text()
