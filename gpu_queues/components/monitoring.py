@@ -123,21 +123,9 @@ def cluster_problems(
         if m.dashboard.enabled and not config.kueue.install:
             problems += _resource_metrics_problems(core)
     except ApiException as exc:
-        problems.append(
-            Problem(
-                _KEY,
-                f"cannot ask the cluster what it has for kueue.metrics: HTTP {exc.status} "
-                f"{exc.reason}",
-            )
-        )
+        problems.append(Problem(_KEY, f"{_UNASKED}: HTTP {exc.status} {exc.reason}"))
     except Exception as exc:  # connection refused, TLS, timeouts
-        problems.append(
-            Problem(
-                _KEY,
-                f"cannot ask the cluster what it has for kueue.metrics: "
-                f"{type(exc).__name__}: {exc}",
-            )
-        )
+        problems.append(Problem(_KEY, f"{_UNASKED}: {type(exc).__name__}: {str(exc)[:300]}"))
     finally:
         api.close()  # type: ignore[no-untyped-call]
     return problems

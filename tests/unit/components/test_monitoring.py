@@ -83,3 +83,72 @@ def test_one_without_the_other() -> None:
     _, run = prod_with({"serviceMonitor": {"enabled": True}})
     assert ours(run, "ConfigMap") == []
     assert ours(run, "ServiceMonitor") == [metrics.SERVICE_MONITOR]
+
+
+# --- the validation phase: the release's endpoint, then the cluster -------------------------
+
+# A cluster nothing listens for (port 1 of loopback): every dial is refused at once.
+UNREACHABLE = """\
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: not-a-real-token}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+"""
+
+
+def pinned_prod(metrics_config: dict[str, Any]) -> dict[str, Any]:
+    import hashlib
+
+    from tests.conftest import MANIFEST, ROOT
+
+    raw = stack_raw("prod")
+    raw[keys.KEY_KUEUE] = {
+        "manifest": {
+            "path": str(MANIFEST.relative_to(ROOT)),
+            "sha256": hashlib.sha256(MANIFEST.read_bytes()).hexdigest(),
+        },
+        "metrics": metrics_config,
+    }
+    return raw
+
+
+def validate_prod(metrics_config: dict[str, Any]) -> Any:
+    from gpu_queues.components.gpu_queues import validate
+    from tests.conftest import stand_in
+
+    return validate(pinned_prod(metrics_config), releases=stand_in(), kubeconfig=UNREACHABLE)
+
+
+def test_with_metrics_off_the_validation_never_dials() -> None:
+    config, _ = validate_prod({})
+    assert not config.kueue.metrics.enabled
+
+
+def test_nothing_to_ask_nothing_dialled() -> None:
+    # The dashboard in Kueue's namespace, which the manifest creates, with Kueue installed by
+    # the stack (which sets the resource metrics itself): the cluster has nothing to answer.
+    config, _ = validate_prod({"dashboard": {"enabled": True}})
+    assert config.kueue.metrics.dashboard.enabled
+
+
+def test_a_cluster_that_cannot_be_asked_fails_the_validation_by_key() -> None:
+    from gpu_queues.config.model import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        validate_prod({"dashboard": {"enabled": True, "namespace": "grafana"}})
+    message = str(caught.value)
+    assert "gpu-queues:kueue.metrics: cannot ask the cluster whether it has what" in message
+    assert "not-a-real-token" not in message and "Traceback" not in message
+
+
+def test_a_release_without_the_metrics_endpoint_is_refused_before_any_dial() -> None:
+    # The unit tests' stand-in manifest has no metrics Service and no kueue-metrics-reader.
+    from gpu_queues.config.model import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        validate_prod({"serviceMonitor": {"enabled": True}})
+    message = str(caught.value)
+    assert "gpu-queues:kueue.metrics.serviceMonitor: the Kueue manifest's Service" in message
+    assert "cannot ask the cluster" not in message
