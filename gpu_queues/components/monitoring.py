@@ -81,8 +81,9 @@ def cluster_problems(
 ) -> list[Problem]:
     """Ask the cluster (through `kubeconfig`, else $KUBECONFIG) for what kueue.metrics needs:
     the ServiceMonitor CRD, the namespaces that the stack does not create itself (`created`:
-    the manifest's and the teams'), and, with Kueue preinstalled and the dashboard on, Kueue's
-    ClusterQueue resource metrics. Nothing to ask (both off): no problems, no call."""
+    the manifest's and the teams'), and, with Kueue preinstalled, its metrics Service and
+    reader role (the checks a manifest gets, on what the cluster runs) and, with the dashboard
+    on, its ClusterQueue resource metrics. Nothing to ask (both off): no problems, no call."""
     m = config.kueue.metrics
     if not m.enabled:
         return []
@@ -122,6 +123,8 @@ def cluster_problems(
                 )
         if m.dashboard.enabled and not config.kueue.install:
             problems += _resource_metrics_problems(core)
+        if m.service_monitor.enabled and not config.kueue.install:
+            problems += _installed_endpoint_problems(api, core)
     except ApiException as exc:
         problems.append(Problem(_KEY, f"{_UNASKED}: HTTP {exc.status} {exc.reason}"))
     except Exception as exc:  # connection refused, TLS, timeouts
@@ -190,4 +193,40 @@ def _resource_metrics_problems(core: Any) -> list[Problem]:
             "not set metrics.enableClusterQueueResources: true, so the dashboard's GPU panels "
             "would stay empty; set it there (kueue.install is false, so this stack does not)",
         )
+    ]
+
+
+def _installed_endpoint_problems(api: Any, core: Any) -> list[Problem]:
+    """The preinstalled Kueue's metrics Service and reader role, as a release ships them."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    found: list[dict[str, Any]] = []
+    reads = (
+        (
+            lambda: core.read_namespaced_service(
+                metrics.METRICS_SERVICE, KUEUE_NAMESPACE, _request_timeout=_TIMEOUT
+            ),
+            "v1",
+            "Service",
+        ),
+        (
+            lambda: client.RbacAuthorizationV1Api(api).read_cluster_role(
+                metrics.METRICS_READER_ROLE
+            ),
+            "rbac.authorization.k8s.io/v1",
+            "ClusterRole",
+        ),
+    )
+    for read, api_version, kind in reads:
+        try:
+            obj = api.sanitize_for_serialization(read())
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            continue
+        found.append({**obj, "apiVersion": api_version, "kind": kind})
+    return [
+        Problem(p.loc, p.message.replace("the Kueue manifest", "the installed Kueue"))
+        for p in metrics.release_problems(found)
     ]
