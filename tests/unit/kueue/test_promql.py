@@ -6,6 +6,7 @@ fail. And label values of any text stay literals."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import promql_parser
@@ -56,15 +57,21 @@ def test_every_dashboard_query_parses_as_promql() -> None:
 
 
 @pytest.mark.parametrize(
-    "expr",
+    ("expr", "words"),
     [
-        f"rate({promql.select(promql.PENDING, cluster_queue='a')})",  # rate of an instant vector
-        f"sum({promql.select(promql.USAGE)}",  # unclosed
-        f'histogram_quantile("0.5", {promql.select(promql.ADMISSION_WAIT)})',  # string quantile
+        (
+            f"rate({promql.select(promql.PENDING, cluster_queue='a')})",
+            "expected type matrix in call to function 'rate', got vector",
+        ),
+        (f"sum({promql.select(promql.USAGE)}", "unclosed left parenthesis"),
+        (
+            f'histogram_quantile("0.5", {promql.select(promql.ADMISSION_WAIT)})',
+            "expected type scalar in call to function 'histogram_quantile', got string",
+        ),
     ],
 )
-def test_the_parser_refuses_broken_queries(expr: str) -> None:
-    with pytest.raises(Exception):  # noqa: B017 - the parser raises its own ValueError kinds
+def test_the_parser_refuses_broken_queries(expr: str, words: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(words)):
         promql_parser.parse(expr)
 
 
