@@ -137,23 +137,20 @@ def cluster_problems(
 def _crd_problems(api: Any) -> list[Problem]:
     """Discovery of monitoring.coreos.com/v1: readable by every authenticated user, so the
     check needs no right to list CRDs."""
+    from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    path = f"/apis/{metrics.SERVICE_MONITOR_API_VERSION}"
+    group, version = metrics.SERVICE_MONITOR_API_VERSION.split("/")
     try:
-        answer = api.call_api(
-            path,
-            "GET",
-            response_type="object",
-            auth_settings=["BearerToken"],
-            _return_http_data_only=True,
-            _request_timeout=_TIMEOUT,
+        answer = client.CustomObjectsApi(api).get_api_resources(
+            group, version, _request_timeout=_TIMEOUT
         )
+        resources = answer.resources or []
     except ApiException as exc:
         if exc.status != 404:
             raise
-        answer = {}
-    served = {r.get("name") for r in (answer or {}).get("resources", []) if isinstance(r, dict)}
+        resources = []
+    served = {r.name for r in resources}
     if metrics.SERVICE_MONITOR_PLURAL in served:
         return []
     return [
