@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
         test-toolchain test-deep test-e2e test-sandbox test-rehearse test-multikueue sandbox-up \
         sandbox-down sandbox-shell sandbox-status demo rehearse bench promote quota-diff clean \
         kueue-manifest ci-kueue-manifest pin-kueue what-if status record bench-scale mutation wheels \
-        mermaid bench-what-if advise bench-advise
+        mermaid grafana bench-what-if advise bench-advise
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -57,6 +57,19 @@ $(MERMAID)/.stamp: tools/mermaid/package.json tools/mermaid/package-lock.json
 	touch $@
 
 mermaid: $(MERMAID)/.stamp
+
+# Grafana's dashboard schema (@grafana/schema's types, the foundation SDK's Prometheus query)
+# and the TypeScript compiler, pinned in tools/grafana/ like Mermaid: the unit tests check the
+# stack's generated dashboard against it (tests/unit/config/test_dashboard_schema.py).
+GRAFANA := .cache/node/grafana
+$(GRAFANA)/.stamp: tools/grafana/package.json tools/grafana/package-lock.json
+	command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm; }
+	mkdir -p $(GRAFANA)
+	cp tools/grafana/package.json tools/grafana/package-lock.json $(GRAFANA)/
+	cd $(GRAFANA) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+grafana: $(GRAFANA)/.stamp
 
 schema: venv
 	$(PY) -m gpu_queues.config.schema --write
@@ -216,7 +229,7 @@ pin-kueue: venv
 # the examples (tests/properties.py). Those three run in random order (SEED=N repeats one);
 # the sandbox and toolchain suites in their files' order.
 SUITES := $(PY) -m tests.suites
-test-unit: venv mermaid
+test-unit: venv mermaid grafana
 	$(SUITES) unit
 
 test-policy: venv
@@ -258,7 +271,7 @@ test-rehearse: venv toolchain-all
 
 # Everything CI runs (.ci/run calls exactly this), with every supported Kueue release built.
 # SERIAL=1: the suites one after another instead, on the checkout's sandbox.
-test: venv toolchain-all wheels mermaid
+test: venv toolchain-all wheels mermaid grafana
 	$(SUITES) $(if $(SERIAL),--serial)
 
 clean: sandbox-down

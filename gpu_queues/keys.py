@@ -40,6 +40,8 @@ OUT_SHARED_CLAIMS: Final = "sharedClaims"
 OUT_MULTI_KUEUE: Final = "multiKueue"
 OUT_MULTI_KUEUE_KUBECONFIG: Final = "multiKueueKubeconfig"
 OUT_PRIORITY_CLASSES: Final = "priorityClasses"
+# kueue.metrics: where the ServiceMonitor and the dashboard ConfigMap are (only when on).
+OUT_METRICS: Final = "metrics"
 
 # Kueue API used for every queue object.
 KUEUE_API_VERSION: Final = "kueue.x-k8s.io/v1beta2"

@@ -25,6 +25,7 @@ from gpu_queues import keys
 from gpu_queues.components.cohort import SharedCohort, SharedCohortArgs
 from gpu_queues.components.flavors import Flavors, FlavorsArgs
 from gpu_queues.components.kueue import KueueRelease, KueueReleaseArgs
+from gpu_queues.components.monitoring import KueueMonitoring, KueueMonitoringArgs, cluster_problems
 from gpu_queues.components.multikueue import (
     ManagerArgs,
     MultiKueueManager,
@@ -44,6 +45,7 @@ from gpu_queues.components.readiness import (
 )
 from gpu_queues.components.storage import SharedStorage, SharedStorageArgs
 from gpu_queues.config import multikueue_checks, render, worker_stacks
+from gpu_queues.config.dashboard import dashboard
 from gpu_queues.config.model import (
     ConfigError,
     MultiKueueWorkerRole,
@@ -57,6 +59,7 @@ from gpu_queues.config.subjects import reserved_namespace_problems
 from gpu_queues.kueue.client import KubeconfigError, resolve
 from gpu_queues.kueue.client import validate as validate_kubeconfig
 from gpu_queues.kueue.fields import api_server_url_problem
+from gpu_queues.release import metrics
 from gpu_queues.release.manifest import PROJECT_ROOT, PreparedManifest, load_release
 from gpu_queues.release.reference import Releases
 
@@ -97,7 +100,13 @@ class GpuQueuesArgs:
         ConfigError names every key that is wrong. A relative `kueue.manifest.path` is read
         from `root` (default: the working directory, where Pulumi runs the program)."""
         raw = stack_config_keys(config) if isinstance(config, StackConfig) else config
-        checked, manifest = validate(raw, root or Path.cwd(), stack=stack)
+        checked, manifest = validate(
+            raw,
+            root or Path.cwd(),
+            stack=stack,
+            kubeconfig=kubeconfig if isinstance(kubeconfig, str) else None,
+            context=context if isinstance(context, str) else None,
+        )
         return cls(checked, manifest, kubeconfig=kubeconfig, context=context)
 
     @classmethod
@@ -135,7 +144,14 @@ class GpuQueuesArgs:
         stack = (
             path.name[len("Pulumi.") : -len(".yaml")] if path.name.startswith("Pulumi.") else None
         )
-        checked, manifest = validate(raw, root or path.parent, stack=stack, project_dir=path.parent)
+        checked, manifest = validate(
+            raw,
+            root or path.parent,
+            stack=stack,
+            project_dir=path.parent,
+            kubeconfig=kubeconfig if isinstance(kubeconfig, str) else None,
+            context=context if isinstance(context, str) else None,
+        )
         return cls(checked, manifest, kubeconfig=kubeconfig, context=context)
 
     @classmethod
@@ -241,6 +257,8 @@ def validate(
     stack: str | None = None,
     project_dir: Path | None = None,
     releases: Releases | None = None,
+    kubeconfig: str | None = None,
+    context: str | None = None,
 ) -> tuple[StackConfig, PreparedManifest | None]:
     """Everything the program can check without a cluster; ConfigError, KubeconfigError or
     ManifestError.
@@ -251,7 +269,12 @@ def validate(
     The config returned carries what MultiKueue needs in Kueue's Configuration
     (multikueue.effective_kueue). `releases` is where the Kueue release the manifest is
     compared with comes from (default: the committed digests and `make kueue-manifest`'s
-    render under `root`; gpu_queues/release/reference.py)."""
+    render under `root`; gpu_queues/release/reference.py).
+
+    With kueue.metrics on, it also asks the cluster (through `kubeconfig` and `context`, else
+    the config's `kubernetes`, else $KUBECONFIG) for the ServiceMonitor CRD and the namespaces
+    the objects go in (gpu_queues.components.monitoring.cluster_problems): the one check here
+    that dials, so that a preview fails where an apply would."""
     config = load_config(raw)
     if config.kubernetes.kubeconfig is not None:  # unset: $KUBECONFIG, possibly absent in CI
         validate_kubeconfig(
@@ -267,7 +290,35 @@ def validate(
     problems = manifest_problems(config, manifest)
     if problems:
         raise ConfigError(problems)
+    problems = monitoring_problems(config, manifest, kubeconfig, context)
+    if problems:
+        raise ConfigError(problems)
     return config, manifest
+
+
+def monitoring_problems(
+    config: StackConfig,
+    manifest: PreparedManifest | None,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+) -> list[Problem]:
+    """kueue.metrics against the release (its metrics Service and reader role) and against
+    the cluster (the ServiceMonitor CRD, the namespaces); none when it is off."""
+    settings = config.kueue.metrics
+    if not settings.enabled:
+        return []
+    if settings.service_monitor.enabled and manifest is not None:
+        problems = metrics.release_problems(manifest.objects)
+        if problems:
+            return problems
+    secret = config.kubernetes.kubeconfig
+    created = {t.namespace for t in config.teams} | (manifest.namespaces if manifest else set())
+    return cluster_problems(
+        config,
+        kubeconfig if kubeconfig is not None else (secret.get_secret_value() if secret else None),
+        context if context is not None else config.kubernetes.context,
+        created,
+    )
 
 
 class GpuQueues(pulumi.ComponentResource):
@@ -310,6 +361,11 @@ class GpuQueues(pulumi.ComponentResource):
         storage = SharedStorage(
             f"{name}-storage", SharedStorageArgs(cfg.shared_storage, namespaces), under
         )
+        if cfg.kueue.metrics.enabled:
+            board = dashboard(cfg) if cfg.kueue.metrics.dashboard.enabled else None
+            KueueMonitoring(
+                f"{name}-monitoring", KueueMonitoringArgs(cfg, board, ready.dependency), under
+            )
 
         self.outputs = {
             keys.OUT_KUEUE_VERSION: cfg.kueue.version,
@@ -322,6 +378,9 @@ class GpuQueues(pulumi.ComponentResource):
             keys.OUT_SHARED_CLAIMS: storage.claim_refs,
             keys.OUT_PRIORITY_CLASSES: {p.name: p.value for p in cfg.priority_classes},
         }
+        # Only a stack with kueue.metrics on has this output: others stay as they were.
+        if cfg.kueue.metrics.enabled:
+            self.outputs[keys.OUT_METRICS] = _metrics_output(cfg)
         # Only a MultiKueue stack has these outputs: other stacks' outputs stay as they were.
         if mk is not None and mk.manager is not None:
             self.outputs[keys.OUT_MULTI_KUEUE] = {
@@ -334,6 +393,18 @@ class GpuQueues(pulumi.ComponentResource):
             self.outputs[keys.OUT_MULTI_KUEUE] = {"role": "worker"}
             self.outputs[keys.OUT_MULTI_KUEUE_KUBECONFIG] = access.kubeconfig
         self.register_outputs(self.outputs)
+
+
+def _metrics_output(cfg: StackConfig) -> dict[str, str]:
+    """Where the ServiceMonitor and the dashboard are (namespace/name), and the dashboard's uid."""
+    m, out = cfg.kueue.metrics, {}
+    if m.service_monitor.enabled:
+        ns = metrics.service_monitor_namespace(cfg.kueue)
+        out["serviceMonitor"] = f"{ns}/{metrics.SERVICE_MONITOR}"
+    if m.dashboard.enabled:
+        out["dashboard"] = f"{metrics.dashboard_namespace(cfg.kueue)}/{metrics.DASHBOARD_CONFIGMAP}"
+        out["dashboardUid"] = m.dashboard.uid
+    return out
 
 
 def _kueue(

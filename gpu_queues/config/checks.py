@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from gpu_queues import keys
 from gpu_queues.config import multikueue_checks
 from gpu_queues.config.errors import Loc, Problem, format_loc
+from gpu_queues.config.monitoring import metrics_problems
 from gpu_queues.config.rendered import kueue_rule_problems
 from gpu_queues.config.subjects import check_subjects, reserved_namespace_problems
 from gpu_queues.kueue import versions as kueue_versions
@@ -254,4 +255,5 @@ def cross_check(raw: Mapping[str, Any]) -> list[Problem]:
     _storage(raw, problems)
     _kueue(raw, problems)
     problems += multikueue_checks.config_problems(raw)
+    problems += metrics_problems(raw)
     return problems

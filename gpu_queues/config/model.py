@@ -16,20 +16,19 @@ from fractions import Fraction
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     SecretStr,
     ValidationError,
     model_validator,
 )
-from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from gpu_queues import keys
+from gpu_queues.config.base import Model
 from gpu_queues.config.checks import cross_check
 from gpu_queues.config.errors import ConfigError, Loc, Problem, format_loc, problems_from_validation
 from gpu_queues.config.hardware import Node, flavor_hardware, flavor_nodes
+from gpu_queues.config.monitoring import MetricsConfig
 from gpu_queues.kueue.fieldtypes import (
     ApiServerUrl,
     Duration,
@@ -57,6 +56,7 @@ __all__ = [
     "KueueConfig",
     "Loc",
     "ManagerConfig",
+    "MetricsConfig",
     "MultiKueue",
     "MultiKueueManagerRole",
     "MultiKueueSettings",
@@ -75,12 +75,6 @@ __all__ = [
     "load_config",
     "raw_from_pulumi_config",
 ]
-
-
-class Model(BaseModel):
-    """Base for every config model: camelCase keys, unknown keys are errors, immutable."""
-
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, frozen=True)
 
 
 # --- kubernetes connection ---------------------------------------------------------------
@@ -282,6 +276,11 @@ class KueueConfig(Model):
     )
     controller: ControllerConfig = Field(default_factory=ControllerConfig)
     manager: ManagerConfig = Field(default_factory=ManagerConfig)
+    metrics: MetricsConfig = Field(
+        default_factory=MetricsConfig,
+        description="what a cluster with the Prometheus Operator and Grafana's dashboard "
+        "sidecar reads: a ServiceMonitor for Kueue's metrics and a dashboard (both off)",
+    )
 
     @property
     def manifest_url(self) -> str:

@@ -18,6 +18,25 @@ from gpu_queues.config.model import StackConfig
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schema" / "stack-config.schema.json"
 REFERENCE_PATH = Path(__file__).resolve().parents[2] / "docs" / "config-reference.md"
+# Example stack files the reference shows whole, after the keys: (heading, what it shows,
+# the file). A unit test loads each one (tests/unit/config/test_schema.py).
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "docs" / "examples"
+EXAMPLES = (
+    (
+        "Example: metrics (`kueue.metrics`)",
+        "A ServiceMonitor for Kueue's metrics and the Grafana dashboard. The ServiceMonitor "
+        "presents the token of a ServiceAccount the stack binds to the release's "
+        "kueue-metrics-reader ClusterRole (Kueue's metrics endpoint checks it with the API "
+        "server) over HTTPS, without verifying the certificate, which Kueue makes itself. The "
+        "preview fails, naming the key, when the cluster has no ServiceMonitor CRD or a "
+        "namespace is missing. With `kueue.install: false`, the installed Kueue must set "
+        "`metrics.enableClusterQueueResources: true` (the preview checks it); otherwise the "
+        "stack sets it. The dashboard's queries are in gpu_queues/kueue/promql.py; "
+        '"lent" is at most what the team lends (Kueue does not say whose quota a borrower '
+        "holds).",
+        EXAMPLES_DIR / "metrics" / "Pulumi.metrics.yaml",
+    ),
+)
 
 _SECURE = {
     "type": "object",
@@ -139,6 +158,10 @@ def render_reference() -> str:
         if spec.get("description"):
             out += [str(spec["description"]), ""]
         out += [head, *_rows(spec)]
+    for heading, what, path in EXAMPLES:
+        text = path.read_text(encoding="utf-8").rstrip("\n")
+        where = path.relative_to(EXAMPLES_DIR.parent.parent).as_posix()
+        out += ["", f"## {heading}", "", what, "", f"`{where}`:", "", "```yaml", text, "```"]
     return "\n".join(out) + "\n"
 
 

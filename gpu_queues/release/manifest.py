@@ -20,7 +20,7 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import yaml
 
@@ -211,13 +211,21 @@ def load_manifest(config: KueueConfig, root: Path = PROJECT_ROOT) -> list[Docume
 
 # --- manager Configuration ----------------------------------------------------------------
 
+# Kueue reports a ClusterQueue's usage, nominal quota, borrowing and lending limits per
+# flavor and resource only with this (config.kueue.x-k8s.io Configuration, metrics section).
+RESOURCE_METRICS: Final = {"enableClusterQueueResources": True}
 
-def render_manager_config(base_text: str, manager: ManagerConfig) -> str:
+
+def render_manager_config(
+    base_text: str, manager: ManagerConfig, resource_metrics: bool = False
+) -> str:
     """The release's Configuration with the stack's settings laid over it.
 
     Starting from the release keeps what the manifest wires together (webhook port, health
     and metrics addresses, leader election); waitForPodsReady and fairSharing are switched on
-    by being present (Kueue v1beta2 has no `enable` field).
+    by being present (Kueue v1beta2 has no `enable` field). `resource_metrics` sets
+    `metrics.enableClusterQueueResources`, which the dashboard's ClusterQueue resource gauges
+    need (gpu_queues/kueue/promql.py).
     """
     loaded = yaml.safe_load(base_text) if base_text else None
     config: dict[str, Any] = loaded if isinstance(loaded, dict) else {}
@@ -230,6 +238,9 @@ def render_manager_config(base_text: str, manager: ManagerConfig) -> str:
         merged.update(integrations)
         config["integrations"] = merged
     config.update(overlay)
+    if resource_metrics:
+        metrics = config.get("metrics")
+        config["metrics"] = {**(metrics if isinstance(metrics, dict) else {}), **RESOURCE_METRICS}
     return yaml.safe_dump(config, sort_keys=False)
 
 
@@ -342,7 +353,7 @@ def _render_configuration(configmap: dict[str, Any], config: KueueConfig) -> str
     """The stack's manager settings into the release's Configuration; its sha256."""
     data = dict(configmap["data"])  # check_release: a mapping holding the Configuration
     base = data[MANAGER_CONFIG_KEY]
-    rendered = render_manager_config(base, config.manager)
+    rendered = render_manager_config(base, config.manager, config.metrics.dashboard.enabled)
     configmap["data"] = {**data, MANAGER_CONFIG_KEY: rendered}
     return hashlib.sha256(rendered.encode("utf-8")).hexdigest()
 

@@ -7,6 +7,7 @@ to the next (the table in docs/promotion.md states the same; a test keeps them e
   manager.integrations, .waitForPodsReady, .fairSharing, .featureGates, .multiKueue
   (but its origin)              travel when FROM sets them
   manifest.custom, .reason      stay: each environment decides for itself
+  metrics                       stays: each cluster's own Prometheus and Grafana
   everything else               stays: the environment's own
 
 A key no rule covers (a model field added since) is refused by the planning
@@ -74,6 +75,12 @@ RULES: tuple[KeyRule, ...] = (
     KeyRule(("install",), Rule.STAYS, "whether that cluster's Kueue is preinstalled"),
     KeyRule(("readinessTimeoutSeconds",), Rule.STAYS, "how long that cluster takes"),
     KeyRule(("controller",), Rule.STAYS, "replicas, resources and placement on its nodes"),
+    KeyRule(
+        ("metrics",),
+        Rule.STAYS,
+        "that cluster's Prometheus and Grafana: whether it has them, their namespaces, "
+        "selectors and folders",
+    ),
     KeyRule(("manager", "integrations"), Rule.TRAVELS, "which job kinds Kueue manages"),
     KeyRule(("manager", "waitForPodsReady"), Rule.TRAVELS, "admission behaviour"),
     KeyRule(("manager", "fairSharing"), Rule.TRAVELS, "preemption behaviour"),

@@ -272,3 +272,23 @@ def test_the_pack_checks_quotas_against_the_capacity_the_program_declares():
         if typ == RF:
             del props["metadata"]["annotations"]
     assert run_policy(rules.QUOTA_WITHIN_CAPACITY, stack_args(grown)) == []
+
+
+def test_a_stack_with_metrics_on_passes_the_strict_pack():
+    """kueue.metrics adds a ServiceMonitor, a ServiceAccount, its token Secret, a
+    ClusterRoleBinding and a ConfigMap: none of them may trip a rule. (Built without
+    `validate`, which would ask a cluster for the ServiceMonitor CRD: tests/e2e/test_metrics.py.)"""
+    from gpu_queues.config.model import load_config
+
+    raw = with_test_manifest(stack_raw("prod"))
+    raw[keys.KEY_KUEUE]["metrics"] = {
+        "serviceMonitor": {"enabled": True},
+        "dashboard": {"enabled": True},
+    }
+    config = load_config(raw)
+    run = run_stack(
+        config, load_manifest(config.kueue), verified_sha256=config.kueue.manifest.sha256
+    )
+    assert run.of_kind("ServiceMonitor")
+    found = Analyzer(PACK_DIR / "config" / "prod.json").preview(resources(run))
+    assert [d.message for d in mandatory(found)] == []
