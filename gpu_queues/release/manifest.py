@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import json
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -31,6 +32,7 @@ from gpu_queues.release import custom, digests
 from gpu_queues.release.allowlist import check_release, created_namespaces, find
 from gpu_queues.release.catalogue import (
     CONTROLLER_DEPLOYMENT,
+    IMAGE_REGISTRY,
     KUEUE_NAMESPACE,
     MANAGER_CONFIG_KEY,
     MANAGER_CONFIGMAP,
@@ -39,6 +41,7 @@ from gpu_queues.release.catalogue import (
 )
 from gpu_queues.release.module import RENDER_DIR
 from gpu_queues.release.reference import PinnedReleases, Releases, ReleaseUnavailable
+from gpu_queues.values import as_dict, as_list
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -263,6 +266,20 @@ class PreparedManifest:
     genuine: bool = False
     """Every object matches the digests of the release (gpu_queues.release.digests)."""
 
+    @property
+    def image(self) -> str | None:
+        """The controller image the prepared Deployment runs (a mirror's, with
+        kueue.controller.imageRegistry): what the readiness gate waits for."""
+        deployment = find(
+            list(self.objects), "apps", "Deployment", KUEUE_NAMESPACE, CONTROLLER_DEPLOYMENT
+        )
+        pod = as_dict(as_dict(as_dict(as_dict(deployment).get("spec")).get("template")).get("spec"))
+        for container in as_list(pod.get("containers")):
+            if as_dict(container).get("name") == MANAGER_CONTAINER:
+                image = as_dict(container).get("image")
+                return image if isinstance(image, str) else None
+        return None
+
 
 def _mapping(parent: dict[str, Any], key: str) -> dict[str, Any]:
     """parent[key] as a mapping, made one when it is missing or empty (`annotations:`)."""
@@ -368,11 +385,36 @@ def _check_feature_gates(manager: dict[str, Any], config: KueueConfig, source: s
         )
 
 
+def mirrored(image: str, registry: str) -> str:
+    """The release's `image` pulled from `registry` instead of registry.k8s.io: only the
+    registry changes, the path, tag and digest are the release's (ManifestError otherwise)."""
+    prefix = f"{IMAGE_REGISTRY}/"
+    if not image.startswith(prefix):  # check_release: the release's own image
+        raise ManifestError(f"the controller image {image} is not pulled from {IMAGE_REGISTRY}")
+    out = f"{registry}/{image[len(prefix) :]}"
+    if out.rpartition("/")[2] != image.rpartition("/")[2]:
+        raise ManifestError(f"mirroring {image} through {registry} would change its tag")
+    return out
+
+
+def knobs_in_effect(config: KueueConfig) -> list[str]:
+    """The typed knobs of gpu-queues:kueue.controller this stack sets, for the preview."""
+    ctrl = config.controller.model_dump(by_alias=True, exclude_none=True)
+    return [f"{key}={json.dumps(ctrl[key], sort_keys=True)}" for key in sorted(ctrl)]
+
+
 def _apply_controller(
     config: KueueConfig, spec: dict[str, Any], pod: dict[str, Any], manager: dict[str, Any]
 ) -> None:
-    """gpu-queues:kueue.controller: replicas, the manager's resources, its placement."""
+    """gpu-queues:kueue.controller: replicas, the manager's resources, its placement, its
+    image's registry, priority class and pull secrets."""
     ctrl = config.controller
+    if ctrl.image_registry is not None:
+        manager["image"] = mirrored(str(manager.get("image")), ctrl.image_registry)
+    if ctrl.priority_class_name is not None:
+        pod["priorityClassName"] = ctrl.priority_class_name
+    if ctrl.image_pull_secrets is not None:
+        pod["imagePullSecrets"] = [{"name": n} for n in ctrl.image_pull_secrets]
     if ctrl.replicas is not None:
         spec["replicas"] = ctrl.replicas
     if ctrl.resources is not None:
@@ -408,9 +450,17 @@ def load_release(
     objects = [d.obj for d in docs]
     verdict = digests.compare_with(objects, config.version, releases.recorded(config.version))
     shown = one_line(source)  # the preview shows it: a file name cannot add a line there
+    knobs = knobs_in_effect(config)
+    shown_knobs = (
+        f"; typed knobs in effect (gpu-queues:kueue.controller): {one_line(', '.join(knobs))}"
+        if knobs
+        else ""
+    )
     if verdict.genuine:
         prepared = prepare_manifest(docs, config, source, verified)
-        return dataclasses.replace(prepared, provenance=verdict.summary(shown), genuine=True)
+        return dataclasses.replace(
+            prepared, provenance=verdict.summary(shown) + shown_knobs, genuine=True
+        )
     if not config.manifest.custom:
         raise ManifestError(_not_the_release(source, config.version, verdict, objects, releases))
     try:
@@ -439,7 +489,7 @@ def load_release(
         f"Kueue manifest {shown}: a custom manifest (gpu-queues:kueue.manifest.custom: "
         f"{one_line((config.manifest.reason or '').strip())}), checked field by field against the "
         f"release {config.version}; it differs in {len(changed)} object(s): "
-        f"{one_line(listed) or 'none'}"
+        f"{one_line(listed) or 'none'}{shown_knobs}"
     )
     return dataclasses.replace(prepared, provenance=provenance, genuine=False)
 
