@@ -26,7 +26,6 @@ Each refusal names the object and the first differing field.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -45,6 +44,7 @@ from gpu_queues.release.catalogue import (
     RBAC_GROUP,
 )
 from gpu_queues.release.digests import object_key
+from gpu_queues.release.order import unordered
 from gpu_queues.values import as_dict
 
 
@@ -161,7 +161,7 @@ def _modelled_label(key: str) -> bool:
 def normalized(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The object as compared: the program's own records left out, the manager
     Configuration as data, RBAC objects without what the rights check judges."""
-    out = copy.deepcopy(dict(obj))
+    out = unordered(obj)  # a set's order means nothing (gpu_queues/release/order.py)
     meta = as_dict(out.get("metadata"))
     name, namespace, kind = meta.get("name"), meta.get("namespace"), out.get("kind")
     if kind == "Deployment" and (namespace, name) == (KUEUE_NAMESPACE, CONTROLLER_DEPLOYMENT):
@@ -271,7 +271,7 @@ def first_difference(
         seen.add(key)
         if key not in theirs:
             return f"{_label(obj)} is not in the release"
-        found = next(differences(theirs[key], obj), None)
+        found = next(differences(unordered(theirs[key]), unordered(obj)), None)
         if found is not None:
             return f"{_label(obj)}: {found}"
     for key, obj in theirs.items():
@@ -292,7 +292,7 @@ def changes(
         if key not in theirs:
             out.append(f"{_label(obj)} (added)")
             continue
-        paths = [d.path for d in differences(theirs[key], obj)]
+        paths = [d.path for d in differences(unordered(theirs[key]), unordered(obj))]
         if paths:
             more = f" and {len(paths) - limit} more" if len(paths) > limit else ""
             out.append(f"{_label(obj)} ({', '.join(paths[:limit])}{more})")

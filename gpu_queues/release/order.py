@@ -1,0 +1,110 @@
+"""Which lists of a release's objects are sets (issue 24, item 2): a copy of the release with
+such a list reordered is still the release; a list whose order carries meaning stays as it
+is, and a reorder there is a difference. `unordered` gives the one spelling of an object the
+digests (gpu_queues/release/digests.py) and the custom-manifest comparison
+(gpu_queues/release/custom.py) are taken on.
+
+Decided per field from what Kubernetes does with it:
+
+- sets (any order means the same): a pod's `volumes` (a map by name), a container's
+  `volumeMounts` (by mount path; the runtime orders nested mounts itself) and `ports` (by
+  port and protocol), `capabilities.add`/`drop`, `tolerations` (each one tolerates on its
+  own); label selectors' `matchExpressions` (ANDed) and their `values`; a Role's or
+  ClusterRole's `rules` (their union is the grant) and each rule's `apiGroups`, `resources`,
+  `verbs`, `resourceNames`, `nonResourceURLs`; `aggregationRule.clusterRoleSelectors` (a
+  union); bindings' `subjects`; a ValidatingWebhookConfiguration's `webhooks` (called in
+  parallel); any webhook's `rules` (a request matches any one) and each rule's `apiGroups`,
+  `apiVersions`, `operations`, `resources`; a Service's `ports`.
+- order carries meaning, kept: `command` and `args` (a later flag overrides an earlier one),
+  `env` (a value's `$(VAR)` expands only variables listed before it), `containers` and
+  `initContainers` (init containers run in order; the first container is the default one),
+  `imagePullSecrets`, a MutatingWebhookConfiguration's `webhooks` (called in order, each
+  seeing the previous one's patch), `admissionReviewVersions` (the API server uses the first
+  it supports), and everything in a CRD (versions, schemas, printer columns): none of these
+  is reordered, so a reorder there is a difference.
+
+A set that holds one item twice keeps both: a duplicate is a difference too.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+_Path = tuple[str, ...]
+_SELECTOR: Final[tuple[_Path, ...]] = (("matchExpressions", "*", "values"), ("matchExpressions",))
+_CONTAINER: Final[tuple[_Path, ...]] = (
+    ("volumeMounts",),
+    ("ports",),
+    ("securityContext", "capabilities", "add"),
+    ("securityContext", "capabilities", "drop"),
+)
+_POD: Final[tuple[_Path, ...]] = (
+    ("volumes",),
+    ("tolerations",),
+    *(("containers", "*", *p) for p in _CONTAINER),
+    *(("initContainers", "*", *p) for p in _CONTAINER),
+)
+_RULE: Final = ("apiGroups", "resources", "verbs", "resourceNames", "nonResourceURLs")
+_ROLE: Final[tuple[_Path, ...]] = (
+    *(("rules", "*", f) for f in _RULE),
+    ("rules",),
+    *(("aggregationRule", "clusterRoleSelectors", "*", *p) for p in _SELECTOR),
+    ("aggregationRule", "clusterRoleSelectors"),
+)
+_WEBHOOK: Final[tuple[_Path, ...]] = (
+    *(("webhooks", "*", "rules", "*", f) for f in ("apiGroups", "apiVersions", "operations")),
+    ("webhooks", "*", "rules", "*", "resources"),
+    ("webhooks", "*", "rules"),
+    *(("webhooks", "*", s, *p) for s in ("namespaceSelector", "objectSelector") for p in _SELECTOR),
+)
+_WORKLOADS: Final = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"})
+# Inner lists first: an item is sorted by its own (already ordered) spelling.
+SETS: Final[dict[str, tuple[_Path, ...]]] = {
+    **{
+        kind: (
+            *(("spec", "template", "spec", *p) for p in _POD),
+            *(("spec", "selector", *p) for p in _SELECTOR),
+        )
+        for kind in _WORKLOADS
+    },
+    "Pod": tuple(("spec", *p) for p in _POD),
+    "Role": _ROLE,
+    "ClusterRole": _ROLE,
+    "RoleBinding": (("subjects",),),
+    "ClusterRoleBinding": (("subjects",),),
+    "ValidatingWebhookConfiguration": (*_WEBHOOK, ("webhooks",)),
+    "MutatingWebhookConfiguration": _WEBHOOK,
+    "Service": (("spec", "ports"),),
+}
+
+
+def _spelling(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _sort_at(node: Any, path: _Path) -> None:
+    """Sort the list at `path` under `node` in place ('*': every item of a list)."""
+    if not path:
+        return
+    head, rest = path[0], path[1:]
+    if head == "*":
+        for item in node if isinstance(node, list) else ():
+            _sort_at(item, rest)
+        return
+    if not isinstance(node, dict) or head not in node:
+        return
+    if rest:
+        _sort_at(node[head], rest)
+    elif isinstance(node[head], list):
+        node[head] = sorted(node[head], key=_spelling)
+
+
+def unordered(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `obj` with each list that is a set (SETS, by kind) in one order."""
+    out = copy.deepcopy(dict(obj))
+    for path in SETS.get(str(out.get("kind")), ()):
+        _sort_at(out, path)
+    return out
