@@ -26,8 +26,8 @@ Each refusal names the object and the first differing field.
 
 from __future__ import annotations
 
+import copy
 import json
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -43,6 +43,7 @@ from gpu_queues.release.catalogue import (
     MANAGER_CONFIGMAP,
     RBAC_GROUP,
 )
+from gpu_queues.release.data import step as _step
 from gpu_queues.release.digests import object_key
 from gpu_queues.release.order import unordered
 from gpu_queues.values import as_dict
@@ -94,13 +95,6 @@ def _shown(value: Any, limit: int = 100) -> str:
         if size > limit:
             return "".join(parts)[: limit - 3] + "..."
     return "".join(parts)
-
-
-def _step(path: str, key: Any) -> str:
-    key = str(key)
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-        return f"{path}.{key}" if path else key
-    return f"{path}[{json.dumps(key)}]"
 
 
 def _item(path: str, index: int, item: Any) -> str:
@@ -161,7 +155,8 @@ def _modelled_label(key: str) -> bool:
 def normalized(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The object as compared: the program's own records left out, the manager
     Configuration as data, RBAC objects without what the rights check judges."""
-    out = unordered(obj)  # a set's order means nothing (gpu_queues/release/order.py)
+    # a set's order means nothing (gpu_queues/release/order.py); what follows changes the copy
+    out = copy.deepcopy(unordered(obj))
     meta = as_dict(out.get("metadata"))
     name, namespace, kind = meta.get("name"), meta.get("namespace"), out.get("kind")
     if kind == "Deployment" and (namespace, name) == (KUEUE_NAMESPACE, CONTROLLER_DEPLOYMENT):

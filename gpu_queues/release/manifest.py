@@ -39,6 +39,7 @@ from gpu_queues.release.catalogue import (
     MANAGER_CONTAINER,
     Document,
 )
+from gpu_queues.release.data import problem as data_problem
 from gpu_queues.release.module import RENDER_DIR
 from gpu_queues.release.reference import PinnedReleases, Releases, ReleaseUnavailable
 from gpu_queues.values import as_dict, as_list
@@ -190,6 +191,14 @@ def parse_documents(data: bytes, source: str) -> list[Document]:
             raise ManifestError(
                 f"Kueue manifest {source}: document {index} is not a Kubernetes object "
                 "(apiVersion, kind and metadata.name are required)"
+            )
+        if (why := data_problem(doc)) is not None:
+            meta = doc["metadata"]
+            where = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+            raise ManifestError(
+                f"Kueue manifest {source}: document {index} ({one_line(str(doc['kind']))} "
+                f"{one_line(str(where))}) is not Kubernetes data: {one_line(why)}. Nothing was "
+                "applied"
             )
         objects.append(Document(index, doc))
     if not objects:

@@ -28,7 +28,6 @@ A set that holds one item twice keeps both: a duplicate is a difference too.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping
 from typing import Any, Final
@@ -61,7 +60,6 @@ _WEBHOOK: Final[tuple[_Path, ...]] = (
     *(("webhooks", "*", s, *p) for s in ("namespaceSelector", "objectSelector") for p in _SELECTOR),
 )
 _WORKLOADS: Final = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"})
-# Inner lists first: an item is sorted by its own (already ordered) spelling.
 SETS: Final[dict[str, tuple[_Path, ...]]] = {
     **{
         kind: (
@@ -81,30 +79,53 @@ SETS: Final[dict[str, tuple[_Path, ...]]] = {
 }
 
 
-def _spelling(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_SPELL: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
-def _sort_at(node: Any, path: _Path) -> None:
-    """Sort the list at `path` under `node` in place ('*': every item of a list)."""
-    if not path:
-        return
-    head, rest = path[0], path[1:]
-    if head == "*":
-        for item in node if isinstance(node, list) else ():
-            _sort_at(item, rest)
-        return
-    if not isinstance(node, dict) or head not in node:
-        return
-    if rest:
-        _sort_at(node[head], rest)
-    elif isinstance(node[head], list):
-        node[head] = sorted(node[head], key=_spelling)
+def _key(value: Any) -> tuple[str, Any]:
+    """A sort key that orders any JSON values: scalars by type then value (no str/int
+    comparison), mappings and lists by their spelling."""
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return (type(value).__name__, value)
+    return ("~", _SPELL(value))
+
+
+def _tree(paths: tuple[_Path, ...]) -> dict[str, Any]:
+    """The paths as one tree: a key descends into a mapping's field, "*" into every item of a
+    list, "" marks the list there as a set."""
+    root: dict[str, Any] = {}
+    for path in paths:
+        node = root
+        for part in path:
+            node = node.setdefault(part, {})
+        node[""] = True
+    return root
+
+
+_TREES: Final = {kind: _tree(paths) for kind, paths in SETS.items()}
+
+
+def _apply(node: Any, tree: dict[str, Any]) -> Any:
+    """`node` with the sets `tree` marks in one order, each list's items done before the list
+    is sorted. Only what changes is copied (shallowly); `node` itself is never changed."""
+    if isinstance(node, list):
+        items = [_apply(item, tree["*"]) for item in node] if "*" in tree else node
+        return sorted(items, key=_key) if tree.get("") and len(items) > 1 else items
+    if not isinstance(node, dict):
+        return node
+    out = node
+    for key, sub in tree.items():
+        if key not in ("", "*") and key in node:
+            value = _apply(node[key], sub)
+            if value is not node[key]:
+                out = dict(out) if out is node else out
+                out[key] = value
+    return out
 
 
 def unordered(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of `obj` with each list that is a set (SETS, by kind) in one order."""
-    out = copy.deepcopy(dict(obj))
-    for path in SETS.get(str(out.get("kind")), ()):
-        _sort_at(out, path)
-    return out
+    """`obj` with each list that is a set (SETS, by kind) in one order. The result shares
+    what it does not reorder with `obj`: copy it before changing it."""
+    tree = _TREES.get(str(obj.get("kind")))
+    out: Any = _apply(obj, tree) if tree else obj
+    return dict(out) if out is obj else out
