@@ -42,23 +42,44 @@ def _what(value: Any) -> str | None:
     return f"is a {type(value).__name__}, not JSON data"
 
 
+_Link = tuple[Any, Any] | None  # (parent link, key or index): a path, spelt only when needed
+
+
+def _spelt(link: _Link) -> str:
+    keys: list[Any] = []
+    while link is not None:
+        link, key = link
+        keys.append(key)
+    path = ""
+    for key in reversed(keys):
+        path = f"{path}[{key}]" if isinstance(key, int) else step(path, key)
+    return path or "(the object)"
+
+
 def problem(document: Any) -> str | None:
     """The first place where `document` is not JSON data, and why; None when it all is."""
-    stack: list[tuple[Any, str, int]] = [(document, "", 0)]
+    stack: list[tuple[Any, _Link, int]] = [(document, None, 0)]
     while stack:
-        node, path, depth = stack.pop()
+        node, link, depth = stack.pop()
         if depth > MAX_DEPTH:
-            return f"{path} is nested deeper than {MAX_DEPTH} levels; no release is"
+            return f"{_spelt(link)} is nested deeper than {MAX_DEPTH} levels; no release is"
         if isinstance(node, dict):
-            for key in node:
+            for key, value in node.items():
                 if not isinstance(key, str):
                     return (
-                        f"{path or '(the object)'} has key {key!r} ({type(key).__name__}): "
-                        "Kubernetes keys are strings (quote it)"
+                        f"{_spelt(link)} has key {key!r} ({type(key).__name__}): Kubernetes "
+                        "keys are strings (quote it)"
                     )
-            stack += [(value, step(path, key), depth + 1) for key, value in node.items()]
+                if isinstance(value, (dict, list)):
+                    stack.append((value, (link, key), depth + 1))
+                elif (why := _what(value)) is not None:
+                    return f"{_spelt((link, key))} {why}"
         elif isinstance(node, list):
-            stack += [(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(node)]
+            for i, item in enumerate(node):
+                if isinstance(item, (dict, list)):
+                    stack.append((item, (link, i), depth + 1))
+                elif (why := _what(item)) is not None:
+                    return f"{_spelt((link, i))} {why}"
         elif (why := _what(node)) is not None:
-            return f"{path or '(the object)'} {why}"
+            return f"{_spelt(link)} {why}"
     return None

@@ -67,3 +67,13 @@ def test_quoted_values_of_the_same_spelling_are_plain_data(tmp_path: Path) -> No
         load_release(
             KueueConfig.model_validate({"manifest": {"path": str(path)}}), releases=stand_in()
         )
+
+
+def test_the_path_names_list_items_by_index_and_odd_keys_quoted() -> None:
+    from gpu_queues.release.data import problem
+
+    assert problem({"a": [1, {"b/c": {"x": frozenset()}}]}) == (
+        'a[1]["b/c"].x is a YAML set (!!set), not a list'
+    )
+    assert problem({"a": [1, 2.5, None, True, "s", {"k": []}]}) is None
+    assert problem({"a": {5: 1}}) == "a has key 5 (int): Kubernetes keys are strings (quote it)"
