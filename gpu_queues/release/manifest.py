@@ -70,13 +70,24 @@ class ManifestError(Exception):
     """The Kueue manifest cannot be read, does not match its checksum, or is not a release."""
 
 
-def read_manifest(config: KueueConfig, root: Path = PROJECT_ROOT, timeout: float = 60.0) -> bytes:
-    """The manifest bytes, from the local path when set, else from the (mirror or release) URL."""
+def read_manifest(
+    config: KueueConfig, root: Path = PROJECT_ROOT, timeout: float = 60.0, limit: int | None = None
+) -> bytes:
+    """The manifest bytes, from the local path when set, else from the (mirror or release) URL;
+    at most `limit` bytes (default MAX_MANIFEST_BYTES) either way."""
+    limit = MAX_MANIFEST_BYTES if limit is None else limit
     if config.manifest.path is not None:
         path = Path(config.manifest.path)
         path = path if path.is_absolute() else root / path
         try:
-            return path.read_bytes()
+            with path.open("rb") as f:
+                data = f.read(limit + 1)
+            if len(data) > limit:
+                raise ManifestError(
+                    f"the Kueue manifest {path} (gpu-queues:kueue.manifest.path) is larger than "
+                    f"{limit} bytes: not a Kueue release manifest, so it was not read further"
+                )
+            return data
         except OSError as exc:
             hint = ""
             if Path(config.manifest.path).parts[:1] == (RENDER_DIR,):
@@ -90,11 +101,14 @@ def read_manifest(config: KueueConfig, root: Path = PROJECT_ROOT, timeout: float
                 f"cannot read the Kueue manifest {path} (gpu-queues:kueue.manifest.path): "
                 f"{exc.strerror or exc}{hint}"
             ) from None
-    return download(config.manifest_url, timeout)
+    return download(config.manifest_url, timeout, limit)
 
 
 # A release manifest is about 2 MB; anything far larger is not one, and is not read whole.
 MAX_MANIFEST_BYTES = 32 * 2**20
+# A release has about 80 objects and a custom manifest adds at most 50 (custom.MAX_ADDED):
+# eight million empty documents fit in 32 MiB and would take a minute to parse.
+MAX_DOCUMENTS = 10_000
 
 
 class _NoDowngrade(urllib.request.HTTPRedirectHandler):
@@ -152,13 +166,19 @@ def verify_sha256(data: bytes, expected: str | None, source: str) -> str:
     return actual
 
 
-def _aliases(text: str) -> list[int]:
-    """Indexes of documents that use YAML aliases (never in a release; a way to blow up)."""
+def _aliases(text: str, source: str) -> list[int]:
+    """Indexes of documents that use YAML aliases (never in a release; a way to blow up);
+    ManifestError past MAX_DOCUMENTS documents, before any of them is built."""
     found: list[int] = []
     index = -1
     for event in yaml.parse(text, Loader=_Loader):
         if isinstance(event, yaml.DocumentStartEvent):
             index += 1
+            if index >= MAX_DOCUMENTS:
+                raise ManifestError(
+                    f"Kueue manifest {source} has more than {MAX_DOCUMENTS} YAML documents; a "
+                    "release has about 80 objects, refusing it"
+                )
         elif isinstance(event, yaml.AliasEvent) and index not in found:
             found.append(index)
     return found
@@ -168,7 +188,7 @@ def parse_documents(data: bytes, source: str) -> list[Document]:
     """Kubernetes objects of a multi-document YAML manifest, with their document indexes."""
     try:
         text = data.decode("utf-8")
-        aliased = _aliases(text)
+        aliased = _aliases(text, source)
         docs = list(yaml.load_all(text, Loader=_Loader))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ManifestError(f"Kueue manifest {source} is not valid YAML: {exc}") from None

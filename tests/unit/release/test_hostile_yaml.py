@@ -77,3 +77,24 @@ def test_the_path_names_list_items_by_index_and_odd_keys_quoted() -> None:
     )
     assert problem({"a": [1, 2.5, None, True, "s", {"k": []}]}) is None
     assert problem({"a": {5: 1}}) == "a has key 5 (int): Kubernetes keys are strings (quote it)"
+
+
+def test_a_local_manifest_larger_than_any_release_is_not_read_whole(tmp_path: Path) -> None:
+    from gpu_queues.release import manifest as m
+
+    path = tmp_path / "m.yaml"
+    path.write_bytes(MANIFEST.read_bytes() + b"\n#" + b"x" * 4096 + b"\n")
+    config = KueueConfig.model_validate({"manifest": {"path": str(path)}})
+    with pytest.raises(ManifestError, match="larger than 4096 bytes"):
+        m.read_manifest(config, limit=4096)
+    assert m.read_manifest(config) == path.read_bytes()  # the real limit: 32 MiB
+
+
+def test_more_documents_than_any_release_has_are_refused_before_they_are_parsed() -> None:
+    from gpu_queues.release.manifest import MAX_DOCUMENTS, parse_documents
+
+    data = MANIFEST.read_bytes() + b"\n" + b"---\n" * (MAX_DOCUMENTS + 1)
+    with pytest.raises(ManifestError, match=f"more than {MAX_DOCUMENTS} YAML documents"):
+        parse_documents(data, "m.yaml")
+    # a release (79 objects) and a custom manifest's 50 more are far below it
+    assert MAX_DOCUMENTS >= 1000
