@@ -119,6 +119,9 @@ def differences(release: Any, here: Any, path: str = "") -> Iterator[Difference]
             else:
                 yield from differences(release[key], here[key], sub)
     elif isinstance(release, list) and isinstance(here, list):
+        if (theirs := _by_name(release)) is not None and (ours := _by_name(here)) is not None:
+            yield from _named_differences(theirs, ours, path)
+            return
         for i in range(max(len(release), len(here))):
             if i >= len(here):
                 yield Difference(_item(path, i, release[i]), release[i], ABSENT)
@@ -130,6 +133,36 @@ def differences(release: Any, here: Any, path: str = "") -> Iterator[Difference]
         yield Difference(path or "(the object)", release, here)  # a mapping, list or scalar
     elif not _same_scalar(release, here):
         yield Difference(path or "(the object)", release, here)
+
+
+def _by_name(items: list[Any]) -> dict[str, Any] | None:
+    """A list of items each with its own name (volumes, mounts, ports, containers), by name;
+    None for any other list."""
+    named = {item.get("name"): item for item in items if isinstance(item, dict)}
+    if not items or len(named) < len(items) or not all(isinstance(n, str) for n in named):
+        return None
+    return {str(name): item for name, item in named.items()}
+
+
+def _named_differences(
+    release: dict[str, Any], here: dict[str, Any], path: str
+) -> Iterator[Difference]:
+    """Named items compared name by name, so one item added or removed does not shift the
+    rest; then their order, which is the release's in a list where order counts (a set's
+    items are in one order on both sides already, gpu_queues/release/order.py)."""
+    for name, item in release.items():
+        sub = f"{path}[{name}]"
+        if name not in here:
+            yield Difference(sub, item, ABSENT)
+        else:
+            yield from differences(item, here[name], sub)
+    for name, item in here.items():
+        if name not in release:
+            yield Difference(f"{path}[{name}]", ABSENT, item)
+    theirs = [n for n in release if n in here]
+    ours = [n for n in here if n in release]
+    if theirs != ours:
+        yield Difference(f"{path} (order)", theirs, ours)
 
 
 def _label(obj: Mapping[str, Any]) -> str:

@@ -82,12 +82,14 @@ SETS: Final[dict[str, tuple[_Path, ...]]] = {
 _SPELL: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
-def _key(value: Any) -> tuple[str, Any]:
+def _key(value: Any) -> tuple[str, Any, str]:
     """A sort key that orders any JSON values: scalars by type then value (no str/int
-    comparison), mappings and lists by their spelling."""
+    comparison), mappings by their name (volumes, mounts, ports) then spelling, lists by
+    their spelling."""
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        return (type(value).__name__, value)
-    return ("~", _SPELL(value))
+        return (type(value).__name__, value, "")
+    name = value.get("name") if isinstance(value, dict) else None
+    return ("~", name if isinstance(name, str) else "", _SPELL(value))
 
 
 def _tree(paths: tuple[_Path, ...]) -> dict[str, Any]:
