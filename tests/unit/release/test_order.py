@@ -253,3 +253,22 @@ def test_the_stand_in_with_its_args_reordered_is_not_the_release(tmp_path: Path)
         _load(tmp_path, objs)
     with pytest.raises(ManifestError, match=r"containers\[manager\]\.args\[0\]"):
         _load(tmp_path, objs, custom=True, reason="reordered")
+
+
+def test_an_added_named_item_is_named_alone_not_shifting_the_rest():
+    before = deployment()
+    after = copy.deepcopy(before)
+    after["spec"]["template"]["spec"]["volumes"].insert(0, {"name": "kc", "configMap": {}})
+    found = [str(d) for d in custom.differences(unordered(before), unordered(after))]
+    assert found == [
+        'spec.template.spec.volumes[kc] (release: absent; here: {"configMap": {}, "name": "kc"})'
+    ]
+
+
+def test_an_ordered_named_list_reordered_says_so():
+    before = deployment()
+    after = reverse(before, *MANAGER, "env")
+    found = [str(d) for d in custom.differences(unordered(before), unordered(after))]
+    assert found == [
+        'spec.template.spec.containers[manager].env (order) (release: ["A", "B"]; here: ["B", "A"])'
+    ]
