@@ -262,6 +262,10 @@ class ResourceRequirements(Model):
 # a registry credential, which the kubelet would send to the registry.
 RELEASE_SECRETS: frozenset[str] = frozenset({"kueue-webhook-server-cert"})
 MAX_PULL_SECRETS = 8
+# The Secrets this program makes in kueue-system (a MultiKueue manager's worker kubeconfigs,
+# a worker's token for its managers: gpu_queues/components/multikueue.py) all start so. A pod
+# naming a Secret lets its node read it, so none may be a pull secret.
+PROGRAM_SECRET_PREFIX = "multikueue-"
 
 
 class ControllerConfig(Model):
@@ -272,7 +276,8 @@ class ControllerConfig(Model):
     (':' in the path, '@'), a scheme, '..', non-ASCII letters or no registry host (a '.', a
     port or localhost) is refused. priorityClassName must exist in the cluster; system-* is refused.
     imagePullSecrets are Secrets in kueue-system, at most 8, each once, never the release's
-    kueue-webhook-server-cert."""
+    kueue-webhook-server-cert nor the program's own multikueue-* Secrets (a pod naming a Secret
+    lets its node read it)."""
 
     replicas: int | None = Field(default=None, ge=1, le=10)
     resources: ResourceRequirements | None = None
@@ -304,6 +309,14 @@ class ControllerConfig(Model):
                 "image_pull_secrets",
                 "imagePullSecrets names {names} twice",
                 {"names": ", ".join(twice)},
+            )
+        if own := sorted(n for n in names if n.startswith(PROGRAM_SECRET_PREFIX)):
+            raise PydanticCustomError(
+                "image_pull_secrets",
+                "imagePullSecrets may not name {names}: {prefix}* Secrets in kueue-system are "
+                "the program's own (MultiKueue kubeconfigs and tokens), and a pod naming a "
+                "Secret lets its node read it",
+                {"names": ", ".join(own), "prefix": PROGRAM_SECRET_PREFIX},
             )
         if release := sorted(set(names) & RELEASE_SECRETS):
             raise PydanticCustomError(

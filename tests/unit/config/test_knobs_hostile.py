@@ -75,6 +75,9 @@ PULL_SECRETS = [
     one("pull-other-namespace", PULL, ["kube-system/regcred"], "not a valid Kubernetes object"),
     one("pull-cert-secret", PULL, ["kueue-webhook-server-cert"], "webhook"),
     one("pull-twice", PULL, ["regcred", "regcred"], "twice"),
+    # the program's own Secrets in kueue-system: a pod naming a Secret lets its node read it
+    one("pull-worker-kubeconfig", PULL, ["multikueue-worker-a"], "the program's own"),
+    one("pull-manager-token", PULL, ["multikueue-manager-token"], "the program's own"),
     one("pull-many", PULL, [f"s{i}" for i in range(9)], "at most 8"),
     one("pull-empty-name", PULL, [""], "not a valid Kubernetes object"),
     one("pull-object-not-name", PULL, [{"name": "regcred"}], "string"),
@@ -119,3 +122,12 @@ def test_knobs_a_platform_team_writes_are_accepted_as_written(path, value):
     for part in path.split("."):
         node = node[part]
     assert node == value
+
+
+def test_the_refused_pull_secret_prefix_covers_every_secret_the_program_makes() -> None:
+    from gpu_queues.components.multikueue import MANAGER_TOKEN
+    from gpu_queues.config.model import PROGRAM_SECRET_PREFIX
+    from gpu_queues.config.render import kubeconfig_secret_name
+
+    assert MANAGER_TOKEN.startswith(PROGRAM_SECRET_PREFIX)
+    assert kubeconfig_secret_name("worker-a").startswith(PROGRAM_SECRET_PREFIX)
