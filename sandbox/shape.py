@@ -1,8 +1,9 @@
 """What the sandbox's simulated cloud provides before a stack runs, shaped like that stack:
 fake nodes (one kwok node per node the stack's flavors declare, with their labels, taints
 and allocatable; kwok keeps them Ready and runs their pods), a system node for Kueue's
-controller, the namespaces the stack adopts, and the static shared volumes the cloud
-provisions, named after each shared volume.
+controller, the PriorityClass the controller names (kueue.controller.priorityClassName), the
+namespaces the stack adopts, and the static shared volumes the cloud provisions, named after
+each shared volume.
 
 The stack's own config models read the stack file, so the nodes match exactly what the
 program declares; nothing here is known to the program itself. Which stack shaped the
@@ -44,6 +45,9 @@ FLAVOR_ANNOTATION = "sandbox.gpu-queues.dev/flavor"
 SYSTEM_NODE = "sandbox-system-0"
 # The pod count kubelets advertise by default; kwok nodes need one too or nothing schedules.
 PODS_PER_NODE = "110"
+# The value of the PriorityClass the sandbox creates when the stack's controller names one:
+# a platform class, above workloads and below Kubernetes' own (2,000,000,000 and up).
+SYSTEM_PRIORITY = 1_000_000
 # A modest system node, as clouds give a system pool; grown if the controller asks for more.
 SYSTEM_NODE_RESOURCES: dict[str, Fraction] = {"cpu": Fraction(16), "memory": Fraction(64 * 2**30)}
 # What the release manifest's controller requests when the stack does not say (Kueue v0.18).
@@ -187,6 +191,18 @@ def objects(stack: StackConfig) -> list[dict[str, Any]]:
     objs: list[dict[str, Any]] = list(nodes(stack))
     for ns in adopted_namespaces(stack):
         objs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    if (priority := stack.kueue.controller.priority_class_name) is not None:
+        # the cluster's own PriorityClass the controller names (kueue.controller): without it
+        # the API server refuses the controller's pods
+        objs.append(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": priority},
+                "value": SYSTEM_PRIORITY,
+                "description": "the platform's, as the stack's kueue.controller names it",
+            }
+        )
     for sc in sorted({v.storage_class for v in stack.shared_storage}):
         objs.append(
             {

@@ -431,7 +431,10 @@ def _kueue(
             timeout_seconds=float(args.config.kueue.readiness_timeout_seconds),
             after=installed,
             # The real probe also waits for the new controller's rollout (upgrades).
-            probe=probe_for(args.manifest.version if args.manifest else None)
+            probe=probe_for(
+                args.manifest.version if args.manifest else None,
+                args.manifest.image if args.manifest else None,
+            )
             if args.probe is probe_webhooks
             else args.probe,
         ),

@@ -25,9 +25,12 @@ Probe = Callable[[str | None, str | None, float], str]
 """probe(kubeconfig content or None for $KUBECONFIG, context or None, timeout seconds) -> report."""
 
 
-def probe_for(version: str | None) -> Probe:
-    """The real probe, waiting for the rollout of `version` first when one was installed."""
-    return functools.partial(probe_webhooks, version=version) if version else probe_webhooks
+def probe_for(version: str | None, image: str | None = None) -> Probe:
+    """The real probe, waiting for the rollout of `version` (its controller running `image`,
+    a mirror's; default the release's) first when one was installed."""
+    if not version:
+        return probe_webhooks
+    return functools.partial(probe_webhooks, version=version, image=image)
 
 
 class KueueNotReady(Exception):
@@ -48,6 +51,7 @@ def probe_webhooks(
     timeout: float,
     interval: float = 2.0,
     version: str | None = None,
+    image: str | None = None,
 ) -> str:
     """Dry-run create a ResourceFlavor until the API server (and Kueue's webhook) accepts it.
     The client is built in memory (gpu_queues.kueue.client): a killed run leaves no key behind.
@@ -73,7 +77,7 @@ def probe_webhooks(
         while True:
             attempts += 1
             try:
-                pending = _try_once(api_client, api, version)
+                pending = _try_once(api_client, api, version, image)
                 if pending is not None:
                     served = 0
                     last = pending
@@ -101,12 +105,14 @@ def probe_webhooks(
         api_client.close()  # type: ignore[no-untyped-call]
 
 
-def _try_once(api_client: Any, api: Any, version: str | None) -> str | None:
+def _try_once(
+    api_client: Any, api: Any, version: str | None, image: str | None = None
+) -> str | None:
     """One try: why Kueue is not ready yet (a rollout still pending), or None when a dry-run
     create of a ResourceFlavor passed admission. Other answers raise."""
     from kubernetes.client.exceptions import ApiException
 
-    pending = rollout_pending(api_client, version) if version else None
+    pending = rollout_pending(api_client, version, image) if version else None
     if pending is not None:
         return pending
     group, api_version = keys.KUEUE_API_VERSION.split("/")

@@ -19,6 +19,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -33,12 +34,14 @@ from gpu_queues.kueue.fieldtypes import (
     ApiServerUrl,
     Duration,
     FeatureGate,
+    ImageRegistry,
     LabelName,
     LabelValue,
     LocalQueueName,
     ManifestUrl,
     NodeCount,
     ObjectName,
+    PriorityClassName,
     QualifiedName,
     Quantity,
     ResourceName,
@@ -249,13 +252,74 @@ class ResourceRequirements(Model):
     limits: dict[ResourceName, Quantity] | None = None
 
 
+# The Secret the release's controller mounts as its webhook certificate (Kueue fills it): never
+# a registry credential, which the kubelet would send to the registry.
+RELEASE_SECRETS: frozenset[str] = frozenset({"kueue-webhook-server-cert"})
+MAX_PULL_SECRETS = 8
+# The Secrets this program makes in kueue-system (a MultiKueue manager's worker kubeconfigs,
+# a worker's token for its managers: gpu_queues/components/multikueue.py) all start so. A pod
+# naming a Secret lets its node read it, so none may be a pull secret.
+PROGRAM_SECRET_PREFIX = "multikueue-"
+
+
 class ControllerConfig(Model):
-    """Placement and size of kueue-controller-manager."""
+    """Placement, size and image source of kueue-controller-manager: typed knobs the program
+    lays over the verified release's Deployment (docs/kueue-manifest.md, the pod's fields).
+    imageRegistry replaces registry.k8s.io in the image only (with registry.corp.example,
+    v0.18.3 pulls registry.corp.example/kueue/kueue:v0.18.3): a value with a tag or digest
+    (':' in the path, '@'), a scheme, '..', non-ASCII letters or no registry host (a '.', a
+    port or localhost) is refused. priorityClassName must exist in the cluster; system-* is refused.
+    imagePullSecrets are Secrets in kueue-system, at most 8, each once, never the release's
+    kueue-webhook-server-cert nor the program's own multikueue-* Secrets (a pod naming a Secret
+    lets its node read it)."""
 
     replicas: int | None = Field(default=None, ge=1, le=10)
     resources: ResourceRequirements | None = None
     node_selector: dict[QualifiedName, LabelValue] | None = None
     tolerations: list[Toleration] | None = None
+    image_registry: ImageRegistry | None = Field(
+        default=None,
+        description="registry mirror (host[:port][/path]) the controller image is pulled from "
+        "instead of registry.k8s.io; its path, tag and digest stay the release's",
+    )
+    priority_class_name: PriorityClassName | None = Field(
+        default=None,
+        description="PriorityClass of the controller pod (it must exist in the cluster; "
+        "system-* classes are refused)",
+    )
+    image_pull_secrets: list[ObjectName] | None = Field(
+        default=None,
+        max_length=MAX_PULL_SECRETS,
+        description="names of docker-registry Secrets in kueue-system the kubelet pulls the "
+        "controller image with (created out of band; never the release's own Secret)",
+    )
+
+    @field_validator("image_pull_secrets")
+    @classmethod
+    def _pull_secrets(cls, value: list[str] | None) -> list[str] | None:
+        names = value or []
+        if twice := sorted({n for n in names if names.count(n) > 1}):
+            raise PydanticCustomError(
+                "image_pull_secrets",
+                "imagePullSecrets names {names} twice",
+                {"names": ", ".join(twice)},
+            )
+        if own := sorted(n for n in names if n.startswith(PROGRAM_SECRET_PREFIX)):
+            raise PydanticCustomError(
+                "image_pull_secrets",
+                "imagePullSecrets may not name {names}: {prefix}* Secrets in kueue-system are "
+                "the program's own (MultiKueue kubeconfigs and tokens), and a pod naming a "
+                "Secret lets its node read it",
+                {"names": ", ".join(own), "prefix": PROGRAM_SECRET_PREFIX},
+            )
+        if release := sorted(set(names) & RELEASE_SECRETS):
+            raise PydanticCustomError(
+                "image_pull_secrets",
+                "imagePullSecrets may not name {names}: it is the release's webhook "
+                "certificate, not a registry credential",
+                {"names": ", ".join(release)},
+            )
+        return value
 
 
 def _default_version() -> str:

@@ -37,11 +37,11 @@ LABEL_VALUE_MAX: Final = 63
 
 
 def is_dns_label(value: str) -> bool:
-    return len(value) <= 63 and bool(DNS_LABEL.match(value))
+    return len(value) <= 63 and bool(DNS_LABEL.fullmatch(value))
 
 
 def is_dns_subdomain(value: str) -> bool:
-    return len(value) <= 253 and bool(DNS_SUBDOMAIN.match(value))
+    return len(value) <= 253 and bool(DNS_SUBDOMAIN.fullmatch(value))
 
 
 def is_qualified_name(value: str) -> bool:
@@ -49,12 +49,12 @@ def is_qualified_name(value: str) -> bool:
     prefix, slash, name = value.rpartition("/")
     if "/" in prefix or (slash and not prefix):
         return False
-    ok = len(name) <= 63 and bool(QUALIFIED_NAME.match(name))
+    ok = len(name) <= 63 and bool(QUALIFIED_NAME.fullmatch(name))
     return ok and (not prefix or is_dns_subdomain(prefix))
 
 
 def is_label_value(value: str) -> bool:
-    return len(value) <= LABEL_VALUE_MAX and bool(LABEL_VALUE.match(value))
+    return len(value) <= LABEL_VALUE_MAX and bool(LABEL_VALUE.fullmatch(value))
 
 
 # --- resources that only come in whole numbers ---------------------------------------------
@@ -135,6 +135,55 @@ def reserved_namespace(name: str, extra: Iterable[str] = ()) -> str | None:
         )
     if name in set(extra):
         return f"namespace {name!r} is created by the Kueue release manifest"
+    return None
+
+
+# --- an image registry (a mirror of registry.k8s.io) ----------------------------------------
+
+# The distribution reference grammar (github.com/distribution/reference): a host of
+# dot-separated components with an optional port, then optional lowercase path components.
+# ASCII only: a look-alike letter would name another registry.
+_REGISTRY_HOST: Final = re.compile(
+    r"(?:[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])"
+    r"(?:\.(?:[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]))*(?::[0-9]{1,5})?",
+    re.ASCII,
+)
+_REGISTRY_PATH: Final = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*", re.ASCII)
+# The name part of an image reference is at most 255 characters; the release's path
+# (kueue/kueue) goes after the mirror.
+REGISTRY_MAX: Final = 200
+
+
+def image_registry_problem(value: str) -> str | None:
+    """Why `value` cannot be the registry (host[:port][/path]) the controller's image is pulled
+    from instead of registry.k8s.io; None when it can. The image's own path, tag and digest
+    stay the release's, so the value names neither a tag nor a digest."""
+    if len(value) > REGISTRY_MAX:
+        return f"it is {len(value)} characters; a registry is at most {REGISTRY_MAX}"
+    if "://" in value:
+        return "write the registry with no scheme (registry.corp.example, not https://...)"
+    if "@" in value or ":" in value.partition("/")[2]:
+        return (
+            "it names a tag or digest: a mirror changes only where the image is pulled from; "
+            "its tag and digest stay the release's"
+        )
+    host, _, path = value.partition("/")
+    if not _REGISTRY_HOST.fullmatch(host) or (
+        "/" in value and not all(_REGISTRY_PATH.fullmatch(p) for p in path.split("/"))
+    ):
+        return (
+            "it is not an image registry: host[:port][/path], the host's parts ASCII letters, "
+            "digits and '-' separated by single dots, the path's lowercase letters and digits "
+            "separated by '.', '_' or '-'"
+        )
+    port = host.partition(":")[2]
+    if port and not 0 < int(port) < 65536:
+        return f"port {port} is not a TCP port (1-65535)"
+    if "." not in host and ":" not in host and host != "localhost":
+        return (
+            "its first part is not a registry host (it has no '.' or port and is not "
+            "localhost), so the image would be pulled from Docker Hub's namespace of that name"
+        )
     return None
 
 

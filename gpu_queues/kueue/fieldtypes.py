@@ -18,10 +18,12 @@ from gpu_queues.kueue.fields import (
     FEATURE_GATE,
     LABEL_VALUE,
     LABEL_VALUE_MAX,
+    REGISTRY_MAX,
     SHA256,
     STACK_NAME,
     VERSION,
     api_server_url_problem,
+    image_registry_problem,
     is_dns_label,
     is_dns_subdomain,
     is_label_value,
@@ -141,7 +143,7 @@ def _check_count(value: object) -> int:
 
 
 def _check_version(value: str) -> str:
-    if not VERSION.match(value):
+    if not VERSION.fullmatch(value):
         raise PydanticCustomError(
             "version",
             "Kueue version must have the form vX.Y.Z (for example v0.18.3), got {value}",
@@ -151,7 +153,7 @@ def _check_version(value: str) -> str:
 
 
 def _check_duration(value: str) -> str:
-    if not DURATION.match(value):
+    if not DURATION.fullmatch(value):
         raise PydanticCustomError(
             "duration",
             "must be a Go duration such as 300s, 5m or 1h30m, got {value}",
@@ -161,7 +163,7 @@ def _check_duration(value: str) -> str:
 
 
 def _check_sha256(value: str) -> str:
-    if not SHA256.match(value):
+    if not SHA256.fullmatch(value):
         raise PydanticCustomError(
             "sha256",
             "must be 64 lowercase hex digits (a sha256 digest), got {value}",
@@ -181,7 +183,7 @@ def _check_manifest_url(value: str) -> str:
 
 
 def _check_stack_name(value: str) -> str:
-    if not STACK_NAME.match(value):
+    if not STACK_NAME.fullmatch(value):
         raise PydanticCustomError(
             "stack_name",
             "{value} is not a Pulumi stack name: <stack>, <org>/<stack> or "
@@ -203,11 +205,40 @@ def _check_api_server_url(value: str) -> str:
 
 
 def _check_feature_gate(value: str) -> str:
-    if not FEATURE_GATE.match(value):
+    if not FEATURE_GATE.fullmatch(value):
         raise PydanticCustomError(
             "feature_gate",
             "{value} is not a Kueue feature gate name (CamelCase letters and digits, e.g. "
             "TopologyAwareScheduling)",
+            {"value": repr(value)},
+        )
+    return value
+
+
+def _check_image_registry(value: str) -> str:
+    problem = image_registry_problem(value)
+    if problem:
+        raise PydanticCustomError(
+            "image_registry",
+            "{value} cannot be the controller image's registry: {problem}",
+            {"value": repr(value), "problem": problem},
+        )
+    return value
+
+
+# Kubernetes reserves PriorityClass names starting with "system-" for its own classes:
+# system-node-critical and system-cluster-critical outrank every workload and preempt them.
+RESERVED_PRIORITY_PREFIX: Final = "system-"
+
+
+def _check_priority_class_name(value: str) -> str:
+    _check_subdomain_name(value)
+    if value.startswith(RESERVED_PRIORITY_PREFIX):
+        raise PydanticCustomError(
+            "priority_class_name",
+            "{value}: PriorityClass names starting with system- are Kubernetes' own "
+            "(system-node-critical, system-cluster-critical outrank and preempt every workload "
+            "on a node); give the controller a class of your own",
             {"value": repr(value)},
         )
     return value
@@ -289,5 +320,22 @@ ApiServerUrl = Annotated[
     str,
     AfterValidator(_check_api_server_url),
     WithJsonSchema({"type": "string", "pattern": "^https://"}),
+]
+ImageRegistry = Annotated[
+    str,
+    AfterValidator(_check_image_registry),
+    WithJsonSchema({"type": "string", "maxLength": REGISTRY_MAX}),
+]
+PriorityClassName = Annotated[
+    str,
+    AfterValidator(_check_priority_class_name),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": DNS_SUBDOMAIN.pattern,
+            "maxLength": 253,
+            "not": {"pattern": "^system-"},
+        }
+    ),
 ]
 ResourceName = QualifiedName

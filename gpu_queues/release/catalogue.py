@@ -18,7 +18,9 @@ from gpu_queues.values import as_dict, as_list
 KUEUE_NAMESPACE: Final = "kueue-system"
 NAME_PREFIX: Final = "kueue-"
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
-IMAGE_REPOSITORY: Final = "registry.k8s.io/kueue/kueue"
+IMAGE_REGISTRY: Final = "registry.k8s.io"
+IMAGE_PATH: Final = "kueue/kueue"
+IMAGE_REPOSITORY: Final = f"{IMAGE_REGISTRY}/{IMAGE_PATH}"
 CONTROLLER_DEPLOYMENT: Final = "kueue-controller-manager"
 MANAGER_CONTAINER: Final = "manager"
 MANAGER_COMMAND: Final = ("/manager",)
@@ -89,8 +91,10 @@ def is_kueue_group(group: str) -> bool:
     return group == KUEUE_GROUP or group.endswith("." + KUEUE_GROUP)
 
 
-def expected_image(version: str) -> str:
-    return f"{IMAGE_REPOSITORY}:{version}"
+def expected_image(version: str, registry: str | None = None) -> str:
+    """The controller image of `version`, pulled from `registry` (a mirror of
+    registry.k8s.io, kueue.controller.imageRegistry) when given: the path and tag stay."""
+    return f"{registry or IMAGE_REGISTRY}/{IMAGE_PATH}:{version}"
 
 
 @dataclass(frozen=True)

@@ -204,8 +204,9 @@ def image_mismatch(image: Any, version: str) -> str:
         repository, tag = image, ""
     if repository != IMAGE_REPOSITORY:
         return (
-            f"expected {expected}. The image must be Kueue's official one; pull it through a "
-            "registry mirror configured on the nodes instead (docs/kueue-manifest.md)"
+            f"expected {expected}. The image must be Kueue's official one; to pull it from a "
+            "registry mirror set gpu-queues:kueue.controller.imageRegistry, which changes only "
+            "the registry (docs/kueue-manifest.md, Mirrors)"
         )
     return (
         f"its tag {tag or '(none)'} is not kueue.version {version}: the manifest and the "

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -44,7 +43,9 @@ from gpu_queues.release.catalogue import (
     MANAGER_CONFIGMAP,
     RBAC_GROUP,
 )
+from gpu_queues.release.data import step as _step
 from gpu_queues.release.digests import object_key
+from gpu_queues.release.order import unordered
 from gpu_queues.values import as_dict
 
 
@@ -96,13 +97,6 @@ def _shown(value: Any, limit: int = 100) -> str:
     return "".join(parts)
 
 
-def _step(path: str, key: Any) -> str:
-    key = str(key)
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-        return f"{path}.{key}" if path else key
-    return f"{path}[{json.dumps(key)}]"
-
-
 def _item(path: str, index: int, item: Any) -> str:
     name = item.get("name") if isinstance(item, dict) else None
     return f"{path}[{name if isinstance(name, str) else index}]"
@@ -125,6 +119,9 @@ def differences(release: Any, here: Any, path: str = "") -> Iterator[Difference]
             else:
                 yield from differences(release[key], here[key], sub)
     elif isinstance(release, list) and isinstance(here, list):
+        if (theirs := _by_name(release)) is not None and (ours := _by_name(here)) is not None:
+            yield from _named_differences(theirs, ours, path)
+            return
         for i in range(max(len(release), len(here))):
             if i >= len(here):
                 yield Difference(_item(path, i, release[i]), release[i], ABSENT)
@@ -136,6 +133,36 @@ def differences(release: Any, here: Any, path: str = "") -> Iterator[Difference]
         yield Difference(path or "(the object)", release, here)  # a mapping, list or scalar
     elif not _same_scalar(release, here):
         yield Difference(path or "(the object)", release, here)
+
+
+def _by_name(items: list[Any]) -> dict[str, Any] | None:
+    """A list of items each with its own name (volumes, mounts, ports, containers), by name;
+    None for any other list."""
+    named = {item.get("name"): item for item in items if isinstance(item, dict)}
+    if not items or len(named) < len(items) or not all(isinstance(n, str) for n in named):
+        return None
+    return {str(name): item for name, item in named.items()}
+
+
+def _named_differences(
+    release: dict[str, Any], here: dict[str, Any], path: str
+) -> Iterator[Difference]:
+    """Named items compared name by name, so one item added or removed does not shift the
+    rest; then their order, which is the release's in a list where order counts (a set's
+    items are in one order on both sides already, gpu_queues/release/order.py)."""
+    for name, item in release.items():
+        sub = f"{path}[{name}]"
+        if name not in here:
+            yield Difference(sub, item, ABSENT)
+        else:
+            yield from differences(item, here[name], sub)
+    for name, item in here.items():
+        if name not in release:
+            yield Difference(f"{path}[{name}]", ABSENT, item)
+    theirs = [n for n in release if n in here]
+    ours = [n for n in here if n in release]
+    if theirs != ours:
+        yield Difference(f"{path} (order)", theirs, ours)
 
 
 def _label(obj: Mapping[str, Any]) -> str:
@@ -161,7 +188,8 @@ def _modelled_label(key: str) -> bool:
 def normalized(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The object as compared: the program's own records left out, the manager
     Configuration as data, RBAC objects without what the rights check judges."""
-    out = copy.deepcopy(dict(obj))
+    # a set's order means nothing (gpu_queues/release/order.py); what follows changes the copy
+    out = copy.deepcopy(unordered(obj))
     meta = as_dict(out.get("metadata"))
     name, namespace, kind = meta.get("name"), meta.get("namespace"), out.get("kind")
     if kind == "Deployment" and (namespace, name) == (KUEUE_NAMESPACE, CONTROLLER_DEPLOYMENT):
@@ -271,7 +299,7 @@ def first_difference(
         seen.add(key)
         if key not in theirs:
             return f"{_label(obj)} is not in the release"
-        found = next(differences(theirs[key], obj), None)
+        found = next(differences(unordered(theirs[key]), unordered(obj)), None)
         if found is not None:
             return f"{_label(obj)}: {found}"
     for key, obj in theirs.items():
@@ -292,7 +320,7 @@ def changes(
         if key not in theirs:
             out.append(f"{_label(obj)} (added)")
             continue
-        paths = [d.path for d in differences(theirs[key], obj)]
+        paths = [d.path for d in differences(unordered(theirs[key]), unordered(obj))]
         if paths:
             more = f" and {len(paths) - limit} more" if len(paths) > limit else ""
             out.append(f"{_label(obj)} ({', '.join(paths[:limit])}{more})")

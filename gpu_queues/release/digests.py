@@ -1,8 +1,10 @@
 """The canonical digests of each supported Kueue release (issue 24, item 1): one sha256 for
 the manifest as rendered from the pinned module, and one per object (API group, kind,
-namespace, name -> sha256 of the object's canonical JSON). A manifest whose objects all
-match the digests of its version is that release, whatever its YAML formatting (a copy parsed
-and dumped again is still the release); anything else differs, and `compare` says where.
+namespace, name -> sha256 of the object's canonical JSON, its lists that are sets in one order:
+gpu_queues/release/order.py). A manifest whose objects all match the digests of its version is
+that release, whatever its YAML formatting or the order of such lists (a copy parsed and dumped
+again, or reordered where order means nothing, is still the release); anything else differs,
+and `compare` says where.
 
 The digests live in gpu_queues/release/digests/<version>.json, written by `make pin-kueue`
 for a new release, or by hand:
@@ -28,6 +30,7 @@ from typing import Any
 from gpu_queues import yamlio
 from gpu_queues.kueue.versions import supported
 from gpu_queues.release.module import ROOT, RenderError, module_dir, render, write_atomically
+from gpu_queues.release.order import unordered
 from gpu_queues.values import as_dict
 
 DIGESTS_DIR = Path(__file__).resolve().parent / "digests"
@@ -54,7 +57,7 @@ def object_digests(objects: Iterable[Mapping[str, Any]]) -> dict[str, str]:
         key = object_key(obj)
         if key in out:
             raise ValueError(f"the manifest has {key} twice")
-        out[key] = hashlib.sha256(canonical(obj)).hexdigest()
+        out[key] = hashlib.sha256(canonical(unordered(obj))).hexdigest()
     return dict(sorted(out.items()))
 
 

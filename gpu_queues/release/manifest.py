@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import json
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -31,14 +32,17 @@ from gpu_queues.release import custom, digests
 from gpu_queues.release.allowlist import check_release, created_namespaces, find
 from gpu_queues.release.catalogue import (
     CONTROLLER_DEPLOYMENT,
+    IMAGE_REGISTRY,
     KUEUE_NAMESPACE,
     MANAGER_CONFIG_KEY,
     MANAGER_CONFIGMAP,
     MANAGER_CONTAINER,
     Document,
 )
+from gpu_queues.release.data import problem as data_problem
 from gpu_queues.release.module import RENDER_DIR
 from gpu_queues.release.reference import PinnedReleases, Releases, ReleaseUnavailable
+from gpu_queues.values import as_dict, as_list
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,13 +68,24 @@ class ManifestError(Exception):
     """The Kueue manifest cannot be read, does not match its checksum, or is not a release."""
 
 
-def read_manifest(config: KueueConfig, root: Path = PROJECT_ROOT, timeout: float = 60.0) -> bytes:
-    """The manifest bytes, from the local path when set, else from the (mirror or release) URL."""
+def read_manifest(
+    config: KueueConfig, root: Path = PROJECT_ROOT, timeout: float = 60.0, limit: int | None = None
+) -> bytes:
+    """The manifest bytes, from the local path when set, else from the (mirror or release) URL;
+    at most `limit` bytes (default MAX_MANIFEST_BYTES) either way."""
+    limit = MAX_MANIFEST_BYTES if limit is None else limit
     if config.manifest.path is not None:
         path = Path(config.manifest.path)
         path = path if path.is_absolute() else root / path
         try:
-            return path.read_bytes()
+            with path.open("rb") as f:
+                data = f.read(limit + 1)
+            if len(data) > limit:
+                raise ManifestError(
+                    f"the Kueue manifest {path} (gpu-queues:kueue.manifest.path) is larger than "
+                    f"{limit} bytes: not a Kueue release manifest, so it was not read further"
+                )
+            return data
         except OSError as exc:
             hint = ""
             if Path(config.manifest.path).parts[:1] == (RENDER_DIR,):
@@ -84,11 +99,14 @@ def read_manifest(config: KueueConfig, root: Path = PROJECT_ROOT, timeout: float
                 f"cannot read the Kueue manifest {path} (gpu-queues:kueue.manifest.path): "
                 f"{exc.strerror or exc}{hint}"
             ) from None
-    return download(config.manifest_url, timeout)
+    return download(config.manifest_url, timeout, limit)
 
 
 # A release manifest is about 2 MB; anything far larger is not one, and is not read whole.
 MAX_MANIFEST_BYTES = 32 * 2**20
+# A release has about 80 objects and a custom manifest adds at most 50 (custom.MAX_ADDED):
+# eight million empty documents fit in 32 MiB and would take a minute to parse.
+MAX_DOCUMENTS = 10_000
 
 
 class _NoDowngrade(urllib.request.HTTPRedirectHandler):
@@ -146,13 +164,19 @@ def verify_sha256(data: bytes, expected: str | None, source: str) -> str:
     return actual
 
 
-def _aliases(text: str) -> list[int]:
-    """Indexes of documents that use YAML aliases (never in a release; a way to blow up)."""
+def _aliases(text: str, source: str) -> list[int]:
+    """Indexes of documents that use YAML aliases (never in a release; a way to blow up);
+    ManifestError past MAX_DOCUMENTS documents, before any of them is built."""
     found: list[int] = []
     index = -1
     for event in yamlio.events(text):
         if isinstance(event, yaml.DocumentStartEvent):
             index += 1
+            if index >= MAX_DOCUMENTS:
+                raise ManifestError(
+                    f"Kueue manifest {source} has more than {MAX_DOCUMENTS} YAML documents; a "
+                    "release has about 80 objects, refusing it"
+                )
         elif isinstance(event, yaml.AliasEvent) and index not in found:
             found.append(index)
     return found
@@ -162,7 +186,7 @@ def parse_documents(data: bytes, source: str) -> list[Document]:
     """Kubernetes objects of a multi-document YAML manifest, with their document indexes."""
     try:
         text = data.decode("utf-8")
-        aliased = _aliases(text)
+        aliased = _aliases(text, source)
         docs = yamlio.load_all(text)
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ManifestError(f"Kueue manifest {source} is not valid YAML: {exc}") from None
@@ -185,6 +209,14 @@ def parse_documents(data: bytes, source: str) -> list[Document]:
             raise ManifestError(
                 f"Kueue manifest {source}: document {index} is not a Kubernetes object "
                 "(apiVersion, kind and metadata.name are required)"
+            )
+        if (why := data_problem(doc)) is not None:
+            meta = doc["metadata"]
+            where = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+            raise ManifestError(
+                f"Kueue manifest {source}: document {index} ({one_line(str(doc['kind']))} "
+                f"{one_line(str(where))}) is not Kubernetes data: {one_line(why)}. Nothing was "
+                "applied"
             )
         objects.append(Document(index, doc))
     if not objects:
@@ -271,6 +303,20 @@ class PreparedManifest:
     preview to show: the release object for object, or what differs."""
     genuine: bool = False
     """Every object matches the digests of the release (gpu_queues.release.digests)."""
+
+    @property
+    def image(self) -> str | None:
+        """The controller image the prepared Deployment runs (a mirror's, with
+        kueue.controller.imageRegistry): what the readiness gate waits for."""
+        deployment = find(
+            list(self.objects), "apps", "Deployment", KUEUE_NAMESPACE, CONTROLLER_DEPLOYMENT
+        )
+        pod = as_dict(as_dict(as_dict(as_dict(deployment).get("spec")).get("template")).get("spec"))
+        for container in as_list(pod.get("containers")):
+            if as_dict(container).get("name") == MANAGER_CONTAINER:
+                image = as_dict(container).get("image")
+                return image if isinstance(image, str) else None
+        return None
 
 
 def _mapping(parent: dict[str, Any], key: str) -> dict[str, Any]:
@@ -377,11 +423,36 @@ def _check_feature_gates(manager: dict[str, Any], config: KueueConfig, source: s
         )
 
 
+def mirrored(image: str, registry: str) -> str:
+    """The release's `image` pulled from `registry` instead of registry.k8s.io: only the
+    registry changes, the path, tag and digest are the release's (ManifestError otherwise)."""
+    prefix = f"{IMAGE_REGISTRY}/"
+    if not image.startswith(prefix):  # check_release: the release's own image
+        raise ManifestError(f"the controller image {image} is not pulled from {IMAGE_REGISTRY}")
+    out = f"{registry}/{image[len(prefix) :]}"
+    if out.rpartition("/")[2] != image.rpartition("/")[2]:
+        raise ManifestError(f"mirroring {image} through {registry} would change its tag")
+    return out
+
+
+def knobs_in_effect(config: KueueConfig) -> list[str]:
+    """The typed knobs of gpu-queues:kueue.controller this stack sets, for the preview."""
+    ctrl = config.controller.model_dump(by_alias=True, exclude_none=True)
+    return [f"{key}={json.dumps(ctrl[key], sort_keys=True)}" for key in sorted(ctrl)]
+
+
 def _apply_controller(
     config: KueueConfig, spec: dict[str, Any], pod: dict[str, Any], manager: dict[str, Any]
 ) -> None:
-    """gpu-queues:kueue.controller: replicas, the manager's resources, its placement."""
+    """gpu-queues:kueue.controller: replicas, the manager's resources, its placement, its
+    image's registry, priority class and pull secrets."""
     ctrl = config.controller
+    if ctrl.image_registry is not None:
+        manager["image"] = mirrored(str(manager.get("image")), ctrl.image_registry)
+    if ctrl.priority_class_name is not None:
+        pod["priorityClassName"] = ctrl.priority_class_name
+    if ctrl.image_pull_secrets is not None:
+        pod["imagePullSecrets"] = [{"name": n} for n in ctrl.image_pull_secrets]
     if ctrl.replicas is not None:
         spec["replicas"] = ctrl.replicas
     if ctrl.resources is not None:
@@ -417,9 +488,17 @@ def load_release(
     objects = [d.obj for d in docs]
     verdict = digests.compare_with(objects, config.version, releases.recorded(config.version))
     shown = one_line(source)  # the preview shows it: a file name cannot add a line there
+    knobs = knobs_in_effect(config)
+    shown_knobs = (
+        f"; typed knobs in effect (gpu-queues:kueue.controller): {one_line(', '.join(knobs))}"
+        if knobs
+        else ""
+    )
     if verdict.genuine:
         prepared = prepare_manifest(docs, config, source, verified)
-        return dataclasses.replace(prepared, provenance=verdict.summary(shown), genuine=True)
+        return dataclasses.replace(
+            prepared, provenance=verdict.summary(shown) + shown_knobs, genuine=True
+        )
     if not config.manifest.custom:
         raise ManifestError(_not_the_release(source, config.version, verdict, objects, releases))
     try:
@@ -448,7 +527,7 @@ def load_release(
         f"Kueue manifest {shown}: a custom manifest (gpu-queues:kueue.manifest.custom: "
         f"{one_line((config.manifest.reason or '').strip())}), checked field by field against the "
         f"release {config.version}; it differs in {len(changed)} object(s): "
-        f"{one_line(listed) or 'none'}"
+        f"{one_line(listed) or 'none'}{shown_knobs}"
     )
     return dataclasses.replace(prepared, provenance=provenance, genuine=False)
 

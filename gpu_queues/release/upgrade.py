@@ -36,6 +36,7 @@ import yaml
 from gpu_queues.kueue.versions import parse_version
 from gpu_queues.release.catalogue import (
     CONTROLLER_DEPLOYMENT,
+    IMAGE_PATH,
     IMAGE_REPOSITORY,
     KUEUE_NAMESPACE,
     MANAGER_CONFIG_KEY,
@@ -80,7 +81,8 @@ class LiveKueue:
         if self.image is None:
             return None
         repository, _, tag = self.image.rpartition(":")
-        if repository != IMAGE_REPOSITORY:
+        # the release's image, or its mirror (kueue.controller.imageRegistry keeps the path)
+        if repository != IMAGE_REPOSITORY and not repository.endswith(f"/{IMAGE_PATH}"):
             return None
         try:
             parse_version(tag)
@@ -271,11 +273,12 @@ def check_stack(
 # --- the rollout, for the readiness gate --------------------------------------------------------
 
 
-def rollout_pending(api_client: Any, version: str) -> str | None:
+def rollout_pending(api_client: Any, version: str, image: str | None = None) -> str | None:
     """What still stands between the cluster and a controller of `version` serving alone; None
     when the Deployment's rollout is complete, every controller pod runs `version` with none
     terminating (an old pod may still answer webhooks while it shuts down), and the leader
-    lease is held by a controller of this rollout."""
+    lease is held by a controller of this rollout. `image` is the one the prepared Deployment
+    runs (a mirror's); default: the release's own."""
     from kubernetes import client
 
     apps: Any = client.AppsV1Api(api_client)
@@ -298,7 +301,7 @@ def rollout_pending(api_client: Any, version: str) -> str | None:
     pods = core.list_namespaced_pod(
         KUEUE_NAMESPACE, label_selector=selector, _request_timeout=10
     ).items
-    image = expected_image(version)
+    image = image or expected_image(version)
     for pod in pods:
         images = [c.image for c in pod.spec.containers if c.name == MANAGER_CONTAINER]
         if pod.metadata.deletion_timestamp is not None:

@@ -5,8 +5,10 @@
     python -m gpu_queues.tools.kueue_diff staging@origin/main staging     what a PR does to
     staging's Kueue
 
-Prints nothing when the stack's Kueue version and manifest sha256 are the same on both sides
-(or it installs Kueue on neither). Otherwise a Markdown section for the PR preview: old ->
+Prints nothing when the stack's Kueue version, manifest sha256 and controller knobs
+(kueue.controller: imageRegistry, priorityClassName, imagePullSecrets, replicas, ...) are the
+same on both sides (or it installs Kueue on neither); a change of knobs alone gets a short
+section naming them. Otherwise a Markdown section for the PR preview: old ->
 new version, the manifest checksums, every release object that is added, removed or changed
 (by kind, namespace and name, with the fields that change), and what the move changes for
 the stack's queue owners (gpu_queues.kueue.versions.advice). The objects come from the
@@ -17,6 +19,7 @@ versions must be supported releases; a side that cannot be rendered is named, no
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,6 +53,12 @@ class KueueSide:
     sha256: str | None
     kueue: Mapping[str, Any]
     """The stack's raw gpu-queues:kueue block (for the queue-owner advice)."""
+
+    @property
+    def knobs(self) -> dict[str, Any]:
+        """The typed knobs of kueue.controller the stack sets (docs/kueue-manifest.md)."""
+        controller = self.kueue.get("controller")
+        return dict(controller) if isinstance(controller, dict) and self.installs else {}
 
 
 def _pinned_at(root: Path, rev: str | None) -> str:
@@ -165,8 +174,20 @@ def section(old: KueueSide, new: KueueSide, stack: str, renderer: Renderer | Non
     """The PR preview's Kueue section for `stack`; "" when its Kueue does not change."""
     if not old.installs and not new.installs:
         return ""
-    if (old.installs, old.version, old.sha256) == (new.installs, new.version, new.sha256):
+    same_release = (old.installs, old.version, old.sha256) == (
+        new.installs,
+        new.version,
+        new.sha256,
+    )
+    if same_release and old.knobs == new.knobs:
         return ""
+    if same_release:
+        return (
+            "\n".join(
+                [f"### Kueue {new.version}: controller knobs on `{stack}`", "", *_knobs(old, new)]
+            )
+            + "\n"
+        )
     renderer = renderer or _render
     lines: list[str] = []
     if old.version != new.version:
@@ -200,6 +221,8 @@ def section(old: KueueSide, new: KueueSide, stack: str, renderer: Renderer | Non
         for c in changes:
             fields = "<br>".join(f"`{p}`" for p in c.paths)
             lines.append(f"| {c.change} | {c.kind} | {c.namespace or ''} | {c.name} | {fields} |")
+    if new.knobs or old.knobs:
+        lines += ["", *_knobs(old, new)]
     rel_old, rel_new = release(old.version), release(new.version)
     if old.version != new.version:
         lines.append("")
@@ -212,6 +235,21 @@ def section(old: KueueSide, new: KueueSide, stack: str, renderer: Renderer | Non
             lines.append("")
             lines += [f"- {item}" for item in items] or ["- no behaviour change recorded"]
     return "\n".join(lines) + "\n"
+
+
+def _shown(value: Any) -> str:
+    return "unset" if value is None else f"`{json.dumps(value, sort_keys=True)}`"
+
+
+def _knobs(old: KueueSide, new: KueueSide) -> list[str]:
+    """The controller knobs in effect on the new side, each change from the old one marked."""
+    keys_ = sorted(old.knobs.keys() | new.knobs.keys())
+    lines = ["Controller knobs in effect (gpu-queues:kueue.controller, laid over the release):", ""]
+    for key in keys_:
+        before, after = old.knobs.get(key), new.knobs.get(key)
+        change = "" if before == after else f" (was {_shown(before)})"
+        lines.append(f"- `{key}`: {_shown(after)}{change}")
+    return lines
 
 
 def _render(version: str) -> bytes:

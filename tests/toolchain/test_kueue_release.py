@@ -107,3 +107,54 @@ def test_the_pinned_release_is_genuine_and_a_reserialized_copy_is_still_it(
     verdict = digests.compare(again, version)
     assert not verdict.genuine
     assert verdict.changed == ["apps/Deployment/kueue-system/kueue-controller-manager"]
+
+
+def _reverse_sets(objects: list[dict[str, object]]) -> int:
+    """Reverse, in place, every list of the release that is a set (gpu_queues/release/order.py):
+    the pod's volumes, the manager's mounts and ports, every role's rules and their verbs, the
+    validating webhooks and each webhook's rules and operations. The number reversed."""
+    from typing import Any
+
+    count = 0
+
+    def flip(node: Any, key: str) -> None:
+        nonlocal count
+        if isinstance(node, dict) and isinstance(node.get(key), list) and len(node[key]) > 1:
+            node[key].reverse()
+            count += 1
+
+    for obj in objects:
+        node: Any = obj
+        if obj["kind"] == "Deployment":
+            pod = node["spec"]["template"]["spec"]
+            flip(pod, "volumes")
+            for container in pod["containers"]:
+                flip(container, "volumeMounts")
+                flip(container, "ports")
+        if obj["kind"] in ("Role", "ClusterRole"):
+            for rule in node.get("rules") or []:
+                flip(rule, "verbs")
+                flip(rule, "resources")
+            flip(node, "rules")
+        if obj["kind"].endswith("WebhookConfiguration"):
+            for hook in node["webhooks"]:
+                for rule in hook.get("rules") or []:
+                    flip(rule, "operations")
+                flip(hook, "rules")
+            if obj["kind"] == "ValidatingWebhookConfiguration":
+                flip(node, "webhooks")
+    return count
+
+
+@pytest.mark.parametrize("version", supported())
+def test_a_release_with_its_sets_reordered_is_still_the_release(version: str) -> None:
+    """Issue 24, item 2: order that Kubernetes gives no meaning is not a difference; the
+    controller's args, whose order it does, are."""
+    release = render(version, module_dir(version), KUBECTL)
+    objects = [d for d in yaml.safe_load_all(release) if d is not None]
+    assert _reverse_sets(objects) > 20  # real reorders, not a no-op
+    assert digests.compare(objects, version).genuine
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    deployment["spec"]["template"]["spec"]["containers"][0]["args"].reverse()
+    verdict = digests.compare(objects, version)
+    assert verdict.changed == ["apps/Deployment/kueue-system/kueue-controller-manager"]

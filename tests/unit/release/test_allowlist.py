@@ -777,7 +777,7 @@ HOSTILE: list[tuple[str, Callable[[list[dict[str, Any]]], None], str]] = [
     (
         "image-other-registry",
         edit(lambda o: manager(o).__setitem__("image", "evil.example/kueue/kueue:v0.18.3")),
-        "registry mirror configured on the nodes",
+        "set gpu-queues:kueue.controller.imageRegistry",
     ),
     (
         "image-mirror-with-port",

@@ -185,3 +185,21 @@ def test_a_flavor_without_hardware_is_named_in_the_shape(tmp_path: Path) -> None
     shape = fc.shape_of("prod", path, fc.load_stack(path))
     assert shape.hardless_flavors == ["a100"]
     assert "a100 declare no nodes or capacity" in shape.describe()
+
+
+def test_the_priority_class_the_controller_names_is_provided() -> None:
+    """A PriorityClass is the cluster's, not the stack's: the sandbox's cloud has the one
+    kueue.controller.priorityClassName names (else the API server refuses the pods)."""
+    raw = stack_raw("prod")
+    raw["kueue"]["controller"]["priorityClassName"] = "platform-critical"
+    objs = fc.objects(load_config(raw))
+    assert kinds(objs, "PriorityClass") == {
+        "platform-critical": {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "platform-critical"},
+            "value": 1_000_000,
+            "description": "the platform's, as the stack's kueue.controller names it",
+        }
+    }
+    assert kinds(built("prod"), "PriorityClass") == {}

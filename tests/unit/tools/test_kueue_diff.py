@@ -124,6 +124,40 @@ def test_a_new_checksum_at_the_same_version_is_shown_too():
     assert "The release objects are identical" in text
 
 
+MIRRORED = {"imageRegistry": "registry.corp.example", "imagePullSecrets": ["corp-pull"]}
+
+
+def test_a_change_of_controller_knobs_alone_gets_a_section_naming_them():
+    before = side("v0.18.3", controller={"replicas": 2})
+    after = side("v0.18.3", controller={"replicas": 2, **MIRRORED})
+    text = section(before, after, "prod", renderer)
+    assert text.splitlines() == [
+        "### Kueue v0.18.3: controller knobs on `prod`",
+        "",
+        "Controller knobs in effect (gpu-queues:kueue.controller, laid over the release):",
+        "",
+        '- `imagePullSecrets`: `["corp-pull"]` (was unset)',
+        '- `imageRegistry`: `"registry.corp.example"` (was unset)',
+        "- `replicas`: `2`",
+    ]
+    assert section(after, after, "prod", renderer) == ""
+
+
+def test_a_version_change_names_the_knobs_in_effect():
+    text = section(
+        side("v0.18.3", controller=MIRRORED), side("v0.19.2", controller=MIRRORED), "s", renderer
+    )
+    assert '- `imageRegistry`: `"registry.corp.example"`\n' in text
+    assert "(was" not in text
+
+
+def test_knobs_of_a_stack_that_does_not_install_kueue_are_not_shown():
+    off = {"install": False, "controller": MIRRORED}
+    a = side_from_raw("s", {"kueue": off}, "v0.18.3")
+    b = side_from_raw("s", {"kueue": {**off, "controller": {"replicas": 3}}}, "v0.18.3")
+    assert section(a, b, "s", renderer) == ""
+
+
 def test_a_release_that_cannot_be_rendered_is_named_not_guessed():
     text = section(side("v0.18.3"), side("v0.99.0"), "dev", renderer)
     assert "Release objects: not compared (Kueue v0.99.0 has no wrapper module)" in text
