@@ -4,9 +4,10 @@ on prod), then the mix runs on and each predicted admission is compared with the
 
 The mix (stack tests/e2e/stacks/Pulumi.local-eta.yaml, no cohort, BestEffortFIFO), one Job a
 second, every pod ending its time after it runs (kwok's complete-after stage):
-- eta-a (4 GPUs), durations annotated: e-long 2 GPUs 20s and e-small 2 GPUs 12s run; e-mid
+- eta-a (4 GPUs), durations annotated: e-long 2 GPUs 30s and e-small 2 GPUs 25s run; e-mid
   (4 GPUs, 10s) and e-last (3 GPUs, 10s) wait. When e-long ends (e-small ended before), e-mid,
-  ahead in Kueue's order, takes the 4 GPUs; when it ends, e-last is admitted.
+  ahead in Kueue's order, takes the 4 GPUs; when it ends, e-last is admitted. (e-small runs
+  long enough to be running still when the ETAs are read, on a loaded machine too.)
 - eta-b (2 GPUs), no durations: two finished runs of 15s (their live run times, admission to
   Finished, are the history), then eb-run (2 GPUs, really 30s) runs and eb-next waits: its ETA
   rests on eb-run's median estimate, which is shorter than the truth.
@@ -50,9 +51,9 @@ HANDOFF = 3  # seconds a live handoff (a job ends, the next admitted) may take
 
 # (name, namespace, GPUs, duration annotation, real run time): submitted one a second.
 MIX: list[tuple[str, str, int, str | None, str | None]] = [
-    ("e-long", "eta-a", 2, "20s", "20s"),
+    ("e-long", "eta-a", 2, "30s", "30s"),
     ("e-mid", "eta-a", 4, "10s", "10s"),
-    ("e-small", "eta-a", 2, "12s", "12s"),
+    ("e-small", "eta-a", 2, "25s", "25s"),
     ("e-last", "eta-a", 3, "10s", "10s"),
     ("eb-run", "eta-b", 2, None, "30s"),
     ("eb-next", "eta-b", 2, None, "5s"),
