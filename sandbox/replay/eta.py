@@ -146,6 +146,7 @@ def predict(
         label=f"estimate from {iso(mix.now)}",
         nodes=nodes or None,
     )
+    assumptions += [f"the replay: {note}" for note in run.meta.notes]  # preemption loops
     results = {(w.namespace, w.name): w for w in run.workloads}
     predictions = []
     for item in pending:
