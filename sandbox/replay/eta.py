@@ -53,6 +53,9 @@ class Prediction:
     """Basis -> how many run times of that basis ended before its admission in the replay."""
     why: str | None = None
     """Why there is no time (no admission in the replay, or not replayed)."""
+    preempted: int = 0
+    """Times the replay preempted it after its admission (its flavor is then the last one's,
+    or none while it waits again)."""
 
     def public(self, now: float) -> dict[str, Any]:
         i = self.item
@@ -71,6 +74,7 @@ class Prediction:
             "runTime": {"seconds": i.run_time.seconds, "basis": i.run_time.basis},
             "reliesOn": self.relies_on,
             "why": self.why,
+            "preemptedAfter": self.preempted,
         }
 
 
@@ -187,7 +191,10 @@ def _prediction(
             continue
         if any(end is not None and end <= admitted for _, end in other.intervals):
             relies[basis.get((other.namespace, other.name), "unknown")] += 1
-    return Prediction(item, mix.now + admitted, found.flavor, dict(sorted(relies.items())))
+    return Prediction(
+        item, mix.now + admitted, found.flavor, dict(sorted(relies.items())),
+        preempted=found.preemptions,
+    )  # fmt: skip
 
 
 def shares_quota(config: StackConfig, cq: str, other: str | None) -> bool:
@@ -242,6 +249,12 @@ def relies_text(relies: dict[str, int]) -> str:
     return ", ".join(f"{n} {basis}" for basis, n in relies.items())
 
 
+def flavor_text(p: Prediction) -> str:
+    if not p.preempted:
+        return p.flavor or "-"
+    return f"{p.flavor or '-'} (preempted {p.preempted}x later in the replay)"
+
+
 def render(estimate: Estimate) -> str:
     now = estimate.plan.now
     lines = [f"### Start-time estimates: {estimate.source}, at {iso(now)}", ""]
@@ -260,7 +273,7 @@ def render(estimate: Estimate) -> str:
             inn = in_words(p.at - now) if p.at is not None else "-"
             lines.append(
                 f"| {where} ({i.cluster_queue}) | {i.namespace}/{i.name} | {i.team} | {when} "
-                f"| {inn} | {p.flavor or '-'} | {i.run_time.note} | "
+                f"| {inn} | {flavor_text(p)} | {i.run_time.note} | "
                 f"{relies_text(p.relies_on) if p.at is not None else '-'} |"
             )
         lines.append("")

@@ -74,5 +74,7 @@ def test_an_estimate_reads_with_its_position_time_flavor_and_what_it_rests_on() 
     ) in text
     assert "| not admitted before the replay ended | - | - | unknown: no annotation | - |" in text
     assert text.endswith("Assumptions:\n- an assumption\n")
+    again = eta.Prediction(item, NOW, "a100", {}, preempted=2)
+    assert eta.flavor_text(again) == "a100 (preempted 2x later in the replay)"
     public = eta.public(estimate)["predictions"][0]
     assert (public["predictedAdmission"], public["inSeconds"]) == ("2026-12-01T12:12:00Z", 720)
