@@ -47,7 +47,7 @@ STACK = "local-eta"
 SOURCE = Path(__file__).parent / "stacks" / f"Pulumi.{STACK}.yaml"
 NAMESPACES = ("eta-a", "eta-b", "eta-c")
 QUEUES = {"eta-a": "a-queue", "eta-b": "b-queue", "eta-c": "c-queue"}
-HANDOFF = 3  # seconds a live handoff (a job ends, the next admitted) may take
+HANDOFF = 4  # seconds a live handoff (a job ends, the next admitted) may take; 2.5-3 measured
 
 # (name, namespace, GPUs, duration annotation, real run time): submitted one a second.
 MIX: list[tuple[str, str, int, str | None, str | None]] = [
