@@ -166,8 +166,11 @@ bench-advise: venv toolchain
 	$(PY) -m sandbox.bench.advise $(if $(STACK),--stack $(STACK))
 
 # make status [STACK=staging]: the same per-team table, read from the live cluster.
+# make status STACK=prod ARGS=--eta: a predicted admission time per pending workload, the
+# snapshot replayed forward on the fast engine (sandbox/replay/eta.py, docs/eta.md).
 status: venv
-	$(PY) -m gpu_queues.tools.status $(if $(STACK),--stack $(STACK)) $(ARGS)
+	$(PY) -m $(if $(filter --eta,$(ARGS)),sandbox.replay.eta,gpu_queues.tools.status) \
+	  $(if $(STACK),--stack $(STACK)) $(ARGS)
 
 # make record STACK=prod [SINCE=24h] OUT=mix/: the live cluster's Workloads of the last SINCE
 # as a what-if mix (read-only, as `make status` reads it); OUT a folder (a file per namespace)

@@ -80,8 +80,9 @@ KEPT_NOTE: Final = (
 )
 
 
-class _Skip(Exception):
-    """Why a Workload is not recorded."""
+class Unrecordable(Exception):
+    """Why a Workload is not recorded (or replayed: sandbox/replay/eta.py reads Workloads into
+    manifests with `workload_manifest` and `Owners` too)."""
 
 
 @dataclass(frozen=True)
@@ -189,11 +190,11 @@ def _with_submit_at(manifest: dict[str, Any], offset: float) -> dict[str, Any]:
 
 def _stamp(value: Any, what: str) -> float:
     if not isinstance(value, str) or not value:
-        raise _Skip(f"malformed: {what} is missing")
+        raise Unrecordable(f"malformed: {what} is missing")
     try:
         return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     except ValueError:
-        raise _Skip(f"malformed: {what} {value!r} is not a time") from None
+        raise Unrecordable(f"malformed: {what} {value!r} is not a time") from None
 
 
 def _true_since(wl: Mapping[str, Any], kind: str) -> float | None:
@@ -204,7 +205,7 @@ def _true_since(wl: Mapping[str, Any], kind: str) -> float | None:
     return _stamp(c.get("lastTransitionTime"), f"the {kind} condition's lastTransitionTime")
 
 
-class _Owners:
+class Owners:
     """The owners of the Workloads, read once per namespace (Jobs) or one by one (Pods)."""
 
     def __init__(self, rest: Rest) -> None:
@@ -240,7 +241,7 @@ def record(
     `since` seconds of `now`, each as a manifest of the mix or skipped with the reason."""
     teams, queues = team_queues(rest, teams)
     cluster_queues = {cq for _, cq in teams}
-    owners = _Owners(rest)
+    owners = Owners(rest)
     recording = Recording(source, since_text)
     listed = as_list(as_dict(rest.get(f"{KUEUE}/workloads")).get("items"))
     for raw in listed:
@@ -265,7 +266,7 @@ def record(
         item: Item | None
         try:
             item = _item(wl, namespace, name, owners, now, since)
-        except _Skip as skip:
+        except Unrecordable as skip:
             item = Item(namespace, name, _created_or(meta, now), skipped=str(skip), workload=name)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             why = f"malformed: {exc}"
@@ -281,40 +282,42 @@ def record(
 def _created_or(meta: Mapping[str, Any], default: float) -> float:
     try:
         return _stamp(meta.get("creationTimestamp"), "creationTimestamp")
-    except _Skip:
+    except Unrecordable:
         return default
 
 
 def _item(
-    wl: dict[str, Any], namespace: str, name: str, owners: _Owners, now: float, since: float
+    wl: dict[str, Any], namespace: str, name: str, owners: Owners, now: float, since: float
 ) -> Item | None:
     """The Workload as a manifest of the mix; None when it was created before the window."""
     refs = as_list(as_dict(wl.get("metadata")).get("ownerReferences"))
     ref = owner(wl, "Job") or owner(wl, "Pod")
     if ref is None:
         if not refs:
-            raise _Skip("it has no owner (made directly, not by a Job): nothing to submit")
+            raise Unrecordable("it has no owner (made directly, not by a Job): nothing to submit")
         kinds = ", ".join(sorted({str(as_dict(r).get("kind")) for r in refs}))
-        raise _Skip(f"its owner is a {kinds}; the mix records Jobs and Pods")
+        raise Unrecordable(f"its owner is a {kinds}; the mix records Jobs and Pods")
     kind, owner_name = str(ref.get("kind")), as_str(ref.get("name"))
     if not owner_name:
-        raise _Skip("malformed: its ownerReference has no name")
+        raise Unrecordable("malformed: its ownerReference has no name")
     found = owners.get(kind, namespace, owner_name)
     if found is None:
-        raise _Skip(f"its {kind} {namespace}/{owner_name} is no longer in the API (deleted)")
+        raise Unrecordable(f"its {kind} {namespace}/{owner_name} is no longer in the API (deleted)")
     owner_meta = as_dict(found.get("metadata"))
     if ref.get("uid") and owner_meta.get("uid") != ref.get("uid"):
-        raise _Skip(f"its {kind} {namespace}/{owner_name} was deleted and made again (new uid)")
+        raise Unrecordable(
+            f"its {kind} {namespace}/{owner_name} was deleted and made again (new uid)"
+        )
     created = _stamp(owner_meta.get("creationTimestamp"), f"the {kind}'s creationTimestamp")
     if created < now - since:
         return None
-    manifest = _manifest(wl, kind, namespace, owner_name, as_dict(owner_meta.get("labels")))
+    manifest = workload_manifest(wl, kind, namespace, owner_name, as_dict(owner_meta.get("labels")))
     annotations = manifest["metadata"]["annotations"]
     admitted = _true_since(wl, "QuotaReserved")
     finished = _true_since(wl, "Finished")
     if finished is not None:
         if admitted is None:
-            raise _Skip("it finished without being admitted: it never held quota")
+            raise Unrecordable("it finished without being admitted: it never held quota")
         annotations[ANNOTATION_DURATION] = exact_duration(max(math.floor(finished - admitted), 1))
     elif admitted is not None:
         annotations[ANNOTATION_RUNNING] = "true"
@@ -323,13 +326,15 @@ def _item(
     return Item(namespace, owner_name, created, manifest, workload=name)
 
 
-def _manifest(
+def workload_manifest(
     wl: dict[str, Any], kind: str, namespace: str, name: str, owner_labels: Mapping[str, Any]
 ) -> dict[str, Any]:
+    """The Workload's owner as the mix submits it: its one pod set's pods and pod template
+    (what admission reads), its queue and priority; Unrecordable when it cannot be."""
     spec = as_dict(wl.get("spec"))
     pod_sets = as_list(spec.get("podSets"))
     if len(pod_sets) != 1:
-        raise _Skip(f"malformed: a {kind}'s Workload has {len(pod_sets)} pod sets, not one")
+        raise Unrecordable(f"malformed: a {kind}'s Workload has {len(pod_sets)} pod sets, not one")
     pod_set = as_dict(pod_sets[0])
     pod_spec = _pod_spec(as_dict(pod_set.get("template")).get("spec"))
     labels = {QUEUE_LABEL: str(spec.get("queueName"))}
@@ -348,11 +353,11 @@ def _manifest(
             if as_dict(r).get("kind") == "Pod"
         ]
         if len(pods) != 1 or pod_set.get("count", 1) != 1:
-            raise _Skip("a group of pods (one Workload of several Pods): not recorded")
+            raise Unrecordable("a group of pods (one Workload of several Pods): not recorded")
         return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
     count = pod_set.get("count", 1)
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-        raise _Skip(f"malformed: pod set count {count!r}")
+        raise Unrecordable(f"malformed: pod set count {count!r}")
     min_count = pod_set.get("minCount")
     if isinstance(min_count, int) and not isinstance(min_count, bool) and min_count < count:
         metadata["annotations"][MIN_PARALLELISM] = str(min_count)
@@ -378,7 +383,7 @@ def _pod_spec(raw: Any) -> dict[str, Any]:
         elif key == "tolerations":
             value = [_plain(t) for t in as_list(value)]
         elif not isinstance(value, str):
-            raise _Skip(f"malformed: the pod's {key} {value!r}")
+            raise Unrecordable(f"malformed: the pod's {key} {value!r}")
         out[key] = value
     node_affinity = as_dict(as_dict(spec.get("affinity")).get("nodeAffinity"))
     if node_affinity:
@@ -388,7 +393,7 @@ def _pod_spec(raw: Any) -> dict[str, Any]:
         if containers:
             out[key] = containers
     if "containers" not in out:
-        raise _Skip("malformed: its pod set's template has no containers")
+        raise Unrecordable("malformed: its pod set's template has no containers")
     return out
 
 
@@ -396,7 +401,7 @@ def _container(raw: Any, init: bool) -> dict[str, Any]:
     c = as_dict(raw)
     name = as_str(c.get("name"))
     if not name:
-        raise _Skip("malformed: a container without a name")
+        raise Unrecordable("malformed: a container without a name")
     out: dict[str, Any] = {"name": name, "image": IMAGE_PLACEHOLDER}
     if init and c.get("restartPolicy") == "Always":  # a sidecar: it counts with the containers
         out["restartPolicy"] = "Always"
@@ -413,7 +418,7 @@ def _container(raw: Any, init: bool) -> dict[str, Any]:
 
 def _quantity(value: Any, container: str) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise _Skip(f"malformed: container {container}'s resource quantity {value!r}")
+        raise Unrecordable(f"malformed: container {container}'s resource quantity {value!r}")
     return str(value)
 
 
@@ -425,7 +430,7 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if value is None or isinstance(value, str | int | float | bool):
         return value
-    raise _Skip(f"malformed: {value!r}")
+    raise Unrecordable(f"malformed: {value!r}")
 
 
 # --- writing ----------------------------------------------------------------------------

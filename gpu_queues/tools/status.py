@@ -12,7 +12,8 @@ outcome of each workload and the team figures follow the what-if's rules
 (gpu_queues/whatif/report.py), with these live readings: a wait is from the workload's
 creation to its last admission, GPU-hours run from the last admission to now (or to its
 end), and a pending workload's message leads with its positions in the ClusterQueue and
-LocalQueue. `gpuq record` (gpu_queues/tools/record.py) reads the cluster the same way.
+LocalQueue. `gpuq record` (gpu_queues/tools/record.py) reads the cluster the same way, and
+`--eta` (sandbox/replay/eta.py, `make status ARGS=--eta`) replays this snapshot forward.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,7 +30,7 @@ from typing import Any
 import urllib3
 
 from gpu_queues import keys
-from gpu_queues.config.model import ConfigError, load_config
+from gpu_queues.config.model import ConfigError, StackConfig, load_config
 from gpu_queues.config.stackfile import ROOT, StackFileError, parse_config
 from gpu_queues.kueue.client import KubeconfigError, api_client, file_client
 from gpu_queues.tools import pulumi_cli
@@ -61,11 +63,8 @@ def _time(stamp: Any) -> float | None:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
-def stack_connection(
-    stack: str, project: Path
-) -> tuple[str | None, str | None, list[tuple[str, str]]]:
-    """The stack's kubeconfig (None: unset, so $KUBECONFIG), context, and (team, ClusterQueue)
-    list. The kubeconfig is a Pulumi secret: the CLI decrypts it into this process's memory."""
+def stack_config(stack: str, project: Path) -> tuple[StackConfig, dict[str, Any]]:
+    """The stack's validated config and its `gpu-queues:kubernetes` settings (unread)."""
     path = project / f"Pulumi.{stack}.yaml"
     try:
         raw = parse_config(path.read_text(encoding="utf-8"), path.name)
@@ -76,9 +75,18 @@ def stack_connection(
         config = load_config(raw)
     except ConfigError as exc:
         raise StatusError(f"{path.name}: the stack config is invalid:\n{exc}") from None
-    context = kubernetes.get("context") if isinstance(kubernetes, dict) else None
+    return config, kubernetes if isinstance(kubernetes, dict) else {}
+
+
+def stack_connection(
+    stack: str, project: Path
+) -> tuple[str | None, str | None, list[tuple[str, str]]]:
+    """The stack's kubeconfig (None: unset, so $KUBECONFIG), context, and (team, ClusterQueue)
+    list. The kubeconfig is a Pulumi secret: the CLI decrypts it into this process's memory."""
+    config, kubernetes = stack_config(stack, project)
+    context = kubernetes.get("context")
     kubeconfig = None
-    if isinstance(kubernetes, dict) and kubernetes.get("kubeconfig") is not None:
+    if kubernetes.get("kubeconfig") is not None:
         try:
             kubeconfig = pulumi_cli.config_value(KUBECONFIG_KEY, stack, cwd=project)
         except pulumi_cli.PulumiError as exc:
@@ -89,13 +97,14 @@ def stack_connection(
     return kubeconfig, context, [(t.name, t.cluster_queue) for t in config.teams]
 
 
-def _pending_positions(rest: Rest, cq: str) -> dict[str, tuple[int, int]]:
-    """Workload name (namespace/name) -> (position in the ClusterQueue, in the LocalQueue)."""
+def _pending_positions(rest: Rest, cq: str) -> dict[str, tuple[int, int]] | None:
+    """Workload name (namespace/name) -> (position in the ClusterQueue, in the LocalQueue);
+    None when the visibility API does not answer for the ClusterQueue (not served)."""
     try:
         found = rest.get(f"{VISIBILITY}/clusterqueues/{cq}/pendingworkloads")
     except KubeError as exc:
-        if exc.status == 404:
-            return {}
+        if exc.status in (404, 503):
+            return None
         raise
     return {
         f"{w['metadata'].get('namespace')}/{w['metadata']['name']}": (
@@ -145,24 +154,53 @@ def connect(
     return Rest(api_client(None, None)), "$KUBECONFIG", None
 
 
-def read_status(rest: Rest, teams: list[tuple[str, str]] | None, now: float, source: str) -> Run:
-    """The live cluster as a Run: per workload of the teams' ClusterQueues, and per team."""
+@dataclass(frozen=True)
+class Snapshot:
+    """One read-only reading of the live cluster, the home of what `gpuq status` reports and
+    `gpuq status --eta` (sandbox/replay/eta.py) replays forward."""
+
+    now: float
+    teams: list[tuple[str, str]]
+    """(team, ClusterQueue) pairs read."""
+    queues: dict[tuple[str, str], str | None]
+    """LocalQueue (namespace, name) -> its ClusterQueue."""
+    workloads: list[tuple[dict[str, Any], str, str]]
+    """(Workload, its ClusterQueue, its team) of the teams' ClusterQueues, by creation."""
+    positions: dict[str, tuple[int, int]]
+    """namespace/name of a pending workload -> (position in its ClusterQueue, LocalQueue),
+    from Kueue's visibility API (0 is the head)."""
+    unanswered: tuple[str, ...] = ()
+    """ClusterQueues the visibility API gave no pending list for (not served)."""
+
+
+def take_snapshot(rest: Rest, teams: list[tuple[str, str]] | None, now: float) -> Snapshot:
+    """The teams' queues (None: every ClusterQueue), their Workloads and Kueue's pending order."""
     teams, queues = team_queues(rest, teams)
     team_of = {cq: team for team, cq in teams}
     positions: dict[str, tuple[int, int]] = {}
+    unanswered = []
     for _, name in teams:
-        positions.update(_pending_positions(rest, name))
-    workloads = rest.get(f"{KUEUE}/workloads").get("items", [])
-    pods = _pending_pods(rest, workloads)
-    results = []
-    for wl in sorted(workloads, key=lambda w: _time(w["metadata"].get("creationTimestamp")) or 0):
-        meta = wl["metadata"]
-        cq = queues.get((meta["namespace"], wl.get("spec", {}).get("queueName")))
-        if cq is None or cq not in team_of:
-            continue
-        results.append(_result(wl, cq, team_of[cq], pods, positions, now))
+        found = _pending_positions(rest, name)
+        if found is None:
+            unanswered.append(name)
+        else:
+            positions.update(found)
+    listed = rest.get(f"{KUEUE}/workloads").get("items", [])
+    workloads = []
+    for wl in sorted(listed, key=lambda w: _time(w["metadata"].get("creationTimestamp")) or 0):
+        cq = queues.get((wl["metadata"]["namespace"], wl.get("spec", {}).get("queueName")))
+        if cq is not None and cq in team_of:
+            workloads.append((wl, cq, team_of[cq]))
+    return Snapshot(now, teams, queues, workloads, positions, tuple(unanswered))
+
+
+def read_status(rest: Rest, teams: list[tuple[str, str]] | None, now: float, source: str) -> Run:
+    """The live cluster as a Run: per workload of the teams' ClusterQueues, and per team."""
+    snap = take_snapshot(rest, teams, now)
+    pods = _pending_pods(rest, [wl for wl, _, _ in snap.workloads])
+    results = [_result(wl, cq, team, pods, snap.positions, now) for wl, cq, team in snap.workloads]
     meta_ = RunMeta(stack="", source=source)
-    return Run(results, team_results(results, teams), meta_)
+    return Run(results, team_results(results, snap.teams), meta_)
 
 
 def _pending_pods(rest: Rest, workloads: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -235,17 +273,35 @@ def render(run: Run) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpu_queues.tools.status", description=__doc__)
-    parser.add_argument("--stack", help="the stack whose cluster and teams to read")
-    parser.add_argument(
-        "--project", type=Path, default=ROOT, help="where its Pulumi.<stack>.yaml is"
-    )
-    parser.add_argument(
+ETA_HANDOFF = (
+    "--eta replays the queues forward on the fast what-if engine, which this module does not "
+    "import (tests/unit/test_layers.py): run `make status ARGS=--eta` or "
+    "`python -m sandbox.replay.eta` (docs/eta.md)"
+)
+
+
+def parser(prog: str = "python -m gpu_queues.tools.status") -> argparse.ArgumentParser:
+    """The options of `gpuq status` (sandbox/replay/eta.py adds its own to the same)."""
+    out = argparse.ArgumentParser(prog=prog, description=__doc__)
+    out.add_argument("--stack", help="the stack whose cluster and teams to read")
+    out.add_argument("--project", type=Path, default=ROOT, help="where its Pulumi.<stack>.yaml is")
+    out.add_argument(
         "--kubeconfig", type=Path, help="without --stack: this kubeconfig (default: $KUBECONFIG)"
     )
-    parser.add_argument("--json", action="store_true", help="{workloads, teams} as in report.json")
-    args = parser.parse_args(argv)
+    out.add_argument("--json", action="store_true", help="{workloads, teams} as in report.json")
+    out.add_argument(
+        "--eta",
+        action="store_true",
+        help="a predicted admission time per pending workload (docs/eta.md)",
+    )
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.eta:
+        print(f"status: {ETA_HANDOFF}", file=sys.stderr)
+        return 2
     try:
         rest, source, teams = connect(args.stack, args.project, args.kubeconfig)
         run = read_status(rest, teams, datetime.now(UTC).timestamp(), f"live cluster of {source}")

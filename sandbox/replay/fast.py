@@ -205,10 +205,29 @@ def replay_mix(
 ) -> Run:
     """Read and check the mix against the stack, replay it on the fast engine of the stack's
     Kueue release, and sum it up."""
-    version = config.kueue.version
     configuration = manager_configuration(config, root)
     catalog = Catalog.from_stack(config, frameworks(configuration))
     entries = load_mix(workloads, catalog, root, limits)
+    return replay_entries(
+        config, entries, configuration, stack=stack, label=label, until=until, notes=notes,
+        nodes=nodes,
+    )  # fmt: skip
+
+
+def replay_entries(
+    config: StackConfig,
+    entries: list[Entry],
+    configuration: str,
+    *,
+    stack: str,
+    label: str,
+    until: float | None = None,
+    notes: list[str] | None = None,
+    nodes: list[dict[str, Any]] | None = None,
+) -> Run:
+    """Replay checked entries (a mix as `load_mix` reads it, or one made from a live cluster:
+    sandbox/replay/eta.py) on the fast engine of the stack's Kueue release, and sum it up."""
+    version = config.kueue.version
     started = time.monotonic()
     document = engine_input(config, entries, configuration, until)
     if nodes is not None:  # another cluster's nodes than the stack declares (the cross-check)

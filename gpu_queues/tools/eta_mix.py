@@ -1,0 +1,300 @@
+"""The live cluster as a what-if mix that starts now: the half of `gpuq status --eta` that needs
+no engine (docs/eta.md). The replay of the mix and what is printed are sandbox/replay/eta.py's.
+
+From a status snapshot (gpu_queues.tools.status.Snapshot) and the workloads' owners:
+- finished workloads are the history: a team's run times, from its (last) admission to
+  Finished, of those that finished within `history` seconds of now;
+- admitted workloads (holding quota, not finished) come first, in the order they were
+  admitted, each pinned to the flavor it holds (its pods get the flavor's node labels as node
+  selector, which Kueue's flavor assignment honours) and running for what is left of its run
+  time;
+- pending workloads follow in Kueue's order: within a ClusterQueue, the visibility API's
+  positions; across ClusterQueues, creation order (the slots the ClusterQueue's workloads
+  take in creation order are filled in its own order). Every item is submitted at 0s, so
+  the replay creates them at one instant and Kueue breaks ties of priority and creation time
+  in mix order, as the live order has them.
+
+A run time is, first, the owner's `gpu-queues.dev/duration` annotation ("annotation"); else
+the median of its team's history ("median", the mean of the middle two for an even count);
+else "unknown": it runs until the end of the replay, holding its quota. Time already run
+counts from the Job's status.startTime (when it was last resumed, so its pods run) or, when
+that is missing or older, from its admission; what is left is never below 0s (an overdue
+workload ends at once).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Final, Literal
+
+from gpu_queues.config.model import StackConfig
+from gpu_queues.tools.record import Unrecordable, workload_manifest
+from gpu_queues.tools.status import Snapshot
+from gpu_queues.values import as_dict
+from gpu_queues.whatif.documents import MixDocument
+from gpu_queues.whatif.durations import DurationError, format_duration, parse_duration
+from gpu_queues.whatif.mix import ANNOTATION_DURATION, Catalog, Entry, check
+from gpu_queues.whatif.workloads import admitted_flavor, assigned_flavors, condition, owner
+
+Basis = Literal["annotation", "median", "unknown"]
+State = Literal["admitted", "pending"]
+OwnerLookup = Callable[[str, str, str], dict[str, Any] | None]
+"""(kind, namespace, name) -> the owner object, None when the API no longer has it
+(gpu_queues.tools.record.Owners.get)."""
+DEFAULT_HISTORY: Final = 7 * 86400.0
+
+
+@dataclass(frozen=True)
+class RunTime:
+    """How long a workload runs in all, and where that figure comes from."""
+
+    seconds: float | None
+    """None: unknown (it runs until the end of the replay)."""
+    basis: Basis
+    note: str
+
+
+@dataclass
+class Item:
+    """One admitted or pending workload of the snapshot, as the mix replays it."""
+
+    name: str
+    """The owner's name (the Workload's when it has none)."""
+    namespace: str
+    workload: str
+    team: str
+    cluster_queue: str
+    state: State
+    created: float
+    run_time: RunTime
+    ran: float = 0.0
+    """Seconds it has run already (admitted ones)."""
+    flavor: str | None = None
+    """The flavor it holds (admitted ones)."""
+    position: tuple[int, int] | None = None
+    """(in its ClusterQueue, in its LocalQueue), from the visibility API (pending ones)."""
+    entry: Entry | None = None
+    """What the engine is fed; None when it cannot be replayed (`problem`)."""
+    problem: str | None = None
+
+    @property
+    def left(self) -> float | None:
+        """Seconds it still runs; None: unknown."""
+        if self.run_time.seconds is None:
+            return None
+        return max(self.run_time.seconds - self.ran, 0.0)
+
+
+@dataclass
+class Plan:
+    now: float
+    items: list[Item] = field(default_factory=list)
+    """Admitted first, then pending, in mix order."""
+    history: dict[str, list[float]] = field(default_factory=dict)
+    """Team -> run times of its workloads finished within the history window."""
+    left_out: list[str] = field(default_factory=list)
+    """Workloads neither replayed nor predicted, each with why (deactivated ones)."""
+
+    def entries(self) -> list[Entry]:
+        return [i.entry for i in self.items if i.entry is not None]
+
+
+class EtaError(Exception):
+    """The snapshot cannot be replayed forward; the message says why."""
+
+
+def stamp(value: Any) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def true_since(wl: Mapping[str, Any], kind: str) -> float | None:
+    c = condition(wl, kind)
+    if c is None or c.get("status") != "True":
+        return None
+    return stamp(c.get("lastTransitionTime"))
+
+
+def median_note(team: str, runs: list[float], history: float) -> str:
+    return (
+        f"median of {len(runs)} finished {team} workload{'s' if len(runs) != 1 else ''} "
+        f"of the last {format_duration(history)}"
+    )
+
+
+def run_time(owner_obj: Mapping[str, Any] | None, team: str, plan: Plan, history: float) -> RunTime:
+    """The annotation's run time, else the team's median, else unknown (module docstring)."""
+    annotations = as_dict(as_dict(as_dict(owner_obj).get("metadata")).get("annotations"))
+    text = annotations.get(ANNOTATION_DURATION)
+    if text is not None:
+        try:
+            seconds = parse_duration(text)
+        except DurationError as exc:
+            why = f"its {ANNOTATION_DURATION} annotation: {exc}"
+        else:
+            if seconds > 0:
+                return RunTime(seconds, "annotation", f"{ANNOTATION_DURATION} {text}")
+            why = f"its {ANNOTATION_DURATION} annotation {text!r} is not above 0s"
+    else:
+        why = f"no {ANNOTATION_DURATION} annotation"
+    runs = plan.history.get(team, [])
+    if runs:
+        median = statistics.median(runs)
+        note = f"{median_note(team, runs, history)}: {format_duration(median)}"
+        return RunTime(median, "median", note)
+    return RunTime(
+        None,
+        "unknown",
+        f"unknown: {why} and no finished {team} workload in the last {format_duration(history)}",
+    )
+
+
+def pinned(manifest: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
+    """The manifest with its pods' node selector holding the flavor's node labels."""
+    template = as_dict(as_dict(manifest.get("spec")).get("template"))
+    spec = template.get("spec") if manifest.get("kind") == "Job" else manifest.get("spec")
+    if isinstance(spec, dict):
+        spec["nodeSelector"] = {**as_dict(spec.get("nodeSelector")), **labels}
+    return manifest
+
+
+def flavor_labels(config: StackConfig, wl: Mapping[str, Any]) -> dict[str, str] | None:
+    """The node labels of the flavors the workload's admission names; None when two of them
+    set one label differently (it is then not pinned)."""
+    by_name = {f.name: dict(f.node_labels or {}) for f in config.flavors}
+    out: dict[str, str] = {}
+    for flavors in assigned_flavors(wl).values():
+        for flavor in flavors.values():
+            for key, value in by_name.get(flavor, {}).items():
+                if out.setdefault(str(key), str(value)) != str(value):
+                    return None
+    return out
+
+
+def kueue_order(pending: list[Item]) -> list[Item]:
+    """Pending items (in creation order) in the mix's order: each ClusterQueue's slots in
+    creation order, filled by its workloads in the visibility API's order (positioned ones
+    first, then the rest in creation order)."""
+    by_cq: dict[str, list[Item]] = {}
+    for item in pending:
+        by_cq.setdefault(item.cluster_queue, []).append(item)
+    queued = {
+        cq: sorted(
+            items,
+            key=lambda i: (i.position is None, i.position[0] if i.position else 0),
+        )
+        for cq, items in by_cq.items()
+    }
+    taken = dict.fromkeys(queued, 0)
+    out = []
+    for item in pending:
+        cq = item.cluster_queue
+        out.append(queued[cq][taken[cq]])
+        taken[cq] += 1
+    return out
+
+
+def plan(
+    snapshot: Snapshot,
+    owners: OwnerLookup,
+    config: StackConfig,
+    catalog: Catalog,
+    history: float = DEFAULT_HISTORY,
+) -> Plan:
+    """The snapshot as a mix that starts at snapshot.now (module docstring)."""
+    now = snapshot.now
+    out = Plan(now)
+    admitted: list[tuple[float, Item, dict[str, Any], Mapping[str, Any] | None]] = []
+    pending: list[tuple[Item, dict[str, Any], Mapping[str, Any] | None]] = []
+    for wl, cq, team in snapshot.workloads:
+        meta = as_dict(wl.get("metadata"))
+        namespace, workload = str(meta.get("namespace")), str(meta.get("name"))
+        reserved = true_since(wl, "QuotaReserved")
+        finished = true_since(wl, "Finished")
+        if finished is not None:
+            if reserved is not None and finished >= now - history:
+                out.history.setdefault(team, []).append(max(finished - reserved, 0.0))
+            continue
+        if reserved is None and as_dict(wl.get("spec")).get("active") is False:
+            out.left_out.append(f"{namespace}/{workload}: deactivated, Kueue does not admit it")
+            continue
+        ref = owner(wl, "Job") or owner(wl, "Pod")
+        found = None
+        problem = None
+        if ref is None:
+            problem = "it has no Job or Pod owner: the fast engine replays Jobs"
+        else:
+            found = owners(str(ref.get("kind")), namespace, str(ref.get("name")))
+            if found is None:
+                problem = f"its {ref.get('kind')} {namespace}/{ref.get('name')} is gone"
+        name = str(ref.get("name")) if ref and ref.get("name") else workload
+        state: State = "admitted" if reserved is not None else "pending"
+        created = stamp(meta.get("creationTimestamp")) or now
+        item = Item(
+            name,
+            namespace,
+            workload,
+            team,
+            cq,
+            state,
+            created,
+            RunTime(None, "unknown", "unknown"),
+            problem=problem,
+            position=snapshot.positions.get(f"{namespace}/{workload}"),
+        )
+        if state == "admitted" and reserved is not None:
+            item.flavor = admitted_flavor(wl)
+            started = stamp(as_dict(as_dict(found).get("status")).get("startTime"))
+            since = started if started is not None and started >= reserved else reserved
+            item.ran = max(now - since, 0.0)
+            admitted.append((reserved, item, wl, found))
+        else:
+            pending.append((item, wl, found))
+    # Run times once the whole history is read.
+    ordered: list[tuple[Item, dict[str, Any], Mapping[str, Any] | None]] = [
+        (i, wl, o) for _, i, wl, o in sorted(admitted, key=lambda a: (a[0], a[1].created))
+    ]
+    by_item = {id(i): (wl, o) for i, wl, o in pending}
+    ordered += [(i, *by_item[id(i)]) for i in kueue_order([i for i, _, _ in pending])]
+    for index, (item, wl, owner_obj) in enumerate(ordered):
+        item.run_time = run_time(owner_obj, item.team, out, history)
+        if item.problem is None:
+            _entry(item, wl, owner_obj, index, config, catalog)
+        out.items.append(item)
+    return out
+
+
+def _entry(
+    item: Item,
+    wl: dict[str, Any],
+    found: Mapping[str, Any] | None,
+    index: int,
+    config: StackConfig,
+    catalog: Catalog,
+) -> None:
+    """The item's mix entry, or its problem."""
+    ref = owner(wl, "Job") or owner(wl, "Pod") or {}
+    kind = str(ref.get("kind"))
+    labels = as_dict(as_dict(as_dict(found).get("metadata")).get("labels"))
+    try:
+        manifest = workload_manifest(wl, kind, item.namespace, item.name, labels)
+    except Unrecordable as exc:
+        item.problem = str(exc)
+        return
+    if item.state == "admitted":
+        pin = flavor_labels(config, wl)
+        if pin:
+            manifest = pinned(manifest, pin)
+    entry = check(MixDocument(f"live {item.namespace}/{item.workload}", manifest), index, catalog)
+    if entry.status != "ok":
+        item.problem = entry.problem or entry.status
+        return
+    left = item.left
+    item.entry = replace(entry, submit_at=0.0, duration=None if left is None else left)

@@ -1,0 +1,285 @@
+"""Benchmark of `gpuq status --eta` (not a test; docs/eta.md): how long the estimate takes for
+a cluster with N pending workloads, without N real workloads on a cluster.
+
+    python -m sandbox.bench.eta [100 300 1000] [--seed 1]           the mix and the replay
+    python -m sandbox.bench.eta --live 100 [--stack local]           the snapshot read, on the
+                                                                     sandbox (inside it)
+
+Synthetic (the default): the committed prod stack (48 GPUs: three teams in a cohort, h100
+and a100 nodes), its GPUs all held by 12 admitted 4-GPU jobs, 20 finished runs per team as
+history, and N pending Jobs (1-8 GPUs, 30 minutes to 8 hours, 80% with a duration annotation,
+the rest on their team's median), the teams in turn: a status snapshot in Kueue's v1beta2
+shape, turned into the mix (gpu_queues.tools.eta_mix.plan) and replayed forward on the fast
+engine, as `--eta` does after its reading. Each stage is timed.
+
+Live (--live N): N Jobs submitted to the stack's first team on the running sandbox (most of
+them wait), then the reading `--eta` makes timed: the status snapshot (ClusterQueues,
+LocalQueues, Workloads, the visibility API), the owners' Jobs and the nodes; the Jobs are
+deleted afterwards. The reading is a handful of list calls whose size grows with N, so its
+time per workload at N is what 1,000 would cost at about the same rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import resource
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from gpu_queues.config.model import StackConfig
+from gpu_queues.config.stackfile import ROOT
+from gpu_queues.kueue.client import file_client
+from gpu_queues.tools import status
+from gpu_queues.tools.eta_mix import plan
+from gpu_queues.tools.record import Owners
+from gpu_queues.tools.status import Snapshot
+from gpu_queues.whatif.mix import Catalog
+from gpu_queues.whatif.workloads import Rest
+from sandbox.paths import KUBECONFIG
+from sandbox.replay.engine import frameworks
+from sandbox.replay.eta import live_nodes
+from sandbox.replay.fast import manager_configuration, replay_entries
+from sandbox.shape import load_stack, nodes
+
+GPUS = (1, 2, 4, 8)
+GPU_WEIGHTS = (4, 4, 3, 2)
+HOURS = (0.5, 1, 2, 4, 8)
+ADMITTED = {"research": ("h100",) * 4 + ("a100",), "vision": ("h100",) * 2 + ("a100",) * 2}
+ADMITTED["nlp"] = ("h100",) * 2 + ("a100",)
+BENCH_LABEL = "gpu-queues.dev/bench"
+PROPAGATION = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+
+
+def iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _workload(
+    name: str, ns: str, queue: str, gpus: int, created: float, conditions: list[Any]
+) -> dict[str, Any]:
+    container = {
+        "name": "main",
+        "image": "trainer",
+        "resources": {
+            "requests": {"cpu": "4", "memory": "32Gi"},
+            "limits": {"nvidia.com/gpu": str(gpus)},
+        },
+    }
+    pod_set = {"name": "main", "count": 1, "template": {"spec": {"containers": [container]}}}
+    return {
+        "metadata": {
+            "name": f"job-{name}",
+            "namespace": ns,
+            "creationTimestamp": iso(created),
+            "ownerReferences": [{"kind": "Job", "name": name}],
+        },
+        "spec": {"queueName": queue, "podSets": [pod_set]},
+        "status": {"conditions": conditions},
+    }
+
+
+def synthetic(
+    config: StackConfig, pending: int, seed: int, now: float
+) -> tuple[Snapshot, dict[tuple[str, str], dict[str, Any]]]:
+    """A snapshot of the prod stack's cluster with `pending` workloads waiting, and the Jobs."""
+    rng = random.Random(seed)
+    workloads: list[tuple[dict[str, Any], str, str]] = []
+    jobs: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def add(wl: dict[str, Any], team: Any, annotations: dict[str, str], started: float) -> None:
+        workloads.append((wl, team.cluster_queue, team.name))
+        name = wl["metadata"]["ownerReferences"][0]["name"]
+        jobs[(team.namespace, name)] = {
+            "metadata": {"name": name, "namespace": team.namespace, "annotations": annotations},
+            "status": {"startTime": iso(started)},
+        }
+
+    def cond(kind: str, at: float) -> dict[str, Any]:
+        return {"type": kind, "status": "True", "lastTransitionTime": iso(at)}
+
+    teams = config.teams
+    for team in teams:
+        for i in range(20):  # the history: finished runs of 1-3 hours
+            end = now - 3600 * (i + 1)
+            run = rng.choice((3600, 5400, 7200, 10800))
+            conditions = [cond("QuotaReserved", end - run), cond("Finished", end)]
+            wl = _workload(f"{team.name}-done-{i}", team.namespace, team.local_queue, 2,
+                           end - run - 60, conditions)  # fmt: skip
+            add(wl, team, {}, end - run)
+        for i, flavor in enumerate(ADMITTED.get(team.name, ())):
+            since = now - rng.randrange(60, 3 * 3600, 60)
+            wl = _workload(f"{team.name}-run-{i}", team.namespace, team.local_queue, 4,
+                           since - 30, [cond("QuotaReserved", since)])  # fmt: skip
+            wl["status"]["admission"] = {
+                "clusterQueue": team.cluster_queue,
+                "podSetAssignments": [{"name": "main", "flavors": {"nvidia.com/gpu": flavor}}],
+            }
+            add(wl, team, {"gpu-queues.dev/duration": f"{rng.choice(HOURS) * 3600 + 3600:.0f}s"},
+                since)  # fmt: skip
+    positions: dict[str, tuple[int, int]] = {}
+    counts: dict[str, int] = {}
+    for i in range(pending):
+        team = teams[i % len(teams)]
+        created = now - (pending - i) * 10
+        held = {"type": "QuotaReserved", "status": "False", "lastTransitionTime": iso(created)}
+        gpus = rng.choices(GPUS, GPU_WEIGHTS)[0]
+        wl = _workload(f"{team.name}-wait-{i:05d}", team.namespace, team.local_queue, gpus,
+                       created, [held])  # fmt: skip
+        annotations = {}
+        if rng.random() < 0.8:
+            annotations["gpu-queues.dev/duration"] = f"{rng.choice(HOURS) * 3600:.0f}s"
+        add(wl, team, annotations, created)
+        jobs[(team.namespace, f"{team.name}-wait-{i:05d}")]["status"] = {}
+        position = counts.get(team.cluster_queue, 0)
+        counts[team.cluster_queue] = position + 1
+        positions[f"{team.namespace}/{wl['metadata']['name']}"] = (position, position)
+    workloads.sort(key=lambda w: w[0]["metadata"]["creationTimestamp"])
+    pairs = [(t.name, t.cluster_queue) for t in teams]
+    return Snapshot(now, pairs, {}, workloads, positions), jobs
+
+
+def owner_of(jobs: dict[tuple[str, str], dict[str, Any]]) -> Any:
+    def lookup(kind: str, ns: str, name: str) -> dict[str, Any] | None:
+        return jobs.get((ns, name))
+
+    return lookup
+
+
+def bench_synthetic(sizes: list[int], seed: int, replay: bool = True) -> list[dict[str, Any]]:
+    config = load_stack(ROOT / "Pulumi.prod.yaml")
+    configuration = manager_configuration(config)
+    catalog = Catalog.from_stack(config, frameworks(configuration))
+    rows = []
+    for size in sizes:
+        now = float(int(time.time()))  # whole seconds: the same input on every run
+        snap, jobs = synthetic(config, size, seed, now)
+        t0 = time.monotonic()
+        mix = plan(snap, owner_of(jobs), config, catalog)
+        t1 = time.monotonic()
+        if not replay:
+            print(f"| {size:,} | {t1 - t0:.2f}s | {len(mix.entries()):,} entries |", flush=True)
+            continue
+        before = _children_cpu()
+        run = replay_entries(
+            config, mix.entries(), configuration, stack="prod", label="bench", nodes=nodes(config)
+        )
+        t2 = time.monotonic()
+        cpu = _children_cpu() - before
+        admitted = sum(w.wait_seconds is not None for w in run.workloads)
+        rows.append(
+            {
+                "pending": size,
+                "mix": t1 - t0,
+                "replay": t2 - t1,
+                "engine_cpu": cpu,
+                "total": t2 - t0,
+                "admitted": admitted,
+                "simulated": run.meta.simulated_seconds,
+                "instants": run.meta.events,
+                "loops": sum("in a loop" in n for n in run.meta.notes),
+            }
+        )
+        print(row_text(rows[-1]), file=sys.stderr, flush=True)
+    return rows
+
+
+def _children_cpu() -> float:
+    """User + system seconds of the finished child processes (the engine runs as one)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def row_text(r: dict[str, Any]) -> str:
+    per = r["total"] / r["pending"] * 1000
+    return (
+        f"| {r['pending']:,} | {r['mix']:.2f}s | {r['replay']:.1f}s | {r['engine_cpu']:.1f}s "
+        f"| {r['total']:.1f}s | {per:.0f} ms | {r['simulated'] / 86400:.1f}d "
+        f"| {r['admitted']:,} | {r['instants']:,} | {r['loops']} | {os.getloadavg()[0]:.1f} |"
+    )
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = (
+        "| pending | snapshot to mix | replay (fast engine) | engine CPU | wall (mix + replay) "
+        "| per pending workload | simulated | admitted in the replay | instants | preemption loops "
+        "| load |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    )
+    return "\n".join([head, *map(row_text, rows)])
+
+
+def bench_live(count: int, stack: str) -> str:
+    """Submit `count` Jobs to the stack's first team on the running sandbox, time the reading."""
+    config, _ = status.stack_config(stack, ROOT)
+    team = config.teams[0]
+    rest = Rest(file_client(KUBECONFIG))
+    path = f"/apis/batch/v1/namespaces/{team.namespace}/jobs"
+    for i in range(count):
+        rest.create(path, _job(f"eta-bench-{i:04d}", team.namespace, team.local_queue))
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            listed = rest.get(f"{status.KUEUE}/namespaces/{team.namespace}/workloads")["items"]
+            if len(listed) >= count:
+                break
+            time.sleep(1)
+        time.sleep(5)  # Kueue decides them
+        t0 = time.monotonic()
+        snap = status.take_snapshot(rest, [(team.name, team.cluster_queue)], time.time())
+        owners = Owners(rest)
+        for wl, _, _ in snap.workloads:
+            ref = wl["metadata"]["ownerReferences"][0]
+            owners.get(ref["kind"], wl["metadata"]["namespace"], ref["name"])
+        live_nodes(rest)
+        took = time.monotonic() - t0
+    finally:
+        rest.request("DELETE", f"{path}?labelSelector={BENCH_LABEL}%3Deta", PROPAGATION)
+    n = len(snap.workloads)
+    return (
+        "| workloads read | pending (positions) | snapshot + owners + nodes | per workload "
+        "| scaled to 1,000 |\n| ---: | ---: | ---: | ---: | ---: |\n"
+        f"| {n} | {len(snap.positions)} | {took:.2f}s | {took / max(n, 1) * 1000:.1f} ms "
+        f"| {took / max(n, 1) * 1000:.1f}s |"
+    )
+
+
+def _job(name: str, ns: str, queue: str) -> dict[str, Any]:
+    container = {
+        "name": "main",
+        "image": "trainer",
+        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"nvidia.com/gpu": "4"}},
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "labels": {"kueue.x-k8s.io/queue-name": queue, BENCH_LABEL: "eta"},
+        },
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [container]}}},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sandbox.bench.eta", description=__doc__)
+    parser.add_argument("sizes", nargs="*", type=int, default=[100, 300, 1000])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--live", type=int, help="time the reading of N Jobs on the sandbox")
+    parser.add_argument("--mix-only", action="store_true", help="time the mix, not the replay")
+    parser.add_argument("--stack", default="local", help="with --live: the deployed stack")
+    args = parser.parse_args(argv)
+    if args.live:
+        print(bench_live(args.live, args.stack))
+        return 0
+    rows = bench_synthetic(args.sizes, args.seed, replay=not args.mix_only)
+    if rows:
+        print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

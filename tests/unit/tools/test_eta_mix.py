@@ -1,0 +1,281 @@
+"""`gpuq status --eta`'s mix, made from a hand-written snapshot (Kueue v1beta2 Workloads and
+their Jobs): the time left of what runs, the team median when a job has no duration, unknown
+when there is neither, the order (admitted first by admission, pending in Kueue's order), and
+the workloads that cannot be replayed. Every expected figure is worked out by hand in the test.
+The replay of such a mix on the sandbox is tests/e2e/test_eta.py."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import yaml
+
+from gpu_queues.config.model import StackConfig, load_config
+from gpu_queues.tools.eta_mix import plan
+from gpu_queues.tools.status import Snapshot
+from gpu_queues.whatif.mix import Catalog
+
+pytestmark = pytest.mark.unit
+
+NOW = 1796126400.0  # 2026-12-01T12:00:00Z
+DAY = 86400.0
+STACK = """
+flavors:
+  - name: h100
+    nodeLabels: {gpu-queues.dev/pool: h100}
+    capacity: {cpu: 64, memory: 512Gi, nvidia.com/gpu: 8}
+teams:
+  - name: vision
+    namespace: vision
+    clusterQueue: vision-cq
+    localQueue: vision-queue
+    resourceGroups:
+      - coveredResources: [cpu, memory, nvidia.com/gpu]
+        flavors:
+          - name: h100
+            resources:
+              cpu: {nominalQuota: 32}
+              memory: {nominalQuota: 256Gi}
+              nvidia.com/gpu: {nominalQuota: 4}
+  - name: nlp
+    namespace: nlp
+    clusterQueue: nlp-cq
+    localQueue: nlp-queue
+    resourceGroups:
+      - coveredResources: [cpu, memory, nvidia.com/gpu]
+        flavors:
+          - name: h100
+            resources:
+              cpu: {nominalQuota: 32}
+              memory: {nominalQuota: 256Gi}
+              nvidia.com/gpu: {nominalQuota: 4}
+"""
+TEAM_OF = {"vision-cq": "vision", "nlp-cq": "nlp"}
+QUEUE_OF = {"vision": "vision-queue", "nlp": "nlp-queue"}
+
+
+def iso(seconds_before_now: float) -> str:
+    return datetime.fromtimestamp(NOW - seconds_before_now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def workload(
+    name: str,
+    ns: str,
+    *,
+    created: float,
+    reserved: float | None = None,
+    finished: float | None = None,
+    pod_sets: int = 1,
+    active: bool = True,
+) -> dict[str, Any]:
+    """A Job's Workload, times in seconds before NOW."""
+    conditions = []
+    if reserved is not None:
+        conditions.append(
+            {"type": "QuotaReserved", "status": "True", "lastTransitionTime": iso(reserved)}
+        )
+    else:
+        conditions.append(
+            {"type": "QuotaReserved", "status": "False", "lastTransitionTime": iso(created)}
+        )
+    if finished is not None:
+        conditions.append(
+            {"type": "Finished", "status": "True", "lastTransitionTime": iso(finished)}
+        )
+    pod_set = {
+        "name": "main",
+        "count": 1,
+        "template": {
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "x",
+                        "resources": {"requests": {"cpu": "1"}, "limits": {"nvidia.com/gpu": "2"}},
+                    }
+                ],
+            }
+        },
+    }
+    status: dict[str, Any] = {"conditions": conditions}
+    if reserved is not None:
+        status["admission"] = {
+            "clusterQueue": f"{ns}-cq",
+            "podSetAssignments": [{"name": "main", "flavors": {"nvidia.com/gpu": "h100"}}],
+        }
+    return {
+        "metadata": {
+            "name": f"job-{name}-abcde",
+            "namespace": ns,
+            "creationTimestamp": iso(created),
+            "ownerReferences": [{"kind": "Job", "name": name, "uid": f"uid-{name}"}],
+        },
+        "spec": {"queueName": QUEUE_OF[ns], "podSets": [pod_set] * pod_sets, "active": active},
+        "status": status,
+    }
+
+
+def job(name: str, ns: str, duration: str | None = None, started: float | None = None) -> Any:
+    annotations = {"gpu-queues.dev/duration": duration} if duration else {}
+    status = {"startTime": iso(started)} if started is not None else {}
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "uid": f"uid-{name}",
+            "annotations": annotations,
+        },
+        "status": status,
+    }
+
+
+def config() -> StackConfig:
+    return load_config(yaml.safe_load(STACK))
+
+
+def make_plan(
+    workloads: list[dict[str, Any]],
+    jobs: list[dict[str, Any]],
+    positions: dict[str, tuple[int, int]] | None = None,
+) -> Any:
+    by_name = {(j["metadata"]["namespace"], j["metadata"]["name"]): j for j in jobs}
+    snap = Snapshot(
+        NOW,
+        [("vision", "vision-cq"), ("nlp", "nlp-cq")],
+        {},
+        [(w, f"{w['metadata']['namespace']}-cq", w["metadata"]["namespace"]) for w in workloads],
+        positions or {},
+    )
+    cfg = config()
+    return plan(
+        snap,
+        lambda kind, ns, name: by_name.get((ns, name)),
+        cfg,
+        Catalog.from_stack(cfg, ["batch/job"]),
+        history=7 * DAY,
+    )
+
+
+def test_what_runs_is_replayed_for_what_is_left_of_its_duration() -> None:
+    # 30s annotated, resumed 10s ago (admitted 12s ago): 20s left. 30s annotated, admitted
+    # 25s ago, its startTime older than the admission (an earlier run): from the admission,
+    # 5s left. 20s annotated, 50s run: overdue, 0s left.
+    mix = make_plan(
+        [
+            workload("a", "vision", created=40, reserved=12),
+            workload("b", "nlp", created=40, reserved=25),
+            workload("c", "nlp", created=60, reserved=50),
+        ],
+        [
+            job("a", "vision", "30s", started=10),
+            job("b", "nlp", "30s", started=100),
+            job("c", "nlp", "20s", started=50),
+        ],
+    )
+    got = {i.name: (i.state, i.ran, i.left, i.run_time.basis) for i in mix.items}
+    assert got == {
+        "a": ("admitted", 10.0, 20.0, "annotation"),
+        "b": ("admitted", 25.0, 5.0, "annotation"),
+        "c": ("admitted", 50.0, 0.0, "annotation"),
+    }
+    assert [e.duration for e in mix.entries()] == [0.0, 5.0, 20.0]  # by admission: c, b, a
+    assert all(e.submit_at == 0.0 for e in mix.entries())
+
+
+def test_without_a_duration_the_team_median_of_its_recent_runs_else_unknown() -> None:
+    # vision's finished runs within 7 days: 10s, 40s, 20s; one of 8 days ago (1000s) does not
+    # count. Median 20s. nlp has no history: its job's run time is unknown.
+    history = [
+        workload("h1", "vision", created=500, reserved=400, finished=390),  # 10s
+        workload("h2", "vision", created=500, reserved=300, finished=260),  # 40s
+        workload("h3", "vision", created=500, reserved=200, finished=180),  # 20s
+        workload("old", "vision", created=9 * DAY, reserved=8 * DAY, finished=8 * DAY - 1000),
+    ]
+    mix = make_plan(
+        [
+            *history,
+            workload("run", "vision", created=30, reserved=15),
+            workload("p", "vision", created=5),
+            workload("q", "nlp", created=4),
+        ],
+        [job("run", "vision", started=15), job("p", "vision"), job("q", "nlp")],
+    )
+    assert mix.history == {"vision": [10.0, 40.0, 20.0]}
+    items = {i.name: i for i in mix.items}
+    assert set(items) == {"run", "p", "q"}  # finished workloads are history, not the mix
+    assert (items["run"].run_time.seconds, items["run"].left) == (20.0, 5.0)
+    assert (items["p"].run_time.basis, items["p"].left) == ("median", 20.0)
+    assert "median of 3 finished vision workloads of the last 7d" in items["p"].run_time.note
+    assert (items["q"].run_time.basis, items["q"].left) == ("unknown", None)
+    assert items["q"].entry is not None and items["q"].entry.duration is None  # to the end
+
+
+def test_an_even_history_takes_the_mean_of_the_middle_two() -> None:
+    mix = make_plan(
+        [
+            workload("h1", "nlp", created=500, reserved=400, finished=390),  # 10s
+            workload("h2", "nlp", created=500, reserved=300, finished=280),  # 20s
+            workload("p", "nlp", created=5),
+        ],
+        [job("p", "nlp")],
+    )
+    assert [i.left for i in mix.items] == [15.0]
+
+
+ORDERED = [("x", "vision"), ("y", "nlp"), ("p1", "vision"), ("q1", "nlp"), ("p2", "vision")]
+
+
+def test_the_order_is_admitted_by_admission_then_kueues_pending_order() -> None:
+    # Admitted: x (admitted 50s ago) and y (80s ago, created later): y first, by admission.
+    # Pending, by creation: p1 (vision, position 1), q1 (nlp, 0), p2 (vision, position 0, a
+    # higher priority put it first). vision's slots (1st and 3rd) take p2 then p1; nlp's q1.
+    mix = make_plan(
+        [
+            workload("x", "vision", created=100, reserved=50),
+            workload("y", "nlp", created=90, reserved=80),
+            workload("p1", "vision", created=30),
+            workload("q1", "nlp", created=20),
+            workload("p2", "vision", created=10),
+        ],
+        [job(n, ns, "1m") for n, ns in ORDERED],
+        positions={
+            "vision/job-p1-abcde": (1, 1),
+            "vision/job-p2-abcde": (0, 0),
+            "nlp/job-q1-abcde": (0, 0),
+        },
+    )
+    assert [i.name for i in mix.items] == ["y", "x", "p2", "q1", "p1"]
+    assert [e.name for e in mix.entries()] == ["y", "x", "p2", "q1", "p1"]
+    assert [e.index for e in mix.entries()] == [0, 1, 2, 3, 4]
+    assert [i.position for i in mix.items] == [None, None, (0, 0), (0, 0), (1, 1)]
+
+
+def test_an_admitted_workload_keeps_its_flavor() -> None:
+    mix = make_plan([workload("x", "vision", created=10, reserved=5)], [job("x", "vision", "1m")])
+    (entry,) = mix.entries()
+    spec = entry.manifest["spec"]["template"]["spec"]
+    assert spec["nodeSelector"] == {"gpu-queues.dev/pool": "h100"}  # h100's nodeLabels
+    assert mix.items[0].flavor == "h100"
+
+
+def test_what_cannot_be_replayed_says_why_and_is_not_fed_to_the_engine() -> None:
+    mix = make_plan(
+        [
+            workload("none", "vision", created=10, pod_sets=0),
+            workload("gone", "vision", created=9),
+            workload("off", "nlp", created=8, active=False),
+            workload("ok", "nlp", created=7),
+        ],
+        [job("none", "vision", "1m"), job("ok", "nlp", "1m")],
+    )
+    problems = {i.name: i.problem for i in mix.items}
+    assert problems == {
+        "none": "malformed: a Job's Workload has 0 pod sets, not one",
+        "gone": "its Job vision/gone is gone",
+        "ok": None,
+    }
+    assert [e.name for e in mix.entries()] == ["ok"]
+    assert mix.left_out == ["nlp/job-off-abcde: deactivated, Kueue does not admit it"]
