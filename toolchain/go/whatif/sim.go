@@ -51,8 +51,8 @@ const maxSteps = 10_000
 const idleTimers = 100
 
 const (
-	churnAfter = 300
-	churnEvery = 10
+	churnAfter = 50
+	churnEvery = 2
 )
 
 // trace: GPUQ_WHATIF_TRACE=1 prints what each settling step handled, to stderr.
