@@ -241,3 +241,11 @@ def test_the_multikueue_config_a_check_names_must_be_declared() -> None:
     for name in ("", UNKNOWN, None):
         given = check({"controllerName": MK, "parameters": {"name": name}})
         assert missing_multikueue_config(given, set()) == []
+
+
+def test_every_multikueue_check_limited_to_flavors_is_reported_after_a_whole_queue_one() -> None:
+    cq = queue({"name": "mk-a"}, {"name": "mk-b", "onFlavors": ["gpu"]})
+    assert [e.where for e in multikueue_check_placement(cq, {"mk-a", "mk-b"})] == [
+        CHECKS,
+        f"{CHECKS}[1].onFlavors",
+    ]
