@@ -259,10 +259,10 @@ test-multikueue: venv toolchain
 	$(SUITES) multikueue
 
 # Mutation testing ([tool.mutmut] in pyproject.toml; not part of `make test`): mutmut changes
-# the Kueue rules of queues and flavors, the quantity parser, the capacity sum and the config's
-# cross checks one operator, constant or branch at a time in a copy of the tree (mutants/) and
-# runs the tests covering it; it lists the mutants no test killed. The modules, the score, the
-# time and what each survivor means: docs/mutation.md.
+# the Kueue rules (queues, flavors, admission checks, MultiKueue objects, names), the quantity
+# parser, the capacity sum and the config's cross checks one operator, constant or branch at a
+# time in a copy of the tree (mutants/) and runs the tests covering it; it lists the mutants no
+# test killed. The modules, the score, the time and what each survivor means: docs/mutation.md.
 mutation: venv
 	rm -rf mutants
 	$(VENV)/bin/mutmut run
