@@ -51,7 +51,7 @@ def duration_seconds(text: str) -> float:
 
 
 def _check_prometheus_duration(value: str) -> str:
-    if not PROMETHEUS_DURATION.match(value) or duration_seconds(value) <= 0:
+    if not PROMETHEUS_DURATION.fullmatch(value) or duration_seconds(value) <= 0:
         raise PydanticCustomError(
             "prometheus_duration",
             "{value} is not a Prometheus duration above zero (units y, w, d, h, m, s, ms, "
@@ -62,7 +62,7 @@ def _check_prometheus_duration(value: str) -> str:
 
 
 def _check_uid(value: str) -> str:
-    if not DASHBOARD_UID.match(value):
+    if not DASHBOARD_UID.fullmatch(value):
         raise PydanticCustomError(
             "dashboard_uid",
             "{value} is not a Grafana dashboard uid (1 to 40 letters, digits, '-' or '_')",

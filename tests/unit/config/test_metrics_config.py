@@ -92,6 +92,9 @@ def test_prometheus_durations_are_accepted(interval: str) -> None:
         ({"dashboard": {"labels": {}}}, "dashboard.labels", "at least 1"),
         ({"dashboard": {"uid": "x" * 41}}, "dashboard.uid", "Grafana dashboard uid"),
         ({"dashboard": {"uid": "my board"}}, "dashboard.uid", "Grafana dashboard uid"),
+        # a final line break: `$` matches before one, so the checks match the whole value
+        ({"serviceMonitor": {"interval": "30s\n"}}, "serviceMonitor.interval", "Prometheus"),
+        ({"dashboard": {"uid": "gpu\n"}}, "dashboard.uid", "Grafana dashboard uid"),
         ({"dashboard": {"folder": "GPU\nqueues"}}, "dashboard.folder", ""),
         (
             {"dashboard": {"folderAnnotation": "not an annotation!"}},
