@@ -104,9 +104,19 @@ kueue_release() {
 # are package-internal, so the build uses a throwaway copy of the release's module with the
 # engine's three small files (toolchain/go/whatif/overlay) added to their packages, in a
 # temporary folder removed afterwards (`go build -overlay` refuses files in the module cache).
+# whatif_rewrites OVERLAY KUEUE_DIR: the rewrites of OVERLAY/rewrites.tsv (ties in name order
+# instead of Go's random map order; the file says why) applied to the copy in KUEUE_DIR.
+whatif_rewrites() {
+  local file fn from to
+  while IFS=$'\t' read -r file fn from to; do
+    case $file in '#'* | '') continue ;; esac
+    awk -v fn="$fn" -v from="$from" -v to="$to" -f "$1/rewrite.awk" "$2/$file" >"$2/$file.whatif" || return 1
+    mv -f "$2/$file.whatif" "$2/$file"
+  done <"$1/rewrites.tsv"
+}
 whatif_release() {
   local v=$1 src=$here/go/whatif out work kdir start
-  out=$cache/gpuq-whatif-$(key "kueue/$v" whatif "$(cat "$src"/*.go "$src"/overlay/*.go | sha256sum | cut -c1-16)")
+  out=$cache/gpuq-whatif-$(key "kueue/$v" whatif "$(cat "$src"/*.go "$src"/overlay/* | sha256sum | cut -c1-16)")
   if [ ! -x "$out" ]; then
     lock "$out"
     if [ ! -x "$out" ]; then
@@ -119,6 +129,10 @@ whatif_release() {
       cp "$src/overlay/scheduler.go" "$work/kueue/pkg/scheduler/zz_whatif.go"
       cp "$src/overlay/queue.go" "$work/kueue/pkg/cache/queue/zz_whatif.go"
       cp "$src/overlay/core.go" "$work/kueue/pkg/controller/core/zz_whatif.go"
+      cp "$src/overlay/hierarchy.go" "$work/kueue/pkg/cache/hierarchy/zz_whatif.go"
+      if ! whatif_rewrites "$src/overlay" "$work/kueue"; then
+        rm -rf "$work"; unlock; exit 1
+      fi
       printf '\nreplace sigs.k8s.io/kueue => ./kueue\n' >>"$work/go.mod"
       if ! ( cd "$work" && go build -trimpath -tags osusergo,netgo,grpcnotrace -ldflags "-s -w" -o gpuq-whatif . ); then
         rm -rf "$work"; unlock; exit 1

@@ -349,3 +349,37 @@ def test_the_engine_reads_and_patches_as_the_in_memory_client_does(
     assert json.dumps(report_json(fast_run, None), indent=2) == json.dumps(
         report_json(plain_run, None), indent=2
     )
+
+
+def three_borrowers(fair_sharing: bool) -> Stack:
+    """Teams c, a and b (declared in that order) with 2 GPUs each in one cohort of 6, each
+    free to borrow 4; with `fair_sharing`, Kueue's fair sharing decides by tournament."""
+    teams = []
+    for name in ("c", "a", "b"):
+        t = Team(name).namespace(NS.format(name)).cohort("pool")
+        t.quota("gpu", cpu=16, memory="128Gi", gpu=2).borrowing("gpu", gpu=4)
+        t.set(preemption={"reclaimWithinCohort": "Never", "withinClusterQueue": "Never"})
+        teams.append(t)
+    stack = Stack().flavor(Flavor("gpu").capacity(cpu=48, memory="384Gi", gpu=6))
+    if fair_sharing:
+        stack.kueue(manager={"fairSharing": {}})
+    return stack.cohort("pool").team(*teams)
+
+
+@pytest.mark.parametrize("fair_sharing", [False, True], ids=["classical", "fair-sharing"])
+def test_ties_across_cluster_queues_go_by_name_on_every_run(
+    fair_sharing: bool, tmp_path: Path
+) -> None:
+    """c's 6-GPU job holds the whole cohort until 600 s. At 10 s c, a and b each submit a
+    4-GPU job: equal priority, equal creation time, each borrowing, so when the cohort frees
+    at 600 s only one fits and Kueue's scheduler has nothing left to tell them apart (the
+    classical order: borrowing, priority, timestamp; the fair-sharing tournament: equal
+    shares, then the same). Kueue leaves that tie to Go's map order, random on every call;
+    the engine puts the ClusterQueues in name order (docs/what-if.md): a-cq at 600 s, b-cq
+    when a's ends at 700 s, c-cq at 800 s, whatever the order of the stack or the mix, and
+    the same on every run."""
+    jobs = [job("c-hold", "c", 6, at=0, runs=600)]
+    jobs += [job(f"{t}-tie", t, 4, at=10, runs=100) for t in ("c", "b", "a")]
+    expected = {"c-hold": 0.0, "a-tie": 590.0, "b-tie": 690.0, "c-tie": 790.0}
+    for _ in range(5):
+        assert waits(replay(three_borrowers(fair_sharing), jobs, tmp_path)) == expected

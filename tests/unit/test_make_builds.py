@@ -99,22 +99,35 @@ case "$1" in
   env) echo go0.0-fake ;;
   mod) ;;
   list) d=$FAKE_GO_LOG.module  # a module folder for the what-if engine's copy
-        mkdir -p "$d/pkg/scheduler" "$d/pkg/cache/queue" "$d/pkg/controller/core"; echo "$d" ;;
+        mkdir -p "$d/pkg/scheduler" "$d/pkg/cache/queue" "$d/pkg/cache/hierarchy" \
+          "$d/pkg/controller/core"
+        # the lines the engine's rewrites (toolchain/go/whatif/overlay/rewrites.tsv) look for
+        # (FAKE_GO_MOVED: a release that moved the first of them)
+        q="$d/pkg/cache/queue/manager.go" c="$d/pkg/cache/hierarchy/cohort.go"
+        printf 'func (m *Manager) heads() []workload.Info {\n\tfor cqName, cq := range %s {\n}\n' \
+          "${FAKE_GO_MOVED:-m.hm.ClusterQueues()}" > "$q"
+        printf 'func (c *Cohort[CQ, C]) %s {\n\treturn c.%s.UnsortedList()\n}\n' \
+          'ChildCQs() []CQ' childCqs 'ChildCohorts() []C' childCohorts > "$c"
+        echo "$d" ;;
   build)
     out=""; pkg=""
     while [ $# -gt 0 ]; do
       case "$1" in -o) out=$2; shift ;; -ldflags) ldflags=$2; shift ;; *) pkg=$1 ;; esac
       shift
     done
+    [ -d kueue ] && cat kueue/pkg/cache/queue/manager.go kueue/pkg/cache/hierarchy/cohort.go \
+      > "$FAKE_GO_LOG.engine"  # the engine's copy of Kueue, as the build found it
     echo "$pkg $ldflags" >> "$FAKE_GO_LOG"; printf '#!/bin/sh\\n' > "$out"; chmod +x "$out" ;;
   *) echo "fake go: $*" >&2; exit 1 ;;
 esac
 """
 
 
-def built_releases(tmp_path: Path, kueue_versions: str | None) -> tuple[list[str], list[str]]:
-    """(the Kueue releases build.sh compiled, the kueue binaries it linked) in a copy of the
-    project's toolchain folder, with an empty binary cache."""
+def build_kueue(
+    tmp_path: Path, kueue_versions: str | None, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    """`build.sh kueue` in a copy of the project's toolchain folder, with an empty binary
+    cache and the fake go (`extra`: more of its environment)."""
     project = tmp_path / "project"
     shutil.copytree(ROOT / "toolchain", project / "toolchain")
     fake = tmp_path / "fakebin"
@@ -128,15 +141,24 @@ def built_releases(tmp_path: Path, kueue_versions: str | None) -> tuple[list[str
         FAKE_GO_LOG=str(log),
         GPU_QUEUES_CACHE=str(tmp_path / "cache"),
     )
+    env.update(extra)
     if kueue_versions is not None:
         env["KUEUE_VERSIONS"] = kueue_versions
-    subprocess.run(
+    return subprocess.run(
         ["bash", "toolchain/build.sh", "kueue"],
         cwd=project,
         env=env,
-        check=True,
+        check=False,
         capture_output=True,
+        text=True,
     )
+
+
+def built_releases(tmp_path: Path, kueue_versions: str | None) -> tuple[list[str], list[str]]:
+    """(the Kueue releases build.sh compiled, the kueue binaries it linked)."""
+    done = build_kueue(tmp_path, kueue_versions)
+    assert done.returncode == 0, done.stderr
+    log, project = tmp_path / "go.log", tmp_path / "project"
     compiled = re.findall(r"pkg/version\.GitVersion=(v[\w.]+)", log.read_text())
     linked = sorted(p.name for p in (project / ".toolchain" / "bin").glob("kueue-*"))
     return sorted(compiled), linked
@@ -159,3 +181,29 @@ def test_build_sh_adds_the_pin_to_the_releases_named(tmp_path: Path) -> None:
 def test_build_sh_builds_every_supported_release_when_none_is_named(tmp_path: Path) -> None:
     every = sorted(supported())
     assert built_releases(tmp_path, None) == (every, [f"kueue-{v}" for v in every])
+
+
+def test_the_engine_is_built_with_ties_in_name_order(tmp_path: Path) -> None:
+    """The what-if engine's copy of Kueue has the three map-order loops rewritten
+    (rewrites.tsv; tests/toolchain/test_whatif_engine.py shows what each one decides)."""
+    assert build_kueue(tmp_path, kueue_version()).returncode == 0
+    engine = (tmp_path / "go.log.engine").read_text()
+    assert "range whatIfByName(m.hm.ClusterQueues())" in engine
+    assert (
+        "return whatIfSorted[CQ, kueue.ClusterQueueReference](c.childCqs.UnsortedList())" in engine
+    )
+    assert "return whatIfSorted[C, kueue.CohortReference](c.childCohorts.UnsortedList())" in engine
+    assert "UnsortedList()\n" not in engine.replace("UnsortedList())", "")
+
+
+def test_a_release_that_moved_the_code_fails_the_engine_build(tmp_path: Path) -> None:
+    """A release whose heads() no longer loops over m.hm.ClusterQueues(): the build stops,
+    naming the file, the text and the function, instead of building an engine whose ties go
+    by map order again."""
+    done = build_kueue(tmp_path, kueue_version(), FAKE_GO_MOVED="m.clusterQueues")
+    assert done.returncode != 0
+    assert (
+        "pkg/cache/queue/manager.go has no range m.hm.ClusterQueues() in func (m *Manager) heads()"
+        in done.stderr
+    )
+    assert not list((tmp_path / "project" / ".toolchain" / "bin").glob("gpuq-whatif-*"))

@@ -5,6 +5,7 @@ package queue
 
 import (
 	"fmt"
+	"iter"
 	"sort"
 	"strings"
 
@@ -54,4 +55,20 @@ func (m *Manager) WhatIfQueueState() string {
 		cq.rwm.RUnlock()
 	}
 	return b.String()
+}
+
+// whatIfByName: the ClusterQueues of a map in name order (heads.awk puts it in heads()).
+func whatIfByName[CQ any](cqs map[kueue.ClusterQueueReference]CQ) iter.Seq2[kueue.ClusterQueueReference, CQ] {
+	names := make([]string, 0, len(cqs))
+	for name := range cqs {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	return func(yield func(kueue.ClusterQueueReference, CQ) bool) {
+		for _, name := range names {
+			if !yield(kueue.ClusterQueueReference(name), cqs[kueue.ClusterQueueReference(name)]) {
+				return
+			}
+		}
+	}
 }
