@@ -87,6 +87,8 @@ class WorkloadResult:
     gpu_seconds: float = 0.0
     submit_at: float = 0.0
     preemptions: int = 0
+    first_flavor: str | None = None
+    """The flavor of its first admission (the fast engine records it; `flavor` is the last)."""
     intervals: list[tuple[float, float | None]] = field(default_factory=list)
     """The workload's runs, (start, end or None while running at the end), in simulated
     seconds (the module's docstring has the rules; the charts are drawn from them)."""

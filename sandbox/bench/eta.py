@@ -1,7 +1,7 @@
 """Benchmark of `gpuq status --eta` (not a test; docs/eta.md): how long the estimate takes for
 a cluster with N pending workloads, without N real workloads on a cluster.
 
-    python -m sandbox.bench.eta [100 300 1000] [--seed 1]           the mix and the replay
+    python -m sandbox.bench.eta [100 300 1000] [--seed 1] [--horizon 24h]  the mix and replay
     python -m sandbox.bench.eta --live 100 [--stack local]           the snapshot read, on the
                                                                      sandbox (inside it)
 
@@ -37,11 +37,12 @@ from gpu_queues.tools import status
 from gpu_queues.tools.eta_mix import plan
 from gpu_queues.tools.record import Owners
 from gpu_queues.tools.status import Snapshot
+from gpu_queues.whatif.durations import parse_duration
 from gpu_queues.whatif.mix import Catalog
 from gpu_queues.whatif.workloads import Rest
 from sandbox.paths import KUBECONFIG
 from sandbox.replay.engine import frameworks
-from sandbox.replay.eta import live_nodes
+from sandbox.replay.eta import DEFAULT_HORIZON, live_nodes
 from sandbox.replay.fast import manager_configuration, replay_entries
 from sandbox.shape import load_stack, nodes
 
@@ -149,7 +150,9 @@ def owner_of(jobs: dict[tuple[str, str], dict[str, Any]]) -> Any:
     return lookup
 
 
-def bench_synthetic(sizes: list[int], seed: int, replay: bool = True) -> list[dict[str, Any]]:
+def bench_synthetic(
+    sizes: list[int], seed: int, replay: bool = True, horizon: float | None = DEFAULT_HORIZON
+) -> list[dict[str, Any]]:
     config = load_stack(ROOT / "Pulumi.prod.yaml")
     configuration = manager_configuration(config)
     catalog = Catalog.from_stack(config, frameworks(configuration))
@@ -165,8 +168,9 @@ def bench_synthetic(sizes: list[int], seed: int, replay: bool = True) -> list[di
             continue
         before = _children_cpu()
         run = replay_entries(
-            config, mix.entries(), configuration, stack="prod", label="bench", nodes=nodes(config)
-        )
+            config, mix.entries(), configuration, stack="prod", label="bench",
+            nodes=nodes(config), until=horizon,
+        )  # fmt: skip
         t2 = time.monotonic()
         cpu = _children_cpu() - before
         admitted = sum(w.wait_seconds is not None for w in run.workloads)
@@ -271,11 +275,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--live", type=int, help="time the reading of N Jobs on the sandbox")
     parser.add_argument("--mix-only", action="store_true", help="time the mix, not the replay")
     parser.add_argument("--stack", default="local", help="with --live: the deployed stack")
+    parser.add_argument(
+        "--horizon", default="24h", help="how far the replay looks ahead (default 24h, or none)"
+    )
     args = parser.parse_args(argv)
+    horizon = None if args.horizon == "none" else parse_duration(args.horizon)
     if args.live:
         print(bench_live(args.live, args.stack))
         return 0
-    rows = bench_synthetic(args.sizes, args.seed, replay=not args.mix_only)
+    rows = bench_synthetic(args.sizes, args.seed, replay=not args.mix_only, horizon=horizon)
     if rows:
         print(table(rows))
     return 0

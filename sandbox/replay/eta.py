@@ -1,7 +1,8 @@
 """Start-time estimates, `gpuq status --eta` (docs/eta.md): when each pending workload of the
 live cluster is predicted to be admitted, and on which run-time estimates that rests.
 
-    python -m sandbox.replay.eta --stack NAME [--project DIR] [--history 7d] [--json]
+    python -m sandbox.replay.eta --stack NAME [--project DIR] [--history 7d] [--horizon 24h]
+        [--json]
     make status STACK=prod ARGS=--eta
 
 A read-only snapshot of the cluster (gpu_queues.tools.status, through the stack's kubeconfig
@@ -9,7 +10,8 @@ secret as `gpuq status` reads it) becomes a mix that starts now (gpu_queues.tool
 admitted workloads first, holding what they hold for what is left of their run time, then the
 pending ones in Kueue's order), replayed forward on the fast engine of the stack's Kueue
 release (sandbox.replay.fast) with the stack's queues as the program renders them and the
-cluster's nodes as they are. A pending workload's predicted admission is now plus its wait
+cluster's nodes as they are, up to a horizon (default 24 h ahead; a workload not admitted by
+then is "not within 24h"). A pending workload's predicted admission is now plus its wait
 in the replay; what it relies on is the run-time estimates of the workloads of its
 ClusterQueue (or cohort) whose runs ended in the replay before it was admitted. Every
 assumption is printed with the estimates.
@@ -24,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import urllib3
 
@@ -39,6 +41,11 @@ from gpu_queues.whatif.report import Run, WorkloadResult
 from gpu_queues.whatif.workloads import KubeError, Rest, is_true
 from sandbox.replay.engine import frameworks
 from sandbox.replay.fast import FastEngineError, manager_configuration, replay_entries
+
+# How far ahead the replay looks: a day of the cluster, not the whole backlog (at 1,000 pending
+# workloads on prod, ten simulated days). Predictions before it are the same as without one
+# (tests/toolchain/test_eta_horizon.py).
+DEFAULT_HORIZON: Final = 86400.0
 
 
 @dataclass(frozen=True)
@@ -124,8 +131,10 @@ def predict(
     *,
     source: str,
     history: float = DEFAULT_HISTORY,
+    horizon: float | None = DEFAULT_HORIZON,
 ) -> Estimate:
-    """The snapshot's mix replayed forward (module docstring)."""
+    """The snapshot's mix replayed forward (module docstring), `horizon` seconds ahead (None:
+    until nothing is left to happen)."""
     missing = sorted(
         {cq for wl, cq, _ in snapshot.workloads if cq in snapshot.unanswered and _pending(wl)}
     )
@@ -138,7 +147,7 @@ def predict(
     configuration = manager_configuration(config)
     catalog = Catalog.from_stack(config, frameworks(configuration))
     mix = plan(snapshot, owners, config, catalog, history)
-    assumptions = _assumptions(config, mix, nodes, history)
+    assumptions = _assumptions(config, mix, nodes, history, horizon)
     pending = [i for i in mix.items if i.state == "pending"]
     if not mix.entries():
         return Estimate(mix, None, [_unreplayed(i) for i in pending], assumptions, source)
@@ -149,6 +158,7 @@ def predict(
         stack=source,
         label=f"estimate from {iso(mix.now)}",
         nodes=nodes or None,
+        until=horizon,
     )
     assumptions += [f"the replay: {note}" for note in run.meta.notes]  # preemption loops
     results = {(w.namespace, w.name): w for w in run.workloads}
@@ -156,7 +166,7 @@ def predict(
     for item in pending:
         found = results.get((item.namespace, item.name)) if item.entry else None
         predictions.append(
-            _prediction(config, item, found, mix, run) if found else _unreplayed(item)
+            _prediction(config, item, found, mix, run, horizon) if found else _unreplayed(item)
         )
     return Estimate(mix, run, predictions, assumptions, source)
 
@@ -170,15 +180,26 @@ def _unreplayed(item: Item) -> Prediction:
 
 
 def _prediction(
-    config: StackConfig, item: Item, found: WorkloadResult, mix: Plan, run: Run
+    config: StackConfig,
+    item: Item,
+    found: WorkloadResult,
+    mix: Plan,
+    run: Run,
+    horizon: float | None,
 ) -> Prediction:
     if found.wait_seconds is None:
         unknown = [i for i in mix.items if i.entry and i.run_time.basis == "unknown"]
-        why = found.message or "not admitted in the replay"
+        why = found.message or "no message from Kueue"
         if unknown:
             why = (
-                f"not admitted before the replay ended: {len(unknown)} workload(s) of unknown "
-                f"run time hold their quota to the end; {why}"
+                f"{len(unknown)} workload(s) of unknown run time hold their quota to the end; {why}"
+            )
+        if horizon is None:
+            why = f"not admitted before the replay ended: {why}"
+        else:
+            why = (
+                f"not within {format_duration(horizon)} (the replay looks that far ahead: "
+                f"--horizon): {why}"
             )
         return Prediction(item, None, None, {}, why)
     admitted = found.wait_seconds
@@ -192,7 +213,7 @@ def _prediction(
         if any(end is not None and end <= admitted for _, end in other.intervals):
             relies[basis.get((other.namespace, other.name), "unknown")] += 1
     return Prediction(
-        item, mix.now + admitted, found.flavor, dict(sorted(relies.items())),
+        item, mix.now + admitted, found.first_flavor or found.flavor, dict(sorted(relies.items())),
         preempted=found.preemptions,
     )  # fmt: skip
 
@@ -206,10 +227,19 @@ def shares_quota(config: StackConfig, cq: str, other: str | None) -> bool:
 
 
 def _assumptions(
-    config: StackConfig, mix: Plan, nodes: list[dict[str, Any]], history: float
+    config: StackConfig,
+    mix: Plan,
+    nodes: list[dict[str, Any]],
+    history: float,
+    horizon: float | None,
 ) -> list[str]:
+    ahead = (
+        f"up to {iso(mix.now + horizon)}, {format_duration(horizon)} ahead (--horizon)"
+        if horizon is not None
+        else "until nothing is left to happen (--horizon none)"
+    )
     out = [
-        f"replayed from {iso(mix.now)} on the fast engine of Kueue {config.kueue.version} "
+        f"replayed from {iso(mix.now)} {ahead} on the fast engine of Kueue {config.kueue.version} "
         "(sandbox/replay/fast.py), in simulated time: Kueue's reactions take no time, so a "
         "live handoff (a job ends, the next is admitted) comes a second or two later",
         "queues and quotas as the stack file declares them (the program's rendering), "
@@ -298,12 +328,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="7d",
         help="how far back a team's finished workloads count for its median (default 7d)",
     )
+    parser.add_argument(
+        "--horizon",
+        default="24h",
+        help="how far ahead the replay looks (default 24h; none: until nothing is left to "
+        "happen, the whole backlog)",
+    )
     args = parser.parse_args(argv)
     try:
         history = parse_duration(args.history)
     except DurationError as exc:
         print(f"status --eta: --history: {exc}", file=sys.stderr)
         return 2
+    horizon: float | None = None
+    if args.horizon != "none":
+        try:
+            horizon = parse_duration(args.horizon)
+        except DurationError as exc:
+            print(f"status --eta: --horizon: {exc} (or none)", file=sys.stderr)
+            return 2
+        if horizon <= 0:
+            print("status --eta: --horizon: must be more than 0s (or none)", file=sys.stderr)
+            return 2
     if not args.stack:
         print(
             "status --eta: --stack is needed: the replay renders the stack's queues "
@@ -312,7 +358,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     try:
-        return _run(args.stack, args.project, args.json, history)
+        return _run(args.stack, args.project, args.json, history, horizon)
     except (status.StatusError, KubeconfigError, EtaError, FastEngineError) as exc:
         print(f"status --eta: {exc}", file=sys.stderr)
     except (KubeError, OSError, urllib3.exceptions.HTTPError) as exc:
@@ -320,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
-def _run(stack: str, project: Path, as_json: bool, history: float) -> int:
+def _run(stack: str, project: Path, as_json: bool, history: float, horizon: float | None) -> int:
     config, _ = status.stack_config(stack, project)
     rest, source, teams = status.connect(stack, project)
     now = datetime.now(UTC).timestamp()
@@ -328,7 +374,7 @@ def _run(stack: str, project: Path, as_json: bool, history: float) -> int:
     nodes = live_nodes(rest)
     estimate = predict(
         config, snapshot, Owners(rest).get, nodes, source=f"live cluster of {source}",
-        history=history,
+        history=history, horizon=horizon,
     )  # fmt: skip
     print(json.dumps(public(estimate), indent=2) if as_json else render(estimate))
     return 0

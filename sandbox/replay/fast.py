@@ -37,7 +37,7 @@ from gpu_queues.whatif.documents import Limits
 from gpu_queues.whatif.durations import format_duration, parse_duration
 from gpu_queues.whatif.mix import Catalog, Entry, load_mix
 from gpu_queues.whatif.report import Run, RunMeta, WorkloadResult, team_results
-from gpu_queues.whatif.workloads import eviction
+from gpu_queues.whatif.workloads import admitted_flavor, eviction
 from sandbox import shape
 from sandbox.paths import ROOT
 from sandbox.replay.engine import flavor_gpus, frameworks
@@ -178,7 +178,7 @@ def _intervals(runs: list[dict[str, Any]]) -> list[tuple[float, float | None]]:
 
 
 def result_of(e: Entry, line: dict[str, Any]) -> WorkloadResult:
-    return outcome(
+    result = outcome(
         e,
         line.get("workload"),
         running=bool(line.get("allRunning")),
@@ -189,6 +189,9 @@ def result_of(e: Entry, line: dict[str, Any]) -> WorkloadResult:
         problem=line.get("problem") or None,
         intervals=_intervals(line.get("intervals") or []),
     )
+    if line.get("firstAdmission"):
+        result.first_flavor = admitted_flavor({"status": {"admission": line["firstAdmission"]}})
+    return result
 
 
 def replay_mix(

@@ -37,6 +37,10 @@ def test_eta_needs_a_stack_and_the_status_module_points_to_it(capsys) -> None:
     assert "--stack is needed" in capsys.readouterr().err
     assert eta.main(["--stack", "staging", "--history", "a week"]) == 2
     assert "--history: 'a week' is not a duration" in capsys.readouterr().err
+    assert eta.main(["--stack", "staging", "--horizon", "soon"]) == 2
+    assert "--horizon: 'soon' is not a duration" in capsys.readouterr().err
+    assert eta.main(["--stack", "staging", "--horizon", "0s"]) == 2
+    assert "--horizon: must be more than 0s (or none)" in capsys.readouterr().err
     assert status_main(["--eta"]) == 2
     assert "make status ARGS=--eta" in capsys.readouterr().err
 

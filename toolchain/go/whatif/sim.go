@@ -417,6 +417,7 @@ func (s *sim) track(j *jobState, wl *kueue.Workload) {
 	if holds && j.admittedAt == nil {
 		at := s.now
 		j.admittedAt = &at
+		j.first = wl.Status.Admission.DeepCopy()
 	}
 	if j.hadQuota && !holds && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
 		var conds []metav1.Condition
@@ -520,7 +521,7 @@ func (s *sim) settle() error {
 func (s *sim) results() []Result {
 	out := make([]Result, 0, len(s.jobs))
 	for _, j := range s.jobs {
-		r := Result{Type: "workload", Index: j.in.Index, AdmittedAt: j.admittedAt, RunSeconds: j.runSeconds,
+		r := Result{Type: "workload", Index: j.in.Index, AdmittedAt: j.admittedAt, FirstAdmission: j.first, RunSeconds: j.runSeconds,
 			Intervals: j.intervals, Evictions: j.evictions, AllRunning: j.running, Stuck: j.stuck, Problem: j.problem}
 		if r.Intervals == nil {
 			r.Intervals = []interval{}

@@ -37,6 +37,7 @@ type jobState struct {
 	runSeconds  float64
 	intervals   []interval
 	admittedAt  *float64
+	first       *kueue.Admission // its first admission (the flavors a start-time estimate names)
 	hadQuota    bool
 	evictions   [][]metav1.Condition
 	finished    bool
@@ -49,16 +50,18 @@ type jobState struct {
 
 // Result is one "workload" line of the output.
 type Result struct {
-	Type       string               `json:"type"`
-	Index      int                  `json:"index"`
-	Workload   *kueue.Workload      `json:"workload"`
-	AdmittedAt *float64             `json:"admittedAt"`
-	RunSeconds float64              `json:"runSeconds"` // how long its pods ran, over all its runs
-	Intervals  []interval           `json:"intervals"`
-	Evictions  [][]metav1.Condition `json:"evictions"`
-	AllRunning bool                 `json:"allRunning"`
-	Stuck      string               `json:"stuck,omitempty"`
-	Problem    string               `json:"problem,omitempty"`
+	Type       string          `json:"type"`
+	Index      int             `json:"index"`
+	Workload   *kueue.Workload `json:"workload"`
+	AdmittedAt *float64        `json:"admittedAt"`
+	// FirstAdmission: the Workload's status.admission when it was first admitted.
+	FirstAdmission *kueue.Admission     `json:"firstAdmission,omitempty"`
+	RunSeconds     float64              `json:"runSeconds"` // how long its pods ran, over all its runs
+	Intervals      []interval           `json:"intervals"`
+	Evictions      [][]metav1.Condition `json:"evictions"`
+	AllRunning     bool                 `json:"allRunning"`
+	Stuck          string               `json:"stuck,omitempty"`
+	Problem        string               `json:"problem,omitempty"`
 }
 
 // Summary is the last line of the output: the clock's figures.
