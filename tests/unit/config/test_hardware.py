@@ -170,6 +170,22 @@ def test_capacity_and_nodes_must_list_the_same_resources():
     assert hardware.source["memory"] == ("nodes", "resources", "memory")
 
 
+def test_a_resource_only_capacity_names_does_not_hide_the_next_ones_disagreement():
+    flavor = {"nodes": nodes(2, cpu=4), "capacity": {"example.com/nic": 2, "cpu": 7}}
+    assert flavor_hardware(flavor).problems == [
+        (
+            ("capacity", "example.com/nic"),
+            "capacity lists example.com/nic but nodes.resources does not; give example.com/nic "
+            "per node in nodes.resources, or remove it from capacity",
+        ),
+        (
+            ("capacity", "cpu"),
+            "capacity cpu is 7 but the nodes add up to 2 nodes x 4 = 8; make them agree, or keep "
+            "only nodes (capacity follows from them)",
+        ),
+    ]
+
+
 def test_an_empty_capacity_beside_nodes_asks_for_nothing():
     hardware = flavor_hardware({"nodes": nodes(2, cpu=4), "capacity": {}})
     assert hardware.problems == []

@@ -84,8 +84,7 @@ def test_a_kubeconfig_with_a_token_and_ca_data_connects():
 
 
 @pytest.mark.parametrize(
-    "text",
-    ["", "- clusters", "kubeconfig", "42"],
+    "text", ["", "- clusters", "kubeconfig", "42"], ids=["empty", "list", "string", "number"]
 )
 def test_a_document_that_is_no_mapping_is_no_kubeconfig(text):
     assert kubeconfig_problems(text) == [
@@ -131,7 +130,11 @@ def test_each_cluster_rule_kueue_has_is_reported_for_every_cluster():
     ]
 
 
-@pytest.mark.parametrize("data", ["Q0E", "not base64!", "Q0E=\n", 7, ["Q0E="]])
+@pytest.mark.parametrize(
+    "data",
+    ["Q0E", "not base64!", "Q0E=\n", 7, ["Q0E="]],
+    ids=["no-padding", "not-the-alphabet", "line-break", "number", "list"],
+)
 def test_ca_data_must_be_base64(data):
     text = kubeconfig(clusters=[cluster(**{"certificate-authority-data": data})])
     assert kubeconfig_problems(text) == ["cluster 'east': certificate-authority-data is not base64"]
@@ -145,18 +148,18 @@ def test_the_same_problem_twice_is_reported_once():
     ]
 
 
-@pytest.mark.parametrize(
-    ("key", "value", "why"),
-    [
-        ("tokenFile", "/var/run/token", "a token file"),
-        ("username", "admin", "basic auth"),
-        ("password", "pw", "basic auth"),
-        ("exec", {"command": "aws"}, "an exec credential plugin"),
-        ("auth-provider", {"name": "gcp"}, "an auth provider"),
-        ("client-certificate", "/etc/client.crt", "a client certificate file"),
-        ("client-key", "/etc/client.key", "a client key file"),
-    ],
-)
+CREDENTIALS = [
+    ("tokenFile", "/var/run/token", "a token file"),
+    ("username", "admin", "basic auth"),
+    ("password", "pw", "basic auth"),
+    ("exec", {"command": "aws"}, "an exec credential plugin"),
+    ("auth-provider", {"name": "gcp"}, "an auth provider"),
+    ("client-certificate", "/etc/client.crt", "a client certificate file"),
+    ("client-key", "/etc/client.key", "a client key file"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "why"), CREDENTIALS, ids=[c[0] for c in CREDENTIALS])
 def test_each_credential_kueue_cannot_use_is_refused(key, value, why):
     users = [{"name": "ok", "user": {"token": "t"}}, {"name": "kueue", "user": {key: value}}]
     assert kubeconfig_problems(kubeconfig(users=users)) == [
@@ -334,6 +337,18 @@ def test_workers_are_named_once_each_cluster_once_each_with_a_kubeconfig():
         # A worker without a name renders a MultiKueueCluster 'None'; the model reports the name.
         "gpu-queues:multiKueue.manager.workers: MultiKueueCluster 'None': location "
         "'multikueue-None' is not a Secret name",
+        "gpu-queues:multiKueue.manager.workers: MultiKueueCluster 'None': location "
+        "'multikueue-None' is not a Secret name",
+    ]
+
+
+def test_a_worker_without_a_name_or_stack_does_not_hide_a_later_duplicate():
+    workers = [{"kubeconfig": "k"}, {"name": "east", "stack": "s"}, {"name": "east", "stack": "s"}]
+    assert mk({"workers": workers, "teams": []}) == [
+        "gpu-queues:multiKueue.manager.workers[2].name: worker 'east' is already at "
+        "gpu-queues:multiKueue.manager.workers[1].name",
+        "gpu-queues:multiKueue.manager.workers[2].stack: worker stack (one cluster, two workers) "
+        "'s' is already at gpu-queues:multiKueue.manager.workers[1].stack",
         "gpu-queues:multiKueue.manager.workers: MultiKueueCluster 'None': location "
         "'multikueue-None' is not a Secret name",
     ]
