@@ -260,7 +260,8 @@ test-multikueue: venv toolchain
 
 # Mutation testing ([tool.mutmut] in pyproject.toml; not part of `make test`): mutmut changes
 # the Kueue rules (queues, flavors, admission checks, MultiKueue objects, names), the quantity
-# parser, the capacity sum and the config's cross checks one operator, constant or branch at a
+# parser, the capacity sum and the config's cross checks (names, RBAC subjects and namespaces,
+# MultiKueue, the rendered objects' rules, hardware) one operator, constant or branch at a
 # time in a copy of the tree (mutants/) and runs the tests covering it; it lists the mutants no
 # test killed. The modules, the score, the time and what each survivor means: docs/mutation.md.
 mutation: venv

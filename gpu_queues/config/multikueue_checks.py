@@ -28,7 +28,7 @@ import yaml
 
 from gpu_queues import keys
 from gpu_queues.config import render
-from gpu_queues.config.errors import Loc, Problem, format_loc
+from gpu_queues.config.errors import Loc, Problem, format_loc, key_path
 from gpu_queues.kueue.admissioncheck import admission_check_errors, missing_multikueue_config
 from gpu_queues.kueue.errors import child
 from gpu_queues.kueue.fields import api_server_url_problem
@@ -56,10 +56,6 @@ SAME_ON_WORKERS: Final = {
     "clusterQueue": "a team's quota has one ClusterQueue name on every cluster of the set, so "
     "what the manager and its workers say about it lines up (docs/multikueue.md)",
 }
-
-
-def _key_path(loc: Loc) -> str:
-    return format_loc(loc).split(":", 1)[1]
 
 
 # --- Kueue's rules for a MultiKueue kubeconfig ---------------------------------------------
@@ -114,11 +110,36 @@ def kubeconfig_problems(text: str) -> list[str]:
                     f"user {name!r} uses {why} ({key}), which Kueue's MultiKueue refuses or "
                     "cannot read in its pod; use a token or client-certificate-data"
                 )
-    if not as_list(doc.get("contexts")):
-        problems.append("it has no contexts")
-    elif not doc.get("current-context"):
-        problems.append("it sets no current-context, which Kueue connects with")
+    problems += _current_context_problems(doc)
     return list(dict.fromkeys(problems))
+
+
+def _current_context_problems(doc: Mapping[str, Any]) -> list[str]:
+    """The context Kueue connects with: the current one, which must be in the file and name a
+    cluster of it (client-go's ConfirmUsable: "context was not found", else no server)."""
+    if not as_list(doc.get("contexts")):
+        return ["it has no contexts"]
+    current = doc.get("current-context")
+    if not current:
+        return ["it sets no current-context, which Kueue connects with"]
+    contexts = {
+        name: as_dict(c)
+        for c in as_list(doc.get("contexts"))
+        if (name := as_str(as_dict(c).get("name")))
+    }
+    if as_str(current) not in contexts:
+        return [
+            f"its current-context {current!r} is not one of its contexts "
+            f"({', '.join(sorted(contexts))}), so Kueue cannot connect"
+        ]
+    cluster = as_dict(contexts[current].get("context")).get("cluster")
+    clusters = {n for c in as_list(doc.get("clusters")) if (n := as_str(as_dict(c).get("name")))}
+    if as_str(cluster) not in clusters:
+        return [
+            f"context {current!r} names cluster {cluster!r}, which it does not define, so Kueue "
+            "has no server to connect to"
+        ]
+    return []
 
 
 def _is_base64(value: object) -> bool:
@@ -280,7 +301,7 @@ def _manager_teams(
                     Problem(
                         (*TEAMS, j, "workers", k),
                         f"worker {worker_name!r} is not declared under "
-                        f"{_key_path(WORKERS)} (declared: "
+                        f"{key_path(WORKERS)} (declared: "
                         f"{', '.join(sorted(declared_workers)) or 'none'})",
                     )
                 )
