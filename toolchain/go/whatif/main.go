@@ -35,11 +35,12 @@ func main() {
 		ctrllog.SetLogger(logr.Discard())
 	}
 	// A replay allocates and drops copies of objects at a high rate; Go's default collector
-	// spends a fifth of the time on them. Collect at 5x the live heap instead, within 1.5 GiB
-	// (the collector works harder near the limit, the replay does not fail). GOGC and
-	// GOMEMLIMIT, when set, win.
+	// spends a fifth of the time on them. Collect at 11x the live heap instead, within 1.5 GiB
+	// (the collector works harder near the limit, the replay does not fail): on the
+	// 1,000-workload bench mix 17% less CPU than at 5x, for 0.9 GiB at the peak instead of
+	// 0.4. GOGC and GOMEMLIMIT, when set, win.
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
+		debug.SetGCPercent(1000)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(1536 << 20)

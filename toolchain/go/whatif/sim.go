@@ -401,14 +401,17 @@ func (s *sim) jobChanged(key types.NamespacedName) (bool, error) {
 	return true, nil
 }
 
-// sameButVersion: equal but for the resourceVersion (and managed fields).
-func sameButVersion[T ctrl.Object](a, b T) bool {
-	a2, b2 := a.DeepCopyObject().(T), b.DeepCopyObject().(T)
-	for _, o := range []T{a2, b2} {
-		o.SetResourceVersion("")
-		o.SetManagedFields(nil)
-	}
-	return equality.Semantic.DeepEqual(a2, b2)
+// sameButVersion: equal but for the resourceVersion (and managed fields). cur is the
+// engine's own fresh read: it takes old's version and managed fields for the comparison and
+// gets its own back after it, so neither object is copied.
+func sameButVersion[T ctrl.Object](old, cur T) bool {
+	rv, mf := cur.GetResourceVersion(), cur.GetManagedFields()
+	cur.SetResourceVersion(old.GetResourceVersion())
+	cur.SetManagedFields(old.GetManagedFields())
+	same := equality.Semantic.DeepEqual(old, cur)
+	cur.SetResourceVersion(rv)
+	cur.SetManagedFields(mf)
+	return same
 }
 
 // track: what the workload's change means for the report (first admission, evictions).
