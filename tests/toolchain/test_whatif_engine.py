@@ -367,19 +367,20 @@ def three_borrowers(fair_sharing: bool) -> Stack:
 
 
 @pytest.mark.parametrize("fair_sharing", [False, True], ids=["classical", "fair-sharing"])
-def test_ties_across_cluster_queues_go_by_name_on_every_run(
+def test_ties_across_cluster_queues_go_by_submission_order_on_every_run(
     fair_sharing: bool, tmp_path: Path
 ) -> None:
-    """c's 6-GPU job holds the whole cohort until 600 s. At 10 s c, a and b each submit a
-    4-GPU job: equal priority, equal creation time, each borrowing, so when the cohort frees
-    at 600 s only one fits and Kueue's scheduler has nothing left to tell them apart (the
-    classical order: borrowing, priority, timestamp; the fair-sharing tournament: equal
-    shares, then the same). Kueue leaves that tie to Go's map order, random on every call;
-    the engine puts the ClusterQueues in name order (docs/what-if.md): a-cq at 600 s, b-cq
-    when a's ends at 700 s, c-cq at 800 s, whatever the order of the stack or the mix, and
-    the same on every run."""
+    """c's 6-GPU job holds the whole cohort until 600 s. At 10 s b, c and a (in that order)
+    each submit a 4-GPU job: equal priority, equal creation time, each borrowing, so when the
+    cohort frees at 600 s only one fits and Kueue's scheduler has nothing left to tell them
+    apart (the classical order: borrowing, priority, timestamp; the fair-sharing tournament:
+    equal shares, then the same). Kueue leaves that tie to Go's map order, random on every
+    call; the engine takes them in the order they were submitted, as a cluster's creation
+    times (and the sandbox engine, a second apart) order them (docs/what-if.md, Ties): b-cq at
+    600 s, c-cq when b's ends at 700 s, a-cq at 800 s, whatever the order of the stack's
+    teams (c, a, b) or of their names, and the same on every run."""
     jobs = [job("c-hold", "c", 6, at=0, runs=600)]
-    jobs += [job(f"{t}-tie", t, 4, at=10, runs=100) for t in ("c", "b", "a")]
-    expected = {"c-hold": 0.0, "a-tie": 590.0, "b-tie": 690.0, "c-tie": 790.0}
+    jobs += [job(f"{t}-tie", t, 4, at=10, runs=100) for t in ("b", "c", "a")]
+    expected = {"c-hold": 0.0, "b-tie": 590.0, "c-tie": 690.0, "a-tie": 790.0}
     for _ in range(5):
         assert waits(replay(three_borrowers(fair_sharing), jobs, tmp_path)) == expected

@@ -103,9 +103,11 @@ case "$1" in
           "$d/pkg/controller/core"
         # the lines the engine's rewrites (toolchain/go/whatif/overlay/rewrites.tsv) look for
         # (FAKE_GO_MOVED: a release that moved the first of them)
-        q="$d/pkg/cache/queue/manager.go" c="$d/pkg/cache/hierarchy/cohort.go"
-        printf 'func (m *Manager) heads() []workload.Info {\n\tfor cqName, cq := range %s {\n}\n' \
-          "${FAKE_GO_MOVED:-m.hm.ClusterQueues()}" > "$q"
+        s="$d/pkg/scheduler" c="$d/pkg/cache/hierarchy/cohort.go"
+        printf 'func (s *Scheduler) schedule(ctx context.Context) {\n\theads := %s\n}\n' \
+          "${FAKE_GO_MOVED:-s.queues.Heads(ctx)}" > "$s/scheduler.go"
+        printf 'func runTournament(c *Cohort) *entry {\n\tbest := candidates[0]\n}\n' \
+          > "$s/fair_sharing_iterator.go"
         printf 'func (c *Cohort[CQ, C]) %s {\n\treturn c.%s.UnsortedList()\n}\n' \
           'ChildCQs() []CQ' childCqs 'ChildCohorts() []C' childCohorts > "$c"
         echo "$d" ;;
@@ -115,8 +117,8 @@ case "$1" in
       case "$1" in -o) out=$2; shift ;; -ldflags) ldflags=$2; shift ;; *) pkg=$1 ;; esac
       shift
     done
-    [ -d kueue ] && cat kueue/pkg/cache/queue/manager.go kueue/pkg/cache/hierarchy/cohort.go \
-      > "$FAKE_GO_LOG.engine"  # the engine's copy of Kueue, as the build found it
+    [ -d kueue ] && cd kueue/pkg && cat scheduler/scheduler.go scheduler/fair_sharing_iterator.go \
+      cache/hierarchy/cohort.go > "$FAKE_GO_LOG.engine" && cd ../..  # the engine's Kueue
     echo "$pkg $ldflags" >> "$FAKE_GO_LOG"; printf '#!/bin/sh\\n' > "$out"; chmod +x "$out" ;;
   *) echo "fake go: $*" >&2; exit 1 ;;
 esac
@@ -183,27 +185,27 @@ def test_build_sh_builds_every_supported_release_when_none_is_named(tmp_path: Pa
     assert built_releases(tmp_path, None) == (every, [f"kueue-{v}" for v in every])
 
 
-def test_the_engine_is_built_with_ties_in_name_order(tmp_path: Path) -> None:
-    """The what-if engine's copy of Kueue has the three map-order loops rewritten
-    (rewrites.tsv; tests/toolchain/test_whatif_engine.py shows what each one decides)."""
+def test_the_engine_is_built_with_ties_in_a_fixed_order(tmp_path: Path) -> None:
+    """The what-if engine's copy of Kueue has the map-order ties rewritten (rewrites.tsv;
+    tests/toolchain/test_whatif_engine.py shows what they decide)."""
     assert build_kueue(tmp_path, kueue_version()).returncode == 0
     engine = (tmp_path / "go.log.engine").read_text()
-    assert "range whatIfByName(m.hm.ClusterQueues())" in engine
-    assert (
-        "return whatIfSorted[CQ, kueue.ClusterQueueReference](c.childCqs.UnsortedList())" in engine
-    )
-    assert "return whatIfSorted[C, kueue.CohortReference](c.childCohorts.UnsortedList())" in engine
+    assert "heads := whatIfByUID(s.queues.Heads(ctx))" in engine
+    assert "whatIfEntriesByUID(candidates); best := candidates[0]" in engine
+    for kind, field in (("CQ, kueue.ClusterQueueReference", "childCqs"),
+                        ("C, kueue.CohortReference", "childCohorts")):  # fmt: skip
+        assert f"return whatIfSorted[{kind}](c.{field}.UnsortedList())" in engine
     assert "UnsortedList()\n" not in engine.replace("UnsortedList())", "")
 
 
 def test_a_release_that_moved_the_code_fails_the_engine_build(tmp_path: Path) -> None:
-    """A release whose heads() no longer loops over m.hm.ClusterQueues(): the build stops,
+    """A release whose schedule() no longer takes s.queues.Heads(ctx): the build stops,
     naming the file, the text and the function, instead of building an engine whose ties go
     by map order again."""
-    done = build_kueue(tmp_path, kueue_version(), FAKE_GO_MOVED="m.clusterQueues")
+    done = build_kueue(tmp_path, kueue_version(), FAKE_GO_MOVED="s.queues.TakeHeads(ctx)")
     assert done.returncode != 0
     assert (
-        "pkg/cache/queue/manager.go has no range m.hm.ClusterQueues() in func (m *Manager) heads()"
+        "pkg/scheduler/scheduler.go has no s.queues.Heads(ctx) in func (s *Scheduler) schedule("
         in done.stderr
     )
     assert not list((tmp_path / "project" / ".toolchain" / "bin").glob("gpuq-whatif-*"))

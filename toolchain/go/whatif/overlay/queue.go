@@ -5,7 +5,6 @@ package queue
 
 import (
 	"fmt"
-	"iter"
 	"sort"
 	"strings"
 
@@ -57,18 +56,3 @@ func (m *Manager) WhatIfQueueState() string {
 	return b.String()
 }
 
-// whatIfByName: the ClusterQueues of a map in name order (heads.awk puts it in heads()).
-func whatIfByName[CQ any](cqs map[kueue.ClusterQueueReference]CQ) iter.Seq2[kueue.ClusterQueueReference, CQ] {
-	names := make([]string, 0, len(cqs))
-	for name := range cqs {
-		names = append(names, string(name))
-	}
-	sort.Strings(names)
-	return func(yield func(kueue.ClusterQueueReference, CQ) bool) {
-		for _, name := range names {
-			if !yield(kueue.ClusterQueueReference(name), cqs[kueue.ClusterQueueReference(name)]) {
-				return
-			}
-		}
-	}
-}

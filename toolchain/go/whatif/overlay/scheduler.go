@@ -4,8 +4,12 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
+	"reflect"
+	"slices"
 
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/util/routine"
 )
 
@@ -19,4 +23,21 @@ func (s *Scheduler) WhatIfCycle(ctx context.Context) {
 // admission routine still runs on its own goroutine, and after() releases the wait.
 func (s *Scheduler) WhatIfSynchronousAdmission(before, after func()) {
 	s.setAdmissionRoutineWrapper(routine.NewWrapper(before, after))
+}
+
+// whatIfByUID: a cycle's heads in the order of their Workloads' UIDs, which the engine gives
+// in mix order (rewrites.tsv puts it in schedule()). A head is a workload.Info (a Head that
+// embeds one from v0.19): its Obj, found by name, works for both.
+func whatIfByUID[T any](heads []T) []T {
+	uid := func(h T) string {
+		return string(reflect.ValueOf(h).FieldByName("Obj").Interface().(*kueue.Workload).UID)
+	}
+	slices.SortStableFunc(heads, func(a, b T) int { return cmp.Compare(uid(a), uid(b)) })
+	return heads
+}
+
+// whatIfEntriesByUID: a fair-sharing tournament's candidates in the order of their
+// Workloads' UIDs (rewrites.tsv puts it in runTournament()).
+func whatIfEntriesByUID(candidates []*entry) {
+	slices.SortStableFunc(candidates, func(a, b *entry) int { return cmp.Compare(a.Obj.UID, b.Obj.UID) })
 }
