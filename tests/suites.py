@@ -78,7 +78,10 @@ def in_sandbox(up: list[str], tests: list[str], topology: str = "") -> list[str]
 # between lanes.
 DURATIONS = ["--durations=0", "--durations-min=20"]
 FAULTS = "tests/sandbox/test_install_faults.py"
-STACKS = "test_the_committed_stack_rehearses"
+# The committed stacks: their rehearsals, and their mixes on both what-if engines.
+STACKS = (
+    "test_the_committed_stack_rehearses or test_the_committed_mix_replays_the_same_on_both_engines"
+)
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,7 @@ SUITES = {
         Suite(
             "rehearse-stacks",
             pytest("rehearse", "-k", STACKS, *ORDERED, *DURATIONS),
-            "staging and prod rehearsed",
+            "staging and prod rehearsed, their mixes on both engines",
             sandbox=True,
         ),
         Suite(

@@ -13,7 +13,8 @@ a fixed speed-up would multiply those by its factor instead.
 
 Kueue orders workloads of equal priority by creation time, to the second (then by UID, at
 random), so each submission goes into a later second than the previous one's Workload: file
-order stays Kueue's order.
+order stays Kueue's order. Jobs submitted at one instant go in one by one, each after the
+cluster has settled from the one before (the ends of that instant first).
 """
 
 from __future__ import annotations
@@ -272,12 +273,22 @@ class Replay:
             while self.events and self.events[0][0] == at:
                 batch.append(heapq.heappop(self.events))
             # Ends first: a job submitted at the instant another ends finds its quota free.
+            # Then the submissions one by one, each after the cluster has reacted to what came
+            # before it (as the fast engine replays them): a second between two submissions
+            # is not always enough for a preemption to finish, and the next one's flavor
+            # would then depend on how far it got.
+            acted = False
             for _, _, kind, i, run in sorted(batch, key=lambda b: (b[1], b[3])):
                 t = self.tracked[i]
                 if kind == "submit":
+                    if acted:
+                        self.settle()
+                        self.observe()
                     self.submit(t)
+                    acted = True
                 elif t.run == run and t.started_at is not None and not t.finished:
                     self.complete(t)
+                    acted = True
             self.batches += 1
             self.settle()
             self.observe()
