@@ -89,6 +89,7 @@ func (s *sim) fastPatch(ctx context.Context, obj ctrl.Object, patch ctrl.Patch, 
 	if err := json.Unmarshal(modified, updated); err != nil {
 		return err
 	}
+	s.simulatedTimes(updated) // the patch was made before the interceptor saw it
 	return s.store(obj, old, updated, gvk, gvr, key, status)
 }
 

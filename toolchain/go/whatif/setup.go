@@ -120,6 +120,7 @@ func newSim(in *Input) (*sim, error) {
 			return s.reads.get(ctx, c, key, obj, opts...)
 		},
 		Create: func(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, opts ...ctrl.CreateOption) error {
+			s.simulatedTimes(obj)
 			s.stamp(obj)
 			if err := s.defaults.apply(s.scheme, obj); err != nil {
 				return err
@@ -137,11 +138,13 @@ func newSim(in *Input) (*sim, error) {
 			return c.List(ctx, list, opts...)
 		},
 		Update: func(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, opts ...ctrl.UpdateOption) error {
+			s.simulatedTimes(obj)
 			err := s.reads.write(obj, func() error { return c.Update(ctx, obj, opts...) })
 			s.dirty.mark(obj)
 			return err
 		},
 		Patch: func(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, patch ctrl.Patch, opts ...ctrl.PatchOption) error {
+			s.simulatedTimes(obj)
 			po := &ctrl.PatchOptions{}
 			po.ApplyOptions(opts)
 			plain := len(po.DryRun) == 0 && po.Force == nil
@@ -156,11 +159,13 @@ func newSim(in *Input) (*sim, error) {
 			return err
 		},
 		SubResourceUpdate: func(ctx context.Context, c ctrl.Client, sub string, obj ctrl.Object, opts ...ctrl.SubResourceUpdateOption) error {
+			s.simulatedTimes(obj)
 			err := s.reads.write(obj, func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
 			s.dirty.mark(obj)
 			return err
 		},
 		SubResourcePatch: func(ctx context.Context, c ctrl.Client, sub string, obj ctrl.Object, patch ctrl.Patch, opts ...ctrl.SubResourcePatchOption) error {
+			s.simulatedTimes(obj)
 			po := &ctrl.SubResourcePatchOptions{}
 			po.ApplyOptions(opts)
 			plain := sub == "status" && po.SubResourceBody == nil && len(po.DryRun) == 0 && (po.Force == nil || patch.Type() == types.ApplyPatchType)
@@ -339,6 +344,24 @@ func (s *sim) listOwned(ctx context.Context, list *kueue.WorkloadList, opts []ct
 
 // stamp gives an object created in the replay its creation time (the simulated now) and,
 // for a Workload, a UID in its Job's mix order.
+// simulatedTimes: a Workload condition whose lastTransitionTime is later than the simulated
+// now got it from the wall clock (Kueue's SetRequeuedCondition leaves the time to
+// apimeta.SetStatusCondition, which takes metav1.Now()); on a cluster that is the cluster's
+// now, so here it is the simulated one: on every object written, and on the result of a
+// patch (its bytes were made before the write reached the engine).
+func (s *sim) simulatedTimes(obj ctrl.Object) {
+	wl, ok := obj.(*kueue.Workload)
+	if !ok {
+		return
+	}
+	now := s.clock.Now()
+	for i := range wl.Status.Conditions {
+		if c := &wl.Status.Conditions[i]; c.LastTransitionTime.After(now) {
+			c.LastTransitionTime = metav1.NewTime(now)
+		}
+	}
+}
+
 func (s *sim) stamp(obj ctrl.Object) {
 	obj.SetCreationTimestamp(metav1.NewTime(s.clock.Now()))
 	if wl, ok := obj.(*kueue.Workload); ok {

@@ -55,4 +55,3 @@ func (m *Manager) WhatIfQueueState() string {
 	}
 	return b.String()
 }
-
