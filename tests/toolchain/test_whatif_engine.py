@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import random
+import re
+import time
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +21,16 @@ import pytest
 import yaml
 
 from gpu_queues.config.model import StackConfig, load_config
+from gpu_queues.whatif.mix import Catalog, load_mix
 from gpu_queues.whatif.report import Run, report_json
 from sandbox.replay import fast
+from sandbox.replay.engine import frameworks
 from tests.builders import Flavor, Stack, Team
 
 pytestmark = pytest.mark.toolchain
 
 NS = "team-{}"
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # the engine's simulated second 0 (sim.go)
 
 
 def job(
@@ -384,3 +390,33 @@ def test_ties_across_cluster_queues_go_by_submission_order_on_every_run(
     expected = {"c-hold": 0.0, "b-tie": 590.0, "c-tie": 690.0, "a-tie": 790.0}
     for _ in range(5):
         assert waits(replay(three_borrowers(fair_sharing), jobs, tmp_path)) == expected
+
+
+def test_the_engine_writes_the_same_bytes_on_every_run(tmp_path: Path) -> None:
+    """The engine's own output (every Workload as Kueue left it, conditions and their times
+    included) is the same on every run but for its wall-clock figure: Kueue's Requeued
+    condition takes its time from metav1.Now(), which the engine makes the simulated now.
+    The mix has preemptions, so Requeued conditions are there to be written."""
+    stack = cohort_pair({"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"})
+    config = load_config(stack.raw())
+    mix = tmp_path / "mix.yaml"
+    jobs = [job("a-wide", "a", 8, at=0), job("b-own", "b", 4, at=600, runs=300)]
+    mix.write_text(yaml.safe_dump_all(jobs, sort_keys=False))
+    configuration = fast.manager_configuration(config)
+    entries = load_mix(mix, Catalog.from_stack(config, frameworks(configuration)))
+    document = fast.engine_input(config, entries, configuration, None)
+
+    def output() -> list[str]:
+        lines = fast.run_engine(config.kueue.version, document)
+        for line in lines:
+            line.pop("wallSeconds", None)
+        return [json.dumps(line, sort_keys=True) for line in lines]
+
+    first = output()
+    assert '"type": "Requeued"' in "".join(first)
+    # Every time in it is a simulated one: from the engine's epoch (sim.go) to the end.
+    end = json.loads(first[-1])["simulatedSeconds"]
+    times = re.findall(r'"lastTransitionTime": "([^"]+)"', "".join(first))
+    assert times and max(times) <= (EPOCH + timedelta(seconds=end)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    time.sleep(1.1)  # another wall-clock second
+    assert output() == first
