@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from gpu_queues.config import render
+from gpu_queues.config.hardware import flavor_nodes
 from gpu_queues.config.model import ConfigError, load_config
 from gpu_queues.config.stackfile import parse_config
 from gpu_queues.kueue import versions
@@ -246,4 +247,34 @@ def test_a_release_without_topology_aware_scheduling_is_refused(monkeypatch):
         f"gpu-queues:topologies: Kueue {pin} has no topology-aware scheduling (no "
         "TopologyAwareScheduling feature gate); use a release that has it, or remove the "
         "topologies"
+    ]
+
+
+def test_a_release_locking_the_gate_off_is_refused(monkeypatch):
+    pin = versions.supported()[-1]
+    old = versions.release(pin)
+    locked = versions.Release(
+        pin,
+        old.feature_gates,
+        locked_gates={**old.locked_gates, "TopologyAwareScheduling": False},
+        frameworks=old.frameworks,
+    )
+    monkeypatch.setitem(versions.releases(), pin, locked)
+    (message,) = errors(stack() | {"kueue": {"version": pin}})
+    assert message.startswith(f"gpu-queues:topologies: Kueue {pin} has no topology-aware")
+
+
+def test_nodes_that_do_not_divide_get_no_level_labels_rather_than_wrong_ones():
+    # The config check refuses such a layout; the node list, read from raw config, never
+    # invents domains of unequal size.
+    flavor = stack()["flavors"][0]
+    flavor["nodes"] |= {"count": 6, "topology": {"block": 2, "rack": 2}}
+    levels = [("block", BLOCK), ("rack", RACK), ("host", HOST)]
+    assert {n.labels.get(RACK) for n in flavor_nodes(flavor, levels)} == {None}
+    flavor["nodes"]["count"] = 8
+    assert [n.labels[RACK] for n in flavor_nodes(flavor, levels)][::2] == [
+        "rack-0",
+        "rack-1",
+        "rack-2",
+        "rack-3",
     ]
