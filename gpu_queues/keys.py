@@ -15,6 +15,7 @@ KEY_TEAMS: Final = "teams"
 KEY_SHARED_STORAGE: Final = "sharedStorage"
 KEY_MULTI_KUEUE: Final = "multiKueue"
 KEY_PRIORITY_CLASSES: Final = "priorityClasses"
+KEY_TOPOLOGIES: Final = "topologies"
 CONFIG_KEYS: Final = (
     KEY_KUBERNETES,
     KEY_KUEUE,
@@ -24,6 +25,7 @@ CONFIG_KEYS: Final = (
     KEY_SHARED_STORAGE,
     KEY_MULTI_KUEUE,
     KEY_PRIORITY_CLASSES,
+    KEY_TOPOLOGIES,
 )
 
 # Stack outputs.

@@ -41,6 +41,7 @@ from .rules.queues import (
     localqueue_clusterqueue_exists,
 )
 from .rules.release import kueue_release_checksum, kueue_release_pinned
+from .rules.topology import resourceflavor_topology_exists, topology_webhook_valid
 from .rules.workloads import job_queued_suspended, shared_pvc_rwx_bound
 
 PACK_NAME: Final = "gpu-queues"
@@ -70,6 +71,10 @@ def _is_clusterqueue(type_: str) -> bool:
 
 def _is_resource_flavor(type_: str) -> bool:
     return rules.kueue_kind(Resource(type_, "", "", {})) == "ResourceFlavor"
+
+
+def _is_topology(type_: str) -> bool:
+    return rules.kueue_kind(Resource(type_, "", "", {})) == "Topology"
 
 
 def _is_kueue(type_: str) -> bool:
@@ -146,6 +151,14 @@ RESOURCE_POLICIES: Final = (
         "ResourceFlavor labels, taints and tolerations Kueue's webhook would reject.",
         resourceflavor_webhook_valid,
         _is_resource_flavor,
+        EnforcementLevel.MANDATORY,
+        {},
+    ),
+    ResourcePolicySpec(
+        rules.TOPOLOGY_WEBHOOK_VALID,
+        "Topology levels Kueue's CRD validation would reject.",
+        topology_webhook_valid,
+        _is_topology,
         EnforcementLevel.MANDATORY,
         {},
     ),
@@ -244,6 +257,19 @@ STACK_POLICIES: Final = (
                 **_STRINGS,
                 "default": [],
                 "description": "ResourceFlavors that exist in the cluster outside this stack",
+            }
+        },
+    ),
+    StackPolicySpec(
+        rules.FLAVOR_TOPOLOGY_EXISTS,
+        "Every topologyName a ResourceFlavor names exists as a Topology.",
+        resourceflavor_topology_exists,
+        EnforcementLevel.MANDATORY,
+        {
+            "preExistingTopologies": {
+                **_STRINGS,
+                "default": [],
+                "description": "Topologies that exist in the cluster outside this stack",
             }
         },
     ),

@@ -1,5 +1,6 @@
 """What the sandbox's simulated cloud provides before a stack runs, shaped like that stack:
-fake nodes (one kwok node per node the stack's flavors declare, with their labels, taints
+fake nodes (one kwok node per node the stack's flavors declare, with their labels (a TAS
+flavor's nodes also its topology levels, `<level>-<index>`: docs/topology.md), taints
 and allocatable; kwok keeps them Ready and runs their pods), a system node for Kueue's
 controller, the PriorityClass the controller names (kueue.controller.priorityClassName), the
 namespaces the stack adopts, and the static shared volumes the cloud provisions, named after
@@ -156,11 +157,12 @@ def system_node(stack: StackConfig) -> dict[str, Any]:
 
 
 def flavor_nodes(stack: StackConfig) -> list[dict[str, Any]]:
-    """One node per declared node of each flavor (one holding the totals for totals only)."""
+    """One node per declared node of each flavor (one holding the totals for totals only),
+    labelled by its topology's levels as the flavor's nodes.topology lays them out."""
     return [
         node(n.name, n.labels, list(n.taints), n.resources, n.flavor)
         for f in stack.flavors
-        for n in f.node_list()
+        for n in f.node_list(stack.levels_of(f))
     ]
 
 

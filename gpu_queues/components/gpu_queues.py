@@ -447,7 +447,9 @@ def _shared(
 ) -> tuple[list[pulumi.Resource], str | None]:
     """What every team's queues use: the flavors and the cohort (and its name); the
     priority classes beside them."""
-    flavors = Flavors(f"{name}-flavors", FlavorsArgs(cfg.flavors, ready.dependency), under)
+    flavors = Flavors(
+        f"{name}-flavors", FlavorsArgs(cfg.flavors, ready.dependency, cfg.topologies), under
+    )
     uses: list[pulumi.Resource] = list(flavors.by_name.values())
     cohort_name: str | None = None
     if cfg.cohort is not None:

@@ -24,6 +24,7 @@ from gpu_queues.config.errors import Loc, Problem, format_loc
 from gpu_queues.config.monitoring import metrics_problems
 from gpu_queues.config.rendered import kueue_rule_problems
 from gpu_queues.config.subjects import check_subjects, reserved_namespace_problems
+from gpu_queues.config.topology_checks import topology_problems
 from gpu_queues.kueue import versions as kueue_versions
 from gpu_queues.kueue.fields import (
     ALWAYS_PRESENT_NAMESPACES,
@@ -249,6 +250,14 @@ def cross_check(raw: Mapping[str, Any]) -> list[Problem]:
         "priority class name",
         problems,
     )
+    _duplicates(
+        (
+            ((keys.KEY_TOPOLOGIES, i, "name"), as_str(as_dict(t).get("name")))
+            for i, t in enumerate(as_list(raw.get(keys.KEY_TOPOLOGIES)))
+        ),
+        "topology name",
+        problems,
+    )
     _teams(raw, problems)
     problems += reserved_namespace_problems(raw)
     kueue_rule_problems(raw, problems)
@@ -256,4 +265,5 @@ def cross_check(raw: Mapping[str, Any]) -> list[Problem]:
     _kueue(raw, problems)
     problems += multikueue_checks.config_problems(raw)
     problems += metrics_problems(raw)
+    problems += topology_problems(raw)
     return problems

@@ -10,7 +10,7 @@ Flavor model dumps to the same form), so the config check and the models share t
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -137,9 +137,59 @@ def _node_name(flavor: str, index: int) -> str:
     return f"{head}-{digest}-{index}"
 
 
-def flavor_nodes(flavor: Mapping[str, Any]) -> list[Node]:
+# --- topology levels (docs/topology.md) ------------------------------------------------------
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+"""A level on the node's own name: one domain per node, so no count is declared for it."""
+
+
+def level_value(level: str, index: int) -> str:
+    """The value a sandbox node carries for a level: `<level name>-<index>`, e.g. rack-3; the
+    index numbers that level's domains across the flavor, from 0."""
+    return f"{level}-{index}"
+
+
+def counted_levels(levels: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The levels nodes.topology gives a count for: all but a kubernetes.io/hostname level."""
+    return [(name, label) for name, label in levels if label != HOSTNAME_LABEL]
+
+
+def domain_sizes(count: int, topology: Mapping[str, Any], levels: Sequence[str]) -> list[int]:
+    """How many nodes one domain of each level holds ({block: 2, rack: 4} of 16 nodes: a block
+    8, a rack 2); [] when the counts are missing or do not divide `count` (the config check
+    says which)."""
+    sizes: list[int] = []
+    domains = 1
+    for level in levels:
+        per = topology.get(level)
+        if isinstance(per, bool) or not isinstance(per, int) or per < 1:
+            return []
+        domains *= per
+        if count % domains:
+            return []
+        sizes.append(count // domains)
+    return sizes
+
+
+def level_labels(
+    index: int, count: int, topology: Mapping[str, Any], levels: Sequence[tuple[str, str]]
+) -> dict[str, str]:
+    """The topology labels of node `index` of `count`: nodes fill a domain before the next."""
+    counted = counted_levels(levels)
+    sizes = domain_sizes(count, topology, [name for name, _ in counted])
+    if len(sizes) != len(counted):
+        return {}
+    return {
+        label: level_value(name, index // size)
+        for (name, label), size in zip(counted, sizes, strict=True)
+    }
+
+
+def flavor_nodes(flavor: Mapping[str, Any], levels: Sequence[tuple[str, str]] = ()) -> list[Node]:
     """The flavor's nodes: `count` identical nodes when declared, one node holding the whole
-    capacity when only totals are known, none when the flavor declares no hardware."""
+    capacity when only totals are known, none when the flavor declares no hardware. With the
+    (level name, node label) `levels` of the flavor's topology, each node carries the labels
+    of its domains as nodes.topology lays them out."""
     name = str(flavor.get("name", ""))
     labels = {str(k): str(v) for k, v in (flavor.get("nodeLabels") or {}).items()}
     taints = [
@@ -155,7 +205,15 @@ def flavor_nodes(flavor: Mapping[str, Any]) -> list[Node]:
         count, each = 1, {str(k): str(v) for k, v in flavor["capacity"].items()}
     else:
         return []
+    layout = nodes.get("topology") if isinstance(nodes, Mapping) else None
+    layout = layout if isinstance(layout, Mapping) else {}
     return [
-        Node(_node_name(name, i), name, dict(labels), [dict(t) for t in taints], dict(each))
+        Node(
+            _node_name(name, i),
+            name,
+            {**labels, **(level_labels(i, count, layout, levels) if levels else {})},
+            [dict(t) for t in taints],
+            dict(each),
+        )
         for i in range(count)
     ]

@@ -11,7 +11,7 @@ Error formatting lives in gpu_queues/config/errors.py.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -74,6 +74,8 @@ __all__ = [
     "StackConfig",
     "Subject",
     "Team",
+    "Topology",
+    "TopologyLevel",
     "format_loc",
     "load_config",
     "raw_from_pulumi_config",
@@ -369,6 +371,36 @@ class NodeShape(Model):
         description="what each node offers to pods (its allocatable), e.g. nvidia.com/gpu: 8, "
         "cpu: 96, memory: 1Ti",
     )
+    topology: dict[LabelName, NodeCount] | None = Field(
+        default=None,
+        description="with the flavor's topologyName: how many domains of each level (by level "
+        "name) each domain of the level above holds, e.g. {block: 2, rack: 4} is 2 blocks of 4 "
+        "racks; count must divide evenly. The sandbox labels its nodes so "
+        "(docs/topology.md); a real cluster's nodes carry the cloud's labels",
+    )
+
+
+# --- topology-aware scheduling (docs/topology.md) ------------------------------------------
+
+
+class TopologyLevel(Model):
+    """One level of a Topology: the node label whose value names a node's domain there."""
+
+    name: LabelName = Field(
+        description="what the stack calls the level (nodes.topology keys, the sandbox's label "
+        "values <name>-<index>)"
+    )
+    node_label: QualifiedName = Field(
+        description="the node label holding the domain, e.g. cloud.example.com/topology-rack, "
+        "or kubernetes.io/hostname (lowest level only)"
+    )
+
+
+class Topology(Model):
+    """A Kueue Topology: levels from the widest (e.g. block) to the narrowest (e.g. host)."""
+
+    name: ObjectName
+    levels: list[TopologyLevel] = Field(min_length=1, max_length=16)
 
 
 class Flavor(Model):
@@ -376,6 +408,11 @@ class Flavor(Model):
     node_labels: dict[QualifiedName, LabelValue] | None = Field(default=None, max_length=8)
     node_taints: list[Taint] | None = Field(default=None, max_length=8)
     tolerations: list[Toleration] | None = Field(default=None, max_length=8)
+    topology_name: ObjectName | None = Field(
+        default=None,
+        description="a topology under topologies: the flavor's nodes are placed by it "
+        "(topology-aware scheduling); needs nodeLabels",
+    )
     nodes: NodeShape | None = Field(
         default=None,
         description="the hardware as identical nodes; capacity follows (count x resources)",
@@ -390,9 +427,10 @@ class Flavor(Model):
         """Capacity per resource: count x per-node resources, else the declared totals."""
         return flavor_hardware(self.model_dump(by_alias=True, exclude_none=True)).capacity
 
-    def node_list(self) -> list[Node]:
-        """One Node per declared node (one holding the whole capacity for totals only)."""
-        return flavor_nodes(self.model_dump(by_alias=True, exclude_none=True))
+    def node_list(self, levels: Sequence[tuple[str, str]] = ()) -> list[Node]:
+        """One Node per declared node (one holding the whole capacity for totals only),
+        labelled by the (level name, node label) `levels` of its topology."""
+        return flavor_nodes(self.model_dump(by_alias=True, exclude_none=True), levels)
 
 
 class Cohort(Model):
@@ -549,6 +587,17 @@ class StackConfig(Model):
         default_factory=list,
         description="WorkloadPriorityClasses jobs may name (label kueue.x-k8s.io/priority-class)",
     )
+    topologies: list[Topology] = Field(
+        default_factory=list,
+        description="Kueue Topologies flavors name in topologyName (topology-aware scheduling)",
+    )
+
+    def levels_of(self, flavor: Flavor) -> list[tuple[str, str]]:
+        """(level name, node label) of the flavor's topology, widest first; [] without one."""
+        for topology in self.topologies:
+            if topology.name == flavor.topology_name:
+                return [(level.name, level.node_label) for level in topology.levels]
+        return []
 
 
 # --- entry points -------------------------------------------------------------------------

@@ -64,10 +64,22 @@ def resource_flavor(entry: Entry) -> dict[str, Any]:
         metadata["annotations"] = {CAPACITY_ANNOTATION: encode_capacity(capacity)}
     spec = {
         key: flavor[key]
-        for key in ("nodeLabels", "nodeTaints", "tolerations")
+        for key in ("nodeLabels", "nodeTaints", "tolerations", "topologyName")
         if flavor.get(key) not in (None, {}, [])
     }
     return _object("ResourceFlavor", metadata, spec or None)
+
+
+# --- topology-aware scheduling (docs/topology.md) ------------------------------------------
+
+
+def topology(entry: Entry) -> dict[str, Any]:
+    """A Topology: its levels' node labels, widest first (the stack's level names stay in the
+    stack: Kueue knows levels by label only)."""
+    raw = config_form(entry)
+    levels = [{"nodeLabel": _map(level).get("nodeLabel")} for level in as_list(raw.get("levels"))]
+    metadata = {"name": raw.get("name"), "labels": {keys.LABEL_MANAGED_BY: keys.PROJECT}}
+    return _object("Topology", metadata, {"levels": levels})
 
 
 def cohort(entry: Entry) -> dict[str, Any]:
@@ -242,10 +254,11 @@ def multikueue_objects(config: Entry) -> list[dict[str, Any]]:
 
 
 def kueue_objects(config: Entry) -> list[dict[str, Any]]:
-    """Every Kueue object of a stack config: flavors, cohort, priority classes, per team CQ and
-    LQ, then a MultiKueue manager's objects."""
+    """Every Kueue object of a stack config: topologies, flavors, cohort, priority classes, per
+    team CQ and LQ, then a MultiKueue manager's objects."""
     raw = config_form(config)
-    objects = [resource_flavor(_map(f)) for f in as_list(raw.get(keys.KEY_FLAVORS))]
+    objects = [topology(_map(t)) for t in as_list(raw.get(keys.KEY_TOPOLOGIES))]
+    objects += [resource_flavor(_map(f)) for f in as_list(raw.get(keys.KEY_FLAVORS))]
     if isinstance(raw.get(keys.KEY_COHORT), Mapping):
         objects.append(cohort(raw[keys.KEY_COHORT]))
     objects += [

@@ -32,6 +32,7 @@ from gpu_queues.kueue.resourcegroups import (
     uncovered_resources,
     undeclared_flavors,
 )
+from gpu_queues.kueue.topology import topology_errors
 from gpu_queues.values import as_dict, as_list, as_str
 
 # Resources every ClusterQueue must cover (the pack's requiredResources default is the same).
@@ -114,6 +115,12 @@ def kueue_rule_problems(raw: Mapping[str, Any], problems: list[Problem]) -> None
                     (*base, *hardware.source[resource]),
                     f" ({detail})" if detail else "",
                 )
+
+    for t, raw_topology in enumerate(as_list(raw.get(keys.KEY_TOPOLOGIES))):
+        obj = render.topology(as_dict(raw_topology))
+        problems += _mapped(
+            topology_errors(obj), lambda p, b=(keys.KEY_TOPOLOGIES, t): (*b, *p[1:])
+        )
 
     queues = []
     team_of: dict[str, str] = {}

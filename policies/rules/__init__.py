@@ -12,7 +12,8 @@ Here: the policy names, the defaults of their config keys, the resource types th
 the shape of a rule. The rules, by what they judge: queues.py (ClusterQueue structure and
 namespaces, LocalQueues), flavors.py (ResourceFlavors, the flavors queues name, quotas within
 the hardware), workloads.py (Jobs, shared storage claims), release.py (the Kueue controller's
-image and manifest checksum), multikueue.py (admission checks and MultiKueue objects).
+image and manifest checksum), multikueue.py (admission checks and MultiKueue objects),
+topology.py (Topologies and the flavors that name them).
 policies/catalog.py assembles them into the pack.
 """
 
@@ -52,6 +53,8 @@ JOB_QUEUED_SUSPENDED: Final = "job-queued-suspended"
 ADMISSION_CHECKS_EXIST: Final = "clusterqueue-admission-checks-exist"
 MULTIKUEUE_WEBHOOK_VALID: Final = "multikueue-webhook-valid"
 MULTIKUEUE_REFERENCES_EXIST: Final = "multikueue-references-exist"
+TOPOLOGY_WEBHOOK_VALID: Final = "topology-webhook-valid"
+FLAVOR_TOPOLOGY_EXISTS: Final = "resourceflavor-topology-exists"
 
 # Defaults of the config keys (the pack's config schema in catalog.py repeats them).
 DEFAULT_REQUIRED_RESOURCES: Final = kueue_resourcegroups.DEFAULT_REQUIRED_RESOURCES

@@ -221,6 +221,9 @@ class TooBigJob:
     flavor: str
     """Where Kueue admits it."""
     largest_node: Fraction
+    topology: str | None = None
+    """The flavor's topology: then Kueue places the pod before it admits, so it holds the job
+    ("doesn't allow to fit") where a flavor without one admits what no node can run."""
 
 
 def too_big_job(
@@ -243,7 +246,9 @@ def too_big_job(
     ]
     if not sizes or shape.requests[g.key] <= max(sizes):
         return None
-    return TooBigJob(shape, admitted_in, max(sizes))
+    flavor = flavors.get(admitted_in)
+    topology = flavor.topology_name if flavor is not None else None
+    return TooBigJob(shape, admitted_in, max(sizes), topology)
 
 
 @dataclass(frozen=True)

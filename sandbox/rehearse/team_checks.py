@@ -1,12 +1,14 @@
 """The checks a rehearsal makes for one team on the sandbox (`Rehearsal.team`): its jobs within
 quota admitted to the flavor Kueue must pick and Running on that flavor's nodes, the job over
 its ceiling held with Kueue's message naming each flavor's ceiling (`check_held_message`), a
-pod bigger than any node admitted but never scheduled, and its submitters' RBAC. Each check
+pod bigger than any node admitted but never scheduled (held by Kueue, never admitted, on a
+flavor with a topology: docs/topology.md), and its submitters' RBAC. Each check
 gives a cell of the team's row (sandbox.rehearse.results).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -180,6 +182,8 @@ class Rehearsal:
         team, name = p.team, "rehearse-one-pod"
         ns = team.namespace
         key = next(iter(job.shape.requests))
+        if job.topology is not None:
+            return self.too_big_placed(p, job, name)
         try:
             wl = self.admit(name, team, job.shape, None)
             self.check_flavors(wl, {key: job.flavor})
@@ -204,6 +208,34 @@ class Rehearsal:
             True,
             f"{job.shape.describe()}: admitted to {job.flavor} (within quota), unschedulable "
             f"(a node holds {format_quantity(job.largest_node)}): {pod.message}",
+        )
+
+    def too_big_placed(self, p: TeamPlan, job: TooBigJob, name: str) -> Cell:
+        """On a flavor with a topology Kueue places the pods before it admits (topology-aware
+        scheduling): a pod no node holds is held with Kueue's placement message, never
+        admitted (the quota fits; kueue#4329 is what happens without a topology)."""
+        ns = p.team.namespace
+        expected = f"topology {json.dumps(job.topology)} doesn't allow to fit any of 1 pod(s)"
+        try:
+            self.k.batch.create_namespaced_job(ns, job_manifest(name, p.team, job.shape))
+            cond = self.k.wait(
+                f"Kueue to try to place Job {ns}/{name}",
+                lambda: (
+                    c
+                    if (c := condition(self.k.workload(name, ns), "QuotaReserved")) is not None
+                    and expected in str(c.get("message", ""))
+                    else None
+                ),
+                lambda: self.k.workload_said(name, ns),
+            )
+            if cond["status"] != "False":
+                raise CheckFailed(f"Kueue admitted it: {self.k.workload_said(name, ns)}")
+        except CheckFailed as e:
+            return Cell(False, f"FAIL: {job.shape.describe()}", str(e))
+        return Cell(
+            True,
+            f"{job.shape.describe()}: within quota, held by topology {job.topology} (a node "
+            f"holds {format_quantity(job.largest_node)}): {cond.get('message', '')}",
         )
 
     def rbac(self, p: TeamPlan) -> Cell:

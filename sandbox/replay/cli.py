@@ -228,8 +228,11 @@ def unbuilt_release(side: ReplaySide) -> str | None:
 
 
 def unbuilt_engine(side: ReplaySide) -> str | None:
-    """Why this machine has no fast engine of the side's Kueue release, else None."""
+    """Why the side cannot run on the fast engine (its stack uses topology-aware scheduling,
+    or this machine has no fast engine of its Kueue release), else None."""
     version = side.config.kueue.version
+    if tas := fast.topology_problem(side.config):
+        return f"{side.label}: {tas}"
     missing = fast.binary_problem(version)
     if missing is None:
         return None

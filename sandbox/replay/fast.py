@@ -64,6 +64,21 @@ def binary_problem(version: str) -> str | None:
     return f"{path.relative_to(ROOT)} is not built: `make toolchain` builds the engine of the pin"
 
 
+def topology_problem(config: StackConfig) -> str | None:
+    """Why the fast engine cannot replay the stack: it runs Kueue's scheduler but not its
+    topology-aware scheduling (no TAS cache of nodes, no ungater), so a flavor with a
+    topologyName would be replayed by quota alone and show placements no cluster makes.
+    None when no flavor names a topology (a Topology no flavor uses changes nothing)."""
+    used = sorted({f"{f.name} ({f.topology_name})" for f in config.flavors if f.topology_name})
+    if not used:
+        return None
+    return (
+        "the fast engine does not model topology-aware scheduling, and this stack's flavors "
+        f"use topologies: {', '.join(used)}; replay it with ENGINE=sandbox, on the real Kueue "
+        "and scheduler (docs/what-if.md)"
+    )
+
+
 def manager_configuration(config: StackConfig, root: Path = ROOT) -> str:
     """The Kueue manager Configuration the stack's release runs with: the ConfigMap of the
     manifest the program installs, or, when that cannot be read here, the release's own
@@ -231,6 +246,8 @@ def replay_entries(
     """Replay checked entries (a mix as `load_mix` reads it, or one made from a live cluster:
     sandbox/replay/eta.py) on the fast engine of the stack's Kueue release, and sum it up."""
     version = config.kueue.version
+    if why := topology_problem(config):
+        raise FastEngineError(why)
     started = time.monotonic()
     document = engine_input(config, entries, configuration, until)
     if nodes is not None:  # another cluster's nodes than the stack declares (the cross-check)

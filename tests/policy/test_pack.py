@@ -44,6 +44,8 @@ DEFAULT_LEVELS = {
     rules.ADMISSION_CHECKS_EXIST: proto.MANDATORY,
     rules.MULTIKUEUE_WEBHOOK_VALID: proto.MANDATORY,
     rules.MULTIKUEUE_REFERENCES_EXIST: proto.MANDATORY,
+    rules.TOPOLOGY_WEBHOOK_VALID: proto.MANDATORY,
+    rules.FLAVOR_TOPOLOGY_EXISTS: proto.MANDATORY,
 }
 
 
@@ -61,6 +63,7 @@ def test_stack_rules_are_stack_policies():
         rules.QUOTA_WITHIN_CAPACITY,
         rules.ADMISSION_CHECKS_EXIST,
         rules.MULTIKUEUE_REFERENCES_EXIST,
+        rules.FLAVOR_TOPOLOGY_EXISTS,
     }
     assert {n for n, t in kinds.items() if t == proto.PolicyType.POLICY_TYPE_STACK} == stack
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpu_queues.config.model import StackConfig
+from gpu_queues.config.stackfile import parse_config
 from gpu_queues.kueue.quantity import format_quantity
 from gpu_queues.kueue.versions import supported
 from gpu_queues.pins import read_pins
@@ -26,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SANDBOX = ["bash", str(ROOT / "sandbox" / "sandbox.sh")]
 KUBECTL = str(ROOT / ".toolchain" / "bin" / "kubectl")
 BROKEN = ROOT / "tests" / "rehearse" / "stacks" / "Pulumi.broken.yaml"
+TAS_STACK = ROOT / "tests" / "e2e" / "stacks" / "Pulumi.local-tas.yaml"
 TIMEOUT = 1800
 PINNED = read_pins()["KUEUE_VERSION"]
 # A supported release other than the pin: a stack may set its own kueue.version (a canary
@@ -79,7 +81,15 @@ def assert_every_row_passes(done: subprocess.CompletedProcess[str], cfg: StackCo
             for flavor in set(job.flavors.values()):
                 assert f"admitted to {flavor}" in admitted or f", {flavor}" in admitted, admitted
         assert admitted.count("Running on") == len(p.fits), admitted
-        if p.too_big is not None:
+        if p.too_big is not None and p.too_big.topology is not None:
+            # Kueue places before it admits on a TAS flavor: held, never admitted.
+            assert (
+                f"held by topology {p.too_big.topology} (a node holds "
+                f"{format_quantity(p.too_big.largest_node)}): couldn't assign "
+                f'flavors to pod set main: topology "{p.too_big.topology}" doesn\'t allow to fit '
+                "any of 1 pod(s)"
+            ) in row["one pod > a node"], row
+        elif p.too_big is not None:
             assert "unschedulable" in row["one pod > a node"], row
             assert (
                 f"Insufficient {p.too_big.shape.requests and next(iter(p.too_big.shape.requests))}"
@@ -127,6 +137,20 @@ def test_a_stack_file_nobody_wrote_before_rehearses(
         f"on the sandbox, Kueue {runs}: controller image registry.k8s.io/kueue/kueue:{runs}, "
         f"played by .toolchain/bin/kueue-{runs}:"
     ) in done.stdout, done.stdout + done.stderr
+
+
+def test_a_topology_aware_stack_rehearses_on_nodes_labelled_by_domain(tmp_path: Path) -> None:
+    """The e2e TAS stack (tests/e2e/stacks/Pulumi.local-tas.yaml) with Kueue installed by the
+    stack itself, on a sandbox shaped like it: 8 nodes in 2 blocks of 2 racks."""
+    raw = parse_config(TAS_STACK.read_text(), TAS_STACK.name)
+    del raw["kueue"]["install"]
+    path = write_stack(raw, tmp_path, "tas")
+    done = rehearse("tas", path)
+    cfg = fake_cluster.load_stack(path)
+    assert_every_row_passes(done, cfg)
+    row = table(done.stdout)["tas"]
+    # 8 pods of 4 GPUs fill the flavor: Kueue placed one per node, every node of the 2 blocks.
+    assert "admitted to tas-gpu, Running on 8 nodes: tas-gpu-0, " in row["job admitted"], row
 
 
 def sandbox(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
