@@ -30,6 +30,7 @@ from gpu_queues.config.checks import cross_check
 from gpu_queues.config.errors import ConfigError, Loc, Problem, format_loc, problems_from_validation
 from gpu_queues.config.hardware import Node, flavor_hardware, flavor_nodes
 from gpu_queues.config.monitoring import MetricsConfig
+from gpu_queues.config.provisioning import Provisioning
 from gpu_queues.kueue.fieldtypes import (
     ApiServerUrl,
     Duration,
@@ -70,6 +71,7 @@ __all__ = [
     "NodeShape",
     "PriorityClass",
     "Problem",
+    "Provisioning",
     "SharedVolume",
     "StackConfig",
     "Subject",
@@ -548,6 +550,11 @@ class StackConfig(Model):
     priority_classes: list[PriorityClass] = Field(
         default_factory=list,
         description="WorkloadPriorityClasses jobs may name (label kueue.x-k8s.io/priority-class)",
+    )
+    provisioning: Provisioning | None = Field(
+        default=None,
+        description="capacity on demand: ProvisioningRequest admission checks that hold a "
+        "workload until the cluster autoscaler has its nodes (docs/capacity-on-demand.md)",
     )
 
 

@@ -40,6 +40,7 @@ def test_schema_describes_the_project_keys():
         "gpu-queues:sharedStorage",
         "gpu-queues:multiKueue",
         "gpu-queues:priorityClasses",
+        "gpu-queues:provisioning",
     }
 
 
