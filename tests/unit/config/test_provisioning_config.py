@@ -234,3 +234,14 @@ def test_a_stack_without_provisioning_registers_nothing_of_it() -> None:
     assert run.of_kind("ProvisioningRequestConfig") == []
     assert "admissionChecksStrategy" not in run.one("ClusterQueue", "ml-cq").inputs["spec"]
     assert keys.OUT_PROVISIONING not in run.outputs
+
+
+def test_the_longest_wait_may_equal_the_first_but_not_be_below_it() -> None:
+    same = {"backoffBaseSeconds": 60, "backoffMaxSeconds": 60}
+    assert problems(stack(on_demand(retryStrategy=same))) == []
+    below = {"backoffBaseSeconds": 60, "backoffMaxSeconds": 59}
+    assert problems(stack(on_demand(retryStrategy=below))) == [
+        "gpu-queues:provisioning.checks[0].retryStrategy: backoffMaxSeconds (59) is below "
+        "backoffBaseSeconds (60): every wait would be cut to the maximum; raise it or lower the "
+        "base"
+    ]
