@@ -30,7 +30,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from sandbox import autoscaler
+from gpu_queues.components.readiness import probe_webhooks
+from sandbox import autoscaler, kueue_pod
 from sandbox import pulumi_stack as stack
 from sandbox import shape as fake_cluster
 from sandbox.paths import KUBECONFIG
@@ -44,8 +45,6 @@ NAMESPACE = "team-burst"
 QUEUE = "burst-queue"
 CHECK = "autoscale"
 FLAVOR = "on-demand-gpu"
-KUEUE_NAMESPACE = "kueue-system"
-KUEUE_POD = "control-plane=controller-manager"
 PR = (autoscaler.GROUP, autoscaler.VERSION)
 FAILED_MESSAGE = "the sandbox's autoscaler has no capacity for this request"
 PROVISIONED_MESSAGE = "the sandbox's autoscaler added the nodes"
@@ -149,23 +148,32 @@ def pulumi(*args: str) -> Any:
 
 def restart_kueue(k: KubeSession) -> None:
     """Kueue looks for the ProvisioningRequest API only at start: a new controller pod (the
-    sandbox's runner starts the binary for it) and its webhooks answering again."""
-    before = {
-        p.metadata.uid
-        for p in k.core.list_namespaced_pod(KUEUE_NAMESPACE, label_selector=KUEUE_POD).items
-    }
-    for uid_pod in k.core.list_namespaced_pod(KUEUE_NAMESPACE, label_selector=KUEUE_POD).items:
-        k.core.delete_namespaced_pod(uid_pod.metadata.name, KUEUE_NAMESPACE, grace_period_seconds=0)
+    sandbox's runner starts the binary for it) Ready in place of the old one."""
+
+    def pods() -> list[Any]:
+        found: list[Any] = k.core.list_namespaced_pod(
+            kueue_pod.NAMESPACE, label_selector=kueue_pod.SELECTOR
+        ).items
+        return found
+
+    old = pods()
+    before = {p.metadata.uid for p in old}
+    for pod in old:
+        k.core.delete_namespaced_pod(pod.metadata.name, kueue_pod.NAMESPACE, grace_period_seconds=0)
 
     def fresh_ready() -> bool:
-        pods = k.core.list_namespaced_pod(KUEUE_NAMESPACE, label_selector=KUEUE_POD).items
-        return bool(pods) and all(
+        now = pods()
+        return bool(now) and all(
             p.metadata.uid not in before
             and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
-            for p in pods
+            for p in now
         )
 
-    k.wait("a new Kueue controller pod Ready", fresh_ready, timeout=120, namespace=KUEUE_NAMESPACE)
+    k.wait(
+        "a new Kueue controller pod Ready", fresh_ready, timeout=120, namespace=kueue_pod.NAMESPACE
+    )
+    # Its webhooks answer again (every Job create goes through them), as pulumi up waits.
+    probe_webhooks(None, None, timeout=120)  # $KUBECONFIG: the sandbox_up fixture sets it
 
 
 def crd_established(ext: Any) -> bool:
