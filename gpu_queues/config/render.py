@@ -331,5 +331,6 @@ def provisioning_objects(config: Entry) -> list[dict[str, Any]]:
     objects = []
     for raw_check in as_list(provisioning(config).get("checks")):
         check = _map(raw_check)
-        objects += [provisioning_request_config(check), provisioning_admission_check(check)]
+        if isinstance(check.get("name"), str):  # the models report a check without a name
+            objects += [provisioning_request_config(check), provisioning_admission_check(check)]
     return objects
