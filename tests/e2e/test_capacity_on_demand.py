@@ -242,7 +242,19 @@ def test_without_the_provisioning_request_api_the_preview_fails_by_key(refused: 
 def test_the_check_is_active_and_a_preview_after_up_reports_no_changes(on_demand: Any) -> None:
     k, preview = on_demand
     assert preview.returncode == 0, preview.stdout + preview.stderr
-    ac = k.custom.get_cluster_custom_object(*KUEUE, "admissionchecks", CHECK)
+    # The new Kueue starts its controllers once it leads (its old pod's lease runs out first).
+    ac = k.wait(
+        "the admission check's Active condition",
+        lambda: (
+            a
+            if condition(
+                a := k.custom.get_cluster_custom_object(*KUEUE, "admissionchecks", CHECK), "Active"
+            )
+            else None
+        ),
+        timeout=120,
+        namespace=NAMESPACE,
+    )
     active = condition(ac, "Active") or {}
     # Kueue's provisioning controller took the check (admissioncheck_reconciler.go).
     assert (active.get("status"), active.get("reason"), active.get("message")) == (
@@ -364,7 +376,7 @@ def test_a_failed_request_is_retried_once_then_the_workload_is_deactivated(
         evicted = condition(wl, "Evicted")
         assert evicted is not None and evicted["status"] == "True", k.describe(NAMESPACE)
         assert (evicted["reason"], evicted["message"]) == (
-            "Deactivated",
+            "DeactivatedDueToAdmissionCheck",
             f'The workload is deactivated due to AdmissionCheck in Rejected state: "{CHECK}" '
             f"({FAILED_MESSAGE})",
         ), k.describe(NAMESPACE)
