@@ -16,6 +16,7 @@ KEY_SHARED_STORAGE: Final = "sharedStorage"
 KEY_MULTI_KUEUE: Final = "multiKueue"
 KEY_PRIORITY_CLASSES: Final = "priorityClasses"
 KEY_TOPOLOGIES: Final = "topologies"
+KEY_PROVISIONING: Final = "provisioning"
 CONFIG_KEYS: Final = (
     KEY_KUBERNETES,
     KEY_KUEUE,
@@ -26,6 +27,7 @@ CONFIG_KEYS: Final = (
     KEY_MULTI_KUEUE,
     KEY_PRIORITY_CLASSES,
     KEY_TOPOLOGIES,
+    KEY_PROVISIONING,
 )
 
 # Stack outputs.
@@ -44,6 +46,8 @@ OUT_MULTI_KUEUE_KUBECONFIG: Final = "multiKueueKubeconfig"
 OUT_PRIORITY_CLASSES: Final = "priorityClasses"
 # kueue.metrics: where the ServiceMonitor and the dashboard ConfigMap are (only when on).
 OUT_METRICS: Final = "metrics"
+# provisioning: each team's ProvisioningRequest admission checks (only when set).
+OUT_PROVISIONING: Final = "provisioning"
 
 # Kueue API used for every queue object.
 KUEUE_API_VERSION: Final = "kueue.x-k8s.io/v1beta2"

@@ -231,7 +231,8 @@ RESOURCE_POLICIES: Final = (
     ),
     ResourcePolicySpec(
         rules.MULTIKUEUE_WEBHOOK_VALID,
-        "AdmissionCheck, MultiKueueConfig and MultiKueueCluster fields Kueue would refuse.",
+        "AdmissionCheck, MultiKueueConfig, MultiKueueCluster and ProvisioningRequestConfig "
+        "fields Kueue would refuse.",
         multikueue_webhook_valid,
         _is_multikueue,
         EnforcementLevel.MANDATORY,

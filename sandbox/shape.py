@@ -36,6 +36,7 @@ from gpu_queues.kueue.fields import ALWAYS_PRESENT_NAMESPACES
 from gpu_queues.kueue.quantity import QuantityError, parse_quantity
 from gpu_queues.kueue.versions import supported, unsupported_message
 from gpu_queues.release.module import RELEASE_IMAGE
+from sandbox.autoscaler import provisioning_request_crd
 from sandbox.kueue_pod import binary_for
 from sandbox.paths import ROOT, STATE
 
@@ -156,12 +157,29 @@ def system_node(stack: StackConfig) -> dict[str, Any]:
     return node(SYSTEM_NODE, dict(ctrl.node_selector or {}), taints, resources, None)
 
 
+def on_demand_flavors(stack: StackConfig) -> set[str]:
+    """Flavors a provisioning check runs on (its onFlavors, else every flavor of the team's
+    quota): the autoscaler adds their nodes when asked, so the cloud starts without them."""
+    if stack.provisioning is None:
+        return set()
+    quota = {t.name: {f.name for g in t.resource_groups for f in g.flavors} for t in stack.teams}
+    return {
+        flavor
+        for team in stack.provisioning.teams
+        for use in team.checks
+        for flavor in (use.on_flavors or quota.get(team.name, set()))
+    }
+
+
 def flavor_nodes(stack: StackConfig) -> list[dict[str, Any]]:
     """One node per declared node of each flavor (one holding the totals for totals only),
-    labelled by its topology's levels as the flavor's nodes.topology lays them out."""
+    labelled by its topology's levels as the flavor's nodes.topology lays them out; none yet
+    for a flavor whose nodes come on demand."""
+    later = on_demand_flavors(stack)
     return [
         node(n.name, n.labels, list(n.taints), n.resources, n.flavor)
         for f in stack.flavors
+        if f.name not in later
         for n in f.node_list(stack.levels_of(f))
     ]
 
@@ -191,6 +209,10 @@ def adopted_namespaces(stack: StackConfig) -> list[str]:
 
 def objects(stack: StackConfig) -> list[dict[str, Any]]:
     objs: list[dict[str, Any]] = list(nodes(stack))
+    if stack.provisioning is not None:
+        # The cloud's autoscaler serves ProvisioningRequests before Kueue starts, or Kueue
+        # runs no provisioning controller (sandbox/autoscaler.py).
+        objs.insert(0, provisioning_request_crd())
     for ns in adopted_namespaces(stack):
         objs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     if (priority := stack.kueue.controller.priority_class_name) is not None:
@@ -320,7 +342,10 @@ def shape_of(stack_name: str, path: Path, stack: StackConfig) -> Shape:
         file=str(path),
         sha256=_sha256(path),
         kueue_version=stack.kueue.version,
-        flavor_nodes={f.name: len(f.node_list()) for f in stack.flavors},
+        flavor_nodes={
+            f.name: 0 if f.name in on_demand_flavors(stack) else len(f.node_list())
+            for f in stack.flavors
+        },
         hardless_flavors=[f.name for f in stack.flavors if not f.node_list()],
         volumes=[v.volume_name for v in stack.shared_storage],
     )

@@ -22,6 +22,7 @@ from typing import Any
 import pulumi
 
 from gpu_queues import keys
+from gpu_queues.components import provisioning as capacity
 from gpu_queues.components.cohort import SharedCohort, SharedCohortArgs
 from gpu_queues.components.flavors import Flavors, FlavorsArgs
 from gpu_queues.components.kueue import KueueRelease, KueueReleaseArgs
@@ -293,7 +294,25 @@ def validate(
     problems = monitoring_problems(config, manifest, kubeconfig, context)
     if problems:
         raise ConfigError(problems)
+    problems = provisioning_problems(config, kubeconfig, context)
+    if problems:
+        raise ConfigError(problems)
     return config, manifest
+
+
+def provisioning_problems(
+    config: StackConfig, kubeconfig: str | None = None, context: str | None = None
+) -> list[Problem]:
+    """With provisioning checks, the cluster must serve the ProvisioningRequest API
+    (gpu_queues.components.provisioning.cluster_problems); none asked otherwise."""
+    if config.provisioning is None:
+        return []
+    secret = config.kubernetes.kubeconfig
+    return capacity.cluster_problems(
+        config.provisioning,
+        kubeconfig if kubeconfig is not None else (secret.get_secret_value() if secret else None),
+        context if context is not None else config.kubernetes.context,
+    )
 
 
 def monitoring_problems(
@@ -351,11 +370,22 @@ class GpuQueues(pulumi.ComponentResource):
         ready = _kueue(name, args, kubeconfig, context, under)
         uses, cohort_name = _shared(name, cfg, ready, under)
         mk = cfg.multi_kueue
-        checks: dict[str, pulumi.Resource] = {}
+        mk_checks: dict[str, pulumi.Resource] = {}
         if mk is not None and mk.manager is not None:
-            checks = MultiKueueManager(
+            mk_checks = MultiKueueManager(
                 f"{name}-multikueue", ManagerArgs(mk.manager, ready.dependency), under
             ).checks
+        checks = {team: [check] for team, check in mk_checks.items()}
+        if cfg.provisioning is not None:
+            on_demand = capacity.CapacityOnDemand(
+                f"{name}-provisioning",
+                capacity.CapacityOnDemandArgs(cfg.provisioning, ready.dependency),
+                under,
+            )
+            for team in cfg.provisioning.teams:
+                checks.setdefault(team.name, []).extend(
+                    on_demand.checks[u.name] for u in team.checks if u.name in on_demand.checks
+                )
         teams = _teams(name, cfg, ready, uses, checks, under)
         namespaces = {t.namespace: q.namespace for t, q in zip(cfg.teams, teams, strict=True)}
         storage = SharedStorage(
@@ -386,8 +416,10 @@ class GpuQueues(pulumi.ComponentResource):
             self.outputs[keys.OUT_MULTI_KUEUE] = {
                 "role": "manager",
                 "workers": [w.name for w in mk.manager.workers],
-                "admissionChecks": {t: render.multikueue_check_name(t) for t in checks},
+                "admissionChecks": {t: render.multikueue_check_name(t) for t in mk_checks},
             }
+        if cfg.provisioning is not None:
+            self.outputs[keys.OUT_PROVISIONING] = capacity.outputs(cfg.provisioning)
         if mk is not None and mk.worker is not None:
             access = _worker_access(name, cfg, mk.worker, ready, kubeconfig, context, under)
             self.outputs[keys.OUT_MULTI_KUEUE] = {"role": "worker"}
@@ -472,10 +504,10 @@ def _teams(
     cfg: StackConfig,
     ready: KueueReady,
     uses: list[pulumi.Resource],
-    checks: dict[str, pulumi.Resource],
+    checks: dict[str, list[pulumi.Resource]],
     under: pulumi.ResourceOptions,
 ) -> list[TeamQueues]:
-    """Each team's namespace and queues, after what they use (and its MultiKueue check)."""
+    """Each team's namespace and queues, after what they use (and its admission checks)."""
     # The config in its stack-file form, dumped once: admission_checks_of reads the whole
     # config, and dumping it per team made the program quadratic in the teams.
     form = render.config_form(cfg)
@@ -485,7 +517,7 @@ def _teams(
             TeamQueuesArgs(
                 team,
                 ready.dependency,
-                [*uses, *([checks[team.name]] if team.name in checks else [])],
+                [*uses, *checks.get(team.name, [])],
                 render.admission_checks_of(form, team.name),
             ),
             under,

@@ -71,8 +71,9 @@ class TeamQueuesArgs:
     """Kueue readiness gate (KueueReady.dependency)."""
     uses: Sequence[pulumi.Resource] = field(default_factory=list)
     """Flavors, cohort and admission checks the ClusterQueue refers to."""
-    admission_checks: Sequence[str] = ()
-    """Admission checks of the ClusterQueue (a MultiKueue manager's: render.admission_checks_of)."""
+    admission_checks: Sequence[render.CheckRule] = ()
+    """Admission checks of the ClusterQueue (render.admission_checks_of: a MultiKueue manager's,
+    the provisioning checks)."""
 
 
 class TeamQueues(pulumi.ComponentResource):

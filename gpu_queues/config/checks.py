@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gpu_queues import keys
-from gpu_queues.config import multikueue_checks
+from gpu_queues.config import multikueue_checks, provisioning_checks
 from gpu_queues.config.errors import Loc, Problem, format_loc
 from gpu_queues.config.monitoring import metrics_problems
 from gpu_queues.config.rendered import kueue_rule_problems
@@ -264,6 +264,7 @@ def cross_check(raw: Mapping[str, Any]) -> list[Problem]:
     _storage(raw, problems)
     _kueue(raw, problems)
     problems += multikueue_checks.config_problems(raw)
+    problems += provisioning_checks.config_problems(raw)
     problems += metrics_problems(raw)
     problems += topology_problems(raw)
     return problems

@@ -30,6 +30,7 @@ from gpu_queues.config.checks import cross_check
 from gpu_queues.config.errors import ConfigError, Loc, Problem, format_loc, problems_from_validation
 from gpu_queues.config.hardware import Node, flavor_hardware, flavor_nodes
 from gpu_queues.config.monitoring import MetricsConfig
+from gpu_queues.config.provisioning import Provisioning
 from gpu_queues.kueue.fieldtypes import (
     ApiServerUrl,
     Duration,
@@ -70,6 +71,7 @@ __all__ = [
     "NodeShape",
     "PriorityClass",
     "Problem",
+    "Provisioning",
     "SharedVolume",
     "StackConfig",
     "Subject",
@@ -590,6 +592,12 @@ class StackConfig(Model):
     topologies: list[Topology] = Field(
         default_factory=list,
         description="Kueue Topologies flavors name in topologyName (topology-aware scheduling)",
+    )
+
+    provisioning: Provisioning | None = Field(
+        default=None,
+        description="capacity on demand: ProvisioningRequest admission checks that hold a "
+        "workload until the cluster autoscaler has its nodes (docs/capacity-on-demand.md)",
     )
 
     def levels_of(self, flavor: Flavor) -> list[tuple[str, str]]:

@@ -10,7 +10,7 @@ models report the malformed values themselves.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -23,6 +23,8 @@ from gpu_queues.values import as_list
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # Kueue's MultiKueue admission check controller (apis/kueue/v1beta2: MultiKueueControllerName).
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+# Kueue's provisioning admission check controller (ProvisioningRequestControllerName).
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 KUEUE_GROUP = "kueue.x-k8s.io"
 # Where Kueue reads a MultiKueueCluster's kubeconfig: this key of a Secret in its namespace.
 KUBECONFIG_SECRET_KEY = "kubeconfig"
@@ -144,7 +146,14 @@ def cluster_queue_spec(entry: Entry) -> dict[str, Any]:
     return spec
 
 
-def cluster_queue(entry: Entry, admission_checks: list[str] | None = None) -> dict[str, Any]:
+CheckRule = str | Mapping[str, Any]
+"""An admission check of a ClusterQueue: its name (for all flavors), or a rule as Kueue's
+admissionChecksStrategy holds it ({name, onFlavors})."""
+
+
+def cluster_queue(
+    entry: Entry, admission_checks: Sequence[CheckRule] | None = None
+) -> dict[str, Any]:
     """A team's ClusterQueue; `admission_checks` (admission_checks_of) go in its
     admissionChecksStrategy, which is absent without them."""
     team = config_form(entry)
@@ -152,7 +161,9 @@ def cluster_queue(entry: Entry, admission_checks: list[str] | None = None) -> di
     spec = cluster_queue_spec(team)
     if admission_checks:
         spec["admissionChecksStrategy"] = {
-            "admissionChecks": [{"name": name} for name in admission_checks]
+            "admissionChecks": [
+                {"name": rule} if isinstance(rule, str) else dict(rule) for rule in admission_checks
+            ]
         }
     return _object("ClusterQueue", metadata, spec)
 
@@ -207,10 +218,14 @@ def dispatch_workers(manager: Mapping[str, Any], team: Mapping[str, Any]) -> lis
     return [_map(w).get("name") for w in as_list(manager.get("workers"))]
 
 
-def admission_checks_of(config: Entry, team_name: object) -> list[str]:
-    """The admission checks of a team's ClusterQueue: its MultiKueue check, if it dispatches."""
+def admission_checks_of(config: Entry, team_name: object) -> list[CheckRule]:
+    """The admission checks of a team's ClusterQueue: its MultiKueue check, if it dispatches,
+    then its provisioning checks (provisioning_rules_of)."""
     teams = as_list(multikueue_manager(config).get("teams"))
-    return [multikueue_check_name(team_name) for t in teams if _map(t).get("name") == team_name]
+    rules: list[CheckRule] = [
+        multikueue_check_name(team_name) for t in teams if _map(t).get("name") == team_name
+    ]
+    return rules + provisioning_rules_of(config, team_name)
 
 
 def _mk_metadata(name: str) -> dict[str, Any]:
@@ -255,7 +270,7 @@ def multikueue_objects(config: Entry) -> list[dict[str, Any]]:
 
 def kueue_objects(config: Entry) -> list[dict[str, Any]]:
     """Every Kueue object of a stack config: topologies, flavors, cohort, priority classes, per
-    team CQ and LQ, then a MultiKueue manager's objects."""
+    team CQ and LQ, then a MultiKueue manager's objects and the provisioning checks."""
     raw = config_form(config)
     objects = [topology(_map(t)) for t in as_list(raw.get(keys.KEY_TOPOLOGIES))]
     objects += [resource_flavor(_map(f)) for f in as_list(raw.get(keys.KEY_FLAVORS))]
@@ -267,4 +282,68 @@ def kueue_objects(config: Entry) -> list[dict[str, Any]]:
     for team in as_list(raw.get(keys.KEY_TEAMS)):
         checks = admission_checks_of(raw, _map(team).get("name"))
         objects += [cluster_queue(_map(team), checks), local_queue(_map(team))]
-    return objects + multikueue_objects(raw)
+    return objects + multikueue_objects(raw) + provisioning_objects(raw)
+
+
+# --- capacity on demand (ProvisioningRequest admission checks) ---------------------------
+
+
+def provisioning(config: Entry) -> Mapping[str, Any]:
+    """The stack's `provisioning` entry, {} when it has none."""
+    return _map(config_form(config).get(keys.KEY_PROVISIONING))
+
+
+def provisioning_rules_of(config: Entry, team_name: object) -> list[CheckRule]:
+    """A team's provisioning checks as admissionChecksStrategy rules, in config order: the
+    check's name, with onFlavors when the team limits it to some flavors."""
+    rules: list[CheckRule] = []
+    for raw_team in as_list(provisioning(config).get("teams")):
+        team = _map(raw_team)
+        if team.get("name") != team_name:
+            continue
+        for raw_use in as_list(team.get("checks")):
+            use = _map(raw_use)
+            rule: dict[str, Any] = {"name": use.get("name")}
+            if use.get("onFlavors") is not None:
+                rule["onFlavors"] = list(as_list(use.get("onFlavors")))
+            rules.append(rule)
+    return rules
+
+
+def provisioning_request_config(check: Entry) -> dict[str, Any]:
+    """A check's ProvisioningRequestConfig: what Kueue puts in each ProvisioningRequest."""
+    entry = config_form(check)
+    spec = {
+        key: entry[key]
+        for key in (
+            "provisioningClassName",
+            "parameters",
+            "managedResources",
+            "retryStrategy",
+            "podSetUpdates",
+            "podSetMergePolicy",
+        )
+        if entry.get(key) is not None
+    }
+    return _object("ProvisioningRequestConfig", _mk_metadata(str(entry.get("name"))), spec)
+
+
+def provisioning_admission_check(check: Entry) -> dict[str, Any]:
+    """A check's AdmissionCheck, answered by Kueue's provisioning controller and
+    parameterised by the ProvisioningRequestConfig of the same name."""
+    name = str(config_form(check).get("name"))
+    spec = {
+        "controllerName": PROVISIONING_CONTROLLER,
+        "parameters": {"apiGroup": KUEUE_GROUP, "kind": "ProvisioningRequestConfig", "name": name},
+    }
+    return _object("AdmissionCheck", _mk_metadata(name), spec)
+
+
+def provisioning_objects(config: Entry) -> list[dict[str, Any]]:
+    """Per provisioning check its ProvisioningRequestConfig, then its AdmissionCheck."""
+    objects = []
+    for raw_check in as_list(provisioning(config).get("checks")):
+        check = _map(raw_check)
+        if isinstance(check.get("name"), str):  # the models report a check without a name
+            objects += [provisioning_request_config(check), provisioning_admission_check(check)]
+    return objects

@@ -12,10 +12,11 @@ from fractions import Fraction
 from typing import Any, Final
 
 from gpu_queues import keys
-from gpu_queues.config import render
+from gpu_queues.config import provisioning_checks, render
 from gpu_queues.config.errors import Loc, Problem, key_path
 from gpu_queues.config.hardware import flavor_hardware
 from gpu_queues.kueue.admissioncheck import (
+    CHECK_UNDECLARED,
     MULTIKUEUE_CONTROLLER,
     multikueue_check_placement,
     undeclared_admission_checks,
@@ -23,6 +24,7 @@ from gpu_queues.kueue.admissioncheck import (
 from gpu_queues.kueue.capacity import QuotaHolder, over_capacity, quota_totals
 from gpu_queues.kueue.clusterqueue import cluster_queue_errors
 from gpu_queues.kueue.errors import FieldError, child
+from gpu_queues.kueue.provisioning import provisioning_with_multikueue
 from gpu_queues.kueue.quotas import LIMIT_WITHOUT_COHORT
 from gpu_queues.kueue.resourceflavor import resource_flavor_errors
 from gpu_queues.kueue.resourcegroups import (
@@ -39,7 +41,9 @@ from gpu_queues.values import as_dict, as_list, as_str
 REQUIRED_RESOURCES: Final = DEFAULT_REQUIRED_RESOURCES
 
 
-def _team_loc(base: Loc, cq: Mapping[str, Any], path: tuple[str | int, ...]) -> Loc:
+def _team_loc(
+    base: Loc, cq: Mapping[str, Any], path: tuple[str | int, ...], raw: Mapping[str, Any]
+) -> Loc:
     """Where a path of a team's rendered ClusterQueue comes from in the stack config."""
     if path[:2] == ("metadata", "name"):
         return (*base, "clusterQueue")
@@ -51,8 +55,10 @@ def _team_loc(base: Loc, cq: Mapping[str, Any], path: tuple[str | int, ...]) -> 
     if key in ("namespaceSelector", "queueingStrategy"):
         return (*base, key)
     if key == "admissionChecksStrategy":
-        # The program writes a team's admission check from its multiKueue.manager entry.
-        return (keys.KEY_MULTI_KUEUE, "manager", "teams")
+        # The program writes a team's admission checks from its multiKueue.manager entry and
+        # its provisioning.teams entries.
+        team_name = as_dict(as_list(raw.get(keys.KEY_TEAMS))[int(base[1])]).get("name")
+        return provisioning_checks.strategy_loc(raw, team_name, tail[1:])
     if key == "preemption":
         return (*base, key, *tail)
     if key != "resourceGroups":
@@ -78,6 +84,8 @@ def _config_fix(error: FieldError, loc: Loc) -> str:
         return f"set {key_path((*loc[:2], 'cohort'))} or remove the limit"
     if error.code == FLAVOR_UNDECLARED:
         return f"declare it under {keys.KEY_FLAVORS}, or fix the name"
+    if error.code == CHECK_UNDECLARED and loc[:1] == (keys.KEY_PROVISIONING,):
+        return f"declare it under {key_path(provisioning_checks.CHECKS)}, or fix the name"
     return error.fix
 
 
@@ -125,7 +133,14 @@ def kueue_rule_problems(raw: Mapping[str, Any], problems: list[Problem]) -> None
     queues = []
     team_of: dict[str, str] = {}
     mk_objects = render.multikueue_objects(raw)
-    checks = {o["metadata"]["name"] for o in mk_objects if o["kind"] == "AdmissionCheck"}
+    provisioning = {
+        o["metadata"]["name"]
+        for o in render.provisioning_objects(raw)
+        if o["kind"] == "AdmissionCheck"
+    }
+    checks = {
+        o["metadata"]["name"] for o in mk_objects if o["kind"] == "AdmissionCheck"
+    } | provisioning
     multikueue = {
         o["metadata"]["name"]
         for o in mk_objects
@@ -146,8 +161,9 @@ def kueue_rule_problems(raw: Mapping[str, Any], problems: list[Problem]) -> None
             *undeclared_flavors(cq, declared),
             *undeclared_admission_checks(cq, checks),
             *multikueue_check_placement(cq, multikueue),
+            *provisioning_with_multikueue(cq, multikueue, provisioning),
         ]
-        problems += _mapped(errors, lambda p, b=base, q=cq: _team_loc(b, q, p))
+        problems += _mapped(errors, lambda p, b=base, q=cq: _team_loc(b, q, p, raw))
 
     def label(holder: QuotaHolder) -> str:
         return team_of.get(holder.name, f"{holder.kind} {holder.name}")

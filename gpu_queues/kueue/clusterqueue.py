@@ -26,6 +26,7 @@ from gpu_queues.kueue.errors import (
     sized,
 )
 from gpu_queues.kueue.resourcegroups import check_resource_groups
+from gpu_queues.values import as_list
 
 __all__ = ["cluster_queue_errors"]
 
@@ -35,6 +36,7 @@ FUNGIBILITY_PREFERENCE: Final = "fungibility-preference"
 FAIR_SHARING_WEIGHT: Final = "fair-sharing-weight"
 CHECK_NAME: Final = "check-name"
 CHECK_TWICE: Final = "check-twice"
+CHECK_FLAVOR: Final = "check-flavor"
 
 MAX_ADMISSION_CHECKS: Final = 64  # admissionChecksStrategy.admissionChecks
 
@@ -207,3 +209,32 @@ def _admission_checks_strategy(spec: Any, errors: list[FieldError]) -> None:
                     FLAVOR_TWICE,
                 )
             )
+        _on_flavors_in_quota(spec, (*path, i, "onFlavors"), names, errors)
+
+
+def _on_flavors_in_quota(spec: Any, path: Path, names: list[Any], errors: list[FieldError]) -> None:
+    """The v0.18 webhook (validateAdmissionCheckOnFlavors): an onFlavors flavor is one of the
+    queue's resource groups' flavors (field.NotSupported otherwise)."""
+    groups = child(spec, "resourceGroups")
+    if is_unknown(groups) or not isinstance(groups, list):
+        return
+    quota: list[Any] = []
+    for group in groups:
+        for flavor in as_list(child(group, "flavors")):
+            name = hashable(child(flavor, "name"))
+            if is_unknown(name):
+                return  # the quota's flavors are not all known yet
+            quota.append(name)
+    for j, name in enumerate(names):
+        if is_unknown(name) or name in quota:
+            continue
+        errors.append(
+            FieldError(
+                (*path, j),
+                f"onFlavors names flavor {shown(name)!r}, which is not in the queue's quota "
+                f"(its flavors: {', '.join(shown(f) for f in quota) or 'none'}), so Kueue "
+                "refuses the ClusterQueue",
+                "name a flavor the team has quota in",
+                CHECK_FLAVOR,
+            )
+        )

@@ -69,7 +69,14 @@ PVC_TYPE: Final = "kubernetes:core/v1:PersistentVolumeClaim"
 DEPLOYMENT_TYPE: Final = "kubernetes:apps/v1:Deployment"
 JOB_TYPE: Final = "kubernetes:batch/v1:Job"
 SECRET_TYPE: Final = "kubernetes:core/v1:Secret"
-MULTIKUEUE_KINDS: Final = ("AdmissionCheck", "MultiKueueConfig", "MultiKueueCluster")
+# The admission check objects multikueue-webhook-valid reads (a provisioning check's
+# ProvisioningRequestConfig beside MultiKueue's).
+MULTIKUEUE_KINDS: Final = (
+    "AdmissionCheck",
+    "MultiKueueConfig",
+    "MultiKueueCluster",
+    "ProvisioningRequestConfig",
+)
 
 ResourceRule = Callable[[Resource, Mapping[str, Any]], list[Violation]]
 StackRule = Callable[[Sequence[Resource], Mapping[str, Any]], list[Violation]]

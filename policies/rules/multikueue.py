@@ -1,7 +1,8 @@
-"""The pack's rules on admission checks and MultiKueue: AdmissionCheck, MultiKueueConfig and
-MultiKueueCluster fields Kueue refuses, the admission checks each ClusterQueue names exist (at
-most one MultiKueue check per queue, for all its flavors), and every reference from a
-MultiKueue check to its config, clusters and kubeconfig Secrets resolves. The stack rules see
+"""The pack's rules on admission checks and MultiKueue: AdmissionCheck, MultiKueueConfig,
+MultiKueueCluster and ProvisioningRequestConfig fields Kueue refuses, the admission checks each
+ClusterQueue names exist (at most one MultiKueue check per queue, for all its flavors, and
+never beside a provisioning check), and every reference from a MultiKueue check to its
+config, clusters and kubeconfig Secrets resolves. The stack rules see
 Secrets by name and namespace only, never their data.
 """
 
@@ -17,6 +18,12 @@ from gpu_queues.kueue.admissioncheck import (
     missing_multikueue_config,
     multikueue_check_placement,
     undeclared_admission_checks,
+)
+from gpu_queues.kueue.provisioning import (
+    PROVISIONING_CONTROLLER,
+    provisioning_check_errors,
+    provisioning_request_config_errors,
+    provisioning_with_multikueue,
 )
 
 from ..props import child, is_unknown
@@ -40,37 +47,48 @@ from . import (
 
 
 def multikueue_webhook_valid(resource: Resource, config: Mapping[str, Any]) -> list[Violation]:
-    """AdmissionCheck, MultiKueueConfig and MultiKueueCluster fields Kueue's CRDs refuse or
-    its MultiKueue controller cannot use."""
+    """AdmissionCheck, MultiKueueConfig, MultiKueueCluster and ProvisioningRequestConfig
+    fields Kueue's CRDs refuse or its MultiKueue and provisioning controllers cannot use."""
     kind = kueue_kind(resource)
     check = {
-        "AdmissionCheck": admission_check_errors,
+        "AdmissionCheck": _admission_check_errors,
         "MultiKueueConfig": kueue_multikueue.multikueue_config_errors,
         "MultiKueueCluster": kueue_multikueue.multikueue_cluster_errors,
+        "ProvisioningRequestConfig": provisioning_request_config_errors,
     }.get(kind or "")
     if check is None:
         return []
     return [field_violation(MULTIKUEUE_WEBHOOK_VALID, resource, e) for e in check(resource.props)]
 
 
-def _multikueue_checks(resources: Sequence[Resource]) -> set[str]:
+def _admission_check_errors(props: Mapping[str, Any]) -> list[Any]:
+    return [*admission_check_errors(props), *provisioning_check_errors(props)]
+
+
+def _checks_of(resources: Sequence[Resource], controller: str) -> set[str]:
     return {
         name
         for r in resources
         if kueue_kind(r) == "AdmissionCheck"
-        and child(r.props, "spec", "controllerName") == MULTIKUEUE_CONTROLLER
+        and child(r.props, "spec", "controllerName") == controller
         and isinstance(name := r.k8s_name, str)
     }
+
+
+def _multikueue_checks(resources: Sequence[Resource]) -> set[str]:
+    return _checks_of(resources, MULTIKUEUE_CONTROLLER)
 
 
 def clusterqueue_admission_checks_exist(
     resources: Sequence[Resource], config: Mapping[str, Any]
 ) -> list[Violation]:
     """Every admission check a ClusterQueue names is an AdmissionCheck of the stack or a
-    pre-existing one, and a queue uses at most one MultiKueue check, for all its flavors."""
+    pre-existing one, and a queue uses at most one MultiKueue check, for all its flavors, and
+    no provisioning check beside it."""
     declared, unknown_names = names_of_kind(resources, "AdmissionCheck")
     known = declared | set(config_list(config, "preExistingAdmissionChecks"))
     multikueue = _multikueue_checks(resources)
+    provisioning = _checks_of(resources, PROVISIONING_CONTROLLER)
     fix = (
         "declare the AdmissionCheck in the stack, fix the name, or add it to "
         f"{ADMISSION_CHECKS_EXIST}.preExistingAdmissionChecks in the policy config"
@@ -86,7 +104,10 @@ def clusterqueue_admission_checks_exist(
             ]
         violations += [
             field_violation(ADMISSION_CHECKS_EXIST, resource, e)
-            for e in multikueue_check_placement(resource.props, multikueue)
+            for e in [
+                *multikueue_check_placement(resource.props, multikueue),
+                *provisioning_with_multikueue(resource.props, multikueue, provisioning),
+            ]
         ]
     return violations
 

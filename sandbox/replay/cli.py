@@ -137,6 +137,9 @@ def whatif_stack_file(
             f"{where} does not install Kueue (kueue.install: false), and a fresh sandbox has "
             "none: the what-if replays stacks that install it"
         )
+    why = fast.unmodelled(config)
+    if why:
+        raise WhatIfError(f"{where}: {why}")
     doc = yaml.safe_load(text) or {}
     cfg: dict[str, Any] = doc.setdefault("config", {})
     cfg.pop(f"{keys.PROJECT}:{keys.KEY_KUBERNETES}", None)

@@ -131,9 +131,28 @@ def namespaces(config: StackConfig) -> list[dict[str, Any]]:
     ]
 
 
+def unmodelled(config: StackConfig) -> str | None:
+    """Why a replay of this stack would not be honest (None when it would): a provisioning
+    check holds each workload until the cluster autoscaler has its nodes, and neither engine
+    (this one, nor the sandbox's) has an autoscaler to answer it."""
+    if config.provisioning is None:
+        return None
+    names = ", ".join(c.name for c in config.provisioning.checks)
+    return (
+        f"the stack has provisioning checks ({names}): Kueue holds each of their workloads "
+        "until the cluster autoscaler has made its nodes, and the what-if has no autoscaler "
+        "to model (when it answers, whether it fails, which nodes it adds), so a replay would "
+        "show those queues admitting at once or never; replay a copy of the stack without "
+        "gpu-queues:provisioning (docs/what-if.md)"
+    )
+
+
 def engine_input(
     config: StackConfig, entries: list[Entry], configuration: str, until: float | None
 ) -> dict[str, Any]:
+    why = unmodelled(config)
+    if why:
+        raise FastEngineError(why)
     jobs = [
         {
             "index": e.index,

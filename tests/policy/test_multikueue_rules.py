@@ -194,3 +194,62 @@ def test_the_sandbox_manager_stack_passes_the_whole_pack() -> None:
     stack = resources(run)
     assert {t for t, _, _ in stack} >= {AC, MKC, MKCL, SECRET}
     assert [d.message for d in mandatory(Analyzer().preview(stack))] == []
+
+
+# --- provisioning checks (docs/capacity-on-demand.md) ---------------------------------------
+
+PRC = "kubernetes:kueue.x-k8s.io/v1beta2:ProvisioningRequestConfig"
+ON_DEMAND = {
+    "checks": [
+        {"name": "autoscale", "provisioningClassName": "check-capacity.autoscaling.x-k8s.io"}
+    ],
+    "teams": [{"name": "ml", "checks": [{"name": "autoscale"}]}],
+}
+
+
+def provisioning_stack() -> list[tuple[str, str, dict[str, Any]]]:
+    """What a stack with a provisioning check registers: the program's render."""
+    types = {"AdmissionCheck": AC, "ProvisioningRequestConfig": PRC}
+    found: list[tuple[str, str, dict[str, Any]]] = [
+        (CQ, "cq", queue_with({"name": "autoscale"})),
+        (RF, "rf", flavor()),
+    ]
+    for obj in render.provisioning_objects({"provisioning": ON_DEMAND}):
+        found.append((types[obj["kind"]], obj["metadata"]["name"], obj))
+    return found
+
+
+def test_a_provisioning_check_as_the_program_renders_it_passes_the_pack() -> None:
+    stack = provisioning_stack()
+    assert check(rules.ADMISSION_CHECKS_EXIST, stack) == []
+    assert [d.message for d in mandatory(Analyzer().preview(stack))] == []
+
+
+def test_a_provisioning_request_config_kueue_would_refuse_is_rejected() -> None:
+    stack = provisioning_stack()
+    prc = next(p for t, _, p in stack if t == PRC)
+    prc["spec"]["provisioningClassName"] = "Not A Class"
+    messages = [d.message for d in mandatory(Analyzer().preview(stack))]
+    assert any(
+        "[multikueue-webhook-valid]" in m and "provisioningClassName 'Not A Class'" in m
+        for m in messages
+    ), messages
+
+
+def test_a_provisioning_check_without_its_config_reference_is_rejected() -> None:
+    stack = provisioning_stack()
+    ac = next(p for t, _, p in stack if t == AC)
+    ac["spec"]["parameters"]["kind"] = "MultiKueueConfig"
+    messages = [d.message for d in mandatory(Analyzer().preview(stack))]
+    assert any("BadParametersRef" in m for m in messages), messages
+
+
+def test_a_provisioning_check_beside_a_multikueue_check_makes_the_queue_inactive() -> None:
+    stack = [r for r in manager_stack() if r[0] != CQ] + provisioning_stack()[2:]
+    stack.append((CQ, "cq", queue_with({"name": "multikueue-ml"}, {"name": "autoscale"})))
+    [message] = check(rules.ADMISSION_CHECKS_EXIST, stack)
+    assert "[clusterqueue-admission-checks-exist]" in message
+    assert (
+        "provisioning admission check 'autoscale' is on a queue that dispatches through "
+        "MultiKueue (multikueue-ml)" in message
+    ), message

@@ -295,7 +295,8 @@ QUEUE = {
     ],
 )
 def test_a_path_of_a_teams_queue_maps_to_the_key_it_comes_from(path, loc):
-    assert _team_loc(BASE, QUEUE, path) == loc
+    raw = {"teams": [{"name": f"team-{i}"} for i in range(4)]}  # BASE is the fourth
+    assert _team_loc(BASE, QUEUE, path, raw) == loc
 
 
 @pytest.mark.parametrize(

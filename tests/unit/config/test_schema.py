@@ -41,6 +41,7 @@ def test_schema_describes_the_project_keys():
         "gpu-queues:multiKueue",
         "gpu-queues:priorityClasses",
         "gpu-queues:topologies",
+        "gpu-queues:provisioning",
     }
 
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from gpu_queues.kueue import capacity as cap
 from gpu_queues.kueue.clusterqueue import (
     BORROW_NEEDS_RECLAIM,
+    CHECK_FLAVOR,
     CHECK_NAME,
     CHECK_TWICE,
     FAIR_SHARING_WEIGHT,
@@ -697,6 +698,13 @@ def test_admission_checks_strategy_names_each_check_once():
             FLAVOR_TWICE,
         ),
         (
+            f"{path}[4].onFlavors[1]",
+            "onFlavors names flavor 'a100', which is not in the queue's quota (its flavors: "
+            "h100), so Kueue refuses the ClusterQueue",
+            "name a flavor the team has quota in",
+            CHECK_FLAVOR,
+        ),
+        (
             f"{path}[7].name",
             "the admission check has no name",
             "name the AdmissionCheck",
@@ -714,7 +722,12 @@ def test_admission_checks_strategy_sizes():
     assert codes(cluster_queue_errors(many)) == [(path, LIST_SIZE)]
     assert cluster_queue_errors(strategy(*({"name": f"c{i}"} for i in range(64)))) == []
     flavors = strategy({"name": "c", "onFlavors": [f"f{i}" for i in range(65)]})
-    assert said(cluster_queue_errors(flavors)) == [
+    errors = cluster_queue_errors(flavors)
+    # Each of the 65 is also outside the quota (h100 only): the onFlavors rule's own test.
+    assert [e.where for e in errors if e.code == CHECK_FLAVOR] == [
+        f"{path}[0].onFlavors[{i}]" for i in range(65)
+    ]
+    assert said([e for e in errors if e.code != CHECK_FLAVOR]) == [
         (
             f"{path}[0].onFlavors",
             "onFlavors has 65 entries",
@@ -722,7 +735,7 @@ def test_admission_checks_strategy_sizes():
             LIST_SIZE,
         )
     ]
-    assert cluster_queue_errors(strategy({"name": "c", "onFlavors": ["f"] and ["f"]})) == []
+    assert cluster_queue_errors(strategy({"name": "c", "onFlavors": ["h100"]})) == []
     assert cluster_queue_errors(cq(admissionChecksStrategy=UNKNOWN)) == []
     assert cluster_queue_errors(cq(admissionChecksStrategy={"admissionChecks": UNKNOWN})) == []
 

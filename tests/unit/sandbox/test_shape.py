@@ -203,3 +203,40 @@ def test_the_priority_class_the_controller_names_is_provided() -> None:
         }
     }
     assert kinds(built("prod"), "PriorityClass") == {}
+
+
+# --- capacity on demand ------------------------------------------------------------------
+
+PROVISIONING_STACK = ROOT / "tests" / "e2e" / "stacks" / "Pulumi.local-provisioning.yaml"
+
+
+def test_a_stack_with_provisioning_checks_gets_the_provisioning_request_api_first() -> None:
+    objs = fc.objects(fc.load_stack(PROVISIONING_STACK))
+    crd = objs[0]
+    # What Kueue looks for at start (cmd/kueue/main.go: ServerSupportsProvisioningRequest):
+    # autoscaling.x-k8s.io/v1 provisioningrequests, namespaced, its status written apart.
+    assert crd["kind"] == "CustomResourceDefinition"
+    assert crd["metadata"]["name"] == "provisioningrequests.autoscaling.x-k8s.io"
+    assert crd["spec"]["group"] == "autoscaling.x-k8s.io"
+    assert crd["spec"]["scope"] == "Namespaced"
+    assert crd["spec"]["names"]["kind"] == "ProvisioningRequest"
+    assert crd["spec"]["names"]["plural"] == "provisioningrequests"
+    [v1] = crd["spec"]["versions"]
+    assert (v1["name"], v1["served"], v1["storage"]) == ("v1", True, True)
+    assert v1["subresources"] == {"status": {}}
+    spec = v1["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec["required"] == ["podSets", "provisioningClassName"]
+    assert [o for o in built("local") if o["kind"] == "CustomResourceDefinition"] == []
+
+
+def test_the_nodes_of_a_flavor_a_provisioning_check_runs_on_come_later() -> None:
+    stack = fc.load_stack(PROVISIONING_STACK)
+    assert fc.on_demand_flavors(stack) == {"on-demand-gpu"}
+    assert sorted(kinds(fc.objects(stack), "Node")) == [fc.SYSTEM_NODE]
+    raw = load_config(stack_raw("local")).model_dump(by_alias=True, exclude_none=True)
+    raw["provisioning"] = {
+        "checks": [{"name": "autoscale", "provisioningClassName": "x.example.com"}],
+        "teams": [{"name": "ml", "checks": [{"name": "autoscale"}]}],
+    }
+    # Without onFlavors the check runs on every flavor of the team's quota.
+    assert fc.on_demand_flavors(load_config(raw)) == {"gpu-flavor"}

@@ -272,3 +272,30 @@ def test_a_tree_without_pins_is_refused_naming_the_file(
     git(repo, "commit", "-qm", "base")
     with pytest.raises(whatif.WhatIfError, match=r"no toolchain/pins\.env at revision 'HEAD'"):
         whatif.load_replay_side("base", "staging", repo, "HEAD", repo / "work")
+
+
+def test_a_stack_with_provisioning_checks_is_refused_by_name() -> None:
+    text = (ROOT / "tests" / "e2e" / "stacks" / "Pulumi.local-provisioning.yaml").read_text()
+    doc = yaml.safe_load(text)
+    doc["config"]["gpu-queues:kueue"] = {"install": True}
+    with pytest.raises(whatif.WhatIfError) as refused:
+        whatif.whatif_stack_file("local-provisioning", yaml.safe_dump(doc), "here")
+    assert str(refused.value) == (
+        "here: the stack has provisioning checks (autoscale): Kueue holds each of their "
+        "workloads until the cluster autoscaler has made its nodes, and the what-if has no "
+        "autoscaler to model (when it answers, whether it fails, which nodes it adds), so a "
+        "replay would show those queues admitting at once or never; replay a copy of the "
+        "stack without gpu-queues:provisioning (docs/what-if.md)"
+    )
+
+
+def test_the_fast_engine_refuses_a_stack_with_provisioning_checks_too() -> None:
+    # The advisor and the fast what-if build the engine's input here, past the stack file.
+    from sandbox.replay import fast
+
+    config = fake_cluster.load_stack(
+        ROOT / "tests" / "e2e" / "stacks" / "Pulumi.local-provisioning.yaml"
+    )
+    with pytest.raises(fast.FastEngineError, match=r"provisioning checks \(autoscale\)"):
+        fast.engine_input(config, [], "", None)
+    assert fast.unmodelled(fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")) is None
