@@ -23,6 +23,7 @@ import hashlib
 import json
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from fractions import Fraction
@@ -186,8 +187,8 @@ def flavor_nodes(stack: StackConfig) -> list[dict[str, Any]]:
 
 def nodes(stack: StackConfig) -> list[dict[str, Any]]:
     found = [*flavor_nodes(stack), system_node(stack)]
-    names = [n["metadata"]["name"] for n in found]
-    clashes = sorted({n for n in names if names.count(n) > 1})
+    counted = Counter(n["metadata"]["name"] for n in found)  # once each: a cluster may have 10^5
+    clashes = sorted(name for name, times in counted.items() if times > 1)
     if clashes:
         raise ShapeError(
             f"node names clash: {', '.join(clashes)} (a flavor's nodes are named "
