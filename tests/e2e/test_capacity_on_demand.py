@@ -262,8 +262,22 @@ def test_the_check_is_active_and_a_preview_after_up_reports_no_changes(on_demand
         "Active",
         "The admission check is active",
     ), ac.get("status")
-    cq = k.custom.get_cluster_custom_object(
-        "kueue.x-k8s.io", "v1beta2", "clusterqueues", "burst-cq"
+    # The ClusterQueue turns Active once Kueue has seen its check active: wait for it too
+    # (read once right after the check, it could still be the status from before).
+    cq = k.wait(
+        "burst-cq Active",
+        lambda: (
+            q
+            if is_true(
+                q := k.custom.get_cluster_custom_object(
+                    "kueue.x-k8s.io", "v1beta2", "clusterqueues", "burst-cq"
+                ),
+                "Active",
+            )
+            else None
+        ),
+        timeout=120,
+        namespace=NAMESPACE,
     )
     assert is_true(cq, "Active"), cq.get("status")
 
