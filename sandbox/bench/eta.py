@@ -37,12 +37,12 @@ from gpu_queues.tools import status
 from gpu_queues.tools.eta_mix import plan
 from gpu_queues.tools.record import Owners
 from gpu_queues.tools.status import Snapshot
-from gpu_queues.whatif.durations import parse_duration
+from gpu_queues.whatif.durations import DurationError
 from gpu_queues.whatif.mix import Catalog
 from gpu_queues.whatif.workloads import Rest
 from sandbox.paths import KUBECONFIG
 from sandbox.replay.engine import frameworks
-from sandbox.replay.eta import DEFAULT_HORIZON, live_nodes
+from sandbox.replay.eta import DEFAULT_HORIZON, live_nodes, parse_horizon
 from sandbox.replay.fast import manager_configuration, replay_entries
 from sandbox.shape import load_stack, nodes
 
@@ -279,7 +279,10 @@ def main(argv: list[str] | None = None) -> int:
         "--horizon", default="24h", help="how far the replay looks ahead (default 24h, or none)"
     )
     args = parser.parse_args(argv)
-    horizon = None if args.horizon == "none" else parse_duration(args.horizon)
+    try:
+        horizon = parse_horizon(args.horizon)
+    except DurationError as exc:
+        parser.error(f"--horizon: {exc}")
     if args.live:
         print(bench_live(args.live, args.stack))
         return 0

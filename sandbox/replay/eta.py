@@ -48,6 +48,19 @@ from sandbox.replay.fast import FastEngineError, manager_configuration, replay_e
 DEFAULT_HORIZON: Final = 86400.0
 
 
+def parse_horizon(text: str) -> float | None:
+    """--horizon: a duration above 0s, or `none` (None: the whole backlog)."""
+    if text == "none":
+        return None
+    try:
+        horizon = parse_duration(text)
+    except DurationError as exc:
+        raise DurationError(f"{exc} (or none)") from None
+    if horizon <= 0:
+        raise DurationError("must be more than 0s (or none)")
+    return horizon
+
+
 @dataclass(frozen=True)
 class Prediction:
     """One pending workload's estimate."""
@@ -340,16 +353,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DurationError as exc:
         print(f"status --eta: --history: {exc}", file=sys.stderr)
         return 2
-    horizon: float | None = None
-    if args.horizon != "none":
-        try:
-            horizon = parse_duration(args.horizon)
-        except DurationError as exc:
-            print(f"status --eta: --horizon: {exc} (or none)", file=sys.stderr)
-            return 2
-        if horizon <= 0:
-            print("status --eta: --horizon: must be more than 0s (or none)", file=sys.stderr)
-            return 2
+    try:
+        horizon = parse_horizon(args.horizon)
+    except DurationError as exc:
+        print(f"status --eta: --horizon: {exc}", file=sys.stderr)
+        return 2
     if not args.stack:
         print(
             "status --eta: --stack is needed: the replay renders the stack's queues "

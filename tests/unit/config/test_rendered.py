@@ -17,27 +17,9 @@ from gpu_queues.config.rendered import (
     _team_loc,
     kueue_rule_problems,
 )
+from tests.unit.config.test_cross_check import QUOTAS, team
 
 pytestmark = pytest.mark.unit
-
-QUOTAS = {"cpu": {"nominalQuota": 1}, "memory": {"nominalQuota": "1Gi"}}
-
-
-def team(name: Any, **fields: Any) -> dict[str, Any]:
-    """A team the Kueue rules accept: its own namespace and queues, quotas of flavor std."""
-    return {
-        "name": name,
-        "namespace": f"team-{name}",
-        "clusterQueue": f"{name}-cq",
-        "localQueue": f"{name}-q",
-        "resourceGroups": [
-            {
-                "coveredResources": ["cpu", "memory"],
-                "flavors": [{"name": "std", "resources": QUOTAS}],
-            }
-        ],
-        **fields,
-    }
 
 
 def group(flavor: str, covered: list[str], **resources: Any) -> dict[str, Any]:
