@@ -30,9 +30,16 @@ from gpu_queues.config.checks import cross_check
 from gpu_queues.config.errors import ConfigError, Loc, Problem, format_loc, problems_from_validation
 from gpu_queues.config.hardware import Node, flavor_hardware, flavor_nodes
 from gpu_queues.config.monitoring import MetricsConfig
+from gpu_queues.config.multikueue import (
+    MultiKueue,
+    MultiKueueManagerRole,
+    MultiKueueTeam,
+    MultiKueueWorker,
+    MultiKueueWorkerRole,
+)
 from gpu_queues.config.provisioning import Provisioning
+from gpu_queues.config.topology import Topology, TopologyLevel
 from gpu_queues.kueue.fieldtypes import (
-    ApiServerUrl,
     Duration,
     FeatureGate,
     ImageRegistry,
@@ -47,7 +54,6 @@ from gpu_queues.kueue.fieldtypes import (
     Quantity,
     ResourceName,
     Sha256,
-    StackName,
     StorageSize,
     Version,
 )
@@ -382,29 +388,6 @@ class NodeShape(Model):
     )
 
 
-# --- topology-aware scheduling (docs/topology.md) ------------------------------------------
-
-
-class TopologyLevel(Model):
-    """One level of a Topology: the node label whose value names a node's domain there."""
-
-    name: LabelName = Field(
-        description="what the stack calls the level (nodes.topology keys, the sandbox's label "
-        "values <name>-<index>)"
-    )
-    node_label: QualifiedName = Field(
-        description="the node label holding the domain, e.g. cloud.example.com/topology-rack, "
-        "or kubernetes.io/hostname (lowest level only)"
-    )
-
-
-class Topology(Model):
-    """A Kueue Topology: levels from the widest (e.g. block) to the narrowest (e.g. host)."""
-
-    name: ObjectName
-    levels: list[TopologyLevel] = Field(min_length=1, max_length=16)
-
-
 class Flavor(Model):
     name: ObjectName
     node_labels: dict[QualifiedName, LabelValue] | None = Field(default=None, max_length=8)
@@ -518,63 +501,6 @@ class SharedVolume(Model):
         "ReadWriteMany"
     )
     allow_destroy: bool = Field(default=False, description="false: `pulumi destroy` refuses")
-
-
-# --- MultiKueue (docs/multikueue.md) -------------------------------------------------------
-
-
-class MultiKueueWorker(Model):
-    """A worker cluster of a MultiKueue manager; its kubeconfig comes from `kubeconfig`, else
-    from the `stack` (the multiKueueKubeconfig output of a worker stack of this project)."""
-
-    name: LabelName = Field(description="the MultiKueueCluster's name on the manager")
-    stack: StackName | None = Field(
-        default=None,
-        description="the worker's stack (<stack>, or <org>/<project>/<stack>): its "
-        "multiKueueKubeconfig output is read through a StackReference unless kubeconfig is "
-        "set, and when its Pulumi.<stack>.yaml is in this repo the dispatching teams are "
-        "checked against it",
-    )
-    kubeconfig: SecretStr | None = Field(
-        default=None,
-        description="kubeconfig Kueue dials the worker with (set it with --secret; plain text "
-        "is refused); wins over the stack's output",
-    )
-
-
-class MultiKueueTeam(Model):
-    """A team of this stack whose ClusterQueue dispatches through MultiKueue."""
-
-    name: LabelName = Field(description="a team under teams")
-    workers: list[LabelName] | None = Field(
-        default=None,
-        min_length=1,
-        max_length=20,
-        description="the workers it dispatches to; default: every worker",
-    )
-
-
-class MultiKueueManagerRole(Model):
-    """This stack's cluster is a MultiKueue manager: teams submit here, jobs run on workers."""
-
-    workers: list[MultiKueueWorker] = Field(min_length=1, max_length=20)
-    teams: list[MultiKueueTeam] = Field(min_length=1)
-
-
-class MultiKueueWorkerRole(Model):
-    """This stack's cluster is a MultiKueue worker: a service account with what a manager needs,
-    and its kubeconfig as the secret output multiKueueKubeconfig."""
-
-    server: ApiServerUrl | None = Field(
-        default=None,
-        description="the API server address managers dial; default: the server of this "
-        "stack's own kubeconfig",
-    )
-
-
-class MultiKueue(Model):
-    manager: MultiKueueManagerRole | None = None
-    worker: MultiKueueWorkerRole | None = None
 
 
 class StackConfig(Model):
