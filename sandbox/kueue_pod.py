@@ -39,7 +39,7 @@ from sandbox.procs import start_time
 
 WORK = STATE / "kueue"
 LOG = LOGS / "kueue.log"
-PID_FILE_NAME = "kueue.json"  # under WORK: the running kueue's pid and start time
+PID_FILE_NAME = "kueue.json"  # under WORK: the running kueue's pid, start time and pod
 POD_ROOT_SCRIPT = "pod-root.sh"  # under WORK: builds the pod's root, then execs kueue
 KUEUE = BIN / "kueue"
 NAMESPACE = "kueue-system"
@@ -122,6 +122,19 @@ class CrashLoopBackOff:
 
     def reset(self) -> None:
         self.crashes = 0
+
+
+def playing(pod_uids: set[str], work: Path = WORK) -> bool:
+    """Whether the runner's process is alive and plays one of these pods. A new pod Ready
+    (kwok marks it so at once) is not yet a new process: the runner stops the old one first
+    (it serves while it shuts down) and then starts the new one."""
+    try:
+        entry = json.loads((work / PID_FILE_NAME).read_text())
+        pid, pod = int(entry["pid"]), entry.get("pod")
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    started = entry.get("start")
+    return pod in pod_uids and started is not None and start_time(pid) == started
 
 
 class Runner:
@@ -290,7 +303,10 @@ class Runner:
             )
         # unshare and sh exec in turn, so this pid becomes kueue's own: fault tests kill it.
         _write_private(
-            self.pid_file, json.dumps({"pid": proc.pid, "start": start_time(proc.pid)}).encode()
+            self.pid_file,
+            json.dumps(
+                {"pid": proc.pid, "start": start_time(proc.pid), "pod": pod.metadata.uid}
+            ).encode(),
         )
         return proc
 

@@ -172,6 +172,15 @@ def restart_kueue(k: KubeSession) -> None:
     k.wait(
         "a new Kueue controller pod Ready", fresh_ready, timeout=120, namespace=kueue_pod.NAMESPACE
     )
+    # kwok marks the pod Ready at once; the old process serves webhooks while it shuts down,
+    # so probing before the runner has started the new one can pass on the old and leave the
+    # next test to meet the gap in between ("connection refused").
+    k.wait(
+        "the runner playing the new pod",
+        lambda: kueue_pod.playing({p.metadata.uid for p in pods()}),
+        timeout=120,
+        namespace=kueue_pod.NAMESPACE,
+    )
     # Its webhooks answer again (every Job create goes through them), as pulumi up waits.
     probe_webhooks(None, None, timeout=120)  # $KUBECONFIG: the sandbox_up fixture sets it
 

@@ -400,3 +400,22 @@ def test_kueue_keeps_to_its_pod_ip_only_when_clusters_share_the_namespace(
         return
     bound = yaml.safe_load(Path(out[len(kueue_pod_module.CONFIG_FLAG) :]).read_text())
     assert bound["webhook"]["host"] == "10.244.0.9"
+
+
+def test_playing_names_the_pod_of_a_live_process_only(tmp_path: Path) -> None:
+    """restart_kueue (tests/e2e) waits on this: a new pod is not a new process until the
+    runner has started one as that pod, and a dead or reused pid plays nothing."""
+    import json
+
+    from sandbox.procs import start_time
+
+    pid_file = tmp_path / kueue_pod_module.PID_FILE_NAME
+    assert not kueue_pod_module.playing({"new"}, work=tmp_path)  # no process yet
+    me = {"pid": os.getpid(), "start": start_time(os.getpid()), "pod": "new"}
+    pid_file.write_text(json.dumps(me))
+    assert kueue_pod_module.playing({"new", "other"}, work=tmp_path)
+    assert not kueue_pod_module.playing({"old"}, work=tmp_path)  # still the old pod's process
+    pid_file.write_text(json.dumps({**me, "start": "1"}))  # the pid now names another process
+    assert not kueue_pod_module.playing({"new"}, work=tmp_path)
+    pid_file.write_text(json.dumps({k: v for k, v in me.items() if k != "pod"}))
+    assert not kueue_pod_module.playing({"new"}, work=tmp_path)  # written before pods were kept
