@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	stdjson "encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -60,6 +61,16 @@ func (s *sim) fastPatch(ctx context.Context, obj ctrl.Object, patch ctrl.Patch, 
 		updated.SetResourceVersion(rv)
 		return s.store(obj, old, updated, gvk, gvr, key, status)
 	}
+	if status && patch.Type() == types.MergePatchType && s.statusTypes[gvk] {
+		if updated, ok, err := statusMerged(old, data); !ok {
+			// the patch touches more than the status and the version: the whole object below
+		} else if err != nil {
+			return err
+		} else {
+			s.simulatedTimes(updated)
+			return s.commit(obj, old, updated, gvr, key)
+		}
+	}
 	oldJSON, err := json.Marshal(old)
 	if err != nil {
 		return err
@@ -112,6 +123,12 @@ func (s *sim) store(obj, old, updated ctrl.Object, gvk schema.GroupVersionKind, 
 	} else if status {
 		return apierrors.NewNotFound(gvr.GroupResource(), key.Name)
 	}
+	return s.commit(obj, old, updated, gvr, key)
+}
+
+// commit: the version compared and raised, the object stored (or removed, when it is being
+// deleted and has lost its last finalizer) and handed back as the client hands it.
+func (s *sim) commit(obj, old, updated ctrl.Object, gvr schema.GroupVersionResource, key types.NamespacedName) error {
 	if updated.GetResourceVersion() != old.GetResourceVersion() {
 		return apierrors.NewConflict(gvr.GroupResource(), key.Name, errors.New("object was modified"))
 	}
@@ -170,4 +187,59 @@ func sameDeletionTimestamp(a, b ctrl.Object) bool {
 func setStatus(dst, src ctrl.Object) {
 	from := reflect.ValueOf(src.DeepCopyObject()).Elem().FieldByName("Status")
 	reflect.ValueOf(dst).Elem().FieldByName("Status").Set(from)
+}
+
+// statusMerged: a merge patch of the status subresource applied to the status alone. Of the
+// patched object the client keeps the status and the resourceVersion (and it checks that the
+// deletionTimestamp did not move); a merge patch works key by key (RFC 7386), so the patched
+// object's status is the patch's status merged into the stored one's JSON, and the rest of
+// the object (most of a Workload: the Job's pod templates) need not go through JSON at all.
+// ok is false, and the whole object is patched as before, when the patch holds anything but
+// the status and metadata.resourceVersion, or a null.
+func statusMerged(old ctrl.Object, data []byte) (ctrl.Object, bool, error) {
+	var top map[string]stdjson.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil || top == nil {
+		return nil, false, nil
+	}
+	rv := old.GetResourceVersion()
+	for k, v := range top {
+		if string(v) == "null" {
+			return nil, false, nil
+		}
+		switch k {
+		case "status":
+		case "metadata":
+			var md map[string]stdjson.RawMessage
+			if err := json.Unmarshal(v, &md); err != nil {
+				return nil, false, nil
+			}
+			for mk, mv := range md {
+				if mk != "resourceVersion" || json.Unmarshal(mv, &rv) != nil {
+					return nil, false, nil
+				}
+			}
+		default:
+			return nil, false, nil
+		}
+	}
+	stored := reflect.ValueOf(old).Elem().FieldByName("Status")
+	merged, err := json.Marshal(stored.Interface())
+	if err != nil {
+		return nil, true, err
+	}
+	if patch, ok := top["status"]; ok {
+		if merged, err = jsonpatch.MergePatch(merged, patch); err != nil {
+			return nil, true, err
+		}
+	}
+	// Without a status in the patch the stored one still goes through JSON, as it would
+	// in the whole object's round trip.
+	fresh := reflect.New(stored.Type())
+	if err := json.Unmarshal(merged, fresh.Interface()); err != nil {
+		return nil, true, err
+	}
+	updated := old.DeepCopyObject().(ctrl.Object)
+	reflect.ValueOf(updated).Elem().FieldByName("Status").Set(fresh.Elem())
+	updated.SetResourceVersion(rv)
+	return updated, true, nil
 }

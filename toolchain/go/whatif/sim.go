@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -258,10 +260,9 @@ func (s *sim) stop(j *jobState) {
 	j.runSeconds += s.now - j.startedAt
 	end := s.now
 	j.intervals[len(j.intervals)-1].End = &end
-	for i := range s.jobs { // freed capacity: pods that wait for nodes may fit now
-		if s.waiting[i] {
-			s.jobQ.add(s.jobs[i].key)
-		}
+	// Freed capacity: pods that wait for nodes may fit now (in mix order, as before).
+	for _, i := range slices.Sorted(maps.Keys(s.waiting)) {
+		s.jobQ.add(s.jobs[i].key)
 	}
 }
 
@@ -339,7 +340,8 @@ func (s *sim) observe(key types.NamespacedName) error {
 		if s.wlRec.Create(event.TypedCreateEvent[*kueue.Workload]{Object: wl}) {
 			s.wlQ.add(key)
 		}
-	case old.ResourceVersion == wl.ResourceVersion || sameButVersion(old, wl):
+	case old.ResourceVersion == wl.ResourceVersion ||
+		equality.Semantic.DeepEqual(old.Status, wl.Status) && sameButVersion(old, wl):
 		return nil // the API server makes no event of a write that changes nothing
 	default:
 		if s.wlRec.Update(event.TypedUpdateEvent[*kueue.Workload]{ObjectOld: old, ObjectNew: wl}) {
@@ -393,7 +395,8 @@ func (s *sim) jobChanged(key types.NamespacedName) (bool, error) {
 		return old != nil, nil
 	case err != nil:
 		return false, err
-	case old != nil && (old.ResourceVersion == bj.ResourceVersion || sameButVersion(old, bj)):
+	case old != nil && (old.ResourceVersion == bj.ResourceVersion ||
+		equality.Semantic.DeepEqual(old.Status, bj.Status) && sameButVersion(old, bj)):
 		return false, nil
 	}
 	s.seenJobs[key] = bj
@@ -401,7 +404,9 @@ func (s *sim) jobChanged(key types.NamespacedName) (bool, error) {
 	return true, nil
 }
 
-// sameButVersion: equal but for the resourceVersion (and managed fields). cur is the
+// sameButVersion: equal but for the resourceVersion (and managed fields). Its callers look
+// at the status first: nearly every write changes it, and the whole object's walk would pass
+// through the pod template before it got there. cur is the
 // engine's own fresh read: it takes old's version and managed fields for the comparison and
 // gets its own back after it, so neither object is copied.
 func sameButVersion[T ctrl.Object](old, cur T) bool {
