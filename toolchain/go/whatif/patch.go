@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	stdjson "encoding/json"
 	"errors"
@@ -49,8 +50,9 @@ func (s *sim) fastPatch(ctx context.Context, obj ctrl.Object, patch ctrl.Patch, 
 	if err != nil {
 		return err
 	}
-	old := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(ctrl.Object)
-	if err := s.reads.getLocked(ctx, s.base, key, old); err != nil {
+	// The stored object, only read here (every change below is made to a copy).
+	old, err := s.reads.storedLocked(ctx, s.base, key, obj)
+	if err != nil {
 		return err
 	}
 	var updated ctrl.Object
@@ -149,7 +151,7 @@ func (s *sim) commit(obj, old, updated ctrl.Object, gvr schema.GroupVersionResou
 	updated.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{}) // typed: no TypeMeta, as the client returns it
 	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(updated.DeepCopyObject()).Elem())
 	if !deleted {
-		s.reads.putLocked(key, updated)
+		s.reads.keepLocked(key, updated) // the tracker and obj have copies of their own
 	}
 	return nil
 }
@@ -228,7 +230,7 @@ func statusMerged(old ctrl.Object, data []byte) (ctrl.Object, bool, error) {
 		return nil, true, err
 	}
 	if patch, ok := top["status"]; ok {
-		if merged, err = jsonpatch.MergePatch(merged, patch); err != nil {
+		if merged, err = mergeObjects(merged, patch); err != nil {
 			return nil, true, err
 		}
 	}
@@ -242,4 +244,48 @@ func statusMerged(old ctrl.Object, data []byte) (ctrl.Object, bool, error) {
 	reflect.ValueOf(updated).Elem().FieldByName("Status").Set(fresh.Elem())
 	updated.SetResourceVersion(rv)
 	return updated, true, nil
+}
+
+// mergeObjects: RFC 7386 for a patch that is an object, onto a document that is one, for a
+// result that is decoded into a fresh typed value next. Key by key: a null removes the key,
+// an object merges into an object, anything else replaces. Where the library the client uses
+// (json-patch v4) also prunes nulls out of values it copies in, this keeps them: decoded
+// into a fresh value, a null and a missing key give the same zero. Numbers keep their text.
+// It is here because the library re-validates each nested level's bytes as it writes them,
+// a sixth of a replay's time spent on status patches.
+func mergeObjects(doc, patch []byte) ([]byte, error) {
+	var d, p map[string]any
+	if err := decodeNumbers(doc, &d); err != nil {
+		return nil, err
+	}
+	if err := decodeNumbers(patch, &p); err != nil || p == nil {
+		return nil, fmt.Errorf("a status patch that is not an object: %s", patch)
+	}
+	if d == nil {
+		d = map[string]any{}
+	}
+	mergeInto(d, p)
+	return stdjson.Marshal(d)
+}
+
+func mergeInto(doc, patch map[string]any) {
+	for k, v := range patch {
+		if v == nil {
+			delete(doc, k)
+			continue
+		}
+		if pv, ok := v.(map[string]any); ok {
+			if cv, ok := doc[k].(map[string]any); ok {
+				mergeInto(cv, pv)
+				continue
+			}
+		}
+		doc[k] = v
+	}
+}
+
+func decodeNumbers(data []byte, into *map[string]any) error {
+	dec := stdjson.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return dec.Decode(into)
 }

@@ -66,9 +66,23 @@ func (r *reads) getLocked(ctx context.Context, c ctrl.Reader, key types.Namespac
 	return nil
 }
 
-// putLocked: obj is what a read of key returns now (the lock held; the caller has written it).
-func (r *reads) putLocked(key types.NamespacedName, obj ctrl.Object) {
-	r.objs[key] = map[reflect.Type]ctrl.Object{reflect.TypeOf(obj): obj.DeepCopyObject().(ctrl.Object)}
+// storedLocked: what a read of key as obj's type returns, for the caller to read and never
+// change: the kept object itself when there is one (no copy), else a fresh read, kept.
+func (r *reads) storedLocked(ctx context.Context, c ctrl.Reader, key types.NamespacedName, obj ctrl.Object) (ctrl.Object, error) {
+	if o, ok := r.objs[key][reflect.TypeOf(obj)]; ok {
+		return o, nil
+	}
+	fresh := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(ctrl.Object)
+	if err := r.getLocked(ctx, c, key, fresh); err != nil {
+		return nil, err
+	}
+	return fresh, nil
+}
+
+// keepLocked: obj is what a read of key returns now (the lock held; the caller has written
+// it). obj itself is kept: the caller hands it over and does not touch it again.
+func (r *reads) keepLocked(key types.NamespacedName, obj ctrl.Object) {
+	r.objs[key] = map[reflect.Type]ctrl.Object{reflect.TypeOf(obj): obj}
 }
 
 // patch: a patch of obj by the engine's own path (fast), or by the client's (slow) where
