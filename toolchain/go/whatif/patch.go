@@ -64,14 +64,13 @@ func (s *sim) fastPatch(ctx context.Context, obj ctrl.Object, patch ctrl.Patch, 
 		return s.store(obj, old, updated, gvk, gvr, key, status)
 	}
 	if status && patch.Type() == types.MergePatchType && s.statusTypes[gvk] {
-		if updated, ok, err := statusMerged(old, data); !ok {
-			// the patch touches more than the status and the version: the whole object below
-		} else if err != nil {
-			return err
-		} else {
+		if updated, ok, err := statusMerged(old, data); ok {
+			if err != nil {
+				return err
+			}
 			s.simulatedTimes(updated)
 			return s.commit(obj, old, updated, gvr, key)
-		}
+		} // else the patch touches more than the status and the version: the whole object below
 	}
 	oldJSON, err := json.Marshal(old)
 	if err != nil {
@@ -256,7 +255,7 @@ func statusMerged(old ctrl.Object, data []byte) (ctrl.Object, bool, error) {
 func mergeObjects(doc, patch []byte) ([]byte, error) {
 	var d, p map[string]any
 	if err := decodeNumbers(doc, &d); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("a status that is not an object (%v): %s", err, doc)
 	}
 	if err := decodeNumbers(patch, &p); err != nil || p == nil {
 		return nil, fmt.Errorf("a status patch that is not an object: %s", patch)

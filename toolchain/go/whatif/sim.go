@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -340,8 +341,7 @@ func (s *sim) observe(key types.NamespacedName) error {
 		if s.wlRec.Create(event.TypedCreateEvent[*kueue.Workload]{Object: wl}) {
 			s.wlQ.add(key)
 		}
-	case old.ResourceVersion == wl.ResourceVersion ||
-		equality.Semantic.DeepEqual(old.Status, wl.Status) && sameButVersion(old, wl):
+	case old.ResourceVersion == wl.ResourceVersion || sameButVersion(old, wl):
 		return nil // the API server makes no event of a write that changes nothing
 	default:
 		if s.wlRec.Update(event.TypedUpdateEvent[*kueue.Workload]{ObjectOld: old, ObjectNew: wl}) {
@@ -395,8 +395,7 @@ func (s *sim) jobChanged(key types.NamespacedName) (bool, error) {
 		return old != nil, nil
 	case err != nil:
 		return false, err
-	case old != nil && (old.ResourceVersion == bj.ResourceVersion ||
-		equality.Semantic.DeepEqual(old.Status, bj.Status) && sameButVersion(old, bj)):
+	case old != nil && (old.ResourceVersion == bj.ResourceVersion || sameButVersion(old, bj)):
 		return false, nil
 	}
 	s.seenJobs[key] = bj
@@ -404,12 +403,16 @@ func (s *sim) jobChanged(key types.NamespacedName) (bool, error) {
 	return true, nil
 }
 
-// sameButVersion: equal but for the resourceVersion (and managed fields). Its callers look
-// at the status first: nearly every write changes it, and the whole object's walk would pass
-// through the pod template before it got there. cur is the
-// engine's own fresh read: it takes old's version and managed fields for the comparison and
-// gets its own back after it, so neither object is copied.
+// sameButVersion: equal but for the resourceVersion (and managed fields). The status is
+// compared first: nearly every write changes it, and the whole object's walk would pass
+// through the pod template before it got there. cur is the engine's own fresh read: it takes
+// old's version and managed fields for the comparison and gets its own back after it, so
+// neither object is copied.
 func sameButVersion[T ctrl.Object](old, cur T) bool {
+	if o, c := reflect.ValueOf(old).Elem().FieldByName("Status"), reflect.ValueOf(cur).Elem().FieldByName("Status"); o.IsValid() &&
+		!equality.Semantic.DeepEqual(o.Interface(), c.Interface()) {
+		return false
+	}
 	rv, mf := cur.GetResourceVersion(), cur.GetManagedFields()
 	cur.SetResourceVersion(old.GetResourceVersion())
 	cur.SetManagedFields(old.GetManagedFields())
