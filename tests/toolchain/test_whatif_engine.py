@@ -322,6 +322,57 @@ def test_wait_for_pods_ready_evicts_on_the_simulated_clock(tmp_path: Path) -> No
     assert run["stuck"].intervals == []  # its pod never ran
 
 
+def test_requeue_backoff_doubles_on_the_simulated_clock_and_stops_at_its_limit(
+    tmp_path: Path,
+) -> None:
+    """Kueue's requeue backoff after a waitForPodsReady eviction, on the engine's clock: 60 s,
+    then 120 s (60 s x 2^(n-1), Kueue's jitter is below a millisecond here and the time is
+    kept to the second), and after backoffLimitCount requeues the workload is deactivated.
+    One node and a queue of 4 GPUs; stuck (4 GPUs) fits no node, so each admission ends in an
+    eviction 10 minutes later. Probes (4 GPUs, 20 s each) show who holds the quota when:
+
+    - stuck: admitted 0 s, evicted 600 s, backoff to 660 s; admitted 660 s, evicted 1260 s,
+      backoff 120 s to 1380 s; admitted 1380 s, evicted 1980 s: a third eviction with a limit
+      of 2 requeues deactivates it.
+    - p1 at 630 s: stuck is backing off, so p1 runs at once (wait 0).
+    - p2 at 670 s: stuck holds the quota from 660 s, p2 waits for its eviction at 1260 s (590).
+    - p3 at 1330 s: a backoff that did not double (60 s) would have readmitted stuck at
+      1320 s; with 120 s it waits until 1380 s and p3 runs at once (0).
+    - p4 at 1390 s: stuck holds the quota from 1380 s, until 1980 s (590).
+    - p5 at 2600 s: stuck is deactivated, not back at 1980 s + 240 s (wait 0, not 220 s).
+    """
+    team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=4)
+    manager = {
+        "waitForPodsReady": {
+            "timeout": "10m",
+            "requeuingStrategy": {"backoffBaseSeconds": 60, "backoffLimitCount": 2},
+        }
+    }
+    stack = (
+        Stack()
+        .flavor(Flavor("gpu").nodes(1, cpu=64, memory="512Gi", gpu=4))
+        .kueue(manager=manager)
+        .team(team)
+    )
+    stuck = job("stuck", "a", 4, at=0, runs=300)
+    stuck["spec"]["template"]["spec"]["nodeSelector"] = {"disk": "nvme"}
+    probes = {"p1": 630, "p2": 670, "p3": 1330, "p4": 1390, "p5": 2600}
+    jobs = [stuck] + [job(n, "a", 4, at=at, runs=20) for n, at in probes.items()]
+    run = by_name(replay(stack, jobs, tmp_path, until=3000))
+    assert {n: run[n].wait_seconds for n in probes} == {
+        "p1": 0,
+        "p2": 590,
+        "p3": 0,
+        "p4": 590,
+        "p5": 0,
+    }
+    assert all(run[n].outcome == "finished" for n in probes)
+    # Kueue's message for it: deactivated by the limit, after three evictions.
+    assert run["stuck"].outcome == "pending"
+    last = "evicted 3x, last: DeactivatedDueToRequeuingLimitExceeded"
+    assert last in (run["stuck"].message or "")
+
+
 def test_without_wait_for_pods_ready_the_stuck_job_holds_its_quota(tmp_path: Path) -> None:
     team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=4)
     stack = Stack().flavor(Flavor("gpu").nodes(1, cpu=64, memory="512Gi", gpu=4)).team(team)
