@@ -102,14 +102,17 @@ kueue_release() {
 # The fast what-if engine (toolchain/go/whatif, docs/what-if.md): built against each Kueue
 # release like its controller, linked as gpuq-whatif-<version>. Kueue's scheduler test hooks
 # are package-internal, so the build uses a throwaway copy of the release's module with the
-# engine's three small files (toolchain/go/whatif/overlay) added to their packages, in a
+# engine's small files (toolchain/go/whatif/overlay) added to their packages, in a
 # temporary folder removed afterwards (`go build -overlay` refuses files in the module cache).
-# whatif_rewrites OVERLAY KUEUE_DIR: the rewrites of OVERLAY/rewrites.tsv (ties in name order
-# instead of Go's random map order; the file says why) applied to the copy in KUEUE_DIR.
+# whatif_rewrites OVERLAY KUEUE_DIR VERSION: the rewrites of OVERLAY/rewrites.tsv (ties in name
+# order instead of Go's random map order; the file says why) applied to the copy in KUEUE_DIR,
+# each where its releases column (a shell pattern; empty: every release) matches VERSION.
 whatif_rewrites() {
-  local file fn from to
-  while IFS=$'\t' read -r file fn from to; do
+  local file fn from to releases
+  while IFS=$'\t' read -r file fn from to releases; do
     case $file in '#'* | '') continue ;; esac
+    # shellcheck disable=SC2254 # the column is a pattern
+    case $3 in ${releases:-*}) ;; *) continue ;; esac
     awk -v fn="$fn" -v from="$from" -v to="$to" -f "$1/rewrite.awk" "$2/$file" >"$2/$file.whatif" || return 1
     mv -f "$2/$file.whatif" "$2/$file"
   done <"$1/rewrites.tsv"
@@ -130,7 +133,8 @@ whatif_release() {
       cp "$src/overlay/queue.go" "$work/kueue/pkg/cache/queue/zz_whatif.go"
       cp "$src/overlay/core.go" "$work/kueue/pkg/controller/core/zz_whatif.go"
       cp "$src/overlay/hierarchy.go" "$work/kueue/pkg/cache/hierarchy/zz_whatif.go"
-      if ! whatif_rewrites "$src/overlay" "$work/kueue"; then
+      cp "$src/overlay/flavorassigner.go" "$work/kueue/pkg/scheduler/flavorassigner/zz_whatif.go"
+      if ! whatif_rewrites "$src/overlay" "$work/kueue" "$v"; then
         rm -rf "$work"; unlock; exit 1
       fi
       printf '\nreplace sigs.k8s.io/kueue => ./kueue\n' >>"$work/go.mod"

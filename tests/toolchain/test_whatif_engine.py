@@ -475,6 +475,44 @@ def test_the_engine_writes_the_same_bytes_on_every_run(tmp_path: Path) -> None:
     assert output() == first
 
 
+def test_kueue_s_message_for_a_job_that_does_not_fit_is_the_same_on_every_run(
+    tmp_path: Path,
+) -> None:
+    """Kueue's flavor assigner (v0.18) checks a flavor's resources in a map's order and stops at
+    the first that cannot fit, so the QuotaReserved message of a workload that does not fit
+    named the resources checked before that one: on a cluster, and in an engine that runs the
+    code unchanged, "insufficient unused quota for cpu ..." on one run and not on the next,
+    and the Workload written or not by a cycle (its resourceVersion and the engine's count of
+    reconciles moved). The engine checks them in name order (overlay/rewrites.tsv). Here hold
+    takes all 8 CPUs of a's quota and wide asks for 2 CPUs and 8 of a's 4 GPUs: the GPUs can
+    never fit, the CPUs not now. Twelve runs, one output; the message names both, cpu first."""
+    team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=8, memory="64Gi", gpu=4)
+    stack = Stack().flavor(Flavor("gpu").capacity(cpu=8, memory="64Gi", gpu=4)).team(team)
+    config = load_config(stack.raw())
+    hold = job("hold", "a", 0, at=0)
+    hold["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "8"}}
+    wide = job("wide", "a", 8, at=10)
+    wide["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+    mix = tmp_path / "mix.yaml"
+    mix.write_text(yaml.safe_dump_all([hold, wide], sort_keys=False))
+    configuration = fast.manager_configuration(config)
+    entries = load_mix(mix, Catalog.from_stack(config, frameworks(configuration)))
+    document = fast.engine_input(config, entries, configuration, None)
+    outputs = set()
+    for _ in range(12):
+        lines = fast.run_engine(config.kueue.version, document)
+        for line in lines:
+            line.pop("wallSeconds", None)
+        outputs.add(json.dumps(lines, sort_keys=True))
+    assert len(outputs) == 1
+    wl = json.loads(outputs.pop())[1]["workload"]
+    reserved = next(c for c in wl["status"]["conditions"] if c["type"] == "QuotaReserved")
+    assert reserved["status"] == "False"
+    message = reserved["message"]
+    assert "insufficient unused quota for cpu in flavor gpu" in message, message
+    assert "nvidia.com/gpu in flavor gpu" in message, message
+
+
 def without_nulls(value: Any) -> Any:
     """An object with its null members dropped, at every depth (arrays kept as they are)."""
     if isinstance(value, dict):
