@@ -12,19 +12,23 @@ the rest on their team's median), the teams in turn: a status snapshot in Kueue'
 shape, turned into the mix (gpu_queues.tools.eta_mix.plan) and replayed forward on the fast
 engine, as `--eta` does after its reading. Each stage is timed.
 
-Live (--live N): N Jobs submitted to the stack's first team on the running sandbox (most of
-them wait), then the reading `--eta` makes timed: the status snapshot (ClusterQueues,
-LocalQueues, Workloads, the visibility API), the owners' Jobs and the nodes; the Jobs are
-deleted afterwards. The reading is a handful of list calls whose size grows with N, so its
-time per workload at N is what 1,000 would cost at about the same rate.
+Live (--live N): N Jobs submitted to the stack's teams in turn on the running sandbox (1-8
+GPUs, 80% with a duration annotation; most of them wait), then the reading `--eta` makes
+timed (the status snapshot: ClusterQueues, LocalQueues, Workloads, the visibility API; the
+owners' Jobs and the nodes), then the whole command (`python -m sandbox.replay.eta --stack
+STACK --json`, what `make status ARGS=--eta` runs) in a process of its own. The Jobs are
+deleted afterwards. On a sandbox shaped like prod: `make rehearse STACK=prod`, then
+`bash sandbox/sandbox.sh exec .venv/bin/python -m sandbox.bench.eta --live 1000 --stack prod`.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import resource
+import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -215,47 +219,78 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join([head, *map(row_text, rows)])
 
 
-def bench_live(count: int, stack: str) -> str:
-    """Submit `count` Jobs to the stack's first team on the running sandbox, time the reading."""
+def bench_live(count: int, stack: str, seed: int = 1) -> str:
+    """Submit `count` Jobs to the stack's teams in turn on the running sandbox (1-8 GPUs, 80%
+    with a duration annotation, as the synthetic snapshot has them), time the reading `--eta`
+    makes, then the whole command."""
     config, _ = status.stack_config(stack, ROOT)
-    team = config.teams[0]
+    rng = random.Random(seed)
     rest = Rest(file_client(KUBECONFIG))
-    path = f"/apis/batch/v1/namespaces/{team.namespace}/jobs"
+    paths = {t.namespace: f"/apis/batch/v1/namespaces/{t.namespace}/jobs" for t in config.teams}
     for i in range(count):
-        rest.create(path, _job(f"eta-bench-{i:04d}", team.namespace, team.local_queue))
+        team = config.teams[i % len(config.teams)]
+        gpus = rng.choices(GPUS, GPU_WEIGHTS)[0]
+        runs = f"{rng.choice(HOURS) * 3600:.0f}s" if rng.random() < 0.8 else None
+        job = _job(f"eta-bench-{i:04d}", team.namespace, team.local_queue, gpus, runs)
+        rest.create(paths[team.namespace], job)
     try:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
-            listed = rest.get(f"{status.KUEUE}/namespaces/{team.namespace}/workloads")["items"]
-            if len(listed) >= count:
+            listed = sum(
+                len(rest.get(f"{status.KUEUE}/namespaces/{ns}/workloads")["items"]) for ns in paths
+            )
+            if listed >= count:
                 break
-            time.sleep(1)
+            time.sleep(2)
         time.sleep(5)  # Kueue decides them
+        pairs = [(t.name, t.cluster_queue) for t in config.teams]
         t0 = time.monotonic()
-        snap = status.take_snapshot(rest, [(team.name, team.cluster_queue)], time.time())
+        snap = status.take_snapshot(rest, pairs, time.time())
         owners = Owners(rest)
         for wl, _, _ in snap.workloads:
             ref = wl["metadata"]["ownerReferences"][0]
             owners.get(ref["kind"], wl["metadata"]["namespace"], ref["name"])
         live_nodes(rest)
         took = time.monotonic() - t0
+        # The whole command as a user runs it (make status STACK=... ARGS=--eta): a process of
+        # its own, Python's start, the kubeconfig secret through the Pulumi CLI, the reading,
+        # the mix and the replay.
+        t0 = time.monotonic()
+        whole = subprocess.run(
+            [sys.executable, "-m", "sandbox.replay.eta", "--stack", stack, "--json"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        whole_took = time.monotonic() - t0
     finally:
-        rest.request("DELETE", f"{path}?labelSelector={BENCH_LABEL}%3Deta", PROPAGATION)
+        for path in paths.values():
+            rest.request("DELETE", f"{path}?labelSelector={BENCH_LABEL}%3Deta", PROPAGATION)
+    if whole.returncode != 0:
+        raise SystemExit(f"status --eta failed ({whole.returncode}): {whole.stderr.strip()}")
+    predictions = json.loads(whole.stdout)["predictions"]
+    timed = sum(p["predictedAdmission"] is not None for p in predictions)
     n = len(snap.workloads)
     return (
         "| workloads read | pending (positions) | snapshot + owners + nodes | per workload "
-        "| scaled to 1,000 |\n| ---: | ---: | ---: | ---: | ---: |\n"
-        f"| {n} | {len(snap.positions)} | {took:.2f}s | {took / max(n, 1) * 1000:.1f} ms "
-        f"| {took / max(n, 1) * 1000:.1f}s |"
+        "| whole `status --eta` | predicted | with a time (24 h) | load |\n"
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+        f"| {n:,} | {len(snap.positions):,} | {took:.2f}s | {took / max(n, 1) * 1000:.1f} ms "
+        f"| {whole_took:.1f}s | {len(predictions):,} | {timed:,} | {os.getloadavg()[0]:.1f} |"
     )
 
 
-def _job(name: str, ns: str, queue: str) -> dict[str, Any]:
+def _job(name: str, ns: str, queue: str, gpus: int, runs: str | None) -> dict[str, Any]:
     container = {
         "name": "main",
         "image": "trainer",
-        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"nvidia.com/gpu": "4"}},
+        "resources": {
+            "requests": {"cpu": "1", "memory": "1Gi"},
+            "limits": {"nvidia.com/gpu": str(gpus)},
+        },
     }
+    annotations = {"gpu-queues.dev/duration": runs} if runs else {}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -263,6 +298,7 @@ def _job(name: str, ns: str, queue: str) -> dict[str, Any]:
             "name": name,
             "namespace": ns,
             "labels": {"kueue.x-k8s.io/queue-name": queue, BENCH_LABEL: "eta"},
+            "annotations": annotations,
         },
         "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [container]}}},
     }
@@ -284,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     except DurationError as exc:
         parser.error(f"--horizon: {exc}")
     if args.live:
-        print(bench_live(args.live, args.stack))
+        print(bench_live(args.live, args.stack, args.seed))
         return 0
     rows = bench_synthetic(args.sizes, args.seed, replay=not args.mix_only, horizon=horizon)
     if rows:
