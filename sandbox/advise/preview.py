@@ -8,6 +8,7 @@ it cannot run, the answer says why and the command to run where it can; never a 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -57,11 +58,29 @@ def preview(stack: str, proposal: Path, pack_config: str, root: Path) -> tuple[b
             return False, f"did not finish within {TIMEOUT:.0f}s (is the cluster reachable?)"
     if done.returncode == 0:
         return True, "passed, policy pack included"
-    said = (done.stderr or done.stdout or "").strip().splitlines()
-    reason = said[-1] if said else f"exit {done.returncode}"
+    reason = failure(f"{done.stdout or ''}\n{done.stderr or ''}", done.returncode)
     if any(word in (done.stderr or "").lower() for word in UNREACHABLE):
         return (
             None,
             f"not run to the end: the stack's cluster cannot be reached from here ({reason})",
         )
     return False, f"failed: {reason}"
+
+
+MANDATORY = re.compile(r"\[mandatory\]\s+([a-z0-9-]+)")
+
+
+def failure(said: str, returncode: int) -> str:
+    """Why a preview failed, from what the CLI printed: the mandatory policies the proposal
+    violates, by name, else the CLI's first `error:` line, else its last line. (The CLI's
+    last line after a policy failure is the policy host's own shutdown, not the reason.)"""
+    names = list(dict.fromkeys(MANDATORY.findall(said)))
+    errors = [line.strip() for line in said.splitlines() if line.strip().startswith("error:")]
+    if names:
+        return f"mandatory policy violated: {', '.join(names)}" + (
+            f" ({errors[0]})" if errors else ""
+        )
+    if errors:
+        return errors[0]
+    lines = said.strip().splitlines()
+    return lines[-1].strip() if lines else f"exit {returncode}"
