@@ -99,8 +99,8 @@ case "$1" in
   env) echo go0.0-fake ;;
   mod) ;;
   list) d=$FAKE_GO_LOG.module  # a module folder for the what-if engine's copy
-        mkdir -p "$d/pkg/scheduler" "$d/pkg/cache/queue" "$d/pkg/cache/hierarchy" \
-          "$d/pkg/controller/core"
+        mkdir -p "$d/pkg/scheduler/flavorassigner" "$d/pkg/cache/queue" \
+          "$d/pkg/cache/hierarchy" "$d/pkg/controller/core"
         # the lines the engine's rewrites (toolchain/go/whatif/overlay/rewrites.tsv) look for
         # (FAKE_GO_MOVED: a release that moved the first of them)
         s="$d/pkg/scheduler" c="$d/pkg/cache/hierarchy/cohort.go"
@@ -110,6 +110,11 @@ case "$1" in
           > "$s/fair_sharing_iterator.go"
         printf 'func (c *Cohort[CQ, C]) %s {\n\treturn c.%s.UnsortedList()\n}\n' \
           'ChildCQs() []CQ' childCqs 'ChildCohorts() []C' childCohorts > "$c"
+        printf '%s\n\tfor rName, val := range requests {\n}\n' \
+          'func (a *FlavorAssigner) findFlavorForPodSets(' > "$s/flavorassigner/flavorassigner.go"
+        printf 'func (r *WorkloadReconciler) Update(e E) bool {\n\tb := %s\n}\n' \
+          'time.Until(e.ObjectNew.Status.RequeueState.RequeueAt.Time)' \
+          > "$d/pkg/controller/core/workload_controller.go"
         echo "$d" ;;
   build)
     out=""; pkg=""
@@ -117,8 +122,11 @@ case "$1" in
       case "$1" in -o) out=$2; shift ;; -ldflags) ldflags=$2; shift ;; *) pkg=$1 ;; esac
       shift
     done
-    [ -d kueue ] && cd kueue/pkg && cat scheduler/scheduler.go scheduler/fair_sharing_iterator.go \
-      cache/hierarchy/cohort.go > "$FAKE_GO_LOG.engine" && cd ../..  # the engine's Kueue
+    # the engine's Kueue, each build after the release its go.mod names
+    [ -d kueue ] && grep -h 'sigs.k8s.io/kueue v' go.mod >> "$FAKE_GO_LOG.engine" && cd kueue/pkg \
+      && cat scheduler/scheduler.go scheduler/fair_sharing_iterator.go cache/hierarchy/cohort.go \
+      scheduler/flavorassigner/flavorassigner.go controller/core/workload_controller.go \
+      >> "$FAKE_GO_LOG.engine" && cd ../..
     echo "$pkg $ldflags" >> "$FAKE_GO_LOG"; printf '#!/bin/sh\\n' > "$out"; chmod +x "$out" ;;
   *) echo "fake go: $*" >&2; exit 1 ;;
 esac
@@ -196,6 +204,32 @@ def test_the_engine_is_built_with_ties_in_a_fixed_order(tmp_path: Path) -> None:
                         ("C, kueue.CohortReference", "childCohorts")):  # fmt: skip
         assert f"return whatIfSorted[{kind}](c.{field}.UnsortedList())" in engine
     assert "UnsortedList()\n" not in engine.replace("UnsortedList())", "")
+    assert "e.ObjectNew.Status.RequeueState.RequeueAt.Time.Sub(r.clock.Now())" in engine
+    assert "time.Until" not in engine
+
+
+def engine_sources(tmp_path: Path) -> dict[str, str]:
+    """The engine's copy of Kueue, per release built (the fake go's log)."""
+    out: dict[str, str] = {}
+    release = ""
+    for line in (tmp_path / "go.log.engine").read_text().splitlines(keepends=True):
+        if found := re.match(r"\s*sigs\.k8s\.io/kueue (v[\w.]+)", line):
+            release = found.group(1)
+        else:
+            out[release] = out.get(release, "") + line
+    return out
+
+
+def test_a_rewrite_for_some_releases_is_applied_to_those_only(tmp_path: Path) -> None:
+    """The flavor assigner's resource order (rewrites.tsv: v0.18 only; v0.19 checks every
+    resource, and its requests are no map)."""
+    assert build_kueue(tmp_path, None).returncode == 0
+    sources = engine_sources(tmp_path)
+    assert sorted(sources) == sorted(supported())
+    for release, text in sources.items():
+        rewritten = "for _, rName := range whatIfResourceOrder(requests) { val := requests[rName]"
+        assert (rewritten in text) == release.startswith("v0.18."), release
+        assert ("for rName, val := range requests {" in text) != (rewritten in text), release
 
 
 def test_a_release_that_moved_the_code_fails_the_engine_build(tmp_path: Path) -> None:
