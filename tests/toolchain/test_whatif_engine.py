@@ -445,25 +445,37 @@ def test_ties_across_cluster_queues_go_by_submission_order_on_every_run(
         assert waits(replay(three_borrowers(fair_sharing), jobs, tmp_path)) == expected
 
 
+def engine_document(
+    stack: Stack, jobs: list[dict[str, Any]], tmp: Path
+) -> tuple[str, dict[str, Any]]:
+    """The stack's Kueue release and the engine's input for the mix, as the replay makes it."""
+    config: StackConfig = load_config(stack.raw())
+    mix = tmp / "mix.yaml"
+    mix.write_text(yaml.safe_dump_all(jobs, sort_keys=False))
+    configuration = fast.manager_configuration(config)
+    entries = load_mix(mix, Catalog.from_stack(config, frameworks(configuration)))
+    return config.kueue.version, fast.engine_input(config, entries, configuration, None)
+
+
+def engine_output(version: str, document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The engine's output lines for the input, but its wall-clock figure."""
+    lines = fast.run_engine(version, document)
+    for line in lines:
+        line.pop("wallSeconds", None)
+    return lines
+
+
 def test_the_engine_writes_the_same_bytes_on_every_run(tmp_path: Path) -> None:
     """The engine's own output (every Workload as Kueue left it, conditions and their times
     included) is the same on every run but for its wall-clock figure: Kueue's Requeued
     condition takes its time from metav1.Now(), which the engine makes the simulated now.
     The mix has preemptions, so Requeued conditions are there to be written."""
     stack = cohort_pair({"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"})
-    config = load_config(stack.raw())
-    mix = tmp_path / "mix.yaml"
     jobs = [job("a-wide", "a", 8, at=0), job("b-own", "b", 4, at=600, runs=300)]
-    mix.write_text(yaml.safe_dump_all(jobs, sort_keys=False))
-    configuration = fast.manager_configuration(config)
-    entries = load_mix(mix, Catalog.from_stack(config, frameworks(configuration)))
-    document = fast.engine_input(config, entries, configuration, None)
+    version, document = engine_document(stack, jobs, tmp_path)
 
     def output() -> list[str]:
-        lines = fast.run_engine(config.kueue.version, document)
-        for line in lines:
-            line.pop("wallSeconds", None)
-        return [json.dumps(line, sort_keys=True) for line in lines]
+        return [json.dumps(line, sort_keys=True) for line in engine_output(version, document)]
 
     first = output()
     assert '"type": "Requeued"' in "".join(first)
@@ -488,22 +500,12 @@ def test_kueue_s_message_for_a_job_that_does_not_fit_is_the_same_on_every_run(
     never fit, the CPUs not now. Twelve runs, one output; the message names both, cpu first."""
     team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=8, memory="64Gi", gpu=4)
     stack = Stack().flavor(Flavor("gpu").capacity(cpu=8, memory="64Gi", gpu=4)).team(team)
-    config = load_config(stack.raw())
     hold = job("hold", "a", 0, at=0)
     hold["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "8"}}
     wide = job("wide", "a", 8, at=10)
     wide["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
-    mix = tmp_path / "mix.yaml"
-    mix.write_text(yaml.safe_dump_all([hold, wide], sort_keys=False))
-    configuration = fast.manager_configuration(config)
-    entries = load_mix(mix, Catalog.from_stack(config, frameworks(configuration)))
-    document = fast.engine_input(config, entries, configuration, None)
-    outputs = set()
-    for _ in range(12):
-        lines = fast.run_engine(config.kueue.version, document)
-        for line in lines:
-            line.pop("wallSeconds", None)
-        outputs.add(json.dumps(lines, sort_keys=True))
+    version, document = engine_document(stack, [hold, wide], tmp_path)
+    outputs = {json.dumps(engine_output(version, document), sort_keys=True) for _ in range(12)}
     assert len(outputs) == 1
     wl = json.loads(outputs.pop())[1]["workload"]
     reserved = next(c for c in wl["status"]["conditions"] if c["type"] == "QuotaReserved")
