@@ -18,6 +18,8 @@ from gpu_queues.tools import pulumi_cli
 
 TIMEOUT = 600.0
 UNREACHABLE = ("unreachable", "connection refused", "no such host", "kubeconfig", "dial tcp")
+# a policy the proposal violates that fails the preview, as the CLI lists it
+MANDATORY = re.compile(r"\[mandatory\]\s+([a-z0-9-]+)")
 
 
 def command(stack: str, proposal: Path, pack_config: str) -> str:
@@ -65,9 +67,6 @@ def preview(stack: str, proposal: Path, pack_config: str, root: Path) -> tuple[b
             f"not run to the end: the stack's cluster cannot be reached from here ({reason})",
         )
     return False, f"failed: {reason}"
-
-
-MANDATORY = re.compile(r"\[mandatory\]\s+([a-z0-9-]+)")
 
 
 def failure(said: str, returncode: int) -> str:
