@@ -165,9 +165,10 @@ class Integrations(Model):
 
 class RequeuingStrategy(Model):
     timestamp: Literal["Eviction", "Creation"] | None = None
-    backoff_limit_count: int | None = Field(default=None, ge=0)
-    backoff_base_seconds: int | None = Field(default=None, ge=1)
-    backoff_max_seconds: int | None = Field(default=None, ge=1)
+    # int32 in Kueue's Configuration: a larger number would stop its manager from starting
+    backoff_limit_count: int | None = Field(default=None, ge=0, le=2**31 - 1)
+    backoff_base_seconds: int | None = Field(default=None, ge=1, le=2**31 - 1)
+    backoff_max_seconds: int | None = Field(default=None, ge=1, le=2**31 - 1)
 
 
 class WaitForPodsReady(Model):

@@ -83,7 +83,15 @@ PULL_SECRETS = [
     one("pull-object-not-name", PULL, [{"name": "regcred"}], "string"),
 ]
 
-CASES = [*LINE_BREAKS, *MIRRORS, *PRIORITIES, *PULL_SECRETS]
+# Kueue's Configuration keeps these as int32: a larger number would stop its manager starting.
+REQUEUE = "kueue.manager.waitForPodsReady"
+BACKOFFS = [
+    one(f"backoff-{key}-over-int32", REQUEUE,
+        {"timeout": "5m", "requeuingStrategy": {key: 2**31}}, "less than or equal to 2147483647")
+    for key in ("backoffBaseSeconds", "backoffMaxSeconds", "backoffLimitCount")
+]  # fmt: skip
+
+CASES = [*LINE_BREAKS, *MIRRORS, *PRIORITIES, *PULL_SECRETS, *BACKOFFS]
 
 
 @pytest.mark.parametrize("hostile", CASES, ids=lambda c: c.id)
