@@ -90,9 +90,13 @@ def side_from_raw(label: str, raw: Mapping[str, Any], pinned: str) -> KueueSide:
 
 
 def load_side(spec: str, root: Path = ROOT) -> KueueSide:
-    """STACK or STACK@REV; the version a stack does not set is the pin at that revision."""
+    """STACK or STACK@REV; the version a stack does not set is the pin at that revision (read
+    only then: a stack that sets its own needs no toolchain/pins.env beside it)."""
     stack, _, rev = spec.partition("@")
-    return side_from_raw(spec, read_config(stack, root, rev or None), _pinned_at(root, rev or None))
+    raw = read_config(stack, root, rev or None)
+    kueue = raw.get(keys.KEY_KUEUE)
+    own = kueue.get("version") if isinstance(kueue, dict) else None
+    return side_from_raw(spec, raw, "" if own else _pinned_at(root, rev or None))
 
 
 # --- the objects --------------------------------------------------------------------------

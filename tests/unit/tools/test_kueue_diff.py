@@ -204,3 +204,15 @@ def test_cli_prints_nothing_without_a_change(tmp_path: Path, capsys):
     assert capsys.readouterr().out == ""
     assert kueue_diff.main(["a", "nope", "--root", str(tmp_path)]) == 2
     assert "unknown stack 'nope'" in capsys.readouterr().err
+
+
+def test_a_stack_that_sets_its_release_needs_no_pins_beside_it(tmp_path: Path) -> None:
+    # A folder of stack files without toolchain/pins.env (a test's, a user's): the stack's own
+    # kueue.version answers; only a stack without one needs the pin, and says so.
+    (tmp_path / "Pulumi.own.yaml").write_text(
+        "config:\n  gpu-queues:kueue: {version: v0.19.2}\n  gpu-queues:teams: []\n"
+    )
+    (tmp_path / "Pulumi.pinned.yaml").write_text("config:\n  gpu-queues:teams: []\n")
+    assert kueue_diff.load_side("own", tmp_path).version == "v0.19.2"
+    with pytest.raises(FileNotFoundError):
+        kueue_diff.load_side("pinned", tmp_path)
