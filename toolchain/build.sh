@@ -117,6 +117,19 @@ whatif_rewrites() {
     mv -f "$2/$file.whatif" "$2/$file"
   done <"$1/rewrites.tsv"
 }
+# whatif_overlay OVERLAY KUEUE_DIR: each OVERLAY/*.go added to the package its first line names
+# ("// Added to sigs.k8s.io/kueue/<package> at build time ..."), as zz_whatif.go.
+whatif_overlay() {
+  local f pkg
+  for f in "$1"/*.go; do
+    pkg=$(sed -n '1s|^// Added to sigs\.k8s\.io/kueue/\([a-z0-9/]*\) at build time.*|\1|p' "$f")
+    if [ -z "$pkg" ] || [ ! -d "$2/$pkg" ]; then
+      echo "build.sh: $f names no package of the release's module on its first line" >&2
+      return 1
+    fi
+    cp "$f" "$2/$pkg/zz_whatif.go"
+  done
+}
 whatif_release() {
   local v=$1 src=$here/go/whatif out work kdir start
   out=$cache/gpuq-whatif-$(key "kueue/$v" whatif "$(cat "$src"/*.go "$src"/overlay/* | sha256sum | cut -c1-16)")
@@ -129,12 +142,7 @@ whatif_release() {
       work=$(mktemp -d "$out.XXXXXX")
       cp "$here/go/kueue/$v/go.mod" "$here/go/kueue/$v/go.sum" "$src"/*.go "$work/"
       cp -r "$kdir" "$work/kueue" && chmod -R u+w "$work/kueue"
-      cp "$src/overlay/scheduler.go" "$work/kueue/pkg/scheduler/zz_whatif.go"
-      cp "$src/overlay/queue.go" "$work/kueue/pkg/cache/queue/zz_whatif.go"
-      cp "$src/overlay/core.go" "$work/kueue/pkg/controller/core/zz_whatif.go"
-      cp "$src/overlay/hierarchy.go" "$work/kueue/pkg/cache/hierarchy/zz_whatif.go"
-      cp "$src/overlay/flavorassigner.go" "$work/kueue/pkg/scheduler/flavorassigner/zz_whatif.go"
-      if ! whatif_rewrites "$src/overlay" "$work/kueue" "$v"; then
+      if ! whatif_overlay "$src/overlay" "$work/kueue" || ! whatif_rewrites "$src/overlay" "$work/kueue" "$v"; then
         rm -rf "$work"; unlock; exit 1
       fi
       printf '\nreplace sigs.k8s.io/kueue => ./kueue\n' >>"$work/go.mod"

@@ -191,12 +191,31 @@ class Rest:
         return self.request("PATCH", path, dict(body), content_type="application/merge-patch+json")
 
 
+# The reason of the Finished condition Kueue gives the Workload of an owner that is gone.
+OWNER_GONE = "OwnerNotFound"
+POD_GONE = "its pod was deleted, and nothing makes a plain Pod again"
+
+
+def finished_done(wl: Mapping[str, Any]) -> bool:
+    """Finished for having run: not Finished because Kueue preempted its plain Pod, which is
+    then gone (Kueue finishes the Workload of an owner that is gone)."""
+    c = condition(wl, "Finished")
+    return c is not None and c.get("status") == "True" and c.get("reason") != OWNER_GONE
+
+
 def classify(
     wl: Mapping[str, Any], running: bool, stuck: str | None, preempted: bool
 ) -> tuple[Outcome, str | None, str | None]:
     """(outcome, flavor, message) of a workload as it stands, in the report's terms:
     finished; admitted (its pods run); unschedulable (admitted, its pods fit no node: `stuck`
-    is the scheduler's message); preempted (waiting again after a preemption); pending."""
+    is the scheduler's message); preempted (waiting again after a preemption, or gone: Kueue
+    preempts a plain Pod by deleting it, nothing makes it again, and Kueue finishes the
+    Workload of an owner that is gone); pending."""
+    finished = condition(wl, "Finished")
+    if preempted and finished and finished.get("reason") == OWNER_GONE:
+        why = eviction(wl)
+        said = f"{why[0]}: {why[1]}" if why else "preempted"
+        return "preempted", None, f"{said}; {POD_GONE}"
     if is_true(wl, "Finished"):
         return "finished", admitted_flavor(wl), None
     if holds_quota(wl):

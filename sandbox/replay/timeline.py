@@ -33,6 +33,7 @@ from gpu_queues.whatif.workloads import (
     KubeError,
     Rest,
     eviction,
+    finished_done,
     holds_quota,
     is_terminal,
     is_true,
@@ -99,9 +100,11 @@ class Replay:
 
     def _index(self) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
         """Workloads by their owner's UID, pods by their owner's UID (the Job, or the pod
-        itself for plain pods)."""
+        itself for plain pods). A Workload the garbage collector deleted (its plain Pod was
+        deleted on preemption) stays as it was last."""
         workloads: dict[str, dict[str, Any]] = {}
-        for wl in self.informers["workloads"].snapshot():
+        informer = self.informers["workloads"]
+        for wl in informer.departed() + informer.snapshot():
             for kind in ("Job", "Pod"):
                 ref = owner(wl, kind)
                 if ref is not None:
@@ -252,7 +255,7 @@ class Replay:
                 t.gpu_seconds += self.now - t.started_at
                 t.started_at = None
                 close_run(t, self.now)
-            if t.had_quota and not holds_quota(wl) and not is_true(wl, "Finished"):
+            if t.had_quota and not holds_quota(wl) and not finished_done(wl):
                 why = eviction(wl)
                 t.evictions.append(f"{why[0]}: {why[1]}" if why else "evicted")
             t.had_quota = holds_quota(wl)

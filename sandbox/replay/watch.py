@@ -45,6 +45,8 @@ class Informer:
         self.changed = changed
         self.lock = threading.Lock()
         self.objects: dict[str, dict[str, Any]] = {}
+        self.gone: dict[str, dict[str, Any]] = {}
+        """Deleted objects as they were last (the watch's DELETED event), by UID."""
         self.synced = threading.Event()
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, name=f"watch {path}", daemon=True)
@@ -56,6 +58,11 @@ class Informer:
     def snapshot(self) -> list[dict[str, Any]]:
         with self.lock:
             return list(self.objects.values())
+
+    def departed(self) -> list[dict[str, Any]]:
+        """The objects deleted since the informer started, as they were last."""
+        with self.lock:
+            return list(self.gone.values())
 
     def _run(self) -> None:
         rest = Rest(file_client(KUBECONFIG))
@@ -86,6 +93,7 @@ class Informer:
                     with self.lock:
                         if event.get("type") == "DELETED":
                             self.objects.pop(uid(obj), None)
+                            self.gone[uid(obj)] = obj
                         else:
                             self.objects[uid(obj)] = obj
                     self.changed()

@@ -86,6 +86,13 @@ def job(
     }
 
 
+def pod(name: str, team: str, gpus: int, **kw: Any) -> dict[str, Any]:
+    """A plain Pod (Kueue's pod integration) with job()'s labels, annotations and pod spec."""
+    j = job(name, team, gpus, **kw)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": j["metadata"],
+            "spec": j["spec"]["template"]["spec"]}  # fmt: skip
+
+
 def replay(stack: Stack, jobs: list[dict[str, Any]], tmp: Path, **kw: Any) -> Run:
     config: StackConfig = load_config(stack.raw())
     mix = tmp / "mix.yaml"
@@ -251,6 +258,69 @@ def test_a_lending_limit_caps_what_a_team_lends(
     else:
         assert run["b-big"].outcome == "pending"
         assert "insufficient" in (run["b-big"].message or "")
+
+
+def test_pods_that_fit_no_node_start_when_a_pod_on_their_node_ends(tmp_path: Path) -> None:
+    """Quota is not placement: two nodes of 8 GPUs and a queue of 16. a and b (4 GPUs each,
+    at 0 s) go to different nodes (least allocated first), so at 10 s wide (8 GPUs) is
+    admitted at once but fits neither node (16 cpu each: half a node's). When a ends at 100 s
+    its node is free and wide runs, 100-150 s, as kube-scheduler retries a pod when another
+    pod leaves a node. (The engine once never tried such a pod again.)"""
+    team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=16)
+    stack = Stack().flavor(Flavor("gpu").nodes(2, cpu=32, memory="256Gi", gpu=8)).team(team)
+    jobs = [job("a", "a", 4, at=0, runs=100), job("b", "a", 4, at=0, runs=1000),
+            job("wide", "a", 8, at=10, runs=50)]  # fmt: skip
+    for j in jobs[:2]:  # half a node's cpu each: the scheduler's scores tell the nodes apart
+        j["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "16"
+    run = by_name(replay(stack, jobs, tmp_path))
+    assert run["wide"].wait_seconds == 0
+    assert run["wide"].intervals == [(100, 150)]
+    assert run["wide"].outcome == "finished"
+    assert run["b"].intervals == [(0, 1000)]
+
+
+def test_plain_pods_queue_run_and_finish_as_jobs_do(tmp_path: Path) -> None:
+    """Kueue's pod integration on the engine: its webhook gates each Pod, its pod reconciler
+    makes the Workload and ungates the pod on admission. A StrictFIFO queue of 8 GPUs: pod p1
+    (6 GPUs, 0-600 s), Job j2 (4 GPUs at 60 s) waits for it (540 s) and runs 600-700 s, pod p3
+    (2 GPUs at 120 s) waits behind j2 in strict order until 600 s (480 s) and runs 600-900 s."""
+    jobs = [pod("p1", "a", 6, at=0, runs=600), job("j2", "a", 4, at=60, runs=100),
+            pod("p3", "a", 2, at=120, runs=300)]  # fmt: skip
+    run = by_name(replay(one_queue("StrictFIFO"), jobs, tmp_path))
+    assert {n: (w.kind, w.outcome, w.wait_seconds) for n, w in run.items()} == {
+        "p1": ("Pod", "finished", 0),
+        "j2": ("Job", "finished", 540),
+        "p3": ("Pod", "finished", 480),
+    }
+    assert [run[n].intervals for n in ("p1", "j2", "p3")] == [
+        [(0, 600)],
+        [(600, 700)],
+        [(600, 900)],
+    ]
+
+
+def test_a_preempted_plain_pod_is_gone_for_good(tmp_path: Path) -> None:
+    """Kueue preempts a plain Pod by deleting it, and nothing makes it again: one queue of 4
+    GPUs that preempts lower priorities; pod low (4 GPUs) runs from 0 s, Job high (4) at 60 s
+    preempts it at once and runs 120 s. low ran 60 s and is not readmitted after 180 s (a
+    Job would be); its Workload is finished by Kueue as its owner is gone."""
+    team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=4)
+    team.set(preemption={"withinClusterQueue": "LowerPriority"})
+    stack = (
+        Stack()
+        .flavor(Flavor("gpu").capacity(cpu=64, memory="512Gi", gpu=4))
+        .set("priorityClasses", [{"name": "low", "value": 10}, {"name": "high", "value": 1000}])
+        .team(team)
+    )
+    jobs = [pod("low", "a", 4, at=0, runs=600, priority="low"),
+            job("high", "a", 4, at=60, runs=120, priority="high")]  # fmt: skip
+    run = by_name(replay(stack, jobs, tmp_path, until=1200))
+    assert (run["high"].outcome, run["high"].wait_seconds) == ("finished", 0)
+    assert run["low"].intervals == [(0, 60)]
+    assert run["low"].preemptions == 1
+    assert run["low"].outcome == "preempted"
+    assert "InClusterQueue" in (run["low"].message or "")
+    assert "nothing makes a plain Pod again" in (run["low"].message or "")
 
 
 def test_one_admission_per_cluster_queue_per_cycle_keeps_file_order(tmp_path: Path) -> None:

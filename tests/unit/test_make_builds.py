@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -100,7 +101,7 @@ case "$1" in
   mod) ;;
   list) d=$FAKE_GO_LOG.module  # a module folder for the what-if engine's copy
         mkdir -p "$d/pkg/scheduler/flavorassigner" "$d/pkg/cache/queue" \
-          "$d/pkg/cache/hierarchy" "$d/pkg/controller/core"
+          "$d/pkg/cache/hierarchy" "$d/pkg/controller/core" "$d/pkg/controller/jobs/pod"
         # the lines the engine's rewrites (toolchain/go/whatif/overlay/rewrites.tsv) look for
         # (FAKE_GO_MOVED: a release that moved the first of them)
         s="$d/pkg/scheduler" c="$d/pkg/cache/hierarchy/cohort.go"
@@ -127,6 +128,7 @@ case "$1" in
       && cat scheduler/scheduler.go scheduler/fair_sharing_iterator.go cache/hierarchy/cohort.go \
       scheduler/flavorassigner/flavorassigner.go controller/core/workload_controller.go \
       >> "$FAKE_GO_LOG.engine" && cd ../..
+    [ -d kueue ] && (cd kueue && find pkg -name zz_whatif.go | sort >> "$FAKE_GO_LOG.overlay")
     echo "$pkg $ldflags" >> "$FAKE_GO_LOG"; printf '#!/bin/sh\\n' > "$out"; chmod +x "$out" ;;
   *) echo "fake go: $*" >&2; exit 1 ;;
 esac
@@ -134,12 +136,18 @@ esac
 
 
 def build_kueue(
-    tmp_path: Path, kueue_versions: str | None, **extra: str
+    tmp_path: Path,
+    kueue_versions: str | None,
+    before: Callable[[Path], None] | None = None,
+    **extra: str,
 ) -> subprocess.CompletedProcess[str]:
     """`build.sh kueue` in a copy of the project's toolchain folder, with an empty binary
-    cache and the fake go (`extra`: more of its environment)."""
+    cache and the fake go (`before`: a change to the copy; `extra`: more of go's
+    environment)."""
     project = tmp_path / "project"
     shutil.copytree(ROOT / "toolchain", project / "toolchain")
+    if before is not None:
+        before(project)
     fake = tmp_path / "fakebin"
     fake.mkdir()
     (fake / "go").write_text(FAKE_GO)
@@ -241,5 +249,25 @@ def test_a_release_that_moved_the_code_fails_the_engine_build(tmp_path: Path) ->
     assert (
         "pkg/scheduler/scheduler.go has no s.queues.Heads(ctx) in func (s *Scheduler) schedule("
         in done.stderr
+    )
+    assert not list((tmp_path / "project" / ".toolchain" / "bin").glob("gpuq-whatif-*"))
+
+
+def test_each_overlay_file_goes_to_the_package_its_first_line_names(tmp_path: Path) -> None:
+    assert build_kueue(tmp_path, kueue_version()).returncode == 0
+    placed = sorted((tmp_path / "go.log.overlay").read_text().split())
+    packages = ("cache/hierarchy", "cache/queue", "controller/core", "controller/jobs/pod",
+                "scheduler", "scheduler/flavorassigner")  # fmt: skip
+    assert placed == sorted(f"pkg/{p}/zz_whatif.go" for p in packages)
+
+
+def test_an_overlay_file_that_names_no_package_fails_the_engine_build(tmp_path: Path) -> None:
+    def stray(project: Path) -> None:
+        (project / "toolchain/go/whatif/overlay/stray.go").write_text("package stray\n")
+
+    done = build_kueue(tmp_path, kueue_version(), before=stray)
+    assert done.returncode != 0
+    assert "overlay/stray.go names no package of the release's module on its first line" in (
+        done.stderr
     )
     assert not list((tmp_path / "project" / ".toolchain" / "bin").glob("gpuq-whatif-*"))

@@ -299,3 +299,22 @@ def test_the_fast_engine_refuses_a_stack_with_provisioning_checks_too() -> None:
     with pytest.raises(fast.FastEngineError, match=r"provisioning checks \(autoscale\)"):
         fast.engine_input(config, [], "", None)
     assert fast.unmodelled(fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")) is None
+
+
+def test_the_fast_engine_takes_single_pods_and_leaves_pod_groups_to_the_sandbox() -> None:
+    from gpu_queues.whatif.mix import Entry
+    from sandbox.replay import fast
+
+    def entry(index: int, kind: str, labels: object) -> Entry:
+        meta = {"name": f"w{index}", "namespace": "ns", "labels": labels}
+        return Entry(index, f"mix.yaml#{index + 1}", kind, f"w{index}", "ns", "q",
+                     manifest={"kind": kind, "metadata": meta})  # fmt: skip
+
+    group = {"kueue.x-k8s.io/pod-group-name": "g"}
+    entries = [entry(0, "Job", {}), entry(1, "Pod", {}), entry(2, "Pod", group),
+               entry(3, "JobSet", {}), entry(4, "Pod", ["not", "a", "map"])]  # fmt: skip
+    config = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
+    sent = fast.engine_input(config, entries, "", None)["jobs"]
+    assert [(j["index"], j["kind"]) for j in sent] == [(0, "Job"), (1, "Pod"), (4, "Pod")]
+    assert "not pod groups" in (fast.not_fast(entries[2]) or "")
+    assert "not JobSets" in (fast.not_fast(entries[3]) or "")

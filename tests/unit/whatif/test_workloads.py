@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from gpu_queues.whatif.workloads import admitted_flavor, assigned_flavors
+from gpu_queues.whatif.workloads import (
+    POD_GONE,
+    admitted_flavor,
+    assigned_flavors,
+    classify,
+    finished_done,
+)
 from sandbox.rehearse.sizing import POD_SET
 
 pytestmark = pytest.mark.unit
@@ -50,3 +56,26 @@ def test_no_admission_assigns_nothing(wl: dict[str, Any] | None) -> None:
 def test_what_is_not_a_flavor_name_is_left_out() -> None:
     wl = workload({"name": POD_SET, "flavors": {"cpu": "a100", "memory": None, "x": 3}})
     assert assigned_flavors(wl) == {POD_SET: {"cpu": "a100"}}
+
+
+def finished_as(reason: str) -> dict[str, Any]:
+    """A Workload Kueue finished with `reason`, after it was preempted."""
+    return {"status": {"conditions": [
+        {"type": "Finished", "status": "True", "reason": reason, "message": "m"},
+        {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": ""},
+        {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "to make room"},
+    ]}}  # fmt: skip
+
+
+def test_a_preempted_plain_pod_whose_owner_is_gone_is_preempted_not_finished() -> None:
+    # Kueue preempts a plain Pod by deleting it and finishes the Workload of the owner that
+    # is gone: the report says preempted (for good), not finished.
+    state, flavor, message = classify(finished_as("OwnerNotFound"), False, None, True)
+    assert (state, flavor) == ("preempted", None)
+    assert message == f"Preempted: to make room; {POD_GONE}"
+    assert not finished_done(finished_as("OwnerNotFound"))
+    # A workload that ran to its end is finished, preempted before or not.
+    assert classify(finished_as("Succeeded"), False, None, True)[0] == "finished"
+    assert finished_done(finished_as("Succeeded"))
+    # Gone without a preemption (its owner deleted): still the Finished Kueue says.
+    assert classify(finished_as("OwnerNotFound"), False, None, False)[0] == "finished"

@@ -29,8 +29,10 @@ type Input struct {
 	Until float64 `json:"until"`
 }
 
-// JobInput is one batch/v1 Job of the mix.
+// JobInput is one batch/v1 Job (or plain Pod) of the mix.
 type JobInput struct {
+	// Kind: "Job" (or empty) or "Pod".
+	Kind string `json:"kind"`
 	// Index: the entry's place in the mix; the Job's and Workload's UIDs derive from it, so
 	// Kueue breaks ties of equal priority and creation time in mix order.
 	Index    int             `json:"index"`

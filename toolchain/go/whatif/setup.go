@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/job"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/pod"
 	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/metrics"
 	"sigs.k8s.io/kueue/pkg/scheduler"
@@ -46,8 +47,18 @@ import (
 // Building the in-process Kueue for a replay: the client, cache, queues, scheduler and
 // controllers, configured as Kueue's manager configures them.
 
-// jobOwnerKey: the field index the Job reconciler finds a Job's Workloads by.
-var jobOwnerKey = jobframework.OwnerReferenceIndexKey(batchv1.SchemeGroupVersion.WithKind("Job"))
+// jobOwnerKey, podOwnerKey: the field indexes the Job and Pod reconcilers find their
+// Workloads by.
+var (
+	jobOwnerKey = jobframework.OwnerReferenceIndexKey(batchv1.SchemeGroupVersion.WithKind("Job"))
+	podOwnerKey = jobframework.OwnerReferenceIndexKey(corev1.SchemeGroupVersion.WithKind("Pod"))
+)
+
+// owner: a Job or a Pod of the mix, by kind and name.
+type owner struct {
+	kind string
+	types.NamespacedName
+}
 
 type nopRecorder struct{}
 
@@ -60,14 +71,17 @@ func newSim(in *Input) (*sim, error) {
 		ctx:      ctx,
 		clock:    testingclock.NewFakeClock(epoch),
 		byJob:    map[types.NamespacedName]int{},
+		byPod:    map[types.NamespacedName]int{},
 		byUID:    map[types.UID]int{},
 		seen:     map[types.NamespacedName]*kueue.Workload{},
-		seenJobs: map[types.NamespacedName]*batchv1.Job{},
-		owned:    map[types.NamespacedName][]types.NamespacedName{},
+		seenJobs: map[types.NamespacedName]ctrl.Object{},
+		seenPods: map[types.NamespacedName]ctrl.Object{},
+		owned:    map[owner][]types.NamespacedName{},
 		until:    in.Until,
 		waiting:  map[int]bool{},
+		retry:    map[int]bool{},
 	}
-	s.dirty.workloads, s.dirty.jobs = map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}
+	s.dirty.reset()
 
 	cfg, err := loadConfiguration(in.Configuration)
 	if err != nil {
@@ -78,7 +92,7 @@ func newSim(in *Input) (*sim, error) {
 	// field-managed one rebuilds a REST mapper on every patch, most of a replay's time.
 	scheme := utiltesting.NewClientBuilder().Build().Scheme() // the same scheme, from a builder of its own
 	s.tracker = clienttesting.NewObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder())
-	withStatus := []ctrl.Object{&kueue.Workload{}, &batchv1.Job{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}, &kueue.Cohort{}}
+	withStatus := []ctrl.Object{&kueue.Workload{}, &batchv1.Job{}, &corev1.Pod{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}, &kueue.Cohort{}}
 	s.statusTypes = map[schema.GroupVersionKind]bool{}
 	for _, o := range withStatus {
 		gvk, err := apiutil.GVKForObject(o, scheme)
@@ -93,6 +107,9 @@ func newSim(in *Input) (*sim, error) {
 		WithIndex(&corev1.LimitRange{}, indexer.LimitRangeHasContainerOrPodType, indexer.IndexLimitRangeHasContainerOrPodType)
 	if err := job.SetupIndexes(ctx, utiltesting.AsIndexer(builder)); err != nil {
 		return nil, fmt.Errorf("job indexes: %w", err)
+	}
+	if err := pod.SetupIndexes(ctx, utiltesting.AsIndexer(builder)); err != nil {
+		return nil, fmt.Errorf("pod indexes: %w", err)
 	}
 	objs, err := decodeObjects(scheme, in.Objects)
 	if err != nil {
@@ -175,6 +192,34 @@ func newSim(in *Input) (*sim, error) {
 			s.dirty.mark(obj)
 			return err
 		},
+		// Kueue's pod reconciler marks a pod it stops with a condition by server-side apply;
+		// the in-memory client has no field manager, so the apply is a strategic merge of the
+		// applied fields (a pod's conditions merge by type), as Kueue's unit tests treat it.
+		SubResourceApply: func(ctx context.Context, c ctrl.Client, sub string, ac runtime.ApplyConfiguration, opts ...ctrl.SubResourceApplyOption) error {
+			data, err := json.Marshal(ac)
+			if err != nil {
+				return err
+			}
+			var meta struct {
+				Kind     string `json:"kind"`
+				Metadata struct {
+					Name      string `json:"name"`
+					Namespace string `json:"namespace"`
+				} `json:"metadata"`
+			}
+			if err := json.Unmarshal(data, &meta); err != nil {
+				return err
+			}
+			if meta.Kind != "Pod" || sub != "status" {
+				return fmt.Errorf("the engine applies only a Pod's status, not %s/%s", meta.Kind, sub)
+			}
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: meta.Metadata.Name, Namespace: meta.Metadata.Namespace}}
+			err = s.reads.write(p, func() error {
+				return c.SubResource(sub).Patch(ctx, p, ctrl.RawPatch(types.StrategicMergePatchType, data))
+			})
+			s.dirty.mark(p)
+			return err
+		},
 	})
 
 	expectations := preemptexpectations.New()
@@ -248,20 +293,50 @@ func newSim(in *Input) (*sim, error) {
 		return nil, err
 	}
 	s.jobRec = jobRec
+	podRec, err := pod.NewReconciler(ctx, s.cl, utiltesting.AsIndexer(utiltesting.NewClientBuilder()), nopRecorder{},
+		jobframework.WithManageJobsWithoutQueueName(cfg.ManageJobsWithoutQueueName),
+		jobframework.WithManagedJobsNamespaceSelector(nsSelector),
+		jobframework.WithWaitForPodsReady(cfg.WaitForPodsReady),
+		jobframework.WithEnabledFrameworks(frameworks),
+		jobframework.WithCache(s.cache),
+		jobframework.WithQueues(s.queues),
+		jobframework.WithClock(s.clock),
+	)
+	if err != nil {
+		return nil, err
+	}
+	s.podRec = podRec
+	s.admitPod = func(ctx context.Context, p *corev1.Pod) error {
+		return pod.WhatIfAdmit(ctx, s.cl, s.queues, cfg.ManageJobsWithoutQueueName, nsSelector, p)
+	}
 
 	s.nodes = newCluster(in.Nodes)
 	for i, j := range in.Jobs {
-		var bj batchv1.Job
-		if err := json.Unmarshal(j.Manifest, &bj); err != nil {
-			return nil, fmt.Errorf("job %d: %w", j.Index, err)
+		st := &jobState{in: j, uid: uidFor("job", j.Index), pod: j.Kind == "Pod"}
+		if st.pod {
+			var p corev1.Pod
+			if err := json.Unmarshal(j.Manifest, &p); err != nil {
+				return nil, fmt.Errorf("pod %d: %w", j.Index, err)
+			}
+			if p.Namespace == "" {
+				p.Namespace = "default"
+			}
+			st.key = types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+			st.template, st.count = corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}, 1
+			s.byPod[st.key] = i
+		} else {
+			var bj batchv1.Job
+			if err := json.Unmarshal(j.Manifest, &bj); err != nil {
+				return nil, fmt.Errorf("job %d: %w", j.Index, err)
+			}
+			if bj.Namespace == "" {
+				bj.Namespace = "default"
+			}
+			st.key = types.NamespacedName{Namespace: bj.Namespace, Name: bj.Name}
+			st.template, st.count = bj.Spec.Template, parallelism(&bj)
+			s.byJob[st.key] = i
 		}
-		if bj.Namespace == "" {
-			bj.Namespace = "default"
-		}
-		st := &jobState{in: j, key: types.NamespacedName{Namespace: bj.Namespace, Name: bj.Name},
-			uid: uidFor("job", j.Index), template: bj.Spec.Template, count: parallelism(&bj)}
 		s.jobs = append(s.jobs, st)
-		s.byJob[st.key] = i
 		s.byUID[st.uid] = i
 		s.push(ev{at: j.SubmitAt, kind: evSubmit, idx: i})
 	}
@@ -332,12 +407,16 @@ func (s *sim) listOwned(ctx context.Context, list *kueue.WorkloadList, opts []ct
 	if lo.FieldSelector == nil || lo.LabelSelector != nil || lo.Namespace == "" {
 		return false, nil
 	}
+	kind := "Job"
 	name, ok := lo.FieldSelector.RequiresExactMatch(jobOwnerKey)
 	if !ok {
-		return false, nil
+		kind = "Pod"
+		if name, ok = lo.FieldSelector.RequiresExactMatch(podOwnerKey); !ok {
+			return false, nil
+		}
 	}
 	list.Items = nil
-	for _, key := range s.owned[types.NamespacedName{Namespace: lo.Namespace, Name: name}] {
+	for _, key := range s.owned[owner{kind, types.NamespacedName{Namespace: lo.Namespace, Name: name}}] {
 		var wl kueue.Workload
 		if err := s.reads.get(ctx, s.base, key, &wl); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -374,9 +453,9 @@ func (s *sim) stamp(obj ctrl.Object) {
 	obj.SetCreationTimestamp(metav1.NewTime(s.clock.Now()))
 	if wl, ok := obj.(*kueue.Workload); ok {
 		for _, ref := range wl.OwnerReferences {
-			if ref.Kind == "Job" {
-				owner := types.NamespacedName{Namespace: wl.Namespace, Name: ref.Name}
-				s.owned[owner] = append(s.owned[owner], types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})
+			if ref.Kind == "Job" || ref.Kind == "Pod" {
+				o := owner{ref.Kind, types.NamespacedName{Namespace: wl.Namespace, Name: ref.Name}}
+				s.owned[o] = append(s.owned[o], types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})
 			}
 		}
 		for _, ref := range wl.OwnerReferences {

@@ -72,13 +72,17 @@ type sim struct {
 	sched       *scheduler.Scheduler
 	wlRec       *core.WorkloadReconciler
 	jobRec      reconcile.Reconciler
+	podRec      reconcile.Reconciler                     // nil without Kueue's pod integration
+	admitPod    func(context.Context, *corev1.Pod) error // Kueue's Pod webhooks
 	nodes       *cluster
 	jobs        []*jobState
 	byJob       map[types.NamespacedName]int
+	byPod       map[types.NamespacedName]int
 	byUID       map[types.UID]int
 	seen        map[types.NamespacedName]*kueue.Workload
-	seenJobs    map[types.NamespacedName]*batchv1.Job
-	owned       map[types.NamespacedName][]types.NamespacedName // Job -> its Workloads
+	seenJobs    map[types.NamespacedName]ctrl.Object // Jobs and Pods, as their informers last saw them
+	seenPods    map[types.NamespacedName]ctrl.Object
+	owned       map[owner][]types.NamespacedName // a Job or Pod -> its Workloads
 	defaults    crdDefaults
 	reads       *reads
 	tracker     clienttesting.ObjectTracker
@@ -87,6 +91,8 @@ type sim struct {
 	dirty       dirty
 	wlQ         workQueue
 	jobQ        workQueue
+	podQ        workQueue
+	retry       map[int]bool // jobs whose pods wait for nodes, to try again: capacity was freed
 	events      evHeap
 	seq         int
 	now         float64
@@ -181,17 +187,36 @@ func (s *sim) apply(e ev) error {
 			return s.complete(j)
 		}
 	case evTimer:
-		if e.tgt.workload {
-			s.wlQ.add(e.tgt.key)
-		} else {
-			s.jobQ.add(e.tgt.key)
-		}
+		s.queue(e.tgt.kind).add(e.tgt.key)
 	}
 	return nil
 }
 
-// submit creates the Job as kubectl would after Kueue's Job webhook: suspended.
+// queue: the reconcile requests of a kind's controller.
+func (s *sim) queue(k objKind) *workQueue {
+	switch k {
+	case kindWorkload:
+		return &s.wlQ
+	case kindPod:
+		return &s.podQ
+	}
+	return &s.jobQ
+}
+
+// ownerQueue: the reconcile requests of the controller of the job's kind.
+func (s *sim) ownerQueue(j *jobState) *workQueue {
+	if j.pod {
+		return &s.podQ
+	}
+	return &s.jobQ
+}
+
+// submit creates the Job as kubectl would after Kueue's Job webhook: suspended. A Pod goes
+// through Kueue's own Pod webhooks.
 func (s *sim) submit(j *jobState) error {
+	if j.pod {
+		return s.submitPod(j)
+	}
 	var bj batchv1.Job
 	if err := json.Unmarshal(j.in.Manifest, &bj); err != nil {
 		return err
@@ -215,6 +240,9 @@ func (s *sim) submit(j *jobState) error {
 
 // complete: the job's time is up; its pods succeed and the Job is complete.
 func (s *sim) complete(j *jobState) error {
+	if j.pod {
+		return s.completePod(j)
+	}
 	var bj batchv1.Job
 	if err := s.get(j.key, &bj); err != nil {
 		return err
@@ -261,10 +289,19 @@ func (s *sim) stop(j *jobState) {
 	j.runSeconds += s.now - j.startedAt
 	end := s.now
 	j.intervals[len(j.intervals)-1].End = &end
-	// Freed capacity: pods that wait for nodes may fit now (in mix order, as before).
-	for _, i := range slices.Sorted(maps.Keys(s.waiting)) {
-		s.jobQ.add(s.jobs[i].key)
+	// Freed capacity: pods that wait for nodes may fit now (tried in mix order at the next
+	// step, as the scheduler retries unschedulable pods when a pod on a node is deleted).
+	for i := range s.waiting {
+		s.retry[i] = true
 	}
+}
+
+// place: the job's pods, waiting for nodes, tried again.
+func (s *sim) place(j *jobState) error {
+	if j.pod {
+		return s.podLife(j.key)
+	}
+	return s.pods(j.key)
 }
 
 // pods: the Job controller and the scheduler, for one job: an unsuspended job's pods are
@@ -361,7 +398,7 @@ func (s *sim) observe(key types.NamespacedName) error {
 		if i, ok := s.byUID[ref.UID]; ok {
 			j := s.jobs[i]
 			j.workload = &key
-			s.jobQ.add(j.key)
+			s.ownerQueue(j).add(j.key)
 			s.track(j, wl)
 		}
 	}
@@ -383,22 +420,21 @@ func (s *sim) holding() string {
 	return fmt.Sprint(sortedKeys(m))
 }
 
-// jobChanged: whether the Job differs from what the controllers last saw (an informer's
-// update event); a write that changed nothing makes none.
-func (s *sim) jobChanged(key types.NamespacedName) (bool, error) {
-	bj := &batchv1.Job{}
-	err := s.get(key, bj)
-	old := s.seenJobs[key]
+// changed: whether the Job (or Pod) differs from what the controllers last saw (an
+// informer's update event); a write that changed nothing makes none.
+func (s *sim) changed(key types.NamespacedName, seen map[types.NamespacedName]ctrl.Object, obj ctrl.Object) (bool, error) {
+	err := s.get(key, obj)
+	old := seen[key]
 	switch {
 	case apierrors.IsNotFound(err):
-		delete(s.seenJobs, key)
+		delete(seen, key)
 		return old != nil, nil
 	case err != nil:
 		return false, err
-	case old != nil && (old.ResourceVersion == bj.ResourceVersion || sameButVersion(old, bj)):
+	case old != nil && (old.GetResourceVersion() == obj.GetResourceVersion() || sameButVersion(old, obj)):
 		return false, nil
 	}
-	s.seenJobs[key] = bj
+	seen[key] = obj
 	s.changes++
 	return true, nil
 }
@@ -442,7 +478,7 @@ func (s *sim) track(j *jobState, wl *kueue.Workload) {
 	j.hadQuota = holds
 }
 
-func (s *sim) reconcile(r reconcile.Reconciler, key types.NamespacedName, isWorkload bool) error {
+func (s *sim) reconcile(r reconcile.Reconciler, key types.NamespacedName, kind objKind) error {
 	s.stats.Reconciles++
 	res, err := r.Reconcile(s.ctx, reconcile.Request{NamespacedName: key})
 	if err != nil {
@@ -450,7 +486,7 @@ func (s *sim) reconcile(r reconcile.Reconciler, key types.NamespacedName, isWork
 		res.RequeueAfter = time.Second
 	}
 	if res.RequeueAfter > 0 {
-		s.push(ev{at: s.now + res.RequeueAfter.Seconds(), kind: evTimer, tgt: target{workload: isWorkload, key: key}})
+		s.push(ev{at: s.now + res.RequeueAfter.Seconds(), kind: evTimer, tgt: target{kind: kind, key: key}})
 	}
 	return nil
 }
@@ -463,14 +499,14 @@ func (s *sim) settle() error {
 		limit = v
 	}
 	for step := 0; step < limit; step++ {
-		wls, jobs := s.dirty.take()
+		wls, jobs, pods := s.dirty.take()
 		for _, k := range wls {
 			if err := s.observe(k); err != nil {
 				return err
 			}
 		}
 		for _, k := range jobs {
-			changed, err := s.jobChanged(k)
+			changed, err := s.changed(k, s.seenJobs, &batchv1.Job{})
 			if err != nil {
 				return err
 			}
@@ -482,14 +518,41 @@ func (s *sim) settle() error {
 			}
 			s.jobQ.add(k)
 		}
-		wq, jq := s.wlQ.drain(), s.jobQ.drain()
+		for _, k := range pods {
+			changed, err := s.changed(k, s.seenPods, &corev1.Pod{})
+			if err != nil {
+				return err
+			}
+			if !changed {
+				continue
+			}
+			if err := s.podLife(k); err != nil {
+				return err
+			}
+			s.podQ.add(k)
+		}
+		retry := slices.Sorted(maps.Keys(s.retry))
+		clear(s.retry)
+		for _, i := range retry {
+			if s.waiting[i] {
+				if err := s.place(s.jobs[i]); err != nil {
+					return err
+				}
+			}
+		}
+		wq, jq, pq := s.wlQ.drain(), s.jobQ.drain(), s.podQ.drain()
 		for _, k := range wq {
-			if err := s.reconcile(s.wlRec, k, true); err != nil {
+			if err := s.reconcile(s.wlRec, k, kindWorkload); err != nil {
 				return err
 			}
 		}
 		for _, k := range jq {
-			if err := s.reconcile(s.jobRec, k, false); err != nil {
+			if err := s.reconcile(s.jobRec, k, kindJob); err != nil {
+				return err
+			}
+		}
+		for _, k := range pq {
+			if err := s.reconcile(s.podRec, k, kindPod); err != nil {
 				return err
 			}
 		}
@@ -504,7 +567,7 @@ func (s *sim) settle() error {
 		if trace && step < 200 {
 			fmt.Fprintf(os.Stderr, "t=%v step=%d wls=%v jobs=%v wq=%v jq=%v\n", s.now, step, wls, jobs, wq, jq)
 		}
-		if len(wls)+len(jobs)+len(wq)+len(jq) > 0 {
+		if len(wls)+len(jobs)+len(pods)+len(retry)+len(wq)+len(jq)+len(pq) > 0 {
 			continue
 		}
 		// Scheduling cycles first, the inadmissible workloads' requeue after: Kueue batches
@@ -515,7 +578,7 @@ func (s *sim) settle() error {
 			s.stats.Cycles++
 			s.sched.WhatIfCycle(s.ctx)
 			s.wg.Wait()
-			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len() > 0 || s.queues.WhatIfQueueState() != before {
+			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+len(s.retry) > 0 || s.queues.WhatIfQueueState() != before {
 				continue
 			}
 			// A fixed point: the cycle changed nothing (a StrictFIFO head that does not fit

@@ -22,9 +22,10 @@ type interval struct {
 	End   *float64 `json:"end"`
 }
 
-// jobState follows one job of the mix through the replay.
+// jobState follows one job of the mix (a batch/v1 Job, or a plain Pod) through the replay.
 type jobState struct {
 	in          JobInput
+	pod         bool // a plain Pod (Kueue's pod integration), not a Job
 	key         types.NamespacedName
 	uid         types.UID
 	template    corev1.PodTemplateSpec
@@ -101,9 +102,18 @@ type ev struct {
 	tgt  target
 }
 
+// objKind: what a reconcile request or an informer's event is about.
+type objKind int
+
+const (
+	kindWorkload objKind = iota
+	kindJob
+	kindPod
+)
+
 type target struct {
-	workload bool
-	key      types.NamespacedName
+	kind objKind
+	key  types.NamespacedName
 }
 
 type evHeap []ev
@@ -135,6 +145,7 @@ type dirty struct {
 	mu        sync.Mutex
 	workloads map[types.NamespacedName]bool
 	jobs      map[types.NamespacedName]bool
+	pods      map[types.NamespacedName]bool
 }
 
 func (d *dirty) mark(obj ctrl.Object) {
@@ -146,21 +157,27 @@ func (d *dirty) mark(obj ctrl.Object) {
 		d.workloads[key] = true
 	case *batchv1.Job:
 		d.jobs[key] = true
+	case *corev1.Pod:
+		d.pods[key] = true
 	}
 }
 
 func (d *dirty) empty() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.workloads)+len(d.jobs) == 0
+	return len(d.workloads)+len(d.jobs)+len(d.pods) == 0
 }
 
-func (d *dirty) take() ([]types.NamespacedName, []types.NamespacedName) {
+func (d *dirty) reset() {
+	d.workloads, d.jobs, d.pods = map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}
+}
+
+func (d *dirty) take() (wls, jobs, pods []types.NamespacedName) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	w, j := sortedKeys(d.workloads), sortedKeys(d.jobs)
-	d.workloads, d.jobs = map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}
-	return w, j
+	wls, jobs, pods = sortedKeys(d.workloads), sortedKeys(d.jobs), sortedKeys(d.pods)
+	d.reset()
+	return wls, jobs, pods
 }
 
 func sortedKeys(m map[types.NamespacedName]bool) []types.NamespacedName {

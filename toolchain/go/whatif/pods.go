@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Plain Pods (Kueue's pod integration): what the API server, kube-scheduler and the kubelet do
+// to one, as the sandbox's kube-scheduler and kwok do. Kueue's own webhooks gate it at creation,
+// its pod reconciler makes the Workload and lifts the gate on admission, and on eviction marks
+// the pod and deletes it; here its pod is placed on a node once ungated, runs, and succeeds
+// when its time is up, or stops at once when deleted (kwok's pod-delete stage).
+
+// submitPod creates the Pod as the API server would: through Kueue's Pod webhooks.
+func (s *sim) submitPod(j *jobState) error {
+	var p corev1.Pod
+	if err := json.Unmarshal(j.in.Manifest, &p); err != nil {
+		return err
+	}
+	if p.Namespace == "" {
+		p.Namespace = "default"
+	}
+	p.UID = j.uid
+	p.ResourceVersion = ""
+	p.Status = corev1.PodStatus{Phase: corev1.PodPending}
+	if err := s.admitPod(s.ctx, &p); err != nil {
+		j.problem = fmt.Sprintf("Kueue's pod webhook refused it: %v", err)
+		return nil
+	}
+	if err := s.cl.Create(s.ctx, &p); err != nil {
+		j.problem = fmt.Sprintf("the API refused it: %v", err)
+		return nil
+	}
+	j.submitted = true
+	return nil
+}
+
+// completePod: the pod's time is up; its containers exit 0 and it succeeds.
+func (s *sim) completePod(j *jobState) error {
+	var p corev1.Pod
+	if err := s.get(j.key, &p); err != nil {
+		return err
+	}
+	s.stop(j)
+	j.finished = true
+	now := metav1.NewTime(s.clock.Now())
+	p.Status.Phase = corev1.PodSucceeded
+	setPodCondition(&p, corev1.PodReady, corev1.ConditionFalse, "PodCompleted", now)
+	setPodCondition(&p, corev1.ContainersReady, corev1.ConditionFalse, "PodCompleted", now)
+	p.Status.ContainerStatuses = containerStatuses(&p, corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: now, FinishedAt: now},
+	})
+	return s.cl.Status().Update(s.ctx, &p)
+}
+
+// podLife: kube-scheduler and the kubelet, for one plain Pod: a gated pod waits, an ungated
+// one is placed if it fits a node and runs; a pod being deleted stops at once.
+func (s *sim) podLife(key types.NamespacedName) error {
+	i, ok := s.byPod[key]
+	if !ok {
+		return nil
+	}
+	j := s.jobs[i]
+	var p corev1.Pod
+	if err := s.get(key, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.stop(j)
+			delete(s.waiting, i)
+			return nil
+		}
+		return err
+	}
+	switch {
+	case j.finished || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		delete(s.waiting, i)
+	case p.DeletionTimestamp != nil:
+		s.stop(j)
+		delete(s.waiting, i)
+		j.stuck = ""
+	case len(p.Spec.SchedulingGates) > 0:
+		delete(s.waiting, i)
+		j.stuck = ""
+	case !j.running:
+		where, why := s.nodes.place(&p.Spec, 1)
+		if where == nil {
+			s.waiting[i] = true
+			j.stuck = why
+			return nil
+		}
+		delete(s.waiting, i)
+		j.stuck = ""
+		j.running, j.where, j.spec = true, where, p.Spec
+		j.startedAt, j.run = s.now, j.run+1
+		j.intervals = append(j.intervals, interval{Start: s.now})
+		if j.in.Duration >= 0 {
+			s.push(ev{at: s.now + j.in.Duration, kind: evFinish, idx: i, run: j.run})
+		}
+		now := metav1.NewTime(s.clock.Now())
+		p.Status.Phase = corev1.PodRunning
+		p.Status.StartTime = &now
+		for _, c := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady} {
+			setPodCondition(&p, c, corev1.ConditionTrue, "", now)
+		}
+		p.Status.ContainerStatuses = containerStatuses(&p, corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}})
+		return s.cl.Status().Update(s.ctx, &p)
+	}
+	return nil
+}
+
+func setPodCondition(p *corev1.Pod, t corev1.PodConditionType, status corev1.ConditionStatus, reason string, now metav1.Time) {
+	for i := range p.Status.Conditions {
+		if c := &p.Status.Conditions[i]; c.Type == t {
+			if c.Status != status {
+				c.LastTransitionTime = now
+			}
+			c.Status, c.Reason = status, reason
+			return
+		}
+	}
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: t, Status: status, Reason: reason, LastTransitionTime: now})
+}
+
+func containerStatuses(p *corev1.Pod, state corev1.ContainerState) []corev1.ContainerStatus {
+	out := make([]corev1.ContainerStatus, 0, len(p.Spec.Containers))
+	for _, c := range p.Spec.Containers {
+		out = append(out, corev1.ContainerStatus{Name: c.Name, Image: c.Image, State: state, Ready: state.Running != nil})
+	}
+	return out
+}
