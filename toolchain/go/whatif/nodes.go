@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/go-logr/logr"
@@ -12,12 +13,19 @@ import (
 
 // node is one node the stack declares, with what its running pods hold.
 type node struct {
-	name        string
-	labels      map[string]string
-	taints      []corev1.Taint
-	allocatable corev1.ResourceList
-	used        map[corev1.ResourceName]int64 // milli-units
-	pods        int64
+	name    string
+	labels  map[string]string
+	taints  []corev1.Taint
+	alloc   []int64 // allocatable by resource index (cluster.index), milli-units; 0: none
+	maxPods int64   // allocatable pods; -1: not said
+	used    []int64 // by resource index, milli-units
+	pods    int64
+}
+
+// amount: a pod's request of one resource, by its index.
+type amount struct {
+	res int
+	v   int64
 }
 
 // cluster places pods the way the default kube-scheduler would for these nodes: a node fits
@@ -27,22 +35,65 @@ type node struct {
 // NodeResourcesFit's default LeastAllocated) wins, ties by name.
 type cluster struct {
 	nodes []*node
+	// matching: the nodes (indexes, in name order) whose labels and taints admit a pod spec's
+	// node selector, required node affinity and tolerations, by those constraints (nodes'
+	// labels and taints never change in a replay; a job's constraints do, when Kueue injects
+	// its flavor's on admission).
+	matching map[string][]int
+	index    map[corev1.ResourceName]int // resource name -> index into nodes' alloc and used
+	names    []corev1.ResourceName
+}
+
+// resource: the index of a resource name, a new one for a name no node has (nothing of it
+// is allocatable anywhere).
+func (c *cluster) resource(name corev1.ResourceName) int {
+	if i, ok := c.index[name]; ok {
+		return i
+	}
+	c.index[name] = len(c.names)
+	c.names = append(c.names, name)
+	for _, n := range c.nodes {
+		n.alloc, n.used = append(n.alloc, 0), append(n.used, 0)
+	}
+	return len(c.names) - 1
+}
+
+// request: a pod spec's requests (podRequests) by resource index, in name order.
+func (c *cluster) request(spec *corev1.PodSpec) []amount {
+	req := podRequests(spec)
+	names := make([]string, 0, len(req))
+	for name := range req {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	out := make([]amount, 0, len(req))
+	for _, name := range names {
+		out = append(out, amount{c.resource(corev1.ResourceName(name)), req[corev1.ResourceName(name)]})
+	}
+	return out
 }
 
 func newCluster(nodes []corev1.Node) *cluster {
-	c := &cluster{}
+	c := &cluster{matching: map[string][]int{}, index: map[corev1.ResourceName]int{}}
+	var allocatable []corev1.ResourceList
 	for i := range nodes {
 		n := &nodes[i]
 		if n.Spec.Unschedulable {
 			continue
 		}
-		c.nodes = append(c.nodes, &node{
-			name:        n.Name,
-			labels:      n.Labels,
-			taints:      n.Spec.Taints,
-			allocatable: n.Status.Allocatable,
-			used:        map[corev1.ResourceName]int64{},
-		})
+		nd := &node{name: n.Name, labels: n.Labels, taints: n.Spec.Taints, maxPods: -1}
+		if pods, ok := n.Status.Allocatable[corev1.ResourcePods]; ok {
+			nd.maxPods = pods.Value()
+		}
+		c.nodes = append(c.nodes, nd)
+		allocatable = append(allocatable, n.Status.Allocatable)
+	}
+	c.resource(corev1.ResourceCPU) // 0 and 1: score() counts on it
+	c.resource(corev1.ResourceMemory)
+	for i, n := range c.nodes {
+		for name, q := range allocatable[i] {
+			n.alloc[c.resource(name)] = q.MilliValue()
+		}
 	}
 	sort.Slice(c.nodes, func(i, j int) bool { return c.nodes[i].name < c.nodes[j].name })
 	return c
@@ -87,6 +138,36 @@ func tolerates(tolerations []corev1.Toleration, taint *corev1.Taint) bool {
 		}
 	}
 	return false
+}
+
+// matches: the nodes that admit spec's constraints (matching, computed once for each).
+func (c *cluster) matches(spec *corev1.PodSpec) []int {
+	var required *corev1.NodeSelector
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
+		required = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	keyJSON, err := json.Marshal(struct {
+		S map[string]string
+		A *corev1.NodeSelector
+		T []corev1.Toleration
+	}{spec.NodeSelector, required, spec.Tolerations})
+	key := string(keyJSON)
+	if err != nil { // not expected of these types; then nothing is kept
+		key = ""
+	}
+	if found, ok := c.matching[key]; ok && key != "" {
+		return found
+	}
+	found := []int{}
+	for j, n := range c.nodes {
+		if n.matches(spec) {
+			found = append(found, j)
+		}
+	}
+	if key != "" {
+		c.matching[key] = found
+	}
+	return found
 }
 
 func (n *node) matches(spec *corev1.PodSpec) bool {
@@ -148,23 +229,14 @@ func contains(values []string, v string) bool {
 	return false
 }
 
-func (n *node) free(name corev1.ResourceName) int64 {
-	q, ok := n.allocatable[name]
-	if !ok {
-		return 0
-	}
-	return q.MilliValue() - n.used[name]
-}
+func (n *node) free(res int) int64 { return n.alloc[res] - n.used[res] }
 
-func (n *node) fits(req map[corev1.ResourceName]int64) bool {
-	if pods, ok := n.allocatable[corev1.ResourcePods]; ok && n.pods+1 > pods.Value() {
+func (n *node) fits(req []amount) bool {
+	if n.maxPods >= 0 && n.pods+1 > n.maxPods {
 		return false
 	}
-	for name, v := range req {
-		if v == 0 {
-			continue
-		}
-		if n.free(name) < v {
+	for _, a := range req {
+		if a.v != 0 && n.free(a.res) < a.v {
 			return false
 		}
 	}
@@ -172,15 +244,19 @@ func (n *node) fits(req map[corev1.ResourceName]int64) bool {
 }
 
 // score: LeastAllocated over cpu and memory after placing the pod, 0-100.
-func (n *node) score(req map[corev1.ResourceName]int64) int64 {
+func (n *node) score(req []amount) int64 {
 	var total int64
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		capq, ok := n.allocatable[name]
-		capacity := capq.MilliValue()
-		if !ok || capacity == 0 {
+	for res := range 2 { // cpu and memory: indexes 0 and 1 (newCluster)
+		capacity := n.alloc[res]
+		if capacity == 0 {
 			continue
 		}
-		after := n.used[name] + req[name]
+		after := n.used[res]
+		for _, a := range req {
+			if a.res == res {
+				after += a.v
+			}
+		}
 		if after > capacity {
 			continue
 		}
@@ -189,9 +265,9 @@ func (n *node) score(req map[corev1.ResourceName]int64) int64 {
 	return total / 2
 }
 
-func (n *node) take(req map[corev1.ResourceName]int64, sign int64) {
-	for name, v := range req {
-		n.used[name] += sign * v
+func (n *node) take(req []amount, sign int64) {
+	for _, a := range req {
+		n.used[a.res] += sign * a.v
 	}
 	n.pods += sign
 }
@@ -199,12 +275,14 @@ func (n *node) take(req map[corev1.ResourceName]int64, sign int64) {
 // place finds a node for each of count pods of spec, all or none; nil and the reason when
 // they do not all fit.
 func (c *cluster) place(spec *corev1.PodSpec, count int) (placement, string) {
-	req := podRequests(spec)
+	req := c.request(spec)
+	cands := c.matches(spec)
 	var p placement
 	for i := 0; i < count; i++ {
 		best, bestScore := -1, int64(-1)
-		for j, n := range c.nodes {
-			if !n.matches(spec) || !n.fits(req) {
+		for _, j := range cands {
+			n := c.nodes[j]
+			if !n.fits(req) {
 				continue
 			}
 			if s := n.score(req); s > bestScore {
@@ -213,7 +291,7 @@ func (c *cluster) place(spec *corev1.PodSpec, count int) (placement, string) {
 		}
 		if best < 0 {
 			c.release(spec, p)
-			return nil, c.why(spec, req, count)
+			return nil, c.why(cands, req, count)
 		}
 		c.nodes[best].take(req, 1)
 		p = append(p, best)
@@ -222,23 +300,20 @@ func (c *cluster) place(spec *corev1.PodSpec, count int) (placement, string) {
 }
 
 func (c *cluster) release(spec *corev1.PodSpec, p placement) {
-	req := podRequests(spec)
+	req := c.request(spec)
 	for _, j := range p {
 		c.nodes[j].take(req, -1)
 	}
 }
 
 // why says, in the scheduler's manner, why the pods do not fit.
-func (c *cluster) why(spec *corev1.PodSpec, req map[corev1.ResourceName]int64, count int) string {
-	mismatch, short := 0, map[corev1.ResourceName]int{}
-	for _, n := range c.nodes {
-		if !n.matches(spec) {
-			mismatch++
-			continue
-		}
-		for name, v := range req {
-			if v > 0 && n.free(name) < v {
-				short[name]++
+func (c *cluster) why(cands []int, req []amount, count int) string {
+	mismatch, short := len(c.nodes)-len(cands), map[corev1.ResourceName]int{}
+	for _, j := range cands {
+		n := c.nodes[j]
+		for _, a := range req {
+			if a.v > 0 && n.free(a.res) < a.v {
+				short[c.names[a.res]]++
 			}
 		}
 	}
