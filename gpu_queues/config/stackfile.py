@@ -183,14 +183,25 @@ def parse_document(text: str, where: str) -> dict[str, Any]:
 
 
 def config_of(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """The `gpu-queues:*` keys of a parsed stack file's `config:`, without the project prefix."""
+    """The `gpu-queues:*` keys of a parsed stack file's `config:`, without the project prefix.
+    A key without a namespace is the project's own, as the Pulumi CLI reads it (`flavors` is
+    `gpu-queues:flavors`; other namespaces, `kubernetes:context`, are not ours); both forms of
+    one key are a StackFileError naming them (the CLI would take one and drop the other)."""
     prefix = f"{keys.PROJECT}:"
     config: dict[str, Any] = doc.get("config") or {}
-    return {
-        k[len(prefix) :]: v
-        for k, v in config.items()
-        if isinstance(k, str) and k.startswith(prefix)
-    }
+    out: dict[str, Any] = {}
+    written: dict[str, str] = {}
+    for k, v in config.items():
+        if not isinstance(k, str) or (":" in k and not k.startswith(prefix)):
+            continue
+        name = k.removeprefix(prefix)
+        if name in written:
+            raise StackFileError(
+                f"config keys {written[name]!r} and {k!r} are one key ({prefix}{name}: a key "
+                "without a namespace is the project's own); keep one of them"
+            )
+        out[name], written[name] = v, k
+    return out
 
 
 def parse_config(text: str, where: str) -> dict[str, Any]:

@@ -286,3 +286,17 @@ def test_a_staged_salt_or_secret_is_found(repo: Path, write: Write) -> None:
         "Pulumi.dev.yaml: encryptionsalt",
         "Pulumi.dev.yaml: a secure value at gpu-queues:kubernetes.kubeconfig",
     ]
+
+
+def test_a_key_without_a_namespace_is_the_project_s_own_as_pulumi_reads_it() -> None:
+    # The Pulumi CLI (v3.274, `pulumi config --json`) reads `flavors:` in Pulumi.<stack>.yaml
+    # as gpu-queues:flavors; the tools read the same stack, not an empty one.
+    doc = parse_document(
+        "config:\n  flavors: [{name: a}]\n  gpu-queues:cohort: {name: c}\n"
+        "  kubernetes:context: k\n",
+        "x",
+    )
+    assert config_of(doc) == {"flavors": [{"name": "a"}], "cohort": {"name": "c"}}
+    both = parse_document("config:\n  teams: []\n  gpu-queues:teams: []\n", "x")
+    with pytest.raises(StackFileError, match=r"'teams' and 'gpu-queues:teams' are one key"):
+        config_of(both)
