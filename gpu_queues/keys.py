@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 PROJECT: Final = "gpu-queues"
 
@@ -60,3 +61,16 @@ ANNOTATION_CONFIG_HASH: Final = "gpu-queues.dev/manager-config-sha256"
 # On the controller Deployment: the sha256 the release manifest was verified against
 # (present only when kueue.manifest.sha256 is configured; policy kueue-release-checksum reads it).
 ANNOTATION_MANIFEST_SHA256: Final = "gpu-queues.dev/manifest-sha256"
+
+
+def stack_file_key(config: Mapping[str, Any] | None, name: str) -> str:
+    """The key a stack file's `config:` holds the project's `name` under: `name` itself where
+    the file writes it without a namespace (a key without one is the project's own, as the
+    Pulumi CLI reads it; gpu_queues.config.stackfile.config_of refuses both forms at once),
+    else `gpu-queues:<name>`, the form a new key is written in. The one home of the rule for
+    the tools that read or edit one key of a raw stack file (pin, promote, rehearse, the
+    plain-text kubeconfig check)."""
+    prefixed = f"{PROJECT}:{name}"
+    if isinstance(config, Mapping) and name in config and prefixed not in config:
+        return name
+    return prefixed

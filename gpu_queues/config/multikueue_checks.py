@@ -362,7 +362,7 @@ def stack_file_problems(text: str, where: str) -> list[Problem]:
         return []  # Pulumi itself refuses to read it
     config = as_dict(as_dict(doc).get("config"))
     problems: list[Problem] = []
-    whole = config.get(f"{keys.PROJECT}:{MK}")
+    whole = config.get(keys.stack_file_key(config, MK))
     if _is_secure(whole):
         return []  # the whole block is encrypted
     workers = as_list(as_dict(as_dict(whole).get("manager")).get("workers"))

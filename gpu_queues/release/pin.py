@@ -74,8 +74,6 @@ from gpu_queues.release.module import (
 )
 from gpu_queues.release.upgrade import LiveCrd, LiveKueue, target_crds, upgrade_problems
 
-KUEUE_KEY = f"{keys.PROJECT}:{keys.KEY_KUEUE}"
-
 
 class PinError(Exception):
     """The pin cannot be made; nothing was written."""
@@ -134,7 +132,8 @@ def pin_text(text: str, source: dict[str, str], digest: str, where: str) -> str:
         raise PinError(f"{where} is not valid YAML: {exc}") from None
     if not isinstance(expected, dict) or not isinstance(expected.get("config"), dict):
         raise PinError(f"{where} has no `config:` mapping")
-    kueue_now = expected["config"].get(KUEUE_KEY) or {}
+    kueue_key = keys.stack_file_key(expected["config"], keys.KEY_KUEUE)
+    kueue_now = expected["config"].get(kueue_key) or {}
     if not isinstance(kueue_now, dict) or not isinstance(kueue_now.get("manifest", {}), dict):
         raise PinError(f"{where}: gpu-queues:kueue and its manifest must be mappings")
     manifest_now = dict(kueue_now.get("manifest") or {})
@@ -143,13 +142,13 @@ def pin_text(text: str, source: dict[str, str], digest: str, where: str) -> str:
             manifest_now.pop(key, None)
     manifest_now.update(source)
     manifest_now["sha256"] = digest
-    expected["config"][KUEUE_KEY] = {**kueue_now, "manifest": manifest_now}
+    expected["config"][kueue_key] = {**kueue_now, "manifest": manifest_now}
     try:
-        KueueConfig.model_validate(expected["config"][KUEUE_KEY])
+        KueueConfig.model_validate(expected["config"][kueue_key])
     except ValidationError as exc:
         raise PinError(f"{where}: gpu-queues:kueue would not be valid: {exc}") from None
 
-    at = ("config", KUEUE_KEY, "manifest")
+    at = ("config", kueue_key, "manifest")
     edits: dict[tuple[str, ...], Any] = {
         (*at, key): _scalar(source[key]) if key in source else yamledit.REMOVE
         for key in ("path", "url")
@@ -213,7 +212,7 @@ def plan(
         except yaml.YAMLError as exc:
             raise PinError(f"{where} is not valid YAML: {exc}") from None
         config = doc.get("config") if isinstance(doc, dict) else None
-        kueue = (config or {}).get(KUEUE_KEY) or {}
+        kueue = (config or {}).get(keys.stack_file_key(config, keys.KEY_KUEUE)) or {}
         pin = StackPin(stack, path, text, text)
         pins.append(pin)
         if not isinstance(kueue, dict):

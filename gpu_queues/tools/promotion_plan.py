@@ -32,7 +32,14 @@ from gpu_queues.config.stackfile import (
 )
 from gpu_queues.tools.promotion_rules import RULES, KeyPath, Rule, unruled
 
-KUEUE_KEY = f"{keys.PROJECT}:{keys.KEY_KUEUE}"
+KUEUE_KEY = f"{keys.PROJECT}:{keys.KEY_KUEUE}"  # the form a new key is written in
+
+
+def _kueue_key(doc: Mapping[str, Any]) -> str:
+    """The key `doc` holds the kueue block under (key_of: bare where the file writes it so)."""
+    return keys.stack_file_key(doc.get("config"), keys.KEY_KUEUE)
+
+
 MISSING = yamledit.REMOVE
 
 
@@ -99,7 +106,7 @@ class _Stack:
 
     @property
     def kueue(self) -> Any:
-        return (self.doc.get("config") or {}).get(KUEUE_KEY) or {}
+        return (self.doc.get("config") or {}).get(_kueue_key(self.doc)) or {}
 
 
 def _read(stack: str, root: Path) -> _Stack:
@@ -284,7 +291,7 @@ def _verified(dst: _Stack, new_text: str, changes: Mapping[KeyPath, Any], src: _
     expected = copy.deepcopy(dst.doc)
     for path, value in changes.items():
         promoted = value if value is MISSING else _get(src.kueue, path)
-        _set_plain(expected, ("config", KUEUE_KEY, *path), promoted)
+        _set_plain(expected, ("config", _kueue_key(dst.doc), *path), promoted)
     try:
         actual = parse_document(new_text, name)
     except StackFileError as error:
@@ -318,9 +325,9 @@ def plan(source: str, target: str, root: Path = ROOT, allow_unset: bool = False)
     if not changes:
         return result
     source_rt = YAML().load(src.text) or {}
-    source_kueue = (source_rt.get("config") or {}).get(KUEUE_KEY) or {}
+    source_kueue = (source_rt.get("config") or {}).get(_kueue_key(src.doc)) or {}
     edits = {
-        ("config", KUEUE_KEY, *path): (
+        ("config", _kueue_key(dst.doc), *path): (
             value if value is MISSING else yamledit.get(source_kueue, path)
         )
         for path, value in changes.items()

@@ -17,7 +17,7 @@ from typing import Any
 
 from gpu_queues import keys
 from gpu_queues.config import yamledit
-from gpu_queues.config.stackfile import StackFileError, parse_config
+from gpu_queues.config.stackfile import StackFileError, parse_config, parse_document
 from gpu_queues.whatif.charts import flavor_use, gpus_in_use, pending, team_waits
 from gpu_queues.whatif.durations import format_duration
 from gpu_queues.whatif.markdown import render
@@ -42,9 +42,8 @@ class Checks:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def _edits(space: Space, candidate: Candidate) -> dict[tuple[str | int, ...], Any]:
+def _edits(space: Space, candidate: Candidate, teams_key: str) -> dict[tuple[str | int, ...], Any]:
     out: dict[tuple[str | int, ...], Any] = {}
-    teams_key = f"{keys.PROJECT}:{keys.KEY_TEAMS}"
     for change in space.changes(candidate):
         path = ("config", teams_key, *change["path"][1:])
         out[path] = yamledit.REMOVE if change["after"] is None else change["after"]
@@ -55,7 +54,9 @@ def proposal_text(text: str, where: str, space: Space, candidate: Candidate) -> 
     """The stack file with the candidate's settings, every other byte as it was; checked by
     parsing it back: its teams are the candidate's, every other key is unchanged."""
     try:
-        new = yamledit.edit(text, _edits(space, candidate))
+        config = parse_document(text, where).get("config")
+        teams_key = keys.stack_file_key(config, keys.KEY_TEAMS)
+        new = yamledit.edit(text, _edits(space, candidate, teams_key))
         before, after = parse_config(text, where), parse_config(new, where)
     except (yamledit.EditError, StackFileError) as exc:
         raise ProposalError(f"{where}: cannot write the proposal in place: {exc}") from None

@@ -52,8 +52,8 @@ def sandbox_stack_file(
     doc = yaml.safe_load(path.read_text()) or {}
     values = dict(doc.get("config") or {})
     notes = []
-    connection = f"{keys.PROJECT}:{keys.KEY_KUBERNETES}"
-    if values.pop(connection, None) is not None:
+    connection = f"{keys.PROJECT}:{keys.KEY_KUBERNETES}"  # as the notes name it
+    if values.pop(keys.stack_file_key(values, keys.KEY_KUBERNETES), None) is not None:
         notes.append(f"{connection} (kubeconfig, context) -> the sandbox's kubeconfig (secret)")
     else:
         notes.append(f"{connection}.kubeconfig (unset: $KUBECONFIG) -> the sandbox's (secret)")
@@ -61,7 +61,7 @@ def sandbox_stack_file(
     if cfg.kueue.install and (manifest.path is None or not (ROOT / manifest.path).is_file()):
         rendered = rendered or rendered_path(cfg.kueue.version)
         was = manifest.path or cfg.kueue.manifest_url
-        kueue_key = f"{keys.PROJECT}:{keys.KEY_KUEUE}"
+        kueue_key = keys.stack_file_key(values, keys.KEY_KUEUE)
         kueue = dict(values.get(kueue_key) or {})
         where = rendered.relative_to(ROOT) if rendered.is_relative_to(ROOT) else rendered
         kueue["manifest"] = {

@@ -142,9 +142,9 @@ def whatif_stack_file(
         raise WhatIfError(f"{where}: {why}")
     doc = yaml.safe_load(text) or {}
     cfg: dict[str, Any] = doc.setdefault("config", {})
-    cfg.pop(f"{keys.PROJECT}:{keys.KEY_KUBERNETES}", None)
+    cfg.pop(keys.stack_file_key(cfg, keys.KEY_KUBERNETES), None)
     if follows_pin:
-        kueue_key = f"{keys.PROJECT}:{keys.KEY_KUEUE}"
+        kueue_key = keys.stack_file_key(cfg, keys.KEY_KUEUE)
         cfg[kueue_key] = {"version": release, **(cfg.get(kueue_key) or {})}
     notes = push_pods_ready_out(config, cfg)
     return yaml.safe_dump(doc, sort_keys=False), config, notes
@@ -161,7 +161,7 @@ def push_pods_ready_out(config: StackConfig, cfg: dict[str, Any]) -> list[str]:
     if ready is None and default and not gates.get("DisableWaitForPodsReady"):
         # The release turns it on when the Configuration has none (v0.19: 30 minutes of
         # Kueue's wall clock, which a long replay outlasts): out of reach all the same.
-        kueue_cfg = cfg.setdefault(f"{keys.PROJECT}:{keys.KEY_KUEUE}", {})
+        kueue_cfg = cfg.setdefault(keys.stack_file_key(cfg, keys.KEY_KUEUE), {})
         kueue_cfg.setdefault("manager", {})["waitForPodsReady"] = {
             "timeout": PODS_READY_TIMEOUT,
             "recoveryTimeout": PODS_READY_TIMEOUT,
@@ -173,7 +173,7 @@ def push_pods_ready_out(config: StackConfig, cfg: dict[str, Any]) -> list[str]:
             "it stays admitted (shown as unschedulable) and holds its quota"
         )
     elif ready is not None:
-        manager = cfg[f"{keys.PROJECT}:{keys.KEY_KUEUE}"]["manager"]
+        manager = cfg[keys.stack_file_key(cfg, keys.KEY_KUEUE)]["manager"]
         pushed = {"timeout": PODS_READY_TIMEOUT}
         if ready.recovery_timeout is not None:
             pushed["recoveryTimeout"] = PODS_READY_TIMEOUT
