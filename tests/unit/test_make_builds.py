@@ -101,7 +101,8 @@ case "$1" in
   mod) ;;
   list) d=$FAKE_GO_LOG.module  # a module folder for the what-if engine's copy
         mkdir -p "$d/pkg/scheduler/flavorassigner" "$d/pkg/cache/queue" \
-          "$d/pkg/cache/hierarchy" "$d/pkg/controller/core" "$d/pkg/controller/jobs/pod"
+          "$d/pkg/cache/hierarchy" "$d/pkg/controller/core" "$d/pkg/controller/jobs/pod" \
+          "$d/pkg/features"
         # the lines the engine's rewrites (toolchain/go/whatif/overlay/rewrites.tsv) look for
         # (FAKE_GO_MOVED: a release that moved the first of them)
         s="$d/pkg/scheduler" c="$d/pkg/cache/hierarchy/cohort.go"
@@ -116,6 +117,8 @@ case "$1" in
         printf 'func (r *WorkloadReconciler) Update(e E) bool {\n\tb := %s\n}\n' \
           'time.Until(e.ObjectNew.Status.RequeueState.RequeueAt.Time)' \
           > "$d/pkg/controller/core/workload_controller.go"
+        printf 'func Enabled(f featuregate.Feature) bool {\n\t%s\n}\n' \
+          'return utilfeature.DefaultFeatureGate.Enabled(f)' > "$d/pkg/features/kube_features.go"
         echo "$d" ;;
   build)
     out=""; pkg=""
@@ -127,7 +130,7 @@ case "$1" in
     [ -d kueue ] && grep -h 'sigs.k8s.io/kueue v' go.mod >> "$FAKE_GO_LOG.engine" && cd kueue/pkg \
       && cat scheduler/scheduler.go scheduler/fair_sharing_iterator.go cache/hierarchy/cohort.go \
       scheduler/flavorassigner/flavorassigner.go controller/core/workload_controller.go \
-      >> "$FAKE_GO_LOG.engine" && cd ../..
+      features/kube_features.go >> "$FAKE_GO_LOG.engine" && cd ../..
     [ -d kueue ] && (cd kueue && find pkg -name zz_whatif.go | sort >> "$FAKE_GO_LOG.overlay")
     echo "$pkg $ldflags" >> "$FAKE_GO_LOG"; printf '#!/bin/sh\\n' > "$out"; chmod +x "$out" ;;
   *) echo "fake go: $*" >&2; exit 1 ;;
@@ -214,6 +217,9 @@ def test_the_engine_is_built_with_ties_in_a_fixed_order(tmp_path: Path) -> None:
     assert "UnsortedList()\n" not in engine.replace("UnsortedList())", "")
     assert "e.ObjectNew.Status.RequeueState.RequeueAt.Time.Sub(r.clock.Now())" in engine
     assert "time.Until" not in engine
+    # Feature gates answer from the engine's frozen copy (overlay/features.go).
+    assert "return whatIfEnabled(f)" in engine
+    assert "DefaultFeatureGate.Enabled(f)" not in engine
 
 
 def engine_sources(tmp_path: Path) -> dict[str, str]:
@@ -257,7 +263,7 @@ def test_each_overlay_file_goes_to_the_package_its_first_line_names(tmp_path: Pa
     assert build_kueue(tmp_path, kueue_version()).returncode == 0
     placed = sorted((tmp_path / "go.log.overlay").read_text().split())
     packages = ("cache/hierarchy", "cache/queue", "controller/core", "controller/jobs/pod",
-                "scheduler", "scheduler/flavorassigner")  # fmt: skip
+                "features", "scheduler", "scheduler/flavorassigner")  # fmt: skip
     assert placed == sorted(f"pkg/{p}/zz_whatif.go" for p in packages)
 
 

@@ -371,6 +371,7 @@ func loadConfiguration(text string) (*configapi.Configuration, error) {
 	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(features.WorkloadRequestUseMergePatch): true}); err != nil {
 		return nil, err
 	}
+	features.WhatIfFreezeGates()
 	return &cfg, nil
 }
 
