@@ -32,11 +32,10 @@ from gpu_queues.config.stackfile import (
 )
 from gpu_queues.tools.promotion_rules import RULES, KeyPath, Rule, unruled
 
-KUEUE_KEY = f"{keys.PROJECT}:{keys.KEY_KUEUE}"  # the form a new key is written in
-
 
 def _kueue_key(doc: Mapping[str, Any]) -> str:
-    """The key `doc` holds the kueue block under (key_of: bare where the file writes it so)."""
+    """The key `doc` holds the kueue block under (keys.stack_file_key: bare where the file
+    writes it so)."""
     return keys.stack_file_key(doc.get("config"), keys.KEY_KUEUE)
 
 

@@ -29,18 +29,19 @@ import pytest
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
+from gpu_queues import keys
 from gpu_queues.config import yamledit
 from gpu_queues.config.secure import Secure, load_stack_config
 from gpu_queues.config.stackfile import config_of, parse_document
 from gpu_queues.pins import kueue_version
-from gpu_queues.tools import promote, promotion_plan, promotion_rules
+from gpu_queues.tools import promote, promotion_rules
 from tests.builders import Flavor, Stack, Team
 from tests.properties import examples
 
 pytestmark = pytest.mark.unit
 
 EXAMPLES = int(os.environ.get("GPUQ_FUZZ_EXAMPLES", 0)) or examples(25)
-KUEUE = promotion_plan.KUEUE_KEY
+KUEUE = f"{keys.PROJECT}:{keys.KEY_KUEUE}"
 PIN = kueue_version()
 VERSIONS = [PIN, "v0.17.0", "v0.19.1"]
 SHAS = ["a" * 64, "b" * 64, "c" * 64]
