@@ -81,7 +81,7 @@ KEPT_NOTE: Final = (
 
 
 class Unrecordable(Exception):
-    """Why a Workload is not recorded (or replayed: sandbox/replay/eta.py reads Workloads into
+    """Why a Workload is not recorded (or replayed: gpu_queues/tools/eta.py reads Workloads into
     manifests with `workload_manifest` and `Owners` too)."""
 
 

@@ -23,10 +23,10 @@ import yaml
 
 from gpu_queues.config.model import StackConfig, load_config
 from gpu_queues.pins import kueue_version
+from gpu_queues.whatif import fast
+from gpu_queues.whatif.engine_input import frameworks
 from gpu_queues.whatif.mix import Catalog, load_mix
 from gpu_queues.whatif.report import Run, report_json
-from sandbox.replay import fast
-from sandbox.replay.engine import frameworks
 from tests.builders import Flavor, Stack, Team
 
 pytestmark = pytest.mark.toolchain
@@ -350,7 +350,8 @@ def test_the_e2e_story_worked_out_by_hand(tmp_path: Path) -> None:
     """tests/e2e/test_whatif.py's mix and stack, whose every outcome, flavor and wait that
     test's docstring works out by hand, on the fast engine with the e2e sandbox's one node
     (8 GPUs, 64 cpu, 512Gi): the same answers, and the same GPU-hours."""
-    from sandbox.shape import load_stack, node
+    from gpu_queues.whatif.nodes import node
+    from sandbox.shape import load_stack
     from tests.e2e import test_whatif as e2e
 
     sandbox_node = node("sandbox-node", {}, [], {"cpu": "64", "memory": "512Gi",

@@ -1,15 +1,27 @@
-"""Imports point one way (issue 22, item 3): read every module's imports from its source (ast,
-function-level imports included) and fail on a cycle between modules or between packages, and
-on an import against the order below.
+"""Imports point one way (issue 22, item 3; issue 38, item 1): read every module's imports from
+its source (ast, function-level imports included) and fail on a cycle between modules or between
+packages, and on an import against the order below.
 
 The order, bottom to top, written once, here. Why this way: Kueue's own facts (quantities,
 field and object rules, release facts, the client) need nothing of ours; the stack config is
-validated with those rules; a Kueue release is prepared against the config; the Pulumi
-components and the policy pack build or judge what those produce; the what-if's mix and report
-read config; the tools (promote, diffs, status, CI glue) combine all of it; the sandbox harness
-runs clusters for them, and rehearsal, replay and benchmarks drive the harness; the Pulumi
-program and the design card's components/ face use the library last. A module may import its
-own package and anything on a lower floor; two packages on one floor do not import each other.
+validated with those rules; a Kueue release is prepared against the config (and which release
+a stack runs is decided there, for every tool); the Pulumi components and the policy pack
+build or judge what those produce; the what-if reads config and releases, and replays a mix
+on the fast engine with no cluster (its mix, the engine's input, the driver, the outcome
+rules both engines share, the sides, the command and the report), so a library user has all
+of it; the tools (promote, diffs, status and its start-time estimates, record, CI glue)
+combine all of it; the quota advisor judges candidates with the what-if and checks them with
+the policy pack and the tools' preview; the library's public face and the `gpuq` command sit
+on top. The sandbox harness runs clusters for the rehearsal and for the what-if's sandbox
+engine (which hands itself to the library's what-if command), and benchmarks drive both; the
+Pulumi program and the design card's components/ face use the library last. A module may
+import its own package and anything on a lower floor; two packages on one floor do not import
+each other.
+
+One edge is by module name, not an import, so the source does not show it: `gpuq what-if`
+runs the sandbox's what-if command (sandbox.replay.cli, the library's command with the
+sandbox engine passed in) where the checkout has it. BY_NAME declares it and the test below
+checks that gpuq names no other module above the library.
 """
 
 from __future__ import annotations
@@ -30,6 +42,7 @@ FLOORS: list[tuple[str, ...]] = [
         "gpu_queues.values",
         "gpu_queues.files",
         "gpu_queues.yamlio",
+        "gpu_queues.progress",
     ),
     ("gpu_queues.kueue",),
     ("gpu_queues.config",),
@@ -37,11 +50,11 @@ FLOORS: list[tuple[str, ...]] = [
     ("gpu_queues.components", "policies"),
     ("gpu_queues.whatif",),
     ("gpu_queues.tools",),
-    ("gpu_queues",),  # the library's public face (gpu_queues/__init__.py)
+    ("gpu_queues.advise",),  # the quota advisor: fast replays (gpu_queues.whatif) as its judge
+    ("gpu_queues",),  # the library's public face (gpu_queues/__init__.py) and gpuq (cli.py)
     ("sandbox",),
     ("sandbox.rehearse",),
     ("sandbox.replay",),
-    ("sandbox.advise",),  # the quota advisor: drives fast replays (sandbox.replay) as its judge
     ("sandbox.bench",),
     ("components", "__main__"),
 ]

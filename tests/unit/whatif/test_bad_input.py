@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_queues.whatif import documents
+from gpu_queues.whatif import cli, documents
 from gpu_queues.whatif.documents import MAX_BYTES, MAX_WORKLOADS, Limits, MixTooLarge
 from gpu_queues.whatif.mix import (
     ANNOTATION_DURATION,
@@ -29,7 +29,6 @@ from gpu_queues.whatif.mix import (
     TeamQueue,
     load_mix,
 )
-from sandbox.replay import cli
 
 pytestmark = pytest.mark.unit
 

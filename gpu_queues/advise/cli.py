@@ -1,13 +1,13 @@
 """The quota advisor's command (docs/advisor.md).
 
-    python -m sandbox.advise.cli --stack prod [--workloads workloads/prod]
+    python -m gpu_queues.advise.cli --stack prod [--workloads workloads/prod]
         [--goal "research p90 < 2h"] [--out DIR] [--max-replays N] [--budget SECONDS]
     make advise STACK=prod [WORKLOADS=workloads/prod] [GOAL="research p90 < 2h"] [OUT=dir]
 
-Replays the mix on the fast what-if (sandbox.replay.fast) for the stack as it is and for each
-candidate the search tries (sandbox.advise.search), prints progress as it goes (replays done,
+Replays the mix on the fast what-if (gpu_queues.whatif.fast) for the stack as it is and for each
+candidate the search tries (gpu_queues.advise.search), prints progress as it goes (replays done,
 the best so far), and writes OUT (default .sandbox/advise/<stack>): the proposed
-Pulumi.<stack>.yaml, advice.md, advice.json and search.json (sandbox.advise.advice).
+Pulumi.<stack>.yaml, advice.md, advice.json and search.json (gpu_queues.advise.advice).
 
 Exit 0 with a proposal (or none, when nothing does better), 3 when a GOAL is not met by any
 setting within the hardware (the best found is written all the same), 2 with one line saying
@@ -22,21 +22,21 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gpu_queues.advise import advice, goal, policy
+from gpu_queues.advise.preview import preview
+from gpu_queues.advise.search import Search
+from gpu_queues.advise.space import Space, SpaceError
 from gpu_queues.config.model import ConfigError, StackConfig, load_config
 from gpu_queues.config.stackfile import ROOT, StackFileError, parse_config, read_text
 from gpu_queues.tools.changed_stacks import policy_config
+from gpu_queues.whatif import fast
 from gpu_queues.whatif.documents import Limits, MixTooLarge
+from gpu_queues.whatif.engine_input import FastEngineError
+from gpu_queues.whatif.limits import mix_size_problem
 from gpu_queues.whatif.report import Run
-from sandbox.advise import advice, goal, policy
-from sandbox.advise.preview import preview
-from sandbox.advise.search import Search
-from sandbox.advise.space import Space, SpaceError
-from sandbox.paths import STATE
-from sandbox.replay import fast
-from sandbox.replay.cli import WhatIfError, kueue_release, whatif_raw
-from sandbox.replay.limits import mix_size_problem
+from gpu_queues.whatif.sides import WhatIfError, kueue_release, whatif_raw
 
-DEFAULT_OUT = STATE / "advise"
+DEFAULT_OUT = ROOT / ".sandbox" / "advise"
 
 
 class AdviseError(Exception):
@@ -106,7 +106,7 @@ def check_proposal(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sandbox.advise.cli", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m gpu_queues.advise.cli", description=__doc__)
     parser.add_argument("--stack", required=True, help="the stack: Pulumi.<stack>.yaml")
     parser.add_argument("--workloads", type=Path, help="the mix (default workloads/<stack>)")
     parser.add_argument("--goal", help='e.g. "research p90 < 2h" (default: docs/advisor.md)')
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         outcome = search.run()
         proposal = advice.proposal_text(text, where, space, outcome.best.candidate)
-    except (fast.FastEngineError, MixTooLarge, advice.ProposalError, ValueError) as exc:
+    except (FastEngineError, MixTooLarge, advice.ProposalError, ValueError) as exc:
         print(f"advise: {exc}", file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
