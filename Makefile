@@ -9,20 +9,23 @@ export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: venv lock toolchain toolchain-all schema lint lint-shell lint-workflows test test-unit test-policy \
         test-toolchain test-deep test-e2e test-sandbox test-rehearse test-multikueue sandbox-up \
-        sandbox-down sandbox-shell sandbox-status demo rehearse bench promote quota-diff clean \
+        sandbox-down sandbox-shell sandbox-status demo rehearse bench promote quota-diff kueue-diff clean \
         kueue-manifest ci-kueue-manifest pin-kueue what-if status record bench-scale mutation wheels \
         mermaid grafana bench-what-if advise bench-advise
 
-$(VENV)/.stamp: requirements.txt requirements.lock
+# The checkout itself is installed too, editable and without its dependencies (the lock has
+# them, and hatchling, its build backend): `gpuq` is then .venv/bin/gpuq.
+$(VENV)/.stamp: requirements.txt requirements.lock pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt -c requirements.lock
+	$(VENV)/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
 venv: $(VENV)/.stamp
 
 lock: venv
 	( echo "# Full resolved Python environment (pip freeze), used as constraints by make venv. Regenerate: make lock"; \
-	  $(VENV)/bin/pip freeze ) > requirements.lock
+	  $(VENV)/bin/pip freeze --exclude-editable ) > requirements.lock
 
 # The wheels the library's e2e test (tests/e2e/test_library.py) installs the package from, in
 # a virtualenv of its own inside the sandbox's namespace, which reaches no package index
@@ -157,7 +160,7 @@ bench-what-if: venv toolchain
 # limits with the fast what-if as judge; writes the proposal and advice.md into OUT
 # (default .sandbox/advise/<stack>). GOAL="research p90 < 2h" replaces the default objective.
 advise: venv toolchain
-	$(PY) -m sandbox.advise.cli --stack $(STACK) --workloads $(WORKLOADS) $(if $(GOAL),--goal "$(GOAL)") \
+	$(PY) -m gpu_queues.advise.cli --stack $(STACK) --workloads $(WORKLOADS) $(if $(GOAL),--goal "$(GOAL)") \
 	  $(if $(OUT),--out $(OUT)) $(if $(MAX_REPLAYS),--max-replays $(MAX_REPLAYS)) $(if $(BUDGET),--budget $(BUDGET))
 
 # The advisor's cost on the committed prod mix (docs/advisor.md, Speed): per-replay cost split
@@ -167,9 +170,9 @@ bench-advise: venv toolchain
 
 # make status [STACK=staging]: the same per-team table, read from the live cluster.
 # make status STACK=prod ARGS=--eta: a predicted admission time per pending workload, the
-# snapshot replayed forward on the fast engine (sandbox/replay/eta.py, docs/eta.md).
+# snapshot replayed forward on the fast engine (gpu_queues/tools/eta.py, docs/eta.md).
 status: venv
-	$(PY) -m $(if $(filter --eta,$(ARGS)),sandbox.replay.eta,gpu_queues.tools.status) \
+	$(PY) -m $(if $(filter --eta,$(ARGS)),gpu_queues.tools.eta,gpu_queues.tools.status) \
 	  $(if $(STACK),--stack $(STACK)) $(ARGS)
 
 # make record STACK=prod [SINCE=24h] OUT=mix/: the live cluster's Workloads of the last SINCE
@@ -197,6 +200,10 @@ promote: venv
 # make quota-diff OLD=prod@origin/main NEW=prod
 quota-diff: venv
 	$(PY) -m gpu_queues.tools.quota_diff $(OLD) $(NEW) $(ARGS)
+
+# make kueue-diff OLD=prod@origin/main NEW=prod: the PR preview's Kueue section alone
+kueue-diff: venv
+	$(PY) -m gpu_queues.tools.kueue_diff $(OLD) $(NEW) $(ARGS)
 
 # --- the Kueue release manifest (docs/kueue-manifest.md) ---------------------------------
 # Renders the pinned release from the Kueue module (checked against go.sum) with the pinned

@@ -28,6 +28,8 @@ from gpu_queues.advise.search import Search
 from gpu_queues.advise.space import Space, SpaceError
 from gpu_queues.config.model import ConfigError, StackConfig, load_config
 from gpu_queues.config.stackfile import ROOT, StackFileError, parse_config, read_text
+from gpu_queues.invoked import prog
+from gpu_queues.progress import Progress
 from gpu_queues.tools.changed_stacks import policy_config
 from gpu_queues.whatif import fast
 from gpu_queues.whatif.documents import Limits, MixTooLarge
@@ -106,7 +108,9 @@ def check_proposal(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpu_queues.advise.cli", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog=prog("python -m gpu_queues.advise.cli"), description=__doc__
+    )
     parser.add_argument("--stack", required=True, help="the stack: Pulumi.<stack>.yaml")
     parser.add_argument("--workloads", type=Path, help="the mix (default workloads/<stack>)")
     parser.add_argument("--goal", help='e.g. "research p90 < 2h" (default: docs/advisor.md)')
@@ -143,8 +147,12 @@ def main(argv: list[str] | None = None) -> int:
             candidate, workloads, stack=args.stack, label=f"{args.stack} (candidate)"
         )
 
+    # On a terminal, a line under the search's own lines counts replays and time.
+    bar = Progress("advise")
+
     def progress(line: str) -> None:
-        print(f"advise: {line}", file=sys.stderr, flush=True)
+        bar.say(f"advise: {line}")
+        bar.update(f"{search.replays} replays (at most {args.max_replays}, {args.budget:.0f}s)")
 
     print(f"advise: goal: {wanted.text()}", file=sys.stderr)
     search = Search(
@@ -157,16 +165,20 @@ def main(argv: list[str] | None = None) -> int:
         budget_seconds=args.budget,
         jobs=args.jobs,
     )
-    try:
-        outcome = search.run()
-        proposal = advice.proposal_text(text, where, space, outcome.best.candidate)
-    except (FastEngineError, MixTooLarge, advice.ProposalError, ValueError) as exc:
-        print(f"advise: {exc}", file=sys.stderr)
-        return 2
-    out.mkdir(parents=True, exist_ok=True)
-    out_file = out / f"Pulumi.{args.stack}.yaml"
-    out_file.write_text(proposal)
-    checks = check_proposal(args.stack, proposal, where, pack_config, out_file, ROOT)
+    with bar:
+        bar.update("replaying the stack as it is")
+        try:
+            outcome = search.run()
+            proposal = advice.proposal_text(text, where, space, outcome.best.candidate)
+        except (FastEngineError, MixTooLarge, advice.ProposalError, ValueError) as exc:
+            bar.close()
+            print(f"advise: {exc}", file=sys.stderr)
+            return 2
+        out.mkdir(parents=True, exist_ok=True)
+        out_file = out / f"Pulumi.{args.stack}.yaml"
+        out_file.write_text(proposal)
+        bar.update("checking the proposal (validation, policy pack, pulumi preview)")
+        checks = check_proposal(args.stack, proposal, where, pack_config, out_file, ROOT)
     notes = []
     if config.kueue.manager.fair_sharing is not None:
         notes.append(

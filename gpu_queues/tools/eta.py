@@ -33,6 +33,7 @@ import urllib3
 
 from gpu_queues.config.model import StackConfig
 from gpu_queues.kueue.client import KubeconfigError
+from gpu_queues.progress import Progress
 from gpu_queues.tools import status
 from gpu_queues.tools.eta_mix import DEFAULT_HISTORY, EtaError, Item, Plan, plan
 from gpu_queues.tools.record import Owners
@@ -377,14 +378,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(stack: str, project: Path, as_json: bool, history: float, horizon: float | None) -> int:
     config, _ = status.stack_config(stack, project)
-    rest, source, teams = status.connect(stack, project)
-    now = datetime.now(UTC).timestamp()
-    snapshot = status.take_snapshot(rest, teams, now)
-    nodes = live_nodes(rest)
-    estimate = predict(
-        config, snapshot, Owners(rest).get, nodes, source=f"live cluster of {source}",
-        history=history, horizon=horizon,
-    )  # fmt: skip
+    # On a terminal, a line says what it is doing: reading the cluster, then the replay.
+    with Progress("status --eta") as progress:
+        progress.update("connecting")
+        rest, source, teams = status.connect(stack, project)
+        progress.update(f"reading {source}")
+        now = datetime.now(UTC).timestamp()
+        snapshot = status.take_snapshot(rest, teams, now)
+        nodes = live_nodes(rest)
+        progress.update("replaying the queues forward on the fast engine")
+        estimate = predict(
+            config, snapshot, Owners(rest).get, nodes, source=f"live cluster of {source}",
+            history=history, horizon=horizon,
+        )  # fmt: skip
     print(json.dumps(public(estimate), indent=2) if as_json else render(estimate))
     return 0
 

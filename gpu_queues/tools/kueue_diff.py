@@ -28,6 +28,7 @@ from typing import Any
 
 from gpu_queues import keys
 from gpu_queues.config.stackfile import ROOT, StackFileError
+from gpu_queues.invoked import prog
 from gpu_queues.kueue.versions import advice, parse_version, release
 from gpu_queues.release.manifest import ManifestError, parse_documents
 from gpu_queues.release.module import RenderError, render_release
@@ -241,7 +242,7 @@ def _render(version: str) -> bytes:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m gpu_queues.tools.kueue_diff", description=__doc__
+        prog=prog("python -m gpu_queues.tools.kueue_diff"), description=__doc__
     )
     parser.add_argument("old", help="STACK or STACK@REV")
     parser.add_argument("new", help="STACK or STACK@REV")

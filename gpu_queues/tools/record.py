@@ -47,7 +47,9 @@ import urllib3
 import yaml
 
 from gpu_queues.config.stackfile import ROOT
+from gpu_queues.invoked import prog
 from gpu_queues.kueue.client import KubeconfigError
+from gpu_queues.progress import Progress
 from gpu_queues.tools.status import KUEUE, StatusError, connect, team_queues
 from gpu_queues.values import as_dict, as_list, as_str
 from gpu_queues.whatif.durations import DurationError, parse_duration
@@ -476,7 +478,7 @@ def write(recording: Recording, out: Path) -> list[Path]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m gpu_queues.tools.record",
+        prog=prog("python -m gpu_queues.tools.record"),
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -500,9 +502,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"record: --since: {exc}", file=sys.stderr)
         return 2
     try:
-        rest, source, teams = connect(args.stack, args.project, args.kubeconfig)
-        now = datetime.now(UTC).timestamp()
-        recording = record(rest, teams, now, since, source, args.since)
+        # On a terminal, a line says it is reading (a large cluster takes a while).
+        with Progress("record") as progress:
+            progress.update("connecting")
+            rest, source, teams = connect(args.stack, args.project, args.kubeconfig)
+            progress.update(f"reading Workloads and their owners from {source}")
+            now = datetime.now(UTC).timestamp()
+            recording = record(rest, teams, now, since, source, args.since)
     except (StatusError, KubeconfigError) as exc:
         print(f"record: {exc}", file=sys.stderr)
         return 2

@@ -29,7 +29,7 @@ from typing import Any
 
 import urllib3
 
-from gpu_queues import keys
+from gpu_queues import invoked, keys
 from gpu_queues.config.model import ConfigError, StackConfig, load_config
 from gpu_queues.config.stackfile import ROOT, StackFileError, parse_config
 from gpu_queues.kueue.client import KubeconfigError, api_client, file_client
@@ -283,7 +283,7 @@ ETA_HANDOFF = (
 
 def parser(prog: str = "python -m gpu_queues.tools.status") -> argparse.ArgumentParser:
     """The options of `gpuq status` (gpu_queues/tools/eta.py adds its own to the same)."""
-    out = argparse.ArgumentParser(prog=prog, description=__doc__)
+    out = argparse.ArgumentParser(prog=invoked.prog(prog), description=__doc__)
     out.add_argument("--stack", help="the stack whose cluster and teams to read")
     out.add_argument("--project", type=Path, default=ROOT, help="where its Pulumi.<stack>.yaml is")
     out.add_argument(

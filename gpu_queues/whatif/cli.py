@@ -37,7 +37,9 @@ import sys
 from pathlib import Path
 from typing import Any, Protocol
 
+from gpu_queues import invoked
 from gpu_queues.config.stackfile import ROOT
+from gpu_queues.progress import Progress
 from gpu_queues.whatif.limits import add_limit_flags, limits_of, mix_size_problem
 from gpu_queues.whatif.markdown import render
 from gpu_queues.whatif.report import Run, align, replay_json, report_json
@@ -70,7 +72,9 @@ class SandboxEngine(Protocol):
 
 def make_parser(prog: str = "python -m gpu_queues.whatif.cli") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=invoked.prog(prog),
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--stack", required=True, help="the stack: Pulumi.<stack>.yaml")
     parser.add_argument("--workloads", type=Path, required=True, help="a manifest file or folder")
@@ -103,7 +107,10 @@ def replay_sides(
             raise WhatIfError(why)
     if sandbox is not None:
         return {s.name: sandbox.replay(s, args.stack, workloads, work, args) for s in sides}
-    return {s.name: replay_side_fast(s, args.stack, workloads, args) for s in sides}
+    # On a terminal, a line says which side replays and for how long (a large mix with a base
+    # takes minutes); the sandbox's engine prints its own steps instead.
+    with Progress("what-if") as progress:
+        return {s.name: replay_side_fast(s, args.stack, workloads, args, progress) for s in sides}
 
 
 def main(

@@ -23,6 +23,7 @@ from gpu_queues import keys
 from gpu_queues.config.model import ConfigError, StackConfig, load_config
 from gpu_queues.config.stackfile import StackFileError, parse_config, read_text, resolve_commit
 from gpu_queues.kueue import versions as kueue_versions
+from gpu_queues.progress import Progress
 from gpu_queues.release.stack_release import kueue_release_problem, stack_release
 from gpu_queues.whatif import fast
 from gpu_queues.whatif.durations import parse_duration
@@ -200,10 +201,17 @@ def unbuilt_engine(side: ReplaySide) -> str | None:
     return f"{side.label} runs Kueue {version} (from {side.kueue_from}): {missing}"
 
 
-def replay_side_fast(side: ReplaySide, stack: str, workloads: Path, args: Any) -> Run:
+def replay_side_fast(
+    side: ReplaySide, stack: str, workloads: Path, args: Any, progress: Progress | None = None
+) -> Run:
     """The side on the fast engine of its own Kueue release (gpu_queues.whatif.fast): no
     sandbox, no root, no wall-clock wait."""
-    print(f"what-if: {side.label}: fast engine, Kueue {side.config.kueue.version}", file=sys.stderr)
+    line = f"what-if: {side.label}: fast engine, Kueue {side.config.kueue.version}"
+    if progress is None:
+        print(line, file=sys.stderr)
+    else:
+        progress.say(line)
+        progress.update(f"replaying {side.label} on the fast engine")
     try:
         return fast.replay_mix(
             side.config,

@@ -43,6 +43,7 @@ FLOORS: list[tuple[str, ...]] = [
         "gpu_queues.files",
         "gpu_queues.yamlio",
         "gpu_queues.progress",
+        "gpu_queues.invoked",
     ),
     ("gpu_queues.kueue",),
     ("gpu_queues.config",),
@@ -59,6 +60,8 @@ FLOORS: list[tuple[str, ...]] = [
     ("components", "__main__"),
 ]
 TOP = ("gpu_queues", "sandbox", "policies", "components", "__main__")
+# Edges by module name (importlib), which the source's imports do not show: (from, to).
+BY_NAME = {("gpu_queues.cli", "sandbox.replay.cli")}
 
 
 def modules() -> dict[str, Path]:
@@ -166,8 +169,30 @@ def against_the_order(edges: dict[str, set[str]]) -> list[str]:
     return wrong
 
 
+def named_by_gpuq() -> set[tuple[str, str]]:
+    """The modules gpuq (gpu_queues/cli.py) runs by name: each command's, and the checkout's."""
+    from gpu_queues import cli
+
+    edges = set()
+    for command in cli.COMMANDS.values():
+        for module in (command.module, *command.when.values(), command.checkout):
+            if module:
+                edges.add(("gpu_queues.cli", module))
+    return edges
+
+
 def test_no_module_imports_against_the_order():
     assert against_the_order(graph()) == []
+
+
+def test_gpuq_runs_the_library_by_name_and_above_it_only_what_is_declared():
+    """gpuq loads each command's module when asked for (so `gpuq --help` imports none): those
+    edges must keep the order too, all but the one declared by name (BY_NAME)."""
+    known = set(modules())
+    named = named_by_gpuq()
+    assert {target for _, target in named} <= known
+    upward = {edge for edge in named if against_the_order({edge[0]: {edge[1]}})}
+    assert upward == BY_NAME
 
 
 def test_no_two_modules_import_each_other_in_a_circle():
@@ -182,6 +207,25 @@ def test_no_two_packages_import_each_other_in_a_circle():
             if a != b:
                 edges[a].add(b)
     assert cycles(edges) == []
+
+
+def test_a_fast_replay_needs_nothing_above_the_whatif():
+    """Following a mix through the fast engine's replay stays on the what-if's floor and below:
+    a library user has all of it, with no sandbox, tools or advisor."""
+    edges = graph()
+    start = "gpu_queues.whatif.fast"
+    seen, todo = {start}, [start]
+    while todo:
+        for target in edges[todo.pop()] - seen:
+            seen.add(target)
+            todo.append(target)
+    assert sorted(m for m in seen if floor(m)[0] > floor(start)[0]) == []
+    assert {"gpu_queues.whatif.nodes", "gpu_queues.config.model"} <= seen  # it was followed
+
+
+def test_no_module_is_over_600_lines():
+    lengths = {name: len(path.read_text().splitlines()) for name, path in modules().items()}
+    assert {name: n for name, n in lengths.items() if n > 600} == {}
 
 
 def test_the_checks_catch_what_they_are_about():
