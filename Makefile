@@ -49,26 +49,26 @@ toolchain-all:
 	KUEUE_VERSIONS="$(KUEUE_RELEASES)" bash toolchain/build.sh
 
 # The Mermaid release the what-if report's charts are rendered with in the unit tests
-# (tools/mermaid/: package.json pins it, package-lock.json every package's digest), installed
+# (tests/js/mermaid/: package.json pins it, package-lock.json every package's digest), installed
 # into .cache/node/mermaid with npm ci; Debian's nodejs and npm first where there is no npm.
 MERMAID := .cache/node/mermaid
-$(MERMAID)/.stamp: tools/mermaid/package.json tools/mermaid/package-lock.json
+$(MERMAID)/.stamp: tests/js/mermaid/package.json tests/js/mermaid/package-lock.json
 	command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm; }
 	mkdir -p $(MERMAID)
-	cp tools/mermaid/package.json tools/mermaid/package-lock.json $(MERMAID)/
+	cp tests/js/mermaid/package.json tests/js/mermaid/package-lock.json $(MERMAID)/
 	cd $(MERMAID) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
 mermaid: $(MERMAID)/.stamp
 
 # Grafana's dashboard schema (@grafana/schema's types, the foundation SDK's Prometheus query)
-# and the TypeScript compiler, pinned in tools/grafana/ like Mermaid: the unit tests check the
+# and the TypeScript compiler, pinned in tests/js/grafana/ like Mermaid: the unit tests check the
 # stack's generated dashboard against it (tests/unit/config/test_dashboard_schema.py).
 GRAFANA := .cache/node/grafana
-$(GRAFANA)/.stamp: tools/grafana/package.json tools/grafana/package-lock.json
+$(GRAFANA)/.stamp: tests/js/grafana/package.json tests/js/grafana/package-lock.json
 	command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm; }
 	mkdir -p $(GRAFANA)
-	cp tools/grafana/package.json tools/grafana/package-lock.json $(GRAFANA)/
+	cp tests/js/grafana/package.json tests/js/grafana/package-lock.json $(GRAFANA)/
 	cd $(GRAFANA) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
