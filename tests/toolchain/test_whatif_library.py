@@ -48,10 +48,10 @@ def test_the_documented_example_runs_as_it_is_and_agrees_with_the_command(tmp_pa
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    teams = [t["team"] for t in read_config("staging")["teams"]]
+    teams = [t["name"] for t in read_config("staging")["teams"]]
     printed = done.stdout.splitlines()
     assert [line.split()[0] for line in printed[: len(teams)]] == teams
-    assert "| team |" in done.stdout  # report.md's team table
+    assert "\n| Team | ClusterQueue | Admitted |" in done.stdout  # report.md's team table
     # The command replays the same side the same way (the pin's release, the same mix).
     out = tmp_path / "out"
     argv = ["--stack", "staging", "--workloads", str(MIX), "--until", "24h", "--out", str(out)]
