@@ -40,6 +40,7 @@ from typing import Any, Protocol
 from gpu_queues import invoked
 from gpu_queues.config.stackfile import ROOT
 from gpu_queues.progress import Progress
+from gpu_queues.whatif.durations import DurationError, parse_duration
 from gpu_queues.whatif.limits import add_limit_flags, limits_of, mix_size_problem
 from gpu_queues.whatif.markdown import render
 from gpu_queues.whatif.report import Run, align, replay_json, report_json
@@ -130,6 +131,11 @@ def main(
     too_large = mix_size_problem(workloads, limits_of(args))
     if too_large:
         print(f"what-if: {too_large}", file=sys.stderr)
+        return 2
+    try:
+        parse_duration(args.until or "0s")
+    except DurationError as exc:
+        print(f"what-if: --until: {exc}", file=sys.stderr)
         return 2
     try:
         if args.engine == "sandbox" and sandbox is None:

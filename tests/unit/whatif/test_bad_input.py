@@ -352,3 +352,15 @@ def test_the_cli_refuses_a_mix_over_a_limit_before_anything_starts(
         cli.main([*base, "--max-workloads", "none"])
     assert usage.value.code == 2
     assert "'none' is not a whole number" in capsys.readouterr().err
+
+
+def test_an_unreadable_until_is_refused_by_name_before_anything_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mix = tmp_path / "mix.yaml"
+    mix.write_text(yaml.safe_dump(JOB))
+    argv = ["--stack", "nope", "--workloads", str(mix), "--out", str(tmp_path / "out")]
+    assert cli.main([*argv, "--until", "a day"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("what-if: --until: 'a day' is not a duration")
+    assert not (tmp_path / "out").exists()
