@@ -364,3 +364,17 @@ def test_an_unreadable_until_is_refused_by_name_before_anything_is_read(
     err = capsys.readouterr().err
     assert err.startswith("what-if: --until: 'a day' is not a duration")
     assert not (tmp_path / "out").exists()
+
+
+def test_the_librarys_command_without_the_sandbox_says_where_the_sandbox_engine_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """gpu_queues.whatif.cli alone (an installed library) has only the fast engine; the
+    checkout's sandbox/replay/cli.py passes the sandbox's in."""
+    mix = tmp_path / "mix.yaml"
+    mix.write_text(yaml.safe_dump(JOB))
+    argv = ["--stack", "staging", "--workloads", str(mix), "--out", str(tmp_path / "out")]
+    assert cli.main([*argv, "--engine", "sandbox"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("what-if: the sandbox engine runs from a gpu-queues checkout")
+    assert "make what-if ENGINE=sandbox" in err and not (tmp_path / "out").exists()
