@@ -1,13 +1,14 @@
 """The quota advisor's command (docs/advisor.md).
 
-    python -m gpu_queues.advise.cli --stack prod [--workloads workloads/prod]
-        [--goal "research p90 < 2h"] [--out DIR] [--max-replays N] [--budget SECONDS]
+    gpuq advise --stack prod [--workloads workloads/prod] [--goal "research p90 < 2h"]
+        [--out DIR] [--max-replays N] [--budget SECONDS] [--jobs N]
     make advise STACK=prod [WORKLOADS=workloads/prod] [GOAL="research p90 < 2h"] [OUT=dir]
 
 Replays the mix on the fast what-if (gpu_queues.whatif.fast) for the stack as it is and for each
 candidate the search tries (gpu_queues.advise.search), prints progress as it goes (replays done,
-the best so far), and writes OUT (default .sandbox/advise/<stack>): the proposed
-Pulumi.<stack>.yaml, advice.md, advice.json and search.json (gpu_queues.advise.advice).
+the best so far; on a terminal also a line counting replays and time), and writes OUT (default
+.sandbox/advise/<stack>): the proposed Pulumi.<stack>.yaml, advice.md, advice.json and
+search.json (gpu_queues.advise.advice).
 
 Exit 0 with a proposal (or none, when nothing does better), 3 when a GOAL is not met by any
 setting within the hardware (the best found is written all the same), 2 with one line saying

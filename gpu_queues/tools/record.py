@@ -2,8 +2,7 @@
 same connection as `gpuq status`) and write them as a what-if mix (gpu_queues/whatif/mix.py)
 that replays what the cluster was asked to admit.
 
-    python -m gpu_queues.tools.record [--stack NAME] [--project DIR] [--kubeconfig FILE]
-                                      [--since 24h] --out DIR_OR_FILE
+    gpuq record [--stack NAME] [--project DIR] [--kubeconfig FILE] [--since 24h] --out DIR_OR_FILE
     make record STACK=prod SINCE=24h OUT=mix/
 
 Each Workload whose owner is a Job (or a plain Pod, Kueue's pod integration) and that was

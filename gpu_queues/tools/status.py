@@ -2,7 +2,7 @@
 ClusterQueues, LocalQueues and Workloads, the scheduler's word on pending pods, and Kueue's
 visibility API for the position of every pending workload in its queues.
 
-    python -m gpu_queues.tools.status [--stack NAME] [--project DIR] [--kubeconfig FILE] [--json]
+    gpuq status [--stack NAME] [--project DIR] [--kubeconfig FILE] [--json] [--eta ...]
     make status [STACK=staging]
 
 With --stack, the cluster is the stack's: its `gpu-queues:kubernetes.kubeconfig` secret (read
