@@ -24,29 +24,28 @@ type interval struct {
 
 // jobState follows one job of the mix (a batch/v1 Job, or a plain Pod) through the replay.
 type jobState struct {
-	in          JobInput
-	pod         bool // a plain Pod (Kueue's pod integration), not a Job
-	key         types.NamespacedName
-	uid         types.UID
-	template    corev1.PodTemplateSpec
-	count       int
-	running     bool
-	where       placement
-	spec        corev1.PodSpec
-	startedAt   float64
-	run         int
-	runSeconds  float64
-	intervals   []interval
-	admittedAt  *float64
-	first       *kueue.Admission // its first admission (the flavors a start-time estimate names)
-	hadQuota    bool
-	evictions   [][]metav1.Condition
-	finished    bool
-	stuck       string
-	workload    *types.NamespacedName
-	submitted   bool
-	problem     string
-	completedAt *float64
+	in         JobInput
+	pod        bool // a plain Pod (Kueue's pod integration), not a Job
+	key        types.NamespacedName
+	uid        types.UID
+	template   corev1.PodTemplateSpec
+	count      int
+	running    bool
+	where      placement
+	spec       corev1.PodSpec
+	startedAt  float64
+	run        int
+	runSeconds float64
+	intervals  []interval
+	admittedAt *float64
+	first      *kueue.Admission // its first admission (the flavors a start-time estimate names)
+	hadQuota   bool
+	evictions  [][]metav1.Condition
+	finished   bool
+	stuck      string
+	workload   *types.NamespacedName
+	submitted  bool
+	problem    string
 }
 
 // Result is one "workload" line of the output.
