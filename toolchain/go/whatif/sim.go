@@ -494,7 +494,7 @@ func (s *sim) reconcile(r reconcile.Reconciler, key types.NamespacedName, kind o
 // settle runs everything the current instant sets off until nothing is left to do.
 func (s *sim) settle() error {
 	limit := maxSteps + 100*len(s.jobs)
-	holders := map[string]int{} // who holds quota, sampled as the instant goes on
+	holders := ringWatch{} // who holds quota, sampled as the instant goes on
 	if v, err := strconv.Atoi(os.Getenv("GPUQ_WHATIF_MAX_STEPS")); err == nil {
 		limit = v
 	}
@@ -556,13 +556,11 @@ func (s *sim) settle() error {
 				return err
 			}
 		}
-		if step >= churnAfter && step%churnEvery == 0 {
-			held := s.holding()
-			if first, again := holders[held]; again {
-				s.stats.Churn = append(s.stats.Churn, Churn{At: s.now, Steps: step, Period: step - first})
+		if holders.due(step) {
+			if period, again := holders.seen(step, s.holding()); again {
+				s.stats.Churn = append(s.stats.Churn, Churn{At: s.now, Steps: step, Period: period})
 				return nil // a preemption loop: the same holders come back; see Churn
 			}
-			holders[held] = step
 		}
 		if trace && step < 200 {
 			fmt.Fprintf(os.Stderr, "t=%v step=%d wls=%v jobs=%v wq=%v jq=%v\n", s.now, step, wls, jobs, wq, jq)
@@ -573,12 +571,12 @@ func (s *sim) settle() error {
 		// Scheduling cycles first, the inadmissible workloads' requeue after: Kueue batches
 		// that requeue by a second (1 s; 10 s with SchedulerLongRequeueInterval), in which
 		// time its scheduler runs every cycle the heads it has allow.
-		if s.queues.WhatIfHasHeads() {
-			before := s.queues.WhatIfQueueState()
+		if s.hasHeads() {
+			before := s.queueState()
 			s.stats.Cycles++
 			s.sched.WhatIfCycle(s.ctx)
 			s.wg.Wait()
-			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+len(s.retry) > 0 || s.queues.WhatIfQueueState() != before {
+			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+len(s.retry) > 0 || s.queueState() != before {
 				continue
 			}
 			// A fixed point: the cycle changed nothing (a StrictFIFO head that does not fit

@@ -1,5 +1,6 @@
-// Added to sigs.k8s.io/kueue/pkg/scheduler/flavorassigner at build time (toolchain/build.sh):
-// a pod set's resources in name order, for the rewrite in rewrites.tsv.
+// Added to sigs.k8s.io/kueue/pkg/scheduler/flavorassigner at build time (toolchain/build.sh
+// whatif_kueue): a pod set's resources in name order, for the rewrite in rewrites.tsv (which
+// says why no public API serves).
 package flavorassigner
 
 import (
