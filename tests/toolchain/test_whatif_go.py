@@ -97,7 +97,8 @@ def test_a_rewrite_that_no_longer_matches_stops_the_build_naming_release_file_an
         f'rewrite.awk: {where}: "s.queues.HeadsMoved(ctx)" found 0 times, not once' in check.stderr
     )
     assert f"{PIN}\tpkg/scheduler/scheduler.go\tschedule()\tDOES NOT MATCH" in check.stdout
-    assert check.stdout.count("\trewritten") == len(rewrites()) - 1, check.stdout
+    applies = [r for r in rewrites() if fnmatch.fnmatch(PIN, r[2] or "*")]
+    assert check.stdout.count("\trewritten") == len(applies) - 1, check.stdout
 
     build = run("bash", str(copy / "build.sh"), "whatif_prepare", env=env)
     assert build.returncode != 0, build.stdout + build.stderr
