@@ -500,36 +500,8 @@ func (s *sim) settle() error {
 	}
 	for step := 0; step < limit; step++ {
 		wls, jobs, pods := s.dirty.take()
-		for _, k := range wls {
-			if err := s.observe(k); err != nil {
-				return err
-			}
-		}
-		for _, k := range jobs {
-			changed, err := s.changed(k, s.seenJobs, &batchv1.Job{})
-			if err != nil {
-				return err
-			}
-			if !changed {
-				continue
-			}
-			if err := s.pods(k); err != nil {
-				return err
-			}
-			s.jobQ.add(k)
-		}
-		for _, k := range pods {
-			changed, err := s.changed(k, s.seenPods, &corev1.Pod{})
-			if err != nil {
-				return err
-			}
-			if !changed {
-				continue
-			}
-			if err := s.podLife(k); err != nil {
-				return err
-			}
-			s.podQ.add(k)
+		if err := s.inform(wls, jobs, pods); err != nil {
+			return err
 		}
 		retry := slices.Sorted(maps.Keys(s.retry))
 		clear(s.retry)
@@ -541,20 +513,8 @@ func (s *sim) settle() error {
 			}
 		}
 		wq, jq, pq := s.wlQ.drain(), s.jobQ.drain(), s.podQ.drain()
-		for _, k := range wq {
-			if err := s.reconcile(s.wlRec, k, kindWorkload); err != nil {
-				return err
-			}
-		}
-		for _, k := range jq {
-			if err := s.reconcile(s.jobRec, k, kindJob); err != nil {
-				return err
-			}
-		}
-		for _, k := range pq {
-			if err := s.reconcile(s.podRec, k, kindPod); err != nil {
-				return err
-			}
+		if err := s.reconcileAll(wq, jq, pq); err != nil {
+			return err
 		}
 		if holders.due(step) {
 			if period, again := holders.seen(step, s.holding()); again {
@@ -588,6 +548,64 @@ func (s *sim) settle() error {
 		return nil
 	}
 	return fmt.Errorf("the replay did not come to rest at %.0fs after %d steps", s.now, limit)
+}
+
+// inform: the informers' events for what was written since the controllers last looked:
+// Workloads to the workload controller's handlers, changed Jobs and Pods to the kubelet's
+// part (pods, podLife) and their reconcilers' queues.
+func (s *sim) inform(wls, jobs, pods []types.NamespacedName) error {
+	for _, k := range wls {
+		if err := s.observe(k); err != nil {
+			return err
+		}
+	}
+	for _, k := range jobs {
+		changed, err := s.changed(k, s.seenJobs, &batchv1.Job{})
+		if err != nil {
+			return err
+		}
+		if !changed {
+			continue
+		}
+		if err := s.pods(k); err != nil {
+			return err
+		}
+		s.jobQ.add(k)
+	}
+	for _, k := range pods {
+		changed, err := s.changed(k, s.seenPods, &corev1.Pod{})
+		if err != nil {
+			return err
+		}
+		if !changed {
+			continue
+		}
+		if err := s.podLife(k); err != nil {
+			return err
+		}
+		s.podQ.add(k)
+	}
+	return nil
+}
+
+// reconcileAll: the queued reconcile requests, by controller.
+func (s *sim) reconcileAll(wq, jq, pq []types.NamespacedName) error {
+	for _, k := range wq {
+		if err := s.reconcile(s.wlRec, k, kindWorkload); err != nil {
+			return err
+		}
+	}
+	for _, k := range jq {
+		if err := s.reconcile(s.jobRec, k, kindJob); err != nil {
+			return err
+		}
+	}
+	for _, k := range pq {
+		if err := s.reconcile(s.podRec, k, kindPod); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *sim) results() []Result {
