@@ -153,6 +153,7 @@ whatif_overlay() {
 # toolchain/go/whatif with -modfile=.toolchain/whatif/<version>/go.mod (toolchain/go/whatif/README.md).
 whatif_kueue() {
   local v=$1 src=$here/go/whatif out kdir tmp
+  [ -f "$here/go/kueue/$v/go.mod" ] || { log "Kueue $v is not a supported release (no toolchain/go/kueue/$v; docs/upgrading.md)"; exit 2; }
   out=$cache/whatif-kueue-$(key "kueue/$v" whatif-kueue "$(cat "$src"/overlay/* | sha256sum | cut -c1-16)")
   if [ ! -f "$out/go.mod" ]; then
     lock "$out"

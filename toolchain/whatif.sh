@@ -18,7 +18,7 @@ export GOTOOLCHAIN=local CGO_ENABLED=0
 
 # goflags VERSION: the flags every go command on the engine runs with, for that release.
 goflags() {
-  KUEUE_VERSIONS=$1 bash "$here/build.sh" whatif_prepare
+  KUEUE_VERSIONS=$1 bash "$here/build.sh" whatif_prepare || return
   printf '%s' "-modfile=$root/.toolchain/whatif/$1/go.mod -mod=readonly -trimpath -tags=osusergo,netgo,grpcnotrace"
 }
 
@@ -50,13 +50,14 @@ lint() {
 }
 
 tests() {
-  local v versions=$*
+  local v flags versions=$*
   if [ -z "$versions" ]; then
     for v in "$here"/go/kueue/v*/; do v=${v%/}; versions+=" ${v##*/}"; done
   fi
   for v in $versions; do
     echo "whatif.sh: go test against Kueue $v" >&2
-    ( cd "$src" && GOFLAGS=$(goflags "$v") go test -count=1 . )
+    flags=$(goflags "$v")
+    ( cd "$src" && GOFLAGS=$flags go test -count=1 . )
   done
 }
 
