@@ -1,9 +1,11 @@
 package main
 
 import (
+	"container/heap"
 	"context"
 	"sort"
 	"sync"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,29 +26,28 @@ type interval struct {
 
 // jobState follows one job of the mix (a batch/v1 Job, or a plain Pod) through the replay.
 type jobState struct {
-	in          JobInput
-	pod         bool // a plain Pod (Kueue's pod integration), not a Job
-	key         types.NamespacedName
-	uid         types.UID
-	template    corev1.PodTemplateSpec
-	count       int
-	running     bool
-	where       placement
-	spec        corev1.PodSpec
-	startedAt   float64
-	run         int
-	runSeconds  float64
-	intervals   []interval
-	admittedAt  *float64
-	first       *kueue.Admission // its first admission (the flavors a start-time estimate names)
-	hadQuota    bool
-	evictions   [][]metav1.Condition
-	finished    bool
-	stuck       string
-	workload    *types.NamespacedName
-	submitted   bool
-	problem     string
-	completedAt *float64
+	in         JobInput
+	pod        bool // a plain Pod (Kueue's pod integration), not a Job
+	key        types.NamespacedName
+	uid        types.UID
+	template   corev1.PodTemplateSpec
+	count      int
+	running    bool
+	where      placement
+	spec       corev1.PodSpec
+	startedAt  float64
+	run        int
+	runSeconds float64
+	intervals  []interval
+	admittedAt *float64
+	first      *kueue.Admission // its first admission (the flavors a start-time estimate names)
+	hadQuota   bool
+	evictions  [][]metav1.Condition
+	finished   bool
+	stuck      string
+	workload   *types.NamespacedName
+	submitted  bool
+	problem    string
 }
 
 // Result is one "workload" line of the output.
@@ -218,4 +219,32 @@ func (q *workQueue) drain() []types.NamespacedName {
 	out := q.order
 	q.order, q.in = nil, nil
 	return out
+}
+
+func (s *sim) push(e ev) {
+	s.seq++
+	e.seq = s.seq
+	heap.Push(&s.events, e)
+}
+
+func (s *sim) setNow(t float64) {
+	s.now = t
+	s.clock.SetTime(epoch.Add(time.Duration(t * float64(time.Second))))
+}
+
+// ringWatch: the sets of quota holders sampled at one instant (sim.go, A preemption loop),
+// each with the step it was first seen at.
+type ringWatch map[string]int
+
+// due: whether step is one at which the holders are sampled.
+func (r ringWatch) due(step int) bool { return step >= churnAfter && step%churnEvery == 0 }
+
+// seen records the holders sampled at step; when the same holders were seen before, the
+// steps since then (the loop's period) and true.
+func (r ringWatch) seen(step int, held string) (int, bool) {
+	if first, again := r[held]; again {
+		return step - first, true
+	}
+	r[held] = step
+	return 0, false
 }
