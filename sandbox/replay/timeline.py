@@ -28,6 +28,7 @@ from typing import Any
 
 from gpu_queues.kueue.client import file_client
 from gpu_queues.whatif.mix import COMPLETE_AFTER, Entry, submission_order
+from gpu_queues.whatif.outcome import not_replayed
 from gpu_queues.whatif.report import WorkloadResult
 from gpu_queues.whatif.workloads import (
     KubeError,
@@ -41,7 +42,7 @@ from gpu_queues.whatif.workloads import (
     pod_phase,
 )
 from sandbox.paths import KUBECONFIG
-from sandbox.replay.tracked import Tracked, all_running, close_run, not_replayed, result
+from sandbox.replay.tracked import Tracked, all_running, close_run, result
 from sandbox.replay.watch import WATCHED, Informer, created_at, scheduler_busy, uid
 
 # Kueue retries inadmissible workloads in batches, one second after the change that may let

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from sandbox.replay import fast
+from gpu_queues.whatif import fast
 from sandbox.shape import load_stack
 
 pytestmark = pytest.mark.rehearse
