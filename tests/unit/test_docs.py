@@ -432,6 +432,18 @@ def test_shown_tool_commands_exist_with_their_options() -> None:
     assert {"gpu_queues.tools.quota_diff", "gpu_queues.tools.promote"} <= set(helps)
 
 
+def test_the_readme_stays_a_front_door() -> None:
+    """The README is the package's description too (pyproject.toml): what a user reads first,
+    the rest in docs/ (issue 38: at most 15 KB, no table cell of a page's length)."""
+    readme = (ROOT / "README.md").read_bytes()
+    assert len(readme) <= 15 * 1024, f"README.md is {len(readme):,} bytes: move detail to docs/"
+    doc = Doc(ROOT / "README.md", readme.decode())
+    for number, line in enumerate(doc.prose.split("\n"), 1):
+        if line.startswith("|"):
+            longest = max(len(cell.strip()) for cell in line.strip("|").split("|"))
+            assert longest <= 300, f"README.md:{number}: a table cell of {longest} characters"
+
+
 # --- the checks can fail ------------------------------------------------------------------------
 
 
