@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pulumi
 
-# The library's public API, as any other program uses it (README: "Use the components from
-# your own Pulumi program"); the upgrade check and the settling are this project's own.
+# The library's public API, as any other program uses it (docs/library.md); the upgrade check
+# and the settling are this project's own.
 from gpu_queues import ConfigError, GpuQueues, GpuQueuesArgs, KubeconfigError, ManifestError
 from gpu_queues.components.settle import settle_registrations
 from gpu_queues.release.upgrade import UpgradeRefused, check_stack

@@ -162,7 +162,7 @@ SUITES = {
 }
 
 # (lane, its sandbox instance, its suites in order), about even by the suites' times on a
-# quiet machine (README, Tests).
+# quiet machine (docs/development.md, Tests).
 LANES: list[tuple[str, str, list[str]]] = [
     ("checks", "checks", ["lint", "unit", "deep", "toolchain", "multikueue"]),
     ("e2e", "e2e", ["e2e", "sandbox"]),

@@ -1,5 +1,5 @@
 """Faults during a fresh install, each on a sandbox of its own, driven from the host: `pulumi
-up` SIGKILLed part-way and recovered the way the README says; Kueue killed twice while `up`
+up` SIGKILLed part-way and recovered the way docs/deploying.md says; Kueue killed twice while `up`
 waits at the readiness gate. Both check that the sandbox leaves nothing on the machine: the
 pod's mount paths exist only inside Kueue's private root, keys and tokens are 0600, and no
 path is left behind after `sandbox down`."""
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.sandbox
 
 SANDBOX = ROOT / "sandbox" / "sandbox.sh"
 PY = ROOT / ".venv" / "bin" / "python"
-README = ROOT / "README.md"
+DEPLOYING = ROOT / "docs" / "deploying.md"
 POD_MOUNTS = (
     "/visibility",
     "/tmp/k8s-webhook-server/serving-certs",
@@ -263,10 +263,11 @@ def assert_nothing_left(absent: dict[str, Path | None]) -> None:
 # --- 15: `pulumi up` SIGKILLed part-way through a fresh install ---------------------------
 
 
-def readme_recovery() -> list[list[str]]:
-    """The README's steps after an interrupted `pulumi up`, as pulumi argument lists."""
-    text = README.read_text()
-    section = text.split("### An interrupted `pulumi up`", 1)[1]
+def deploying_recovery() -> list[list[str]]:
+    """The steps docs/deploying.md gives after an interrupted `pulumi up`, as pulumi argument
+    lists."""
+    text = DEPLOYING.read_text()
+    section = text.split("## An interrupted `pulumi up`", 1)[1]
     block = section.split("```sh\n", 1)[1].split("```", 1)[0]
     steps = []
     for line in block.splitlines():
@@ -284,7 +285,7 @@ def readme_recovery() -> list[list[str]]:
         pytest.param("false", id="checkpoints"),  # a caller's PULUMI_SKIP_CHECKPOINTS=false
     ],
 )
-def test_an_up_killed_mid_install_converges_after_the_readmes_recovery(
+def test_an_up_killed_mid_install_converges_after_the_documented_recovery(
     fresh_sandbox: dict[str, Path | None],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -323,20 +324,20 @@ def test_an_up_killed_mid_install_converges_after_the_readmes_recovery(
     )
     assert crds
     if skip_checkpoints is None:
-        # What the README says: the state is still the one before the killed run (a new stack:
-        # empty), though the cluster holds what that run created.
+        # What docs/deploying.md says: the state is still the one before the killed run (a new
+        # stack: empty), though the cluster holds what that run created.
         assert recorded == [] and pending == []
     else:
         # The engine's checkpoints recorded the creates in flight as pending operations.
         assert pending and all(p["type"] == "creating" for p in pending)
 
-    # Without the README's steps, the next `up` is refused: the killed run's lock is there.
+    # Without those steps, the next `up` is refused: the killed run's lock is there.
     again = pulumi("up", "--yes", "--skip-preview")
     assert again.returncode != 0
     refused = " ".join((again.stdout + again.stderr).split())
     assert "the stack is currently locked by 1 lock(s)" in refused, refused
 
-    steps = readme_recovery()
+    steps = deploying_recovery()
     assert [s[0] for s in steps] == ["cancel", "refresh", "up"]
     for args in steps:
         t0 = time.monotonic()

@@ -181,7 +181,8 @@ def test_readme_real_cluster_steps_work_in_order(scratch: Path) -> None:
     )
     assert code == 0, out[-4000:]
 
-    # What the README says the steps write into the stack file, and the tools read it as is.
+    # What the steps write into the stack file (README; docs/deploying.md), and the tools read
+    # it as is.
     text = (scratch / f"Pulumi.{stack}.yaml").read_text()
     assert re.search(r"^encryptionsalt: v1:", text, re.M)
     assert re.search(r"^  gpu-queues:kubernetes:\n    kubeconfig:\n      secure: v1:", text, re.M)

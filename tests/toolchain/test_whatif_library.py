@@ -1,7 +1,7 @@
 """The fast what-if as a library user runs it (docs/what-if.md, "From Python"; issue 38, item 1):
 the documentation's own example, run as it is, gives what `gpuq what-if` reports for the same
-stack and mix; entries already read give the same run; and on a terminal the command shows
-its progress line, in a pipe nothing more than before.
+stack and mix, and so does the README's shorter one; entries already read give the same run;
+and on a terminal the command shows its progress line, in a pipe nothing more than before.
 
 The engine of the pinned release must be built (`make toolchain`).
 """
@@ -62,6 +62,30 @@ def test_the_documented_example_runs_as_it_is_and_agrees_with_the_command(tmp_pa
     assert library["new"]["teams"] == command["teams"]
     for team, line in zip(command["teams"], printed, strict=False):
         assert line.split()[:3] == [team["team"], str(team["admitted"]), str(team["pending"])]
+
+
+def readme_example() -> str:
+    """The README's shorter example: the python block of "Using it as a library" that imports
+    the replay."""
+    section = (ROOT / "README.md").read_text().split("## Using it as a library", 1)[1]
+    blocks = re.findall(r"```python\n(.*?)```", section.split("\n## ", 1)[0], re.S)
+    (code,) = [b for b in blocks if "from gpu_queues.whatif import replay" in b]
+    return code
+
+
+def test_the_readmes_example_runs_as_it_is_and_prints_each_teams_figures() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", readme_example()],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    run = replay(read_config("staging"), MIX, stack="staging", until="24h")
+    assert done.stdout.splitlines() == [
+        f"{t.team} {t.admitted} {t.pending} {t.wait_p90}" for t in run.teams
+    ]
 
 
 def test_entries_already_read_replay_as_the_mix_they_came_from() -> None:

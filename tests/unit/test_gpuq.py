@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import select
 import subprocess
 import sys
 import time
@@ -258,7 +259,10 @@ def test_on_a_terminal_the_progress_line_is_redrawn_under_the_output_and_cleared
             time.sleep(0.1)  # the time keeps counting while the work blocks
             progress.say("what-if: base: fast engine")
         stream.flush()
-        seen = os.read(leader, 65536).decode()
+        # One read of a pty may return only part of what was written: read until it is quiet.
+        seen = ""
+        while select.select([leader], [], [], 0.5)[0]:
+            seen += os.read(leader, 65536).decode()
     os.close(leader)
     assert "what-if: replaying base (0s)" in seen
     assert seen.count("what-if: replaying base") >= 3  # redrawn by the thread, not only once
@@ -276,6 +280,9 @@ def test_a_dumb_terminal_gets_no_progress_line(monkeypatch: pytest.MonkeyPatch) 
             progress.say("advise: start")
             time.sleep(0.03)
         stream.flush()
-        seen = os.read(leader, 65536).decode()
+        # One read of a pty may return only part of what was written: read until it is quiet.
+        seen = ""
+        while select.select([leader], [], [], 0.5)[0]:
+            seen += os.read(leader, 65536).decode()
     os.close(leader)
     assert seen == "advise: start\r\n"

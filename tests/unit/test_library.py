@@ -323,7 +323,7 @@ def test_the_example_program_registers_two_teams_on_its_own_provider():
 
 def test_the_readme_shows_the_example_program_as_it_is():
     readme = (ROOT / "README.md").read_text()
-    start = readme.index("```python\n", readme.index("## Use the components from your own"))
+    start = readme.index("```python\n", readme.index("## Using it as a library"))
     shown = readme[start + len("```python\n") : readme.index("```\n", start + 1)]
     assert shown == EXAMPLE.read_text()
 
