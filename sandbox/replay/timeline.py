@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,7 @@ from gpu_queues.whatif.report import WorkloadResult
 from gpu_queues.whatif.workloads import (
     KubeError,
     Rest,
+    admitted_flavor,
     eviction,
     finished_done,
     holds_quota,
@@ -41,7 +43,14 @@ from gpu_queues.whatif.workloads import (
     pod_phase,
 )
 from sandbox.paths import KUBECONFIG
-from sandbox.replay.tracked import Tracked, all_running, close_run, not_replayed, result
+from sandbox.replay.tracked import (
+    Tracked,
+    all_running,
+    close_run,
+    nodes_of,
+    not_replayed,
+    result,
+)
 from sandbox.replay.watch import WATCHED, Informer, created_at, scheduler_busy, uid
 
 # Kueue retries inadmissible workloads in batches, one second after the change that may let
@@ -73,8 +82,19 @@ class Replay:
         self.last_change = time.monotonic()
         self.changes: list[float] = []
         self.silences: list[float] = []
+        # Every Workload's hold on quota as it changed, by its owner's UID: (simulated second,
+        # "admitted" or "evicted", flavor or reason, the eviction's "reason: message"). Read off
+        # the watch, change by change: an admission Kueue undoes within the same instant (a
+        # workload admitted, then preempted by a reclaim in the next cycle) is one all the same,
+        # and the settled cluster no longer shows it.
+        self.quota: dict[str, list[tuple[float, str, str, str]]] = {}
+        self._holds: dict[str, bool] = {}
+        self._quota_lock = threading.Lock()
         self.informers = {
-            name: Informer(path, self._changed).start() for name, path in WATCHED.items()
+            name: Informer(
+                path, self._changed, self._workload_seen if name == "workloads" else None
+            ).start()
+            for name, path in WATCHED.items()
         }
         for informer in self.informers.values():
             if not informer.synced.wait(60):
@@ -91,6 +111,24 @@ class Replay:
     def _changed(self) -> None:
         self.last_change = time.monotonic()
         self.changes.append(self.last_change)
+
+    def _workload_seen(self, wl: dict[str, Any]) -> None:
+        """One Workload as a change left it (the informer's thread): note when it came to hold
+        quota and when it lost it other than by finishing."""
+        ref = owner(wl, "Job") or owner(wl, "Pod")
+        if ref is None:
+            return
+        key, holds = str(ref.get("uid")), holds_quota(wl)
+        with self._quota_lock:
+            held = self._holds.get(key, False)
+            steps = self.quota.setdefault(key, [])
+            if holds and not held:
+                steps.append((self.now, "admitted", admitted_flavor(wl) or "", ""))
+            elif held and not holds and not finished_done(wl):
+                why = eviction(wl)
+                said = f"{why[0]}: {why[1]}" if why else "evicted"
+                steps.append((self.now, "evicted", why[0] if why else "", said))
+            self._holds[key] = holds
 
     def close(self) -> None:
         for informer in self.informers.values():
@@ -128,6 +166,13 @@ class Replay:
             wl = workloads.get(t.uid)
             if wl is None:
                 return False, True  # Kueue has not made its Workload yet
+            if t.completing and holds_quota(wl):
+                # Its pods are done, but the Job controller and Kueue have yet to finish its
+                # Workload and release its quota: on a cluster they do within a second or two,
+                # long before the next event of a replay; the next submission must find the
+                # quota free (seen: a job submitted 60 s after another ended took the other
+                # flavor, its Workload admitted 0.4 s before the ended one's was finished).
+                return False, True
             if not holds_quota(wl) and not is_true(wl, "Finished"):
                 waiting = True
             if (
@@ -239,14 +284,21 @@ class Replay:
             if wl is None:
                 continue
             mine = pods.get(t.uid, [])
-            if holds_quota(wl) and t.admitted_at is None:
-                t.admitted_at = self.now
+            with self._quota_lock:
+                steps = list(self.quota.get(t.uid, []))
+            t.timeline = sorted(
+                [(at, event, detail) for at, event, detail, _ in steps] + t.placed,
+                key=lambda step: step[0],
+            )
+            t.evictions = [said for _, event, _, said in steps if event == "evicted"]
+            t.admitted_at = next((at for at, event, *_ in steps if event == "admitted"), None)
             if t.completing and any(not is_terminal(p) for p in mine):
                 self.complete(t)  # pods made after the end (further completions) end too
             running = holds_quota(wl) and all_running(t, mine)
             if running and t.started_at is None:
                 t.started_at, t.run = self.now, t.run + 1
                 t.intervals.append((self.now, None))
+                t.placed.append((self.now, "ran", nodes_of(mine)))
                 if t.entry.duration is not None:
                     heapq.heappush(
                         self.events, (self.now + t.entry.duration, 0, "complete", i, t.run)
@@ -255,10 +307,6 @@ class Replay:
                 t.gpu_seconds += self.now - t.started_at
                 t.started_at = None
                 close_run(t, self.now)
-            if t.had_quota and not holds_quota(wl) and not finished_done(wl):
-                why = eviction(wl)
-                t.evictions.append(f"{why[0]}: {why[1]}" if why else "evicted")
-            t.had_quota = holds_quota(wl)
             t.finished = is_true(wl, "Finished")
 
     # --- the replay --------------------------------------------------------------------

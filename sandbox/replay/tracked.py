@@ -30,7 +30,10 @@ class Tracked:
     finished: bool = False
     completing: bool = False
     evictions: list[str] = field(default_factory=list)
-    had_quota: bool = False
+    placed: list[tuple[float, str, str]] = field(default_factory=list)
+    """When each run's pods all ran, and on which nodes: (second, "ran", nodes)."""
+    timeline: list[tuple[float, str, str]] = field(default_factory=list)
+    """WorkloadResult.timeline: its admissions and evictions, as the watch saw them."""
 
 
 def close_run(t: Tracked, now: float) -> None:
@@ -47,6 +50,14 @@ def all_running(t: Tracked, pods: list[dict[str, Any]]) -> bool:
     return running >= max(t.entry.pods, 1)
 
 
+def nodes_of(pods: list[dict[str, Any]]) -> str:
+    """The nodes a workload's running pods are on, one per pod, in name order."""
+    names = [
+        str((p.get("spec") or {}).get("nodeName") or "") for p in pods if pod_phase(p) == "Running"
+    ]
+    return ", ".join(sorted(names))
+
+
 def result(t: Tracked, wl: dict[str, Any] | None, pods: list[dict[str, Any]]) -> WorkloadResult:
     """What became of the workload, as the report shows it."""
     stuck = next((m for p in pods if (m := pod_unschedulable(p))), None)
@@ -60,6 +71,7 @@ def result(t: Tracked, wl: dict[str, Any] | None, pods: list[dict[str, Any]]) ->
         gpu_seconds=t.gpu_seconds,
         problem=t.problem,
         intervals=t.intervals,
+        timeline=t.timeline,
     )
 
 
@@ -74,6 +86,7 @@ def outcome(
     gpu_seconds: float,
     problem: str | None,
     intervals: list[tuple[float, float | None]] | tuple[()] = (),
+    timeline: list[tuple[float, str, str]] | tuple[()] = (),
 ) -> WorkloadResult:
     """The report's row for a replayed workload, from what either engine saw: its Workload at
     the end, whether its pods all run, the scheduler's message for a pod that fits no node,
@@ -90,6 +103,7 @@ def outcome(
         submit_at=e.submit_at,
         gpu_seconds=gpu_seconds,
         intervals=list(intervals),
+        timeline=list(timeline),
     )
     if problem or wl is None:
         base.outcome, base.message = "invalid", problem or "Kueue made no Workload for it"

@@ -38,11 +38,18 @@ def uid(obj: dict[str, Any]) -> str:
 
 class Informer:
     """List, then watch, one resource across namespaces; keeps the objects by UID and tells
-    `changed` about every change. Reconnects (and lists again when it must)."""
+    `changed` about every change, and `seen` (when given) every object as each change left it,
+    in the order the API server made them. Reconnects (and lists again when it must)."""
 
-    def __init__(self, path: str, changed: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        path: str,
+        changed: Callable[[], None],
+        seen: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         self.path = path
         self.changed = changed
+        self.seen = seen
         self.lock = threading.Lock()
         self.objects: dict[str, dict[str, Any]] = {}
         self.gone: dict[str, dict[str, Any]] = {}
@@ -73,6 +80,9 @@ class Informer:
                     listed = rest.get(self.path)
                     with self.lock:
                         self.objects = {uid(o): o for o in listed.get("items", [])}
+                    if self.seen is not None:
+                        for o in listed.get("items", []):
+                            self.seen(o)
                     version = str(listed["metadata"]["resourceVersion"])
                     self.synced.set()
                     self.changed()
@@ -96,6 +106,8 @@ class Informer:
                             self.gone[uid(obj)] = obj
                         else:
                             self.objects[uid(obj)] = obj
+                    if self.seen is not None and event.get("type") != "DELETED":
+                        self.seen(obj)
                     self.changed()
                 resp.release_conn()
             except Exception:

@@ -23,6 +23,9 @@ type Input struct {
 	// Nodes: the nodes the stack's flavors declare (sandbox.shape), with their labels,
 	// taints and allocatable.
 	Nodes []corev1.Node `json:"nodes"`
+	// Pods: pods the cluster runs before any job, Kueue's controller: they hold room on the
+	// node the scheduler puts them on, as the jobs' pods do.
+	Pods []corev1.PodSpec `json:"pods"`
 	// Jobs: the mix's valid entries, in the mix's order.
 	Jobs []JobInput `json:"jobs"`
 	// Until: the end of the replay in simulated seconds; 0: the last event.

@@ -311,6 +311,7 @@ func newSim(in *Input) (*sim, error) {
 	}
 
 	s.nodes = newCluster(in.Nodes)
+	s.nodes.settle(in.Pods)
 	for i, j := range in.Jobs {
 		st := &jobState{in: j, uid: uidFor("job", j.Index), pod: j.Kind == "Pod"}
 		if st.pod {

@@ -24,29 +24,45 @@ type interval struct {
 
 // jobState follows one job of the mix (a batch/v1 Job, or a plain Pod) through the replay.
 type jobState struct {
-	in          JobInput
-	pod         bool // a plain Pod (Kueue's pod integration), not a Job
-	key         types.NamespacedName
-	uid         types.UID
-	template    corev1.PodTemplateSpec
-	count       int
-	running     bool
-	where       placement
-	spec        corev1.PodSpec
-	startedAt   float64
-	run         int
-	runSeconds  float64
-	intervals   []interval
-	admittedAt  *float64
-	first       *kueue.Admission // its first admission (the flavors a start-time estimate names)
-	hadQuota    bool
-	evictions   [][]metav1.Condition
-	finished    bool
-	stuck       string
-	workload    *types.NamespacedName
-	submitted   bool
-	problem     string
-	completedAt *float64
+	in         JobInput
+	pod        bool // a plain Pod (Kueue's pod integration), not a Job
+	key        types.NamespacedName
+	uid        types.UID
+	template   corev1.PodTemplateSpec
+	count      int
+	running    bool
+	where      placement
+	spec       corev1.PodSpec
+	startedAt  float64
+	run        int
+	runSeconds float64
+	intervals  []interval
+	admittedAt *float64
+	first      *kueue.Admission // its first admission (the flavors a start-time estimate names)
+	hadQuota   bool
+	evictions  [][]metav1.Condition
+	timeline   []step
+	finished   bool
+	stuck      string
+	// waitingSince: when its pods began to wait for nodes (the engine's sequence), the order in
+	// which waiting pods are tried again.
+	waitingSince int
+	workload     *types.NamespacedName
+	submitted    bool
+	problem      string
+	completedAt  *float64
+}
+
+// step: one change of a workload's hold on quota or of its pods, when it happened: admitted
+// (with the admission, for its flavors), evicted (with the Evicted and Preempted conditions)
+// or ran (its pods placed, with their nodes), so that two engines' stories can be set side by
+// side and the first place they part found.
+type step struct {
+	At        float64            `json:"at"`
+	Event     string             `json:"event"`
+	Admission *kueue.Admission   `json:"admission,omitempty"`
+	Why       []metav1.Condition `json:"why,omitempty"`
+	Nodes     []string           `json:"nodes,omitempty"` // ran: where its pods were placed
 }
 
 // Result is one "workload" line of the output.
@@ -60,6 +76,7 @@ type Result struct {
 	RunSeconds     float64              `json:"runSeconds"` // how long its pods ran, over all its runs
 	Intervals      []interval           `json:"intervals"`
 	Evictions      [][]metav1.Condition `json:"evictions"`
+	Timeline       []step               `json:"timeline"`
 	AllRunning     bool                 `json:"allRunning"`
 	Stuck          string               `json:"stuck,omitempty"`
 	Problem        string               `json:"problem,omitempty"`
