@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
         test-toolchain test-deep test-e2e test-sandbox test-rehearse test-multikueue sandbox-up \
         sandbox-down sandbox-shell sandbox-status demo rehearse bench promote quota-diff clean \
         kueue-manifest ci-kueue-manifest pin-kueue what-if status record bench-scale mutation wheels \
-        mermaid grafana bench-what-if advise bench-advise
+        mermaid grafana bench-what-if advise bench-advise crosscheck
 
 $(VENV)/.stamp: requirements.txt requirements.lock
 	python3 -m venv $(VENV)
@@ -152,6 +152,15 @@ what-if: venv toolchain
 SIZES ?= 200 1000 5000
 bench-what-if: venv toolchain
 	$(PY) -m sandbox.bench.whatif_fast $(SIZES)
+
+# The randomized cross-check of the what-if's engines (docs/what-if.md, The cross-check):
+# SEEDS generated stacks and mixes from seed FIRST on, each replayed on the fast engine and on
+# a fresh sandbox (root); prints each seed's agreement, every differing workload with both
+# timelines and where the runs first part, then the agreement rate. RELEASE: another Kueue.
+SEEDS ?= 5
+FIRST ?= 1
+crosscheck: venv toolchain-all
+	$(PY) -m sandbox.crosscheck.run --seeds $(SEEDS) --first $(FIRST) $(if $(RELEASE),--release $(RELEASE))
 
 # The quota advisor (docs/advisor.md): searches the stack's GPU quotas, borrowing and lending
 # limits with the fast what-if as judge; writes the proposal and advice.md into OUT

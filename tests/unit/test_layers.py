@@ -42,6 +42,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("sandbox.rehearse",),
     ("sandbox.replay",),
     ("sandbox.advise",),  # the quota advisor: drives fast replays (sandbox.replay) as its judge
+    ("sandbox.crosscheck",),  # the engines' randomized cross-check: drives both (sandbox.replay)
     ("sandbox.bench",),
     ("components", "__main__"),
 ]
