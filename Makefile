@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 SANDBOX := sandbox/sandbox.sh
 export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv lock toolchain toolchain-all schema lint lint-shell lint-workflows test test-unit test-policy \
+.PHONY: venv lock toolchain toolchain-all schema lint lint-shell lint-workflows lint-go test test-unit test-policy \
         test-toolchain test-deep test-e2e test-sandbox test-rehearse test-multikueue sandbox-up \
         sandbox-down sandbox-shell sandbox-status demo rehearse bench promote quota-diff clean \
         kueue-manifest ci-kueue-manifest pin-kueue what-if status record bench-scale mutation wheels \
@@ -74,7 +74,7 @@ grafana: $(GRAFANA)/.stamp
 schema: venv
 	$(PY) -m gpu_queues.config.schema --write
 
-lint: venv lint-shell lint-workflows
+lint: venv lint-shell lint-workflows lint-go
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
@@ -83,6 +83,11 @@ lint: venv lint-shell lint-workflows
 SHELL_SCRIPTS := $(wildcard toolchain/*.sh sandbox/*.sh .github/scripts/*.sh) toolchain/run .ci/run
 lint-shell: venv
 	$(VENV)/bin/shellcheck $(SHELL_SCRIPTS)
+
+# The fast what-if engine (toolchain/go/whatif, a Go module): gofmt -l, go vet and staticcheck
+# (pinned) against the pinned Kueue release's module (toolchain/whatif.sh).
+lint-go:
+	bash toolchain/whatif.sh lint
 
 # The GitHub workflows: actionlint (built from its pinned module; a link once cached) runs
 # that same shellcheck on every `run:` step.

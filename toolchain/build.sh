@@ -4,6 +4,7 @@
 # so a fresh clone on a warm machine only links them (seconds); the Go module and
 # build caches (GOMODCACHE, GOCACHE) are the go command's usual ones and are reused.
 # Usage: toolchain/build.sh [tool ...]   (default: all). Timings go to .toolchain/timings.tsv.
+# The what-if engine's steps run only when named: whatif_prepare, whatif_check (see below).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -106,23 +107,38 @@ kueue_release() {
   # namespace: a cached binary does not mean the module is in this machine's module cache.
   module_dir "kueue/$v" sigs.k8s.io/kueue >/dev/null
 }
-# The fast what-if engine (toolchain/go/whatif, docs/what-if.md): built against each Kueue
-# release like its controller, linked as gpuq-whatif-<version>. Kueue's scheduler test hooks
-# are package-internal, so the build uses a throwaway copy of the release's module with the
-# engine's small files (toolchain/go/whatif/overlay) added to their packages, in a
-# temporary folder removed afterwards (`go build -overlay` refuses files in the module cache).
-# whatif_rewrites OVERLAY KUEUE_DIR VERSION: the rewrites of OVERLAY/rewrites.tsv (ties in name
-# order instead of Go's random map order; the file says why) applied to the copy in KUEUE_DIR,
-# each where its releases column (a shell pattern; empty: every release) matches VERSION.
+# The fast what-if engine (toolchain/go/whatif, docs/what-if.md): a Go module of its own, built
+# against each Kueue release like its controller and linked as gpuq-whatif-<version>. Kueue's
+# scheduler test hooks are package-internal, so the engine needs the release's module with its
+# small files (toolchain/go/whatif/overlay) added to their packages and a few lines rewritten:
+# whatif_kueue prepares that copy once (`go build -overlay` refuses files in the module cache).
+# whatif_rewrites OVERLAY KUEUE_DIR VERSION [list]: the rewrites of OVERLAY/rewrites.tsv (ties in
+# name order instead of Go's random map order; the file says why) applied to the copy in
+# KUEUE_DIR, each where its releases column (a shell pattern; empty: every release) matches
+# VERSION; with list, each rewrite's fate printed too. rewrite.awk names the release, file and
+# function of a rewrite that no longer matches.
 whatif_rewrites() {
-  local file fn from to releases
+  local file fn from to releases name failed=0
   while IFS=$'\t' read -r file fn from to releases; do
     case $file in '#'* | '') continue ;; esac
+    name=${fn#func }; name=${name#\(*\) }; name=${name%%(*}
     # shellcheck disable=SC2254 # the column is a pattern
-    case $3 in ${releases:-*}) ;; *) continue ;; esac
-    awk -v fn="$fn" -v from="$from" -v to="$to" -f "$1/rewrite.awk" "$2/$file" >"$2/$file.whatif" || return 1
-    mv -f "$2/$file.whatif" "$2/$file"
+    case $3 in ${releases:-*}) ;; *)
+      [ -z "${4:-}" ] || printf '%s\t%s\t%s()\tnot this release (%s)\n' "$3" "$file" "$name" "$releases"
+      continue ;;
+    esac
+    if [ ! -f "$2/$file" ]; then
+      echo "rewrite.awk: Kueue $3, $file: no such file (renamed or removed)" >&2
+    elif awk -v release="$3" -v file="$file" -v fn="$fn" -v from="$from" -v to="$to" -f "$1/rewrite.awk" "$2/$file" >"$2/$file.whatif"; then
+      mv -f "$2/$file.whatif" "$2/$file"
+      [ -z "${4:-}" ] || printf '%s\t%s\t%s()\trewritten\n' "$3" "$file" "$name"
+      continue
+    fi
+    [ -n "${4:-}" ] || return 1 # a build stops at the first; a list goes on to the end
+    printf '%s\t%s\t%s()\tDOES NOT MATCH\n' "$3" "$file" "$name"
+    failed=1
   done <"$1/rewrites.tsv"
+  return "$failed"
 }
 # whatif_overlay OVERLAY KUEUE_DIR: each OVERLAY/*.go added to the package its first line names
 # ("// Added to sigs.k8s.io/kueue/<package> at build time ..."), as zz_whatif.go.
@@ -137,32 +153,102 @@ whatif_overlay() {
     cp "$f" "$2/$pkg/zz_whatif.go"
   done
 }
+# whatif_kueue VERSION: the engine's module for one release, in the cache (keyed by the release's
+# wrapper, the overlay and the Go version) and linked as .toolchain/whatif/<version>: kueue/, the
+# release's module with the overlay and rewrites applied, and go.mod/go.sum, the release's wrapper
+# with sigs.k8s.io/kueue replaced by that copy. Every go command on the engine runs in
+# toolchain/go/whatif with -modfile=.toolchain/whatif/<version>/go.mod (toolchain/go/whatif/README.md).
+whatif_kueue() {
+  local v=$1 src=$here/go/whatif out kdir tmp
+  [ -f "$here/go/kueue/$v/go.mod" ] || { log "Kueue $v is not a supported release (no toolchain/go/kueue/$v; docs/upgrading.md)"; exit 2; }
+  out=$cache/whatif-kueue-$(key "kueue/$v" whatif-kueue "$(cat "$src"/overlay/* | sha256sum | cut -c1-16)")
+  if [ ! -f "$out/go.mod" ]; then
+    lock "$out"
+    if [ ! -f "$out/go.mod" ]; then
+      log "preparing Kueue $v for the what-if engine ..."
+      kdir=$(module_dir "kueue/$v" sigs.k8s.io/kueue)
+      tmp=$(mktemp -d "$out.XXXXXX")
+      cp -r "$kdir" "$tmp/kueue" && chmod -R u+w "$tmp/kueue"
+      cp "$here/go/kueue/$v/go.mod" "$here/go/kueue/$v/go.sum" "$tmp/"
+      if ! whatif_overlay "$src/overlay" "$tmp/kueue" || ! whatif_rewrites "$src/overlay" "$tmp/kueue" "$v" ||
+         ! go mod edit -module=gpu-queues.local/toolchain/whatif -replace="sigs.k8s.io/kueue=$out/kueue" "$tmp/go.mod"; then
+        rm -rf "$tmp"; unlock; exit 1
+      fi
+      mv -T "$tmp" "$out" # a rename within the cache: nobody sees a half-made copy
+    fi
+    unlock
+  fi
+  mkdir -p "$root/.toolchain/whatif"
+  ln -sfn "$out" "$root/.toolchain/whatif/$v"
+}
 whatif_release() {
-  local v=$1 src=$here/go/whatif out work kdir start
-  out=$cache/gpuq-whatif-$(key "kueue/$v" whatif "$(cat "$src"/*.go "$src"/overlay/* | sha256sum | cut -c1-16)")
+  local v=$1 src=$here/go/whatif out tmp start
+  whatif_kueue "$v"
+  out=$cache/gpuq-whatif-$(key "kueue/$v" whatif "$(whatif_sources | sha256sum | cut -c1-16)")
   if [ ! -x "$out" ]; then
     lock "$out"
     if [ ! -x "$out" ]; then
       log "building gpuq-whatif against Kueue $v ..."
       start=$(date +%s)
-      kdir=$(module_dir "kueue/$v" sigs.k8s.io/kueue)
-      work=$(mktemp -d "$out.XXXXXX")
-      cp "$here/go/kueue/$v/go.mod" "$here/go/kueue/$v/go.sum" "$src"/*.go "$work/"
-      cp -r "$kdir" "$work/kueue" && chmod -R u+w "$work/kueue"
-      if ! whatif_overlay "$src/overlay" "$work/kueue" || ! whatif_rewrites "$src/overlay" "$work/kueue" "$v"; then
-        rm -rf "$work"; unlock; exit 1
+      tmp=$(mktemp -d "$out.XXXXXX")
+      if ! ( cd "$src" && go build -modfile="$root/.toolchain/whatif/$v/go.mod" -mod=readonly -trimpath \
+               -tags osusergo,netgo,grpcnotrace -ldflags "-s -w" -o "$tmp/gpuq-whatif" . ); then
+        rm -rf "$tmp"; unlock; exit 1
       fi
-      printf '\nreplace sigs.k8s.io/kueue => ./kueue\n' >>"$work/go.mod"
-      if ! ( cd "$work" && go build -trimpath -tags osusergo,netgo,grpcnotrace -ldflags "-s -w" -o gpuq-whatif . ); then
-        rm -rf "$work"; unlock; exit 1
-      fi
-      mv -f "$work/gpuq-whatif" "$out"
-      rm -rf "$work"
+      mv -f "$tmp/gpuq-whatif" "$out"
+      rm -rf "$tmp"
       printf '%s\t%s\tbuilt\t%ss\n' gpuq-whatif "$v" "$(( $(date +%s) - start ))" | tee -a "$timings" >&2
     fi
     unlock
   fi
   place "$out" "gpuq-whatif-$v"
+}
+# whatif_check: for every supported release (KUEUE_VERSIONS, if set), which rewrites of
+# rewrites.tsv apply and that each matches once where it says, and the package each overlay file
+# goes to; one line each, on stdout. Nothing is built. WHATIF_KUEUE_DIR checks a Kueue source
+# tree instead (a later release's checkout, when porting: docs/upgrading.md), as the one release
+# KUEUE_VERSIONS names. Fails, after every release, when any rewrite or overlay did not fit.
+whatif_check() {
+  local v kdir tmp f file pkg failed=0 versions=${KUEUE_VERSIONS:-} src=$here/go/whatif/overlay
+  if [ -z "$versions" ]; then
+    for v in "$here"/go/kueue/v*/; do v=${v%/}; versions+=" ${v##*/}"; done
+  fi
+  for v in $versions; do
+    kdir=${WHATIF_KUEUE_DIR:-}
+    [ -n "$kdir" ] || kdir=$(module_dir "kueue/$v" sigs.k8s.io/kueue)
+    for f in "$src"/*.go; do
+      pkg=$(sed -n '1s|^// Added to sigs\.k8s\.io/kueue/\([a-z0-9/]*\) at build time.*|\1|p' "$f")
+      if [ -n "$pkg" ] && [ -d "$kdir/$pkg" ]; then
+        printf '%s\toverlay/%s\t%s\tadded\n' "$v" "${f##*/}" "$pkg"
+      else
+        echo "build.sh: Kueue $v: overlay/${f##*/} names no package of the release (${pkg:-none named})" >&2
+        failed=1
+      fi
+    done
+    tmp=$(mktemp -d)
+    while IFS=$'\t' read -r file _; do
+      case $file in '#'* | '') continue ;; esac
+      [ -f "$kdir/$file" ] || continue # whatif_rewrites names it
+      mkdir -p "$tmp/$(dirname "$file")" && cp "$kdir/$file" "$tmp/$file" && chmod u+w "$tmp/$file"
+    done <"$src/rewrites.tsv"
+    whatif_rewrites "$src" "$tmp" "$v" list || failed=1
+    rm -rf "$tmp"
+  done
+  return "$failed"
+}
+# whatif_prepare: the engine's module for each release of KUEUE_VERSIONS (default: the pin),
+# for the go commands of toolchain/whatif.sh (lint, test) without building the engine.
+whatif_prepare() {
+  local v
+  for v in ${KUEUE_VERSIONS:-$KUEUE_VERSION}; do whatif_kueue "$v"; done
+}
+staticcheck() { build staticcheck staticcheck honnef.co/go/tools/cmd/staticcheck ""; }
+# whatif_sources: what the engine binary is built from (its tests are not).
+whatif_sources() {
+  local f
+  for f in "$here"/go/whatif/*.go "$here"/go/whatif/overlay/*; do
+    case $f in *_test.go) ;; *) cat "$f" ;; esac
+  done
 }
 kueue() {
   local v versions=${KUEUE_VERSIONS:-}
@@ -219,8 +305,10 @@ kubernetes_provider() {
   place "$out" "$name"
 }
 
-all=(pulumi language_python kubernetes_provider etcd k8s kueue kwok actionlint)
+all=(pulumi language_python kubernetes_provider etcd k8s kueue kwok actionlint staticcheck)
+# Steps on the what-if engine's module, never part of a default build.
+steps=(whatif_prepare whatif_check)
 [ $# -gt 0 ] || set -- "${all[@]}"
 for t in "$@"; do
-  case " ${all[*]} " in *" $t "*) "$t" ;; *) log "unknown tool $t (known: ${all[*]})"; exit 2 ;; esac
+  case " ${all[*]} ${steps[*]} " in *" $t "*) "$t" ;; *) log "unknown tool $t (known: ${all[*]} ${steps[*]})"; exit 2 ;; esac
 done

@@ -55,12 +55,14 @@ wrapper etcd 1.25.0
   go mod edit -tool=go.etcd.io/etcd/server/v3
   go mod tidy )
 
-# Kueue, kwok, actionlint: no replaces, a wrapper only pins them.
+# Kueue, kwok, actionlint, staticcheck: no replaces, a wrapper only pins them.
 kueue_wrapper "$KUEUE_VERSION"
 wrapper kwok 1.26.0
 ( cd "$here/go/kwok"; go mod edit -require="sigs.k8s.io/kwok@$KWOK_VERSION" -tool=sigs.k8s.io/kwok/cmd/kwok -tool=sigs.k8s.io/kwok/cmd/kwokctl; go mod tidy )
 wrapper actionlint 1.26.0
 ( cd "$here/go/actionlint"; go mod edit -require="github.com/rhysd/actionlint@$ACTIONLINT_VERSION" -tool=github.com/rhysd/actionlint/cmd/actionlint; go mod tidy )
+wrapper staticcheck 1.26.0
+( cd "$here/go/staticcheck"; go mod edit -require="honnef.co/go/tools@$STATICCHECK_VERSION" -tool=honnef.co/go/tools/cmd/staticcheck; go mod tidy )
 
 # Pulumi CLI: pkg/v3 replaces sdk/v3 with ../sdk and a fork of clipboard; repeat the non-local ones.
 wrapper pulumi 1.26.0

@@ -45,6 +45,7 @@ def output(*argv: str | Path) -> str:
         ("kwok", ["--version"], PINS["KWOK_VERSION"]),
         ("kwokctl", ["--version"], PINS["KWOK_VERSION"]),
         ("actionlint", ["-version"], PINS["ACTIONLINT_VERSION"]),
+        ("staticcheck", ["-version"], f"({PINS['STATICCHECK_VERSION'].lstrip('v')})"),
     ],
 )
 def test_binary_reports_its_pinned_version(binary: str, args: list[str], expected: str) -> None:

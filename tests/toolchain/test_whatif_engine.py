@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import random
 import re
-import subprocess
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
@@ -22,7 +21,6 @@ import pytest
 import yaml
 
 from gpu_queues.config.model import StackConfig, load_config
-from gpu_queues.pins import kueue_version
 from gpu_queues.whatif.mix import Catalog, load_mix
 from gpu_queues.whatif.report import Run, report_json
 from sandbox.replay import fast
@@ -583,83 +581,3 @@ def test_kueue_s_message_for_a_job_that_does_not_fit_is_the_same_on_every_run(
     message = reserved["message"]
     assert "insufficient unused quota for cpu in flavor gpu" in message, message
     assert "nvidia.com/gpu in flavor gpu" in message, message
-
-
-def without_nulls(value: Any) -> Any:
-    """An object with its null members dropped, at every depth (arrays kept as they are)."""
-    if isinstance(value, dict):
-        return {k: without_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [without_nulls(v) for v in value]
-    return value
-
-
-# RFC 7386, Appendix A: its examples whose document and patch are both objects.
-RFC_7386_EXAMPLES = [
-    ({"a": "b"}, {"a": "c"}, {"a": "c"}),
-    ({"a": "b"}, {"b": "c"}, {"a": "b", "b": "c"}),
-    ({"a": "b"}, {"a": None}, {}),
-    ({"a": "b", "b": "c"}, {"a": None}, {"b": "c"}),
-    ({"a": ["b"]}, {"a": "c"}, {"a": "c"}),
-    ({"a": "c"}, {"a": ["b"]}, {"a": ["b"]}),
-    ({"a": {"b": "c"}}, {"a": {"b": "d", "c": None}}, {"a": {"b": "d"}}),
-    ({"a": [{"b": "c"}]}, {"a": [1]}, {"a": [1]}),
-    ({"e": None}, {"a": 1}, {"e": None, "a": 1}),
-    ({}, {"a": {"bb": {"ccc": None}}}, {"a": {"bb": {}}}),
-    # Section 3's example: a member of a nested object kept, one removed.
-    (
-        {
-            "title": "Goodbye!",
-            "author": {"givenName": "John", "familyName": "Doe"},
-            "tags": ["example", "sample"],
-            "content": "This will be unchanged",
-        },
-        {
-            "title": "Hello!",
-            "phoneNumber": "+01-555-0100",
-            "author": {"familyName": None},
-            "tags": ["example"],
-        },
-        {
-            "title": "Hello!",
-            "author": {"givenName": "John"},
-            "tags": ["example"],
-            "content": "This will be unchanged",
-            "phoneNumber": "+01-555-0100",
-        },
-    ),
-]
-
-
-@pytest.mark.parametrize(
-    ("doc", "patch", "merged"),
-    RFC_7386_EXAMPLES,
-    ids=[f"rfc7386-{i}" for i in range(len(RFC_7386_EXAMPLES))],
-)
-def test_the_status_merge_is_rfc_7386(doc: Any, patch: Any, merged: Any) -> None:
-    """The engine merges a status patch into the stored status itself (patch.go
-    mergeObjects), where the client's library would merge the whole object. Its result is
-    decoded into a fresh typed status next, where a null member and a missing one give the
-    same zero: so the results are compared without their nulls (the RFC prunes the nulls of a
-    patch's new members, the engine leaves them)."""
-    done = merge_patch(json.dumps({"doc": doc, "patch": patch}))
-    assert done.returncode == 0, done.stderr
-    assert without_nulls(json.loads(done.stdout)) == without_nulls(merged)
-
-
-def merge_patch(pair: str) -> subprocess.CompletedProcess[str]:
-    """The pinned engine's status merge of {"doc": ..., "patch": ...} (main.go merge-patch)."""
-    engine = [str(fast.binary(kueue_version())), "merge-patch"]
-    return subprocess.run(engine, input=pair, capture_output=True, text=True, check=False)
-
-
-def test_the_status_merge_keeps_numbers_as_written_and_refuses_a_patch_not_an_object() -> None:
-    done = merge_patch(
-        '{"doc": {"n": 1.50, "keep": {"x": 1}}, "patch": {"big": 12345678901234567890}}'
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {"n": 1.5, "keep": {"x": 1}, "big": 12345678901234567890}
-    assert '"n":1.50' in done.stdout and '"big":12345678901234567890' in done.stdout
-    refused = merge_patch('{"doc": {"a": 1}, "patch": ["c"]}')
-    assert refused.returncode == 1
-    assert "a status patch that is not an object" in refused.stderr

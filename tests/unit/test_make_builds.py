@@ -100,9 +100,8 @@ case "$1" in
   env) echo go0.0-fake ;;
   mod) ;;
   list) d=$FAKE_GO_LOG.module  # a module folder for the what-if engine's copy
-        mkdir -p "$d/pkg/scheduler/flavorassigner" "$d/pkg/cache/queue" \
-          "$d/pkg/cache/hierarchy" "$d/pkg/controller/core" "$d/pkg/controller/jobs/pod" \
-          "$d/pkg/features"
+        mkdir -p "$d/pkg/scheduler/flavorassigner" "$d/pkg/cache/hierarchy" \
+          "$d/pkg/controller/core" "$d/pkg/controller/jobs/pod"
         # the lines the engine's rewrites (toolchain/go/whatif/overlay/rewrites.tsv) look for
         # (FAKE_GO_MOVED: a release that moved the first of them)
         s="$d/pkg/scheduler" c="$d/pkg/cache/hierarchy/cohort.go"
@@ -117,21 +116,26 @@ case "$1" in
         printf 'func (r *WorkloadReconciler) Update(e E) bool {\n\tb := %s\n}\n' \
           'time.Until(e.ObjectNew.Status.RequeueState.RequeueAt.Time)' \
           > "$d/pkg/controller/core/workload_controller.go"
-        printf 'func Enabled(f featuregate.Feature) bool {\n\t%s\n}\n' \
-          'return utilfeature.DefaultFeatureGate.Enabled(f)' > "$d/pkg/features/kube_features.go"
         echo "$d" ;;
   build)
-    out=""; pkg=""
+    out=""; pkg=""; modfile=""
     while [ $# -gt 0 ]; do
-      case "$1" in -o) out=$2; shift ;; -ldflags) ldflags=$2; shift ;; *) pkg=$1 ;; esac
+      case "$1" in
+        -o) out=$2; shift ;; -ldflags) ldflags=$2; shift ;; -modfile=*) modfile=${1#-modfile=} ;;
+        *) pkg=$1 ;;
+      esac
       shift
     done
-    # the engine's Kueue, each build after the release its go.mod names
-    [ -d kueue ] && grep -h 'sigs.k8s.io/kueue v' go.mod >> "$FAKE_GO_LOG.engine" && cd kueue/pkg \
-      && cat scheduler/scheduler.go scheduler/fair_sharing_iterator.go cache/hierarchy/cohort.go \
-      scheduler/flavorassigner/flavorassigner.go controller/core/workload_controller.go \
-      features/kube_features.go >> "$FAKE_GO_LOG.engine" && cd ../..
-    [ -d kueue ] && (cd kueue && find pkg -name zz_whatif.go | sort >> "$FAKE_GO_LOG.overlay")
+    # the engine, built on its module for a release (-modfile: the release's go.mod beside the
+    # engine's copy of its Kueue), each build after the release that go.mod names
+    if [ -n "$modfile" ]; then
+      m=$(dirname "$modfile")
+      grep -h 'sigs.k8s.io/kueue v' "$modfile" >> "$FAKE_GO_LOG.engine"
+      (cd "$m/kueue/pkg" && cat scheduler/scheduler.go scheduler/fair_sharing_iterator.go \
+        cache/hierarchy/cohort.go scheduler/flavorassigner/flavorassigner.go \
+        controller/core/workload_controller.go >> "$FAKE_GO_LOG.engine")
+      (cd "$m/kueue" && find pkg -name zz_whatif.go | sort >> "$FAKE_GO_LOG.overlay")
+    fi
     echo "$pkg $ldflags" >> "$FAKE_GO_LOG"; printf '#!/bin/sh\\n' > "$out"; chmod +x "$out" ;;
   *) echo "fake go: $*" >&2; exit 1 ;;
 esac
@@ -217,9 +221,6 @@ def test_the_engine_is_built_with_ties_in_a_fixed_order(tmp_path: Path) -> None:
     assert "UnsortedList()\n" not in engine.replace("UnsortedList())", "")
     assert "e.ObjectNew.Status.RequeueState.RequeueAt.Time.Sub(r.clock.Now())" in engine
     assert "time.Until" not in engine
-    # Feature gates answer from the engine's frozen copy (overlay/features.go).
-    assert "return whatIfEnabled(f)" in engine
-    assert "DefaultFeatureGate.Enabled(f)" not in engine
 
 
 def engine_sources(tmp_path: Path) -> dict[str, str]:
@@ -235,8 +236,8 @@ def engine_sources(tmp_path: Path) -> dict[str, str]:
 
 
 def test_a_rewrite_for_some_releases_is_applied_to_those_only(tmp_path: Path) -> None:
-    """The flavor assigner's resource order (rewrites.tsv: v0.18 only; v0.19 checks every
-    resource, and its requests are no map)."""
+    """The flavor assigner's resource order (rewrites.tsv: v0.18.0-v0.18.4 only; v0.19 checks
+    every resource, and its requests are no map)."""
     assert build_kueue(tmp_path, None).returncode == 0
     sources = engine_sources(tmp_path)
     assert sorted(sources) == sorted(supported())
@@ -253,8 +254,8 @@ def test_a_release_that_moved_the_code_fails_the_engine_build(tmp_path: Path) ->
     done = build_kueue(tmp_path, kueue_version(), FAKE_GO_MOVED="s.queues.TakeHeads(ctx)")
     assert done.returncode != 0
     assert (
-        "pkg/scheduler/scheduler.go has no s.queues.Heads(ctx) in func (s *Scheduler) schedule("
-        in done.stderr
+        f"Kueue {kueue_version()}, pkg/scheduler/scheduler.go, func (s *Scheduler) schedule(...): "
+        '"s.queues.Heads(ctx)" found 0 times, not once' in done.stderr
     )
     assert not list((tmp_path / "project" / ".toolchain" / "bin").glob("gpuq-whatif-*"))
 
@@ -262,8 +263,8 @@ def test_a_release_that_moved_the_code_fails_the_engine_build(tmp_path: Path) ->
 def test_each_overlay_file_goes_to_the_package_its_first_line_names(tmp_path: Path) -> None:
     assert build_kueue(tmp_path, kueue_version()).returncode == 0
     placed = sorted((tmp_path / "go.log.overlay").read_text().split())
-    packages = ("cache/hierarchy", "cache/queue", "controller/core", "controller/jobs/pod",
-                "features", "scheduler", "scheduler/flavorassigner")  # fmt: skip
+    packages = ("cache/hierarchy", "controller/core", "controller/jobs/pod", "scheduler",
+                "scheduler/flavorassigner")  # fmt: skip
     assert placed == sorted(f"pkg/{p}/zz_whatif.go" for p in packages)
 
 

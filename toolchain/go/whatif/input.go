@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -60,4 +62,68 @@ func decodeObjects(scheme *runtime.Scheme, raws []json.RawMessage) ([]client.Obj
 		objs = append(objs, co)
 	}
 	return objs, nil
+}
+
+// addJobs: the mix's jobs, each to be submitted at its time.
+func (s *sim) addJobs(jobs []JobInput) error {
+	for i, j := range jobs {
+		st := &jobState{in: j, uid: uidFor("job", j.Index), pod: j.Kind == "Pod"}
+		var err error
+		if st.pod {
+			st.key, st.template, err = decodePod(j)
+			st.count = 1
+			s.byPod[st.key] = i
+		} else {
+			st.key, st.template, st.count, err = decodeJob(j)
+			s.byJob[st.key] = i
+		}
+		if err != nil {
+			return err
+		}
+		s.jobs = append(s.jobs, st)
+		s.byUID[st.uid] = i
+		s.push(ev{at: j.SubmitAt, kind: evSubmit, idx: i})
+	}
+	return nil
+}
+
+// decodePod: a plain Pod's name and pod template (namespace default when it names none).
+func decodePod(j JobInput) (types.NamespacedName, corev1.PodTemplateSpec, error) {
+	var p corev1.Pod
+	if err := json.Unmarshal(j.Manifest, &p); err != nil {
+		return types.NamespacedName{}, corev1.PodTemplateSpec{}, fmt.Errorf("pod %d: %w", j.Index, err)
+	}
+	if p.Namespace == "" {
+		p.Namespace = "default"
+	}
+	return types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}, nil
+}
+
+// decodeJob: a batch/v1 Job's name, pod template and pod count (namespace default when it
+// names none).
+func decodeJob(j JobInput) (types.NamespacedName, corev1.PodTemplateSpec, int, error) {
+	var bj batchv1.Job
+	if err := json.Unmarshal(j.Manifest, &bj); err != nil {
+		return types.NamespacedName{}, corev1.PodTemplateSpec{}, 0, fmt.Errorf("job %d: %w", j.Index, err)
+	}
+	if bj.Namespace == "" {
+		bj.Namespace = "default"
+	}
+	return types.NamespacedName{Namespace: bj.Namespace, Name: bj.Name}, bj.Spec.Template, parallelism(&bj), nil
+}
+
+func parallelism(j *batchv1.Job) int {
+	if j.Spec.Parallelism != nil {
+		return int(*j.Spec.Parallelism)
+	}
+	return 1
+}
+
+// uidFor: UIDs that sort in mix order, as Kueue breaks ties by UID.
+func uidFor(kind string, index int) types.UID {
+	prefix := "00000000"
+	if kind == "workload" {
+		prefix = "00000001"
+	}
+	return types.UID(fmt.Sprintf("%s-0000-4000-8000-%012d", prefix, index))
 }

@@ -51,13 +51,6 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	if len(os.Args) == 2 && os.Args[1] == "merge-patch" { // {"doc":..., "patch":...}: the merge, for the toolchain tests
-		if err := mergePatchCommand(os.Stdin, os.Stdout); err != nil {
-			fmt.Fprintf(os.Stderr, "gpuq-whatif: %v\n", err)
-			os.Exit(1)
-		}
-		return
-	}
 	if err := run(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "gpuq-whatif: %v\n", err)
 		pprof.StopCPUProfile()
@@ -92,22 +85,4 @@ func run(in io.Reader, out io.Writer) error {
 		return err
 	}
 	return w.Flush()
-}
-
-// mergePatchCommand: the status merge (patch.go mergeObjects) of one document and one patch,
-// so that tests can hold it to RFC 7386's examples.
-func mergePatchCommand(in io.Reader, out io.Writer) error {
-	var pair struct {
-		Doc   json.RawMessage `json:"doc"`
-		Patch json.RawMessage `json:"patch"`
-	}
-	if err := json.NewDecoder(in).Decode(&pair); err != nil {
-		return fmt.Errorf("reading the input: %w", err)
-	}
-	merged, err := mergeObjects(pair.Doc, pair.Patch)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(out, "%s\n", merged)
-	return err
 }

@@ -77,32 +77,34 @@ func (s *sim) fastPatch(ctx context.Context, obj ctrl.Object, patch ctrl.Patch, 
 		return err
 	}
 	updated = reflect.New(reflect.TypeOf(obj).Elem()).Interface().(ctrl.Object)
-	var modified []byte
-	switch patch.Type() {
-	case types.JSONPatchType:
-		p, err := jsonpatch.DecodePatch(data)
-		if err != nil {
-			return err
-		}
-		if modified, err = p.Apply(oldJSON); err != nil {
-			return err
-		}
-	case types.MergePatchType:
-		if modified, err = jsonpatch.MergePatch(oldJSON, data); err != nil {
-			return err
-		}
-	case types.StrategicMergePatchType:
-		if modified, err = strategicpatch.StrategicMergePatch(oldJSON, data, updated); err != nil {
-			return err
-		}
-	default:
-		return errSlowPath
+	modified, err := applyPatch(patch.Type(), oldJSON, data, updated)
+	if err != nil {
+		return err
 	}
 	if err := json.Unmarshal(modified, updated); err != nil {
 		return err
 	}
 	s.simulatedTimes(updated) // the patch was made before the interceptor saw it
 	return s.store(obj, old, updated, gvk, gvr, key, status)
+}
+
+// applyPatch: a patch of type t applied to an object's JSON, by the libraries the client
+// uses (typed: the object type, for a strategic merge's patch keys); errSlowPath for a type
+// this path does not take.
+func applyPatch(t types.PatchType, doc, data []byte, typed ctrl.Object) ([]byte, error) {
+	switch t {
+	case types.JSONPatchType:
+		p, err := jsonpatch.DecodePatch(data)
+		if err != nil {
+			return nil, err
+		}
+		return p.Apply(doc)
+	case types.MergePatchType:
+		return jsonpatch.MergePatch(doc, data)
+	case types.StrategicMergePatchType:
+		return strategicpatch.StrategicMergePatch(doc, data, typed)
+	}
+	return nil, errSlowPath
 }
 
 // store: the rest of the client's patch, once the patched object is known.

@@ -542,42 +542,14 @@ func (s *sim) reconcile(r reconcile.Reconciler, key types.NamespacedName, kind o
 // settle runs everything the current instant sets off until nothing is left to do.
 func (s *sim) settle() error {
 	limit := maxSteps + 100*len(s.jobs)
-	holders := map[string]int{} // who holds quota, sampled as the instant goes on
+	holders := ringWatch{} // who holds quota, sampled as the instant goes on
 	if v, err := strconv.Atoi(os.Getenv("GPUQ_WHATIF_MAX_STEPS")); err == nil {
 		limit = v
 	}
 	for step := 0; step < limit; step++ {
 		wls, jobs, pods := s.dirty.take()
-		for _, k := range wls {
-			if err := s.observe(k); err != nil {
-				return err
-			}
-		}
-		for _, k := range jobs {
-			changed, err := s.changed(k, s.seenJobs, &batchv1.Job{})
-			if err != nil {
-				return err
-			}
-			if !changed {
-				continue
-			}
-			if err := s.pods(k); err != nil {
-				return err
-			}
-			s.jobQ.add(k)
-		}
-		for _, k := range pods {
-			changed, err := s.changed(k, s.seenPods, &corev1.Pod{})
-			if err != nil {
-				return err
-			}
-			if !changed {
-				continue
-			}
-			if err := s.podLife(k); err != nil {
-				return err
-			}
-			s.podQ.add(k)
+		if err := s.inform(wls, jobs, pods); err != nil {
+			return err
 		}
 		retry := slices.SortedFunc(maps.Keys(s.retry), func(a, b int) int {
 			return cmp.Compare(s.jobs[a].waitingSince, s.jobs[b].waitingSince)
@@ -591,28 +563,14 @@ func (s *sim) settle() error {
 			}
 		}
 		wq, jq, pq := s.wlQ.drain(), s.jobQ.drain(), s.podQ.drain()
-		for _, k := range wq {
-			if err := s.reconcile(s.wlRec, k, kindWorkload); err != nil {
-				return err
-			}
+		if err := s.reconcileAll(wq, jq, pq); err != nil {
+			return err
 		}
-		for _, k := range jq {
-			if err := s.reconcile(s.jobRec, k, kindJob); err != nil {
-				return err
-			}
-		}
-		for _, k := range pq {
-			if err := s.reconcile(s.podRec, k, kindPod); err != nil {
-				return err
-			}
-		}
-		if step >= churnAfter && step%churnEvery == 0 {
-			held := s.holding()
-			if first, again := holders[held]; again {
-				s.stats.Churn = append(s.stats.Churn, Churn{At: s.now, Steps: step, Period: step - first})
+		if holders.due(step) {
+			if period, again := holders.seen(step, s.holding()); again {
+				s.stats.Churn = append(s.stats.Churn, Churn{At: s.now, Steps: step, Period: period})
 				return nil // a preemption loop: the same holders come back; see Churn
 			}
-			holders[held] = step
 		}
 		if trace && step < 200 {
 			fmt.Fprintf(os.Stderr, "t=%v step=%d wls=%v jobs=%v wq=%v jq=%v\n", s.now, step, wls, jobs, wq, jq)
@@ -623,12 +581,12 @@ func (s *sim) settle() error {
 		// Scheduling cycles first, the inadmissible workloads' requeue after: Kueue batches
 		// that requeue by a second (1 s; 10 s with SchedulerLongRequeueInterval), in which
 		// time its scheduler runs every cycle the heads it has allow.
-		if s.queues.WhatIfHasHeads() {
-			before := s.queues.WhatIfQueueState()
+		if s.hasHeads() {
+			before := s.queueState()
 			s.stats.Cycles++
 			s.sched.WhatIfCycle(s.ctx)
 			s.wg.Wait()
-			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+len(s.retry) > 0 || s.queues.WhatIfQueueState() != before {
+			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+len(s.retry) > 0 || s.queueState() != before {
 				continue
 			}
 			// A fixed point: the cycle changed nothing (a StrictFIFO head that does not fit
@@ -640,6 +598,64 @@ func (s *sim) settle() error {
 		return nil
 	}
 	return fmt.Errorf("the replay did not come to rest at %.0fs after %d steps", s.now, limit)
+}
+
+// inform: the informers' events for what was written since the controllers last looked:
+// Workloads to the workload controller's handlers, changed Jobs and Pods to the kubelet's
+// part (pods, podLife) and their reconcilers' queues.
+func (s *sim) inform(wls, jobs, pods []types.NamespacedName) error {
+	for _, k := range wls {
+		if err := s.observe(k); err != nil {
+			return err
+		}
+	}
+	for _, k := range jobs {
+		changed, err := s.changed(k, s.seenJobs, &batchv1.Job{})
+		if err != nil {
+			return err
+		}
+		if !changed {
+			continue
+		}
+		if err := s.pods(k); err != nil {
+			return err
+		}
+		s.jobQ.add(k)
+	}
+	for _, k := range pods {
+		changed, err := s.changed(k, s.seenPods, &corev1.Pod{})
+		if err != nil {
+			return err
+		}
+		if !changed {
+			continue
+		}
+		if err := s.podLife(k); err != nil {
+			return err
+		}
+		s.podQ.add(k)
+	}
+	return nil
+}
+
+// reconcileAll: the queued reconcile requests, by controller.
+func (s *sim) reconcileAll(wq, jq, pq []types.NamespacedName) error {
+	for _, k := range wq {
+		if err := s.reconcile(s.wlRec, k, kindWorkload); err != nil {
+			return err
+		}
+	}
+	for _, k := range jq {
+		if err := s.reconcile(s.jobRec, k, kindJob); err != nil {
+			return err
+		}
+	}
+	for _, k := range pq {
+		if err := s.reconcile(s.podRec, k, kindPod); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *sim) results() []Result {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"container/heap"
 	"context"
 	"sort"
 	"sync"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -50,7 +52,6 @@ type jobState struct {
 	workload     *types.NamespacedName
 	submitted    bool
 	problem      string
-	completedAt  *float64
 }
 
 // step: one change of a workload's hold on quota or of its pods, when it happened: admitted
@@ -235,4 +236,32 @@ func (q *workQueue) drain() []types.NamespacedName {
 	out := q.order
 	q.order, q.in = nil, nil
 	return out
+}
+
+func (s *sim) push(e ev) {
+	s.seq++
+	e.seq = s.seq
+	heap.Push(&s.events, e)
+}
+
+func (s *sim) setNow(t float64) {
+	s.now = t
+	s.clock.SetTime(epoch.Add(time.Duration(t * float64(time.Second))))
+}
+
+// ringWatch: the sets of quota holders sampled at one instant (sim.go, A preemption loop),
+// each with the step it was first seen at.
+type ringWatch map[string]int
+
+// due: whether step is one at which the holders are sampled.
+func (r ringWatch) due(step int) bool { return step >= churnAfter && step%churnEvery == 0 }
+
+// seen records the holders sampled at step; when the same holders were seen before, the
+// steps since then (the loop's period) and true.
+func (r ringWatch) seen(step int, held string) (int, bool) {
+	if first, again := r[held]; again {
+		return step - first, true
+	}
+	r[held] = step
+	return 0, false
 }

@@ -1,7 +1,10 @@
-// Added to sigs.k8s.io/kueue/pkg/controller/core at build time (go build -overlay, see
-// toolchain/build.sh): the workload controller's clock and waitForPodsReady settings are
-// unexported; the what-if engine sets them the way Kueue's manager does from its
-// Configuration, with the engine's simulated clock.
+// Added to sigs.k8s.io/kueue/pkg/controller/core at build time (toolchain/build.sh
+// whatif_kueue): the workload controller's options as Kueue's manager sets them from its
+// Configuration, with the engine's simulated clock. No public API serves: SetupControllers
+// builds the controller this way, but only onto a manager whose informers and goroutines run
+// it (the engine steps it itself); the arguments of WithWaitForPodsReady and
+// WithWorkloadRetention are of unexported types made by unexported functions; and no option
+// sets the controller's clock.
 package core
 
 import (

@@ -1,5 +1,6 @@
-// Added to sigs.k8s.io/kueue/pkg/cache/hierarchy at build time (toolchain/build.sh): a
-// cohort's children in name order, for the rewrites in rewrites.tsv.
+// Added to sigs.k8s.io/kueue/pkg/cache/hierarchy at build time (toolchain/build.sh
+// whatif_kueue): a cohort's children in name order, for the rewrites in rewrites.tsv (which
+// say why no public API serves).
 package hierarchy
 
 import (

@@ -1,6 +1,8 @@
-// Added to sigs.k8s.io/kueue/pkg/controller/jobs/pod at build time (toolchain/build.sh): Kueue's
-// own Pod webhook, which the API server would call when a plain Pod is created, for the what-if
-// engine to call on the Pods of a mix (its fields are unexported).
+// Added to sigs.k8s.io/kueue/pkg/controller/jobs/pod at build time (toolchain/build.sh
+// whatif_kueue): Kueue's own Pod webhook, which the API server would call when a plain Pod is
+// created, for the what-if engine to call on the Pods of a mix. No public API serves:
+// SetupWebhook makes the webhook only to register it with a manager's webhook server, and
+// PodWebhook has no constructor and unexported fields.
 package pod
 
 import (

@@ -1,6 +1,9 @@
-// Added to sigs.k8s.io/kueue/pkg/scheduler at build time (go build -overlay, see
-// toolchain/build.sh): the what-if engine drives Kueue's scheduler one cycle at a time on its
-// own goroutine, as Kueue's own scheduler tests do from inside the package.
+// Added to sigs.k8s.io/kueue/pkg/scheduler at build time (toolchain/build.sh whatif_kueue):
+// the what-if engine drives Kueue's scheduler one cycle at a time on its own goroutine, as
+// Kueue's own scheduler tests do from inside the package. No public API serves: Start runs
+// cycles in a loop on a goroutine of its own, one cycle (schedule) and the admission routine's
+// wrapper (setAdmissionRoutineWrapper) are unexported, and no option makes admissions finish
+// within their cycle. The two orderings are for the rewrites in rewrites.tsv.
 package scheduler
 
 import (

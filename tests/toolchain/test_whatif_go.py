@@ -1,0 +1,107 @@
+"""The fast what-if engine's Go side (toolchain/go/whatif): its Go tests against every supported
+Kueue release, and its reach into each release's code (the overlay's files and rewrites.tsv,
+toolchain/build.sh whatif_check): every rewrite applies where its row says, once, and one that
+no longer matches stops the build naming the release, the file and the function."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gpu_queues.pins import read_pins
+
+pytestmark = pytest.mark.toolchain
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLCHAIN = ROOT / "toolchain"
+OVERLAY = TOOLCHAIN / "go" / "whatif" / "overlay"
+RELEASES = sorted(p.name for p in (TOOLCHAIN / "go" / "kueue").glob("v*") if p.is_dir())
+PIN = read_pins()["KUEUE_VERSION"]
+
+
+def run(
+    *argv: str, cwd: Path = ROOT, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        list(argv), cwd=cwd, capture_output=True, text=True, timeout=1800, check=False,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_engine_s_go_tests_pass_against_the_release(release: str) -> None:
+    done = run("bash", str(TOOLCHAIN / "whatif.sh"), "test", release)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok  \tgpu-queues.local/toolchain/whatif" in done.stdout, done.stdout
+
+
+def rewrites() -> list[tuple[str, str, str]]:
+    """rewrites.tsv's rows: file, function (as the listing names it), releases pattern."""
+    rows = []
+    for line in (OVERLAY / "rewrites.tsv").read_text().splitlines():
+        if not line or line.startswith("#"):
+            continue
+        file, fn, _from, _to, *releases = line.split("\t")
+        name = fn.removeprefix("func ")
+        if name.startswith("("):
+            name = name.split(") ", 1)[1]
+        rows.append((file, name.split("(")[0] + "()", releases[0] if releases else ""))
+    return rows
+
+
+def test_every_rewrite_and_overlay_file_fits_every_supported_release() -> None:
+    """The listing says, per release, each overlay file's package and each rewrite's fate:
+    rewritten where its releases pattern matches (every release when it has none), not
+    otherwise; whatif_check exits 0 only when every rewrite matched exactly once."""
+    done = run("bash", str(TOOLCHAIN / "build.sh"), "whatif_check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    listed = [tuple(line.split("\t")) for line in done.stdout.splitlines()]
+    expected = []
+    for release in RELEASES:
+        for f in sorted(OVERLAY.glob("*.go")):
+            package = f.read_text().splitlines()[0].split("sigs.k8s.io/kueue/")[1].split(" ")[0]
+            expected.append((release, f"overlay/{f.name}", package, "added"))
+        for file, name, pattern in rewrites():
+            fate = (
+                "rewritten"
+                if fnmatch.fnmatch(release, pattern or "*")
+                else f"not this release ({pattern})"
+            )
+            expected.append((release, file, name, fate))
+    assert listed == expected
+
+
+def test_a_rewrite_that_no_longer_matches_stops_the_build_naming_release_file_and_function(
+    tmp_path: Path,
+) -> None:
+    """A copy of the toolchain whose schedule() rewrite looks for code the release lacks, as a
+    later release that moved it would: the check and the engine's build both fail, naming the
+    release, the file and the function, and the check still lists every other rewrite."""
+    copy = tmp_path / "checkout" / "toolchain"
+    shutil.copytree(TOOLCHAIN, copy)
+    tsv = copy / "go" / "whatif" / "overlay" / "rewrites.tsv"
+    text = tsv.read_text()
+    assert "\ts.queues.Heads(ctx)\t" in text
+    tsv.write_text(text.replace("\ts.queues.Heads(ctx)\t", "\ts.queues.HeadsMoved(ctx)\t", 1))
+    where = f"Kueue {PIN}, pkg/scheduler/scheduler.go, func (s *Scheduler) schedule(...)"
+
+    env = {"KUEUE_VERSIONS": PIN, "GPU_QUEUES_CACHE": str(tmp_path / "cache")}
+    check = run("bash", str(copy / "build.sh"), "whatif_check", env=env)
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert (
+        f'rewrite.awk: {where}: "s.queues.HeadsMoved(ctx)" found 0 times, not once' in check.stderr
+    )
+    assert f"{PIN}\tpkg/scheduler/scheduler.go\tschedule()\tDOES NOT MATCH" in check.stdout
+    applies = [r for r in rewrites() if fnmatch.fnmatch(PIN, r[2] or "*")]
+    assert check.stdout.count("\trewritten") == len(applies) - 1, check.stdout
+
+    build = run("bash", str(copy / "build.sh"), "whatif_prepare", env=env)
+    assert build.returncode != 0, build.stdout + build.stderr
+    assert where in build.stderr, build.stderr
+    left = [p.name for p in (tmp_path / "cache" / "toolchain").iterdir() if p.suffix != ".lock"]
+    assert left == [], "a half-made copy of the module is left in the cache"

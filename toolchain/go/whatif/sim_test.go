@@ -1,0 +1,214 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// gpuInput: team-a's stack with 8 GPUs of quota on one 8-GPU node, and the jobs.
+func gpuInput(t *testing.T, strategy kueue.QueueingStrategy, jobs ...JobInput) *Input {
+	t.Helper()
+	return &Input{Objects: gpuStack(t, "8", strategy), CRDs: releaseCRDs(t), Configuration: releaseConfiguration(t),
+		Nodes: gpuNodes(1), Jobs: jobs}
+}
+
+func f(v float64) *float64 { return &v }
+
+func TestAJobWaitsForQuotaAndStartsTheInstantItIsFreed(t *testing.T) {
+	results, summary := replayed(t, gpuInput(t, kueue.BestEffortFIFO,
+		gpuJob(t, 0, "first", "8", 0, 100), gpuJob(t, 1, "second", "8", 10, 50)))
+	want := []struct {
+		admitted  float64
+		intervals []interval
+	}{
+		{0, []interval{{Start: 0, End: f(100)}}},
+		{100, []interval{{Start: 100, End: f(150)}}},
+	}
+	for i, w := range want {
+		r := results[i]
+		if r.AdmittedAt == nil || *r.AdmittedAt != w.admitted {
+			t.Errorf("job %d admitted at %v, want %v", i, r.AdmittedAt, w.admitted)
+		}
+		if got, _ := json.Marshal(r.Intervals); string(got) != string(mustJSON(t, w.intervals)) {
+			t.Errorf("job %d ran %s, want %s", i, got, mustJSON(t, w.intervals))
+		}
+		if r.Workload == nil || !apimeta.IsStatusConditionTrue(r.Workload.Status.Conditions, kueue.WorkloadFinished) {
+			t.Errorf("job %d: its Workload is not finished", i)
+		}
+	}
+	if summary.SimulatedSeconds != 150 {
+		t.Errorf("the replay ended at %vs, want 150", summary.SimulatedSeconds)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	return rawJSON(t, v)
+}
+
+// The clock moves on only once an instant is quiet: settle carries a submission through the
+// Job, its Workload, a scheduling cycle, the admission, the unsuspended Job and its pods on a
+// node, all at the one instant, and leaves nothing changed unseen, queued or schedulable.
+func TestSettleCarriesASubmissionToRunningPodsAtOneInstant(t *testing.T) {
+	s, err := newSim(gpuInput(t, kueue.BestEffortFIFO, gpuJob(t, 0, "only", "4", 0, -1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.setNow(0)
+	if err := s.settle(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.apply(ev{kind: evSubmit, idx: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.settle(); err != nil {
+		t.Fatal(err)
+	}
+	j := s.jobs[0]
+	if !j.running || j.admittedAt == nil || *j.admittedAt != 0 {
+		t.Fatalf("the job is not running from second 0: running %v, admitted at %v", j.running, j.admittedAt)
+	}
+	if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+len(s.retry) > 0 || s.hasHeads() {
+		t.Errorf("settle returned with work left: dirty %v, queued %d/%d/%d, retry %d, heads %v",
+			!s.dirty.empty(), s.wlQ.len(), s.jobQ.len(), s.podQ.len(), len(s.retry), s.hasHeads())
+	}
+	if s.stats.Cycles == 0 || s.stats.Reconciles == 0 {
+		t.Errorf("no cycle or reconcile ran: %+v", s.stats)
+	}
+}
+
+// A StrictFIFO head that can never fit is put back at once and tried again at every cycle;
+// the instant still comes to rest (the queues' state no longer changes), in a few cycles.
+func TestAStrictFIFOHeadThatCanNeverFitComesToRest(t *testing.T) {
+	results, summary := replayed(t, gpuInput(t, kueue.StrictFIFO, gpuJob(t, 0, "too-big", "16", 0, 60)))
+	if results[0].AdmittedAt != nil {
+		t.Fatalf("a 16-GPU job was admitted on 8 GPUs of quota at %v", *results[0].AdmittedAt)
+	}
+	reserved := apimeta.FindStatusCondition(results[0].Workload.Status.Conditions, kueue.WorkloadQuotaReserved)
+	if reserved == nil || reserved.Status != metav1.ConditionFalse || !strings.Contains(reserved.Message, "nvidia.com/gpu") {
+		t.Errorf("QuotaReserved: %+v", reserved)
+	}
+	if summary.Cycles > 5 {
+		t.Errorf("%d scheduling cycles for one job that cannot fit", summary.Cycles)
+	}
+}
+
+func TestAnInstantThatDoesNotComeToRestWithinItsStepsIsAnError(t *testing.T) {
+	t.Setenv("GPUQ_WHATIF_MAX_STEPS", "1")
+	s, err := newSim(gpuInput(t, kueue.BestEffortFIFO, gpuJob(t, 0, "only", "4", 0, 60)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.replay()
+	if err == nil || err.Error() != "the replay did not come to rest at 0s after 1 steps" {
+		t.Fatalf("replay: %v", err)
+	}
+}
+
+// With until, the replay ends there: a job still running has run until then.
+func TestTheReplayEndsAtUntilWithTheRunningJobsRunning(t *testing.T) {
+	in := gpuInput(t, kueue.BestEffortFIFO, gpuJob(t, 0, "long", "8", 0, 1000), gpuJob(t, 1, "later", "8", 5, 10))
+	in.Until = 300
+	results, summary := replayed(t, in)
+	if summary.SimulatedSeconds != 300 {
+		t.Errorf("ended at %vs, want 300", summary.SimulatedSeconds)
+	}
+	if !results[0].AllRunning || results[0].RunSeconds != 300 {
+		t.Errorf("the long job: running %v for %vs, want running for 300s", results[0].AllRunning, results[0].RunSeconds)
+	}
+	if results[1].AdmittedAt != nil {
+		t.Errorf("the later job was admitted at %v, while the long one held the quota", *results[1].AdmittedAt)
+	}
+}
+
+func TestRingWatchSamplesLateStepsAndFindsTheFirstRepeat(t *testing.T) {
+	steps := []struct {
+		step   int
+		held   string
+		due    bool
+		period int
+		again  bool
+	}{
+		{0, "a", false, 0, false},
+		{churnAfter - 1, "a", false, 0, false},
+		{churnAfter, "a b", true, 0, false},
+		{churnAfter + 1, "a b", false, 0, false},
+		{churnAfter + churnEvery, "c", true, 0, false},
+		{churnAfter + 2*churnEvery, "a", true, 0, false},
+		{churnAfter + 3*churnEvery, "a b", true, 3 * churnEvery, true},
+	}
+	r := ringWatch{}
+	for _, st := range steps {
+		if got := r.due(st.step); got != st.due {
+			t.Fatalf("due(%d) = %v, want %v", st.step, got, st.due)
+		}
+		if !st.due {
+			continue
+		}
+		period, again := r.seen(st.step, st.held)
+		if period != st.period || again != st.again {
+			t.Errorf("seen(%d, %q) = %d, %v; want %d, %v", st.step, st.held, period, again, st.period, st.again)
+		}
+	}
+}
+
+func TestHoldingNamesTheWorkloadsWithQuotaThatHaveNotFinished(t *testing.T) {
+	reserved := metav1.Condition{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue}
+	finished := metav1.Condition{Type: kueue.WorkloadFinished, Status: metav1.ConditionTrue}
+	wl := func(conds ...metav1.Condition) *kueue.Workload {
+		w := &kueue.Workload{}
+		w.Status.Conditions = conds
+		return w
+	}
+	s := &sim{seen: map[types.NamespacedName]*kueue.Workload{
+		{Namespace: "b", Name: "holds"}:   wl(reserved),
+		{Namespace: "a", Name: "holds"}:   wl(reserved),
+		{Namespace: "a", Name: "done"}:    wl(reserved, finished),
+		{Namespace: "a", Name: "waiting"}: wl(),
+	}}
+	if got, want := s.holding(), "[a/holds b/holds]"; got != want {
+		t.Errorf("holding() = %s, want %s", got, want)
+	}
+}
+
+// What the quiet test reads of the queues: a workload that does not fit waits among the
+// inadmissible ones of a BestEffortFIFO queue, and at the head of a StrictFIFO one, which a
+// cycle would pick again (the instant rests because the cycle changes nothing).
+func TestQueueStateCountsEachClusterQueuesHeapAndInadmissibleWorkloads(t *testing.T) {
+	cases := []struct {
+		strategy kueue.QueueingStrategy
+		state    string
+		heads    bool
+	}{
+		{kueue.BestEffortFIFO, "team-a:0:1;", false},
+		{kueue.StrictFIFO, "team-a:1:0;", true},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.strategy), func(t *testing.T) {
+			s, err := newSim(gpuInput(t, tc.strategy, gpuJob(t, 0, "too-big", "16", 0, 60)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.setNow(0)
+			if s.queueState() != "" || s.hasHeads() {
+				t.Fatalf("before any submission: state %q, heads %v", s.queueState(), s.hasHeads())
+			}
+			if err := s.apply(ev{kind: evSubmit, idx: 0}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.settle(); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.queueState(); got != tc.state || s.hasHeads() != tc.heads {
+				t.Errorf("state %q, heads %v; want %q, %v", got, s.hasHeads(), tc.state, tc.heads)
+			}
+		})
+	}
+}
