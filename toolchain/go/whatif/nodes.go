@@ -516,9 +516,12 @@ func (c *cluster) release(spec *corev1.PodSpec, p placement) {
 
 // why says, in the scheduler's manner, why the pods do not fit.
 func (c *cluster) why(cands []int, req []amount, count int) string {
-	mismatch, short := len(c.nodes)-len(cands), map[corev1.ResourceName]int{}
+	mismatch, short, full := len(c.nodes)-len(cands), map[corev1.ResourceName]int{}, 0
 	for _, j := range cands {
 		n := c.nodes[j]
+		if n.maxPods >= 0 && n.pods+1 > n.maxPods {
+			full++
+		}
 		for _, a := range req {
 			if a.v > 0 && n.free(a.res) < a.v {
 				short[c.names[a.res]]++
@@ -534,6 +537,9 @@ func (c *cluster) why(cands []int, req []amount, count int) string {
 		names = append(names, string(name))
 	}
 	sort.Strings(names)
+	if full > 0 {
+		parts = append(parts, fmt.Sprintf("%d Too many pods", full))
+	}
 	for _, name := range names {
 		parts = append(parts, fmt.Sprintf("%d Insufficient %s", short[corev1.ResourceName(name)], name))
 	}
