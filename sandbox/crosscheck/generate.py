@@ -2,7 +2,7 @@
 replays on both engines (sandbox/crosscheck/run.py).
 
 Each seed gives one stack and one mix, the same on every run and machine:
-- 1-3 flavors, each of 1-4 nodes of 4 or 8 GPUs with cpu and memory per GPU of its own (so a
+- 1-3 flavors, each of 2-4 nodes of 4 or 8 GPUs with cpu and memory per GPU of its own (so a
   job's pods may fit the flavor's quota and no node yet), some tainted with the toleration in
   the flavor, as GPU pools are;
 - 2-5 teams, most in one cohort (the others alone: a stack has one cohort today), each over
@@ -12,8 +12,8 @@ Each seed gives one stack and one mix, the same on every run and machine:
   BestEffortFIFO;
 - 0-3 priority classes;
 - 20-60 Jobs over 1-6 hours (submissions on whole minutes, so some arrive together), of 1-4
-  pods of 1-8 GPUs each (at most a node's GPUs), with durations from 10 minutes to 3 hours
-  and a priority class or none.
+  pods of 1-8 GPUs each (at most a node's GPUs; most within what the team can reach, one in
+  ten regardless), with durations from 10 minutes to 3 hours and a priority class or none.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def _flavors(r: random.Random) -> list[FlavorShape]:
         out.append(
             FlavorShape(
                 name,
-                nodes=r.randint(1, 4),
+                nodes=r.randint(2, 4),
                 gpus=gpus,
                 cpu=gpus * r.choice((8, 12, 16)),
                 memory_gi=gpus * r.choice((64, 96, 128)),
@@ -116,6 +116,15 @@ def _quota(r: random.Random, f: FlavorShape, gpus: int, cohort: bool) -> dict[st
     }
 
 
+def _reach(quota: dict[str, Any], f: FlavorShape, cohort: bool) -> int:
+    """The GPUs of one flavor a team can hold at most: its nominal quota, and in a cohort what
+    it may borrow (its limit, else the flavor)."""
+    gpu = quota["resources"][GPU]
+    if not cohort:
+        return int(gpu["nominalQuota"])
+    return int(gpu["nominalQuota"]) + int(gpu.get("borrowingLimit", f.nodes * f.gpus))
+
+
 def _preemption(r: random.Random, cohort: bool) -> dict[str, Any] | None:
     if r.random() < 0.2:
         return None
@@ -166,9 +175,15 @@ def _job(
     shapes: dict[str, FlavorShape],
     classes: list[str],
 ) -> dict[str, Any]:
-    mine = [shapes[f["name"]] for f in team["resourceGroups"][0]["flavors"]]
+    quotas = team["resourceGroups"][0]["flavors"]
+    mine = [shapes[f["name"]] for f in quotas]
     widest = max(mine, key=lambda f: f.gpus)
-    gpus = r.choice([g for g in (1, 2, 4, 8) if g <= widest.gpus])
+    # Most jobs fit what the team can reach (its nominal quota, or what it may borrow); one in
+    # ten asks for up to a whole node regardless, and may wait all day.
+    reach = max(_reach(q, shapes[q["name"]], "cohort" in team) for q in quotas)
+    sizes = [g for g in (1, 2, 4, 8) if g <= widest.gpus]
+    fitting = [g for g in sizes if g <= reach] or sizes[:1]
+    gpus = r.choice(sizes if r.random() < 0.1 else fitting)
     pods = 1 if r.random() < 0.75 else r.randint(2, 4)
     labels = {"kueue.x-k8s.io/queue-name": team["localQueue"]}
     if classes and r.random() < 0.6:

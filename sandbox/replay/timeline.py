@@ -51,7 +51,14 @@ from sandbox.replay.tracked import (
     not_replayed,
     result,
 )
-from sandbox.replay.watch import WATCHED, Informer, created_at, scheduler_busy, uid
+from sandbox.replay.watch import (
+    WATCHED,
+    Informer,
+    created_at,
+    scheduler_busy,
+    uid,
+    workload_state,
+)
 
 # Kueue retries inadmissible workloads in batches, one second after the change that may let
 # them in (pkg/cache/queue: requeueBatchPeriod), and the Job controller batches pod updates
@@ -92,7 +99,10 @@ class Replay:
         self._quota_lock = threading.Lock()
         self.informers = {
             name: Informer(
-                path, self._changed, self._workload_seen if name == "workloads" else None
+                path,
+                self._changed,
+                self._workload_seen if name == "workloads" else None,
+                workload_state if name == "workloads" else None,
             ).start()
             for name, path in WATCHED.items()
         }
