@@ -96,6 +96,9 @@ class WorkloadResult:
     """Its hold on quota, in order: (simulated second, "admitted", flavor) and (second,
     "evicted", reason), as the engine saw it; how two runs of one mix are set side by side
     (gpu_queues/whatif/agreement.py). Not in report.json."""
+    workload_uid: str | None = None
+    """Its Workload's UID, where a cluster gave it one (the sandbox engine): the cross-check
+    hands it to the fast engine, so that the ties Kueue breaks by UID fall the same way."""
 
     def public(self) -> dict[str, Any]:
         return {

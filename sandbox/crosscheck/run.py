@@ -28,7 +28,8 @@ from gpu_queues.whatif.documents import MAX_BYTES, MAX_WORKLOADS
 from gpu_queues.whatif.report import Run
 from sandbox.crosscheck.generate import generate
 from sandbox.paths import STATE
-from sandbox.replay.cli import WhatIfError, load_replay_side, replay_side, replay_side_fast
+from sandbox.replay.cli import WhatIfError, load_replay_side, replay_side
+from sandbox.replay.fast import FastEngineError, replay_mix
 
 DEFAULT_OUT = STATE / "crosscheck"
 
@@ -56,8 +57,14 @@ def replay_both(stack: str, root: Path, mix: Path, work: Path) -> tuple[Run, Run
         max_bytes=MAX_BYTES,
     )
     side = load_replay_side("new", stack, root, None, work)
-    fast = replay_side_fast(side, stack, mix, args)
     real = replay_side(side, stack, mix, work, args)
+    # The sandbox's Workload UIDs, for the last of Kueue's ties (equal priority, admitted in the
+    # same second): it breaks them by UID, which the API server draws at random.
+    uids = {(w.namespace, w.name): w.workload_uid for w in real.workloads if w.workload_uid}
+    try:
+        fast = replay_mix(side.config, mix, stack=stack, label=side.label, workload_uids=uids)
+    except FastEngineError as exc:
+        raise WhatIfError(str(exc)) from None
     return real, fast
 
 

@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -212,7 +213,11 @@ def not_fast(e: Entry) -> str | None:
 
 
 def engine_input(
-    config: StackConfig, entries: list[Entry], configuration: str, until: float | None
+    config: StackConfig,
+    entries: list[Entry],
+    configuration: str,
+    until: float | None,
+    workload_uids: Mapping[tuple[str, str], str] | None = None,
 ) -> dict[str, Any]:
     why = unmodelled(config)
     if why:
@@ -236,6 +241,11 @@ def engine_input(
         "pods": controller_pods(config),
         "jobs": jobs,
         "until": until or 0,
+        "workloadUIDs": {
+            str(e.index): uid
+            for e in entries
+            if (uid := (workload_uids or {}).get((e.namespace, e.name)))
+        },
     }
 
 
@@ -322,15 +332,17 @@ def replay_mix(
     notes: list[str] | None = None,
     limits: Limits | None = None,
     nodes: list[dict[str, Any]] | None = None,
+    workload_uids: Mapping[tuple[str, str], str] | None = None,
 ) -> Run:
     """Read and check the mix against the stack, replay it on the fast engine of the stack's
-    Kueue release, and sum it up."""
+    Kueue release, and sum it up. `workload_uids` (namespace, name) -> UID: another run's
+    Workload UIDs, for the ties Kueue breaks by UID (the cross-check)."""
     configuration = manager_configuration(config, root)
     catalog = Catalog.from_stack(config, frameworks(configuration))
     entries = load_mix(workloads, catalog, root, limits)
     return replay_entries(
         config, entries, configuration, stack=stack, label=label, until=until, notes=notes,
-        nodes=nodes,
+        nodes=nodes, workload_uids=workload_uids,
     )  # fmt: skip
 
 
@@ -344,6 +356,7 @@ def replay_entries(
     until: float | None = None,
     notes: list[str] | None = None,
     nodes: list[dict[str, Any]] | None = None,
+    workload_uids: Mapping[tuple[str, str], str] | None = None,
 ) -> Run:
     """Replay checked entries (a mix as `load_mix` reads it, or one made from a live cluster:
     sandbox/replay/eta.py) on the fast engine of the stack's Kueue release, and sum it up."""
@@ -351,7 +364,7 @@ def replay_entries(
     if why := topology_problem(config):
         raise FastEngineError(why)
     started = time.monotonic()
-    document = engine_input(config, entries, configuration, until)
+    document = engine_input(config, entries, configuration, until, workload_uids)
     if nodes is not None:  # another cluster's nodes than the stack declares (the cross-check)
         document["nodes"] = nodes
     lines = run_engine(version, document)

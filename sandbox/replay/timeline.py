@@ -96,6 +96,7 @@ class Replay:
         # and the settled cluster no longer shows it.
         self.quota: dict[str, list[tuple[float, str, str, str]]] = {}
         self._holds: dict[str, bool] = {}
+        self.workload_uids: dict[str, str] = {}  # by its owner's UID
         self._quota_lock = threading.Lock()
         self.informers = {
             name: Informer(
@@ -131,6 +132,7 @@ class Replay:
         key, holds = str(ref.get("uid")), holds_quota(wl)
         with self._quota_lock:
             held = self._holds.get(key, False)
+            self.workload_uids[key] = str((wl.get("metadata") or {}).get("uid") or "")
             steps = self.quota.setdefault(key, [])
             if holds and not held:
                 steps.append((self.now, "admitted", admitted_flavor(wl) or "", ""))
@@ -296,6 +298,7 @@ class Replay:
             mine = pods.get(t.uid, [])
             with self._quota_lock:
                 steps = list(self.quota.get(t.uid, []))
+            t.workload_uid = self.workload_uids.get(t.uid) or None
             t.timeline = sorted(
                 [(at, event, detail) for at, event, detail, _ in steps] + t.placed,
                 key=lambda step: step[0],

@@ -30,6 +30,7 @@ class Tracked:
     finished: bool = False
     completing: bool = False
     evictions: list[str] = field(default_factory=list)
+    workload_uid: str | None = None
     placed: list[tuple[float, str, str]] = field(default_factory=list)
     """When each run's pods all ran, and on which nodes: (second, "ran", nodes)."""
     timeline: list[tuple[float, str, str]] = field(default_factory=list)
@@ -61,7 +62,7 @@ def nodes_of(pods: list[dict[str, Any]]) -> str:
 def result(t: Tracked, wl: dict[str, Any] | None, pods: list[dict[str, Any]]) -> WorkloadResult:
     """What became of the workload, as the report shows it."""
     stuck = next((m for p in pods if (m := pod_unschedulable(p))), None)
-    return outcome(
+    found = outcome(
         t.entry,
         wl,
         running=all_running(t, pods),
@@ -73,6 +74,8 @@ def result(t: Tracked, wl: dict[str, Any] | None, pods: list[dict[str, Any]]) ->
         intervals=t.intervals,
         timeline=t.timeline,
     )
+    found.workload_uid = t.workload_uid
+    return found
 
 
 def outcome(

@@ -30,6 +30,10 @@ type Input struct {
 	Pods []corev1.PodSpec `json:"pods"`
 	// Jobs: the mix's valid entries, in the mix's order.
 	Jobs []JobInput `json:"jobs"`
+	// WorkloadUIDs: the UID of each job's Workload by its index, where given (the cross-check
+	// hands over the sandbox's, so that the ties Kueue breaks by UID fall the same way); the
+	// others get UIDs in mix order (uidFor).
+	WorkloadUIDs map[int]string `json:"workloadUIDs"`
 	// Until: the end of the replay in simulated seconds; 0: the last event.
 	Until float64 `json:"until"`
 }

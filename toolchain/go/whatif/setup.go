@@ -73,6 +73,7 @@ func newSim(in *Input) (*sim, error) {
 		return nil, err
 	}
 	s.nodes = newCluster(in.Nodes)
+	s.workloadUIDs = in.WorkloadUIDs
 	s.nodes.settle(in.Pods)
 	if err := s.addJobs(in.Jobs); err != nil {
 		return nil, err

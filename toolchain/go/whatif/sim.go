@@ -63,46 +63,48 @@ const (
 var trace = os.Getenv("GPUQ_WHATIF_TRACE") != ""
 
 type sim struct {
-	ctx         context.Context
-	clock       *testingclock.FakeClock
-	base        ctrl.WithWatch
-	cl          ctrl.Client
-	cache       *schdcache.Cache
-	queues      *qcache.Manager
-	rq          requeuer
-	sched       *scheduler.Scheduler
-	wlRec       *core.WorkloadReconciler
-	jobRec      reconcile.Reconciler
-	podRec      reconcile.Reconciler                     // nil without Kueue's pod integration
-	admitPod    func(context.Context, *corev1.Pod) error // Kueue's Pod webhooks
-	nodes       *cluster
-	jobs        []*jobState
-	byJob       map[types.NamespacedName]int
-	byPod       map[types.NamespacedName]int
-	byUID       map[types.UID]int
-	seen        map[types.NamespacedName]*kueue.Workload
-	seenJobs    map[types.NamespacedName]ctrl.Object // Jobs and Pods, as their informers last saw them
-	seenPods    map[types.NamespacedName]ctrl.Object
-	owned       map[owner][]types.NamespacedName // a Job or Pod -> its Workloads
-	defaults    crdDefaults
-	reads       *reads
-	tracker     clienttesting.ObjectTracker
-	statusTypes map[schema.GroupVersionKind]bool
-	scheme      *runtime.Scheme
-	dirty       dirty
-	wlQ         workQueue
-	jobQ        workQueue
-	podQ        workQueue
-	retry       map[int]bool // jobs whose pods wait for nodes, to try again: capacity was freed
-	events      evHeap
-	seq         int
-	now         float64
-	until       float64
-	wg          sync.WaitGroup
-	stats       Summary
-	waiting     map[int]bool // running-but-unplaced jobs (unsuspended, pods pending)
-	waitSeq     int          // jobs that began to wait for nodes so far (jobState.waitingSince)
-	changes     int          // objects seen changed (informer events), for idle instants
+	ctx          context.Context
+	clock        *testingclock.FakeClock
+	base         ctrl.WithWatch
+	cl           ctrl.Client
+	cache        *schdcache.Cache
+	queues       *qcache.Manager
+	rq           requeuer
+	sched        *scheduler.Scheduler
+	wlRec        *core.WorkloadReconciler
+	jobRec       reconcile.Reconciler
+	podRec       reconcile.Reconciler                     // nil without Kueue's pod integration
+	admitPod     func(context.Context, *corev1.Pod) error // Kueue's Pod webhooks
+	nodes        *cluster
+	jobs         []*jobState
+	byJob        map[types.NamespacedName]int
+	byPod        map[types.NamespacedName]int
+	byUID        map[types.UID]int
+	seen         map[types.NamespacedName]*kueue.Workload
+	seenJobs     map[types.NamespacedName]ctrl.Object // Jobs and Pods, as their informers last saw them
+	seenPods     map[types.NamespacedName]ctrl.Object
+	owned        map[owner][]types.NamespacedName // a Job or Pod -> its Workloads
+	defaults     crdDefaults
+	reads        *reads
+	tracker      clienttesting.ObjectTracker
+	statusTypes  map[schema.GroupVersionKind]bool
+	scheme       *runtime.Scheme
+	dirty        dirty
+	wlQ          workQueue
+	jobQ         workQueue
+	podQ         workQueue
+	retry        map[int]bool // jobs whose pods wait for nodes, to try again: capacity was freed
+	events       evHeap
+	seq          int
+	now          float64
+	until        float64
+	wg           sync.WaitGroup
+	stats        Summary
+	waiting      map[int]bool   // running-but-unplaced jobs (unsuspended, pods pending)
+	waitSeq      int            // jobs that began to wait for nodes so far (jobState.waitingSince)
+	lastSubmit   time.Time      // Kueue's clock at the last submission (submitting)
+	workloadUIDs map[int]string // Input.WorkloadUIDs
+	changes      int            // objects seen changed (informer events), for idle instants
 }
 
 // replay: the event loop. Each instant's events are applied, then everything settles at
@@ -139,6 +141,7 @@ func (s *sim) replay() error {
 				if err := s.settle(); err != nil {
 					return err
 				}
+				s.submitting()
 			}
 			if err := s.apply(e); err != nil {
 				return err

@@ -246,7 +246,25 @@ func (s *sim) push(e ev) {
 
 func (s *sim) setNow(t float64) {
 	s.now = t
-	s.clock.SetTime(epoch.Add(time.Duration(t * float64(time.Second))))
+	at := epoch.Add(time.Duration(t * float64(time.Second)))
+	if at.Before(s.clock.Now()) { // Kueue's clock never goes back (submitting)
+		at = s.clock.Now()
+	}
+	s.clock.SetTime(at)
+}
+
+// submitting moves Kueue's clock to a later second than the last submission's, when it is
+// not there already: jobs submitted at one instant arrive one after another, as kubectl
+// applies them and as the sandbox engine creates them (each in a later second than the one
+// before), so Kueue sees their creation, and the admissions they get at once, in that order
+// (a workload admitted later is the more recent one a reclaim takes first). The replay's own
+// time stays the instant; only Kueue's clock runs these seconds ahead, until the next instant
+// that is later.
+func (s *sim) submitting() {
+	if next := s.lastSubmit.Add(time.Second); !s.lastSubmit.IsZero() && s.clock.Now().Before(next) {
+		s.clock.SetTime(next)
+	}
+	s.lastSubmit = s.clock.Now()
 }
 
 // ringWatch: the sets of quota holders sampled at one instant (sim.go, A preemption loop),
