@@ -8,7 +8,7 @@ SANDBOX := sandbox/sandbox.sh
 export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: venv lock toolchain toolchain-all schema lint lint-shell lint-workflows lint-go test test-unit test-policy \
-        test-toolchain test-deep test-e2e test-sandbox test-rehearse test-multikueue sandbox-up \
+        test-toolchain test-deep test-e2e test-sandbox test-rehearse test-engines test-multikueue sandbox-up \
         sandbox-down sandbox-shell sandbox-status demo rehearse bench promote quota-diff clean \
         kueue-manifest ci-kueue-manifest pin-kueue what-if status record bench-scale mutation wheels \
         mermaid grafana bench-what-if advise bench-advise crosscheck
@@ -237,7 +237,7 @@ pin-kueue: venv
 	$(PY) -m gpu_queues.release.pin $(if $(VERSION),--version $(VERSION)) $(if $(FILE),--file $(FILE)) $(ARGS)
 
 # --- tests ------------------------------------------------------------------------------
-# Each suite's command is in tests/suites.py, which runs them: `make test` in three lanes side
+# Each suite's command is in tests/suites.py, which runs them: `make test` in four lanes side
 # by side (LANES there), each lane on a sandbox of its own (GPUQ_SANDBOX), with a table of
 # every suite's time at the end;
 # a target below runs its suite alone, on the checkout's sandbox. Every suite's output is also
@@ -286,6 +286,11 @@ mutation: venv
 # The rehearsals alone (staging, prod, generated and broken stacks; a fresh sandbox each).
 test-rehearse: venv toolchain-all
 	$(SUITES) rehearse-stacks rehearse
+
+# The what-if's engines held to each other on the sandbox: the causes of their parting worked
+# out by hand, and a few seeds of the randomized cross-check (make crosscheck runs more).
+test-engines: venv toolchain-all
+	$(SUITES) engines
 
 # Everything CI runs (.ci/run calls exactly this), with every supported Kueue release built.
 # SERIAL=1: the suites one after another instead, on the checkout's sandbox.
