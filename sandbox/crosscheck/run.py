@@ -30,6 +30,7 @@ from sandbox.crosscheck.generate import generate
 from sandbox.paths import STATE
 from sandbox.replay.cli import WhatIfError, load_replay_side, replay_side
 from sandbox.replay.fast import FastEngineError, replay_mix
+from sandbox.shape import load_stack
 
 DEFAULT_OUT = STATE / "crosscheck"
 
@@ -61,8 +62,11 @@ def replay_both(stack: str, root: Path, mix: Path, work: Path) -> tuple[Run, Run
     # The sandbox's Workload UIDs, for the last of Kueue's ties (equal priority, admitted in the
     # same second): it breaks them by UID, which the API server draws at random.
     uids = {(w.namespace, w.name): w.workload_uid for w in real.workloads if w.workload_uid}
+    # The stack file the sandbox ran, waitForPodsReady's timeouts pushed out of its reach (its
+    # clock is the wall clock, not the replay's): the fast engine is held to that cluster.
+    ran = load_stack(side.shape_file)
     try:
-        fast = replay_mix(side.config, mix, stack=stack, label=side.label, workload_uids=uids)
+        fast = replay_mix(ran, mix, stack=stack, label=side.label, workload_uids=uids)
     except FastEngineError as exc:
         raise WhatIfError(str(exc)) from None
     return real, fast
