@@ -9,20 +9,23 @@ export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: venv lock toolchain toolchain-all schema lint lint-shell lint-workflows lint-go test test-unit test-policy \
         test-toolchain test-deep test-e2e test-sandbox test-rehearse test-engines test-multikueue sandbox-up \
-        sandbox-down sandbox-shell sandbox-status demo rehearse bench promote quota-diff clean \
+        sandbox-down sandbox-shell sandbox-status demo rehearse bench promote quota-diff kueue-diff clean \
         kueue-manifest ci-kueue-manifest pin-kueue what-if status record bench-scale mutation wheels \
         mermaid grafana bench-what-if advise bench-advise crosscheck
 
-$(VENV)/.stamp: requirements.txt requirements.lock
+# The checkout itself is installed too, editable and without its dependencies (the lock has
+# them, and hatchling, its build backend): `gpuq` is then .venv/bin/gpuq.
+$(VENV)/.stamp: requirements.txt requirements.lock pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt -c requirements.lock
+	$(VENV)/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
 venv: $(VENV)/.stamp
 
 lock: venv
 	( echo "# Full resolved Python environment (pip freeze), used as constraints by make venv. Regenerate: make lock"; \
-	  $(VENV)/bin/pip freeze ) > requirements.lock
+	  $(VENV)/bin/pip freeze --exclude-editable ) > requirements.lock
 
 # The wheels the library's e2e test (tests/e2e/test_library.py) installs the package from, in
 # a virtualenv of its own inside the sandbox's namespace, which reaches no package index
@@ -46,26 +49,26 @@ toolchain-all:
 	KUEUE_VERSIONS="$(KUEUE_RELEASES)" bash toolchain/build.sh
 
 # The Mermaid release the what-if report's charts are rendered with in the unit tests
-# (tools/mermaid/: package.json pins it, package-lock.json every package's digest), installed
+# (tests/js/mermaid/: package.json pins it, package-lock.json every package's digest), installed
 # into .cache/node/mermaid with npm ci; Debian's nodejs and npm first where there is no npm.
 MERMAID := .cache/node/mermaid
-$(MERMAID)/.stamp: tools/mermaid/package.json tools/mermaid/package-lock.json
+$(MERMAID)/.stamp: tests/js/mermaid/package.json tests/js/mermaid/package-lock.json
 	command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm; }
 	mkdir -p $(MERMAID)
-	cp tools/mermaid/package.json tools/mermaid/package-lock.json $(MERMAID)/
+	cp tests/js/mermaid/package.json tests/js/mermaid/package-lock.json $(MERMAID)/
 	cd $(MERMAID) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
 mermaid: $(MERMAID)/.stamp
 
 # Grafana's dashboard schema (@grafana/schema's types, the foundation SDK's Prometheus query)
-# and the TypeScript compiler, pinned in tools/grafana/ like Mermaid: the unit tests check the
+# and the TypeScript compiler, pinned in tests/js/grafana/ like Mermaid: the unit tests check the
 # stack's generated dashboard against it (tests/unit/config/test_dashboard_schema.py).
 GRAFANA := .cache/node/grafana
-$(GRAFANA)/.stamp: tools/grafana/package.json tools/grafana/package-lock.json
+$(GRAFANA)/.stamp: tests/js/grafana/package.json tests/js/grafana/package-lock.json
 	command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm; }
 	mkdir -p $(GRAFANA)
-	cp tools/grafana/package.json tools/grafana/package-lock.json $(GRAFANA)/
+	cp tests/js/grafana/package.json tests/js/grafana/package-lock.json $(GRAFANA)/
 	cd $(GRAFANA) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
@@ -171,7 +174,7 @@ crosscheck: venv toolchain-all
 # limits with the fast what-if as judge; writes the proposal and advice.md into OUT
 # (default .sandbox/advise/<stack>). GOAL="research p90 < 2h" replaces the default objective.
 advise: venv toolchain
-	$(PY) -m sandbox.advise.cli --stack $(STACK) --workloads $(WORKLOADS) $(if $(GOAL),--goal "$(GOAL)") \
+	$(PY) -m gpu_queues.advise.cli --stack $(STACK) --workloads $(WORKLOADS) $(if $(GOAL),--goal "$(GOAL)") \
 	  $(if $(OUT),--out $(OUT)) $(if $(MAX_REPLAYS),--max-replays $(MAX_REPLAYS)) $(if $(BUDGET),--budget $(BUDGET))
 
 # The advisor's cost on the committed prod mix (docs/advisor.md, Speed): per-replay cost split
@@ -181,9 +184,9 @@ bench-advise: venv toolchain
 
 # make status [STACK=staging]: the same per-team table, read from the live cluster.
 # make status STACK=prod ARGS=--eta: a predicted admission time per pending workload, the
-# snapshot replayed forward on the fast engine (sandbox/replay/eta.py, docs/eta.md).
+# snapshot replayed forward on the fast engine (gpu_queues/tools/eta.py, docs/eta.md).
 status: venv
-	$(PY) -m $(if $(filter --eta,$(ARGS)),sandbox.replay.eta,gpu_queues.tools.status) \
+	$(PY) -m $(if $(filter --eta,$(ARGS)),gpu_queues.tools.eta,gpu_queues.tools.status) \
 	  $(if $(STACK),--stack $(STACK)) $(ARGS)
 
 # make record STACK=prod [SINCE=24h] OUT=mix/: the live cluster's Workloads of the last SINCE
@@ -211,6 +214,10 @@ promote: venv
 # make quota-diff OLD=prod@origin/main NEW=prod
 quota-diff: venv
 	$(PY) -m gpu_queues.tools.quota_diff $(OLD) $(NEW) $(ARGS)
+
+# make kueue-diff OLD=prod@origin/main NEW=prod: the PR preview's Kueue section alone
+kueue-diff: venv
+	$(PY) -m gpu_queues.tools.kueue_diff $(OLD) $(NEW) $(ARGS)
 
 # --- the Kueue release manifest (docs/kueue-manifest.md) ---------------------------------
 # Renders the pinned release from the Kueue module (checked against go.sum) with the pinned

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from gpu_queues.config.model import StackConfig
 from gpu_queues.release.module import render_release, rendered_path
+from gpu_queues.whatif.nodes import FLAVOR_ANNOTATION
 from sandbox import shape as fake_cluster
 from sandbox import topology
 from sandbox.control_plane import https_ok, kubectl, start_control_plane
@@ -81,9 +82,7 @@ def cloud_manifests(c: Cluster, stack: StackConfig) -> str:
     objects = fake_cluster.objects(stack)
     if not c.gpu_nodes:
         objects = [
-            o
-            for o in objects
-            if fake_cluster.FLAVOR_ANNOTATION not in o["metadata"].get("annotations", {})
+            o for o in objects if FLAVOR_ANNOTATION not in o["metadata"].get("annotations", {})
         ]
     return "\n---\n".join(json.dumps(o) for o in objects)
 

@@ -12,7 +12,7 @@ import ssl
 import urllib.request
 from pathlib import Path
 
-from sandbox import shape as fake_cluster
+from gpu_queues.whatif.nodes import NODE_ANNOTATION
 from sandbox.paths import BIN, KUBECONFIG, KUBECTL, ROOT
 from sandbox.pki import write_kubeconfig
 from sandbox.procs import run_checked, spawn, wait_for
@@ -195,7 +195,7 @@ def start_kwok(c: Cluster) -> None:
             str(BIN / "kwok"),
             f"--kubeconfig={c.kubeconfig}",
             "--manage-all-nodes=false",
-            f"--manage-nodes-with-annotation-selector={fake_cluster.NODE_ANNOTATION}=fake",
+            f"--manage-nodes-with-annotation-selector={NODE_ANNOTATION}=fake",
             *(f"--config={stage}" for stage in kwok_stage_files()),
             f"--cidr={c.pod_range}",
             # Nodes renew leases like kubelets, so the node lifecycle controller keeps them Ready.

@@ -1,5 +1,6 @@
 """What the sandbox's simulated cloud provides before a stack runs, shaped like that stack:
-fake nodes (one kwok node per node the stack's flavors declare, with their labels (a TAS
+fake nodes (the nodes the stack declares, gpu_queues.whatif.nodes, the same the fast what-if
+places pods on: one kwok node per node the stack's flavors declare, with their labels (a TAS
 flavor's nodes also its topology levels, `<level>-<index>`: docs/topology.md), taints
 and allocatable; kwok keeps them Ready and runs their pods), a system node for Kueue's
 controller, the PriorityClass the controller names (kueue.controller.priorityClassName), the
@@ -23,41 +24,24 @@ import hashlib
 import json
 import re
 import sys
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from gpu_queues.config.model import ConfigError, StackConfig, load_config
 from gpu_queues.config.stackfile import parse_config
-from gpu_queues.kueue.capacity import encode_capacity
 from gpu_queues.kueue.fields import ALWAYS_PRESENT_NAMESPACES
-from gpu_queues.kueue.quantity import QuantityError, parse_quantity
-from gpu_queues.kueue.versions import supported, unsupported_message
 from gpu_queues.release.module import RELEASE_IMAGE
+from gpu_queues.release.stack_release import kueue_release_problem
+from gpu_queues.whatif.nodes import SYSTEM_NODE, NodeNameClash, nodes, on_demand_flavors
 from sandbox.autoscaler import provisioning_request_crd
 from sandbox.kueue_pod import binary_for
 from sandbox.paths import ROOT, STATE
 
-NODE_ANNOTATION = "kwok.x-k8s.io/node"
-# Which flavor a fake node stands for. An annotation, not a label: it must not change what
-# the scheduler or Kueue see. The rehearsal reads it to say which flavor a pod landed on.
-FLAVOR_ANNOTATION = "sandbox.gpu-queues.dev/flavor"
-SYSTEM_NODE = "sandbox-system-0"
-# The pod count kubelets advertise by default; kwok nodes need one too or nothing schedules.
-PODS_PER_NODE = "110"
 # The value of the PriorityClass the sandbox creates when the stack's controller names one:
 # a platform class, above workloads and below Kubernetes' own (2,000,000,000 and up).
 SYSTEM_PRIORITY = 1_000_000
-# A modest system node, as clouds give a system pool; grown if the controller asks for more.
-SYSTEM_NODE_RESOURCES: dict[str, Fraction] = {"cpu": Fraction(16), "memory": Fraction(64 * 2**30)}
-# What the release manifest's controller requests when the stack does not say (Kueue v0.18).
-KUEUE_DEFAULT_REQUESTS: dict[str, Fraction] = {
-    "cpu": Fraction(1, 2),
-    "memory": Fraction(512 * 2**20),
-}
 SHAPE_FILE = STATE / "shape.json"
 STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 
@@ -95,108 +79,6 @@ def load_stack(path: Path) -> StackConfig:
 # --- the simulated cloud ----------------------------------------------------------------
 
 
-def node(
-    name: str,
-    labels: dict[str, str],
-    taints: list[dict[str, Any]],
-    resources: dict[str, str],
-    flavor: str | None,
-) -> dict[str, Any]:
-    allocatable = {"pods": PODS_PER_NODE, **resources}
-    annotations = {NODE_ANNOTATION: "fake"}
-    if flavor is not None:
-        annotations[FLAVOR_ANNOTATION] = flavor
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "annotations": annotations,
-            # The flavor's labels win over the defaults: Kueue selects nodes by them.
-            "labels": {
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-                "type": "kwok",
-                **labels,
-                "kubernetes.io/hostname": name,
-            },
-        },
-        "spec": {"taints": taints} if taints else {},
-        "status": {"capacity": allocatable, "allocatable": allocatable},
-    }
-
-
-def _quantity(value: Any) -> Fraction | None:
-    try:
-        return parse_quantity(value)
-    except QuantityError:
-        return None
-
-
-def system_node(stack: StackConfig) -> dict[str, Any]:
-    """Where the cloud runs system pods such as Kueue's controller: a node the controller's
-    nodeSelector selects, tainted (NoSchedule) with what the controller tolerates by key, so
-    that, as on a cloud's system pool, team jobs stay off it."""
-    ctrl = stack.kueue.controller
-    taints: list[dict[str, Any]] = []
-    for t in ctrl.tolerations or []:
-        if t.key is None or t.effect not in (None, "NoSchedule"):
-            continue
-        taint: dict[str, Any] = {"key": t.key, "effect": "NoSchedule"}
-        if t.operator != "Exists" and t.value:
-            taint["value"] = t.value
-        if taint not in taints:
-            taints.append(taint)
-    # Room for every controller replica twice over (a rollout runs old and new side by side).
-    requests = (ctrl.resources.requests if ctrl.resources else None) or {}
-    replicas = ctrl.replicas or 1
-    size = dict(SYSTEM_NODE_RESOURCES)
-    for name, default in KUEUE_DEFAULT_REQUESTS.items():
-        asked = _quantity(requests.get(name, "")) or default
-        size[name] = max(size[name], asked * replicas * 2)
-    resources = json.loads(encode_capacity(size))
-    return node(SYSTEM_NODE, dict(ctrl.node_selector or {}), taints, resources, None)
-
-
-def on_demand_flavors(stack: StackConfig) -> set[str]:
-    """Flavors a provisioning check runs on (its onFlavors, else every flavor of the team's
-    quota): the autoscaler adds their nodes when asked, so the cloud starts without them."""
-    if stack.provisioning is None:
-        return set()
-    quota = {t.name: {f.name for g in t.resource_groups for f in g.flavors} for t in stack.teams}
-    return {
-        flavor
-        for team in stack.provisioning.teams
-        for use in team.checks
-        for flavor in (use.on_flavors or quota.get(team.name, set()))
-    }
-
-
-def flavor_nodes(stack: StackConfig) -> list[dict[str, Any]]:
-    """One node per declared node of each flavor (one holding the totals for totals only),
-    labelled by its topology's levels as the flavor's nodes.topology lays them out; none yet
-    for a flavor whose nodes come on demand."""
-    later = on_demand_flavors(stack)
-    return [
-        node(n.name, n.labels, list(n.taints), n.resources, n.flavor)
-        for f in stack.flavors
-        if f.name not in later
-        for n in f.node_list(stack.levels_of(f))
-    ]
-
-
-def nodes(stack: StackConfig) -> list[dict[str, Any]]:
-    found = [*flavor_nodes(stack), system_node(stack)]
-    counted = Counter(n["metadata"]["name"] for n in found)  # once each: a cluster may have 10^5
-    clashes = sorted(name for name, times in counted.items() if times > 1)
-    if clashes:
-        raise ShapeError(
-            f"node names clash: {', '.join(clashes)} (a flavor's nodes are named "
-            f"<flavor>-<index>; the system node is {SYSTEM_NODE}); rename a flavor"
-        )
-    return found
-
-
 def adopted_namespaces(stack: StackConfig) -> list[str]:
     """Namespaces the stack adopts: the cloud made them before the stack ever ran."""
     return sorted(
@@ -208,8 +90,16 @@ def adopted_namespaces(stack: StackConfig) -> list[str]:
     )
 
 
+def stack_nodes(stack: StackConfig) -> list[dict[str, Any]]:
+    """The nodes the stack declares (gpu_queues.whatif.nodes), as the cloud's kwok nodes."""
+    try:
+        return nodes(stack)
+    except NodeNameClash as exc:
+        raise ShapeError(str(exc)) from None
+
+
 def objects(stack: StackConfig) -> list[dict[str, Any]]:
-    objs: list[dict[str, Any]] = list(nodes(stack))
+    objs: list[dict[str, Any]] = list(stack_nodes(stack))
     if stack.provisioning is not None:
         # The cloud's autoscaler serves ProvisioningRequests before Kueue starts, or Kueue
         # runs no provisioning controller (sandbox/autoscaler.py).
@@ -311,16 +201,6 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def kueue_release_problem(stack_name: str, version: str) -> str | None:
-    """Why the sandbox cannot run the stack's Kueue release (None when it can). The sandbox
-    runs the controller binary of whatever release the stack's manifest names (sandbox.kueue_pod
-    picks it by the image tag), so any supported release rehearses: the pin, or a stack that
-    sets its own `kueue.version` ahead of the pin (docs/upgrading.md)."""
-    if version not in supported():
-        return f"stack {stack_name!r} runs Kueue {version}: {unsupported_message(version)}"
-    return None
-
-
 def kueue_binary_problem(version: str) -> str | None:
     """Why the release's controller binary is missing here (None when it is linked)."""
     binary = binary_for(f"{RELEASE_IMAGE}:{version}")
@@ -337,7 +217,7 @@ def shape_of(stack_name: str, path: Path, stack: StackConfig) -> Shape:
     why = kueue_release_problem(stack_name, stack.kueue.version)
     if why:
         raise ShapeError(why)
-    nodes(stack)  # name clashes are refused before anything starts
+    stack_nodes(stack)  # name clashes are refused before anything starts
     return Shape(
         stack=stack_name,
         file=str(path),

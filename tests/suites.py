@@ -9,10 +9,10 @@ lanes run at once: the host's checks (lint, the unit, policy and property tests,
 tests) and MultiKueue; the e2e suite then the sandbox suite; the killed-install tests, the
 generated stacks' rehearsals, then the committed stacks' (moved here when the toolchain suite
 grew to 13 minutes and made the checks lane the longest); the what-if's engines held to each
-other (hand-worked causes and generated days, about 15 minutes of a sandbox's waiting). Each lane drives a sandbox of its own
-(GPUQ_SANDBOX, sandbox/paths.py: its own state folder and network namespace), so no suite
-sees another's cluster. Run alone, a suite uses the sandbox the caller
-chose (by default the checkout's one, which `make sandbox-shell` enters).
+other (hand-worked causes and generated days, about 15 minutes of a sandbox's waiting). Each
+lane drives a sandbox of its own (GPUQ_SANDBOX, sandbox/paths.py: its own state folder and
+network namespace), so no suite sees another's cluster. Run alone, a suite uses the sandbox the
+caller chose (by default the checkout's one, which `make sandbox-shell` enters).
 
 Each suite's output goes to .cache/tests/<suite>.log and is printed whole when the suite ends,
 so lanes never interleave their lines. The run fails when any suite fails; every suite runs

@@ -50,6 +50,7 @@ from gpu_queues import keys, yamlio
 from gpu_queues.config import yamledit
 from gpu_queues.config.model import KueueConfig
 from gpu_queues.files import OutsideProject, inside
+from gpu_queues.invoked import prog
 from gpu_queues.kueue.versions import (
     Advice,
     DeriveError,
@@ -429,7 +430,7 @@ def _check_storage_move(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m gpu_queues.release.pin",
+        prog=prog("python -m gpu_queues.release.pin"),
         description="Pin the Kueue release manifest (path or url, and sha256) in every stack "
         "file that installs Kueue.",
     )

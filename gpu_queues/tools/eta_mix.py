@@ -1,5 +1,5 @@
 """The live cluster as a what-if mix that starts now: the half of `gpuq status --eta` that needs
-no engine (docs/eta.md). The replay of the mix and what is printed are sandbox/replay/eta.py's.
+no engine (docs/eta.md). The replay of the mix and what is printed are gpu_queues/tools/eta.py's.
 
 From a status snapshot (gpu_queues.tools.status.Snapshot) and the workloads' owners:
 - finished workloads are the history: a team's run times, from its (last) admission to

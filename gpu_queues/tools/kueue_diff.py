@@ -27,16 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from gpu_queues import keys
-from gpu_queues.config.stackfile import (
-    ROOT,
-    StackFileError,
-    git_output,
-    read_config,
-    resolve_commit,
-)
+from gpu_queues.config.stackfile import ROOT, StackFileError
+from gpu_queues.invoked import prog
 from gpu_queues.kueue.versions import advice, parse_version, release
 from gpu_queues.release.manifest import ManifestError, parse_documents
 from gpu_queues.release.module import RenderError, render_release
+from gpu_queues.release.stack_release import own_version, stack_release
 
 Renderer = Callable[[str], bytes]
 """renderer(version) -> the release manifest's bytes (RenderError when it cannot)."""
@@ -61,21 +57,8 @@ class KueueSide:
         return dict(controller) if isinstance(controller, dict) and self.installs else {}
 
 
-def _pinned_at(root: Path, rev: str | None) -> str:
-    if rev is None:
-        text = (root / "toolchain" / "pins.env").read_text(encoding="utf-8")
-    else:
-        try:
-            text = git_output(root, "show", f"{resolve_commit(root, rev)}:toolchain/pins.env")
-        except StackFileError:
-            raise StackFileError(f"no toolchain/pins.env at revision {rev!r}") from None
-    for line in text.splitlines():
-        if line.startswith("KUEUE_VERSION="):
-            return line.partition("=")[2].strip()
-    raise StackFileError(f"toolchain/pins.env{f' at {rev}' if rev else ''} has no KUEUE_VERSION")
-
-
 def side_from_raw(label: str, raw: Mapping[str, Any], pinned: str) -> KueueSide:
+    """One side from its stack config; `pinned` is the release it runs when it sets none."""
     kueue = raw.get(keys.KEY_KUEUE)
     kueue = kueue if isinstance(kueue, dict) else {}
     manifest = kueue.get("manifest")
@@ -83,20 +66,17 @@ def side_from_raw(label: str, raw: Mapping[str, Any], pinned: str) -> KueueSide:
     return KueueSide(
         label=label,
         installs=kueue.get("install", True) is not False,
-        version=str(kueue.get("version") or pinned),
+        version=own_version(raw) or pinned,
         sha256=str(sha) if sha else None,
         kueue=kueue,
     )
 
 
 def load_side(spec: str, root: Path = ROOT) -> KueueSide:
-    """STACK or STACK@REV; the version a stack does not set is the pin at that revision (read
-    only then: a stack that sets its own needs no toolchain/pins.env beside it)."""
+    """STACK or STACK@REV, at the release it runs there (gpu_queues.release.stack_release)."""
     stack, _, rev = spec.partition("@")
-    raw = read_config(stack, root, rev or None)
-    kueue = raw.get(keys.KEY_KUEUE)
-    own = kueue.get("version") if isinstance(kueue, dict) else None
-    return side_from_raw(spec, raw, "" if own else _pinned_at(root, rev or None))
+    found = stack_release(stack, root, rev or None)
+    return side_from_raw(spec, found.raw, found.version)
 
 
 # --- the objects --------------------------------------------------------------------------
@@ -262,7 +242,7 @@ def _render(version: str) -> bytes:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m gpu_queues.tools.kueue_diff", description=__doc__
+        prog=prog("python -m gpu_queues.tools.kueue_diff"), description=__doc__
     )
     parser.add_argument("old", help="STACK or STACK@REV")
     parser.add_argument("new", help="STACK or STACK@REV")

@@ -45,6 +45,7 @@ from ruamel.yaml import YAML
 from gpu_queues import keys
 from gpu_queues.config.stackfile import ROOT, stack_file_name
 from gpu_queues.files import OutsideProject, inside
+from gpu_queues.invoked import prog
 from gpu_queues.tools import pulumi_cli
 from gpu_queues.tools.promotion_plan import Plan, PromotionError, plan
 
@@ -147,7 +148,7 @@ def promote(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m gpu_queues.tools.promote",
+        prog=prog("python -m gpu_queues.tools.promote"),
         description="Copy what travels from one stack file to the next (dev -> staging -> "
         "prod): the Kueue version, the manifest checksum, the manager's behaviour settings.",
     )

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from gpu_queues.config.model import ConfigError, StackConfig, load_config
 from gpu_queues.config.render import cluster_queue
 from gpu_queues.config.stackfile import ROOT, StackFileError, read_config, resolve_commit
+from gpu_queues.invoked import prog
 from gpu_queues.kueue.capacity import quota_totals
 from gpu_queues.kueue.quantity import format_number
 
@@ -241,7 +242,7 @@ def render(old: Side, new: Side, changes_only: bool = False) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m gpu_queues.tools.quota_diff",
+        prog=prog("python -m gpu_queues.tools.quota_diff"),
         description="Markdown table of quota changes: OLD and NEW are STACK or STACK@REV.",
     )
     parser.add_argument("old", help="STACK or STACK@REV, e.g. staging@origin/main")

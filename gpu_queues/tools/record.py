@@ -2,8 +2,7 @@
 same connection as `gpuq status`) and write them as a what-if mix (gpu_queues/whatif/mix.py)
 that replays what the cluster was asked to admit.
 
-    python -m gpu_queues.tools.record [--stack NAME] [--project DIR] [--kubeconfig FILE]
-                                      [--since 24h] --out DIR_OR_FILE
+    gpuq record [--stack NAME] [--project DIR] [--kubeconfig FILE] [--since 24h] --out DIR_OR_FILE
     make record STACK=prod SINCE=24h OUT=mix/
 
 Each Workload whose owner is a Job (or a plain Pod, Kueue's pod integration) and that was
@@ -47,7 +46,9 @@ import urllib3
 import yaml
 
 from gpu_queues.config.stackfile import ROOT
+from gpu_queues.invoked import prog
 from gpu_queues.kueue.client import KubeconfigError
+from gpu_queues.progress import Progress
 from gpu_queues.tools.status import KUEUE, StatusError, connect, team_queues
 from gpu_queues.values import as_dict, as_list, as_str
 from gpu_queues.whatif.durations import DurationError, parse_duration
@@ -81,7 +82,7 @@ KEPT_NOTE: Final = (
 
 
 class Unrecordable(Exception):
-    """Why a Workload is not recorded (or replayed: sandbox/replay/eta.py reads Workloads into
+    """Why a Workload is not recorded (or replayed: gpu_queues/tools/eta.py reads Workloads into
     manifests with `workload_manifest` and `Owners` too)."""
 
 
@@ -476,7 +477,7 @@ def write(recording: Recording, out: Path) -> list[Path]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m gpu_queues.tools.record",
+        prog=prog("python -m gpu_queues.tools.record"),
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -500,9 +501,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"record: --since: {exc}", file=sys.stderr)
         return 2
     try:
-        rest, source, teams = connect(args.stack, args.project, args.kubeconfig)
-        now = datetime.now(UTC).timestamp()
-        recording = record(rest, teams, now, since, source, args.since)
+        # On a terminal, a line says it is reading (a large cluster takes a while).
+        with Progress("record") as progress:
+            progress.update("connecting")
+            rest, source, teams = connect(args.stack, args.project, args.kubeconfig)
+            progress.update(f"reading Workloads and their owners from {source}")
+            now = datetime.now(UTC).timestamp()
+            recording = record(rest, teams, now, since, source, args.since)
     except (StatusError, KubeconfigError) as exc:
         print(f"record: {exc}", file=sys.stderr)
         return 2

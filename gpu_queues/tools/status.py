@@ -2,7 +2,7 @@
 ClusterQueues, LocalQueues and Workloads, the scheduler's word on pending pods, and Kueue's
 visibility API for the position of every pending workload in its queues.
 
-    python -m gpu_queues.tools.status [--stack NAME] [--project DIR] [--kubeconfig FILE] [--json]
+    gpuq status [--stack NAME] [--project DIR] [--kubeconfig FILE] [--json] [--eta ...]
     make status [STACK=staging]
 
 With --stack, the cluster is the stack's: its `gpu-queues:kubernetes.kubeconfig` secret (read
@@ -13,7 +13,7 @@ outcome of each workload and the team figures follow the what-if's rules
 creation to its last admission, GPU-hours run from the last admission to now (or to its
 end), and a pending workload's message leads with its positions in the ClusterQueue and
 LocalQueue. `gpuq record` (gpu_queues/tools/record.py) reads the cluster the same way, and
-`--eta` (sandbox/replay/eta.py, `make status ARGS=--eta`) replays this snapshot forward.
+`--eta` (gpu_queues/tools/eta.py, `make status ARGS=--eta`) replays this snapshot forward.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 
 import urllib3
 
-from gpu_queues import keys
+from gpu_queues import invoked, keys
 from gpu_queues.config.model import ConfigError, StackConfig, load_config
 from gpu_queues.config.stackfile import ROOT, StackFileError, parse_config
 from gpu_queues.kueue.client import KubeconfigError, api_client, file_client
@@ -157,7 +157,7 @@ def connect(
 @dataclass(frozen=True)
 class Snapshot:
     """One read-only reading of the live cluster, the home of what `gpuq status` reports and
-    `gpuq status --eta` (sandbox/replay/eta.py) replays forward."""
+    `gpuq status --eta` (gpu_queues/tools/eta.py) replays forward."""
 
     now: float
     teams: list[tuple[str, str]]
@@ -274,15 +274,16 @@ def render(run: Run) -> str:
 
 
 ETA_HANDOFF = (
-    "--eta replays the queues forward on the fast what-if engine, which this module does not "
-    "import (tests/unit/test_layers.py): run `make status ARGS=--eta` or "
-    "`python -m sandbox.replay.eta` (docs/eta.md)"
+    "--eta replays the queues forward on the fast what-if engine, in gpu_queues.tools.eta, "
+    "which builds on this module (so this one does not import it: tests/unit/test_layers.py): "
+    "run `gpuq status --eta`, `make status ARGS=--eta` or `python -m gpu_queues.tools.eta` "
+    "(docs/eta.md)"
 )
 
 
 def parser(prog: str = "python -m gpu_queues.tools.status") -> argparse.ArgumentParser:
-    """The options of `gpuq status` (sandbox/replay/eta.py adds its own to the same)."""
-    out = argparse.ArgumentParser(prog=prog, description=__doc__)
+    """The options of `gpuq status` (gpu_queues/tools/eta.py adds its own to the same)."""
+    out = argparse.ArgumentParser(prog=invoked.prog(prog), description=__doc__)
     out.add_argument("--stack", help="the stack whose cluster and teams to read")
     out.add_argument("--project", type=Path, default=ROOT, help="where its Pulumi.<stack>.yaml is")
     out.add_argument(

@@ -1,3 +1,43 @@
-"""The what-if's pieces that need no cluster: the workload mix (reading and checking it),
-the report format (report.md, report.json), and reading Kueue Workloads into results. The
-engines that replay a mix are above (sandbox/replay)."""
+"""The admission what-if without a cluster: the workload mix (reading and checking it), the
+stack's input to an engine, the fast engine that replays a mix on Kueue's own code
+(fast.py), the rules both engines share for what became of a workload, the sides of a
+comparison and the command (cli.py), and the report (report.md, report.json). The sandbox's
+engine, on a real control plane, is sandbox/replay.
+
+    from gpu_queues.whatif import replay
+    run = replay(config, "workloads/staging", stack="staging")  # docs/what-if.md, From Python
+
+The names below load on first use, so importing one module of the package does not start
+the rest.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpu_queues.whatif.engine_input import FastEngineError
+    from gpu_queues.whatif.fast import replay
+    from gpu_queues.whatif.report import Run
+
+__all__ = ["FastEngineError", "Run", "replay"]
+
+
+def __getattr__(name: str) -> Any:
+    """The public names, imported when first asked for (PEP 562)."""
+    if name == "replay":
+        from gpu_queues.whatif.fast import replay
+
+        found: Any = replay
+    elif name == "FastEngineError":
+        from gpu_queues.whatif.engine_input import FastEngineError
+
+        found = FastEngineError
+    elif name == "Run":
+        from gpu_queues.whatif.report import Run
+
+        found = Run
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = found
+    return found

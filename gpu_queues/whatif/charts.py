@@ -13,7 +13,7 @@ Mermaid's xychart draws lines in the order given, colored from `plotColorPalette
 palette is set in the block's init directive, and a line of text under each chart names the
 colors, since not every Mermaid release GitHub has run draws a legend of the lines' titles.
 tests/unit/whatif/test_charts_render.py renders every chart with the pinned Mermaid
-(tools/mermaid/).
+(tests/js/mermaid/).
 """
 
 from __future__ import annotations

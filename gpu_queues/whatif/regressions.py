@@ -1,5 +1,5 @@
 """What a change makes worse, by one rule the PR preview's warnings and the quota advisor
-(sandbox/advise) share: a team whose p90 wait gets more than 10% worse than the base's, a
+(gpu_queues/advise) share: a team whose p90 wait gets more than 10% worse than the base's, a
 workload the base admitted that the change no longer admits (or admits onto no node), and one
 that finished on the base and is preempted or waiting again at the change's end (its wait,
 counted to its first admission, hides that).

@@ -19,9 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from gpu_queues.advise.cli import prepare
 from gpu_queues.config.stackfile import ROOT
-from sandbox.advise.cli import prepare
-from sandbox.replay import fast
+from gpu_queues.whatif import fast
 
 
 def replay_costs(stack: str, rounds: int, work: Path) -> dict[str, float]:
@@ -51,7 +51,7 @@ def advise(stack: str, work: Path) -> dict[str, float]:
     out = work / "advice"
     began = time.monotonic()
     subprocess.run(
-        [sys.executable, "-m", "sandbox.advise.cli", "--stack", stack, "--out", str(out)],
+        [sys.executable, "-m", "gpu_queues.advise.cli", "--stack", stack, "--out", str(out)],
         cwd=ROOT,
         check=True,
         stdout=subprocess.DEVNULL,

@@ -15,7 +15,7 @@ engine, as `--eta` does after its reading. Each stage is timed.
 Live (--live N): N Jobs submitted to the stack's teams in turn on the running sandbox (1-8
 GPUs, 80% with a duration annotation; most of them wait), then the reading `--eta` makes
 timed (the status snapshot: ClusterQueues, LocalQueues, Workloads, the visibility API; the
-owners' Jobs and the nodes), then the whole command (`python -m sandbox.replay.eta --stack
+owners' Jobs and the nodes), then the whole command (`python -m gpu_queues.tools.eta --stack
 STACK --json`, what `make status ARGS=--eta` runs) in a process of its own. The Jobs are
 deleted afterwards. On a sandbox shaped like prod: `make rehearse STACK=prod`, then
 `bash sandbox/sandbox.sh exec .venv/bin/python -m sandbox.bench.eta --live 1000 --stack prod`.
@@ -38,17 +38,18 @@ from gpu_queues.config.model import StackConfig
 from gpu_queues.config.stackfile import ROOT
 from gpu_queues.kueue.client import file_client
 from gpu_queues.tools import status
+from gpu_queues.tools.eta import DEFAULT_HORIZON, live_nodes, parse_horizon
 from gpu_queues.tools.eta_mix import plan
 from gpu_queues.tools.record import Owners
 from gpu_queues.tools.status import Snapshot
 from gpu_queues.whatif.durations import DurationError
+from gpu_queues.whatif.engine_input import frameworks, manager_configuration
+from gpu_queues.whatif.fast import replay_entries
 from gpu_queues.whatif.mix import Catalog
+from gpu_queues.whatif.nodes import nodes
 from gpu_queues.whatif.workloads import Rest
 from sandbox.paths import KUBECONFIG
-from sandbox.replay.engine import frameworks
-from sandbox.replay.eta import DEFAULT_HORIZON, live_nodes, parse_horizon
-from sandbox.replay.fast import manager_configuration, replay_entries
-from sandbox.shape import load_stack, nodes
+from sandbox.shape import load_stack
 
 GPUS = (1, 2, 4, 8)
 GPU_WEIGHTS = (4, 4, 3, 2)
@@ -257,7 +258,7 @@ def bench_live(count: int, stack: str, seed: int = 1) -> str:
         # the mix and the replay.
         t0 = time.monotonic()
         whole = subprocess.run(
-            [sys.executable, "-m", "sandbox.replay.eta", "--stack", stack, "--json"],
+            [sys.executable, "-m", "gpu_queues.tools.eta", "--stack", stack, "--json"],
             cwd=ROOT,
             capture_output=True,
             text=True,

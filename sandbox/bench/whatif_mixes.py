@@ -105,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
                 str(folder),
                 "--root",
                 str(args.root),
+                "--engine",  # the sandbox's engine, the one this bench measures (not the default)
+                "sandbox",
             ]
         )
         total = time.monotonic() - started

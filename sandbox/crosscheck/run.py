@@ -25,12 +25,13 @@ from types import SimpleNamespace
 
 from gpu_queues.whatif import agreement
 from gpu_queues.whatif.documents import MAX_BYTES, MAX_WORKLOADS
+from gpu_queues.whatif.engine_input import FastEngineError
+from gpu_queues.whatif.fast import load_stack_file, replay_mix
 from gpu_queues.whatif.report import Run
+from gpu_queues.whatif.sides import WhatIfError, load_replay_side
 from sandbox.crosscheck.generate import generate
 from sandbox.paths import STATE
-from sandbox.replay.cli import WhatIfError, load_replay_side, replay_side
-from sandbox.replay.fast import FastEngineError, replay_mix
-from sandbox.shape import load_stack
+from sandbox.replay.cli import replay_side
 
 DEFAULT_OUT = STATE / "crosscheck"
 
@@ -64,7 +65,7 @@ def replay_both(stack: str, root: Path, mix: Path, work: Path) -> tuple[Run, Run
     uids = {(w.namespace, w.name): w.workload_uid for w in real.workloads if w.workload_uid}
     # The stack file the sandbox ran, waitForPodsReady's timeouts pushed out of its reach (its
     # clock is the wall clock, not the replay's): the fast engine is held to that cluster.
-    ran = load_stack(side.shape_file)
+    ran = load_stack_file(side.stack_file)
     try:
         fast = replay_mix(ran, mix, stack=stack, label=side.label, workload_uids=uids)
     except FastEngineError as exc:

@@ -14,13 +14,13 @@ from typing import Any
 
 from gpu_queues.config.model import StackConfig, Subject, Team
 from gpu_queues.kueue.quantity import QuantityError, format_quantity, parse_quantity
+from gpu_queues.whatif.nodes import FLAVOR_ANNOTATION
 from gpu_queues.whatif.workloads import assigned_flavors, condition, is_true
 from sandbox.rehearse.jobs import job_manifest, labels_text, shown_nodes
 from sandbox.rehearse.kube import CheckFailed, RehearsalClient, identity
 from sandbox.rehearse.plan import FitsJob, HeldJob, TeamPlan, TooBigJob
 from sandbox.rehearse.results import Cell, Row
 from sandbox.rehearse.sizing import POD_SET, JobShape
-from sandbox.shape import FLAVOR_ANNOTATION
 
 QUEUE_VERBS = ("create", "update", "patch", "delete")
 

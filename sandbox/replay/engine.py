@@ -18,13 +18,12 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
-
 from gpu_queues.config.model import StackConfig
 from gpu_queues.kueue.client import file_client
 from gpu_queues.whatif.documents import Limits, MixTooLarge
 from gpu_queues.whatif.durations import parse_duration
-from gpu_queues.whatif.gpus import is_gpu
+from gpu_queues.whatif.engine_input import flavor_gpus, frameworks
+from gpu_queues.whatif.limits import add_limit_flags, limits_of
 from gpu_queues.whatif.mix import Catalog, load_mix
 from gpu_queues.whatif.report import Run, RunMeta, team_results
 from gpu_queues.whatif.workloads import Rest
@@ -32,7 +31,6 @@ from sandbox import shape as fake_cluster
 from sandbox.paths import KUBECONFIG, ROOT
 from sandbox.rehearse.deploy import deploy
 from sandbox.rehearse.kube import RehearsalClient, running_kueue
-from sandbox.replay.limits import add_limit_flags, limits_of
 from sandbox.replay.timeline import DEFAULT_QUIET, Options, Replay
 
 KUEUE_CONFIG_PATH = "/api/v1/namespaces/kueue-system/configmaps/kueue-manager-config"
@@ -41,28 +39,10 @@ LONG_REQUEUE_GATE = "SchedulerLongRequeueInterval"  # Kueue's 10 s requeue batch
 LONG_REQUEUE_QUIET = 11.0
 
 
-def frameworks(configuration: str) -> list[str]:
-    """The integrations a Kueue manager Configuration (its YAML) turns on; Kueue's default,
-    batch/job, when it names none. Both engines read them so."""
-    loaded = yaml.safe_load(configuration) or {}
-    found = ((loaded.get("integrations") or {}) if isinstance(loaded, dict) else {}).get(
-        "frameworks"
-    )
-    return [str(f) for f in found] if isinstance(found, list) and found else ["batch/job"]
-
-
 def live_frameworks(rest: Rest) -> list[str]:
     """The integrations the running Kueue is configured with (its manager ConfigMap)."""
     cm = rest.get(KUEUE_CONFIG_PATH)
     return frameworks(cm.get("data", {}).get(KUEUE_CONFIG_KEY, ""))
-
-
-def flavor_gpus(config: StackConfig) -> dict[str, int]:
-    """GPUs each flavor's nodes offer (count x per-node GPUs, or the declared capacity)."""
-    return {
-        f.name: int(sum(v for r, v in f.effective_capacity().items() if is_gpu(r)))
-        for f in config.flavors
-    }
 
 
 def quiet_for(config: StackConfig) -> float:

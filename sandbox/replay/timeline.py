@@ -29,6 +29,7 @@ from typing import Any
 
 from gpu_queues.kueue.client import file_client
 from gpu_queues.whatif.mix import COMPLETE_AFTER, Entry, submission_order
+from gpu_queues.whatif.outcome import not_replayed
 from gpu_queues.whatif.report import WorkloadResult
 from gpu_queues.whatif.workloads import (
     KubeError,
@@ -43,14 +44,7 @@ from gpu_queues.whatif.workloads import (
     pod_phase,
 )
 from sandbox.paths import KUBECONFIG
-from sandbox.replay.tracked import (
-    Tracked,
-    all_running,
-    close_run,
-    nodes_of,
-    not_replayed,
-    result,
-)
+from sandbox.replay.tracked import Tracked, all_running, close_run, nodes_of, result
 from sandbox.replay.watch import (
     WATCHED,
     Informer,

@@ -1,4 +1,4 @@
-"""The quota advisor's `pulumi preview` of its proposal (sandbox/advise/preview.py) where it
+"""The quota advisor's `pulumi preview` of its proposal (gpu_queues/advise/preview.py) where it
 can run one: the session's `local` stack deployed on the sandbox, its state in the backend the
 session's pulumi calls see. A proposal that changes one team's GPU quota is previewed for real
 against the cluster: it passes with a pack config that lets local's queues be, and fails, with
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.advise.preview import preview
+from gpu_queues.advise.preview import preview
 
 pytestmark = pytest.mark.e2e
 

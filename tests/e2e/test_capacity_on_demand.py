@@ -31,6 +31,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from gpu_queues.components.readiness import probe_webhooks
+from gpu_queues.whatif.nodes import node
 from sandbox import autoscaler, kueue_pod
 from sandbox import pulumi_stack as stack
 from sandbox import shape as fake_cluster
@@ -137,7 +138,7 @@ class Autoscaler:
 
     def _add_node(self) -> None:
         n = self.spare.pop(0)
-        body = fake_cluster.node(n.name, n.labels, list(n.taints), n.resources, n.flavor)
+        body = node(n.name, n.labels, list(n.taints), n.resources, n.flavor)
         self.k.core.create_node(body)
         self.nodes.append(n.name)
 

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
+from gpu_queues.whatif.nodes import SYSTEM_NODE
 from sandbox import pulumi_stack as stack
-from sandbox import shape as fake_cluster
 from sandbox import topology
 from sandbox.paths import KUBECONFIG
 from sandbox.walkthrough import KUEUE, KubeSession, condition, is_true, job
@@ -172,7 +172,7 @@ def test_the_manager_runs_kueue_with_what_multikueue_needs(manager: KubeSession)
     nodes = [n.metadata.name for n in manager.core.list_node().items]
     # Kueue's pod runs on the system node; the manager's flavor has no nodes here: its jobs run
     # on the workers.
-    assert nodes == [fake_cluster.SYSTEM_NODE]
+    assert nodes == [SYSTEM_NODE]
 
 
 def test_jobs_run_on_the_workers_and_wait_on_the_manager_when_both_are_full(

@@ -25,10 +25,12 @@ from typing import Any
 import pytest
 
 from gpu_queues.config.model import StackConfig
+from gpu_queues.whatif import fast
+from gpu_queues.whatif.engine_input import FastEngineError
+from gpu_queues.whatif.nodes import flavor_nodes
 from sandbox import pulumi_stack as stack
 from sandbox import shape as fake_cluster
 from sandbox.paths import KUBECTL
-from sandbox.replay import fast
 from sandbox.replay.engine import replay_mix
 from sandbox.walkthrough import KubeSession, condition, is_true
 
@@ -58,7 +60,7 @@ def config() -> StackConfig:
 @pytest.fixture(scope="module")
 def tas(cluster: KubeSession, config: StackConfig) -> Iterator[KubeSession]:
     """The stack's nodes in the sandbox and the stack deployed; both gone afterwards."""
-    nodes = fake_cluster.flavor_nodes(config)
+    nodes = flavor_nodes(config)
     kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(n) for n in nodes))
     cluster.wait(
         "the TAS nodes Ready",
@@ -203,5 +205,5 @@ def test_the_sandbox_engine_replays_the_tas_mix_and_the_fast_engine_refuses_it(
     too_wide = next(r for r in run.workloads if r.name == "r-too-wide")
     assert too_wide.message is not None
     assert 'topology "gpu-topology" allows to fit only 2 out of 3 pod(s)' in too_wide.message
-    with pytest.raises(fast.FastEngineError, match="does not model topology-aware scheduling"):
+    with pytest.raises(FastEngineError, match="does not model topology-aware scheduling"):
         fast.replay_mix(config, MIX, stack=STACK, label=STACK)

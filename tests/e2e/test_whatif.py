@@ -40,12 +40,12 @@ import pytest
 
 from gpu_queues.kueue.client import file_client
 from gpu_queues.tools import status
+from gpu_queues.whatif import fast
 from gpu_queues.whatif.markdown import render
 from gpu_queues.whatif.report import Run
 from gpu_queues.whatif.workloads import Rest
 from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECONFIG
-from sandbox.replay import fast
 from sandbox.replay.engine import replay_mix
 from sandbox.shape import load_stack
 from sandbox.walkthrough import KubeSession

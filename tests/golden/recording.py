@@ -45,8 +45,8 @@ def engine_run_of(stack: str, folder: str, mix: str) -> Any:
     takes it (sides and all); a test's stack the way its test replays it."""
     import types
 
-    from sandbox.replay.cli import load_replay_side, replay_side_fast
-    from sandbox.replay.fast import replay_mix
+    from gpu_queues.whatif.fast import replay_mix
+    from gpu_queues.whatif.sides import load_replay_side, replay_side_fast
     from sandbox.shape import load_stack
 
     if folder == ".":

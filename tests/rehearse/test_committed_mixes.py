@@ -16,9 +16,8 @@ from typing import Any
 
 import pytest
 
-from gpu_queues.whatif import agreement
+from gpu_queues.whatif import agreement, fast
 from gpu_queues.whatif.report import Run
-from sandbox.replay import fast
 from sandbox.shape import load_stack
 
 pytestmark = pytest.mark.rehearse

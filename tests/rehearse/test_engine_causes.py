@@ -18,9 +18,8 @@ import pytest
 from gpu_queues.config.model import load_config
 from gpu_queues.config.stackfile import parse_config
 from gpu_queues.pins import kueue_version
-from gpu_queues.whatif import agreement
+from gpu_queues.whatif import agreement, fast
 from gpu_queues.whatif.report import Run
-from sandbox.replay import fast
 
 pytestmark = pytest.mark.rehearse
 

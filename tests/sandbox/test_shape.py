@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.shape import FLAVOR_ANNOTATION, SHAPE_FILE, SYSTEM_NODE
+from gpu_queues.whatif.nodes import FLAVOR_ANNOTATION, SYSTEM_NODE
+from sandbox.shape import SHAPE_FILE
 
 pytestmark = pytest.mark.sandbox
 

@@ -1,4 +1,4 @@
-"""The quota advisor (make advise, sandbox/advise) on the real fast engine: a small stack and
+"""The quota advisor (make advise, gpu_queues/advise) on the real fast engine: a small stack and
 mix whose best answer is worked out by hand below, through the whole command.
 
 One flavor `gpu`, one node of 8 GPUs, cohort `pool`. `starved` holds 2 GPUs of nominal quota
@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import yaml
 
+from gpu_queues.advise.cli import main
 from gpu_queues.config.model import load_config
 from gpu_queues.config.stackfile import parse_config
 from gpu_queues.kueue.quantity import parse_quantity
-from sandbox.advise.cli import main
 from sandbox.paths import ROOT
 
 pytestmark = pytest.mark.toolchain

@@ -1,4 +1,4 @@
-"""Start-time estimates with a horizon (`gpuq status --eta --horizon`, sandbox/replay/eta.py)
+"""Start-time estimates with a horizon (`gpuq status --eta --horizon`, gpu_queues/tools/eta.py)
 tell the same story up to the horizon as a replay of the whole backlog: every pending
 workload the long replay admits by then is admitted at the same second on the same flavor,
 and every other one is "not within" the horizon. A prod snapshot with 60 pending workloads,
@@ -13,9 +13,10 @@ from __future__ import annotations
 import pytest
 
 from gpu_queues.config.stackfile import ROOT
+from gpu_queues.tools import eta
+from gpu_queues.whatif.nodes import nodes
 from sandbox.bench.eta import owner_of, synthetic
-from sandbox.replay import eta
-from sandbox.shape import load_stack, nodes
+from sandbox.shape import load_stack
 
 pytestmark = pytest.mark.toolchain
 

@@ -466,7 +466,25 @@ def test_pulumi_about_describes_the_python_toolchain(basic: BasicRun) -> None:
     assert re.fullmatch(r"\d+\.\d+(\.\d+)?", runtime["toolchainVersion"]), runtime
     assert runtime["typechecker"] == "None"
     dependencies = {d["name"]: d["version"] for d in about["dependencies"]}
-    assert dependencies["pulumi-kubernetes"] == PINS["PULUMI_KUBERNETES_VERSION"]
+    # As upstream: the program's top-level packages, those no other installed one requires
+    # (pip list --not-required). The venv holds this checkout too (make venv installs it for
+    # gpuq), which requires the Pulumi SDKs, so it is listed and they are not.
+    python = str(project.work / "venv" / "bin" / "python")
+
+    def pip_list(*only: str) -> dict[str, str]:
+        listed = subprocess.run(
+            [python, "-m", "pip", "list", *only, "--format", "json", "--disable-pip-version-check"],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        # PEP 503's normal form, as the host names them
+        return {
+            re.sub(r"[-_.]+", "-", p["name"]).lower(): p["version"]
+            for p in json.loads(listed.stdout)
+        }
+
+    assert dependencies == pip_list("--not-required")
+    assert dependencies["gpu-queues"] == "0.1.0"
+    assert pip_list()["pulumi-kubernetes"] == PINS["PULUMI_KUBERNETES_VERSION"]
 
 
 def test_pulumi_new_asks_the_host_for_toolchain_and_virtualenv(

@@ -21,10 +21,10 @@ import pytest
 import yaml
 
 from gpu_queues.config.model import StackConfig, load_config
+from gpu_queues.whatif import engine_input, fast
+from gpu_queues.whatif.engine_input import frameworks
 from gpu_queues.whatif.mix import Catalog, load_mix
 from gpu_queues.whatif.report import Run, report_json
-from sandbox.replay import fast
-from sandbox.replay.engine import frameworks
 from tests.builders import Flavor, Stack, Team
 
 pytestmark = pytest.mark.toolchain
@@ -348,7 +348,8 @@ def test_the_e2e_story_worked_out_by_hand(tmp_path: Path) -> None:
     """tests/e2e/test_whatif.py's mix and stack, whose every outcome, flavor and wait that
     test's docstring works out by hand, on the fast engine with the e2e sandbox's one node
     (8 GPUs, 64 cpu, 512Gi): the same answers, and the same GPU-hours."""
-    from sandbox.shape import load_stack, node
+    from gpu_queues.whatif.nodes import node
+    from sandbox.shape import load_stack
     from tests.e2e import test_whatif as e2e
 
     sandbox_node = node("sandbox-node", {}, [], {"cpu": "64", "memory": "512Gi",
@@ -520,9 +521,9 @@ def engine_document(
     config: StackConfig = load_config(stack.raw())
     mix = tmp / "mix.yaml"
     mix.write_text(yaml.safe_dump_all(jobs, sort_keys=False))
-    configuration = fast.manager_configuration(config)
+    configuration = engine_input.manager_configuration(config)
     entries = load_mix(mix, Catalog.from_stack(config, frameworks(configuration)))
-    return config.kueue.version, fast.engine_input(config, entries, configuration, None)
+    return config.kueue.version, engine_input.engine_input(config, entries, configuration, None)
 
 
 def engine_output(version: str, document: dict[str, Any]) -> list[dict[str, Any]]:

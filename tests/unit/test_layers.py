@@ -1,15 +1,27 @@
-"""Imports point one way (issue 22, item 3): read every module's imports from its source (ast,
-function-level imports included) and fail on a cycle between modules or between packages, and
-on an import against the order below.
+"""Imports point one way (issue 22, item 3; issue 38, item 1): read every module's imports from
+its source (ast, function-level imports included) and fail on a cycle between modules or between
+packages, and on an import against the order below.
 
 The order, bottom to top, written once, here. Why this way: Kueue's own facts (quantities,
 field and object rules, release facts, the client) need nothing of ours; the stack config is
-validated with those rules; a Kueue release is prepared against the config; the Pulumi
-components and the policy pack build or judge what those produce; the what-if's mix and report
-read config; the tools (promote, diffs, status, CI glue) combine all of it; the sandbox harness
-runs clusters for them, and rehearsal, replay and benchmarks drive the harness; the Pulumi
-program and the design card's components/ face use the library last. A module may import its
-own package and anything on a lower floor; two packages on one floor do not import each other.
+validated with those rules; a Kueue release is prepared against the config (and which release
+a stack runs is decided there, for every tool); the Pulumi components and the policy pack
+build or judge what those produce; the what-if reads config and releases, and replays a mix
+on the fast engine with no cluster (its mix, the engine's input, the driver, the outcome
+rules both engines share, the sides, the command and the report), so a library user has all
+of it; the tools (promote, diffs, status and its start-time estimates, record, CI glue)
+combine all of it; the quota advisor judges candidates with the what-if and checks them with
+the policy pack and the tools' preview; the library's public face and the `gpuq` command sit
+on top. The sandbox harness runs clusters for the rehearsal and for the what-if's sandbox
+engine (which hands itself to the library's what-if command), and benchmarks drive both; the
+Pulumi program and the design card's components/ face use the library last. A module may
+import its own package and anything on a lower floor; two packages on one floor do not import
+each other.
+
+One edge is by module name, not an import, so the source does not show it: `gpuq what-if`
+runs the sandbox's what-if command (sandbox.replay.cli, the library's command with the
+sandbox engine passed in) where the checkout has it. BY_NAME declares it and the test below
+checks that gpuq names no other module above the library.
 """
 
 from __future__ import annotations
@@ -30,6 +42,8 @@ FLOORS: list[tuple[str, ...]] = [
         "gpu_queues.values",
         "gpu_queues.files",
         "gpu_queues.yamlio",
+        "gpu_queues.progress",
+        "gpu_queues.invoked",
     ),
     ("gpu_queues.kueue",),
     ("gpu_queues.config",),
@@ -37,16 +51,18 @@ FLOORS: list[tuple[str, ...]] = [
     ("gpu_queues.components", "policies"),
     ("gpu_queues.whatif",),
     ("gpu_queues.tools",),
-    ("gpu_queues",),  # the library's public face (gpu_queues/__init__.py)
+    ("gpu_queues.advise",),  # the quota advisor: fast replays (gpu_queues.whatif) as its judge
+    ("gpu_queues",),  # the library's public face (gpu_queues/__init__.py) and gpuq (cli.py)
     ("sandbox",),
     ("sandbox.rehearse",),
     ("sandbox.replay",),
-    ("sandbox.advise",),  # the quota advisor: drives fast replays (sandbox.replay) as its judge
     ("sandbox.crosscheck",),  # the engines' randomized cross-check: drives both (sandbox.replay)
     ("sandbox.bench",),
     ("components", "__main__"),
 ]
 TOP = ("gpu_queues", "sandbox", "policies", "components", "__main__")
+# Edges by module name (importlib), which the source's imports do not show: (from, to).
+BY_NAME = {("gpu_queues.cli", "sandbox.replay.cli")}
 
 
 def modules() -> dict[str, Path]:
@@ -154,8 +170,30 @@ def against_the_order(edges: dict[str, set[str]]) -> list[str]:
     return wrong
 
 
+def named_by_gpuq() -> set[tuple[str, str]]:
+    """The modules gpuq (gpu_queues/cli.py) runs by name: each command's, and the checkout's."""
+    from gpu_queues import cli
+
+    edges = set()
+    for command in cli.COMMANDS.values():
+        for module in (command.module, *command.when.values(), command.checkout):
+            if module:
+                edges.add(("gpu_queues.cli", module))
+    return edges
+
+
 def test_no_module_imports_against_the_order():
     assert against_the_order(graph()) == []
+
+
+def test_gpuq_runs_the_library_by_name_and_above_it_only_what_is_declared():
+    """gpuq loads each command's module when asked for (so `gpuq --help` imports none): those
+    edges must keep the order too, all but the one declared by name (BY_NAME)."""
+    known = set(modules())
+    named = named_by_gpuq()
+    assert {target for _, target in named} <= known
+    upward = {edge for edge in named if against_the_order({edge[0]: {edge[1]}})}
+    assert upward == BY_NAME
 
 
 def test_no_two_modules_import_each_other_in_a_circle():
@@ -170,6 +208,25 @@ def test_no_two_packages_import_each_other_in_a_circle():
             if a != b:
                 edges[a].add(b)
     assert cycles(edges) == []
+
+
+def test_a_fast_replay_needs_nothing_above_the_whatif():
+    """Following a mix through the fast engine's replay stays on the what-if's floor and below:
+    a library user has all of it, with no sandbox, tools or advisor."""
+    edges = graph()
+    start = "gpu_queues.whatif.fast"
+    seen, todo = {start}, [start]
+    while todo:
+        for target in edges[todo.pop()] - seen:
+            seen.add(target)
+            todo.append(target)
+    assert sorted(m for m in seen if floor(m)[0] > floor(start)[0]) == []
+    assert {"gpu_queues.whatif.nodes", "gpu_queues.config.model"} <= seen  # it was followed
+
+
+def test_no_module_is_over_600_lines():
+    lengths = {name: len(path.read_text().splitlines()) for name, path in modules().items()}
+    assert {name: n for name, n in lengths.items() if n > 600} == {}
 
 
 def test_the_checks_catch_what_they_are_about():

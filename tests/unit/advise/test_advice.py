@@ -1,4 +1,4 @@
-"""What OUT gets (sandbox.advise.advice) and the command's refusals (sandbox.advise.cli): the
+"""What OUT gets (gpu_queues.advise.advice) and the command's refusals (gpu_queues.advise.cli): the
 proposal written into the stack file through the YAML editor touches only the changed keys,
 and a bad GOAL, team or metric is refused by name with exit 2 and no traceback."""
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from gpu_queues.advise import advice
+from gpu_queues.advise.cli import main
+from gpu_queues.advise.space import Candidate, Space
 from gpu_queues.config.model import load_config
 from gpu_queues.config.stackfile import parse_config
-from sandbox.advise import advice
-from sandbox.advise.cli import main
-from sandbox.advise.space import Candidate, Space
 from sandbox.paths import ROOT
 from tests.builders import Flavor, Stack, Team
 

@@ -1,12 +1,12 @@
-"""GOAL's grammar and the figures it bounds (sandbox.advise.goal): expected values worked out
+"""GOAL's grammar and the figures it bounds (gpu_queues.advise.goal): expected values worked out
 by hand from the waits written in each test."""
 
 from __future__ import annotations
 
 import pytest
 
+from gpu_queues.advise.goal import DEFAULT, Clause, GoalError, clause_holds, figure, met, parse_goal
 from gpu_queues.whatif.report import Run, RunMeta, WorkloadResult, team_results
-from sandbox.advise.goal import DEFAULT, Clause, GoalError, clause_holds, figure, met, parse_goal
 
 pytestmark = pytest.mark.unit
 

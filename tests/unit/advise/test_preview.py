@@ -1,10 +1,10 @@
-"""How the advisor reads a failed `pulumi preview` (sandbox/advise/preview.py, failure)."""
+"""How the advisor reads a failed `pulumi preview` (gpu_queues/advise/preview.py, failure)."""
 
 from __future__ import annotations
 
 import pytest
 
-from sandbox.advise.preview import failure
+from gpu_queues.advise.preview import failure
 
 pytestmark = pytest.mark.unit
 

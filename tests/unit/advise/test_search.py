@@ -1,6 +1,7 @@
-"""The search (sandbox.advise.search) over the knobs (sandbox.advise.space) on tiny stacks whose
-best answer is worked out by hand, judged by the queue model in model.py; every candidate goes
-through the real config validation and policy pack (sandbox.advise.cli.checker)."""
+"""The search (gpu_queues.advise.search) over the knobs (gpu_queues.advise.space) on tiny
+stacks whose best answer is worked out by hand, judged by the queue model in model.py; every
+candidate goes through the real config validation and policy pack
+(gpu_queues.advise.cli.checker)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from gpu_queues.advise.cli import checker
+from gpu_queues.advise.goal import DEFAULT, figure, met, parse_goal
+from gpu_queues.advise.search import Search
+from gpu_queues.advise.space import Candidate, Space
 from gpu_queues.config.model import StackConfig, load_config
-from sandbox.advise.cli import checker
-from sandbox.advise.goal import DEFAULT, figure, met, parse_goal
-from sandbox.advise.search import Search
-from sandbox.advise.space import Candidate, Space
 from sandbox.paths import ROOT
 from tests.builders import Flavor, Stack, Team
 from tests.unit.advise import model
@@ -130,7 +131,7 @@ def test_the_why_is_worked_from_the_runs():
     """The first test's stack and mix. Today a's third job waits from 0 s to 1 h and runs
     until 2 h, the end of the replay: a has a workload waiting half of the 2 h; b's one job
     holds 2 of its 4 GPUs for 1 h of the 2 h, 1.0 on average, 3.0 idle."""
-    from sandbox.advise.advice import why
+    from gpu_queues.advise.advice import why
 
     jobs = [(f"a{i}", "a", 2, 0.0, HOUR) for i in range(3)] + [("b0", "b", 2, 0.0, HOUR)]
     space, _, outcome = search(stack("gpu", {"a": 4, "b": 4}), jobs)

@@ -2,7 +2,7 @@
 
 No Grafana server can be run here: Grafana is AGPL (not to be used by this project) and no
 registry reachable from this machine packages one (Debian does not ship it). So the JSON is
-checked against the schema Grafana publishes as TypeScript types, pinned in tools/grafana/
+checked against the schema Grafana publishes as TypeScript types, pinned in tests/js/grafana/
 (@grafana/schema 13.2.3: the dashboard model and the time series panel's options; the
 foundation SDK 0.0.21: the Prometheus query), with the pinned TypeScript compiler: the
 dashboard becomes one object literal whose panels and queries are each marked `satisfies`
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[3]
 MODULES = ROOT / ".cache" / "node" / "grafana"
-PRELUDE = ROOT / "tools" / "grafana" / "schema.ts"
+PRELUDE = ROOT / "tests" / "js" / "grafana" / "schema.ts"
 TSC = MODULES / "node_modules" / "typescript" / "bin" / "tsc"
 
 

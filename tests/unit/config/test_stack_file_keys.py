@@ -16,16 +16,16 @@ import pytest
 import yaml
 
 from gpu_queues import keys
+from gpu_queues.advise import advice
+from gpu_queues.advise.space import Candidate, Space
 from gpu_queues.config.model import load_config
 from gpu_queues.config.multikueue_checks import stack_file_problems
 from gpu_queues.config.secure import load_stack_config
 from gpu_queues.config.stackfile import config_of, parse_config, parse_document
 from gpu_queues.release.pin import pin_text
 from gpu_queues.tools import promote
-from sandbox.advise import advice
-from sandbox.advise.space import Candidate, Space
+from gpu_queues.whatif import sides as whatif
 from sandbox.rehearse.deploy import sandbox_stack_file
-from sandbox.replay import cli as whatif
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.unit

@@ -15,7 +15,7 @@ from gpu_queues.config.hardware import flavor_nodes
 from gpu_queues.config.model import ConfigError, load_config
 from gpu_queues.config.stackfile import parse_config
 from gpu_queues.kueue import versions
-from sandbox import shape as fake_cluster
+from gpu_queues.whatif import nodes as stack_nodes
 
 pytestmark = pytest.mark.unit
 
@@ -101,7 +101,7 @@ def test_sixteen_nodes_in_two_blocks_of_four_racks_are_labelled_by_domain():
 
 def test_the_sandbox_nodes_carry_the_levels_and_their_hostname():
     cfg = load_config(stack())
-    node = fake_cluster.flavor_nodes(cfg)[9]
+    node = stack_nodes.flavor_nodes(cfg)[9]
     labels = node["metadata"]["labels"]
     assert (labels[BLOCK], labels[RACK], labels[HOST]) == ("block-1", "rack-4", "h100-9")
     assert node["status"]["allocatable"]["nvidia.com/gpu"] == "8"
@@ -109,7 +109,7 @@ def test_the_sandbox_nodes_carry_the_levels_and_their_hostname():
 
 def test_the_committed_tas_stack_shapes_two_blocks_of_two_racks():
     cfg = load_config(parse_config(TAS_STACK.read_text(), TAS_STACK.name))
-    racks = [n["metadata"]["labels"][RACK] for n in fake_cluster.flavor_nodes(cfg)]
+    racks = [n["metadata"]["labels"][RACK] for n in stack_nodes.flavor_nodes(cfg)]
     assert racks == ["rack-0", "rack-0", "rack-1", "rack-1", "rack-2", "rack-2", "rack-3", "rack-3"]
 
 

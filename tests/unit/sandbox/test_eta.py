@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from gpu_queues.tools import eta
 from gpu_queues.tools.eta_mix import Item, Plan, RunTime
 from gpu_queues.tools.status import Snapshot
 from gpu_queues.tools.status import main as status_main
-from sandbox.replay import eta
 from tests.unit.tools.test_eta_mix import NOW, config, workload
 
 pytestmark = pytest.mark.unit

@@ -13,6 +13,7 @@ import pytest
 from gpu_queues.config.model import load_config
 from gpu_queues.kueue.versions import supported
 from gpu_queues.pins import read_pins
+from gpu_queues.whatif import nodes as stack_nodes
 from sandbox import kueue_pod
 from sandbox import shape as fc
 from tests.conftest import ROOT, stack_raw
@@ -32,11 +33,11 @@ def kinds(objs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
 def test_prod_gets_one_node_per_declared_node_with_the_flavors_labels_and_taints() -> None:
     nodes = kinds(built("prod"), "Node")
     assert sorted(nodes) == sorted(
-        [*(f"h100-{i}" for i in range(4)), "a100-0", "a100-1", fc.SYSTEM_NODE]
+        [*(f"h100-{i}" for i in range(4)), "a100-0", "a100-1", stack_nodes.SYSTEM_NODE]
     )
     h100 = nodes["h100-3"]
     assert h100["metadata"]["labels"]["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
-    assert h100["metadata"]["annotations"][fc.FLAVOR_ANNOTATION] == "h100"
+    assert h100["metadata"]["annotations"][stack_nodes.FLAVOR_ANNOTATION] == "h100"
     assert h100["spec"]["taints"] == [
         {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
     ]
@@ -51,10 +52,10 @@ def test_prod_gets_one_node_per_declared_node_with_the_flavors_labels_and_taints
 def test_the_system_node_fits_the_kueue_controllers_placement() -> None:
     """prod places Kueue on node-role.kubernetes.io/system nodes and tolerates
     CriticalAddonsOnly: the system node has that label and taint, so jobs stay off it."""
-    system = kinds(built("prod"), "Node")[fc.SYSTEM_NODE]
+    system = kinds(built("prod"), "Node")[stack_nodes.SYSTEM_NODE]
     assert system["metadata"]["labels"]["node-role.kubernetes.io/system"] == "true"
     assert system["spec"]["taints"] == [{"key": "CriticalAddonsOnly", "effect": "NoSchedule"}]
-    assert fc.FLAVOR_ANNOTATION not in system["metadata"]["annotations"]
+    assert stack_nodes.FLAVOR_ANNOTATION not in system["metadata"]["annotations"]
     # Room for both replicas' requests (500m, 1Gi) twice over: the default 16 cpu, 64Gi.
     assert system["status"]["allocatable"]["cpu"] == "16"
 
@@ -62,7 +63,7 @@ def test_the_system_node_fits_the_kueue_controllers_placement() -> None:
 def test_a_controller_asking_for_more_gets_a_bigger_system_node() -> None:
     raw = stack_raw("prod")
     raw["kueue"]["controller"]["resources"]["requests"] = {"cpu": "6", "memory": "40Gi"}
-    system = fc.system_node(load_config(raw))
+    system = stack_nodes.system_node(load_config(raw))
     assert system["status"]["allocatable"]["cpu"] == "24"  # 6 x 2 replicas x 2
     assert system["status"]["allocatable"]["memory"] == "160Gi"
 
@@ -70,8 +71,10 @@ def test_a_controller_asking_for_more_gets_a_bigger_system_node() -> None:
 def test_local_keeps_its_single_node_and_its_volume() -> None:
     objs = built("local")
     nodes = kinds(objs, "Node")
-    assert sorted(nodes) == ["gpu-flavor-0", fc.SYSTEM_NODE]
-    assert "spec" not in nodes[fc.SYSTEM_NODE] or not nodes[fc.SYSTEM_NODE]["spec"]
+    assert sorted(nodes) == ["gpu-flavor-0", stack_nodes.SYSTEM_NODE]
+    assert (
+        "spec" not in nodes[stack_nodes.SYSTEM_NODE] or not nodes[stack_nodes.SYSTEM_NODE]["spec"]
+    )
     assert list(kinds(objs, "PersistentVolume")) == ["shared-volume-local"]
     assert list(kinds(objs, "StorageClass")) == ["shared-wekafs"]
     # `default` always exists: the cloud does not create it.
@@ -94,7 +97,7 @@ def test_a_totals_only_flavor_is_one_node_holding_the_totals() -> None:
 def test_flavor_labels_win_over_the_default_node_labels() -> None:
     raw = stack_raw("prod")
     raw["flavors"][0]["nodeLabels"] = {"type": "gpu", "kubernetes.io/arch": "arm64"}
-    node = fc.flavor_nodes(load_config(raw))[0]
+    node = stack_nodes.flavor_nodes(load_config(raw))[0]
     assert node["metadata"]["labels"]["type"] == "gpu"
     assert node["metadata"]["labels"]["kubernetes.io/arch"] == "arm64"
 
@@ -104,8 +107,8 @@ def test_a_flavor_named_like_the_system_node_is_refused() -> None:
     raw["flavors"][0]["name"] = "sandbox-system"
     for team in raw["teams"]:
         team["resourceGroups"][0]["flavors"][0]["name"] = "sandbox-system"
-    with pytest.raises(fc.ShapeError, match="node names clash: sandbox-system-0"):
-        fc.nodes(load_config(raw))
+    with pytest.raises(stack_nodes.NodeNameClash, match="node names clash: sandbox-system-0"):
+        stack_nodes.nodes(load_config(raw))
 
 
 def test_a_stack_on_an_unsupported_kueue_release_is_refused() -> None:
@@ -231,12 +234,12 @@ def test_a_stack_with_provisioning_checks_gets_the_provisioning_request_api_firs
 
 def test_the_nodes_of_a_flavor_a_provisioning_check_runs_on_come_later() -> None:
     stack = fc.load_stack(PROVISIONING_STACK)
-    assert fc.on_demand_flavors(stack) == {"on-demand-gpu"}
-    assert sorted(kinds(fc.objects(stack), "Node")) == [fc.SYSTEM_NODE]
+    assert stack_nodes.on_demand_flavors(stack) == {"on-demand-gpu"}
+    assert sorted(kinds(fc.objects(stack), "Node")) == [stack_nodes.SYSTEM_NODE]
     raw = load_config(stack_raw("local")).model_dump(by_alias=True, exclude_none=True)
     raw["provisioning"] = {
         "checks": [{"name": "autoscale", "provisioningClassName": "x.example.com"}],
         "teams": [{"name": "ml", "checks": [{"name": "autoscale"}]}],
     }
     # Without onFlavors the check runs on every flavor of the team's quota.
-    assert fc.on_demand_flavors(load_config(raw)) == {"gpu-flavor"}
+    assert stack_nodes.on_demand_flavors(load_config(raw)) == {"gpu-flavor"}

@@ -11,8 +11,8 @@ import pytest
 
 from gpu_queues.config.model import StackConfig, load_config
 from gpu_queues.config.stackfile import parse_config
+from gpu_queues.whatif import engine_input, fast, sides
 from sandbox.rehearse import plan as rp
-from sandbox.replay import cli, fast
 from tests.conftest import stack_raw
 
 pytestmark = pytest.mark.unit
@@ -39,28 +39,29 @@ def test_without_a_topology_the_rehearsal_still_expects_it_admitted_and_unschedu
 
 
 def test_the_fast_engine_refuses_a_tas_stack_by_name():
-    why = fast.topology_problem(tas_config())
+    why = engine_input.topology_problem(tas_config())
     assert why == (
         "the fast engine does not model topology-aware scheduling, and this stack's flavors use "
         "topologies: tas-gpu (gpu-topology); replay it with ENGINE=sandbox, on the real Kueue "
         "and scheduler (docs/what-if.md)"
     )
-    with pytest.raises(fast.FastEngineError) as info:
+    with pytest.raises(engine_input.FastEngineError) as info:
         fast.replay_entries(tas_config(), [], "", stack="local-tas", label="local-tas")
     assert str(info.value) == why
 
 
 def test_the_fast_engine_takes_a_stack_whose_flavors_use_no_topology():
-    assert fast.topology_problem(load_config(stack_raw("prod"))) is None
+    assert engine_input.topology_problem(load_config(stack_raw("prod"))) is None
     cfg = tas_config()
     unused = cfg.model_copy(
         update={"flavors": [f.model_copy(update={"topology_name": None}) for f in cfg.flavors]}
     )
-    assert unused.topologies and fast.topology_problem(unused) is None
+    assert unused.topologies and engine_input.topology_problem(unused) is None
 
 
 def test_make_what_if_refuses_a_tas_side_on_the_fast_engine_before_replaying_any():
-    side = cli.ReplaySide("new", "local-tas (work tree)", tas_config(), TAS_STACK, [], "pins")
+    side = sides.ReplaySide("new", "local-tas (work tree)", tas_config(), TAS_STACK, [], "pins")
     assert (
-        cli.unbuilt_engine(side) == f"local-tas (work tree): {fast.topology_problem(side.config)}"
+        sides.unbuilt_engine(side)
+        == f"local-tas (work tree): {engine_input.topology_problem(side.config)}"
     )

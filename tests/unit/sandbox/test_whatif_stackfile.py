@@ -14,10 +14,11 @@ import yaml
 from gpu_queues.kueue.versions import supported
 from gpu_queues.pins import PINS_FILE, read_pins
 from gpu_queues.release.pin import set_pinned_version
+from gpu_queues.whatif import sides as whatif
 from sandbox import kueue_pod
 from sandbox import shape as fake_cluster
 from sandbox.rehearse import deploy as rehearse
-from sandbox.replay import cli as whatif
+from sandbox.replay import cli as sandbox_cli
 from tests.conftest import ROOT
 from tests.unit.conftest import Write, git
 
@@ -145,12 +146,12 @@ def test_the_sandbox_is_shaped_and_deployed_by_the_rehearsals_code(
     write("staging", yaml.safe_dump(doc))
     side = whatif.load_replay_side("new", "staging", repo, None, tmp_path)
     # The shape the sandbox gets is fake_cluster's for the stack: staging's two nodes.
-    shape = fake_cluster.shape_of("staging", side.shape_file, side.config)
+    shape = fake_cluster.shape_of("staging", side.stack_file, side.config)
     assert shape.flavor_nodes == {"h100": 1, "a100": 1}
     rendered = tmp_path / "rendered.yaml"
     rendered.write_text("kind: List\n")
     deployed, notes = rehearse.sandbox_stack_file(
-        "staging", side.shape_file, side.config, tmp_path / "out", rendered
+        "staging", side.stack_file, side.config, tmp_path / "out", rendered
     )
     out = yaml.safe_load(deployed.read_text())
     assert set(out) == {"config"}  # no encryption salt: the sandbox's stack has its own
@@ -182,12 +183,12 @@ def test_base_is_the_stack_file_at_the_revision(repo: Path, write: Write) -> Non
 
 
 def test_a_missing_workloads_path_is_an_error_before_any_sandbox(tmp_path: Path, capsys) -> None:
-    code = whatif.main(["--stack", "staging", "--workloads", str(tmp_path / "none")])
+    code = sandbox_cli.main(["--stack", "staging", "--workloads", str(tmp_path / "none")])
     assert code == 2 and "no workloads at" in capsys.readouterr().err
 
 
 def kueue_of(side: whatif.ReplaySide) -> dict:
-    return yaml.safe_load(side.shape_file.read_text())["config"]["gpu-queues:kueue"]
+    return yaml.safe_load(side.stack_file.read_text())["config"]["gpu-queues:kueue"]
 
 
 @pytest.mark.parametrize(("before", "after"), [(OLDEST, NEWEST), (NEWEST, OLDEST)])
@@ -205,7 +206,7 @@ def test_each_side_runs_the_release_its_tree_pins(
     # Written into the file the sandbox is shaped from and deploys: the program's default
     # would be its own work tree's pin.
     assert kueue_of(base)["version"] == before and kueue_of(new)["version"] == after
-    assert fake_cluster.load_stack(base.shape_file).kueue.version == before
+    assert fake_cluster.load_stack(base.stack_file).kueue.version == before
     assert (
         kueue_of(base)["manifest"]
         == yaml.safe_load(STAGING)["config"]["gpu-queues:kueue"]["manifest"]
@@ -249,10 +250,10 @@ def test_a_release_that_is_not_built_here_is_refused_naming_how_to_build_it(
     (bin_dir / f"kueue-{NEWEST}").write_text("")
     monkeypatch.setattr(kueue_pod, "BIN", bin_dir)
     assert (
-        whatif.unbuilt_release(whatif.load_replay_side("new", "staging", repo, None, tmp_path))
+        sandbox_cli.unbuilt_release(whatif.load_replay_side("new", "staging", repo, None, tmp_path))
         is None
     )
-    said = whatif.unbuilt_release(base)
+    said = sandbox_cli.unbuilt_release(base)
     assert said is not None
     assert said.startswith(
         f"{label} runs Kueue {OLDEST} (from toolchain/pins.env at HEAD), which is not built here: "
@@ -291,19 +292,19 @@ def test_a_stack_with_provisioning_checks_is_refused_by_name() -> None:
 
 def test_the_fast_engine_refuses_a_stack_with_provisioning_checks_too() -> None:
     # The advisor and the fast what-if build the engine's input here, past the stack file.
-    from sandbox.replay import fast
+    from gpu_queues.whatif import engine_input
 
     config = fake_cluster.load_stack(
         ROOT / "tests" / "e2e" / "stacks" / "Pulumi.local-provisioning.yaml"
     )
-    with pytest.raises(fast.FastEngineError, match=r"provisioning checks \(autoscale\)"):
-        fast.engine_input(config, [], "", None)
-    assert fast.unmodelled(fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")) is None
+    with pytest.raises(engine_input.FastEngineError, match=r"provisioning checks \(autoscale\)"):
+        engine_input.engine_input(config, [], "", None)
+    assert engine_input.unmodelled(fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")) is None
 
 
 def test_the_fast_engine_takes_single_pods_and_leaves_pod_groups_to_the_sandbox() -> None:
+    from gpu_queues.whatif import engine_input
     from gpu_queues.whatif.mix import Entry
-    from sandbox.replay import fast
 
     def entry(index: int, kind: str, labels: object) -> Entry:
         meta = {"name": f"w{index}", "namespace": "ns", "labels": labels}
@@ -314,7 +315,7 @@ def test_the_fast_engine_takes_single_pods_and_leaves_pod_groups_to_the_sandbox(
     entries = [entry(0, "Job", {}), entry(1, "Pod", {}), entry(2, "Pod", group),
                entry(3, "JobSet", {}), entry(4, "Pod", ["not", "a", "map"])]  # fmt: skip
     config = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
-    sent = fast.engine_input(config, entries, "", None)["jobs"]
+    sent = engine_input.engine_input(config, entries, "", None)["jobs"]
     assert [(j["index"], j["kind"]) for j in sent] == [(0, "Job"), (1, "Pod"), (4, "Pod")]
-    assert "not pod groups" in (fast.not_fast(entries[2]) or "")
-    assert "not JobSets" in (fast.not_fast(entries[3]) or "")
+    assert "not pod groups" in (engine_input.not_fast(entries[2]) or "")
+    assert "not JobSets" in (engine_input.not_fast(entries[3]) or "")

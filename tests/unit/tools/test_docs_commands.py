@@ -84,3 +84,31 @@ def test_shown_tool_commands_exist_with_their_options() -> None:
         for option in (w.split("=", 1)[0] for w in words[3:] if w.startswith("--")):
             assert option in helps[words[2]], f"{doc}: `{command}`: {words[2]} has no {option}"
     assert {"gpu_queues.tools.quota_diff", "gpu_queues.tools.promote"} <= set(helps)
+
+
+def gpuq_lines() -> list[tuple[str, str]]:
+    """(document, command) for every `gpuq ...` the docs show: sh/bash block lines and inline
+    code spans."""
+    out = [(doc, c) for doc, c in shown_commands() if c.startswith("gpuq ")]
+    for doc in DOCS:
+        out += [(doc.name, c) for c in re.findall(r"`(gpuq [^`]+)`", doc.read_text())]
+    return out
+
+
+def test_shown_gpuq_commands_exist_with_their_options() -> None:
+    from gpu_queues import cli as gpuq
+
+    checked = set()
+    for doc, command in gpuq_lines():
+        words = shlex.split(command)
+        name, rest = words[1], words[2:]
+        if name in ("--help", "-h", gpuq.COMPLETION):  # gpuq's own: tests/unit/test_gpuq.py
+            continue
+        assert name in gpuq.COMMANDS, f"{doc}: `{command}`: gpuq has no command {name!r}"
+        module = gpuq.module_for(name, rest)
+        shown = gpuq.options(gpuq.help_text(module))
+        for option in (w.split("=", 1)[0] for w in rest if w.startswith("--")):
+            assert option in shown, f"{doc}: `{command}`: gpuq {name} has no {option}"
+        checked.add(name)
+    # The docs' gpuq lines were found and read: the everyday ones are among those checked.
+    assert {"status", "record", "what-if"} <= checked, checked

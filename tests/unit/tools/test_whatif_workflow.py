@@ -20,8 +20,8 @@ from gpu_queues.config.stackfile import read_config
 from gpu_queues.tools.pr_comment import main as pr_comment_main
 from gpu_queues.tools.whatif_ci import main as whatif_ci_main
 from gpu_queues.tools.whatif_ci import whatif_stacks
+from gpu_queues.whatif import cli as whatif_cli
 from gpu_queues.whatif.mix import Catalog, load_mix
-from sandbox.replay import cli as whatif_cli
 from tests.conftest import read_yaml
 from tests.unit.conftest import git
 
@@ -186,11 +186,11 @@ def test_the_what_if_needs_no_sandbox_no_root_and_no_pulumi() -> None:
 
 
 def test_the_replay_runs_the_fast_engine_against_the_prs_base_and_parses() -> None:
-    i, step = _step("what-if", r"sandbox\.replay\.cli ")
+    i, step = _step("what-if", r"gpu_queues\.whatif\.cli ")
     assert i > _step("what-if", r"build\.sh")[0]
     assert step["env"]["BASE_SHA"] == "${{ github.event.pull_request.base.sha }}"
     assert step["env"]["STACK"] == "${{ matrix.stack }}"
-    args = _command(step["run"], "sandbox.replay.cli")
+    args = _command(step["run"], "gpu_queues.whatif.cli")
     assert args == [
         "--stack", "$STACK", "--workloads", "workloads/$STACK", "--base", "$BASE_SHA",
         "--out", "$RUNNER_TEMP/what-if", "--engine", "fast",
@@ -214,7 +214,7 @@ def test_the_report_goes_to_the_stacks_quota_diff_comment_as_a_section(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     i, step = _step("what-if", r"gpu_queues\.tools\.pr_comment")
-    assert i > _step("what-if", r"sandbox\.replay\.cli ")[0]
+    assert i > _step("what-if", r"gpu_queues\.whatif\.cli ")[0]
     args = _command(step["run"], "gpu_queues.tools.pr_comment")
     assert args == [
         "--pr", "$PR", "--marker", "quota-diff-$STACK", "--section", "what-if",

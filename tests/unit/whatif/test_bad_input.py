@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_queues.whatif import documents
+from gpu_queues.whatif import cli, documents
 from gpu_queues.whatif.documents import MAX_BYTES, MAX_WORKLOADS, Limits, MixTooLarge
 from gpu_queues.whatif.mix import (
     ANNOTATION_DURATION,
@@ -29,7 +29,6 @@ from gpu_queues.whatif.mix import (
     TeamQueue,
     load_mix,
 )
-from sandbox.replay import cli
 
 pytestmark = pytest.mark.unit
 
@@ -353,3 +352,29 @@ def test_the_cli_refuses_a_mix_over_a_limit_before_anything_starts(
         cli.main([*base, "--max-workloads", "none"])
     assert usage.value.code == 2
     assert "'none' is not a whole number" in capsys.readouterr().err
+
+
+def test_an_unreadable_until_is_refused_by_name_before_anything_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mix = tmp_path / "mix.yaml"
+    mix.write_text(yaml.safe_dump(JOB))
+    argv = ["--stack", "nope", "--workloads", str(mix), "--out", str(tmp_path / "out")]
+    assert cli.main([*argv, "--until", "a day"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("what-if: --until: 'a day' is not a duration")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_librarys_command_without_the_sandbox_says_where_the_sandbox_engine_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """gpu_queues.whatif.cli alone (an installed library) has only the fast engine; the
+    checkout's sandbox/replay/cli.py passes the sandbox's in."""
+    mix = tmp_path / "mix.yaml"
+    mix.write_text(yaml.safe_dump(JOB))
+    argv = ["--stack", "staging", "--workloads", str(mix), "--out", str(tmp_path / "out")]
+    assert cli.main([*argv, "--engine", "sandbox"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("what-if: the sandbox engine runs from a gpu-queues checkout")
+    assert "make what-if ENGINE=sandbox" in err and not (tmp_path / "out").exists()

@@ -1,7 +1,7 @@
 """Every chart of the what-if report rendered as a browser renders it (issue 23, item 8): with
-the pinned Mermaid (tools/mermaid/package.json, installed by `make mermaid`, a step of
+the pinned Mermaid (tests/js/mermaid/package.json, installed by `make mermaid`, a step of
 `make test` and `make test-unit`), parsed, laid out and drawn to SVG in a DOM
-(tools/mermaid/render.mjs), so a chart a PR comment would show as an error, or draw wrong,
+(tests/js/mermaid/render.mjs), so a chart a PR comment would show as an error, or draw wrong,
 fails here. Broken charts are fed too: the renderer must refuse them, or this test could not
 fail."""
 
@@ -27,8 +27,10 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[3]
 MODULES = ROOT / ".cache" / "node" / "mermaid"
-SCRIPT = ROOT / "tools" / "mermaid" / "render.mjs"
-PINNED = json.loads((ROOT / "tools" / "mermaid" / "package.json").read_text())["dependencies"]
+SCRIPT = ROOT / "tests" / "js" / "mermaid" / "render.mjs"
+PINNED = json.loads((ROOT / "tests" / "js" / "mermaid" / "package.json").read_text())[
+    "dependencies"
+]
 
 
 def installed() -> str:

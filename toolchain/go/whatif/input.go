@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Input is what sandbox/replay/fast.py sends.
+// Input is what gpu_queues/whatif/engine_input.py sends.
 type Input struct {
 	// Objects: Namespaces, ResourceFlavors, Cohorts, ClusterQueues, LocalQueues,
 	// WorkloadPriorityClasses and PriorityClasses, as the program renders them.

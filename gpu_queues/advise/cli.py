@@ -1,13 +1,14 @@
 """The quota advisor's command (docs/advisor.md).
 
-    python -m sandbox.advise.cli --stack prod [--workloads workloads/prod]
-        [--goal "research p90 < 2h"] [--out DIR] [--max-replays N] [--budget SECONDS]
+    gpuq advise --stack prod [--workloads workloads/prod] [--goal "research p90 < 2h"]
+        [--out DIR] [--max-replays N] [--budget SECONDS] [--jobs N]
     make advise STACK=prod [WORKLOADS=workloads/prod] [GOAL="research p90 < 2h"] [OUT=dir]
 
-Replays the mix on the fast what-if (sandbox.replay.fast) for the stack as it is and for each
-candidate the search tries (sandbox.advise.search), prints progress as it goes (replays done,
-the best so far), and writes OUT (default .sandbox/advise/<stack>): the proposed
-Pulumi.<stack>.yaml, advice.md, advice.json and search.json (sandbox.advise.advice).
+Replays the mix on the fast what-if (gpu_queues.whatif.fast) for the stack as it is and for each
+candidate the search tries (gpu_queues.advise.search), prints progress as it goes (replays done,
+the best so far; on a terminal also a line counting replays and time), and writes OUT (default
+.sandbox/advise/<stack>): the proposed Pulumi.<stack>.yaml, advice.md, advice.json and
+search.json (gpu_queues.advise.advice).
 
 Exit 0 with a proposal (or none, when nothing does better), 3 when a GOAL is not met by any
 setting within the hardware (the best found is written all the same), 2 with one line saying
@@ -22,21 +23,23 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gpu_queues.advise import advice, goal, policy
+from gpu_queues.advise.preview import preview
+from gpu_queues.advise.search import Search
+from gpu_queues.advise.space import Space, SpaceError
 from gpu_queues.config.model import ConfigError, StackConfig, load_config
 from gpu_queues.config.stackfile import ROOT, StackFileError, parse_config, read_text
+from gpu_queues.invoked import prog
+from gpu_queues.progress import Progress
 from gpu_queues.tools.changed_stacks import policy_config
+from gpu_queues.whatif import fast
 from gpu_queues.whatif.documents import Limits, MixTooLarge
+from gpu_queues.whatif.engine_input import FastEngineError
+from gpu_queues.whatif.limits import mix_size_problem
 from gpu_queues.whatif.report import Run
-from sandbox.advise import advice, goal, policy
-from sandbox.advise.preview import preview
-from sandbox.advise.search import Search
-from sandbox.advise.space import Space, SpaceError
-from sandbox.paths import STATE
-from sandbox.replay import fast
-from sandbox.replay.cli import WhatIfError, kueue_release, whatif_raw
-from sandbox.replay.limits import mix_size_problem
+from gpu_queues.whatif.sides import WhatIfError, kueue_release, whatif_raw
 
-DEFAULT_OUT = STATE / "advise"
+DEFAULT_OUT = ROOT / ".sandbox" / "advise"
 
 
 class AdviseError(Exception):
@@ -106,7 +109,9 @@ def check_proposal(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sandbox.advise.cli", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog=prog("python -m gpu_queues.advise.cli"), description=__doc__
+    )
     parser.add_argument("--stack", required=True, help="the stack: Pulumi.<stack>.yaml")
     parser.add_argument("--workloads", type=Path, help="the mix (default workloads/<stack>)")
     parser.add_argument("--goal", help='e.g. "research p90 < 2h" (default: docs/advisor.md)')
@@ -143,8 +148,12 @@ def main(argv: list[str] | None = None) -> int:
             candidate, workloads, stack=args.stack, label=f"{args.stack} (candidate)"
         )
 
+    # On a terminal, a line under the search's own lines counts replays and time.
+    bar = Progress("advise")
+
     def progress(line: str) -> None:
-        print(f"advise: {line}", file=sys.stderr, flush=True)
+        bar.say(f"advise: {line}")
+        bar.update(f"{search.replays} replays (at most {args.max_replays}, {args.budget:.0f}s)")
 
     print(f"advise: goal: {wanted.text()}", file=sys.stderr)
     search = Search(
@@ -157,16 +166,20 @@ def main(argv: list[str] | None = None) -> int:
         budget_seconds=args.budget,
         jobs=args.jobs,
     )
-    try:
-        outcome = search.run()
-        proposal = advice.proposal_text(text, where, space, outcome.best.candidate)
-    except (fast.FastEngineError, MixTooLarge, advice.ProposalError, ValueError) as exc:
-        print(f"advise: {exc}", file=sys.stderr)
-        return 2
-    out.mkdir(parents=True, exist_ok=True)
-    out_file = out / f"Pulumi.{args.stack}.yaml"
-    out_file.write_text(proposal)
-    checks = check_proposal(args.stack, proposal, where, pack_config, out_file, ROOT)
+    with bar:
+        bar.update("replaying the stack as it is")
+        try:
+            outcome = search.run()
+            proposal = advice.proposal_text(text, where, space, outcome.best.candidate)
+        except (FastEngineError, MixTooLarge, advice.ProposalError, ValueError) as exc:
+            bar.close()
+            print(f"advise: {exc}", file=sys.stderr)
+            return 2
+        out.mkdir(parents=True, exist_ok=True)
+        out_file = out / f"Pulumi.{args.stack}.yaml"
+        out_file.write_text(proposal)
+        bar.update("checking the proposal (validation, policy pack, pulumi preview)")
+        checks = check_proposal(args.stack, proposal, where, pack_config, out_file, ROOT)
     notes = []
     if config.kueue.manager.fair_sharing is not None:
         notes.append(

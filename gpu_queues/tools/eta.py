@@ -1,15 +1,16 @@
 """Start-time estimates, `gpuq status --eta` (docs/eta.md): when each pending workload of the
 live cluster is predicted to be admitted, and on which run-time estimates that rests.
 
-    python -m sandbox.replay.eta --stack NAME [--project DIR] [--history 7d] [--horizon 24h]
-        [--json]
+    gpuq status --eta --stack NAME [--project DIR] [--history 7d] [--horizon 24h] [--json]
+    gpuq eta --stack NAME ...                 (the same)
     make status STACK=prod ARGS=--eta
+    python -m gpu_queues.tools.eta --stack NAME ...
 
 A read-only snapshot of the cluster (gpu_queues.tools.status, through the stack's kubeconfig
 secret as `gpuq status` reads it) becomes a mix that starts now (gpu_queues.tools.eta_mix:
 admitted workloads first, holding what they hold for what is left of their run time, then the
 pending ones in Kueue's order), replayed forward on the fast engine of the stack's Kueue
-release (sandbox.replay.fast) with the stack's queues as the program renders them and the
+release (gpu_queues.whatif.fast) with the stack's queues as the program renders them and the
 cluster's nodes as they are, up to a horizon (default 24 h ahead; a workload not admitted by
 then is "not within 24h"). A pending workload's predicted admission is now plus its wait
 in the replay; what it relies on is the run-time estimates of the workloads of its
@@ -32,15 +33,16 @@ import urllib3
 
 from gpu_queues.config.model import StackConfig
 from gpu_queues.kueue.client import KubeconfigError
+from gpu_queues.progress import Progress
 from gpu_queues.tools import status
 from gpu_queues.tools.eta_mix import DEFAULT_HISTORY, EtaError, Item, Plan, plan
 from gpu_queues.tools.record import Owners
 from gpu_queues.whatif.durations import DurationError, format_duration, parse_duration
+from gpu_queues.whatif.engine_input import FastEngineError, frameworks, manager_configuration
+from gpu_queues.whatif.fast import replay_entries
 from gpu_queues.whatif.mix import Catalog
 from gpu_queues.whatif.report import Run, WorkloadResult
 from gpu_queues.whatif.workloads import KubeError, Rest, is_true
-from sandbox.replay.engine import frameworks
-from sandbox.replay.fast import FastEngineError, manager_configuration, replay_entries
 
 # How far ahead the replay looks: a day of the cluster, not the whole backlog (at 1,000 pending
 # workloads on prod, ten simulated days). Predictions before it are the same as without one
@@ -253,7 +255,7 @@ def _assumptions(
     )
     out = [
         f"replayed from {iso(mix.now)} {ahead} on the fast engine of Kueue {config.kueue.version} "
-        "(sandbox/replay/fast.py), in simulated time: Kueue's reactions take no time, so a "
+        "(gpu_queues/whatif/fast.py), in simulated time: Kueue's reactions take no time, so a "
         "live handoff (a job ends, the next is admitted) comes a second or two later",
         "queues and quotas as the stack file declares them (the program's rendering), "
         + (
@@ -335,7 +337,7 @@ def public(estimate: Estimate) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = status.parser("python -m sandbox.replay.eta")
+    parser = status.parser("python -m gpu_queues.tools.eta")
     parser.add_argument(
         "--history",
         default="7d",
@@ -376,14 +378,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(stack: str, project: Path, as_json: bool, history: float, horizon: float | None) -> int:
     config, _ = status.stack_config(stack, project)
-    rest, source, teams = status.connect(stack, project)
-    now = datetime.now(UTC).timestamp()
-    snapshot = status.take_snapshot(rest, teams, now)
-    nodes = live_nodes(rest)
-    estimate = predict(
-        config, snapshot, Owners(rest).get, nodes, source=f"live cluster of {source}",
-        history=history, horizon=horizon,
-    )  # fmt: skip
+    # On a terminal, a line says what it is doing: reading the cluster, then the replay.
+    with Progress("status --eta") as progress:
+        progress.update("connecting")
+        rest, source, teams = status.connect(stack, project)
+        progress.update(f"reading {source}")
+        now = datetime.now(UTC).timestamp()
+        snapshot = status.take_snapshot(rest, teams, now)
+        nodes = live_nodes(rest)
+        progress.update("replaying the queues forward on the fast engine")
+        estimate = predict(
+            config, snapshot, Owners(rest).get, nodes, source=f"live cluster of {source}",
+            history=history, horizon=horizon,
+        )  # fmt: skip
     print(json.dumps(public(estimate), indent=2) if as_json else render(estimate))
     return 0
 

@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from gpu_queues import keys
+from gpu_queues.advise import goal as goals
+from gpu_queues.advise.search import Outcome, describe
+from gpu_queues.advise.space import Candidate, Space
 from gpu_queues.config import yamledit
 from gpu_queues.config.stackfile import StackFileError, parse_config, parse_document
 from gpu_queues.whatif.charts import flavor_use, gpus_in_use, pending, team_waits
 from gpu_queues.whatif.durations import format_duration
 from gpu_queues.whatif.markdown import render
 from gpu_queues.whatif.report import Run, WorkloadResult, align
-from sandbox.advise import goal as goals
-from sandbox.advise.search import Outcome, describe
-from sandbox.advise.space import Candidate, Space
 
 
 class ProposalError(Exception):

@@ -1,6 +1,6 @@
 """How large a mix the what-if takes: --max-workloads and --max-bytes, the same flags on the
-CLI (checked on the host before any sandbox starts) and on the engine (checked again where it
-reads the mix, in the sandbox). The limits themselves are gpu_queues.whatif.documents'.
+command (checked before any engine starts) and on the sandbox's engine (checked again where
+it reads the mix, in the sandbox). The limits themselves are gpu_queues.whatif.documents'.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 // in a DOM of jsdom's: mermaid.render parses the text, lays the diagram out and draws its SVG,
 // the steps at which a page shows "Syntax error in text" or a broken chart instead.
 //
-//   node tools/mermaid/render.mjs MODULES < diagrams.json > results.json
+//   node tests/js/mermaid/render.mjs MODULES < diagrams.json > results.json
 //
 // MODULES is the folder `make mermaid` installed the packages into (.cache/node/mermaid).
 // stdin: a JSON list of diagram texts; stdout: one result per diagram, in order:

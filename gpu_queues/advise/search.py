@@ -1,11 +1,11 @@
-"""The search: coordinate descent over the knobs (sandbox.advise.space), the fast what-if as
+"""The search: coordinate descent over the knobs (gpu_queues.advise.space), the fast what-if as
 judge (a `Judge`: a candidate's validated config in, its Run out).
 
 From the stack as it is, the moves at the largest step are tried one after another (each
 move shifts one knob, or a transfer of nominal quota between teams), `jobs` at a time side by
 side; under the default objective only the moves that can shorten some team's wait
 (Space.moves with the teams that wait). A move whose run scores better
-(sandbox.advise.goal.score) is kept at once, and the pass goes on with the moves it has not
+(gpu_queues.advise.goal.score) is kept at once, and the pass goes on with the moves it has not
 tried yet, from the new best (cyclic coordinate descent). A pass that keeps nothing halves the
 step; a pass at step 1 that keeps nothing ends the search, as
 do the replay budget, the time budget, and a best at the objective's floor (the goal met, no
@@ -21,11 +21,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from gpu_queues.advise import goal as goals
+from gpu_queues.advise.space import Candidate, Space
 from gpu_queues.config.model import StackConfig
 from gpu_queues.whatif.durations import format_duration
 from gpu_queues.whatif.report import Run
-from sandbox.advise import goal as goals
-from sandbox.advise.space import Candidate, Space
 
 Judge = Callable[[StackConfig], Run]
 Check = Callable[[dict[str, object]], "StackConfig | str"]

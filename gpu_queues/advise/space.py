@@ -12,7 +12,7 @@ The bounds, by construction and checked again for every candidate:
 - Kueue's rules: a lendingLimit never above the nominal quota, no limit without a cohort;
 - the config validation (gpu_queues.config.model.load_config: every rule the program runs
   before it registers anything) and the policy pack on the objects the candidate renders
-  (sandbox.advise.policy); a candidate failing either is never replayed.
+  (gpu_queues.advise.policy); a candidate failing either is never replayed.
 """
 
 from __future__ import annotations

@@ -1,0 +1,75 @@
+"""What a replayed workload comes to in the report (gpu_queues.whatif.report's WorkloadResult),
+from what either engine saw: one set of rules for the fast engine (gpu_queues.whatif.fast) and
+the sandbox's (sandbox/replay/tracked.py), so both report alike."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpu_queues.whatif.mix import Entry
+from gpu_queues.whatif.report import WorkloadResult
+from gpu_queues.whatif.workloads import classify, preemptions
+
+
+def outcome(
+    e: Entry,
+    wl: dict[str, Any] | None,
+    *,
+    running: bool,
+    stuck: str | None,
+    evictions: list[str],
+    admitted_at: float | None,
+    gpu_seconds: float,
+    problem: str | None,
+    intervals: list[tuple[float, float | None]] | tuple[()] = (),
+    timeline: list[tuple[float, str, str]] | tuple[()] = (),
+) -> WorkloadResult:
+    """The report's row for a replayed workload, from what either engine saw: its Workload at
+    the end, whether its pods all run, the scheduler's message for a pod that fits no node,
+    its evictions ("reason: message", oldest first) and when it was first admitted."""
+    base = WorkloadResult(
+        e.name,
+        e.namespace,
+        e.queue,
+        "pending",
+        kind=e.kind,
+        team=e.team,
+        cluster_queue=e.cluster_queue,
+        gpus=e.gpus,
+        submit_at=e.submit_at,
+        gpu_seconds=gpu_seconds,
+        intervals=list(intervals),
+        timeline=list(timeline),
+    )
+    if problem or wl is None:
+        base.outcome, base.message = "invalid", problem or "Kueue made no Workload for it"
+        return base
+    base.wait_seconds = None if admitted_at is None else admitted_at - e.submit_at
+    base.preemptions = max(preemptions(wl), sum("Preempted" in x for x in evictions))
+    state, base.flavor, message = classify(wl, running, stuck, bool(evictions and base.preemptions))
+    base.outcome = state
+    history = f"evicted {len(evictions)}x, last: {evictions[-1]}" if evictions else None
+    if state in ("finished", "admitted"):
+        message = history
+    elif state == "pending" and history:
+        message = f"{message} ({history})"
+    elif state == "preempted" and len(evictions) > 1:
+        message = f"evicted {len(evictions)}x, last: {message}"
+    base.message = message
+    return base
+
+
+def not_replayed(e: Entry) -> WorkloadResult:
+    """An entry of the mix the replay did not submit: unsupported, or invalid as read."""
+    return WorkloadResult(
+        e.name,
+        e.namespace,
+        e.queue,
+        "unsupported" if e.status == "unsupported" else "invalid",
+        message=e.problem,
+        kind=e.kind,
+        team=e.team,
+        cluster_queue=e.cluster_queue,
+        gpus=e.gpus,
+        submit_at=e.submit_at,
+    )

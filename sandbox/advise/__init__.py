@@ -1,6 +1,0 @@
-"""The quota advisor (`make advise`, docs/advisor.md): searches a stack's queue settings (per
-team and flavor the GPU nominalQuota, borrowingLimit and lendingLimit, and cohort membership),
-within the hardware the stack declares and the policy pack, with the fast what-if
-(sandbox.replay.fast) as its judge, and writes the proposal as a stack file a reviewer can take
-as it is. goal.py: the objective and GOAL's grammar; space.py: the settings and the bounds;
-search.py: the search; advice.py: what OUT gets; cli.py: the command."""
