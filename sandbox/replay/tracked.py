@@ -41,10 +41,13 @@ class Tracked:
 
 def close_run(t: Tracked, now: float) -> None:
     """The workload's current run ended at `now`; a run that began and ended at the same
-    simulated instant used no GPU time and is dropped (runs are never empty)."""
+    simulated instant used no GPU time and is dropped (runs are never empty), and so is the
+    note of where its pods ran (the fast engine drops both alike)."""
     start, _ = t.intervals.pop()
     if now > start:
         t.intervals.append((start, now))
+    elif t.placed and t.placed[-1][0] == start:
+        t.placed.pop()
 
 
 def all_running(t: Tracked, pods: list[dict[str, Any]]) -> bool:
