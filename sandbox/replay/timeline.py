@@ -44,6 +44,7 @@ from gpu_queues.whatif.workloads import (
     pod_phase,
 )
 from sandbox.paths import KUBECONFIG
+from sandbox.replay import gate
 from sandbox.replay.tracked import Tracked, all_running, close_run, nodes_of, result
 from sandbox.replay.watch import (
     WATCHED,
@@ -91,6 +92,9 @@ class Replay:
         self.quota: dict[str, list[tuple[float, str, str, str]]] = {}
         self._holds: dict[str, bool] = {}
         self.workload_uids: dict[str, str] = {}  # by its owner's UID
+        # Each owner's last admission's place among all, as the watch saw them: the order in
+        # which the gate lets their pods go.
+        self.admissions: dict[str, int] = {}
         self._quota_lock = threading.Lock()
         self.informers = {
             name: Informer(
@@ -105,6 +109,7 @@ class Replay:
             if not informer.synced.wait(60):
                 raise RuntimeError(f"cannot list {informer.path} on the sandbox")
         self.tracked = [Tracked(e) for e in submission_order(entries)]
+        gate.install(self.rest, {t.entry.namespace for t in self.tracked})
         self.by_uid: dict[str, Tracked] = {}
         self.now = 0.0
         self.events: list[tuple[float, int, str, int, int]] = []  # (time, order, kind, i, run)
@@ -130,6 +135,7 @@ class Replay:
             steps = self.quota.setdefault(key, [])
             if holds and not held:
                 steps.append((self.now, "admitted", admitted_flavor(wl) or "", ""))
+                self.admissions[key] = len(self.admissions) + 1
             elif held and not holds and not finished_done(wl):
                 why = eviction(wl)
                 said = f"{why[0]}: {why[1]}" if why else "evicted"
@@ -137,6 +143,7 @@ class Replay:
             self._holds[key] = holds
 
     def close(self) -> None:
+        gate.remove(self.rest)
         for informer in self.informers.values():
             informer.stopping.set()
 
@@ -198,6 +205,46 @@ class Replay:
         return True, waiting
 
     def settle(self, final: bool = False) -> None:
+        """Wait until the cluster has done what the last event set off, then let the pods the
+        replay's gate holds go to the scheduler job by job, in the order Kueue admitted the
+        jobs, each job's pods tried before the next's are let go, the cluster settling again
+        after each (sandbox/replay/gate.py says why)."""
+        self._quiet(final)
+        while pods := self._next_gated():
+            for pod in pods:
+                gate.ungate(self.rest, pod)
+            self._until_tried({uid(p) for p in pods})
+            self._quiet(final)
+
+    def _next_gated(self) -> list[dict[str, Any]]:
+        """The gated pods of the job Kueue admitted first of those that have any."""
+        with self._quota_lock:
+            order = dict(self.admissions)
+        jobs: dict[str, list[dict[str, Any]]] = {}
+        for pod in self.informers["pods"].snapshot():
+            if gate.gated(pod) and not pod.get("metadata", {}).get("deletionTimestamp"):
+                ref = owner(pod, "Job")
+                jobs.setdefault(str(ref.get("uid")) if ref else uid(pod), []).append(pod)
+        if not jobs:
+            return []
+        first = min(jobs, key=lambda k: (order.get(k, 1 << 62), k))
+        return jobs[first]
+
+    def _until_tried(self, uids: set[str], cap: float = 30.0) -> None:
+        """Wait until the scheduler has placed each pod or found no node for it (or it is
+        gone)."""
+        deadline = time.monotonic() + cap
+        while time.monotonic() < deadline:
+            pods = {uid(p): p for p in self.informers["pods"].snapshot()}
+            if all(u not in pods or gate.tried(pods[u]) for u in uids):
+                return
+            time.sleep(0.05)
+        self.notes.append(
+            f"at {self.now:.0f}s simulated, the scheduler had not tried a job's pods {cap:.0f}s "
+            "after the replay let them go; the replay went on"
+        )
+
+    def _quiet(self, final: bool = False) -> None:
         """Wait until the cluster has done what the last event set off.
 
         Kueue's and the Job controller's one-second batches can only change what the replay

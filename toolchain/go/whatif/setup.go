@@ -56,6 +56,7 @@ func newSim(in *Input) (*sim, error) {
 		until:    in.Until,
 		waiting:  map[int]bool{},
 		retry:    map[int]bool{},
+		toPlace:  map[int]bool{},
 	}
 	s.dirty.reset()
 	cfg, err := loadConfiguration(in.Configuration)

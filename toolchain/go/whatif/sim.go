@@ -102,6 +102,8 @@ type sim struct {
 	stats        Summary
 	waiting      map[int]bool   // running-but-unplaced jobs (unsuspended, pods pending)
 	waitSeq      int            // jobs that began to wait for nodes so far (jobState.waitingSince)
+	toPlace      map[int]bool   // jobs whose new pods wait until Kueue is done with the instant (held)
+	admitSeq     int            // admissions so far (jobState.admittedSeq)
 	lastSubmit   time.Time      // Kueue's clock at the last submission (submitting)
 	workloadUIDs map[int]string // Input.WorkloadUIDs
 	changes      int            // objects seen changed (informer events), for idle instants
@@ -287,6 +289,7 @@ func defaultJob(j *batchv1.Job) {
 // stop: the job's pods are gone (all of them, or the ones already bound while the rest
 // waited); their nodes are free.
 func (s *sim) stop(j *jobState) {
+	j.released = false // the next pods it gets are new ones, held like any
 	if len(j.where) == 0 {
 		return
 	}
@@ -317,6 +320,36 @@ func dropLastRan(steps []step) []step {
 		}
 	}
 	return steps
+}
+
+// nextToPlace: the job Kueue admitted first of those whose new pods wait for the scheduler.
+func (s *sim) nextToPlace() (int, bool) {
+	first, found := 0, false
+	for i := range s.toPlace {
+		if !found || s.jobs[i].admittedSeq < s.jobs[first].admittedSeq {
+			first, found = i, true
+		}
+	}
+	return first, found
+}
+
+// release lets the job's new pods go to the scheduler: they are placed now, and, when they
+// do not all fit, tried again as capacity is freed.
+func (s *sim) release(i int) error {
+	delete(s.toPlace, i)
+	j := s.jobs[i]
+	j.released = true
+	return s.place(j)
+}
+
+// held: the job's new pods wait for the scheduler until Kueue is done with the instant
+// (settle); whether they are held.
+func (s *sim) held(i int) bool {
+	if s.jobs[i].released {
+		return false
+	}
+	s.toPlace[i] = true
+	return true
 }
 
 // wait: the job has pods no node takes; they are tried again when capacity is freed.
@@ -390,9 +423,10 @@ func (s *sim) pods(key types.NamespacedName) error {
 		return s.cl.Status().Update(s.ctx, &bj)
 	case suspended:
 		delete(s.waiting, i)
-		j.stuck = ""
+		delete(s.toPlace, i)
+		j.stuck, j.released = "", false
 	case !j.running:
-		if !s.bind(i, bj.Spec.Template.Spec) {
+		if s.held(i) || !s.bind(i, bj.Spec.Template.Spec) {
 			return nil
 		}
 		now := metav1.NewTime(s.clock.Now())
@@ -514,6 +548,8 @@ func (s *sim) track(j *jobState, wl *kueue.Workload) {
 		j.first = wl.Status.Admission.DeepCopy()
 	}
 	if holds && !j.hadQuota {
+		s.admitSeq++
+		j.admittedSeq = s.admitSeq
 		j.timeline = append(j.timeline, step{At: s.now, Event: "admitted", Admission: wl.Status.Admission.DeepCopy()})
 	}
 	if j.hadQuota && !holds && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
@@ -596,6 +632,15 @@ func (s *sim) settle() error {
 			// is put back at once and tried again and again).
 		}
 		if s.rq.ProcessRequeues(s.ctx) > 0 {
+			continue
+		}
+		// Kueue is done with the instant: the pods of the jobs it admitted go to the
+		// scheduler, one job at a time in the order Kueue admitted them, the cluster settling
+		// after each (the sandbox engine's gate holds them so: sandbox/replay/gate.py).
+		if i, ok := s.nextToPlace(); ok {
+			if err := s.release(i); err != nil {
+				return err
+			}
 			continue
 		}
 		return nil

@@ -49,9 +49,13 @@ type jobState struct {
 	// waitingSince: when its pods began to wait for nodes (the engine's sequence), the order in
 	// which waiting pods are tried again.
 	waitingSince int
-	workload     *types.NamespacedName
-	submitted    bool
-	problem      string
+	// released: its current pods went to the scheduler (sim.release); new pods are held.
+	released bool
+	// admittedSeq: its last admission's place among all (the order held pods are released in).
+	admittedSeq int
+	workload    *types.NamespacedName
+	submitted   bool
+	problem     string
 }
 
 // step: one change of a workload's hold on quota or of its pods, when it happened: admitted
