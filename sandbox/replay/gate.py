@@ -76,11 +76,21 @@ def binding() -> dict[str, Any]:
     }
 
 
+class GateError(Exception):
+    """The replay cannot gate the mix's pods; the message says why."""
+
+
 def install(rest: Rest, namespaces: Iterable[str]) -> None:
     """Gate the pods of `namespaces` from now on (what was there before is left as it is)."""
-    remove(rest)
-    rest.create(POLICIES, policy(namespaces))
-    rest.create(BINDINGS, binding())
+    try:
+        remove(rest)
+        rest.create(POLICIES, policy(namespaces))
+        rest.create(BINDINGS, binding())
+    except KubeError as exc:
+        raise GateError(
+            f"cannot install the replay's scheduling gate (a MutatingAdmissionPolicy, "
+            f"admissionregistration.k8s.io/v1, served from Kubernetes 1.36): {exc}"
+        ) from None
 
 
 def remove(rest: Rest) -> None:
