@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -72,6 +73,10 @@ func newSim(in *Input) (*sim, error) {
 	}
 	if err := s.newJobControllers(cfg); err != nil {
 		return nil, err
+	}
+	s.requeuePeriod = time.Second
+	if features.Enabled(features.SchedulerLongRequeueInterval) {
+		s.requeuePeriod = 10 * time.Second
 	}
 	s.nodes = newCluster(in.Nodes)
 	s.workloadUIDs = in.WorkloadUIDs

@@ -63,50 +63,53 @@ const (
 var trace = os.Getenv("GPUQ_WHATIF_TRACE") != ""
 
 type sim struct {
-	ctx          context.Context
-	clock        *testingclock.FakeClock
-	base         ctrl.WithWatch
-	cl           ctrl.Client
-	cache        *schdcache.Cache
-	queues       *qcache.Manager
-	rq           requeuer
-	sched        *scheduler.Scheduler
-	wlRec        *core.WorkloadReconciler
-	jobRec       reconcile.Reconciler
-	podRec       reconcile.Reconciler                     // nil without Kueue's pod integration
-	admitPod     func(context.Context, *corev1.Pod) error // Kueue's Pod webhooks
-	nodes        *cluster
-	jobs         []*jobState
-	byJob        map[types.NamespacedName]int
-	byPod        map[types.NamespacedName]int
-	byUID        map[types.UID]int
-	seen         map[types.NamespacedName]*kueue.Workload
-	seenJobs     map[types.NamespacedName]ctrl.Object // Jobs and Pods, as their informers last saw them
-	seenPods     map[types.NamespacedName]ctrl.Object
-	owned        map[owner][]types.NamespacedName // a Job or Pod -> its Workloads
-	defaults     crdDefaults
-	reads        *reads
-	tracker      clienttesting.ObjectTracker
-	statusTypes  map[schema.GroupVersionKind]bool
-	scheme       *runtime.Scheme
-	dirty        dirty
-	wlQ          workQueue
-	jobQ         workQueue
-	podQ         workQueue
-	retry        map[int]bool // jobs whose pods wait for nodes, to try again: capacity was freed
-	events       evHeap
-	seq          int
-	now          float64
-	until        float64
-	wg           sync.WaitGroup
-	stats        Summary
-	waiting      map[int]bool   // running-but-unplaced jobs (unsuspended, pods pending)
-	waitSeq      int            // jobs that began to wait for nodes so far (jobState.waitingSince)
-	toPlace      map[int]bool   // jobs whose new pods wait until Kueue is done with the instant (held)
-	admitSeq     int            // admissions so far (jobState.admittedSeq)
-	lastSubmit   time.Time      // Kueue's clock at the last submission (submitting)
-	workloadUIDs map[int]string // Input.WorkloadUIDs
-	changes      int            // objects seen changed (informer events), for idle instants
+	ctx         context.Context
+	clock       *testingclock.FakeClock
+	base        ctrl.WithWatch
+	cl          ctrl.Client
+	cache       *schdcache.Cache
+	queues      *qcache.Manager
+	rq          requeuer
+	sched       *scheduler.Scheduler
+	wlRec       *core.WorkloadReconciler
+	jobRec      reconcile.Reconciler
+	podRec      reconcile.Reconciler                     // nil without Kueue's pod integration
+	admitPod    func(context.Context, *corev1.Pod) error // Kueue's Pod webhooks
+	nodes       *cluster
+	jobs        []*jobState
+	byJob       map[types.NamespacedName]int
+	byPod       map[types.NamespacedName]int
+	byUID       map[types.UID]int
+	seen        map[types.NamespacedName]*kueue.Workload
+	seenJobs    map[types.NamespacedName]ctrl.Object // Jobs and Pods, as their informers last saw them
+	seenPods    map[types.NamespacedName]ctrl.Object
+	owned       map[owner][]types.NamespacedName // a Job or Pod -> its Workloads
+	defaults    crdDefaults
+	reads       *reads
+	tracker     clienttesting.ObjectTracker
+	statusTypes map[schema.GroupVersionKind]bool
+	scheme      *runtime.Scheme
+	dirty       dirty
+	wlQ         workQueue
+	jobQ        workQueue
+	podQ        workQueue
+	retry       map[int]bool // jobs whose pods wait for nodes, to try again: capacity was freed
+	events      evHeap
+	seq         int
+	now         float64
+	until       float64
+	wg          sync.WaitGroup
+	stats       Summary
+	waiting     map[int]bool // running-but-unplaced jobs (unsuspended, pods pending)
+	waitSeq     int          // jobs that began to wait for nodes so far (jobState.waitingSince)
+	toPlace     map[int]bool // jobs whose new pods wait until Kueue is done with the instant (held)
+	admitSeq    int          // admissions so far (jobState.admittedSeq)
+	// requeuePeriod: how long after a change Kueue requeues the inadmissible workloads it may
+	// let in (its batch period: 1 s; 10 s with SchedulerLongRequeueInterval).
+	requeuePeriod time.Duration
+	lastSubmit    time.Time      // Kueue's clock at the last submission (submitting)
+	workloadUIDs  map[int]string // Input.WorkloadUIDs
+	changes       int            // objects seen changed (informer events), for idle instants
 }
 
 // replay: the event loop. Each instant's events are applied, then everything settles at
@@ -632,6 +635,9 @@ func (s *sim) settle() error {
 			// is put back at once and tried again and again).
 		}
 		if s.rq.ProcessRequeues(s.ctx) > 0 {
+			// The requeue comes a batch period after what set it off, on Kueue's clock as on a
+			// cluster's (and the sandbox's): what it admits is the more recent by that much.
+			s.clock.SetTime(s.clock.Now().Add(s.requeuePeriod))
 			continue
 		}
 		// Kueue is done with the instant: the pods of the jobs it admitted go to the
