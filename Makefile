@@ -8,10 +8,10 @@ SANDBOX := sandbox/sandbox.sh
 export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: venv lock toolchain toolchain-all schema lint lint-shell lint-workflows lint-go test test-unit test-policy \
-        test-toolchain test-deep test-e2e test-sandbox test-rehearse test-multikueue sandbox-up \
+        test-toolchain test-deep test-e2e test-sandbox test-rehearse test-engines test-multikueue sandbox-up \
         sandbox-down sandbox-shell sandbox-status demo rehearse bench promote quota-diff kueue-diff clean \
         kueue-manifest ci-kueue-manifest pin-kueue what-if status record bench-scale mutation wheels \
-        mermaid grafana bench-what-if advise bench-advise
+        mermaid grafana bench-what-if advise bench-advise crosscheck
 
 # The checkout itself is installed too, editable and without its dependencies (the lock has
 # them, and hatchling, its build backend): `gpuq` is then .venv/bin/gpuq.
@@ -161,6 +161,15 @@ SIZES ?= 200 1000 5000
 bench-what-if: venv toolchain
 	$(PY) -m sandbox.bench.whatif_fast $(SIZES)
 
+# The randomized cross-check of the what-if's engines (docs/what-if.md, The cross-check):
+# SEEDS generated stacks and mixes from seed FIRST on, each replayed on the fast engine and on
+# a fresh sandbox (root); prints each seed's agreement, every differing workload with both
+# timelines and where the runs first part, then the agreement rate. RELEASE: another Kueue.
+SEEDS ?= 5
+FIRST ?= 1
+crosscheck: venv toolchain-all
+	$(PY) -m sandbox.crosscheck.run --seeds $(SEEDS) --first $(FIRST) $(if $(RELEASE),--release $(RELEASE))
+
 # The quota advisor (docs/advisor.md): searches the stack's GPU quotas, borrowing and lending
 # limits with the fast what-if as judge; writes the proposal and advice.md into OUT
 # (default .sandbox/advise/<stack>). GOAL="research p90 < 2h" replaces the default objective.
@@ -235,7 +244,7 @@ pin-kueue: venv
 	$(PY) -m gpu_queues.release.pin $(if $(VERSION),--version $(VERSION)) $(if $(FILE),--file $(FILE)) $(ARGS)
 
 # --- tests ------------------------------------------------------------------------------
-# Each suite's command is in tests/suites.py, which runs them: `make test` in three lanes side
+# Each suite's command is in tests/suites.py, which runs them: `make test` in four lanes side
 # by side (LANES there), each lane on a sandbox of its own (GPUQ_SANDBOX), with a table of
 # every suite's time at the end;
 # a target below runs its suite alone, on the checkout's sandbox. Every suite's output is also
@@ -284,6 +293,11 @@ mutation: venv
 # The rehearsals alone (staging, prod, generated and broken stacks; a fresh sandbox each).
 test-rehearse: venv toolchain-all
 	$(SUITES) rehearse-stacks rehearse
+
+# The what-if's engines held to each other on the sandbox: the causes of their parting worked
+# out by hand, and a few seeds of the randomized cross-check (make crosscheck runs more).
+test-engines: venv toolchain-all
+	$(SUITES) engines
 
 # Everything CI runs (.ci/run calls exactly this), with every supported Kueue release built.
 # SERIAL=1: the suites one after another instead, on the checkout's sandbox.

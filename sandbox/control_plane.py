@@ -6,6 +6,7 @@ until each answers. The certificates come first (sandbox.pki).
 
 from __future__ import annotations
 
+import json
 import os
 import ssl
 import urllib.request
@@ -134,10 +135,56 @@ def start_controller_manager(c: Cluster) -> None:
     )
 
 
+# The default profile's score plugins and weights at the pinned release (pkg/scheduler/apis/
+# config/v1/default_plugins.go), each weight multiplied by TIE_SCALE, and the sandbox's two
+# tie-breakers (toolchain/go/kubernetes/scheduler): weights 101 and 1 for at most 10,200 points
+# in all, less than one point of the default plugins' total, so they decide only between nodes
+# the default scoring holds equal, by name, as the fast what-if engine does. Upstream's scheduler
+# takes whichever of those its parallel filter listed first: not the same from run to run.
+# tests/toolchain keeps this list equal to the release's scoring plugins.
+DEFAULT_SCORE_WEIGHTS = {
+    "TaintToleration": 3,
+    "NodeAffinity": 2,
+    "NodeResourcesFit": 1,
+    "PodTopologySpread": 2,
+    "InterPodAffinity": 2,
+    "NodeResourcesBalancedAllocation": 1,
+    "ImageLocality": 1,
+    "DynamicResources": 2,
+}
+TIE_SCALE = 101 * 101
+TIE_BREAKERS = {"TieBreakByNameHigh": 101, "TieBreakByNameLow": 1}
+
+
+def scheduler_config(kubeconfig: Path) -> dict[str, object]:
+    """The sandbox's KubeSchedulerConfiguration: the default profile, ties broken by name."""
+    score = [{"name": n, "weight": w * TIE_SCALE} for n, w in DEFAULT_SCORE_WEIGHTS.items()]
+    score += [{"name": n, "weight": w} for n, w in TIE_BREAKERS.items()]
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig)},
+        "leaderElection": {"leaderElect": False},
+        "profiles": [
+            {"schedulerName": "default-scheduler", "plugins": {"score": {"enabled": score}}}
+        ],
+    }
+
+
 def start_scheduler(c: Cluster) -> None:
+    config = c.state / "kube-scheduler.yaml"
+    config.write_text(json.dumps(scheduler_config(c.kubeconfig), indent=1))
+    kc = str(c.kubeconfig)
     spawn(
         c.process("kube-scheduler"),
-        [str(BIN / "kube-scheduler"), *_controller_flags(c), "--secure-port=10259"],
+        [
+            str(BIN / "kube-scheduler"),
+            f"--config={config}",
+            f"--authentication-kubeconfig={kc}",
+            f"--authorization-kubeconfig={kc}",
+            f"--bind-address={c.address}",
+            "--secure-port=10259",
+        ],
     )
 
 

@@ -4,14 +4,15 @@
     python -m tests.suites e2e sandbox  those suites only, one after another
     python -m tests.suites --serial     every suite, one after another
 
-On this 2-core machine the suites that drive a sandbox mostly wait on its cluster, so three
+On this 2-core machine the suites that drive a sandbox mostly wait on its cluster, so four
 lanes run at once: the host's checks (lint, the unit, policy and property tests, the toolchain
 tests) and MultiKueue; the e2e suite then the sandbox suite; the killed-install tests, the
 generated stacks' rehearsals, then the committed stacks' (moved here when the toolchain suite
-grew to 13 minutes and made the checks lane the longest). Each lane drives a sandbox of its own
-(GPUQ_SANDBOX, sandbox/paths.py: its own state folder and network namespace), so no suite
-sees another's cluster. Run alone, a suite uses the sandbox the caller
-chose (by default the checkout's one, which `make sandbox-shell` enters).
+grew to 13 minutes and made the checks lane the longest); the what-if's engines held to each
+other (hand-worked causes and generated days, about 15 minutes of a sandbox's waiting). Each
+lane drives a sandbox of its own (GPUQ_SANDBOX, sandbox/paths.py: its own state folder and
+network namespace), so no suite sees another's cluster. Run alone, a suite uses the sandbox the
+caller chose (by default the checkout's one, which `make sandbox-shell` enters).
 
 Each suite's output goes to .cache/tests/<suite>.log and is printed whole when the suite ends,
 so lanes never interleave their lines. The run fails when any suite fails; every suite runs
@@ -82,6 +83,9 @@ FAULTS = "tests/sandbox/test_install_faults.py"
 STACKS = (
     "test_the_committed_stack_rehearses or test_the_committed_mix_replays_the_same_on_both_engines"
 )
+# The what-if's engines held to each other: each cause of their parting worked out by hand,
+# and a few seeds of the randomized cross-check.
+ENGINES = "test_engine_causes or test_crosscheck"
 
 
 @dataclass(frozen=True)
@@ -148,8 +152,14 @@ SUITES = {
         ),
         Suite(
             "rehearse",
-            pytest("rehearse", "-k", f"not ({STACKS})", *ORDERED, *DURATIONS),
+            pytest("rehearse", "-k", f"not ({STACKS}) and not ({ENGINES})", *ORDERED, *DURATIONS),
             "generated and broken stacks rehearsed",
+            sandbox=True,
+        ),
+        Suite(
+            "engines",
+            pytest("rehearse", "-k", ENGINES, *ORDERED, *DURATIONS),
+            "the what-if's engines on hand-worked causes and generated days",
             sandbox=True,
         ),
         Suite(
@@ -167,6 +177,7 @@ LANES: list[tuple[str, str, list[str]]] = [
     ("checks", "checks", ["lint", "unit", "deep", "toolchain", "multikueue"]),
     ("e2e", "e2e", ["e2e", "sandbox"]),
     ("faults", "faults", ["faults", "rehearse", "rehearse-stacks"]),
+    ("engines", "engines", ["engines"]),
 ]
 
 # The same suites one after another (--serial: a one-core machine, or a baseline to measure).
@@ -180,6 +191,7 @@ SERIAL = [
     "sandbox",
     "rehearse-stacks",
     "rehearse",
+    "engines",
     "multikueue",
 ]
 

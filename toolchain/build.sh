@@ -50,10 +50,15 @@ compile() {
   printf '%s\t%s\tbuilt\t%ss\n' "$name" "${out##*-}" "$(( $(date +%s) - start ))" | tee -a "$timings" >&2
 }
 
+# sources DIR PKG: a hash of a package of our own (PKG a path in the wrapper, ./...), so that
+# its binary's key moves with its code; nothing for an upstream package.
+sources() { case $2 in ./*) cat "$here/go/$1/${2#./}"/*.go | sha256sum | cut -c1-16 ;; esac; }
+
 # build NAME DIR PKG LDFLAGS: build one binary into the cache unless there, then link it.
 build() {
-  local name=$1 dir=$2 pkg=$3 ldflags=$4 out
-  out=$cache/$name-$(key "$dir" "$pkg" "$ldflags")
+  local name=$1 dir=$2 pkg=$3 ldflags=$4 out src
+  src=$(sources "$dir" "$pkg")
+  out=$cache/$name-$(key "$dir" "$pkg" "$ldflags" ${src:+"$src"})
   if [ ! -x "$out" ]; then
     lock "$out"
     if [ ! -x "$out" ]; then compile "$name" "$dir" "$pkg" "$ldflags" "$out"; fi
@@ -79,9 +84,11 @@ k8s() {
     fl+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
     fl+=" -X $p.gitCommit=$KUBERNETES_VERSION -X $p.gitTreeState=clean -X $p.buildDate=$date"
   done
-  for t in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+  for t in kube-apiserver kube-controller-manager kubectl; do
     build "$t" kubernetes "k8s.io/kubernetes/cmd/$t" "$fl"
   done
+  # The release's scheduler with the sandbox's two tie-breaking plugins (their package says why).
+  build kube-scheduler kubernetes ./scheduler "$fl"
 }
 etcd() { build etcd etcd go.etcd.io/etcd/server/v3 ""; }
 # Kueue: one wrapper per supported release (toolchain/go/kueue/<version>/), each built into

@@ -453,6 +453,15 @@ def _apply_controller(
         pod["priorityClassName"] = ctrl.priority_class_name
     if ctrl.image_pull_secrets is not None:
         pod["imagePullSecrets"] = [{"name": n} for n in ctrl.image_pull_secrets]
+    apply_placement(config, spec, pod, manager)
+
+
+def apply_placement(
+    config: KueueConfig, spec: dict[str, Any], pod: dict[str, Any], manager: dict[str, Any]
+) -> None:
+    """The knobs of gpu-queues:kueue.controller that decide what the controller's pods take
+    and where they may run: replicas, the manager's resources, nodeSelector, tolerations."""
+    ctrl = config.controller
     if ctrl.replicas is not None:
         spec["replicas"] = ctrl.replicas
     if ctrl.resources is not None:

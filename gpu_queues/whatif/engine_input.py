@@ -9,6 +9,7 @@ way.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,16 @@ from gpu_queues import yamlio
 from gpu_queues.config.model import StackConfig
 from gpu_queues.config.render import kueue_objects, team_labels
 from gpu_queues.release import catalogue
-from gpu_queues.release.manifest import ManifestError, load_release, render_manager_config
+from gpu_queues.release.allowlist import find
+from gpu_queues.release.catalogue import CONTROLLER_DEPLOYMENT, KUEUE_NAMESPACE, MANAGER_CONTAINER
+from gpu_queues.release.manifest import (
+    ManifestError,
+    apply_placement,
+    load_release,
+    render_manager_config,
+)
 from gpu_queues.release.module import ROOT, RenderError, module_dir
+from gpu_queues.values import as_dict, as_list
 from gpu_queues.whatif.gpus import is_gpu
 from gpu_queues.whatif.mix import Entry
 from gpu_queues.whatif.nodes import NodeNameClash, nodes
@@ -66,6 +75,48 @@ def topology_problem(config: StackConfig) -> str | None:
         f"use topologies: {', '.join(used)}; replay it with ENGINE=sandbox, on the real Kueue "
         "and scheduler (docs/what-if.md)"
     )
+
+
+def controller_pods(config: StackConfig, root: Path = ROOT) -> list[dict[str, Any]]:
+    """The pod specs of Kueue's controller, one per replica, as the cluster runs them: they
+    take room on a node like any pod (the scheduler puts them where its scores say, a GPU
+    node when that scores best), so the engine places them before the mix."""
+    key = (config.kueue.model_dump_json(), root)  # what the answer depends on
+    if key not in _CONTROLLER_PODS:  # read once: the quota advisor replays one stack often
+        _CONTROLLER_PODS[key] = _controller_pods(config, root)
+    return [dict(p) for p in _CONTROLLER_PODS[key]]
+
+
+_CONTROLLER_PODS: dict[tuple[str, Path], tuple[dict[str, Any], ...]] = {}
+
+
+def _controller_pods(config: StackConfig, root: Path) -> tuple[dict[str, Any], ...]:
+    try:
+        prepared = load_release(config.kueue, root)
+    except (ManifestError, OSError):
+        prepared = None
+    if prepared is not None:
+        deployment = find(
+            list(prepared.objects), "apps", "Deployment", KUEUE_NAMESPACE, CONTROLLER_DEPLOYMENT
+        )
+    else:  # the release's own Deployment, with the stack's placement and resources
+        try:
+            module = module_dir(config.kueue.version, root, offline=True)
+        except RenderError as exc:
+            raise FastEngineError(str(exc)) from None
+        text = (module / "config/components/manager/manager.yaml").read_text()
+        deployment = next(
+            (d for d in yamlio.load_all(text) if as_dict(d).get("kind") == "Deployment"), None
+        )
+        spec = as_dict(as_dict(deployment).get("spec"))
+        pod = as_dict(as_dict(spec.get("template")).get("spec"))
+        containers = [as_dict(c) for c in as_list(pod.get("containers"))]
+        manager = next((c for c in containers if c.get("name") == MANAGER_CONTAINER), {})
+        apply_placement(config.kueue, spec, pod, manager)
+    spec = as_dict(as_dict(deployment).get("spec"))
+    pod = as_dict(as_dict(spec.get("template")).get("spec"))
+    replicas = spec.get("replicas")
+    return (pod,) * (replicas if isinstance(replicas, int) and replicas >= 0 else 1) if pod else ()
 
 
 def manager_configuration(config: StackConfig, root: Path = ROOT) -> str:
@@ -155,10 +206,15 @@ def declared_nodes(config: StackConfig) -> list[dict[str, Any]]:
 
 
 def engine_input(
-    config: StackConfig, entries: list[Entry], configuration: str, until: float | None
+    config: StackConfig,
+    entries: list[Entry],
+    configuration: str,
+    until: float | None,
+    workload_uids: Mapping[tuple[str, str], str] | None = None,
 ) -> dict[str, Any]:
     """The engine's input document (toolchain/go/whatif/input.go): the valid entries it
-    replays, the stack's objects and nodes, and the release's Configuration and CRDs."""
+    replays, the stack's objects and nodes, Kueue's controller pods, the release's
+    Configuration and CRDs, and (for the cross-check) another run's Workload UIDs."""
     why = unmodelled(config)
     if why:
         raise FastEngineError(why)
@@ -178,6 +234,12 @@ def engine_input(
         "objects": namespaces(config) + kueue_objects(config),
         "configuration": configuration,
         "nodes": declared_nodes(config),
+        "pods": controller_pods(config),
         "jobs": jobs,
         "until": until or 0,
+        "workloadUIDs": {
+            str(e.index): uid
+            for e in entries
+            if (uid := (workload_uids or {}).get((e.namespace, e.name)))
+        },
     }

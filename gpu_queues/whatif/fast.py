@@ -127,6 +127,22 @@ def _intervals(runs: list[dict[str, Any]]) -> list[tuple[float, float | None]]:
     return out
 
 
+def _timeline(steps: list[dict[str, Any]]) -> list[tuple[float, str, str]]:
+    """The engine's steps as WorkloadResult.timeline (the flavor and the reason read by the
+    rules the sandbox engine reads them by)."""
+    out = []
+    for s in steps:
+        if s.get("event") == "admitted":
+            detail = admitted_flavor({"status": {"admission": s.get("admission")}}) or ""
+        elif s.get("event") == "ran":
+            detail = ", ".join(s.get("nodes") or [])
+        else:
+            why = eviction({"status": {"conditions": s.get("why") or []}})
+            detail = why[0] if why else ""
+        out.append((float(s["at"]), str(s.get("event")), detail))
+    return out
+
+
 def result_of(e: Entry, line: dict[str, Any]) -> WorkloadResult:
     result = outcome(
         e,
@@ -138,6 +154,7 @@ def result_of(e: Entry, line: dict[str, Any]) -> WorkloadResult:
         gpu_seconds=float(line.get("runSeconds") or 0.0),
         problem=line.get("problem") or None,
         intervals=_intervals(line.get("intervals") or []),
+        timeline=_timeline(line.get("timeline") or []),
     )
     if line.get("firstAdmission"):
         result.first_flavor = admitted_flavor({"status": {"admission": line["firstAdmission"]}})
@@ -155,15 +172,17 @@ def replay_mix(
     notes: list[str] | None = None,
     limits: Limits | None = None,
     nodes: list[dict[str, Any]] | None = None,
+    workload_uids: Mapping[tuple[str, str], str] | None = None,
 ) -> Run:
     """Read and check the mix against the stack, replay it on the fast engine of the stack's
-    Kueue release, and sum it up."""
+    Kueue release, and sum it up. `workload_uids` (namespace, name) -> UID: another run's
+    Workload UIDs, for the ties Kueue breaks by UID (the cross-check)."""
     configuration = manager_configuration(config, root)
     catalog = Catalog.from_stack(config, frameworks(configuration))
     entries = load_mix(workloads, catalog, root, limits)
     return replay_entries(
         config, entries, configuration, stack=stack, label=label, until=until, notes=notes,
-        nodes=nodes,
+        nodes=nodes, workload_uids=workload_uids,
     )  # fmt: skip
 
 
@@ -177,6 +196,7 @@ def replay_entries(
     until: float | None = None,
     notes: list[str] | None = None,
     nodes: list[dict[str, Any]] | None = None,
+    workload_uids: Mapping[tuple[str, str], str] | None = None,
 ) -> Run:
     """Replay checked entries (a mix as `load_mix` reads it, or one made from a live cluster:
     gpu_queues/tools/eta.py) on the fast engine of the stack's Kueue release, and sum it up."""
@@ -184,7 +204,7 @@ def replay_entries(
     if why := topology_problem(config):
         raise FastEngineError(why)
     started = time.monotonic()
-    document = engine_input(config, entries, configuration, until)
+    document = engine_input(config, entries, configuration, until, workload_uids)
     if nodes is not None:  # another cluster's nodes than the stack declares (the cross-check)
         document["nodes"] = nodes
     lines = run_engine(version, document)

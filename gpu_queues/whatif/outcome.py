@@ -22,6 +22,7 @@ def outcome(
     gpu_seconds: float,
     problem: str | None,
     intervals: list[tuple[float, float | None]] | tuple[()] = (),
+    timeline: list[tuple[float, str, str]] | tuple[()] = (),
 ) -> WorkloadResult:
     """The report's row for a replayed workload, from what either engine saw: its Workload at
     the end, whether its pods all run, the scheduler's message for a pod that fits no node,
@@ -38,6 +39,7 @@ def outcome(
         submit_at=e.submit_at,
         gpu_seconds=gpu_seconds,
         intervals=list(intervals),
+        timeline=list(timeline),
     )
     if problem or wl is None:
         base.outcome, base.message = "invalid", problem or "Kueue made no Workload for it"

@@ -92,6 +92,13 @@ class WorkloadResult:
     intervals: list[tuple[float, float | None]] = field(default_factory=list)
     """The workload's runs, (start, end or None while running at the end), in simulated
     seconds (the module's docstring has the rules; the charts are drawn from them)."""
+    timeline: list[tuple[float, str, str]] = field(default_factory=list)
+    """Its hold on quota, in order: (simulated second, "admitted", flavor) and (second,
+    "evicted", reason), as the engine saw it; how two runs of one mix are set side by side
+    (gpu_queues/whatif/agreement.py). Not in report.json."""
+    workload_uid: str | None = None
+    """Its Workload's UID, where a cluster gave it one (the sandbox engine): the cross-check
+    hands it to the fast engine, so that the ties Kueue breaks by UID fall the same way."""
 
     def public(self) -> dict[str, Any]:
         return {
@@ -203,6 +210,7 @@ class Run:
                     **{
                         **w,
                         "intervals": [(start, end) for start, end in w.get("intervals") or []],
+                        "timeline": [tuple(step) for step in w.get("timeline") or []],
                     }
                 )
                 for w in data["workloads"]

@@ -31,6 +31,7 @@ from sandbox import shape as fake_cluster
 from sandbox.paths import KUBECONFIG, ROOT
 from sandbox.rehearse.deploy import deploy
 from sandbox.rehearse.kube import RehearsalClient, running_kueue
+from sandbox.replay.gate import GateError
 from sandbox.replay.timeline import DEFAULT_QUIET, Options, Replay
 
 KUEUE_CONFIG_PATH = "/api/v1/namespaces/kueue-system/configmaps/kueue-manager-config"
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             notes=args.note,
             limits=limits_of(args),
         )
-    except MixTooLarge as exc:
+    except (MixTooLarge, GateError) as exc:
         print(f"replay: {exc}", file=sys.stderr)
         return 2
     args.out.write_text(json.dumps(run.to_json(), indent=1))

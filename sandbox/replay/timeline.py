@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,7 @@ from gpu_queues.whatif.report import WorkloadResult
 from gpu_queues.whatif.workloads import (
     KubeError,
     Rest,
+    admitted_flavor,
     eviction,
     finished_done,
     holds_quota,
@@ -42,8 +44,16 @@ from gpu_queues.whatif.workloads import (
     pod_phase,
 )
 from sandbox.paths import KUBECONFIG
-from sandbox.replay.tracked import Tracked, all_running, close_run, result
-from sandbox.replay.watch import WATCHED, Informer, created_at, scheduler_busy, uid
+from sandbox.replay import gate
+from sandbox.replay.tracked import Tracked, all_running, close_run, nodes_of, result
+from sandbox.replay.watch import (
+    WATCHED,
+    Informer,
+    created_at,
+    scheduler_busy,
+    uid,
+    workload_state,
+)
 
 # Kueue retries inadmissible workloads in batches, one second after the change that may let
 # them in (pkg/cache/queue: requeueBatchPeriod), and the Job controller batches pod updates
@@ -74,13 +84,32 @@ class Replay:
         self.last_change = time.monotonic()
         self.changes: list[float] = []
         self.silences: list[float] = []
+        # Every Workload's hold on quota as it changed, by its owner's UID: (simulated second,
+        # "admitted" or "evicted", flavor or reason, the eviction's "reason: message"). Read off
+        # the watch, change by change: an admission Kueue undoes within the same instant (a
+        # workload admitted, then preempted by a reclaim in the next cycle) is one all the same,
+        # and the settled cluster no longer shows it.
+        self.quota: dict[str, list[tuple[float, str, str, str]]] = {}
+        self._holds: dict[str, bool] = {}
+        self.workload_uids: dict[str, str] = {}  # by its owner's UID
+        # Each owner's last admission's place among all, as the watch saw them: the order in
+        # which the gate lets their pods go.
+        self.admissions: dict[str, int] = {}
+        self._quota_lock = threading.Lock()
         self.informers = {
-            name: Informer(path, self._changed).start() for name, path in WATCHED.items()
+            name: Informer(
+                path,
+                self._changed,
+                self._workload_seen if name == "workloads" else None,
+                workload_state if name == "workloads" else None,
+            ).start()
+            for name, path in WATCHED.items()
         }
         for informer in self.informers.values():
             if not informer.synced.wait(60):
                 raise RuntimeError(f"cannot list {informer.path} on the sandbox")
         self.tracked = [Tracked(e) for e in submission_order(entries)]
+        gate.install(self.rest, {t.entry.namespace for t in self.tracked})
         self.by_uid: dict[str, Tracked] = {}
         self.now = 0.0
         self.events: list[tuple[float, int, str, int, int]] = []  # (time, order, kind, i, run)
@@ -93,7 +122,28 @@ class Replay:
         self.last_change = time.monotonic()
         self.changes.append(self.last_change)
 
+    def _workload_seen(self, wl: dict[str, Any]) -> None:
+        """One Workload as a change left it (the informer's thread): note when it came to hold
+        quota and when it lost it other than by finishing."""
+        ref = owner(wl, "Job") or owner(wl, "Pod")
+        if ref is None:
+            return
+        key, holds = str(ref.get("uid")), holds_quota(wl)
+        with self._quota_lock:
+            held = self._holds.get(key, False)
+            self.workload_uids[key] = str((wl.get("metadata") or {}).get("uid") or "")
+            steps = self.quota.setdefault(key, [])
+            if holds and not held:
+                steps.append((self.now, "admitted", admitted_flavor(wl) or "", ""))
+                self.admissions[key] = len(self.admissions) + 1
+            elif held and not holds and not finished_done(wl):
+                why = eviction(wl)
+                said = f"{why[0]}: {why[1]}" if why else "evicted"
+                steps.append((self.now, "evicted", why[0] if why else "", said))
+            self._holds[key] = holds
+
     def close(self) -> None:
+        gate.remove(self.rest)
         for informer in self.informers.values():
             informer.stopping.set()
 
@@ -129,6 +179,13 @@ class Replay:
             wl = workloads.get(t.uid)
             if wl is None:
                 return False, True  # Kueue has not made its Workload yet
+            if t.completing and holds_quota(wl):
+                # Its pods are done, but the Job controller and Kueue have yet to finish its
+                # Workload and release its quota: on a cluster they do within a second or two,
+                # long before the next event of a replay; the next submission must find the
+                # quota free (seen: a job submitted 60 s after another ended took the other
+                # flavor, its Workload admitted 0.4 s before the ended one's was finished).
+                return False, True
             if not holds_quota(wl) and not is_true(wl, "Finished"):
                 waiting = True
             if (
@@ -148,6 +205,46 @@ class Replay:
         return True, waiting
 
     def settle(self, final: bool = False) -> None:
+        """Wait until the cluster has done what the last event set off, then let the pods the
+        replay's gate holds go to the scheduler job by job, in the order Kueue admitted the
+        jobs, each job's pods tried before the next's are let go, the cluster settling again
+        after each (sandbox/replay/gate.py says why)."""
+        self._quiet(final)
+        while pods := self._next_gated():
+            for pod in pods:
+                gate.ungate(self.rest, pod)
+            self._until_tried({uid(p) for p in pods})
+            self._quiet(final)
+
+    def _next_gated(self) -> list[dict[str, Any]]:
+        """The gated pods of the job Kueue admitted first of those that have any."""
+        with self._quota_lock:
+            order = dict(self.admissions)
+        jobs: dict[str, list[dict[str, Any]]] = {}
+        for pod in self.informers["pods"].snapshot():
+            if gate.gated(pod) and not pod.get("metadata", {}).get("deletionTimestamp"):
+                ref = owner(pod, "Job")
+                jobs.setdefault(str(ref.get("uid")) if ref else uid(pod), []).append(pod)
+        if not jobs:
+            return []
+        first = min(jobs, key=lambda k: (order.get(k, 1 << 62), k))
+        return jobs[first]
+
+    def _until_tried(self, uids: set[str], cap: float = 30.0) -> None:
+        """Wait until the scheduler has placed each pod or found no node for it (or it is
+        gone)."""
+        deadline = time.monotonic() + cap
+        while time.monotonic() < deadline:
+            pods = {uid(p): p for p in self.informers["pods"].snapshot()}
+            if all(u not in pods or gate.tried(pods[u]) for u in uids):
+                return
+            time.sleep(0.05)
+        self.notes.append(
+            f"at {self.now:.0f}s simulated, the scheduler had not tried a job's pods {cap:.0f}s "
+            "after the replay let them go; the replay went on"
+        )
+
+    def _quiet(self, final: bool = False) -> None:
         """Wait until the cluster has done what the last event set off.
 
         Kueue's and the Job controller's one-second batches can only change what the replay
@@ -240,14 +337,22 @@ class Replay:
             if wl is None:
                 continue
             mine = pods.get(t.uid, [])
-            if holds_quota(wl) and t.admitted_at is None:
-                t.admitted_at = self.now
+            with self._quota_lock:
+                steps = list(self.quota.get(t.uid, []))
+            t.workload_uid = self.workload_uids.get(t.uid) or None
+            t.timeline = sorted(
+                [(at, event, detail) for at, event, detail, _ in steps] + t.placed,
+                key=lambda step: step[0],
+            )
+            t.evictions = [said for _, event, _, said in steps if event == "evicted"]
+            t.admitted_at = next((at for at, event, *_ in steps if event == "admitted"), None)
             if t.completing and any(not is_terminal(p) for p in mine):
                 self.complete(t)  # pods made after the end (further completions) end too
             running = holds_quota(wl) and all_running(t, mine)
             if running and t.started_at is None:
                 t.started_at, t.run = self.now, t.run + 1
                 t.intervals.append((self.now, None))
+                t.placed.append((self.now, "ran", nodes_of(mine)))
                 if t.entry.duration is not None:
                     heapq.heappush(
                         self.events, (self.now + t.entry.duration, 0, "complete", i, t.run)
@@ -256,10 +361,6 @@ class Replay:
                 t.gpu_seconds += self.now - t.started_at
                 t.started_at = None
                 close_run(t, self.now)
-            if t.had_quota and not holds_quota(wl) and not finished_done(wl):
-                why = eviction(wl)
-                t.evictions.append(f"{why[0]}: {why[1]}" if why else "evicted")
-            t.had_quota = holds_quota(wl)
             t.finished = is_true(wl, "Finished")
 
     # --- the replay --------------------------------------------------------------------

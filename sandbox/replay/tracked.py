@@ -32,15 +32,22 @@ class Tracked:
     finished: bool = False
     completing: bool = False
     evictions: list[str] = field(default_factory=list)
-    had_quota: bool = False
+    workload_uid: str | None = None
+    placed: list[tuple[float, str, str]] = field(default_factory=list)
+    """When each run's pods all ran, and on which nodes: (second, "ran", nodes)."""
+    timeline: list[tuple[float, str, str]] = field(default_factory=list)
+    """WorkloadResult.timeline: its admissions and evictions, as the watch saw them."""
 
 
 def close_run(t: Tracked, now: float) -> None:
     """The workload's current run ended at `now`; a run that began and ended at the same
-    simulated instant used no GPU time and is dropped (runs are never empty)."""
+    simulated instant used no GPU time and is dropped (runs are never empty), and so is the
+    note of where its pods ran (the fast engine drops both alike)."""
     start, _ = t.intervals.pop()
     if now > start:
         t.intervals.append((start, now))
+    elif t.placed and t.placed[-1][0] == start:
+        t.placed.pop()
 
 
 def all_running(t: Tracked, pods: list[dict[str, Any]]) -> bool:
@@ -49,10 +56,18 @@ def all_running(t: Tracked, pods: list[dict[str, Any]]) -> bool:
     return running >= max(t.entry.pods, 1)
 
 
+def nodes_of(pods: list[dict[str, Any]]) -> str:
+    """The nodes a workload's running pods are on, one per pod, in name order."""
+    names = [
+        str((p.get("spec") or {}).get("nodeName") or "") for p in pods if pod_phase(p) == "Running"
+    ]
+    return ", ".join(sorted(names))
+
+
 def result(t: Tracked, wl: dict[str, Any] | None, pods: list[dict[str, Any]]) -> WorkloadResult:
     """What became of the workload, as the report shows it."""
     stuck = next((m for p in pods if (m := pod_unschedulable(p))), None)
-    return outcome(
+    found = outcome(
         t.entry,
         wl,
         running=all_running(t, pods),
@@ -62,4 +77,7 @@ def result(t: Tracked, wl: dict[str, Any] | None, pods: list[dict[str, Any]]) ->
         gpu_seconds=t.gpu_seconds,
         problem=t.problem,
         intervals=t.intervals,
+        timeline=t.timeline,
     )
+    found.workload_uid = t.workload_uid
+    return found

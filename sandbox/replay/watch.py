@@ -38,11 +38,23 @@ def uid(obj: dict[str, Any]) -> str:
 
 class Informer:
     """List, then watch, one resource across namespaces; keeps the objects by UID and tells
-    `changed` about every change. Reconnects (and lists again when it must)."""
+    `changed` about every change, and `seen` (when given) every object as each change left it,
+    in the order the API server made them. Reconnects (and lists again when it must)."""
 
-    def __init__(self, path: str, changed: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        path: str,
+        changed: Callable[[], None],
+        seen: Callable[[dict[str, Any]], None] | None = None,
+        counts: Callable[[dict[str, Any]], Any] | None = None,
+    ) -> None:
         self.path = path
         self.changed = changed
+        self.seen = seen
+        self.counts = counts
+        """What of an object a change must touch to count as one for `changed` (default:
+        anything): a write that leaves it as it was is no change the cluster settles from."""
+        self.counted: dict[str, Any] = {}
         self.lock = threading.Lock()
         self.objects: dict[str, dict[str, Any]] = {}
         self.gone: dict[str, dict[str, Any]] = {}
@@ -73,6 +85,9 @@ class Informer:
                     listed = rest.get(self.path)
                     with self.lock:
                         self.objects = {uid(o): o for o in listed.get("items", [])}
+                    if self.seen is not None:
+                        for o in listed.get("items", []):
+                            self.seen(o)
                     version = str(listed["metadata"]["resourceVersion"])
                     self.synced.set()
                     self.changed()
@@ -96,13 +111,45 @@ class Informer:
                             self.gone[uid(obj)] = obj
                         else:
                             self.objects[uid(obj)] = obj
-                    self.changed()
+                    if self.seen is not None and event.get("type") != "DELETED":
+                        self.seen(obj)
+                    if self._counts(event.get("type"), obj):
+                        self.changed()
                 resp.release_conn()
             except Exception:
                 if self.stopping.is_set():
                     return
                 version = None
                 time.sleep(0.5)
+
+    def _counts(self, kind: Any, obj: dict[str, Any]) -> bool:
+        """Whether the event changed what counts of its object (a deletion always does)."""
+        if self.counts is None:
+            return True
+        key = uid(obj)
+        if kind == "DELETED":
+            self.counted.pop(key, None)
+            return True
+        now = self.counts(obj)
+        before = self.counted.get(key, None)
+        self.counted[key] = now
+        return bool(before != now)
+
+
+def workload_state(wl: dict[str, Any]) -> Any:
+    """What of a Workload counts as its change for settling: everything but the wording and
+    timestamps of its conditions. Kueue v0.18 retries a StrictFIFO head that can never fit at
+    every scheduling cycle (every 10 ms at most) and writes its QuotaReserved=False message
+    each time, naming whichever resource a Go map gave first ("insufficient quota for cpu",
+    then "... for nvidia.com/gpu"): a cluster with such a head never goes quiet, though
+    nothing it decides changes."""
+    status = dict(wl.get("status") or {})
+    status["conditions"] = [
+        (c.get("type"), c.get("status"), c.get("reason"))
+        for c in status.get("conditions") or []
+        if isinstance(c, dict)
+    ]
+    return (wl.get("spec"), status, (wl.get("metadata") or {}).get("deletionTimestamp"))
 
 
 def scheduler_busy() -> int | None:

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from gpu_queues.whatif import fast
+from gpu_queues.whatif import agreement, fast
+from gpu_queues.whatif.report import Run
 from sandbox.shape import load_stack
 
 pytestmark = pytest.mark.rehearse
@@ -67,7 +68,9 @@ def unsure(replayed: dict[str, Any]) -> bool:
 def both_engines(
     stack: str, tmp_path: Path, root: Path = ROOT, mix: Path | None = None
 ) -> dict[str, tuple[object, ...]]:
-    """The mix's story on both engines, which must be the same. When they differ and the
+    """The mix's story on both engines, which must be the same: every workload's outcome,
+    flavor and wait, and every step of its way there (admitted with its flavor, ran with its
+    pods' nodes, evicted, stopped; gpu_queues.whatif.agreement). When they differ and the
     sandbox run itself says its quiet spell came close to ending a settle too early (a loaded
     machine), it is replayed once more with a quiet spell twice as long, as its note advises,
     and that run must agree; otherwise the first must."""
@@ -75,16 +78,22 @@ def both_engines(
     config = load_stack(root / f"Pulumi.{stack}.yaml")
     quick = fast.replay_mix(config, mix, stack=stack, label=stack)
     on_fast = story([w.public() for w in quick.workloads])
-    workloads, replayed = sandbox_replay(stack, tmp_path / "out", root=root, mix=mix)
-    on_sandbox = story(workloads)
-    if on_sandbox != on_fast and unsure(replayed):
+    out = tmp_path / "out"
+    workloads, replayed = sandbox_replay(stack, out, root=root, mix=mix)
+    told = agreement.explain(sandbox_run(out), quick, ("sandbox", "fast"))
+    if told and unsure(replayed):
         quiet = 2 * float(replayed["quiet_seconds"])
-        workloads, replayed = sandbox_replay(stack, tmp_path / "again", quiet, root, mix)
-        on_sandbox = story(workloads)
-    assert list(on_fast) == list(on_sandbox)
-    differ = {k: (on_sandbox[k], on_fast[k]) for k in on_sandbox if on_sandbox[k] != on_fast[k]}
-    assert not differ, f"sandbox vs fast, (outcome, flavor, wait): {differ}"
+        out = tmp_path / "again"
+        workloads, replayed = sandbox_replay(stack, out, quiet, root, mix)
+        told = agreement.explain(sandbox_run(out), quick, ("sandbox", "fast"))
+    assert list(on_fast) == list(story(workloads))
+    assert not told, f"the engines part:\n{told}"
     return on_fast
+
+
+def sandbox_run(out: Path) -> Run:
+    """The sandbox side's whole run (the timelines report.json leaves out)."""
+    return Run.from_json(json.loads((out / "work" / "new" / "run.json").read_text()))
 
 
 @pytest.mark.parametrize("stack", ["staging", "prod"])

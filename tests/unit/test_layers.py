@@ -56,6 +56,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("sandbox",),
     ("sandbox.rehearse",),
     ("sandbox.replay",),
+    ("sandbox.crosscheck",),  # the engines' randomized cross-check: drives both (sandbox.replay)
     ("sandbox.bench",),
     ("components", "__main__"),
 ]

@@ -274,7 +274,11 @@ func (s *sim) stamp(obj ctrl.Object) {
 		}
 		for _, ref := range wl.OwnerReferences {
 			if i, ok := s.byUID[ref.UID]; ok {
-				wl.SetUID(uidFor("workload", s.jobs[i].in.Index))
+				uid := uidFor("workload", s.jobs[i].in.Index)
+				if given, ok := s.workloadUIDs[s.jobs[i].in.Index]; ok {
+					uid = types.UID(given)
+				}
+				wl.SetUID(uid)
 				return
 			}
 		}

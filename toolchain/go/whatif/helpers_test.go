@@ -38,7 +38,7 @@ func kueueDir(t *testing.T) string {
 	return ""
 }
 
-// releaseCRDs: the release's CustomResourceDefinitions, as sandbox/replay/fast.py sends them.
+// releaseCRDs: the release's CustomResourceDefinitions, as gpu_queues/whatif/engine_input.py sends them.
 func releaseCRDs(t *testing.T) []json.RawMessage {
 	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(kueueDir(t), "config/components/crd/bases/*.yaml"))

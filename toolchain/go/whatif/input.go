@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Input is what sandbox/replay/fast.py sends.
+// Input is what gpu_queues/whatif/engine_input.py sends.
 type Input struct {
 	// Objects: Namespaces, ResourceFlavors, Cohorts, ClusterQueues, LocalQueues,
 	// WorkloadPriorityClasses and PriorityClasses, as the program renders them.
@@ -25,8 +25,15 @@ type Input struct {
 	// Nodes: the nodes the stack's flavors declare (sandbox.shape), with their labels,
 	// taints and allocatable.
 	Nodes []corev1.Node `json:"nodes"`
+	// Pods: pods the cluster runs before any job, Kueue's controller: they hold room on the
+	// node the scheduler puts them on, as the jobs' pods do.
+	Pods []corev1.PodSpec `json:"pods"`
 	// Jobs: the mix's valid entries, in the mix's order.
 	Jobs []JobInput `json:"jobs"`
+	// WorkloadUIDs: the UID of each job's Workload by its index, where given (the cross-check
+	// hands over the sandbox's, so that the ties Kueue breaks by UID fall the same way); the
+	// others get UIDs in mix order (uidFor).
+	WorkloadUIDs map[int]string `json:"workloadUIDs"`
 	// Until: the end of the replay in simulated seconds; 0: the last event.
 	Until float64 `json:"until"`
 }

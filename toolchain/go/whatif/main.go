@@ -10,7 +10,7 @@
 // Input (a JSON document on stdin): the Kueue objects the program renders for the stack,
 // the manager Configuration, the nodes, and the jobs with their submit times and durations.
 // Output (JSON lines on stdout): one "workload" line per job, in input order, then one
-// "summary" line. See docs/what-if.md and sandbox/replay/fast.py, which feeds and reads it.
+// "summary" line. See docs/what-if.md and gpu_queues/whatif/fast.py, which feeds and reads it.
 package main
 
 import (

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/go-logr/logr"
+	"math"
 	"sort"
 	"strings"
+
+	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -16,9 +18,10 @@ type node struct {
 	name    string
 	labels  map[string]string
 	taints  []corev1.Taint
-	alloc   []int64 // allocatable by resource index (cluster.index), milli-units; 0: none
-	maxPods int64   // allocatable pods; -1: not said
-	used    []int64 // by resource index, milli-units
+	alloc   []int64  // allocatable by resource index (cluster.index), milli-units; 0: none
+	maxPods int64    // allocatable pods; -1: not said
+	used    []int64  // by resource index, milli-units
+	nonZero [2]int64 // cpu and memory as the scheduler's scoring counts them (ask.nonZero)
 	pods    int64
 }
 
@@ -31,8 +34,8 @@ type amount struct {
 // cluster places pods the way the default kube-scheduler would for these nodes: a node fits
 // when its labels match the pod's nodeSelector (and required node affinity), the pod
 // tolerates its NoSchedule and NoExecute taints and its free allocatable covers the pod's
-// requests; among the nodes that fit, the least allocated (cpu and memory, as
-// NodeResourcesFit's default LeastAllocated) wins, ties by name.
+// requests; among the nodes that fit, the one the default profile's scores put highest wins
+// (best), the first by name among equals.
 type cluster struct {
 	nodes []*node
 	// matching: the nodes (indexes, in name order) whose labels and taints admit a pod spec's
@@ -243,74 +246,282 @@ func (n *node) fits(req []amount) bool {
 	return true
 }
 
-// score: LeastAllocated over cpu and memory after placing the pod, 0-100.
-func (n *node) score(req []amount) int64 {
-	var total int64
+// ask: what one pod of a spec asks of a node, for the fit and for the scores.
+type ask struct {
+	req []amount // requests by resource index (the fit)
+	// nonZero: cpu and memory requested as the scheduler scores them, a container without a
+	// request counted at its defaults (100m, 200Mi).
+	nonZero    [2]int64
+	bestEffort bool // nothing requested at all: BalancedAllocation does not score it
+	preferNo   []corev1.Toleration
+	preferred  []corev1.PreferredSchedulingTerm
+}
+
+// The scheduler's defaults for a container without a cpu or memory request, when it scores
+// (k8s.io/kubernetes pkg/scheduler/util: DefaultMilliCPURequest, DefaultMemoryRequest), in the
+// engine's milli-units.
+const (
+	defaultMilliCPU = 100
+	defaultMemory   = 200 * 1024 * 1024 * 1000
+)
+
+func (c *cluster) ask(spec *corev1.PodSpec) ask {
+	a := ask{req: c.request(spec)}
+	a.nonZero = nonZeroRequests(spec)
+	a.bestEffort = a.nonZero == [2]int64{}
+	for _, t := range spec.Tolerations {
+		if t.Effect == "" || t.Effect == corev1.TaintEffectPreferNoSchedule {
+			a.preferNo = append(a.preferNo, t)
+		}
+	}
+	if af := spec.Affinity; af != nil && af.NodeAffinity != nil {
+		a.preferred = af.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+	}
+	return a
+}
+
+// nonZeroRequests: a pod's cpu and memory as the scheduler's scoring counts them.
+func nonZeroRequests(spec *corev1.PodSpec) [2]int64 {
+	one := func(cs []corev1.Container) [][2]int64 {
+		out := make([][2]int64, 0, len(cs))
+		for _, c := range cs {
+			var r [2]int64
+			for i, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				q, ok := c.Resources.Requests[name]
+				if !ok {
+					q, ok = c.Resources.Limits[name]
+				}
+				switch {
+				case ok:
+					r[i] = q.MilliValue()
+				case i == 0:
+					r[i] = defaultMilliCPU
+				default:
+					r[i] = defaultMemory
+				}
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	var sum [2]int64
+	for _, r := range one(spec.Containers) {
+		sum[0], sum[1] = sum[0]+r[0], sum[1]+r[1]
+	}
+	for _, r := range one(spec.InitContainers) {
+		sum[0], sum[1] = max(sum[0], r[0]), max(sum[1], r[1])
+	}
+	for i, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q, ok := spec.Overhead[name]; ok {
+			sum[i] += q.MilliValue()
+		}
+	}
+	return sum
+}
+
+// The default profile's scoring plugins that tell these nodes apart, with their weights:
+// NodeResourcesFit (LeastAllocated over cpu and memory), NodeResourcesBalancedAllocation,
+// TaintToleration and NodeAffinity (preferred terms). ImageLocality, PodTopologySpread and
+// InterPodAffinity give every node the same score for these pods (no images, no spread
+// constraints or selecting services, no pod affinity), so they cannot change the choice.
+const (
+	weightFit      = 1
+	weightBalanced = 1
+	weightTaints   = 3
+	weightAffinity = 2
+	maxNodeScore   = 100
+)
+
+// leastAllocated: NodeResourcesFit's LeastAllocated score with the pod placed, 0-100.
+func (n *node) leastAllocated(a *ask) int64 {
+	var total, weights int64
 	for res := range 2 { // cpu and memory: indexes 0 and 1 (newCluster)
 		capacity := n.alloc[res]
 		if capacity == 0 {
 			continue
 		}
-		after := n.used[res]
-		for _, a := range req {
-			if a.res == res {
-				after += a.v
-			}
+		weights++
+		if after := n.nonZero[res] + a.nonZero[res]; after <= capacity {
+			total += (capacity - after) * maxNodeScore / capacity
 		}
-		if after > capacity {
-			continue
-		}
-		total += (capacity - after) * 100 / capacity
 	}
-	return total / 2
+	if weights == 0 {
+		return 0
+	}
+	return total / weights
 }
 
-func (n *node) take(req []amount, sign int64) {
-	for _, a := range req {
-		n.used[a.res] += sign * a.v
+// balance: how evenly cpu and memory are used (BalancedAllocation's score of one state).
+func (n *node) balance(used [2]int64) int64 {
+	var fractions []float64
+	for res := range 2 {
+		if n.alloc[res] == 0 {
+			continue
+		}
+		f := float64(used[res]) / float64(n.alloc[res])
+		if f > 1 {
+			f = 1
+		}
+		fractions = append(fractions, f)
 	}
+	std := 0.0
+	if len(fractions) == 2 {
+		std = math.Abs((fractions[0] - fractions[1]) / 2)
+	}
+	return int64((1 - std) * float64(maxNodeScore))
+}
+
+// balanced: BalancedAllocation's score, the balance's change the pod makes, 50-100.
+func (n *node) balanced(a *ask) int64 {
+	if a.bestEffort {
+		return 0
+	}
+	with := n.balance([2]int64{n.nonZero[0] + a.nonZero[0], n.nonZero[1] + a.nonZero[1]})
+	without := n.balance(n.nonZero)
+	return maxNodeScore/2 + (maxNodeScore/2+with-without)/2
+}
+
+// untoleratedPreferNo: TaintToleration's raw score, the node's PreferNoSchedule taints the
+// pod does not tolerate.
+func (n *node) untoleratedPreferNo(a *ask) int64 {
+	var count int64
+	for i := range n.taints {
+		if t := &n.taints[i]; t.Effect == corev1.TaintEffectPreferNoSchedule && !tolerates(a.preferNo, t) {
+			count++
+		}
+	}
+	return count
+}
+
+// preferredWeight: NodeAffinity's raw score, the weights of the preferred terms the node
+// matches.
+func (n *node) preferredWeight(a *ask) int64 {
+	var sum int64
+	for _, term := range a.preferred {
+		if term.Weight != 0 && anyTermMatches([]corev1.NodeSelectorTerm{term.Preference}, n.labels) {
+			sum += int64(term.Weight)
+		}
+	}
+	return sum
+}
+
+// normalized: the scheduler's default normalisation of raw scores over the feasible nodes
+// (the highest becomes 100; reversed, the highest 0), 0-100.
+func normalized(raw []int64, reverse bool) []int64 {
+	var highest int64
+	for _, v := range raw {
+		highest = max(highest, v)
+	}
+	out := make([]int64, len(raw))
+	for i, v := range raw {
+		switch {
+		case highest == 0 && reverse:
+			out[i] = maxNodeScore
+		case highest == 0:
+			out[i] = 0
+		case reverse:
+			out[i] = maxNodeScore - maxNodeScore*v/highest
+		default:
+			out[i] = maxNodeScore * v / highest
+		}
+	}
+	return out
+}
+
+// best: among the candidate nodes that fit the pod, the one the default profile scores
+// highest, the first by name among equals (as the sandbox's scheduler breaks ties:
+// toolchain/go/kubernetes/scheduler); -1 when none fits.
+func (c *cluster) best(cands []int, a *ask) int {
+	var feasible []int
+	for _, j := range cands {
+		if c.nodes[j].fits(a.req) {
+			feasible = append(feasible, j)
+		}
+	}
+	if len(feasible) <= 1 { // the scheduler does not score a single node
+		if len(feasible) == 0 {
+			return -1
+		}
+		return feasible[0]
+	}
+	taints, affinity := make([]int64, len(feasible)), make([]int64, len(feasible))
+	for k, j := range feasible {
+		taints[k], affinity[k] = c.nodes[j].untoleratedPreferNo(a), c.nodes[j].preferredWeight(a)
+	}
+	taints, affinity = normalized(taints, true), normalized(affinity, false)
+	best, bestScore := -1, int64(-1)
+	for k, j := range feasible { // in name order: the first of equals stays
+		n := c.nodes[j]
+		s := weightFit*n.leastAllocated(a) + weightBalanced*n.balanced(a) +
+			weightTaints*taints[k] + weightAffinity*affinity[k]
+		if s > bestScore {
+			best, bestScore = j, s
+		}
+	}
+	return best
+}
+
+func (n *node) take(a *ask, sign int64) {
+	for _, r := range a.req {
+		n.used[r.res] += sign * r.v
+	}
+	n.nonZero[0] += sign * a.nonZero[0]
+	n.nonZero[1] += sign * a.nonZero[1]
 	n.pods += sign
 }
 
-// place finds a node for each of count pods of spec, all or none; nil and the reason when
-// they do not all fit.
+// place binds up to count pods of spec, one after another, each to the node the scheduler
+// would choose, as kube-scheduler binds a job's pods one by one: the pods that fit keep their
+// nodes while the rest wait (no gang scheduling). It returns the nodes taken, and why the
+// rest do not fit when they do not all.
 func (c *cluster) place(spec *corev1.PodSpec, count int) (placement, string) {
-	req := c.request(spec)
+	a := c.ask(spec)
 	cands := c.matches(spec)
 	var p placement
-	for i := 0; i < count; i++ {
-		best, bestScore := -1, int64(-1)
-		for _, j := range cands {
-			n := c.nodes[j]
-			if !n.fits(req) {
-				continue
-			}
-			if s := n.score(req); s > bestScore {
-				best, bestScore = j, s
-			}
+	for len(p) < count {
+		j := c.best(cands, &a)
+		if j < 0 {
+			return p, c.why(cands, a.req, count-len(p))
 		}
-		if best < 0 {
-			c.release(spec, p)
-			return nil, c.why(cands, req, count)
-		}
-		c.nodes[best].take(req, 1)
-		p = append(p, best)
+		c.nodes[j].take(&a, 1)
+		p = append(p, j)
 	}
 	return p, ""
 }
 
-func (c *cluster) release(spec *corev1.PodSpec, p placement) {
-	req := c.request(spec)
+// settle places the pods the cluster runs before any job (one each; a pod no node takes
+// stays pending, as it would), and keeps them there for the whole replay.
+func (c *cluster) settle(pods []corev1.PodSpec) {
+	for i := range pods {
+		c.place(&pods[i], 1)
+	}
+}
+
+// nodeNames: the nodes of a placement, one per pod, in name order.
+func (c *cluster) nodeNames(p placement) []string {
+	out := make([]string, 0, len(p))
 	for _, j := range p {
-		c.nodes[j].take(req, -1)
+		out = append(out, c.nodes[j].name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (c *cluster) release(spec *corev1.PodSpec, p placement) {
+	a := c.ask(spec)
+	for _, j := range p {
+		c.nodes[j].take(&a, -1)
 	}
 }
 
 // why says, in the scheduler's manner, why the pods do not fit.
 func (c *cluster) why(cands []int, req []amount, count int) string {
-	mismatch, short := len(c.nodes)-len(cands), map[corev1.ResourceName]int{}
+	mismatch, short, full := len(c.nodes)-len(cands), map[corev1.ResourceName]int{}, 0
 	for _, j := range cands {
 		n := c.nodes[j]
+		if n.maxPods >= 0 && n.pods+1 > n.maxPods {
+			full++
+		}
 		for _, a := range req {
 			if a.v > 0 && n.free(a.res) < a.v {
 				short[c.names[a.res]]++
@@ -326,6 +537,9 @@ func (c *cluster) why(cands []int, req []amount, count int) string {
 		names = append(names, string(name))
 	}
 	sort.Strings(names)
+	if full > 0 {
+		parts = append(parts, fmt.Sprintf("%d Too many pods", full))
+	}
 	for _, name := range names {
 		parts = append(parts, fmt.Sprintf("%d Insufficient %s", short[corev1.ResourceName(name)], name))
 	}

@@ -42,7 +42,7 @@ func names(c *cluster, p placement) []string {
 
 var gpu = corev1.ResourceName("nvidia.com/gpu")
 
-func TestPlaceChoosesTheLeastAllocatedNodeThatFitsTiesByName(t *testing.T) {
+func TestPlaceBindsEachPodToTheBestNodeThatFitsTiesByName(t *testing.T) {
 	big := map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi", gpu: "8"}
 	cases := []struct {
 		name  string
@@ -59,16 +59,16 @@ func TestPlaceChoosesTheLeastAllocatedNodeThatFitsTiesByName(t *testing.T) {
 		{"a node that lacks the resource does not fit", []corev1.Node{
 			testNode("a", nil, nil, map[corev1.ResourceName]string{corev1.ResourceCPU: "8"}), testNode("b", nil, nil, big)},
 			podSpec(map[corev1.ResourceName]string{gpu: "1"}, nil), 1, []string{"b"}, ""},
-		// Two of the three would fit; none is placed. (The reason is worked out once the two
-		// are released again, when the node has room: it names none.)
-		{"all pods or none", []corev1.Node{testNode("a", nil, nil, big)},
-			podSpec(map[corev1.ResourceName]string{gpu: "4"}, nil), 3, nil,
-			"0/1 nodes are available for 3 pod(s)"},
+		// Two of the three fit: they are bound and keep their node, as kube-scheduler binds
+		// a job's pods one by one; the third waits, and the reason is the scheduler's.
+		{"the pods that fit are bound, the rest wait", []corev1.Node{testNode("a", nil, nil, big)},
+			podSpec(map[corev1.ResourceName]string{gpu: "4"}, nil), 3, []string{"a", "a"},
+			"0/1 nodes are available for 1 pod(s): 1 Insufficient nvidia.com/gpu"},
 		{"the pods limit counts", []corev1.Node{testNode("a", nil, nil, map[corev1.ResourceName]string{corev1.ResourcePods: "1", corev1.ResourceCPU: "8"})},
-			podSpec(map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}, nil), 2, nil,
-			"0/1 nodes are available for 2 pod(s)"},
+			podSpec(map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}, nil), 2, []string{"a"},
+			"0/1 nodes are available for 1 pod(s): 1 Too many pods"},
 		{"a limit stands in for a missing request", []corev1.Node{testNode("a", nil, nil, big)},
-			podSpec(nil, map[corev1.ResourceName]string{gpu: "9"}), 1, nil,
+			podSpec(nil, map[corev1.ResourceName]string{gpu: "9"}), 1, []string{},
 			"0/1 nodes are available for 1 pod(s): 1 Insufficient nvidia.com/gpu"},
 		{"a node selector must match", []corev1.Node{testNode("a", map[string]string{"pool": "cpu"}, nil, big),
 			testNode("b", map[string]string{"pool": "gpu"}, nil, big)},
@@ -82,28 +82,24 @@ func TestPlaceChoosesTheLeastAllocatedNodeThatFitsTiesByName(t *testing.T) {
 				s := podSpec(nil, nil)
 				s.NodeSelector = map[string]string{"pool": "gpu"}
 				return s
-			}(), 1, nil, "0/1 nodes are available for 1 pod(s): 1 node(s) didn't match the pod's node selector or tolerations"},
+			}(), 1, []string{}, "0/1 nodes are available for 1 pod(s): 1 node(s) didn't match the pod's node selector or tolerations"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCluster(tc.nodes)
 			spec := tc.spec
 			p, why := c.place(&spec, tc.count)
-			if tc.want == nil {
-				if p != nil || why != tc.why {
-					t.Fatalf("place = %v, %q; want nil, %q", names(c, p), why, tc.why)
-				}
-				for _, n := range c.nodes {
-					for r, u := range n.used {
-						if u != 0 || n.pods != 0 {
-							t.Errorf("node %s keeps %d of resource %d and %d pods of a placement that failed", n.name, u, r, n.pods)
-						}
+			if got := names(c, p); !reflect.DeepEqual(got, tc.want) || why != tc.why {
+				t.Fatalf("place = %v, %q; want %v, %q", got, why, tc.want, tc.why)
+			}
+			// What is bound holds its node; nothing else does.
+			c.release(&spec, p)
+			for _, n := range c.nodes {
+				for r, u := range n.used {
+					if u != 0 || n.pods != 0 || n.nonZero != [2]int64{} {
+						t.Errorf("node %s keeps %d of resource %d and %d pods once released", n.name, u, r, n.pods)
 					}
 				}
-				return
-			}
-			if got := names(c, p); !reflect.DeepEqual(got, tc.want) || why != "" {
-				t.Fatalf("place = %v, %q; want %v", got, why, tc.want)
 			}
 		})
 	}
@@ -207,11 +203,88 @@ func TestPodRequests(t *testing.T) {
 	}
 }
 
-func TestScoreIsLeastAllocatedOverCPUAndMemory(t *testing.T) {
+func TestLeastAllocatedCountsCPUAndMemoryAsTheSchedulerScoresThem(t *testing.T) {
 	c := newCluster([]corev1.Node{testNode("a", nil, nil, map[corev1.ResourceName]string{corev1.ResourceCPU: "10", corev1.ResourceMemory: "10Gi", gpu: "8"})})
 	spec := podSpec(map[corev1.ResourceName]string{corev1.ResourceCPU: "5", gpu: "8"}, nil)
-	// cpu half free after the pod (50), memory all free (100), GPUs not scored: 75.
-	if got := c.nodes[0].score(c.request(&spec)); got != 75 {
-		t.Errorf("score = %d, want 75", got)
+	a := c.ask(&spec)
+	// cpu half free after the pod (50); the container asks no memory, which the scheduler
+	// counts at 200Mi: (10240-200)*100/10240 = 98; GPUs are not scored: (50+98)/2 = 74.
+	if got := c.nodes[0].leastAllocated(&a); got != 74 {
+		t.Errorf("leastAllocated = %d, want 74", got)
+	}
+	if a.nonZero != [2]int64{5000, defaultMemory} {
+		t.Errorf("nonZero = %v", a.nonZero)
+	}
+}
+
+func TestBalancedAllocationScoresTheChangeInBalance(t *testing.T) {
+	alloc := map[corev1.ResourceName]string{corev1.ResourceCPU: "10", corev1.ResourceMemory: "10Gi"}
+	c := newCluster([]corev1.Node{testNode("a", nil, nil, alloc)})
+	even := podSpec(map[corev1.ResourceName]string{corev1.ResourceCPU: "5", corev1.ResourceMemory: "5Gi"}, nil)
+	lopsided := podSpec(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "1Gi"}, nil)
+	a, b := c.ask(&even), c.ask(&lopsided)
+	// Empty node: balance 100 before; 100 after the even pod (50+(50+100-100)/2 = 75); the
+	// lopsided one leaves fractions 0.8 and 0.1: std 0.35, balance 65: 50+(50+65-100)/2 = 57.
+	if got := c.nodes[0].balanced(&a); got != 75 {
+		t.Errorf("even pod: %d, want 75", got)
+	}
+	if got := c.nodes[0].balanced(&b); got != 57 {
+		t.Errorf("lopsided pod: %d, want 57", got)
+	}
+}
+
+func TestNormalizedAsTheSchedulersDefault(t *testing.T) {
+	cases := []struct {
+		raw     []int64
+		reverse bool
+		want    []int64
+	}{
+		{[]int64{0, 0}, false, []int64{0, 0}},
+		{[]int64{0, 0}, true, []int64{100, 100}},
+		{[]int64{1, 3, 0}, false, []int64{33, 100, 0}},
+		{[]int64{1, 3, 0}, true, []int64{67, 0, 100}},
+	}
+	for _, tc := range cases {
+		if got := normalized(tc.raw, tc.reverse); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("normalized(%v, %v) = %v, want %v", tc.raw, tc.reverse, got, tc.want)
+		}
+	}
+}
+
+func TestBestWeighsPreferredTaintsAndAffinityOverRoom(t *testing.T) {
+	alloc := map[corev1.ResourceName]string{corev1.ResourceCPU: "10", corev1.ResourceMemory: "10Gi", gpu: "8"}
+	spot := corev1.Taint{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}
+	nodes := []corev1.Node{testNode("a", nil, []corev1.Taint{spot}, alloc), testNode("b", map[string]string{"rack": "r2"}, nil, alloc)}
+	spec := podSpec(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", gpu: "1"}, nil)
+	c := newCluster(nodes)
+	// a is first by name, but an untolerated PreferNoSchedule taint weighs 3 x 100 against it.
+	if p, _ := c.place(&spec, 1); !reflect.DeepEqual(names(c, p), []string{"b"}) {
+		t.Errorf("the tainted node won: %v", names(c, p))
+	}
+	tolerated := spec
+	tolerated.Tolerations = []corev1.Toleration{{Key: "spot", Operator: corev1.TolerationOpExists}}
+	c = newCluster(nodes)
+	if p, _ := c.place(&tolerated, 1); !reflect.DeepEqual(names(c, p), []string{"a"}) {
+		t.Errorf("tolerated, the first by name should win: %v", names(c, p))
+	}
+	preferred := tolerated
+	preferred.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+		Weight: 10, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "rack", Operator: corev1.NodeSelectorOpIn, Values: []string{"r2"}}}}}}}}
+	c = newCluster(nodes)
+	if p, _ := c.place(&preferred, 1); !reflect.DeepEqual(names(c, p), []string{"b"}) {
+		t.Errorf("the preferred node lost: %v", names(c, p))
+	}
+}
+
+func TestSettledPodsHoldTheirNode(t *testing.T) {
+	alloc := map[corev1.ResourceName]string{corev1.ResourceCPU: "64", corev1.ResourceMemory: "512Gi", gpu: "8"}
+	c := newCluster([]corev1.Node{testNode("a100-0", nil, nil, alloc), testNode("a100-1", nil, nil, alloc)})
+	controller := podSpec(map[corev1.ResourceName]string{corev1.ResourceCPU: "500m", corev1.ResourceMemory: "512Mi"}, nil)
+	c.settle([]corev1.PodSpec{controller})
+	job := podSpec(map[corev1.ResourceName]string{corev1.ResourceCPU: "16", corev1.ResourceMemory: "128Gi", gpu: "4"}, nil)
+	// The controller took a little of a100-0 (the first of two equal nodes), so the job's pod
+	// scores higher on a100-1.
+	if p, _ := c.place(&job, 1); !reflect.DeepEqual(names(c, p), []string{"a100-1"}) {
+		t.Errorf("placed on %v", names(c, p))
 	}
 }

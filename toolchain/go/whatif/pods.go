@@ -86,19 +86,8 @@ func (s *sim) podLife(key types.NamespacedName) error {
 		delete(s.waiting, i)
 		j.stuck = ""
 	case !j.running:
-		where, why := s.nodes.place(&p.Spec, 1)
-		if where == nil {
-			s.waiting[i] = true
-			j.stuck = why
+		if s.held(i) || !s.bind(i, p.Spec) {
 			return nil
-		}
-		delete(s.waiting, i)
-		j.stuck = ""
-		j.running, j.where, j.spec = true, where, p.Spec
-		j.startedAt, j.run = s.now, j.run+1
-		j.intervals = append(j.intervals, interval{Start: s.now})
-		if j.in.Duration >= 0 {
-			s.push(ev{at: s.now + j.in.Duration, kind: evFinish, idx: i, run: j.run})
 		}
 		now := metav1.NewTime(s.clock.Now())
 		p.Status.Phase = corev1.PodRunning

@@ -14,7 +14,7 @@ import (
 // while there are none, so the engine asks first): an active ClusterQueue with a workload in
 // its heap. Heads also takes the workloads of the second-pass queue, which only
 // topology-aware scheduling fills; the fast engine does not replay topology-aware stacks
-// (sandbox/replay/fast.py refuses them), so it stays empty.
+// (gpu_queues/whatif/engine_input.py refuses them), so it stays empty.
 func (s *sim) hasHeads() bool {
 	for cq := range s.queues.Dump() {
 		if s.cache.ClusterQueueActive(cq) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -56,6 +57,7 @@ func newSim(in *Input) (*sim, error) {
 		until:    in.Until,
 		waiting:  map[int]bool{},
 		retry:    map[int]bool{},
+		toPlace:  map[int]bool{},
 	}
 	s.dirty.reset()
 	cfg, err := loadConfiguration(in.Configuration)
@@ -72,7 +74,13 @@ func newSim(in *Input) (*sim, error) {
 	if err := s.newJobControllers(cfg); err != nil {
 		return nil, err
 	}
+	s.requeuePeriod = time.Second
+	if features.Enabled(features.SchedulerLongRequeueInterval) {
+		s.requeuePeriod = 10 * time.Second
+	}
 	s.nodes = newCluster(in.Nodes)
+	s.workloadUIDs = in.WorkloadUIDs
+	s.nodes.settle(in.Pods)
 	if err := s.addJobs(in.Jobs); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"encoding/json"
@@ -100,7 +101,15 @@ type sim struct {
 	wg          sync.WaitGroup
 	stats       Summary
 	waiting     map[int]bool // running-but-unplaced jobs (unsuspended, pods pending)
-	changes     int          // objects seen changed (informer events), for idle instants
+	waitSeq     int          // jobs that began to wait for nodes so far (jobState.waitingSince)
+	toPlace     map[int]bool // jobs whose new pods wait until Kueue is done with the instant (held)
+	admitSeq    int          // admissions so far (jobState.admittedSeq)
+	// requeuePeriod: how long after a change Kueue requeues the inadmissible workloads it may
+	// let in (its batch period: 1 s; 10 s with SchedulerLongRequeueInterval).
+	requeuePeriod time.Duration
+	lastSubmit    time.Time      // Kueue's clock at the last submission (submitting)
+	workloadUIDs  map[int]string // Input.WorkloadUIDs
+	changes       int            // objects seen changed (informer events), for idle instants
 }
 
 // replay: the event loop. Each instant's events are applied, then everything settles at
@@ -137,6 +146,7 @@ func (s *sim) replay() error {
 				if err := s.settle(); err != nil {
 					return err
 				}
+				s.submitting()
 			}
 			if err := s.apply(e); err != nil {
 				return err
@@ -279,21 +289,106 @@ func defaultJob(j *batchv1.Job) {
 	}
 }
 
-// stop: the job's pods are gone; their nodes are free.
+// stop: the job's pods are gone (all of them, or the ones already bound while the rest
+// waited); their nodes are free.
 func (s *sim) stop(j *jobState) {
-	if !j.running {
+	j.released = false // the next pods it gets are new ones, held like any
+	if len(j.where) == 0 {
 		return
 	}
 	s.nodes.release(&j.spec, j.where)
-	j.running, j.where = false, nil
-	j.runSeconds += s.now - j.startedAt
-	end := s.now
-	j.intervals[len(j.intervals)-1].End = &end
-	// Freed capacity: pods that wait for nodes may fit now (tried in mix order at the next
-	// step, as the scheduler retries unschedulable pods when a pod on a node is deleted).
+	j.where = nil
+	if j.running {
+		j.running = false
+		j.runSeconds += s.now - j.startedAt
+		end := s.now
+		j.intervals[len(j.intervals)-1].End = &end
+		if j.startedAt == s.now { // a run of no time is none (the report drops it too)
+			j.timeline = dropLastRan(j.timeline)
+		}
+	}
+	// Freed capacity: pods that wait for nodes may fit now (tried at the next step in the
+	// order they began to wait, as the scheduler retries unschedulable pods, oldest first,
+	// when a pod on a node is deleted).
 	for i := range s.waiting {
 		s.retry[i] = true
 	}
+}
+
+// dropLastRan: the timeline without its last "ran" step.
+func dropLastRan(steps []step) []step {
+	for k := len(steps) - 1; k >= 0; k-- {
+		if steps[k].Event == "ran" {
+			return append(steps[:k:k], steps[k+1:]...)
+		}
+	}
+	return steps
+}
+
+// nextToPlace: the job Kueue admitted first of those whose new pods wait for the scheduler.
+func (s *sim) nextToPlace() (int, bool) {
+	first, found := 0, false
+	for i := range s.toPlace {
+		if !found || s.jobs[i].admittedSeq < s.jobs[first].admittedSeq {
+			first, found = i, true
+		}
+	}
+	return first, found
+}
+
+// release lets the job's new pods go to the scheduler: they are placed now, and, when they
+// do not all fit, tried again as capacity is freed.
+func (s *sim) release(i int) error {
+	delete(s.toPlace, i)
+	j := s.jobs[i]
+	j.released = true
+	return s.place(j)
+}
+
+// held: the job's new pods wait for the scheduler until Kueue is done with the instant
+// (settle); whether they are held.
+func (s *sim) held(i int) bool {
+	if s.jobs[i].released {
+		return false
+	}
+	s.toPlace[i] = true
+	return true
+}
+
+// wait: the job has pods no node takes; they are tried again when capacity is freed.
+func (s *sim) wait(i int, why string) {
+	j := s.jobs[i]
+	if !s.waiting[i] {
+		s.waitSeq++
+		j.waitingSince = s.waitSeq
+	}
+	s.waiting[i] = true
+	j.stuck = why
+}
+
+// bind: the job's pods that are not bound yet, each to the node the scheduler would choose;
+// whether all of them now are.
+func (s *sim) bind(i int, spec corev1.PodSpec) bool {
+	j := s.jobs[i]
+	if len(j.where) == 0 {
+		j.spec = spec
+	}
+	more, why := s.nodes.place(&j.spec, j.count-len(j.where))
+	j.where = append(j.where, more...)
+	if len(j.where) < j.count {
+		s.wait(i, why)
+		return false
+	}
+	delete(s.waiting, i)
+	j.stuck = ""
+	j.running = true
+	j.startedAt, j.run = s.now, j.run+1
+	j.intervals = append(j.intervals, interval{Start: s.now})
+	j.timeline = append(j.timeline, step{At: s.now, Event: "ran", Nodes: s.nodes.nodeNames(j.where)})
+	if j.in.Duration >= 0 {
+		s.push(ev{at: s.now + j.in.Duration, kind: evFinish, idx: i, run: j.run})
+	}
+	return true
 }
 
 // place: the job's pods, waiting for nodes, tried again.
@@ -324,29 +419,18 @@ func (s *sim) pods(key types.NamespacedName) error {
 	switch {
 	case j.finished:
 		delete(s.waiting, i)
-	case suspended && (j.running || bj.Status.Active > 0):
+	case suspended && (len(j.where) > 0 || bj.Status.Active > 0):
 		s.stop(j)
 		delete(s.waiting, i)
 		bj.Status.Active, bj.Status.Ready = 0, ptr(int32(0))
 		return s.cl.Status().Update(s.ctx, &bj)
 	case suspended:
 		delete(s.waiting, i)
-		j.stuck = ""
+		delete(s.toPlace, i)
+		j.stuck, j.released = "", false
 	case !j.running:
-		spec := bj.Spec.Template.Spec
-		where, why := s.nodes.place(&spec, j.count)
-		if where == nil {
-			s.waiting[i] = true
-			j.stuck = why
+		if s.held(i) || !s.bind(i, bj.Spec.Template.Spec) {
 			return nil
-		}
-		delete(s.waiting, i)
-		j.stuck = ""
-		j.running, j.where, j.spec = true, where, spec
-		j.startedAt, j.run = s.now, j.run+1
-		j.intervals = append(j.intervals, interval{Start: s.now})
-		if j.in.Duration >= 0 {
-			s.push(ev{at: s.now + j.in.Duration, kind: evFinish, idx: i, run: j.run})
 		}
 		now := metav1.NewTime(s.clock.Now())
 		bj.Status.Active, bj.Status.Ready = int32(j.count), ptr(int32(j.count))
@@ -466,6 +550,11 @@ func (s *sim) track(j *jobState, wl *kueue.Workload) {
 		j.admittedAt = &at
 		j.first = wl.Status.Admission.DeepCopy()
 	}
+	if holds && !j.hadQuota {
+		s.admitSeq++
+		j.admittedSeq = s.admitSeq
+		j.timeline = append(j.timeline, step{At: s.now, Event: "admitted", Admission: wl.Status.Admission.DeepCopy()})
+	}
 	if j.hadQuota && !holds && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
 		var conds []metav1.Condition
 		for _, t := range []string{kueue.WorkloadEvicted, kueue.WorkloadPreempted} {
@@ -474,6 +563,7 @@ func (s *sim) track(j *jobState, wl *kueue.Workload) {
 			}
 		}
 		j.evictions = append(j.evictions, conds)
+		j.timeline = append(j.timeline, step{At: s.now, Event: "evicted", Why: conds})
 	}
 	j.hadQuota = holds
 }
@@ -503,7 +593,9 @@ func (s *sim) settle() error {
 		if err := s.inform(wls, jobs, pods); err != nil {
 			return err
 		}
-		retry := slices.Sorted(maps.Keys(s.retry))
+		retry := slices.SortedFunc(maps.Keys(s.retry), func(a, b int) int {
+			return cmp.Compare(s.jobs[a].waitingSince, s.jobs[b].waitingSince)
+		})
 		clear(s.retry)
 		for _, i := range retry {
 			if s.waiting[i] {
@@ -543,6 +635,18 @@ func (s *sim) settle() error {
 			// is put back at once and tried again and again).
 		}
 		if s.rq.ProcessRequeues(s.ctx) > 0 {
+			// The requeue comes a batch period after what set it off, on Kueue's clock as on a
+			// cluster's (and the sandbox's): what it admits is the more recent by that much.
+			s.clock.SetTime(s.clock.Now().Add(s.requeuePeriod))
+			continue
+		}
+		// Kueue is done with the instant: the pods of the jobs it admitted go to the
+		// scheduler, one job at a time in the order Kueue admitted them, the cluster settling
+		// after each (the sandbox engine's gate holds them so: sandbox/replay/gate.py).
+		if i, ok := s.nextToPlace(); ok {
+			if err := s.release(i); err != nil {
+				return err
+			}
 			continue
 		}
 		return nil
@@ -612,12 +716,15 @@ func (s *sim) results() []Result {
 	out := make([]Result, 0, len(s.jobs))
 	for _, j := range s.jobs {
 		r := Result{Type: "workload", Index: j.in.Index, AdmittedAt: j.admittedAt, FirstAdmission: j.first, RunSeconds: j.runSeconds,
-			Intervals: j.intervals, Evictions: j.evictions, AllRunning: j.running, Stuck: j.stuck, Problem: j.problem}
+			Intervals: j.intervals, Evictions: j.evictions, Timeline: j.timeline, AllRunning: j.running, Stuck: j.stuck, Problem: j.problem}
 		if r.Intervals == nil {
 			r.Intervals = []interval{}
 		}
 		if r.Evictions == nil {
 			r.Evictions = [][]metav1.Condition{}
+		}
+		if r.Timeline == nil {
+			r.Timeline = []step{}
 		}
 		if j.workload != nil {
 			wl := &kueue.Workload{}

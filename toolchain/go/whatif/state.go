@@ -43,11 +43,31 @@ type jobState struct {
 	first      *kueue.Admission // its first admission (the flavors a start-time estimate names)
 	hadQuota   bool
 	evictions  [][]metav1.Condition
+	timeline   []step
 	finished   bool
 	stuck      string
-	workload   *types.NamespacedName
-	submitted  bool
-	problem    string
+	// waitingSince: when its pods began to wait for nodes (the engine's sequence), the order in
+	// which waiting pods are tried again.
+	waitingSince int
+	// released: its current pods went to the scheduler (sim.release); new pods are held.
+	released bool
+	// admittedSeq: its last admission's place among all (the order held pods are released in).
+	admittedSeq int
+	workload    *types.NamespacedName
+	submitted   bool
+	problem     string
+}
+
+// step: one change of a workload's hold on quota or of its pods, when it happened: admitted
+// (with the admission, for its flavors), evicted (with the Evicted and Preempted conditions)
+// or ran (its pods placed, with their nodes), so that two engines' stories can be set side by
+// side and the first place they part found.
+type step struct {
+	At        float64            `json:"at"`
+	Event     string             `json:"event"`
+	Admission *kueue.Admission   `json:"admission,omitempty"`
+	Why       []metav1.Condition `json:"why,omitempty"`
+	Nodes     []string           `json:"nodes,omitempty"` // ran: where its pods were placed
 }
 
 // Result is one "workload" line of the output.
@@ -61,6 +81,7 @@ type Result struct {
 	RunSeconds     float64              `json:"runSeconds"` // how long its pods ran, over all its runs
 	Intervals      []interval           `json:"intervals"`
 	Evictions      [][]metav1.Condition `json:"evictions"`
+	Timeline       []step               `json:"timeline"`
 	AllRunning     bool                 `json:"allRunning"`
 	Stuck          string               `json:"stuck,omitempty"`
 	Problem        string               `json:"problem,omitempty"`
@@ -229,7 +250,25 @@ func (s *sim) push(e ev) {
 
 func (s *sim) setNow(t float64) {
 	s.now = t
-	s.clock.SetTime(epoch.Add(time.Duration(t * float64(time.Second))))
+	at := epoch.Add(time.Duration(t * float64(time.Second)))
+	if at.Before(s.clock.Now()) { // Kueue's clock never goes back (submitting)
+		at = s.clock.Now()
+	}
+	s.clock.SetTime(at)
+}
+
+// submitting moves Kueue's clock to a later second than the last submission's, when it is
+// not there already: jobs submitted at one instant arrive one after another, as kubectl
+// applies them and as the sandbox engine creates them (each in a later second than the one
+// before), so Kueue sees their creation, and the admissions they get at once, in that order
+// (a workload admitted later is the more recent one a reclaim takes first). The replay's own
+// time stays the instant; only Kueue's clock runs these seconds ahead, until the next instant
+// that is later.
+func (s *sim) submitting() {
+	if next := s.lastSubmit.Add(time.Second); !s.lastSubmit.IsZero() && s.clock.Now().Before(next) {
+		s.clock.SetTime(next)
+	}
+	s.lastSubmit = s.clock.Now()
 }
 
 // ringWatch: the sets of quota holders sampled at one instant (sim.go, A preemption loop),

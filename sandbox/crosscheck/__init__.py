@@ -1,0 +1,1 @@
+"""The randomized cross-check of the what-if's two engines (generate.py, run.py)."""

@@ -1,0 +1,266 @@
+"""Stacks and mixes nobody wrote for the tests, from a seed: what the randomized cross-check
+replays on both engines (sandbox/crosscheck/run.py).
+
+Each seed gives one stack and one mix, the same on every run and machine:
+- 1-3 flavors, each of 2-4 nodes of 4 or 8 GPUs with cpu and memory per GPU of its own (so a
+  job's pods may fit the flavor's quota and no node yet), some tainted with the toleration in
+  the flavor, as GPU pools are;
+- 2-5 teams, most in one cohort (the others alone: a stack has one cohort today), each over
+  one or more of the flavors in an order of its own, with nominal quotas that together may
+  exceed the hardware or fall short of it, borrowing and lending limits, every preemption
+  policy (reclaimWithinCohort, withinClusterQueue, borrowWithinCohort), StrictFIFO or
+  BestEffortFIFO;
+- 0-3 priority classes;
+- 20-60 Jobs over 1-6 hours (submissions on whole minutes, so some arrive together), of 1-4
+  pods of 1-8 GPUs each (at most a node's GPUs; most within what the team can reach, one in
+  ten regardless), with durations from 10 minutes to 3 hours and a priority class or none.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from gpu_queues.pins import kueue_version
+
+FLAVOR_NAMES = ("h100", "a100", "l40s")
+TEAM_NAMES = ("nlp", "vision", "speech", "rl", "infra")
+PRIORITY_NAMES = ("low", "mid", "high")
+DURATIONS = (600, 1200, 2700, 3600, 7200, 10800)
+COHORT = "lab"
+GPU = "nvidia.com/gpu"
+PREFIX = "gpu-queues"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One seed's stack file (its text, `stack` its name) and mix (its text)."""
+
+    seed: int
+    stack: str
+    stack_text: str
+    mix_text: str
+    jobs: int
+
+
+@dataclass(frozen=True)
+class FlavorShape:
+    name: str
+    nodes: int
+    gpus: int  # per node
+    cpu: int  # per node
+    memory_gi: int  # per node
+    tainted: bool
+
+
+def _flavors(r: random.Random) -> list[FlavorShape]:
+    out = []
+    for name in FLAVOR_NAMES[: r.randint(1, 3)]:
+        gpus = r.choice((4, 8))
+        out.append(
+            FlavorShape(
+                name,
+                nodes=r.randint(2, 4),
+                gpus=gpus,
+                cpu=gpus * r.choice((8, 12, 16)),
+                memory_gi=gpus * r.choice((64, 96, 128)),
+                tainted=r.random() < 0.3,
+            )
+        )
+    return out
+
+
+def _flavor_config(f: FlavorShape) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": f.name,
+        "nodeLabels": {"gpu-queues.dev/pool": f.name},
+        "nodes": {
+            "count": f.nodes,
+            "resources": {"cpu": f.cpu, "memory": f"{f.memory_gi}Gi", GPU: f.gpus},
+        },
+    }
+    if f.tainted:
+        taint = {"key": GPU, "value": "present", "effect": "NoSchedule"}
+        out["nodeTaints"] = [taint]
+        out["tolerations"] = [{**taint, "operator": "Equal"}]
+    return out
+
+
+def _shares(r: random.Random, f: FlavorShape, users: int) -> list[int]:
+    """The flavor's GPUs as nominal quotas for its `users` teams: at most the hardware (the
+    stack check refuses more), sometimes well short of it."""
+    total = f.nodes * f.gpus
+    weights = [r.uniform(0.2, 1.0) for _ in range(users)]
+    used = r.uniform(0.5, 1.0)
+    return [int(total * used * w / sum(weights)) for w in weights]
+
+
+def _quota(r: random.Random, f: FlavorShape, gpus: int, cohort: bool) -> dict[str, Any]:
+    """One flavor's quotas for one team: its GPUs (cpu and memory in proportion, so GPUs are
+    what runs out), and in a cohort limits to borrow and lend."""
+    gpu: dict[str, Any] = {"nominalQuota": gpus}
+    if cohort and r.random() < 0.4:
+        gpu["borrowingLimit"] = r.randint(0, f.nodes * f.gpus)
+    if cohort and gpus and r.random() < 0.4:
+        gpu["lendingLimit"] = r.randint(0, gpus)
+    return {
+        "name": f.name,
+        "resources": {
+            "cpu": {"nominalQuota": gpus * f.cpu // f.gpus},
+            "memory": {"nominalQuota": f"{gpus * f.memory_gi // f.gpus}Gi"},
+            GPU: gpu,
+        },
+    }
+
+
+def _reach(quota: dict[str, Any], f: FlavorShape, cohort: bool) -> int:
+    """The GPUs of one flavor a team can hold at most: its nominal quota, and in a cohort what
+    it may borrow (its limit, else the flavor)."""
+    gpu = quota["resources"][GPU]
+    if not cohort:
+        return int(gpu["nominalQuota"])
+    return int(gpu["nominalQuota"]) + int(gpu.get("borrowingLimit", f.nodes * f.gpus))
+
+
+def _preemption(r: random.Random, cohort: bool) -> dict[str, Any] | None:
+    if r.random() < 0.2:
+        return None
+    out: dict[str, Any] = {
+        "withinClusterQueue": r.choice(("Never", "LowerPriority", "LowerOrNewerEqualPriority"))
+    }
+    if cohort:
+        out["reclaimWithinCohort"] = r.choice(("Never", "LowerPriority", "Any"))
+        if out["reclaimWithinCohort"] != "Never" and r.random() < 0.3:
+            out["borrowWithinCohort"] = {"policy": "LowerPriority"}
+    return out
+
+
+def _teams(r: random.Random, names: list[str], flavors: list[FlavorShape]) -> list[dict[str, Any]]:
+    chosen = {n: r.sample(flavors, r.randint(1, len(flavors))) for n in names}
+    shares = {
+        f.name: iter(_shares(r, f, sum(f in mine for mine in chosen.values()))) for f in flavors
+    }
+    teams = []
+    for name in names:
+        cohort = r.random() < 0.8
+        team: dict[str, Any] = {
+            "name": name,
+            "namespace": name,
+            "clusterQueue": f"{name}-cq",
+            "localQueue": f"{name}-lq",
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "memory", GPU],
+                    "flavors": [_quota(r, f, next(shares[f.name]), cohort) for f in chosen[name]],
+                }
+            ],
+        }
+        if cohort:
+            team["cohort"] = COHORT
+        if preemption := _preemption(r, cohort):
+            team["preemption"] = preemption
+        if r.random() < 0.3:
+            team["queueingStrategy"] = "StrictFIFO"
+        teams.append(team)
+    return teams
+
+
+def _job(
+    r: random.Random,
+    i: int,
+    team: dict[str, Any],
+    shapes: dict[str, FlavorShape],
+    classes: list[str],
+) -> dict[str, Any]:
+    quotas = team["resourceGroups"][0]["flavors"]
+    mine = [shapes[f["name"]] for f in quotas]
+    widest = max(mine, key=lambda f: f.gpus)
+    # Most jobs fit what the team can reach (its nominal quota, or what it may borrow); one in
+    # ten asks for up to a whole node regardless, and may wait all day.
+    reach = max(_reach(q, shapes[q["name"]], "cohort" in team) for q in quotas)
+    sizes = [g for g in (1, 2, 4, 8) if g <= widest.gpus]
+    fitting = [g for g in sizes if g <= reach] or sizes[:1]
+    gpus = r.choice(sizes if r.random() < 0.1 else fitting)
+    pods = 1 if r.random() < 0.75 else r.randint(2, 4)
+    labels = {"kueue.x-k8s.io/queue-name": team["localQueue"]}
+    if classes and r.random() < 0.6:
+        labels["kueue.x-k8s.io/priority-class"] = r.choice(classes)
+    per_gpu_cpu = min(f.cpu // f.gpus for f in mine)
+    per_gpu_mem = min(f.memory_gi // f.gpus for f in mine)
+    spec: dict[str, Any] = {
+        "template": {
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "registry.example/train:1",
+                        "resources": {
+                            "requests": {
+                                "cpu": str(gpus * r.randint(1, per_gpu_cpu)),
+                                "memory": f"{gpus * r.randint(8, per_gpu_mem)}Gi",
+                            },
+                            "limits": {GPU: gpus},
+                        },
+                    }
+                ],
+            }
+        }
+    }
+    if pods > 1:
+        spec["parallelism"] = spec["completions"] = pods
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": f"j{i:03d}",
+            "namespace": team["namespace"],
+            "labels": labels,
+            "annotations": {
+                "gpu-queues.dev/submit-at": "",  # set by the caller, in submission order
+                "gpu-queues.dev/duration": f"{r.choice(DURATIONS)}s",
+            },
+        },
+        "spec": spec,
+    }
+
+
+def generate(seed: int, release: str | None = None) -> Case:
+    """The stack and the mix of one seed, for Kueue `release` (default: the pin)."""
+    r = random.Random(seed)
+    flavors = _flavors(r)
+    shapes = {f.name: f for f in flavors}
+    names = list(TEAM_NAMES[: r.randint(2, 5)])
+    teams = _teams(r, names, flavors)
+    classes = list(PRIORITY_NAMES[: r.randint(0, 3)])
+    stack = f"cc{seed}"
+    config: dict[str, Any] = {
+        f"{PREFIX}:kueue": {"version": release or kueue_version()},
+        f"{PREFIX}:flavors": [_flavor_config(f) for f in flavors],
+        f"{PREFIX}:teams": teams,
+    }
+    if any("cohort" in t for t in teams):
+        config[f"{PREFIX}:cohort"] = {"name": COHORT}
+    if classes:
+        config[f"{PREFIX}:priorityClasses"] = [
+            {"name": c, "value": 100 * (k + 1)} for k, c in enumerate(classes)
+        ]
+    horizon = r.randint(1, 6) * 3600
+    count = r.randint(20, 60)
+    times = sorted(r.randrange(0, horizon, 60) for _ in range(count))
+    jobs = []
+    for i, at in enumerate(times):
+        job = _job(r, i, r.choice(teams), shapes, classes)
+        job["metadata"]["annotations"]["gpu-queues.dev/submit-at"] = f"{at}s"
+        jobs.append(job)
+    header = f"# cross-check seed {seed}: generated by sandbox/crosscheck/generate.py\n"
+    return Case(
+        seed=seed,
+        stack=stack,
+        stack_text=header + yaml.safe_dump({"config": config}, sort_keys=False),
+        mix_text=header + yaml.safe_dump_all(jobs, sort_keys=False),
+        jobs=count,
+    )

@@ -1,0 +1,24 @@
+"""The randomized cross-check in `make test`: a few fixed seeds of generated stacks and mixes
+(sandbox/crosscheck/generate.py), each replayed on both what-if engines, must tell the same
+story workload by workload (gpu_queues.whatif.agreement). `make crosscheck SEEDS=N` runs as many
+as you like; docs/what-if.md has the record of the long runs. Minutes each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sandbox.crosscheck.run import check_seed
+
+pytestmark = pytest.mark.rehearse
+
+# Two of the smaller mixes the generator gives (20 and 21 jobs).
+SEEDS = (79, 41)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_generated_day_replays_the_same_on_both_engines(seed: int, tmp_path: Path):
+    result = check_seed(seed, None, tmp_path)
+    assert result.workloads >= 20
+    assert result.agrees, result.text

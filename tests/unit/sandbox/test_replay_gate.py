@@ -1,0 +1,92 @@
+"""The sandbox replay's scheduling gate (sandbox/replay/gate.py): the MutatingAdmissionPolicy that
+gates the mix's pods, and how a pod is read and let go."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpu_queues.whatif.workloads import KubeError
+from sandbox.replay import gate
+
+pytestmark = pytest.mark.unit
+
+
+def test_the_policy_gates_pods_created_in_the_mix_s_namespaces_only():
+    p = gate.policy(["team-b", "team-a", "team-a"])
+    rules = p["spec"]["matchConstraints"]["resourceRules"]
+    assert rules == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                      "resources": ["pods"]}]  # fmt: skip
+    (condition,) = p["spec"]["matchConditions"]
+    assert condition["expression"] == 'request.namespace in ["team-a", "team-b"]'
+    (mutation,) = p["spec"]["mutations"]
+    assert mutation["patchType"] == "ApplyConfiguration"
+    assert f'name: "{gate.GATE}"' in mutation["applyConfiguration"]["expression"]
+    assert gate.binding()["spec"]["policyName"] == p["metadata"]["name"]
+
+
+def pod(gates: list[str], node: str = "", scheduled: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "metadata": {"name": "p", "namespace": "team-a", "resourceVersion": "7"},
+        "spec": {"schedulingGates": [{"name": g} for g in gates]},
+        "status": {},
+    }
+    if node:
+        out["spec"]["nodeName"] = node
+    if scheduled:
+        out["status"]["conditions"] = [
+            {"type": "PodScheduled", "status": "False", "reason": scheduled}
+        ]
+    return out
+
+
+def test_a_pod_is_gated_by_the_replay_s_gate_only():
+    assert gate.gated(pod([gate.GATE]))
+    assert gate.gated(pod(["kueue.x-k8s.io/admission", gate.GATE]))
+    assert not gate.gated(pod(["kueue.x-k8s.io/admission"]))
+    assert not gate.gated({"metadata": {}})
+
+
+def test_a_pod_is_tried_once_placed_or_found_no_node():
+    assert not gate.tried(pod([]))
+    assert gate.tried(pod([], node="gpu-0"))
+    assert gate.tried(pod([], scheduled="Unschedulable"))
+    assert not gate.tried(pod([], scheduled=""))
+
+
+class Recorder:
+    def __init__(self, fail: int | None = None) -> None:
+        self.calls: list[tuple[str, str, Any, str]] = []
+        self.fail = fail
+
+    def request(self, method: str, path: str, body: Any = None, *, content_type: str = "") -> Any:
+        self.calls.append((method, path, body, content_type))
+        if self.fail is not None:
+            raise KubeError(self.fail, "refused")
+        return None
+
+    def create(self, path: str, body: Any) -> Any:
+        return self.request("POST", path, body)
+
+
+def test_ungating_keeps_the_other_gates_and_tests_the_version_it_read():
+    rest = Recorder()
+    gate.ungate(rest, pod(["kueue.x-k8s.io/admission", gate.GATE]))  # type: ignore[arg-type]
+    ((method, path, body, kind),) = rest.calls
+    assert (method, path, kind) == ("PATCH", "/api/v1/namespaces/team-a/pods/p",
+                                    "application/json-patch+json")  # fmt: skip
+    assert body[0] == {"op": "test", "path": "/metadata/resourceVersion", "value": "7"}
+    assert body[1]["value"] == [{"name": "kueue.x-k8s.io/admission"}]
+
+
+@pytest.mark.parametrize("status", [404, 409, 422])
+def test_a_pod_gone_or_changed_since_it_was_read_is_read_again(status: int):
+    gate.ungate(Recorder(fail=status), pod([gate.GATE]))  # type: ignore[arg-type]
+
+
+def test_an_api_server_without_the_policy_api_is_a_clear_error():
+    with pytest.raises(gate.GateError, match="MutatingAdmissionPolicy"):
+        gate.install(Recorder(fail=403), ["team-a"])  # type: ignore[arg-type]
+    with pytest.raises(KubeError):
+        gate.ungate(Recorder(fail=500), pod([gate.GATE]))  # type: ignore[arg-type]
