@@ -63,6 +63,9 @@ DEFAULT_QUIET = 2.5
 # When no workload waits for quota, nothing of the kind is pending: a short spell will do.
 SHORT_QUIET = 0.5
 SETTLE_CAP = 90.0
+# Where in a wall-clock second the replay acts (Replay.fresh_second): early, so that what it
+# sets off has the rest of the second.
+SECOND_START = 0.05
 WORKLOAD_CAP = 20.0
 
 
@@ -276,13 +279,20 @@ class Replay:
 
     # --- acting ------------------------------------------------------------------------
 
+    def fresh_second(self, not_before: float = 0.0) -> None:
+        """Wait for the start of a new second of the wall clock (at least `not_before`): what
+        an action sets off then happens within that second, as the fast engine has it on
+        Kueue's clock. Kueue orders workloads admitted by the second (a reclaim takes the most
+        recently admitted of equals first, then the lowest UID, drawn at random): a reaction
+        that straddled a second boundary would order two equal workloads by chance."""
+        second = max(math.ceil(time.time() - SECOND_START), math.ceil(not_before))
+        time.sleep(max(0.0, second + SECOND_START - time.time()))
+
     def submit(self, t: Tracked) -> None:
         e = t.entry
         # A later second than the previous Workload's creation: Kueue's FIFO order is file
         # order (equal seconds are ordered by UID, at random).
-        wait = self.last_submit_second + 1 - time.time()
-        if wait > 0:
-            time.sleep(wait)
+        self.fresh_second(self.last_submit_second + 1)
         group = "/apis/batch/v1" if e.kind == "Job" else "/api/v1"
         plural = "jobs" if e.kind == "Job" else "pods"
         try:
@@ -392,6 +402,8 @@ class Replay:
                     self.submit(t)
                     acted = True
                 elif t.run == run and t.started_at is not None and not t.finished:
+                    if not acted:
+                        self.fresh_second()
                     self.complete(t)
                     acted = True
             self.batches += 1
