@@ -45,7 +45,14 @@ from gpu_queues.whatif.workloads import (
 )
 from sandbox.paths import KUBECONFIG
 from sandbox.replay import gate
-from sandbox.replay.tracked import Tracked, all_running, close_run, nodes_of, result
+from sandbox.replay.tracked import (
+    Tracked,
+    all_running,
+    close_run,
+    nodes_of,
+    result,
+    running_pods,
+)
 from sandbox.replay.watch import (
     WATCHED,
     Informer,
@@ -359,8 +366,13 @@ class Replay:
             if t.completing and any(not is_terminal(p) for p in mine):
                 self.complete(t)  # pods made after the end (further completions) end too
             running = holds_quota(wl) and all_running(t, mine)
+            pods_now = running_pods(mine)
+            if running and t.started_at is not None and pods_now != t.run_pods:
+                # Other pods than the run's: Kueue evicted the job and admitted it again within
+                # the instant, and the new pods run its whole time again.
+                self._stop_run(t)
             if running and t.started_at is None:
-                t.started_at, t.run = self.now, t.run + 1
+                t.started_at, t.run, t.run_pods = self.now, t.run + 1, pods_now
                 t.intervals.append((self.now, None))
                 t.placed.append((self.now, "ran", nodes_of(mine)))
                 if t.entry.duration is not None:
@@ -368,10 +380,14 @@ class Replay:
                         self.events, (self.now + t.entry.duration, 0, "complete", i, t.run)
                     )
             if not running and t.started_at is not None:
-                t.gpu_seconds += self.now - t.started_at
-                t.started_at = None
-                close_run(t, self.now)
+                self._stop_run(t)
             t.finished = is_true(wl, "Finished")
+
+    def _stop_run(self, t: Tracked) -> None:
+        assert t.started_at is not None
+        t.gpu_seconds += self.now - t.started_at
+        t.started_at = None
+        close_run(t, self.now)
 
     # --- the replay --------------------------------------------------------------------
 

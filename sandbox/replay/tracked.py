@@ -33,6 +33,8 @@ class Tracked:
     completing: bool = False
     evictions: list[str] = field(default_factory=list)
     workload_uid: str | None = None
+    run_pods: frozenset[str] = frozenset()
+    """The UIDs of the pods of its current run."""
     placed: list[tuple[float, str, str]] = field(default_factory=list)
     """When each run's pods all ran, and on which nodes: (second, "ran", nodes)."""
     timeline: list[tuple[float, str, str]] = field(default_factory=list)
@@ -54,6 +56,13 @@ def all_running(t: Tracked, pods: list[dict[str, Any]]) -> bool:
     """Every pod the workload needs is running (a Job's parallelism)."""
     running = sum(pod_phase(p) == "Running" for p in pods)
     return running >= max(t.entry.pods, 1)
+
+
+def running_pods(pods: list[dict[str, Any]]) -> frozenset[str]:
+    """The UIDs of the workload's running pods."""
+    return frozenset(
+        str((p.get("metadata") or {}).get("uid") or "") for p in pods if pod_phase(p) == "Running"
+    )
 
 
 def nodes_of(pods: list[dict[str, Any]]) -> str:
