@@ -106,6 +106,25 @@ def first_parting(a: Run, b: Run) -> Parting | None:
     return None
 
 
+def timing_tie(parting: Parting) -> bool:
+    """Whether the runs part where Kueue chose among workloads it had admitted at that very
+    instant: each run evicted one the other kept, and every workload either evicted had been
+    admitted there on both. Kueue takes the most recently admitted of equals first, then the
+    lowest UID; within one instant that is the second each admission fell in, which on a
+    cluster (and the sandbox) is the wall clock's, so no engine has one answer there."""
+    evicted = {w for w, what, _ in (*parting.only_a, *parting.only_b) if what == "evicted"}
+    if not evicted:
+        return False
+    admitted_here = {w for w, what, _ in parting.both if what == "admitted"}
+    differing = {w for w, _, _ in (*parting.only_a, *parting.only_b)}
+    # What else differs there follows from the evictions: the runs of the ones kept.
+    return evicted <= admitted_here and all(
+        what in ("evicted", "ran", "stopped")
+        for w, what, _ in (*parting.only_a, *parting.only_b)
+        if w in differing
+    )
+
+
 def _step(step: Step) -> str:
     workload, what, detail = step
     return f"{workload} {what}" + (f" ({detail})" if detail else "")
@@ -131,7 +150,12 @@ def explain(a: Run, b: Run, labels: tuple[str, str] = ("a", "b")) -> str:
     la, lb = labels
     lines = [f"{len(a.workloads) - len(diffs)} of {len(a.workloads)} workloads agree"]
     if parting is not None:
-        lines.append(f"the runs first part at {format_duration(parting.at)}:")
+        tie = (
+            " (a tie Kueue breaks by the second of admission: timing_tie)"
+            if timing_tie(parting)
+            else ""
+        )
+        lines.append(f"the runs first part at {format_duration(parting.at)}{tie}:")
         lines += [f"  only {la}: {_step(s)}" for s in parting.only_a]
         lines += [f"  only {lb}: {_step(s)}" for s in parting.only_b]
         if parting.both:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_queues.whatif.agreement import Verdict, differences, explain, first_parting
+from gpu_queues.whatif.agreement import Verdict, differences, explain, first_parting, timing_tie
 from gpu_queues.whatif.report import Run, RunMeta, WorkloadResult
 
 pytestmark = pytest.mark.unit
@@ -82,3 +82,31 @@ def test_a_workload_one_run_lacks_is_a_difference():
     assert d.workload == "nlp/x2" and d.b.outcome == "missing"
     (d,) = differences(run(w("x1")), run(w("x1"), w("x3")))
     assert d.workload == "nlp/x3" and d.a.outcome == "missing"
+
+
+def test_a_reclaim_among_workloads_admitted_at_that_instant_is_a_timing_tie():
+    """Both runs admitted x1 and x2 at 1m; one reclaimed x1, the other x2: Kueue's choice went by
+    the second each admission fell in."""
+
+    def at_one(evicted: str, kept: str) -> Run:
+        return run(
+            w(evicted, timeline=[(60, "admitted", "h100"),
+                                 (60, "evicted", "Preempted (InCohortReclamation)")]),
+            w(kept, timeline=[(60, "admitted", "h100"), (60, "ran", "h100-0")]),
+        )  # fmt: skip
+
+    parting = first_parting(at_one("x1", "x2"), at_one("x2", "x1"))
+    assert parting is not None and timing_tie(parting)
+    assert "a tie Kueue breaks by the second of admission" in explain(
+        at_one("x1", "x2"), at_one("x2", "x1")
+    )
+
+
+def test_an_eviction_of_a_workload_admitted_earlier_is_no_tie():
+    """x1 ran since 0s; one run evicts it at 1m, the other does not: that is a difference."""
+    a = run(
+        w("x1", timeline=[(0, "admitted", "h100"), (60, "evicted", "Preempted (InClusterQueue)")])
+    )
+    b = run(w("x1", timeline=[(0, "admitted", "h100")]))
+    parting = first_parting(a, b)
+    assert parting is not None and not timing_tie(parting)
