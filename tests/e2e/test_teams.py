@@ -13,6 +13,7 @@ import pytest
 from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECTL
 from sandbox.walkthrough import KUEUE, KubeSession, condition, is_true, job
+from tests.builders import LocalQueue
 from tests.e2e.settled import probe, quota_held, remove_probe
 
 pytestmark = pytest.mark.e2e
@@ -193,14 +194,9 @@ def test_a_namespace_no_cluster_queue_selects_is_not_admitted(fresh: KubeSession
     k = fresh
     manifest = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "outsiders"}},
-        {
-            "apiVersion": "/".join(KUEUE),
-            "kind": "LocalQueue",
-            "metadata": {"name": "sneaky-queue", "namespace": "outsiders"},
-            # beta-cq selects only team-beta. (It has no backlog here: behind alpha-cq's backlog of
-            # preemption-blocked work, Kueue v0.18.3 was seen not to evaluate the outsider at all.)
-            "spec": {"clusterQueue": "beta-cq"},
-        },
+        # beta-cq selects only team-beta. (It has no backlog here: behind alpha-cq's backlog of
+        # preemption-blocked work, Kueue v0.18.3 was seen not to evaluate the outsider at all.)
+        LocalQueue("sneaky-queue", "outsiders", "beta-cq").obj(),
     ]
     subprocess.run(
         [str(KUBECTL), "apply", "-f", "-"],

@@ -31,6 +31,7 @@ from sandbox.paths import KUBECTL
 from sandbox.replay import fast
 from sandbox.replay.engine import replay_mix
 from sandbox.walkthrough import KubeSession, condition, is_true
+from tests.builders import Job
 
 pytestmark = pytest.mark.e2e
 
@@ -39,7 +40,6 @@ SOURCE = Path(__file__).parent / "stacks" / f"Pulumi.{STACK}.yaml"
 MIX = Path(__file__).parent / "whatif" / "tas-mix"
 NAMESPACE = "tas-team"
 RACK = "cloud.example.com/topology-rack"
-REQUIRED = "kueue.x-k8s.io/podset-required-topology"  # apis/kueue/v1beta2 topology_types.go
 
 
 def kubectl(*args: str, stdin: str | None = None) -> str:
@@ -89,34 +89,12 @@ def wipe(k: KubeSession) -> None:
 
 def rack_job(name: str, pods: int, gpus: int) -> dict[str, Any]:
     """`pods` pods of `gpus` GPUs that must share one rack."""
-    resources = {"nvidia.com/gpu": str(gpus), "cpu": "1", "memory": "1Gi"}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": NAMESPACE,
-            "labels": {"kueue.x-k8s.io/queue-name": "tas-queue"},
-        },
-        "spec": {
-            "parallelism": pods,
-            "completions": pods,
-            "suspend": True,
-            "template": {
-                "metadata": {"annotations": {REQUIRED: RACK}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {
-                            "name": "train",
-                            "image": "registry.example/train:1",
-                            "resources": {"requests": resources, "limits": resources},
-                        }
-                    ],
-                },
-            },
-        },
-    }
+    resources = {"gpu": str(gpus), "cpu": "1", "memory": "1Gi"}
+    return (
+        Job(name, NAMESPACE).queue("tas-queue").parallelism(pods).completions(pods).suspend()
+        .required_topology(RACK).container("train").requests(**resources).limits(**resources)
+        .obj()
+    )  # fmt: skip
 
 
 def test_the_topology_and_the_flavor_are_deployed_as_declared(tas: KubeSession) -> None:
