@@ -4,8 +4,8 @@ in the style of Kueue's own test wrappers (`MakeClusterQueue("cq").Cohort("c")..
 Two families, each written by hand after its reference, never produced by the code under test:
 
 * Kueue objects as the API server takes them (kueue.x-k8s.io/v1beta2): `ClusterQueue`,
-  `Cohort`, `ResourceFlavor`, `LocalQueue`, and `FlavorQuotas` for a flavor's quotas inside a
-  resource group. `.obj()` gives the object.
+  `Cohort`, `ResourceFlavor`, `Topology`, `LocalQueue`, and `FlavorQuotas` for a flavor's
+  quotas inside a resource group. `.obj()` gives the object.
 * The stack config `load_config` takes (the `gpu-queues:*` keys of a Pulumi.<stack>.yaml,
   without the prefix; docs/config-reference.md): `Stack`, `Team`, `Flavor`. `.raw()` gives
   the dict, `Stack.config()` the keys with their prefix, `Stack.yaml()` the stack file.
@@ -229,6 +229,19 @@ class ResourceFlavor(_KueueObject):
 
     def topology(self, name: str) -> Self:
         self._spec()["topologyName"] = name
+        return self
+
+
+class Topology(_KueueObject):
+    """A Topology: its levels from the top (block) down, each a node label."""
+
+    kind = "Topology"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, {"levels": []})
+
+    def levels(self, *node_labels: Any) -> Self:
+        self._spec()["levels"].extend({"nodeLabel": label} for label in node_labels)
         return self
 
 
