@@ -683,6 +683,15 @@ class Flavor:
         self._raw["nodes"] = {"count": count, "resources": _resources(resources)}
         return self
 
+    def node_topology(self, **per_level: int) -> Self:
+        """How its nodes fill the topology's levels (`block=2, rack=4`); after `nodes`."""
+        self._raw["nodes"]["topology"] = dict(per_level)
+        return self
+
+    def topology(self, name: str) -> Self:
+        self._raw["topologyName"] = name
+        return self
+
     def capacity(self, **resources: Any) -> Self:
         self._raw["capacity"] = _resources(resources)
         return self
@@ -712,8 +721,19 @@ class Stack:
         self._raw["cohort"] = {"name": name}
         return self
 
-    def team(self, *teams: Team) -> Self:
-        self._raw.setdefault("teams", []).extend(t.raw() for t in teams)
+    def team(self, *teams: Team | Mapping[str, Any]) -> Self:
+        """Teams, built or as written (for the ones the Team builder would not write)."""
+        self._raw.setdefault("teams", []).extend(
+            t.raw() if isinstance(t, Team) else copy.deepcopy(dict(t)) for t in teams
+        )
+        return self
+
+    def topology(self, name: str, **levels: str) -> Self:
+        """A topology of levels from the top down, each its name and node label
+        (`block="cloud.example.com/topology-block", ...`)."""
+        self._raw.setdefault("topologies", []).append(
+            {"name": name, "levels": [{"name": k, "nodeLabel": v} for k, v in levels.items()]}
+        )
         return self
 
     def storage(self, **volume: Any) -> Self:

@@ -28,6 +28,7 @@ from tests.builders import (
     ResourceFlavor,
     Stack,
     Team,
+    Topology,
     Workload,
     gpu_flavor,
     gpu_team,
@@ -262,6 +263,52 @@ def test_a_built_stack_loads_and_its_file_reads_back():
         "gpu-queues:cohort",
         "gpu-queues:teams",
     ]
+
+
+def test_a_topology_and_its_flavor_are_the_documented_objects_and_config():
+    assert Topology("default").levels("cloud.example.com/rack", "kubernetes.io/hostname").obj() == {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Topology",
+        "metadata": {"name": "default"},
+        "spec": {
+            "levels": [
+                {"nodeLabel": "cloud.example.com/rack"},
+                {"nodeLabel": "kubernetes.io/hostname"},
+            ]
+        },
+    }
+    tas = (
+        Stack()
+        .topology("gpus", rack="cloud.example.com/rack", host="kubernetes.io/hostname")
+        .flavor(
+            Flavor("h100")
+            .labels({"pool": "h100"})
+            .topology("gpus")
+            .nodes(4, gpu=8)
+            .node_topology(rack=2)
+        )
+        .team({"name": "written", "namespace": "w", "resourceGroups": []})
+    )
+    assert tas.raw() == yaml.safe_load(
+        """
+        topologies:
+        - name: gpus
+          levels:
+          - {name: rack, nodeLabel: cloud.example.com/rack}
+          - {name: host, nodeLabel: kubernetes.io/hostname}
+        flavors:
+        - name: h100
+          nodeLabels: {pool: h100}
+          topologyName: gpus
+          nodes: {count: 4, resources: {nvidia.com/gpu: 8}, topology: {rack: 2}}
+        teams:
+        - {name: written, namespace: w, resourceGroups: []}
+        """
+    )
+    config = load_config({k: v for k, v in tas.raw().items() if k != "teams"})
+    assert [n.labels for n in config.flavors[0].node_list(config.levels_of(config.flavors[0]))][
+        :3
+    ] == [{"pool": "h100", "cloud.example.com/rack": f"rack-{i // 2}"} for i in range(3)]
 
 
 def test_the_gpu_shorthands_spell_out_a_team_and_a_flavor():
