@@ -40,6 +40,7 @@ from sandbox import pulumi_stack as stack
 from sandbox.paths import ROOT
 from sandbox.walkthrough import KubeSession, condition
 from tests.builders import Job
+from tests.e2e.deployments import Deployments
 
 pytestmark = pytest.mark.e2e
 
@@ -98,19 +99,14 @@ def _wipe(k: KubeSession) -> None:
 
 
 @pytest.fixture(scope="module")
-def deployed_eta_stack(cluster: KubeSession) -> Iterator[None]:
-    done = stack.pulumi(
-        "up", "--yes", "--skip-preview", stack=STACK, source=SOURCE, check=False, capture=True
-    )
+def deployed_eta_stack(cluster: KubeSession, stacks: Deployments) -> Iterator[None]:
+    """The stack deployed (it stays, as every stack of the session does); no job of it left."""
+    done = stacks.up(STACK, source=SOURCE)
     assert done.returncode == 0, done.stdout + done.stderr
     try:
         yield
     finally:
         _wipe(cluster)
-        gone = stack.pulumi(
-            "destroy", "--yes", stack=STACK, source=SOURCE, check=False, capture=True
-        )
-        assert gone.returncode == 0, gone.stdout + gone.stderr
 
 
 def ask_eta() -> dict[str, Any]:

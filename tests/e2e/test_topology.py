@@ -25,13 +25,13 @@ from typing import Any
 import pytest
 
 from gpu_queues.config.model import StackConfig
-from sandbox import pulumi_stack as stack
 from sandbox import shape as fake_cluster
 from sandbox.paths import KUBECTL
 from sandbox.replay import fast
 from sandbox.replay.engine import replay_mix
 from sandbox.walkthrough import KubeSession, condition, is_true
 from tests.builders import Job
+from tests.e2e.deployments import Deployments
 
 pytestmark = pytest.mark.e2e
 
@@ -56,8 +56,9 @@ def config() -> StackConfig:
 
 
 @pytest.fixture(scope="module")
-def tas(cluster: KubeSession, config: StackConfig) -> Iterator[KubeSession]:
-    """The stack's nodes in the sandbox and the stack deployed; both gone afterwards."""
+def tas(cluster: KubeSession, config: StackConfig, stacks: Deployments) -> Iterator[KubeSession]:
+    """The stack's nodes in the sandbox and the stack deployed; afterwards no job of it and
+    no node of its (the stack stays deployed, as every stack of the session does)."""
     nodes = fake_cluster.flavor_nodes(config)
     kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(n) for n in nodes))
     cluster.wait(
@@ -71,13 +72,10 @@ def tas(cluster: KubeSession, config: StackConfig) -> Iterator[KubeSession]:
         ),
         timeout=120,
     )
-    up = stack.pulumi("up", "--yes", "--skip-preview", stack=STACK, source=SOURCE, capture=True,
-                      check=False)  # fmt: skip
+    up = stacks.up(STACK, source=SOURCE)
     assert up.returncode == 0, up.stdout + up.stderr
     yield cluster
     wipe(cluster)
-    stack.pulumi("destroy", "--yes", "--skip-preview", stack=STACK, source=SOURCE, check=False,
-                 capture=True)  # fmt: skip
     kubectl("delete", "node", "--ignore-not-found", *(n["metadata"]["name"] for n in nodes))
 
 
