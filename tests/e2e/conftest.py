@@ -1,5 +1,7 @@
 """e2e fixtures: the sandbox (already started by `make test`/`make test-e2e`, and these
-tests run inside its network namespace) and one fresh `pulumi up` of the local stack."""
+tests run inside its network namespace), the session's stacks on it (`stacks`: one for every
+module, tests/e2e/deployments.py says what each may take for granted) and the local stack
+deployed with a fresh `pulumi up`."""
 
 from __future__ import annotations
 
@@ -7,12 +9,16 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECONFIG
 from sandbox.walkthrough import KubeSession
+from tests.e2e.deployments import Deployments
+
+STACKS = pytest.StashKey[Deployments]()
 
 
 @pytest.fixture(scope="session")
@@ -26,9 +32,18 @@ def sandbox_up() -> Path:
 
 
 @pytest.fixture(scope="session")
-def local_up(sandbox_up: Path) -> subprocess.CompletedProcess[str]:
-    """`pulumi up` of the local stack, once per session; its result is asserted by a test."""
-    return stack.pulumi("up", "--yes", "--skip-preview", check=False, capture=True)
+def stacks(sandbox_up: Path, request: pytest.FixtureRequest) -> Deployments:
+    """The session's stacks and the config each is deployed with: ask it for a config."""
+    made = Deployments()
+    request.config.stash[STACKS] = made
+    return made
+
+
+@pytest.fixture(scope="session")
+def local_up(stacks: Deployments) -> subprocess.CompletedProcess[str]:
+    """The session's first `pulumi up` of the local stack (on the sandbox, a fresh install);
+    its result is asserted by a test."""
+    return stacks.up("local")
 
 
 @pytest.fixture(scope="session")
@@ -40,6 +55,33 @@ def deployed(local_up: subprocess.CompletedProcess[str]) -> subprocess.Completed
 @pytest.fixture(scope="session")
 def cluster(deployed: subprocess.CompletedProcess[str]) -> KubeSession:
     return KubeSession(str(KUBECONFIG))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_as_committed(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The ordering rule every module keeps (tests/e2e/deployments.py): once deployed, `local`
+    is as committed when a module starts (deployed again here if a failed `up` left it
+    unknown) and is not left otherwise when it ends."""
+    made = request.config.stash.get(STACKS, None)
+    if made is not None and made.asked("local") and not made.committed("local"):
+        done = made.up("local")
+        assert done.returncode == 0, done.stdout + done.stderr
+    yield
+    made = request.config.stash.get(STACKS, None)  # the module may have made it
+    if made is None or not made.asked("local"):
+        return
+    known = made.deployed.get("local")
+    assert known is None or made.committed("local"), (
+        f"{request.module.__name__} left the local stack deployed otherwise than committed"
+    )
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """What the session deployed: every `pulumi up` and `destroy` the stacks fixture ran."""
+    made = config.stash.get(STACKS, None)
+    if made is not None:
+        ran = ", ".join(f"{s}: {what}" for s, what in made.log)
+        terminalreporter.write_line(f"e2e stacks: {len(made.log)} pulumi operations ({ran})")
 
 
 @pytest.fixture

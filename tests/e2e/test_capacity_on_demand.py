@@ -37,6 +37,7 @@ from sandbox import pulumi_stack as stack
 from sandbox import shape as fake_cluster
 from sandbox.paths import KUBECONFIG
 from sandbox.walkthrough import KUEUE, KubeSession, condition, is_true, job
+from tests.e2e.deployments import Deployments
 
 pytestmark = pytest.mark.e2e
 
@@ -202,15 +203,19 @@ def refused(cluster: KubeSession) -> Any:
 
 
 @pytest.fixture(scope="module")
-def on_demand(cluster: KubeSession, refused: Any) -> Iterator[tuple[KubeSession, Any]]:
-    """The API served, Kueue restarted, the stack up; afterwards all of it undone (the stack
-    destroyed, the CRD removed and Kueue restarted again, as the sandbox was)."""
+def on_demand(
+    cluster: KubeSession, stacks: Deployments, refused: Any
+) -> Iterator[tuple[KubeSession, Any]]:
+    """The API served, Kueue restarted, the stack up; afterwards no job of it, the CRD removed
+    and Kueue restarted again, as the sandbox was. The stack stays deployed, as every stack of
+    the session does: its check is inactive from then on (no controller serves it), and no
+    other module's queue names it."""
     ext = client.ApiextensionsV1Api(cluster.core.api_client)
     ext.create_custom_resource_definition(autoscaler.provisioning_request_crd())
     try:
         cluster.wait("the ProvisioningRequest CRD established", lambda: crd_established(ext))
         restart_kueue(cluster)
-        done = pulumi("up", "--yes", "--skip-preview")
+        done = stacks.up(STACK, source=SOURCE)
         assert done.returncode == 0, done.stdout + done.stderr
         yield cluster, pulumi("preview", "--expect-no-changes", "--diff")
     finally:
@@ -221,10 +226,8 @@ def on_demand(cluster: KubeSession, refused: Any) -> Iterator[tuple[KubeSession,
             lambda: not cluster.workloads(NAMESPACE),
             namespace=NAMESPACE,
         )
-        gone = pulumi("destroy", "--yes")
         ext.delete_custom_resource_definition(autoscaler.CRD_NAME)
         restart_kueue(cluster)
-        assert gone.returncode == 0, gone.stdout + gone.stderr
 
 
 def check_state(wl: dict[str, Any] | None) -> dict[str, Any] | None:

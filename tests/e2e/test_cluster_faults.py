@@ -22,6 +22,7 @@ from gpu_queues.components.readiness import probe_webhooks
 from sandbox import pulumi_stack as stack
 from sandbox.kueue_pod import LOG as KUEUE_LOG
 from sandbox.walkthrough import KUEUE, KubeSession, condition, is_true, job
+from tests.e2e.deployments import Deployments
 from tests.e2e.settled import probe, quota_held, remove_probe
 from tests.e2e.test_walkthrough import HELD_MESSAGE
 
@@ -140,15 +141,18 @@ def static_volume() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def protected(cluster: KubeSession) -> Iterator[KubeSession]:
+def protected(cluster: KubeSession, stacks: Deployments) -> Iterator[KubeSession]:
+    """The stack deployed on the cloud's volume. The tests' own `up`, `destroy` and two `up` at
+    once are what they test, and each leaves the stack as committed again; afterwards the stack
+    is destroyed the documented way, which is part of what this module shows."""
     cluster.core.create_persistent_volume(static_volume())
-    up = pulumi("up", "--yes", "--skip-preview")
+    up = stacks.up(STACK, source=SOURCE)
     assert up.returncode == 0, up.stdout + up.stderr
     yield cluster
     # The documented way out: allow the destroy in config, apply it, then destroy.
-    allowed = pulumi("up", "--yes", "--skip-preview", overrides=ALLOW_DESTROY)
+    allowed = stacks.up(STACK, source=SOURCE, overrides=ALLOW_DESTROY)
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
-    gone = pulumi("destroy", "--yes", overrides=ALLOW_DESTROY)
+    gone = stacks.destroy(STACK, source=SOURCE, overrides=ALLOW_DESTROY)
     assert gone.returncode == 0, gone.stdout + gone.stderr
     cluster.core.delete_persistent_volume(VOLUME)  # Retain: the cloud's to delete
 

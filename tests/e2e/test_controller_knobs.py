@@ -12,15 +12,14 @@ registry. The PriorityClass is real: the API server resolves it into the pod's p
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kubernetes import client
 
-from sandbox import pulumi_stack as stack
 from sandbox.walkthrough import KubeSession, is_true, job
+from tests.e2e.deployments import Deployments
 
 pytestmark = pytest.mark.e2e
 
@@ -36,14 +35,8 @@ KNOBS = {
 }
 
 
-def _up(overrides: dict[str, str] | None) -> subprocess.CompletedProcess[str]:
-    return stack.pulumi(
-        "up", "--yes", "--skip-preview", check=False, capture=True, overrides=overrides
-    )
-
-
 @pytest.fixture(scope="module")
-def knobs(cluster: KubeSession) -> Iterator[tuple[KubeSession, str]]:
+def knobs(cluster: KubeSession, stacks: Deployments) -> Iterator[tuple[KubeSession, str]]:
     scheduling = client.SchedulingV1Api(cluster.core.api_client)
     scheduling.create_priority_class(
         client.V1PriorityClass(
@@ -60,12 +53,13 @@ def knobs(cluster: KubeSession) -> Iterator[tuple[KubeSession, str]]:
             string_data={".dockerconfigjson": '{"auths": {}}'},
         ),
     )
-    done = _up(KNOBS)
+    done = stacks.up("local", overrides=KNOBS)
     try:
         assert done.returncode == 0, done.stdout + done.stderr
         yield cluster, done.stdout + done.stderr
     finally:
-        restored = _up(None)  # the committed config: the registry.k8s.io image, no priority
+        # The committed config (the registry.k8s.io image, no priority) before what it needed.
+        restored = stacks.up("local")
         cluster.core.delete_namespaced_secret(PULL_SECRET, NAMESPACE)
         scheduling.delete_priority_class(PRIORITY_CLASS)
         assert restored.returncode == 0, restored.stdout + restored.stderr

@@ -36,10 +36,11 @@ from typing import Any
 
 import pytest
 
-from gpu_queues.whatif.mix import ANNOTATION_DURATION, COMPLETE_AFTER, QUEUE_LABEL
 from sandbox import pulumi_stack as stack
 from sandbox.paths import ROOT
 from sandbox.walkthrough import KubeSession, condition
+from tests.builders import Job
+from tests.e2e.deployments import Deployments
 
 pytestmark = pytest.mark.e2e
 
@@ -64,36 +65,12 @@ HISTORY = [("h-1", "eta-b", 1, None, "15s"), ("h-2", "eta-b", 1, None, "15s")]
 
 
 def manifest(name: str, ns: str, gpus: int, duration: str | None, runs: str | None) -> Any:
-    annotations = {ANNOTATION_DURATION: duration} if duration else {}
-    pod_annotations = {COMPLETE_AFTER: runs} if runs else {}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "labels": {QUEUE_LABEL: QUEUES[ns]},
-            "annotations": annotations,
-        },
-        "spec": {
-            "template": {
-                "metadata": {"annotations": pod_annotations},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "registry.example/train:1",
-                            "resources": {
-                                "requests": {"cpu": "1", "memory": "1Gi"},
-                                "limits": {"nvidia.com/gpu": str(gpus)},
-                            },
-                        }
-                    ],
-                },
-            }
-        },
-    }
+    built = Job(name, ns).queue(QUEUES[ns]).requests(cpu="1", memory="1Gi").limits(gpu=str(gpus))
+    if duration:
+        built.duration(duration)
+    if runs:
+        built.complete_after(runs)
+    return built.obj()
 
 
 def stamp(text: str) -> float:
@@ -122,19 +99,14 @@ def _wipe(k: KubeSession) -> None:
 
 
 @pytest.fixture(scope="module")
-def deployed_eta_stack(cluster: KubeSession) -> Iterator[None]:
-    done = stack.pulumi(
-        "up", "--yes", "--skip-preview", stack=STACK, source=SOURCE, check=False, capture=True
-    )
+def deployed_eta_stack(cluster: KubeSession, stacks: Deployments) -> Iterator[None]:
+    """The stack deployed (it stays, as every stack of the session does); no job of it left."""
+    done = stacks.up(STACK, source=SOURCE)
     assert done.returncode == 0, done.stdout + done.stderr
     try:
         yield
     finally:
         _wipe(cluster)
-        gone = stack.pulumi(
-            "destroy", "--yes", stack=STACK, source=SOURCE, check=False, capture=True
-        )
-        assert gone.returncode == 0, gone.stdout + gone.stderr
 
 
 def ask_eta() -> dict[str, Any]:

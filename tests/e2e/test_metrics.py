@@ -40,6 +40,7 @@ from sandbox import pulumi_stack as stack
 from sandbox.paths import ROOT
 from sandbox.walkthrough import KUEUE, KubeSession, is_true, job
 from tests.conftest import stack_raw
+from tests.e2e.deployments import Deployments
 
 pytestmark = pytest.mark.e2e
 
@@ -112,14 +113,16 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def refused(cluster: KubeSession) -> tuple[subprocess.CompletedProcess[str], ...]:
+def refused(
+    cluster: KubeSession, stacks: Deployments
+) -> tuple[subprocess.CompletedProcess[str], ...]:
     """preview and up with metrics on, before the cluster has the CRD or the namespace."""
     ext = client.ApiextensionsV1Api(cluster.core.api_client)
     assert not [
         c for c in ext.list_custom_resource_definition().items
         if c.metadata.name == metrics.SERVICE_MONITOR_CRD
     ]  # fmt: skip
-    return run("preview"), run("up", "--yes", "--skip-preview")
+    return run("preview"), stacks.up("local", overrides=OVERRIDES)
 
 
 # A stack on the Kueue the local stack installed (kueue.install: false), previewed with metrics
@@ -144,7 +147,7 @@ def teams_preview() -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def monitored(
-    cluster: KubeSession, refused: tuple[subprocess.CompletedProcess[str], ...]
+    cluster: KubeSession, stacks: Deployments, refused: tuple[subprocess.CompletedProcess[str], ...]
 ) -> Iterator[KubeSession]:
     ext = client.ApiextensionsV1Api(cluster.core.api_client)
     ext.create_custom_resource_definition(CRD)
@@ -162,14 +165,14 @@ def monitored(
             timeout=60,
         )
         preinstalled.append(teams_preview())
-        done = run("up", "--yes", "--skip-preview")
+        done = stacks.up("local", overrides=OVERRIDES)  # refused before: it runs again
         assert done.returncode == 0, done.stdout + done.stderr
         preinstalled.append(teams_preview())
         yield cluster
     finally:
         # The local stack as committed again (the objects removed, Kueue's Configuration as
         # it was), then the CRD and namespace of ours.
-        back = stack.pulumi("up", "--yes", "--skip-preview", check=False, capture=True)
+        back = stacks.up("local")
         ext.delete_custom_resource_definition(metrics.SERVICE_MONITOR_CRD)
         cluster.core.delete_namespace(MONITORING)
         for name in ("metrics-finished", "metrics-evicted"):

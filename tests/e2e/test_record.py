@@ -43,6 +43,7 @@ from sandbox.paths import KUBECONFIG
 from sandbox.replay.engine import live_frameworks, replay_mix
 from sandbox.shape import load_stack
 from sandbox.walkthrough import KubeSession
+from tests.e2e.deployments import Deployments
 
 pytestmark = pytest.mark.e2e
 
@@ -102,19 +103,14 @@ def outcomes(run: Run) -> dict[str, tuple[str, str | None, float | None]]:
 
 
 @pytest.fixture(scope="module")
-def deployed_record_stack(cluster: KubeSession) -> Iterator[None]:
-    done = stack.pulumi(
-        "up", "--yes", "--skip-preview", stack=STACK, source=SOURCE, check=False, capture=True
-    )
+def deployed_record_stack(cluster: KubeSession, stacks: Deployments) -> Iterator[None]:
+    """The stack deployed (it stays, as every stack of the session does); no job of it left."""
+    done = stacks.up(STACK, source=SOURCE)
     assert done.returncode == 0, done.stdout + done.stderr
     try:
         yield
     finally:
         _wipe(cluster)
-        gone = stack.pulumi(
-            "destroy", "--yes", stack=STACK, source=SOURCE, check=False, capture=True
-        )
-        assert gone.returncode == 0, gone.stdout + gone.stderr
 
 
 def test_a_run_recorded_back_replays_as_the_mix_does(

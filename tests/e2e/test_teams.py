@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECTL
 from sandbox.walkthrough import KUEUE, KubeSession, condition, is_true, job
+from tests.builders import LocalQueue
+from tests.e2e.deployments import Deployments
 from tests.e2e.settled import probe, quota_held, remove_probe
 
 pytestmark = pytest.mark.e2e
@@ -24,23 +25,16 @@ ALPHA_GPUS = (
 )
 
 
-def up(overrides: dict[str, str] | None = None) -> None:
-    done = stack.pulumi(
-        "up",
-        "--yes",
-        "--skip-preview",
-        stack=STACK,
-        source=SOURCE,
-        overrides=overrides,
-        check=False,
-        capture=True,
-    )
+def up(stacks: Deployments, overrides: dict[str, str] | None = None) -> None:
+    done = stacks.up(STACK, source=SOURCE, overrides=overrides)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 @pytest.fixture(scope="module")
-def teams(cluster: KubeSession) -> Iterator[KubeSession]:
-    up()
+def teams(cluster: KubeSession, stacks: Deployments) -> Iterator[KubeSession]:
+    """The stack as committed; afterwards no outsiders and no job of the teams (the stack
+    stays deployed, as every stack of the session does)."""
+    up(stacks)
     yield cluster
     for j in cluster.batch.list_namespaced_job("outsiders").items:
         cluster.delete_job(j.metadata.name, "outsiders")
@@ -50,8 +44,6 @@ def teams(cluster: KubeSession) -> Iterator[KubeSession]:
         capture_output=True,
     )
     clear_team_jobs(cluster)
-    done = stack.pulumi("destroy", "--yes", stack=STACK, source=SOURCE, check=False, capture=True)
-    assert done.returncode == 0, done.stdout + done.stderr
 
 
 @pytest.fixture
@@ -153,7 +145,7 @@ def test_team_a_borrows_idle_gpus_up_to_its_borrowing_limit_then_b_reclaims(
 
 
 def test_raising_a_quota_with_pulumi_up_admits_held_work_and_lowering_it_evicts_nothing(
-    fresh: KubeSession,
+    fresh: KubeSession, stacks: Deployments
 ) -> None:
     k = fresh
     # Its own jobs, on queues nothing else uses (the fixture emptied them). Beta idle, alpha's
@@ -166,7 +158,7 @@ def test_raising_a_quota_with_pulumi_up_admits_held_work_and_lowering_it_evicts_
     )
     before = len(admitted(k, names))
     assert before < len(names), "nothing is held; the quota change would prove nothing"
-    up({ALPHA_GPUS: "5"})
+    up(stacks, {ALPHA_GPUS: "5"})
     k.wait(
         "held alpha work admitted after the quota rise",
         lambda: len(admitted(k, names)) > before,
@@ -174,7 +166,7 @@ def test_raising_a_quota_with_pulumi_up_admits_held_work_and_lowering_it_evicts_
         timeout=90,
     )
     raised = admitted(k, names)
-    up({ALPHA_GPUS: "3"})
+    up(stacks, {ALPHA_GPUS: "3"})
     # Kueue has taken the lower quota in (the ClusterQueue's status counts what alpha now
     # uses beyond 3 as borrowed) and has decided a later probe in the same queue: still
     # everything that ran runs, and nothing was evicted.
@@ -193,14 +185,9 @@ def test_a_namespace_no_cluster_queue_selects_is_not_admitted(fresh: KubeSession
     k = fresh
     manifest = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "outsiders"}},
-        {
-            "apiVersion": "/".join(KUEUE),
-            "kind": "LocalQueue",
-            "metadata": {"name": "sneaky-queue", "namespace": "outsiders"},
-            # beta-cq selects only team-beta. (It has no backlog here: behind alpha-cq's backlog of
-            # preemption-blocked work, Kueue v0.18.3 was seen not to evaluate the outsider at all.)
-            "spec": {"clusterQueue": "beta-cq"},
-        },
+        # beta-cq selects only team-beta. (It has no backlog here: behind alpha-cq's backlog of
+        # preemption-blocked work, Kueue v0.18.3 was seen not to evaluate the outsider at all.)
+        LocalQueue("sneaky-queue", "outsiders", "beta-cq").obj(),
     ]
     subprocess.run(
         [str(KUBECTL), "apply", "-f", "-"],

@@ -28,11 +28,12 @@ from gpu_queues.config.model import StackConfig
 from gpu_queues.whatif import fast
 from gpu_queues.whatif.engine_input import FastEngineError
 from gpu_queues.whatif.nodes import flavor_nodes
-from sandbox import pulumi_stack as stack
 from sandbox import shape as fake_cluster
 from sandbox.paths import KUBECTL
 from sandbox.replay.engine import replay_mix
 from sandbox.walkthrough import KubeSession, condition, is_true
+from tests.builders import Job
+from tests.e2e.deployments import Deployments
 
 pytestmark = pytest.mark.e2e
 
@@ -41,7 +42,6 @@ SOURCE = Path(__file__).parent / "stacks" / f"Pulumi.{STACK}.yaml"
 MIX = Path(__file__).parent / "whatif" / "tas-mix"
 NAMESPACE = "tas-team"
 RACK = "cloud.example.com/topology-rack"
-REQUIRED = "kueue.x-k8s.io/podset-required-topology"  # apis/kueue/v1beta2 topology_types.go
 
 
 def kubectl(*args: str, stdin: str | None = None) -> str:
@@ -58,8 +58,9 @@ def config() -> StackConfig:
 
 
 @pytest.fixture(scope="module")
-def tas(cluster: KubeSession, config: StackConfig) -> Iterator[KubeSession]:
-    """The stack's nodes in the sandbox and the stack deployed; both gone afterwards."""
+def tas(cluster: KubeSession, config: StackConfig, stacks: Deployments) -> Iterator[KubeSession]:
+    """The stack's nodes in the sandbox and the stack deployed; afterwards no job of it and
+    no node of its (the stack stays deployed, as every stack of the session does)."""
     nodes = flavor_nodes(config)
     kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(n) for n in nodes))
     cluster.wait(
@@ -73,13 +74,10 @@ def tas(cluster: KubeSession, config: StackConfig) -> Iterator[KubeSession]:
         ),
         timeout=120,
     )
-    up = stack.pulumi("up", "--yes", "--skip-preview", stack=STACK, source=SOURCE, capture=True,
-                      check=False)  # fmt: skip
+    up = stacks.up(STACK, source=SOURCE)
     assert up.returncode == 0, up.stdout + up.stderr
     yield cluster
     wipe(cluster)
-    stack.pulumi("destroy", "--yes", "--skip-preview", stack=STACK, source=SOURCE, check=False,
-                 capture=True)  # fmt: skip
     kubectl("delete", "node", "--ignore-not-found", *(n["metadata"]["name"] for n in nodes))
 
 
@@ -91,34 +89,12 @@ def wipe(k: KubeSession) -> None:
 
 def rack_job(name: str, pods: int, gpus: int) -> dict[str, Any]:
     """`pods` pods of `gpus` GPUs that must share one rack."""
-    resources = {"nvidia.com/gpu": str(gpus), "cpu": "1", "memory": "1Gi"}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": NAMESPACE,
-            "labels": {"kueue.x-k8s.io/queue-name": "tas-queue"},
-        },
-        "spec": {
-            "parallelism": pods,
-            "completions": pods,
-            "suspend": True,
-            "template": {
-                "metadata": {"annotations": {REQUIRED: RACK}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {
-                            "name": "train",
-                            "image": "registry.example/train:1",
-                            "resources": {"requests": resources, "limits": resources},
-                        }
-                    ],
-                },
-            },
-        },
-    }
+    resources = {"gpu": str(gpus), "cpu": "1", "memory": "1Gi"}
+    return (
+        Job(name, NAMESPACE).queue("tas-queue").parallelism(pods).completions(pods).suspend()
+        .required_topology(RACK).container("train").requests(**resources).limits(**resources)
+        .obj()
+    )  # fmt: skip
 
 
 def test_the_topology_and_the_flavor_are_deployed_as_declared(tas: KubeSession) -> None:

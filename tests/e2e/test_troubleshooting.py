@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from sandbox.walkthrough import KUEUE, KubeSession, condition, job
+from tests.builders import ClusterQueue
 
 pytestmark = pytest.mark.e2e
 
@@ -55,32 +56,8 @@ def test_a_job_requesting_an_uncovered_resource_stays_pending(clean_jobs: KubeSe
 def broken_queue(cluster: KubeSession) -> Iterator[str]:
     # Written by hand (a test program), since the stack's config refuses it.
     name = "flavorless-cluster-queue"
-    cluster.custom.create_cluster_custom_object(
-        *KUEUE,
-        "clusterqueues",
-        {
-            "apiVersion": "/".join(KUEUE),
-            "kind": "ClusterQueue",
-            "metadata": {"name": name},
-            "spec": {
-                "namespaceSelector": {},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu", "memory"],
-                        "flavors": [
-                            {
-                                "name": "no-such-flavor",
-                                "resources": [
-                                    {"name": "cpu", "nominalQuota": 1},
-                                    {"name": "memory", "nominalQuota": "1Gi"},
-                                ],
-                            }
-                        ],
-                    }
-                ],
-            },
-        },
-    )
+    queue = ClusterQueue(name).quota("no-such-flavor", cpu=1, memory="1Gi")
+    cluster.custom.create_cluster_custom_object(*KUEUE, "clusterqueues", queue.obj())
     yield name
     cluster.custom.delete_cluster_custom_object(*KUEUE, "clusterqueues", name)
 

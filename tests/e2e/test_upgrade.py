@@ -32,6 +32,7 @@ from gpu_queues.release.module import pinned_version, render_release, rendered_r
 from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECONFIG, LOGS, ROOT
 from sandbox.walkthrough import KubeSession, condition, is_true, job
+from tests.e2e.deployments import Deployments
 from tests.e2e.settled import probe, quota_held, remove_probe
 from tests.e2e.test_walkthrough import HELD_MESSAGE
 
@@ -59,9 +60,9 @@ def overrides(version: str) -> dict[str, str]:
     }
 
 
-def up(version: str) -> subprocess.CompletedProcess[str]:
-    extra = overrides(version) if version != PINNED else None
-    return stack.pulumi("up", "--yes", "--skip-preview", check=False, capture=True, overrides=extra)
+def up(stacks: Deployments, version: str) -> subprocess.CompletedProcess[str]:
+    """The local stack at `version` (the pin: as committed)."""
+    return stacks.up("local", overrides=overrides(version) if version != PINNED else None)
 
 
 def preview_no_changes(version: str) -> subprocess.CompletedProcess[str]:
@@ -190,21 +191,24 @@ def dry_run_flavor(cluster: KubeSession) -> None:
 
 
 @pytest.fixture
-def back_to_the_pin(cluster: KubeSession) -> Iterator[KubeSession]:
+def back_to_the_pin(cluster: KubeSession, stacks: Deployments) -> Iterator[KubeSession]:
     """Every test here leaves the cluster at the pinned release (a downgrade, checked too)."""
     yield cluster
-    done = up(PINNED)
+    done = up(stacks, PINNED)
     assert done.returncode == 0, done.stdout + done.stderr
     assert controller_image(cluster).endswith(f":{PINNED}")
 
 
-def move(cluster: KubeSession, version: str, name: str) -> subprocess.CompletedProcess[str]:
+def move(
+    cluster: KubeSession, stacks: Deployments, version: str, name: str
+) -> subprocess.CompletedProcess[str]:
     """`pulumi up` to `version` with the downtime loop running; records the timings."""
     before = {n: crd(cluster, n) for n in (CHANGED_CRD, UNCHANGED_CRD)}
     starts = len(started_versions())
+    assert stacks.committed("local"), "a move starts at the pin, as committed"  # so `up` runs
     with Downtime() as downtime:
         t0 = time.monotonic()
-        done = up(version)
+        done = up(stacks, version)
         seconds = time.monotonic() - t0
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
@@ -237,11 +241,11 @@ def test_preview_reads_the_running_kueue_and_shows_the_move(cluster: KubeSession
     assert f"Kueue {PINNED} -> {MINOR} (upgrade)" in out, out
 
 
-def test_patch_step_and_back(back_to_the_pin: KubeSession) -> None:
+def test_patch_step_and_back(back_to_the_pin: KubeSession, stacks: Deployments) -> None:
     k = back_to_the_pin
     assert controller_image(k).endswith(f":{PINNED}")
     generations = {n: crd(k, n).metadata.generation for n in (CHANGED_CRD, UNCHANGED_CRD)}
-    move(k, PATCH, f"{PINNED} -> {PATCH}")
+    move(k, stacks, PATCH, f"{PINNED} -> {PATCH}")
     # The patch release changes only the controller: no CRD is touched.
     assert {n: crd(k, n).metadata.generation for n in generations} == generations
     again = preview_no_changes(PATCH)
@@ -249,7 +253,7 @@ def test_patch_step_and_back(back_to_the_pin: KubeSession) -> None:
 
 
 def test_minor_upgrade_keeps_running_and_held_jobs(
-    back_to_the_pin: KubeSession, clean_jobs: KubeSession
+    back_to_the_pin: KubeSession, clean_jobs: KubeSession, stacks: Deployments
 ) -> None:
     k = clean_jobs
     # The guide's two jobs: gpu-job-a runs (6 of 8 GPUs), gpu-job-b is held for quota.
@@ -269,7 +273,7 @@ def test_minor_upgrade_keeps_running_and_held_jobs(
     changed_generation = crd(k, CHANGED_CRD).metadata.generation
     unchanged_generation = crd(k, UNCHANGED_CRD).metadata.generation
 
-    move(k, MINOR, f"{PINNED} -> {MINOR} with live workloads")
+    move(k, stacks, MINOR, f"{PINNED} -> {MINOR} with live workloads")
     upgraded_at = time.time()
 
     # The CRD that changed between the releases was updated (in place), the other not at all.

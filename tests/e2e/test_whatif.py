@@ -49,6 +49,7 @@ from sandbox.paths import KUBECONFIG
 from sandbox.replay.engine import replay_mix
 from sandbox.shape import load_stack
 from sandbox.walkthrough import KubeSession
+from tests.e2e.deployments import Deployments
 
 pytestmark = pytest.mark.e2e
 
@@ -83,19 +84,15 @@ def _wipe(k: KubeSession) -> None:
 
 
 @pytest.fixture(scope="module")
-def replayed(cluster: KubeSession) -> Iterator[Run]:
-    done = stack.pulumi(
-        "up", "--yes", "--skip-preview", stack=STACK, source=SOURCE, check=False, capture=True
-    )
+def replayed(cluster: KubeSession, stacks: Deployments) -> Iterator[Run]:
+    """The mix replayed on the stack (which stays deployed, as every stack of the session
+    does); no job of it left afterwards."""
+    done = stacks.up(STACK, source=SOURCE)
     assert done.returncode == 0, done.stdout + done.stderr
     try:
         yield replay_mix(load_stack(SOURCE), MIX, stack=STACK, label=STACK)
     finally:
         _wipe(cluster)
-        gone = stack.pulumi(
-            "destroy", "--yes", stack=STACK, source=SOURCE, check=False, capture=True
-        )
-        assert gone.returncode == 0, gone.stdout + gone.stderr
 
 
 def test_the_replay_shows_the_outcomes_worked_out_by_hand(replayed: Run) -> None:

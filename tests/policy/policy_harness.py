@@ -30,7 +30,14 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
 from policies import catalog
 from policies.rules import DEPLOYMENT_TYPE, JOB_TYPE, PVC_TYPE
-from tests.builders import ClusterQueue, FlavorQuotas, LocalQueue, ResourceFlavor
+from tests.builders import (
+    QUEUE_LABEL,
+    ClusterQueue,
+    FlavorQuotas,
+    Job,
+    LocalQueue,
+    ResourceFlavor,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 PACK_DIR = REPO / "policies"
@@ -254,37 +261,18 @@ def kueue_deployment(
 def job(
     labels: dict[str, Any] | None = None, suspend: Any = True, name: str = "gpu-job-a"
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "parallelism": 1,
-        "completions": 1,
-        "template": {
-            "spec": {
-                "restartPolicy": "Never",
-                "containers": [
-                    {
-                        "name": "worker",
-                        "image": "nvidia/cuda:12.4.0-base-ubuntu22.04",
-                        "resources": {
-                            "requests": {"cpu": "2", "memory": "8Gi"},
-                            "limits": {"nvidia.com/gpu": 6},
-                        },
-                    }
-                ],
-            }
-        },
-    }
+    """The guide's gpu-job-a (6 GPUs): suspended unless `suspend` says otherwise (None: no such
+    field), in gpu-queue unless `labels` are given (its labels, as written)."""
+    built = (
+        Job(name, "default").parallelism(1).completions(1).container("worker")
+        .image("nvidia/cuda:12.4.0-base-ubuntu22.04").requests(cpu="2", memory="8Gi")
+        .limits(gpu=6)
+    )  # fmt: skip
     if suspend is not None:
-        spec["suspend"] = suspend
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "labels": {"kueue.x-k8s.io/queue-name": "gpu-queue"} if labels is None else labels,
-        },
-        "spec": spec,
-    }
+        built.suspend(suspend)
+    made = built.obj()
+    made["metadata"]["labels"] = {QUEUE_LABEL: "gpu-queue"} if labels is None else labels
+    return made
 
 
 def seed_stack() -> list[tuple[str, str, dict[str, Any]]]:

@@ -5,6 +5,7 @@ import pytest
 from policy_harness import UNKNOWN, resource_args, run_policy, stack_args
 
 from policies import rules
+from tests.builders import ResourceFlavor, Topology
 
 pytestmark = pytest.mark.policy
 
@@ -13,21 +14,11 @@ RF = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
 
 
 def topology(name, *labels):
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Topology",
-        "metadata": {"name": name},
-        "spec": {"levels": [{"nodeLabel": label} for label in labels]},
-    }
+    return Topology(name).levels(*labels).obj()
 
 
 def tas_flavor(topology_name):
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "ResourceFlavor",
-        "metadata": {"name": "tas-gpu"},
-        "spec": {"nodeLabels": {"pool": "tas"}, "topologyName": topology_name},
-    }
+    return ResourceFlavor("tas-gpu").labels({"pool": "tas"}).topology(topology_name).obj()
 
 
 DEFAULT = topology("default", "cloud.provider.com/topology-rack", "kubernetes.io/hostname")

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from gpu_queues.advise.cli import main
 from gpu_queues.config.model import load_config
 from gpu_queues.config.stackfile import parse_config
 from gpu_queues.kueue.quantity import parse_quantity
 from sandbox.paths import ROOT
+from tests.builders import Job, Mix
 
 pytestmark = pytest.mark.toolchain
 
@@ -69,24 +69,12 @@ config:
 """
 
 
-def job(name: str, team: str) -> dict[str, Any]:
-    limits = {"nvidia.com/gpu": "2"}
-    container = {
-        "name": "main",
-        "image": "busybox",
-        "resources": {"requests": {"cpu": "1", "memory": "1Gi", **limits}, "limits": limits},
-    }
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": f"team-{team}",
-            "labels": {"kueue.x-k8s.io/queue-name": "gpu-queue"},
-            "annotations": {"gpu-queues.dev/submit-at": "0s", "gpu-queues.dev/duration": "1h"},
-        },
-        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [container]}}},
-    }
+def job(name: str, team: str) -> Job:
+    """2 GPUs for 1 h, submitted at 0 s."""
+    return (
+        Job(name, f"team-{team}").queue("gpu-queue").submit_at("0s").duration("1h")
+        .image("busybox").requests(cpu="1", memory="1Gi", gpu="2").limits(gpu="2")
+    )  # fmt: skip
 
 
 def waits(run: dict[str, Any]) -> dict[str, int | None]:
@@ -97,9 +85,8 @@ def test_the_advisor_gives_the_starved_team_what_the_idle_one_keeps(tmp_path: Pa
     (tmp_path / "toolchain").mkdir()
     shutil.copyfile(ROOT / "toolchain" / "pins.env", tmp_path / "toolchain" / "pins.env")
     (tmp_path / "Pulumi.small.yaml").write_text(STACK)
-    mix = tmp_path / "mix.yaml"
     jobs = [job("i1", "idle")] + [job(f"s{i}", "starved") for i in range(1, 5)]
-    mix.write_text(yaml.safe_dump_all(jobs, sort_keys=False))
+    mix = Mix(*jobs).write(tmp_path / "mix.yaml")
     out = tmp_path / "out"
     args = ["--stack", "small", "--root", str(tmp_path), "--workloads", str(mix)]
     assert main([*args, "--out", str(out), "--budget", "600"]) == 0
@@ -138,9 +125,8 @@ def test_a_goal_beyond_the_hardware_says_so_and_gives_the_best_found(tmp_path: P
     (tmp_path / "toolchain").mkdir()
     shutil.copyfile(ROOT / "toolchain" / "pins.env", tmp_path / "toolchain" / "pins.env")
     (tmp_path / "Pulumi.small.yaml").write_text(STACK)
-    mix = tmp_path / "mix.yaml"
     jobs = [job("i1", "idle")] + [job(f"s{i}", "starved") for i in range(1, 5)]
-    mix.write_text(yaml.safe_dump_all(jobs, sort_keys=False))
+    mix = Mix(*jobs).write(tmp_path / "mix.yaml")
     out = tmp_path / "out"
     args = ["--stack", "small", "--root", str(tmp_path), "--workloads", str(mix), "--out", str(out)]
     goal = "starved max < 30m and idle max < 30m"

@@ -15,22 +15,35 @@ import time
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
-import yaml
 
 from gpu_queues.config.model import StackConfig, load_config
 from gpu_queues.whatif import engine_input, fast
 from gpu_queues.whatif.engine_input import frameworks
 from gpu_queues.whatif.mix import Catalog, load_mix
 from gpu_queues.whatif.report import Run, report_json
-from tests.builders import Flavor, Stack, Team
+from tests.builders import Flavor, Job, Mix, Node, Pod, Stack, Team
 
 pytestmark = pytest.mark.toolchain
 
 NS = "team-{}"
+R = TypeVar("R", Job, Pod)
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # the engine's simulated second 0 (sim.go)
+
+
+def queued(built: R, gpus: int, at: int, runs: int | None, priority: str | None) -> R:
+    """In its team's queue, submitted `at` seconds in, running `runs` seconds (for ever without),
+    one container of `gpus` GPUs."""
+    built.queue("gpu-queue")
+    if priority:
+        built.priority_class(priority)
+    built.submit_at(at)
+    if runs is not None:
+        built.duration(runs)
+    gpu = str(gpus)
+    return built.image("busybox").requests(cpu="100m", memory="128Mi", gpu=gpu).limits(gpu=gpu)
 
 
 def job(
@@ -42,59 +55,27 @@ def job(
     runs: int | None = None,
     priority: str | None = None,
     pods: int = 1,
-) -> dict[str, Any]:
-    labels = {"kueue.x-k8s.io/queue-name": "gpu-queue"}
-    if priority:
-        labels["kueue.x-k8s.io/priority-class"] = priority
-    annotations = {"gpu-queues.dev/submit-at": f"{at}s"}
-    if runs is not None:
-        annotations["gpu-queues.dev/duration"] = f"{runs}s"
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": NS.format(team),
-            "labels": labels,
-            "annotations": annotations,
-        },
-        "spec": {
-            "parallelism": pods,
-            "completions": pods,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "busybox",
-                            "resources": {
-                                "requests": {
-                                    "cpu": "100m",
-                                    "memory": "128Mi",
-                                    "nvidia.com/gpu": str(gpus),
-                                },
-                                "limits": {"nvidia.com/gpu": str(gpus)},
-                            },
-                        }
-                    ],
-                }
-            },
-        },
-    }
+) -> Job:
+    built = Job(name, NS.format(team)).parallelism(pods).completions(pods)
+    return queued(built, gpus, at, runs, priority)
 
 
-def pod(name: str, team: str, gpus: int, **kw: Any) -> dict[str, Any]:
+def pod(
+    name: str,
+    team: str,
+    gpus: int,
+    *,
+    at: int = 0,
+    runs: int | None = None,
+    priority: str | None = None,
+) -> Pod:
     """A plain Pod (Kueue's pod integration) with job()'s labels, annotations and pod spec."""
-    j = job(name, team, gpus, **kw)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": j["metadata"],
-            "spec": j["spec"]["template"]["spec"]}  # fmt: skip
+    return queued(Pod(name, NS.format(team)), gpus, at, runs, priority)
 
 
-def replay(stack: Stack, jobs: list[dict[str, Any]], tmp: Path, **kw: Any) -> Run:
+def replay(stack: Stack, jobs: list[Job | Pod | dict[str, Any]], tmp: Path, **kw: Any) -> Run:
     config: StackConfig = load_config(stack.raw())
-    mix = tmp / "mix.yaml"
-    mix.write_text(yaml.safe_dump_all(jobs, sort_keys=False))
+    mix = Mix(*jobs).write(tmp / "mix.yaml")
     return fast.replay_mix(config, mix, stack="truth", label="truth", **kw)
 
 
@@ -266,10 +247,10 @@ def test_pods_that_fit_no_node_start_when_a_pod_on_their_node_ends(tmp_path: Pat
     pod leaves a node. (The engine once never tried such a pod again.)"""
     team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=16)
     stack = Stack().flavor(Flavor("gpu").nodes(2, cpu=32, memory="256Gi", gpu=8)).team(team)
-    jobs = [job("a", "a", 4, at=0, runs=100), job("b", "a", 4, at=0, runs=1000),
+    # a and b take half a node's cpu each: the scheduler's scores tell the nodes apart
+    jobs = [job("a", "a", 4, at=0, runs=100).requests(cpu="16"),
+            job("b", "a", 4, at=0, runs=1000).requests(cpu="16"),
             job("wide", "a", 8, at=10, runs=50)]  # fmt: skip
-    for j in jobs[:2]:  # half a node's cpu each: the scheduler's scores tell the nodes apart
-        j["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "16"
     run = by_name(replay(stack, jobs, tmp_path))
     assert run["wide"].wait_seconds == 0
     assert run["wide"].intervals == [(100, 150)]
@@ -348,14 +329,16 @@ def test_the_e2e_story_worked_out_by_hand(tmp_path: Path) -> None:
     """tests/e2e/test_whatif.py's mix and stack, whose every outcome, flavor and wait that
     test's docstring works out by hand, on the fast engine with the e2e sandbox's one node
     (8 GPUs, 64 cpu, 512Gi): the same answers, and the same GPU-hours."""
-    from gpu_queues.whatif.nodes import node
     from sandbox.shape import load_stack
     from tests.e2e import test_whatif as e2e
 
-    sandbox_node = node("sandbox-node", {}, [], {"cpu": "64", "memory": "512Gi",
-                        "nvidia.com/gpu": "8", "pods": "110"}, None)  # fmt: skip
+    sandbox_node = Node("sandbox-node").capacity(cpu="64", memory="512Gi", gpu="8", pods="110")
     run = fast.replay_mix(
-        load_stack(e2e.SOURCE), e2e.MIX, stack=e2e.STACK, label=e2e.STACK, nodes=[sandbox_node]
+        load_stack(e2e.SOURCE),
+        e2e.MIX,
+        stack=e2e.STACK,
+        label=e2e.STACK,
+        nodes=[sandbox_node.obj()],
     )
     assert {w.name: (w.outcome, w.flavor, w.wait_seconds) for w in run.workloads} == e2e.EXPECTED
     teams = {t.team: t for t in run.teams}
@@ -378,8 +361,7 @@ def test_wait_for_pods_ready_evicts_on_the_simulated_clock(tmp_path: Path) -> No
         .kueue(manager={"waitForPodsReady": {"timeout": "10m"}})
         .team(team)
     )
-    stuck = job("stuck", "a", 4, at=0, runs=300)
-    stuck["spec"]["template"]["spec"]["nodeSelector"] = {"disk": "nvme"}
+    stuck = job("stuck", "a", 4, at=0, runs=300).pod_spec(nodeSelector={"disk": "nvme"})
     jobs = [stuck, job("small", "a", 4, at=60, runs=100)]
     # The mix's last event is at 60 s: --until carries the replay on past the timeout.
     run = by_name(replay(stack, jobs, tmp_path, until=1200))
@@ -423,8 +405,7 @@ def test_requeue_backoff_doubles_on_the_simulated_clock_and_stops_at_its_limit(
         .kueue(manager=manager)
         .team(team)
     )
-    stuck = job("stuck", "a", 4, at=0, runs=300)
-    stuck["spec"]["template"]["spec"]["nodeSelector"] = {"disk": "nvme"}
+    stuck = job("stuck", "a", 4, at=0, runs=300).pod_spec(nodeSelector={"disk": "nvme"})
     probes = {"p1": 630, "p2": 670, "p3": 1330, "p4": 1390, "p5": 2600}
     jobs = [stuck] + [job(n, "a", 4, at=at, runs=20) for n, at in probes.items()]
     run = by_name(replay(stack, jobs, tmp_path, until=3000))
@@ -445,8 +426,7 @@ def test_requeue_backoff_doubles_on_the_simulated_clock_and_stops_at_its_limit(
 def test_without_wait_for_pods_ready_the_stuck_job_holds_its_quota(tmp_path: Path) -> None:
     team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=4)
     stack = Stack().flavor(Flavor("gpu").nodes(1, cpu=64, memory="512Gi", gpu=4)).team(team)
-    stuck = job("stuck", "a", 4, at=0, runs=300)
-    stuck["spec"]["template"]["spec"]["nodeSelector"] = {"disk": "nvme"}
+    stuck = job("stuck", "a", 4, at=0, runs=300).pod_spec(nodeSelector={"disk": "nvme"})
     jobs = [stuck, job("small", "a", 4, at=60, runs=100)]
     run = by_name(replay(stack, jobs, tmp_path, until=1200))
     assert run["stuck"].outcome == "unschedulable"
@@ -515,12 +495,11 @@ def test_ties_across_cluster_queues_go_by_submission_order_on_every_run(
 
 
 def engine_document(
-    stack: Stack, jobs: list[dict[str, Any]], tmp: Path
+    stack: Stack, jobs: list[Job | dict[str, Any]], tmp: Path
 ) -> tuple[str, dict[str, Any]]:
     """The stack's Kueue release and the engine's input for the mix, as the replay makes it."""
     config: StackConfig = load_config(stack.raw())
-    mix = tmp / "mix.yaml"
-    mix.write_text(yaml.safe_dump_all(jobs, sort_keys=False))
+    mix = Mix(*jobs).write(tmp / "mix.yaml")
     configuration = engine_input.manager_configuration(config)
     entries = load_mix(mix, Catalog.from_stack(config, frameworks(configuration)))
     return config.kueue.version, engine_input.engine_input(config, entries, configuration, None)
@@ -572,10 +551,9 @@ def test_kueue_s_message_for_a_job_that_does_not_fit_is_the_same_on_every_run(
     never fit, the CPUs not now. Twelve runs, one output; the message names both, cpu first."""
     team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=8, memory="64Gi", gpu=4)
     stack = Stack().flavor(Flavor("gpu").capacity(cpu=8, memory="64Gi", gpu=4)).team(team)
-    hold = job("hold", "a", 0, at=0)
+    hold = job("hold", "a", 0, at=0).obj()
     hold["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "8"}}
-    wide = job("wide", "a", 8, at=10)
-    wide["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+    wide = job("wide", "a", 8, at=10).requests(cpu="2")
     version, document = engine_document(stack, [hold, wide], tmp_path)
     outputs = {json.dumps(engine_output(version, document), sort_keys=True) for _ in range(12)}
     assert len(outputs) == 1

@@ -29,7 +29,7 @@ from gpu_queues.config.multikueue_checks import (
 from gpu_queues.config.schema import build_schema
 from gpu_queues.config.stackfile import parse_config
 from gpu_queues.config.worker_stacks import worker_stack_problems
-from tests.builders import Team
+from tests.builders import Flavor, Stack, Team
 from tests.conftest import TOKEN_SECRET_DATA, WORKER_KUBECONFIG, MockRun, run_stack
 
 pytestmark = pytest.mark.unit
@@ -290,11 +290,8 @@ def write_stack(directory: Path, name: str, config: dict[str, Any]) -> None:
 
 
 def worker_raw(**team_fields: Any) -> dict[str, Any]:
-    return {
-        "flavors": [{"name": "gpu", "capacity": {"nvidia.com/gpu": 4}}],
-        "teams": [team(**team_fields)],
-        "multiKueue": {"worker": {}},
-    }
+    worker = Stack().flavor(Flavor("gpu").capacity(gpu=4)).team(team(**team_fields))
+    return worker.set("multiKueue", {"worker": {}}).raw()
 
 
 def test_matching_worker_stacks_pass(tmp_path: Path) -> None:

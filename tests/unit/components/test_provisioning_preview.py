@@ -15,6 +15,7 @@ import pytest
 
 from gpu_queues.components.provisioning import cluster_problems
 from gpu_queues.config.model import load_config
+from tests.builders import Stack, Team
 
 pytestmark = pytest.mark.unit
 
@@ -40,36 +41,20 @@ SERVED = {
         },
     ],
 }
-RAW = {
-    "kueue": {"install": False},
-    "flavors": [{"name": "gpu"}],
-    "teams": [
+RAW = (
+    Stack()
+    .kueue(install=False)
+    .flavor("gpu")
+    .team(Team("ml").namespace("team-ml").local_queue("ml-queue").quota("gpu", cpu=1, memory="1Gi"))
+    .set(
+        "provisioning",
         {
-            "name": "ml",
-            "namespace": "team-ml",
-            "clusterQueue": "ml-cq",
-            "localQueue": "ml-queue",
-            "resourceGroups": [
-                {
-                    "coveredResources": ["cpu", "memory"],
-                    "flavors": [
-                        {
-                            "name": "gpu",
-                            "resources": {
-                                "cpu": {"nominalQuota": 1},
-                                "memory": {"nominalQuota": "1Gi"},
-                            },
-                        }
-                    ],
-                }
-            ],
-        }
-    ],
-    "provisioning": {
-        "checks": [{"name": "autoscale", "provisioningClassName": "check-capacity.x-k8s.io"}],
-        "teams": [{"name": "ml", "checks": [{"name": "autoscale"}]}],
-    },
-}
+            "checks": [{"name": "autoscale", "provisioningClassName": "check-capacity.x-k8s.io"}],
+            "teams": [{"name": "ml", "checks": [{"name": "autoscale"}]}],
+        },
+    )
+    .raw()
+)
 
 
 def serve(answers: dict[str, tuple[int, Any]]) -> Iterator[tuple[str, list[str]]]:

@@ -6,31 +6,21 @@ from __future__ import annotations
 import pytest
 
 from gpu_queues.config.checks import cross_check, manifest_url_problem
+from tests.builders import Stack, Team
 
 pytestmark = pytest.mark.unit
-
-QUOTAS = {"cpu": {"nominalQuota": 1}, "memory": {"nominalQuota": "1Gi"}}
 
 
 def team(name, **fields):
     """A team the Kueue rules accept: its own namespace and queues, quotas of flavor std."""
-    return {
-        "name": name,
-        "namespace": f"team-{name}",
-        "clusterQueue": f"{name}-cq",
-        "localQueue": f"{name}-q",
-        "resourceGroups": [
-            {
-                "coveredResources": ["cpu", "memory"],
-                "flavors": [{"name": "std", "resources": QUOTAS}],
-            }
-        ],
-        **fields,
-    }
+    return Team(name).local_queue(f"{name}-q").quota("std", cpu=1, memory="1Gi").set(**fields).raw()
 
 
 def stack(*teams, **raw):
-    return {"flavors": [{"name": "std"}], "teams": list(teams), **raw}
+    built = Stack().flavor("std").team(*teams)
+    for key, value in raw.items():
+        built.set(key, value)
+    return built.raw()
 
 
 def problems(raw):

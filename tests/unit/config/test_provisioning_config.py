@@ -12,7 +12,7 @@ import pytest
 from gpu_queues import keys
 from gpu_queues.config import render
 from gpu_queues.config.model import ConfigError, load_config
-from tests.builders import Team
+from tests.builders import Stack, Team
 from tests.conftest import run_stack
 
 pytestmark = pytest.mark.unit
@@ -32,13 +32,11 @@ def team(name: str = "ml", namespace: str = "team-ml") -> dict[str, Any]:
 
 
 def stack(provisioning: Any, teams: list[dict[str, Any]] | None = None, **extra: Any) -> dict:
-    return {
-        "kueue": {"install": False},
-        "flavors": [{"name": "gpu"}, {"name": "spot"}, {"name": "elsewhere"}],
-        "teams": teams if teams is not None else [team()],
-        "provisioning": provisioning,
-        **extra,
-    }
+    built = Stack().kueue(install=False).flavor("gpu", "spot", "elsewhere")
+    built.team(*(teams if teams is not None else [team()])).set("provisioning", provisioning)
+    for key, value in extra.items():
+        built.set(key, value)
+    return built.raw()
 
 
 def on_demand(**check: Any) -> dict[str, Any]:

@@ -17,9 +17,11 @@ from gpu_queues.config.rendered import (
     _team_loc,
     kueue_rule_problems,
 )
-from tests.unit.config.test_cross_check import QUOTAS, team
+from tests.unit.config.test_cross_check import team
 
 pytestmark = pytest.mark.unit
+
+QUOTAS = {"cpu": {"nominalQuota": 1}, "memory": {"nominalQuota": "1Gi"}}  # team()'s, of std
 
 
 def group(flavor: str, covered: list[str], **resources: Any) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from gpu_queues.config.model import ConfigError, load_config
 from gpu_queues.config.stackfile import parse_config
 from gpu_queues.kueue import versions
 from gpu_queues.whatif import nodes as stack_nodes
+from tests.builders import Flavor, Stack
 
 pytestmark = pytest.mark.unit
 
@@ -29,30 +30,11 @@ BLOCK, RACK, HOST = (
 
 
 def stack() -> dict[str, Any]:
-    return {
-        "topologies": [
-            {
-                "name": "default",
-                "levels": [
-                    {"name": "block", "nodeLabel": BLOCK},
-                    {"name": "rack", "nodeLabel": RACK},
-                    {"name": "host", "nodeLabel": HOST},
-                ],
-            }
-        ],
-        "flavors": [
-            {
-                "name": "h100",
-                "nodeLabels": {"pool": "h100"},
-                "topologyName": "default",
-                "nodes": {
-                    "count": 16,
-                    "resources": {"cpu": 96, "memory": "1Ti", "nvidia.com/gpu": 8},
-                    "topology": {"block": 2, "rack": 4},
-                },
-            }
-        ],
-    }
+    h100 = (
+        Flavor("h100").labels({"pool": "h100"}).topology("default")
+        .nodes(16, cpu=96, memory="1Ti", gpu=8).node_topology(block=2, rack=4)
+    )  # fmt: skip
+    return Stack().topology("default", block=BLOCK, rack=RACK, host=HOST).flavor(h100).raw()
 
 
 def errors(raw: dict[str, Any]) -> list[str]:

@@ -20,6 +20,7 @@ from gpu_queues.kueue.admissioncheck import (
     undeclared_admission_checks,
 )
 from gpu_queues.kueue.errors import UNKNOWN, FieldError
+from tests.builders import ClusterQueue
 
 pytestmark = pytest.mark.unit
 
@@ -40,12 +41,8 @@ def found(errors: list[FieldError]) -> list[tuple[str, str, str, str]]:
 
 
 def queue(*checks: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "ClusterQueue",
-        "metadata": {"name": "ml"},
-        "spec": {"admissionChecksStrategy": {"admissionChecks": list(checks)}},
-    }
+    """A ClusterQueue with these checks (and no quota: the checks' rules look at no more)."""
+    return ClusterQueue("ml").spec(admissionChecksStrategy={"admissionChecks": list(checks)}).obj()
 
 
 def check(spec: Any) -> dict[str, Any]:

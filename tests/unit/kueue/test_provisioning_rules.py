@@ -18,6 +18,7 @@ from gpu_queues.kueue.provisioning import (
     provisioning_request_config_errors,
     provisioning_with_multikueue,
 )
+from tests.builders import ClusterQueue, FlavorQuotas
 
 pytestmark = pytest.mark.unit
 
@@ -250,24 +251,8 @@ def test_a_provisioning_check_naming_an_undeclared_config_is_reported() -> None:
 
 
 def queue(*checks: Any, flavors: tuple[str, ...] = ("gpu", "cpu-only")) -> dict[str, Any]:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "ClusterQueue",
-        "metadata": {"name": "ml"},
-        "spec": {
-            "namespaceSelector": {},
-            "resourceGroups": [
-                {
-                    "coveredResources": ["cpu"],
-                    "flavors": [
-                        {"name": f, "resources": [{"name": "cpu", "nominalQuota": 1}]}
-                        for f in flavors
-                    ],
-                }
-            ],
-            "admissionChecksStrategy": {"admissionChecks": list(checks)},
-        },
-    }
+    built = ClusterQueue("ml").resource_group(*(FlavorQuotas(f).quotas(cpu=1) for f in flavors))
+    return built.spec(admissionChecksStrategy={"admissionChecks": list(checks)}).obj()
 
 
 def test_on_flavors_must_be_flavors_of_the_queues_quota() -> None:

@@ -747,19 +747,10 @@ def test_a_queue_with_an_unknown_spec_has_nothing_to_check():
 def flavor_quotas(*resources, covered=("cpu", "memory")):
     """A ClusterQueue in Kueue's shape: one group covering `covered`, flavor h100 with
     `resources` (its quotas, as written)."""
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "ClusterQueue",
-        "metadata": {"name": "q"},
-        "spec": {
-            "resourceGroups": [
-                {
-                    "coveredResources": list(covered),
-                    "flavors": [{"name": "h100", "resources": list(resources)}],
-                }
-            ]
-        },
-    }
+    h100 = FlavorQuotas("h100")
+    for quota in resources:
+        h100.entry(quota)
+    return ClusterQueue("q").resource_group(h100, covered=covered).obj()
 
 
 RESOURCES = "spec.resourceGroups[0].flavors[0].resources"
@@ -915,10 +906,10 @@ GROUPS = "spec.resourceGroups"
 
 
 def groups_queue(*groups, cohort=None):
-    spec = {"resourceGroups": list(groups)}
+    built = ClusterQueue("q").spec(resourceGroups=list(groups))
     if cohort:
-        spec["cohortName"] = cohort
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "spec": spec}
+        built.cohort(cohort)
+    return built.obj()
 
 
 def group(covered, *flavors):

@@ -8,17 +8,13 @@ from typing import Any
 import pytest
 
 from gpu_queues.kueue.topology import topology_errors
+from tests.builders import Topology
 
 pytestmark = pytest.mark.unit
 
 
 def topology(*labels: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Topology",
-        "metadata": {"name": "default"},
-        "spec": {"levels": [{"nodeLabel": label} for label in labels]},
-    }
+    return Topology("default").levels(*labels).obj()
 
 
 def shown(obj: dict[str, Any]) -> list[tuple[str, str]]:

@@ -21,6 +21,7 @@ from sandbox.rehearse.jobs import job_manifest
 from sandbox.rehearse.kube import CheckFailed
 from sandbox.rehearse.team_checks import check_held_message
 from sandbox.shape import load_stack
+from tests.builders import Flavor, Stack, Team
 from tests.conftest import ROOT, stack_raw
 from tests.rehearse.stackgen import rehearsal_stack, write_stack
 
@@ -344,46 +345,19 @@ def test_an_unreadable_manifest_and_the_connection_are_substituted(tmp_path: Pat
 GI = 2**30
 
 
-def _small_team(name: str, cpu: int, memory: str, gpu: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "name": name,
-        "namespace": f"team-{name}",
-        "clusterQueue": f"{name}-cq",
-        "localQueue": "q",
-        "cohort": "pool",
-        "resourceGroups": [
-            {
-                "coveredResources": ["cpu", "memory", GPU],
-                "flavors": [
-                    {
-                        "name": "big",
-                        "resources": {
-                            "cpu": {"nominalQuota": cpu},
-                            "memory": {"nominalQuota": memory},
-                            GPU: gpu,
-                        },
-                    }
-                ],
-            }
-        ],
-    }
+def _small_team(name: str, cpu: int, memory: str, gpu: int, lend: int | None = None) -> Team:
+    team = Team(name).local_queue("q").cohort("pool").quota("big", cpu=cpu, memory=memory, gpu=gpu)
+    return team.lending("big", gpu=lend) if lend is not None else team
 
 
-SMALL = {
-    "kueue": {"install": False},
-    "flavors": [
-        {
-            "name": "big",
-            "nodeLabels": {"pool": "big"},
-            "nodes": {"count": 2, "resources": {"cpu": 16, "memory": "64Gi", GPU: 4}},
-        }
-    ],
-    "cohort": {"name": "pool"},
-    "teams": [
-        _small_team("a", 24, "96Gi", {"nominalQuota": 6}),
-        _small_team("b", 8, "32Gi", {"nominalQuota": 2, "lendingLimit": 1}),
-    ],
-}
+SMALL = (
+    Stack()
+    .kueue(install=False)
+    .flavor(Flavor("big").labels({"pool": "big"}).nodes(2, cpu=16, memory="64Gi", gpu=4))
+    .cohort("pool")
+    .team(_small_team("a", 24, "96Gi", 6), _small_team("b", 8, "32Gi", 2, lend=1))
+    .raw()
+)
 
 
 def test_a_small_stack_gets_the_plan_worked_out_by_hand() -> None:

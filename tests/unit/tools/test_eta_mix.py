@@ -10,54 +10,35 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-import yaml
 
 from gpu_queues.config.model import StackConfig, load_config
 from gpu_queues.tools.eta_mix import plan
 from gpu_queues.tools.status import Snapshot
 from gpu_queues.whatif.mix import Catalog
+from tests.builders import Flavor, Job, Stack, Team, Workload
 
 pytestmark = pytest.mark.unit
 
 NOW = 1796126400.0  # 2026-12-01T12:00:00Z
 DAY = 86400.0
-STACK = """
-flavors:
-  - name: h100
-    nodeLabels: {gpu-queues.dev/pool: h100}
-    capacity: {cpu: 64, memory: 512Gi, nvidia.com/gpu: 8}
-teams:
-  - name: vision
-    namespace: vision
-    clusterQueue: vision-cq
-    localQueue: vision-queue
-    resourceGroups:
-      - coveredResources: [cpu, memory, nvidia.com/gpu]
-        flavors:
-          - name: h100
-            resources:
-              cpu: {nominalQuota: 32}
-              memory: {nominalQuota: 256Gi}
-              nvidia.com/gpu: {nominalQuota: 4}
-  - name: nlp
-    namespace: nlp
-    clusterQueue: nlp-cq
-    localQueue: nlp-queue
-    resourceGroups:
-      - coveredResources: [cpu, memory, nvidia.com/gpu]
-        flavors:
-          - name: h100
-            resources:
-              cpu: {nominalQuota: 32}
-              memory: {nominalQuota: 256Gi}
-              nvidia.com/gpu: {nominalQuota: 4}
-"""
 TEAM_OF = {"vision-cq": "vision", "nlp-cq": "nlp"}
 QUEUE_OF = {"vision": "vision-queue", "nlp": "nlp-queue"}
 
 
 def iso(seconds_before_now: float) -> str:
     return datetime.fromtimestamp(NOW - seconds_before_now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+POD_SPEC = {
+    "restartPolicy": "Never",
+    "containers": [
+        {
+            "name": "main",
+            "image": "x",
+            "resources": {"requests": {"cpu": "1"}, "limits": {"nvidia.com/gpu": "2"}},
+        }
+    ],
+}
 
 
 def workload(
@@ -71,69 +52,39 @@ def workload(
     active: bool = True,
 ) -> dict[str, Any]:
     """A Job's Workload, times in seconds before NOW."""
-    conditions = []
+    wl = (
+        Workload(f"job-{name}-abcde", ns).created(iso(created)).owner("Job", name, f"uid-{name}")
+        .queue(QUEUE_OF[ns]).active(active)
+    )  # fmt: skip
+    for _ in range(pod_sets):
+        wl.pod_set(POD_SPEC)
     if reserved is not None:
-        conditions.append(
-            {"type": "QuotaReserved", "status": "True", "lastTransitionTime": iso(reserved)}
-        )
+        wl.reserve_quota(f"{ns}-cq", {"nvidia.com/gpu": "h100"}, iso(reserved))
     else:
-        conditions.append(
-            {"type": "QuotaReserved", "status": "False", "lastTransitionTime": iso(created)}
-        )
+        wl.pending(iso(created))
     if finished is not None:
-        conditions.append(
-            {"type": "Finished", "status": "True", "lastTransitionTime": iso(finished)}
-        )
-    pod_set = {
-        "name": "main",
-        "count": 1,
-        "template": {
-            "spec": {
-                "restartPolicy": "Never",
-                "containers": [
-                    {
-                        "name": "main",
-                        "image": "x",
-                        "resources": {"requests": {"cpu": "1"}, "limits": {"nvidia.com/gpu": "2"}},
-                    }
-                ],
-            }
-        },
-    }
-    status: dict[str, Any] = {"conditions": conditions}
-    if reserved is not None:
-        status["admission"] = {
-            "clusterQueue": f"{ns}-cq",
-            "podSetAssignments": [{"name": "main", "flavors": {"nvidia.com/gpu": "h100"}}],
-        }
-    return {
-        "metadata": {
-            "name": f"job-{name}-abcde",
-            "namespace": ns,
-            "creationTimestamp": iso(created),
-            "ownerReferences": [{"kind": "Job", "name": name, "uid": f"uid-{name}"}],
-        },
-        "spec": {"queueName": QUEUE_OF[ns], "podSets": [pod_set] * pod_sets, "active": active},
-        "status": status,
-    }
+        wl.finished(iso(finished))
+    return wl.obj()
 
 
 def job(name: str, ns: str, duration: str | None = None, started: float | None = None) -> Any:
-    annotations = {"gpu-queues.dev/duration": duration} if duration else {}
-    status = {"startTime": iso(started)} if started is not None else {}
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "uid": f"uid-{name}",
-            "annotations": annotations,
-        },
-        "status": status,
-    }
+    built = Job(name, ns).uid(f"uid-{name}")
+    if duration:
+        built.duration(duration)
+    if started is not None:
+        built.start_time(iso(started))
+    return built.obj()
 
 
 def config() -> StackConfig:
-    return load_config(yaml.safe_load(STACK))
+    h100 = Flavor("h100").labels({"gpu-queues.dev/pool": "h100"})
+    teams = [
+        Team(t).namespace(t).cluster_queue(f"{t}-cq").local_queue(f"{t}-queue")
+        .quota("h100", cpu=32, memory="256Gi", gpu=4)
+        for t in ("vision", "nlp")
+    ]  # fmt: skip
+    stack = Stack().flavor(h100.capacity(cpu=64, memory="512Gi", gpu=8)).team(*teams)
+    return load_config(stack.raw())
 
 
 def make_plan(

@@ -19,6 +19,7 @@ from gpu_queues.tools import record
 from gpu_queues.whatif.documents import MixDocument
 from gpu_queues.whatif.mix import Catalog, TeamQueue, check
 from gpu_queues.whatif.workloads import KubeError
+from tests.builders import Job, Pod, Workload
 
 pytestmark = pytest.mark.unit
 
@@ -105,36 +106,15 @@ def pod_spec(gpus: int = 2) -> dict[str, Any]:
     }
 
 
-def job(name: str, namespace: str, created: str, uid: str, **labels: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": uid,
-            "creationTimestamp": created,
-            "labels": {"kueue.x-k8s.io/queue-name": "jobs", **labels},
-            "annotations": {"team.example/owner": "s3cr3t"},
-        },
-        "spec": {
-            "parallelism": 2,
-            "completions": 4,
-            # Kueue injected the flavor's node selector when it admitted the Job: the
-            # recording takes the Workload's pod set, the template as submitted, instead.
-            "template": {"spec": {**pod_spec(), "nodeSelector": {"injected": "by-kueue"}}},
-        },
-    }
-
-
-def condition(kind: str, status: str, at: str, reason: str = "r") -> dict[str, Any]:
-    return {
-        "type": kind,
-        "status": status,
-        "lastTransitionTime": at,
-        "reason": reason,
-        "message": "",
-    }
+def job(name: str, namespace: str, created: str, uid: str) -> dict[str, Any]:
+    # Kueue injected the flavor's node selector when it admitted the Job: the recording takes
+    # the Workload's pod set, the template as submitted, instead.
+    injected = {**pod_spec(), "nodeSelector": {"injected": "by-kueue"}}
+    return (
+        Job(name, namespace).uid(uid).created(created).queue("jobs")
+        .annotation("team.example/owner", "s3cr3t").parallelism(2).completions(4)
+        .template(injected).obj()
+    )  # fmt: skip
 
 
 def workload(
@@ -149,53 +129,19 @@ def workload(
     count: int = 2,
 ) -> dict[str, Any]:
     """A Workload as Kueue v1beta2 writes one for a Job."""
-    conditions = []
-    if admitted:
-        conditions.append(condition("QuotaReserved", "True", admitted, "QuotaReserved"))
-        conditions.append(condition("Admitted", "True", admitted, "Admitted"))
-    else:
-        conditions.append(condition("QuotaReserved", "False", created, "Pending"))
-    if finished:
-        conditions.append(condition("Finished", "True", finished, "Succeeded"))
-    spec: dict[str, Any] = {
-        "queueName": "jobs",
-        "podSets": [{"name": "main", "count": count, "template": {"spec": pod_spec()}}],
-    }
+    wl = (
+        Workload(f"job-{job_name}-abcde", namespace).uid(f"wl-{uid}").created(created)
+        .owner("Job", job_name, uid).queue("jobs").pod_set(pod_spec(), count=count)
+    )  # fmt: skip
     if priority:
-        spec["priorityClassRef"] = {
-            "group": "kueue.x-k8s.io",
-            "kind": "WorkloadPriorityClass",
-            "name": priority,
-        }
-        spec["priority"] = 100
-    status: dict[str, Any] = {"conditions": conditions}
+        wl.priority(priority, 100)
     if admitted:
-        status["admission"] = {
-            "clusterQueue": "alpha-cq",
-            "podSetAssignments": [{"name": "main", "flavors": {"nvidia.com/gpu": "h100"}}],
-        }
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": {
-            "name": f"job-{job_name}-abcde",
-            "namespace": namespace,
-            "uid": f"wl-{uid}",
-            "creationTimestamp": created,
-            "ownerReferences": [
-                {
-                    "apiVersion": "batch/v1",
-                    "kind": "Job",
-                    "name": job_name,
-                    "uid": uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
-        "spec": spec,
-        "status": status,
-    }
+        wl.reserve_quota("alpha-cq", {"nvidia.com/gpu": "h100"}, admitted).admitted(admitted)
+    else:
+        wl.pending(created)
+    if finished:
+        wl.finished(finished)
+    return wl.obj()
 
 
 def cluster(workloads: list[dict[str, Any]], jobs: list[dict[str, Any]]) -> FakeRest:
@@ -476,13 +422,8 @@ def test_a_plain_pod_is_recorded_and_a_pod_group_is_not() -> None:
                                                  "name": "g-1", "uid": "p3"})  # fmt: skip
     rest = cluster([wl, group], [])
     for name, uid in (("nb", "p1"), ("g-0", "p2")):
-        rest.objects[f"/api/v1/namespaces/alpha/pods/{name}"] = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": "alpha", "uid": uid,
-                         "creationTimestamp": "2026-12-01T10:00:00Z"},
-            "spec": pod_spec(),
-        }  # fmt: skip
+        made = Pod(name, "alpha").uid(uid).created("2026-12-01T10:00:00Z").pod_spec(**pod_spec())
+        rest.objects[f"/api/v1/namespaces/alpha/pods/{name}"] = made.obj()
     rec = recorded(rest)
     pod = next(i for i in rec.items if i.name == "nb")
     assert pod.manifest is not None

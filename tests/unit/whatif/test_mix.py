@@ -24,7 +24,7 @@ from gpu_queues.whatif.mix import (
     load_mix,
     submission_order,
 )
-from tests.builders import Stack, gpu_flavor, gpu_team
+from tests.builders import Job, Pod, Stack, gpu_flavor, gpu_team
 
 pytestmark = pytest.mark.unit
 
@@ -47,20 +47,14 @@ def job(
     labels: dict[str, str] | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": dict(labels or {})}
-    if namespace is not None:
-        meta["namespace"] = namespace
+    built = Job(name, namespace).image("x").limits(gpu=gpus).spec(**spec)
+    for key, value in (labels or {}).items():
+        built.label(key, value)
     if queue is not None:
-        meta["labels"]["kueue.x-k8s.io/queue-name"] = queue
-    if annotations:
-        meta["annotations"] = annotations
-    container = {"name": "main", "image": "x", "resources": {"limits": {"nvidia.com/gpu": gpus}}}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": meta,
-        "spec": {**spec, "template": {"spec": {"containers": [container]}}},
-    }
+        built.queue(queue)
+    for key, value in (annotations or {}).items():
+        built.annotation(key, value)
+    return built.obj()
 
 
 def mix(tmp_path: Path, *docs: Any, name: str = "mix.yaml") -> list[Entry]:
@@ -138,18 +132,8 @@ def test_gpus_count_every_pod_a_job_runs_at_once(tmp_path: Path) -> None:
 
 
 def test_a_plain_pod_is_replayed_when_the_pod_integration_is_on(tmp_path: Path) -> None:
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": "notebook",
-            "namespace": "team-vision",
-            "labels": {"kueue.x-k8s.io/queue-name": "vision-jobs"},
-            "annotations": {COMPLETE_AFTER: "5s"},
-        },
-        "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
-    }
-    (entry,) = mix(tmp_path, pod)
+    pod = Pod("notebook", "team-vision").queue("vision-jobs").complete_after("5s").limits(gpu="1")
+    (entry,) = mix(tmp_path, pod.obj())
     assert entry.status == "ok" and entry.kind == "Pod" and entry.gpus == 1
     assert COMPLETE_AFTER not in entry.manifest["metadata"]["annotations"]
     off = Catalog(CATALOG.queues, CATALOG.priority_classes, frozenset({"batch/job"}))

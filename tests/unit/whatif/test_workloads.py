@@ -15,12 +15,16 @@ from gpu_queues.whatif.workloads import (
     finished_done,
 )
 from sandbox.rehearse.sizing import POD_SET
+from tests.builders import Workload
 
 pytestmark = pytest.mark.unit
 
 
+AT = "2026-12-01T12:00:00Z"
+
+
 def workload(*assignments: dict[str, Any]) -> dict[str, Any]:
-    return {"status": {"admission": {"clusterQueue": "cq", "podSetAssignments": list(assignments)}}}
+    return Workload("w", "ns").admission("cq", *assignments).obj()
 
 
 def test_each_pod_set_gets_its_own_flavors() -> None:
@@ -60,11 +64,10 @@ def test_what_is_not_a_flavor_name_is_left_out() -> None:
 
 def finished_as(reason: str) -> dict[str, Any]:
     """A Workload Kueue finished with `reason`, after it was preempted."""
-    return {"status": {"conditions": [
-        {"type": "Finished", "status": "True", "reason": reason, "message": "m"},
-        {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": ""},
-        {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "to make room"},
-    ]}}  # fmt: skip
+    return (
+        Workload("w", "ns").condition("Finished", "True", AT, reason, "m").pending(AT)
+        .condition("Evicted", "True", AT, "Preempted", "to make room")
+    ).obj()  # fmt: skip
 
 
 def test_a_preempted_plain_pod_whose_owner_is_gone_is_preempted_not_finished() -> None:
