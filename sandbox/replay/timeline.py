@@ -105,6 +105,7 @@ class Replay:
         # Each owner's last admission's place among all, as the watch saw them: the order in
         # which the gate lets their pods go.
         self.admissions: dict[str, int] = {}
+        self._admitted = 0  # admissions seen so far, re-admissions included
         self._quota_lock = threading.Lock()
         self.informers = {
             name: Informer(
@@ -145,7 +146,8 @@ class Replay:
             steps = self.quota.setdefault(key, [])
             if holds and not held:
                 steps.append((self.now, "admitted", admitted_flavor(wl) or "", ""))
-                self.admissions[key] = len(self.admissions) + 1
+                self._admitted += 1
+                self.admissions[key] = self._admitted
             elif held and not holds and not finished_done(wl):
                 why = eviction(wl)
                 said = f"{why[0]}: {why[1]}" if why else "evicted"

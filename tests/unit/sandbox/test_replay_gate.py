@@ -3,6 +3,7 @@ gates the mix's pods, and how a pod is read and let go."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -93,3 +94,42 @@ def test_an_api_server_without_the_policy_api_is_a_clear_error():
         gate.install(Recorder(fail=403), ["team-a"])  # type: ignore[arg-type]
     with pytest.raises(KubeError):
         gate.ungate(Recorder(fail=500), pod([gate.GATE]))  # type: ignore[arg-type]
+
+
+def workload(job_uid: str, holds: bool) -> dict[str, Any]:
+    conditions = [{"type": "QuotaReserved", "status": "True" if holds else "False"}]
+    return {
+        "metadata": {"uid": f"wl-{job_uid}", "ownerReferences": [{"kind": "Job", "uid": job_uid}]},
+        "status": {"conditions": conditions},
+    }
+
+
+class Snapshot:
+    def __init__(self, objects: list[dict[str, Any]]):
+        self.objects = objects
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        return self.objects
+
+
+def gated_pod(job_uid: str) -> dict[str, Any]:
+    p = pod([gate.GATE])
+    p["metadata"]["uid"] = f"pod-{job_uid}"
+    p["metadata"]["ownerReferences"] = [{"kind": "Job", "uid": job_uid}]
+    return p
+
+
+def test_the_gate_lets_jobs_go_in_the_order_of_their_last_admission():
+    """Two jobs admitted, both evicted, then admitted again at one instant, b before a: b's
+    pods go first. (Counting each job once numbered a re-admission like the next new one: two
+    re-admissions tied, and the tie went by the Jobs' random UIDs.)"""
+    from sandbox.replay.timeline import Replay
+
+    replay = Replay.__new__(Replay)
+    replay.now, replay._holds, replay.quota, replay.workload_uids = 0.0, {}, {}, {}
+    replay.admissions, replay._admitted, replay._quota_lock = {}, 0, threading.Lock()
+    for job, holds in [("a", True), ("b", True), ("a", False), ("b", False), ("b", True), ("a", True)]:
+        replay._workload_seen(workload(job, holds))
+    assert replay.admissions["b"] < replay.admissions["a"]
+    replay.informers = {"pods": Snapshot([gated_pod("a"), gated_pod("b")])}
+    assert [p["metadata"]["uid"] for p in replay._next_gated()] == ["pod-b"]
