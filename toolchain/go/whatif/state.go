@@ -163,9 +163,14 @@ func (h *evHeap) Pop() any {
 }
 
 // dirty: the objects written since the controllers last looked (an informer's view).
+//
+// Workloads come back in the order they were first written since the last look, as a watch
+// delivers them: Kueue's scheduler admits a cycle's workloads one after another in its own
+// order (the engine makes those writes synchronous), and that order, not their names, is the
+// one the admitted jobs' pods go to the scheduler in (sim.track, admittedSeq).
 type dirty struct {
 	mu        sync.Mutex
-	workloads map[types.NamespacedName]bool
+	workloads map[types.NamespacedName]int // the order of its first write since the last take
 	jobs      map[types.NamespacedName]bool
 	pods      map[types.NamespacedName]bool
 }
@@ -176,7 +181,9 @@ func (d *dirty) mark(obj ctrl.Object) {
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	switch obj.(type) {
 	case *kueue.Workload:
-		d.workloads[key] = true
+		if _, ok := d.workloads[key]; !ok {
+			d.workloads[key] = len(d.workloads)
+		}
 	case *batchv1.Job:
 		d.jobs[key] = true
 	case *corev1.Pod:
@@ -191,13 +198,17 @@ func (d *dirty) empty() bool {
 }
 
 func (d *dirty) reset() {
-	d.workloads, d.jobs, d.pods = map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}
+	d.workloads, d.jobs, d.pods = map[types.NamespacedName]int{}, map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}
 }
 
 func (d *dirty) take() (wls, jobs, pods []types.NamespacedName) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	wls, jobs, pods = sortedKeys(d.workloads), sortedKeys(d.jobs), sortedKeys(d.pods)
+	wls = make([]types.NamespacedName, len(d.workloads))
+	for k, i := range d.workloads {
+		wls[i] = k
+	}
+	jobs, pods = sortedKeys(d.jobs), sortedKeys(d.pods)
 	d.reset()
 	return wls, jobs, pods
 }

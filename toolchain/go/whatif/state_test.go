@@ -56,7 +56,7 @@ func TestAWorkQueueHoldsEachRequestOnceInTheOrderFirstAsked(t *testing.T) {
 	}
 }
 
-func TestDirtyHandsOutWhatWasWrittenByKindInNameOrder(t *testing.T) {
+func TestDirtyHandsOutWorkloadsInWriteOrderJobsAndPodsInNameOrder(t *testing.T) {
 	var d dirty
 	d.reset()
 	meta := func(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
@@ -71,7 +71,7 @@ func TestDirtyHandsOutWhatWasWrittenByKindInNameOrder(t *testing.T) {
 	}
 	wls, jobs, pods := d.take()
 	n := func(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
-	if !reflect.DeepEqual(wls, []types.NamespacedName{n("a", "w"), n("b", "w")}) ||
+	if !reflect.DeepEqual(wls, []types.NamespacedName{n("b", "w"), n("a", "w")}) ||
 		!reflect.DeepEqual(jobs, []types.NamespacedName{n("a", "j")}) || !reflect.DeepEqual(pods, []types.NamespacedName{n("a", "p")}) {
 		t.Errorf("took %v %v %v", wls, jobs, pods)
 	}
