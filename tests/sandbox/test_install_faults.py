@@ -314,7 +314,9 @@ def test_an_up_killed_mid_install_converges_after_the_documented_recovery(
     crds = kubectl("get", "crd", "-o", "name").split()
     assert cluster_queues() == []
 
-    state = json.loads(pulumi("stack", "export").stdout)["deployment"]
+    exported = pulumi("stack", "export")
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    state = json.loads(exported.stdout)["deployment"]
     pending = state.get("pending_operations") or []
     recorded = state.get("resources") or []
     print(
