@@ -106,23 +106,50 @@ def first_parting(a: Run, b: Run) -> Parting | None:
     return None
 
 
-def timing_tie(parting: Parting) -> bool:
-    """Whether the runs part where Kueue chose among workloads it had admitted at that very
-    instant: each run evicted one the other kept, and every workload either evicted had been
-    admitted there on both. Kueue takes the most recently admitted of equals first, then the
-    lowest UID; within one instant that is the second each admission fell in, which on a
-    cluster (and the sandbox) is the wall clock's, so no engine has one answer there."""
-    evicted = {w for w, what, _ in (*parting.only_a, *parting.only_b) if what == "evicted"}
-    if not evicted:
-        return False
+RECLAIM_TIE = "a tie Kueue breaks by the second of admission"
+PLACEMENT_RACE = "the order in which jobs Kueue admitted together reach the scheduler"
+
+
+def tie_reason(parting: Parting) -> str | None:
+    """Why the runs part where no engine has one answer, or None where one of them is wrong.
+
+    RECLAIM_TIE: Kueue chose among workloads it had admitted at that very instant: each run
+    evicted one the other kept, and every workload either evicted had been admitted there on
+    both. Kueue takes the most recently admitted of equals first, then the lowest UID; within
+    one instant that is the second each admission fell in, which on a cluster (and the sandbox)
+    is the wall clock's.
+
+    PLACEMENT_RACE: both runs admitted the same two or more workloads there and ran each, on
+    other nodes: their pods went to the scheduler in another order. Kueue's scheduler decides a
+    cycle's admissions in its own order but writes each on a goroutine of its own, so the
+    order the API server (and the Job controller, and kube-scheduler) sees them in is the Go
+    runtime's; the sandbox lets the pods go in the order it saw, the fast engine in the cycle's.
+    """
+    differing = [*parting.only_a, *parting.only_b]
+    evicted = {w for w, what, _ in differing if what == "evicted"}
     admitted_here = {w for w, what, _ in parting.both if what == "admitted"}
-    differing = {w for w, _, _ in (*parting.only_a, *parting.only_b)}
-    # What else differs there follows from the evictions: the runs of the ones kept.
-    return evicted <= admitted_here and all(
-        what in ("evicted", "ran", "stopped")
-        for w, what, _ in (*parting.only_a, *parting.only_b)
-        if w in differing
-    )
+    if evicted:
+        # What else differs there follows from the evictions: the runs of the ones kept.
+        if evicted <= admitted_here and all(
+            what in ("evicted", "ran", "stopped") for _, what, _ in differing
+        ):
+            return RECLAIM_TIE
+        return None
+    ran_a = {w for w, what, _ in parting.only_a if what == "ran"}
+    ran_b = {w for w, what, _ in parting.only_b if what == "ran"}
+    if (
+        len(admitted_here) >= 2
+        and all(what == "ran" for _, what, _ in differing)
+        and ran_a == ran_b
+        and ran_a <= admitted_here
+    ):
+        return PLACEMENT_RACE
+    return None
+
+
+def timing_tie(parting: Parting) -> bool:
+    """Whether the runs part at a tie no engine has one answer to (tie_reason)."""
+    return tie_reason(parting) is not None
 
 
 def _step(step: Step) -> str:
@@ -150,11 +177,8 @@ def explain(a: Run, b: Run, labels: tuple[str, str] = ("a", "b")) -> str:
     la, lb = labels
     lines = [f"{len(a.workloads) - len(diffs)} of {len(a.workloads)} workloads agree"]
     if parting is not None:
-        tie = (
-            " (a tie Kueue breaks by the second of admission: timing_tie)"
-            if timing_tie(parting)
-            else ""
-        )
+        reason = tie_reason(parting)
+        tie = f" ({reason}: a tie, agreement.tie_reason)" if reason else ""
         lines.append(f"the runs first part at {format_duration(parting.at)}{tie}:")
         lines += [f"  only {la}: {_step(s)}" for s in parting.only_a]
         lines += [f"  only {lb}: {_step(s)}" for s in parting.only_b]

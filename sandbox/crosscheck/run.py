@@ -44,8 +44,9 @@ class SeedResult:
     text: str  # agreement.explain(), empty when they agree throughout
     seconds: float
     tie: bool = False
-    """The runs first part at a tie Kueue breaks by the wall clock (agreement.timing_tie):
-    nothing after it can be compared."""
+    """The runs first part at a tie no engine has one answer to (agreement.tie_reason: a
+    reclaim among equals admitted at that instant, or the order in which jobs admitted together
+    reach the scheduler): nothing after it can be compared."""
 
     @property
     def agrees(self) -> bool:
@@ -129,7 +130,7 @@ def summary(results: list[SeedResult]) -> str:
     rate = 100 * agreeing / workloads if workloads else 100.0
     return (
         f"crosscheck: {seeds} of {len(results)} seeds agree on every workload and every step, "
-        f"{ties} part at a tie Kueue breaks by the wall clock, "
+        f"{ties} part at a tie a cluster breaks by the wall clock, "
         f"{len(results) - seeds - ties} differ; {agreeing} of {workloads} workloads agree "
         f"({rate:.1f}%)"
     )

@@ -22,11 +22,24 @@ func (s *Scheduler) WhatIfCycle(ctx context.Context) {
 	s.schedule(ctx)
 }
 
-// WhatIfSynchronousAdmission makes admissions finish before WhatIfCycle returns: the
-// admission routine still runs on its own goroutine, and after() releases the wait.
+// WhatIfSynchronousAdmission makes admissions finish before WhatIfCycle returns, and in the
+// cycle's own order: the admission routine runs inline, between before() and after(), where a
+// cluster's Kueue starts a goroutine for each (whose writes reach the API server in that
+// order but for a race). On goroutines, one cycle's admissions were written in an order the
+// Go runtime chose, and the engine's watch hands Workloads out in write order.
 func (s *Scheduler) WhatIfSynchronousAdmission(before, after func()) {
-	s.setAdmissionRoutineWrapper(routine.NewWrapper(before, after))
+	s.setAdmissionRoutineWrapper(whatIfInline{before, after})
 }
+
+type whatIfInline struct{ before, after func() }
+
+func (w whatIfInline) Run(f func()) {
+	w.before()
+	defer w.after()
+	f()
+}
+
+var _ routine.Wrapper = whatIfInline{}
 
 // whatIfByUID: a cycle's heads in the order of their Workloads' UIDs, which the engine gives
 // in mix order (rewrites.tsv puts it in schedule()). A head is a workload.Info (a Head that
