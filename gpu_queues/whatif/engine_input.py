@@ -9,7 +9,7 @@ way.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -211,13 +211,16 @@ def engine_input(
     configuration: str,
     until: float | None,
     workload_uids: Mapping[tuple[str, str], str] | None = None,
+    placement_order: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """The engine's input document (toolchain/go/whatif/input.go): the valid entries it
     replays, the stack's objects and nodes, Kueue's controller pods, the release's
-    Configuration and CRDs, and (for the cross-check) another run's Workload UIDs."""
+    Configuration and CRDs, and (for the cross-check) another run's Workload UIDs and the order
+    its cluster saw the admissions in, a (namespace, name) for each."""
     why = unmodelled(config)
     if why:
         raise FastEngineError(why)
+    index = {(e.namespace, e.name): e.index for e in entries}
     jobs = [
         {
             "index": e.index,
@@ -242,4 +245,5 @@ def engine_input(
             for e in entries
             if (uid := (workload_uids or {}).get((e.namespace, e.name)))
         },
+        "placementOrder": [index[k] for k in placement_order if k in index],
     }

@@ -173,16 +173,20 @@ def replay_mix(
     limits: Limits | None = None,
     nodes: list[dict[str, Any]] | None = None,
     workload_uids: Mapping[tuple[str, str], str] | None = None,
+    placement_order: Sequence[tuple[str, str]] = (),
 ) -> Run:
     """Read and check the mix against the stack, replay it on the fast engine of the stack's
-    Kueue release, and sum it up. `workload_uids` (namespace, name) -> UID: another run's
-    Workload UIDs, for the ties Kueue breaks by UID (the cross-check)."""
+    Kueue release, and sum it up. For the cross-check, another run's choices a cluster makes
+    at random: `workload_uids` (namespace, name) -> UID, its Workload UIDs, for the ties Kueue
+    breaks by UID; `placement_order`, its admissions in the order its watch saw them (a
+    (namespace, name) each), for the order in which jobs admitted together reach the
+    scheduler."""
     configuration = manager_configuration(config, root)
     catalog = Catalog.from_stack(config, frameworks(configuration))
     entries = load_mix(workloads, catalog, root, limits)
     return replay_entries(
         config, entries, configuration, stack=stack, label=label, until=until, notes=notes,
-        nodes=nodes, workload_uids=workload_uids,
+        nodes=nodes, workload_uids=workload_uids, placement_order=placement_order,
     )  # fmt: skip
 
 
@@ -197,6 +201,7 @@ def replay_entries(
     notes: list[str] | None = None,
     nodes: list[dict[str, Any]] | None = None,
     workload_uids: Mapping[tuple[str, str], str] | None = None,
+    placement_order: Sequence[tuple[str, str]] = (),
 ) -> Run:
     """Replay checked entries (a mix as `load_mix` reads it, or one made from a live cluster:
     gpu_queues/tools/eta.py) on the fast engine of the stack's Kueue release, and sum it up."""
@@ -204,7 +209,7 @@ def replay_entries(
     if why := topology_problem(config):
         raise FastEngineError(why)
     started = time.monotonic()
-    document = engine_input(config, entries, configuration, until, workload_uids)
+    document = engine_input(config, entries, configuration, until, workload_uids, placement_order)
     if nodes is not None:  # another cluster's nodes than the stack declares (the cross-check)
         document["nodes"] = nodes
     lines = run_engine(version, document)

@@ -99,6 +99,10 @@ class WorkloadResult:
     workload_uid: str | None = None
     """Its Workload's UID, where a cluster gave it one (the sandbox engine): the cross-check
     hands it to the fast engine, so that the ties Kueue breaks by UID fall the same way."""
+    admission_order: tuple[int, ...] = ()
+    """Where each of its admissions came among all the run's, as a cluster's watch saw them
+    (the sandbox engine): the cross-check hands that order to the fast engine, so that the
+    pods of jobs admitted together reach the scheduler in the same order. Not in report.json."""
 
     def public(self) -> dict[str, Any]:
         return {

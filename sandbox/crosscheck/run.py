@@ -63,6 +63,12 @@ def unsure(run: Run) -> bool:
     return run.meta.longest_silence_seconds > 0.75 * run.meta.quiet_seconds
 
 
+def placement_order(run: Run) -> list[tuple[str, str]]:
+    """The run's admissions in the order its watch saw them, a (namespace, name) each."""
+    seen = [(n, (w.namespace, w.name)) for w in run.workloads for n in w.admission_order]
+    return [key for _, key in sorted(seen)]
+
+
 def replay_both(stack: str, root: Path, mix: Path, work: Path) -> tuple[Run, Run]:
     """(sandbox run, fast run) of the stack file root/Pulumi.<stack>.yaml and the mix."""
     args = SimpleNamespace(
@@ -78,12 +84,17 @@ def replay_both(stack: str, root: Path, mix: Path, work: Path) -> tuple[Run, Run
     ran = load_stack_file(side.stack_file)
 
     def held_to(real: Run) -> Run:
-        """The fast engine's run, given the sandbox's Workload UIDs for the last of Kueue's ties
-        (equal priority, admitted in the same second): it breaks them by UID, which the API
-        server draws at random."""
+        """The fast engine's run, given what the sandbox's cluster chose at random: its
+        Workload UIDs, for the last of Kueue's ties (equal priority, admitted in the same
+        second: Kueue breaks them by UID, which the API server draws at random), and the order
+        its watch saw the admissions in (Kueue writes a cycle's admissions on goroutines of
+        their own; the pods of jobs admitted together reach the scheduler in that order)."""
         uids = {(w.namespace, w.name): w.workload_uid for w in real.workloads if w.workload_uid}
         try:
-            return replay_mix(ran, mix, stack=stack, label=side.label, workload_uids=uids)
+            return replay_mix(
+                ran, mix, stack=stack, label=side.label, workload_uids=uids,
+                placement_order=placement_order(real),
+            )  # fmt: skip
         except FastEngineError as exc:
             raise WhatIfError(str(exc)) from None
 

@@ -106,6 +106,7 @@ class Replay:
         # which the gate lets their pods go.
         self.admissions: dict[str, int] = {}
         self._admitted = 0  # admissions seen so far, re-admissions included
+        self.admission_order: dict[str, list[int]] = {}  # each owner's, WorkloadResult's
         self._quota_lock = threading.Lock()
         self.informers = {
             name: Informer(
@@ -148,6 +149,7 @@ class Replay:
                 steps.append((self.now, "admitted", admitted_flavor(wl) or "", ""))
                 self._admitted += 1
                 self.admissions[key] = self._admitted
+                self.admission_order.setdefault(key, []).append(self._admitted)
             elif held and not holds and not finished_done(wl):
                 why = eviction(wl)
                 said = f"{why[0]}: {why[1]}" if why else "evicted"
@@ -358,6 +360,7 @@ class Replay:
             mine = pods.get(t.uid, [])
             with self._quota_lock:
                 steps = list(self.quota.get(t.uid, []))
+                t.admission_order = tuple(self.admission_order.get(t.uid, []))
             t.workload_uid = self.workload_uids.get(t.uid) or None
             t.timeline = sorted(
                 [(at, event, detail) for at, event, detail, _ in steps] + t.placed,

@@ -33,6 +33,8 @@ class Tracked:
     completing: bool = False
     evictions: list[str] = field(default_factory=list)
     workload_uid: str | None = None
+    admission_order: tuple[int, ...] = ()
+    """WorkloadResult.admission_order."""
     run_pods: frozenset[str] = frozenset()
     """The UIDs of the pods of its current run."""
     placed: list[tuple[float, str, str]] = field(default_factory=list)
@@ -89,4 +91,5 @@ def result(t: Tracked, wl: dict[str, Any] | None, pods: list[dict[str, Any]]) ->
         timeline=t.timeline,
     )
     found.workload_uid = t.workload_uid
+    found.admission_order = t.admission_order
     return found

@@ -34,6 +34,12 @@ type Input struct {
 	// hands over the sandbox's, so that the ties Kueue breaks by UID fall the same way); the
 	// others get UIDs in mix order (uidFor).
 	WorkloadUIDs map[int]string `json:"workloadUIDs"`
+	// PlacementOrder: another run's admissions in the order its cluster saw them, a job's
+	// index for each (the cross-check hands over the sandbox's). Kueue decides a cycle's
+	// admissions in its own order but writes each on a goroutine, so on a cluster the order
+	// their pods reach the scheduler in is the Go runtime's; given, the jobs admitted at one
+	// instant release their pods in that order (nextToPlace), else in the cycle's.
+	PlacementOrder []int `json:"placementOrder"`
 	// Until: the end of the replay in simulated seconds; 0: the last event.
 	Until float64 `json:"until"`
 }

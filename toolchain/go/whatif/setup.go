@@ -80,6 +80,10 @@ func newSim(in *Input) (*sim, error) {
 	}
 	s.nodes = newCluster(in.Nodes)
 	s.workloadUIDs = in.WorkloadUIDs
+	s.placement = map[int][]int{}
+	for rank, index := range in.PlacementOrder {
+		s.placement[index] = append(s.placement[index], rank)
+	}
 	s.nodes.settle(in.Pods)
 	if err := s.addJobs(in.Jobs); err != nil {
 		return nil, err

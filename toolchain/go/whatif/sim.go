@@ -109,7 +109,9 @@ type sim struct {
 	requeuePeriod time.Duration
 	lastSubmit    time.Time      // Kueue's clock at the last submission (submitting)
 	workloadUIDs  map[int]string // Input.WorkloadUIDs
-	changes       int            // objects seen changed (informer events), for idle instants
+	// placement: by job index, the place of each of its admissions in Input.PlacementOrder.
+	placement map[int][]int
+	changes   int // objects seen changed (informer events), for idle instants
 }
 
 // replay: the event loop. Each instant's events are applied, then everything settles at
@@ -325,15 +327,36 @@ func dropLastRan(steps []step) []step {
 	return steps
 }
 
-// nextToPlace: the job Kueue admitted first of those whose new pods wait for the scheduler.
+// nextToPlace: the job Kueue admitted first of those whose new pods wait for the scheduler,
+// in the order another run's cluster saw those admissions where it is given for both
+// (Input.PlacementOrder).
 func (s *sim) nextToPlace() (int, bool) {
 	first, found := 0, false
 	for i := range s.toPlace {
-		if !found || s.jobs[i].admittedSeq < s.jobs[first].admittedSeq {
+		if !found || s.placedBefore(i, first) {
 			first, found = i, true
 		}
 	}
 	return first, found
+}
+
+func (s *sim) placedBefore(a, b int) bool {
+	ra, okA := s.placementRank(a)
+	rb, okB := s.placementRank(b)
+	if okA && okB && ra != rb {
+		return ra < rb
+	}
+	return s.jobs[a].admittedSeq < s.jobs[b].admittedSeq
+}
+
+// placementRank: the place of the job's current admission in Input.PlacementOrder.
+func (s *sim) placementRank(i int) (int, bool) {
+	j := s.jobs[i]
+	ranks := s.placement[j.in.Index]
+	if j.admissions < 1 || j.admissions > len(ranks) {
+		return 0, false
+	}
+	return ranks[j.admissions-1], true
 }
 
 // release lets the job's new pods go to the scheduler: they are placed now, and, when they
@@ -553,6 +576,7 @@ func (s *sim) track(j *jobState, wl *kueue.Workload) {
 	if holds && !j.hadQuota {
 		s.admitSeq++
 		j.admittedSeq = s.admitSeq
+		j.admissions++
 		j.timeline = append(j.timeline, step{At: s.now, Event: "admitted", Admission: wl.Status.Admission.DeepCopy()})
 	}
 	if j.hadQuota && !holds && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {

@@ -53,6 +53,7 @@ type jobState struct {
 	released bool
 	// admittedSeq: its last admission's place among all (the order held pods are released in).
 	admittedSeq int
+	admissions  int // how many times it was admitted
 	workload    *types.NamespacedName
 	submitted   bool
 	problem     string

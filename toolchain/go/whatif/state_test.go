@@ -98,3 +98,27 @@ func TestUIDsSortInMixOrder(t *testing.T) {
 		t.Errorf("sorted %v, want %v", sorted, want)
 	}
 }
+
+func TestHeldPodsGoInAdmissionOrderOrInTheOrderAnotherRunSawThem(t *testing.T) {
+	// Jobs 0 and 1 (mix indices 10 and 11) admitted at one instant, 1 first by Kueue's cycle.
+	jobs := func() []*jobState {
+		return []*jobState{
+			{in: JobInput{Index: 10}, admittedSeq: 5, admissions: 2},
+			{in: JobInput{Index: 11}, admittedSeq: 4, admissions: 1},
+		}
+	}
+	s := &sim{jobs: jobs(), toPlace: map[int]bool{0: true, 1: true}}
+	if i, _ := s.nextToPlace(); i != 1 {
+		t.Errorf("without an order given, job %d first; want 1 (admitted first)", i)
+	}
+	// The other run saw 10 admitted twice, then 11: 10's second admission before 11's first...
+	s = &sim{jobs: jobs(), toPlace: map[int]bool{0: true, 1: true}, placement: map[int][]int{10: {0, 1}, 11: {2}}}
+	if i, _ := s.nextToPlace(); i != 0 {
+		t.Errorf("with the order given, job %d first; want 0 (its second admission seen first)", i)
+	}
+	// ...and where the order says nothing of a job's current admission, the cycle's order.
+	s = &sim{jobs: jobs(), toPlace: map[int]bool{0: true, 1: true}, placement: map[int][]int{10: {0}, 11: {2}}}
+	if i, _ := s.nextToPlace(); i != 1 {
+		t.Errorf("with job 0's admission not in the order, job %d first; want 1", i)
+	}
+}
