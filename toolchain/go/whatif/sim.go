@@ -48,7 +48,8 @@ const maxSteps = 10_000
 // borrower, which readmitted preempts within its queue, whose victim reclaims...), forever
 // while nothing else happens. On a cluster each turn takes as long as evicted pods take to
 // stop; in simulated time the turns would never end. After churnAfter steps at one instant the
-// engine samples who holds quota every churnEvery steps; when a set of holders comes back,
+// engine samples who holds quota (and whose pods wait to be let go) every churnEvery steps;
+// when a set of holders comes back,
 // the instant ends there and the loop is reported (Summary.Churn).
 // idleTimers: how many instants of controllers' requeues that change nothing, with nothing
 // else left, end the replay (a periodic requeue would otherwise go on forever).
@@ -527,6 +528,14 @@ func (s *sim) holding() string {
 	return fmt.Sprint(sortedKeys(m))
 }
 
+// heldJobs: the jobs whose pods wait for Kueue to be done with the instant, sampled with the
+// holders: once Kueue is done, the engine lets them go one job a step and the holders stay as
+// they are, which without them looked like a loop that had come round (a seed's third job of
+// an instant never placed).
+func (s *sim) heldJobs() string {
+	return fmt.Sprint(slices.Sorted(maps.Keys(s.toPlace)))
+}
+
 // changed: whether the Job (or Pod) differs from what the controllers last saw (an
 // informer's update event); a write that changed nothing makes none.
 func (s *sim) changed(key types.NamespacedName, seen map[types.NamespacedName]ctrl.Object, obj ctrl.Object) (bool, error) {
@@ -608,7 +617,7 @@ func (s *sim) reconcile(r reconcile.Reconciler, key types.NamespacedName, kind o
 // settle runs everything the current instant sets off until nothing is left to do.
 func (s *sim) settle() error {
 	limit := maxSteps + 100*len(s.jobs)
-	holders := ringWatch{} // who holds quota, sampled as the instant goes on
+	holders := newRingWatch() // who holds quota, sampled as the instant goes on
 	if v, err := strconv.Atoi(os.Getenv("GPUQ_WHATIF_MAX_STEPS")); err == nil {
 		limit = v
 	}
@@ -633,7 +642,7 @@ func (s *sim) settle() error {
 			return err
 		}
 		if holders.due(step) {
-			if period, again := holders.seen(step, s.holding()); again {
+			if period, again := holders.seen(step, s.holding()+s.heldJobs()); again {
 				s.stats.Churn = append(s.stats.Churn, Churn{At: s.now, Steps: step, Period: period})
 				return nil // a preemption loop: the same holders come back; see Churn
 			}

@@ -142,9 +142,10 @@ func TestRingWatchSamplesLateStepsAndFindsTheFirstRepeat(t *testing.T) {
 		{churnAfter + 1, "a b", false, 0, false},
 		{churnAfter + churnEvery, "c", true, 0, false},
 		{churnAfter + 2*churnEvery, "a", true, 0, false},
-		{churnAfter + 3*churnEvery, "a b", true, 3 * churnEvery, true},
+		{churnAfter + 3*churnEvery, "a", true, 0, false}, // no change since the last sample
+		{churnAfter + 4*churnEvery, "a b", true, 4 * churnEvery, true},
 	}
-	r := ringWatch{}
+	r := newRingWatch()
 	for _, st := range steps {
 		if got := r.due(st.step); got != st.due {
 			t.Fatalf("due(%d) = %v, want %v", st.step, got, st.due)

@@ -284,18 +284,29 @@ func (s *sim) submitting() {
 }
 
 // ringWatch: the sets of quota holders sampled at one instant (sim.go, A preemption loop),
-// each with the step it was first seen at.
-type ringWatch map[string]int
+// each with the step it was first seen at, and the last one sampled.
+type ringWatch struct {
+	first map[string]int
+	last  string
+}
+
+func newRingWatch() *ringWatch { return &ringWatch{first: map[string]int{}} }
 
 // due: whether step is one at which the holders are sampled.
-func (r ringWatch) due(step int) bool { return step >= churnAfter && step%churnEvery == 0 }
+func (r *ringWatch) due(step int) bool { return step >= churnAfter && step%churnEvery == 0 }
 
-// seen records the holders sampled at step; when the same holders were seen before, the
-// steps since then (the loop's period) and true.
-func (r ringWatch) seen(step int, held string) (int, bool) {
-	if first, again := r[held]; again {
+// seen records the holders sampled at step; when the same holders were seen before, with
+// others in between, the steps since then (the loop's period) and true. Holders that have not
+// changed since the last sample are no loop come round: the instant goes on elsewhere (its
+// pods let go, its pending workloads tried again).
+func (r *ringWatch) seen(step int, held string) (int, bool) {
+	if len(r.first) > 0 && held == r.last {
+		return 0, false
+	}
+	r.last = held
+	if first, again := r.first[held]; again {
 		return step - first, true
 	}
-	r[held] = step
+	r.first[held] = step
 	return 0, false
 }
