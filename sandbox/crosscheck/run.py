@@ -45,8 +45,7 @@ class SeedResult:
     seconds: float
     tie: bool = False
     """The runs first part at a tie no engine has one answer to (agreement.tie_reason: a
-    reclaim among equals admitted at that instant, or the order in which jobs admitted together
-    reach the scheduler): nothing after it can be compared."""
+    reclaim among equals admitted at that instant): nothing after it can be compared."""
 
     @property
     def agrees(self) -> bool:

@@ -22,6 +22,5 @@ def test_a_generated_day_replays_the_same_on_both_engines(seed: int, tmp_path: P
     result = check_seed(seed, None, tmp_path)
     assert result.workloads >= 20
     # Where the runs part at a tie a cluster breaks by the wall clock (agreement.tie_reason: the
-    # second each of two equal workloads was admitted in, or the order in which jobs admitted
-    # together reach the scheduler), nothing after it compares.
+    # second each of two equal workloads was admitted in), nothing after it compares.
     assert result.agrees or result.tie, result.text
