@@ -11,7 +11,7 @@ MutatingAdmissionPolicy (Kubernetes' own admission, in the API server) adds the 
 settled the replay removes it job by job in the order Kueue admitted the jobs (the order of
 their admissions on the Workload watch; Replay.settle), each job's pods tried by the scheduler
 before the next job's are let go. The fast engine places them so too
-(toolchain/go/whatif/sim.go, nextToPlace).
+(toolchain/go/whatif/scheduling.go, nextToPlace).
 """
 
 from __future__ import annotations

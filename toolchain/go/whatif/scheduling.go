@@ -1,0 +1,219 @@
+package main
+
+// The Job controller and kube-scheduler, as far as the replay needs them for a job's pods:
+// made when Kueue unsuspends the job, held until Kueue is done with the instant, let go job by
+// job in the order Kueue admitted the jobs, bound one by one to the node the default profile
+// scores best, deleted when the job is suspended or ends.
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
+)
+
+// stop: the job's pods are gone (all of them, or the ones already bound while the rest
+// waited); their nodes are free.
+func (s *sim) stop(j *jobState) {
+	j.released = false // the next pods it gets are new ones, held like any
+	if len(j.where) == 0 {
+		return
+	}
+	s.nodes.release(&j.spec, j.where)
+	j.where = nil
+	if j.running {
+		j.running = false
+		j.runSeconds += s.now - j.startedAt
+		end := s.now
+		j.intervals[len(j.intervals)-1].End = &end
+		if j.startedAt == s.now { // a run of no time is none (the report drops it too)
+			j.timeline = dropLastRan(j.timeline)
+		}
+	}
+	// Freed capacity: pods that wait for nodes may fit now (tried at the next step in the
+	// order they began to wait, as the scheduler retries unschedulable pods, oldest first,
+	// when a pod on a node is deleted).
+	for i := range s.waiting {
+		s.retry[i] = true
+	}
+}
+
+// dropLastRan: the timeline without its last "ran" step.
+func dropLastRan(steps []step) []step {
+	for k := len(steps) - 1; k >= 0; k-- {
+		if steps[k].Event == "ran" {
+			return append(steps[:k:k], steps[k+1:]...)
+		}
+	}
+	return steps
+}
+
+// nextToPlace: the job Kueue admitted first of those whose new pods wait for the scheduler,
+// in the order another run's cluster saw those admissions where it is given for both
+// (Input.PlacementOrder).
+func (s *sim) nextToPlace() (int, bool) {
+	first, found := 0, false
+	for i := range s.toPlace {
+		if !found || s.placedBefore(i, first) {
+			first, found = i, true
+		}
+	}
+	return first, found
+}
+
+func (s *sim) placedBefore(a, b int) bool {
+	ra, okA := s.placementRank(a)
+	rb, okB := s.placementRank(b)
+	if okA && okB && ra != rb {
+		return ra < rb
+	}
+	return s.jobs[a].admittedSeq < s.jobs[b].admittedSeq
+}
+
+// placementRank: the place of the job's current admission in Input.PlacementOrder.
+func (s *sim) placementRank(i int) (int, bool) {
+	j := s.jobs[i]
+	ranks := s.placement[j.in.Index]
+	if j.admissions < 1 || j.admissions > len(ranks) {
+		return 0, false
+	}
+	return ranks[j.admissions-1], true
+}
+
+// release lets the job's new pods go to the scheduler: they are placed now, and, when they
+// do not all fit, tried again as capacity is freed.
+func (s *sim) release(i int) error {
+	delete(s.toPlace, i)
+	j := s.jobs[i]
+	j.released = true
+	return s.place(j)
+}
+
+// held: the job's new pods wait for the scheduler until Kueue is done with the instant
+// (settle); whether they are held.
+func (s *sim) held(i int) bool {
+	if s.jobs[i].released {
+		return false
+	}
+	s.toPlace[i] = true
+	return true
+}
+
+// wait: the job has pods no node takes; they are tried again when capacity is freed.
+func (s *sim) wait(i int, why string) {
+	j := s.jobs[i]
+	if !s.waiting[i] {
+		s.waitSeq++
+		j.waitingSince = s.waitSeq
+	}
+	s.waiting[i] = true
+	j.stuck = why
+}
+
+// bind: the job's pods that are not bound yet, each to the node the scheduler would choose;
+// whether all of them now are.
+func (s *sim) bind(i int, spec corev1.PodSpec) bool {
+	j := s.jobs[i]
+	if len(j.where) == 0 {
+		j.spec = spec
+	}
+	more, why := s.nodes.place(&j.spec, j.count-len(j.where))
+	j.where = append(j.where, more...)
+	if len(j.where) < j.count {
+		s.wait(i, why)
+		return false
+	}
+	delete(s.waiting, i)
+	j.stuck = ""
+	j.running = true
+	j.startedAt, j.run = s.now, j.run+1
+	j.intervals = append(j.intervals, interval{Start: s.now})
+	j.timeline = append(j.timeline, step{At: s.now, Event: "ran", Nodes: s.nodes.nodeNames(j.where)})
+	if j.in.Duration >= 0 {
+		s.push(ev{at: s.now + j.in.Duration, kind: evFinish, idx: i, run: j.run})
+	}
+	return true
+}
+
+// place: the job's pods, waiting for nodes, tried again.
+func (s *sim) place(j *jobState) error {
+	if j.pod {
+		return s.podLife(j.key)
+	}
+	return s.pods(j.key)
+}
+
+// pods: the Job controller and the scheduler, for one job: an unsuspended job's pods are
+// placed if they all fit, and run; a suspended job's pods are deleted at once.
+func (s *sim) pods(key types.NamespacedName) error {
+	i, ok := s.byJob[key]
+	if !ok {
+		return nil
+	}
+	j := s.jobs[i]
+	var bj batchv1.Job
+	if err := s.get(key, &bj); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.stop(j)
+			return nil
+		}
+		return err
+	}
+	suspended := bj.Spec.Suspend != nil && *bj.Spec.Suspend
+	switch {
+	case j.finished:
+		delete(s.waiting, i)
+	case suspended && (len(j.where) > 0 || bj.Status.Active > 0):
+		s.stop(j)
+		delete(s.waiting, i)
+		bj.Status.Active, bj.Status.Ready = 0, ptr(int32(0))
+		return s.cl.Status().Update(s.ctx, &bj)
+	case suspended:
+		delete(s.waiting, i)
+		delete(s.toPlace, i)
+		j.stuck, j.released = "", false
+	case !j.running:
+		if s.held(i) || !s.bind(i, bj.Spec.Template.Spec) {
+			return nil
+		}
+		now := metav1.NewTime(s.clock.Now())
+		bj.Status.Active, bj.Status.Ready = int32(j.count), ptr(int32(j.count))
+		if bj.Status.StartTime == nil {
+			bj.Status.StartTime = &now
+		}
+		return s.cl.Status().Update(s.ctx, &bj)
+	}
+	return nil
+}
+
+// holding: the Workloads that hold quota now, as one string.
+func (s *sim) holding() string {
+	keys := make([]types.NamespacedName, 0)
+	for k, wl := range s.seen {
+		if workload.HasQuotaReservation(wl) && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
+			keys = append(keys, k)
+		}
+	}
+	m := map[types.NamespacedName]bool{}
+	for _, k := range keys {
+		m[k] = true
+	}
+	return fmt.Sprint(sortedKeys(m))
+}
+
+// heldJobs: the jobs whose pods wait for Kueue to be done with the instant, sampled with the
+// holders: once Kueue is done, the engine lets them go one job a step and the holders stay as
+// they are, which without them looked like a loop that had come round (a seed's third job of
+// an instant never placed).
+func (s *sim) heldJobs() string {
+	return fmt.Sprint(slices.Sorted(maps.Keys(s.toPlace)))
+}
