@@ -215,6 +215,7 @@ class Run:
                         **w,
                         "intervals": [(start, end) for start, end in w.get("intervals") or []],
                         "timeline": [tuple(step) for step in w.get("timeline") or []],
+                        "admission_order": tuple(w.get("admission_order") or ()),
                     }
                 )
                 for w in data["workloads"]

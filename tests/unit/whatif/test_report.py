@@ -91,6 +91,8 @@ def test_report_json_has_exactly_the_documented_shape() -> None:
 def test_a_run_survives_its_trip_through_the_run_file() -> None:
     original = run([w("a", "research", "preempted", 0, message="Preempted (InCohortReclamation)")])
     original.meta.notes.append("a note")
+    original.workloads[0].timeline = [(60.0, "admitted", "h100"), (90.0, "evicted", "Preempted")]
+    original.workloads[0].admission_order = (3, 7)  # the sandbox's, for the cross-check
     again = Run.from_json(json.loads(json.dumps(original.to_json())))
     assert again == original
 
