@@ -102,11 +102,11 @@ class Replay:
         self.quota: dict[str, list[tuple[float, str, str, str]]] = {}
         self._holds: dict[str, bool] = {}
         self.workload_uids: dict[str, str] = {}  # by its owner's UID
-        # Each owner's last admission's place among all, as the watch saw them: the order in
-        # which the gate lets their pods go.
-        self.admissions: dict[str, int] = {}
-        self._admitted = 0  # admissions seen so far, re-admissions included
-        self.admission_order: dict[str, list[int]] = {}  # each owner's, WorkloadResult's
+        # Each owner's admissions' places among all, as the watch saw them (re-admissions
+        # included): the last one is the order in which the gate lets their pods go, all of
+        # them go to WorkloadResult.admission_order.
+        self.admission_order: dict[str, list[int]] = {}
+        self._admitted = 0  # admissions seen so far
         self._quota_lock = threading.Lock()
         self.informers = {
             name: Informer(
@@ -148,7 +148,6 @@ class Replay:
             if holds and not held:
                 steps.append((self.now, "admitted", admitted_flavor(wl) or "", ""))
                 self._admitted += 1
-                self.admissions[key] = self._admitted
                 self.admission_order.setdefault(key, []).append(self._admitted)
             elif held and not holds and not finished_done(wl):
                 why = eviction(wl)
@@ -233,7 +232,7 @@ class Replay:
     def _next_gated(self) -> list[dict[str, Any]]:
         """The gated pods of the job Kueue admitted first of those that have any."""
         with self._quota_lock:
-            order = dict(self.admissions)
+            order = {key: seen[-1] for key, seen in self.admission_order.items()}
         jobs: dict[str, list[dict[str, Any]]] = {}
         for pod in self.informers["pods"].snapshot():
             if gate.gated(pod) and not pod.get("metadata", {}).get("deletionTimestamp"):

@@ -127,12 +127,11 @@ def test_the_gate_lets_jobs_go_in_the_order_of_their_last_admission():
 
     replay = Replay.__new__(Replay)
     replay.now, replay._holds, replay.quota, replay.workload_uids = 0.0, {}, {}, {}
-    replay.admissions, replay._admitted, replay._quota_lock = {}, 0, threading.Lock()
-    replay.admission_order = {}
+    replay.admission_order, replay._admitted, replay._quota_lock = {}, 0, threading.Lock()
     seen = [("a", True), ("b", True), ("a", False), ("b", False), ("b", True), ("a", True)]
     for job, holds in seen:
         replay._workload_seen(workload(job, holds))
-    assert replay.admissions["b"] < replay.admissions["a"]
+    assert replay.admission_order["b"][-1] < replay.admission_order["a"][-1]
     # Every admission in the order seen, for the cross-check's fast engine.
     assert replay.admission_order == {"a": [1, 4], "b": [2, 3]}
     replay.informers = {"pods": Snapshot([gated_pod("a"), gated_pod("b")])}
