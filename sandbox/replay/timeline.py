@@ -70,6 +70,9 @@ DEFAULT_QUIET = 2.5
 # When no workload waits for quota, nothing of the kind is pending: a short spell will do.
 SHORT_QUIET = 0.5
 SETTLE_CAP = 90.0
+# After one pod of a job ends (Replay.complete): the scheduler tries the waiting pods within
+# milliseconds; a fifth of a second without a change says it has.
+END_QUIET = 0.2
 # Where in a wall-clock second the replay acts (Replay.fresh_second): early, so that what it
 # sets off has the rest of the second.
 SECOND_START = 0.05
@@ -327,14 +330,29 @@ class Replay:
         self.last_submit_second = math.floor(time.time())
 
     def complete(self, t: Tracked) -> None:
-        """The job's time is up: its pods complete (kwok's stage, on our annotation)."""
+        """The job's time is up: its pods complete (kwok's stage, on our annotation).
+
+        On a cluster a job's pods end one at a time, and kube-scheduler tries the pods that
+        wait for a node again on each one's end: a waiting pod takes the first node freed,
+        not the one it would score best once the whole job is gone. Which pod ends first is
+        a race; the replay takes it away as the gate does for starts: while some pod waits
+        for a node, the pods end in the order of their nodes' names, and the next pod (of
+        this job or the next job ending at the instant) only after the scheduler has tried
+        the waiting pods on the end of the one before (the fast engine does the same:
+        toolchain/go/whatif/sim.go, complete)."""
         _, pods = self._index()
         t.completing = True
-        for pod in pods.get(t.uid or "", []):
-            if is_terminal(pod) or pod.get("metadata", {}).get("annotations", {}).get(
-                COMPLETE_AFTER
-            ):
-                continue
+        ending = sorted(
+            (
+                p
+                for p in pods.get(t.uid or "", [])
+                if not is_terminal(p)
+                and not p.get("metadata", {}).get("annotations", {}).get(COMPLETE_AFTER)
+            ),
+            key=lambda p: (str(p.get("spec", {}).get("nodeName") or ""), p["metadata"]["name"]),
+        )
+        one_by_one = self._a_pod_waits_for_a_node()
+        for pod in ending:
             meta = pod["metadata"]
             try:
                 self.rest.merge_patch(
@@ -344,6 +362,37 @@ class Replay:
             except KubeError as exc:
                 if exc.status != 404:
                     raise
+            if one_by_one:
+                self._until_ended(uid(pod))
+
+    def _a_pod_waits_for_a_node(self) -> bool:
+        """Some pod the scheduler may try (not gated, not bound, not ending) is there."""
+        for pod in self.informers["pods"].snapshot():
+            waits = not (pod.get("spec") or {}).get("nodeName") and not gate.gated(pod)
+            if waits and not is_terminal(pod) and not pod["metadata"].get("deletionTimestamp"):
+                return True
+        return False
+
+    def _until_ended(self, key: str, cap: float = 30.0) -> None:
+        """Wait until the pod has ended and the scheduler has tried, on its end, the pods
+        that wait for nodes (it hears of the end about when the replay does: a short quiet
+        spell, then its active and backoff queues empty)."""
+        deadline = time.monotonic() + cap
+        ended = False
+        while time.monotonic() < deadline:
+            if not ended:
+                pod = next((p for p in self.informers["pods"].snapshot() if uid(p) == key), None)
+                ended = pod is None or is_terminal(pod)
+            elif time.monotonic() - self.last_change >= END_QUIET and scheduler_busy() in (
+                0,
+                None,
+            ):
+                return
+            time.sleep(0.02)
+        self.notes.append(
+            f"at {self.now:.0f}s simulated, a pod had not ended, or the scheduler not tried the "
+            f"waiting pods on its end, {cap:.0f}s after its time was up; the replay went on"
+        )
 
     # --- recording ---------------------------------------------------------------------
 
@@ -412,8 +461,12 @@ class Replay:
             # before it (as the fast engine replays them): a second between two submissions
             # is not always enough for a preemption to finish, and the next one's flavor
             # would then depend on how far it got.
+            # Within each, mix order (as the fast engine's events): at one instant the jobs
+            # submitted are in mix order anyway, and the ends must be, each job's pods ending
+            # one by one when some pod waits for a node (complete).
             acted = False
-            for _, _, kind, i, run in sorted(batch, key=lambda b: (b[1], b[3])):
+            order = sorted(batch, key=lambda b: (b[1], self.tracked[b[3]].entry.index))
+            for _, _, kind, i, run in order:
                 t = self.tracked[i]
                 if kind == "submit":
                     if acted:

@@ -162,3 +162,22 @@ def test_a_strict_fifo_head_that_never_fits_lets_the_cluster_settle(tmp_path: Pa
     })  # fmt: skip
     assert not [n for n in real.meta.notes if "had not settled" in n]
     assert real.meta.settle_max_seconds < 30
+
+
+def test_a_waiting_pod_takes_the_first_node_a_job_s_end_frees(tmp_path: Path):
+    """A job's pods end one at a time, and kube-scheduler tries the pods that wait for a node
+    on each one's end: the waiting pod takes the first node freed, not the one it would score
+    best with the whole job gone (seed 35 of the cross-check parted so). Which pod ends first
+    was a race on the sandbox; both engines now end them in their nodes' name order. Three
+    nodes of 8 GPUs and 8 CPUs:
+    - 0s: c (1 CPU) on pool-0, the first of equals. 30s: s (7 CPUs) on pool-1, the emptier.
+    - 1m: m (2 pods of 8 GPUs) on pool-2 (empty) and pool-0.
+    - 2m: big (8 GPUs) is admitted (quota 24) but fits no node: pool-1 has 1 CPU left.
+    - 11m: m ends, pool-0's pod first: big takes pool-0 (it would score pool-2 best, empty,
+      had both ended at once), and runs to 21m."""
+    same_story("ends", tmp_path, {
+        "c": [(0, "admitted", "pool"), (0, "ran", "pool-0"), (1800, "stopped", "")],
+        "s": [(30, "admitted", "pool"), (30, "ran", "pool-1"), (1830, "stopped", "")],
+        "m": [(60, "admitted", "pool"), (60, "ran", "pool-0, pool-2"), (660, "stopped", "")],
+        "big": [(120, "admitted", "pool"), (660, "ran", "pool-0"), (1260, "stopped", "")],
+    })  # fmt: skip

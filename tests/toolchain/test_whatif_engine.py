@@ -258,6 +258,30 @@ def test_pods_that_fit_no_node_start_when_a_pod_on_their_node_ends(tmp_path: Pat
     assert run["b"].intervals == [(0, 1000)]
 
 
+def test_a_waiting_pod_takes_the_first_node_a_multi_pod_job_frees(tmp_path: Path) -> None:
+    """A job's pods end one at a time, in their nodes' name order, and the waiting pods are
+    tried on each end (kube-scheduler retries them on every pod deletion): the waiting pod
+    takes the first node freed, not the one it would score best with the whole job gone.
+    Three nodes of 8 GPUs and 8 cpu, quota for all: c (1 cpu, no GPU) at 0 s on n-0, the first
+    of equals; s (7 cpu) at 1 s on n-1; m (2 pods of 8 GPUs) at 2 s on n-2 (empty) and n-0;
+    big (8 GPUs) at 3 s is admitted but fits no node. At 100 s m ends, n-0's pod first: big
+    runs there (n-2, emptier, had both ended at once), 100-150 s. (The engine freed a job's
+    nodes all at once until 5 December 2026; cross-check seed 35 parted so.)"""
+    team = Team("a").namespace(NS.format("a")).quota("n", cpu=24, memory="96Gi", gpu=24)
+    flavor = Flavor("n").labels({"pool": "n"}).nodes(3, cpu=8, memory="32Gi", gpu=8)
+    stack = Stack().flavor(flavor).team(team)
+    jobs = [job("c", "a", 0, at=0, runs=1000).requests(cpu="1"),
+            job("s", "a", 0, at=1, runs=1000).requests(cpu="7"),
+            job("m", "a", 8, at=2, runs=98, pods=2).requests(cpu="2"),
+            job("big", "a", 8, at=3, runs=50).requests(cpu="2")]  # fmt: skip
+    run = by_name(replay(stack, jobs, tmp_path))
+    ran = {name: [s for s in run[name].timeline if s[1] == "ran"] for name in run}
+    assert ran["c"] == [(0, "ran", "n-0")] and ran["s"] == [(1, "ran", "n-1")]
+    assert ran["m"] == [(2, "ran", "n-0, n-2")]
+    assert ran["big"] == [(100, "ran", "n-0")]
+    assert run["big"].intervals == [(100, 150)]
+
+
 def test_plain_pods_queue_run_and_finish_as_jobs_do(tmp_path: Path) -> None:
     """Kueue's pod integration on the engine: its webhook gates each Pod, its pod reconciler
     makes the Workload and ungates the pod on admission. A StrictFIFO queue of 8 GPUs: pod p1

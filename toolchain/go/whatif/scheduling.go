@@ -6,9 +6,11 @@ package main
 // scores best, deleted when the job is suspended or ends.
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +47,47 @@ func (s *sim) stop(j *jobState) {
 	for i := range s.waiting {
 		s.retry[i] = true
 	}
+}
+
+// endOneByOne: while some pod waits for a node, a job's pods end one at a time, in the order
+// of their nodes' names (the sandbox engine completes them so: sandbox/replay/timeline.py,
+// complete), and the scheduler tries the waiting pods again on each one's end, as
+// kube-scheduler does on each pod's deletion: a waiting pod takes the first node freed, not
+// the one it would score best once the whole job is gone. All but the last: stop frees that
+// one, as any, and complete retries after it.
+func (s *sim) endOneByOne(j *jobState) error {
+	if len(j.where) < 2 || len(s.waiting) == 0 {
+		return nil
+	}
+	order := slices.Clone(j.where)
+	slices.SortStableFunc(order, func(a, b int) int {
+		return strings.Compare(s.nodes.nodes[a].name, s.nodes.nodes[b].name)
+	})
+	for _, w := range order[:len(order)-1] {
+		s.nodes.release(&j.spec, placement{w})
+		k := slices.Index(j.where, w)
+		j.where = slices.Delete(j.where, k, k+1)
+		if err := s.retryWaiting(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retryWaiting: the pods that wait for nodes, tried again now, job by job in the order they
+// began to wait.
+func (s *sim) retryWaiting() error {
+	waiting := slices.SortedFunc(maps.Keys(s.waiting), func(a, b int) int {
+		return cmp.Compare(s.jobs[a].waitingSince, s.jobs[b].waitingSince)
+	})
+	for _, i := range waiting {
+		if s.waiting[i] {
+			if err := s.place(s.jobs[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // dropLastRan: the timeline without its last "ran" step.

@@ -251,13 +251,29 @@ func (s *sim) submit(j *jobState) error {
 	return nil
 }
 
-// complete: the job's time is up; its pods succeed and the Job is complete.
+// complete: the job's time is up; its pods succeed and the Job is complete. While some pod
+// waits for a node, its pods end one at a time and the scheduler tries the waiting pods on
+// each one's end, the last's too, before the next job of the instant ends (endOneByOne).
 func (s *sim) complete(j *jobState) error {
+	var err error
 	if j.pod {
-		return s.completePod(j)
+		err = s.completePod(j)
+	} else {
+		err = s.completeJob(j)
 	}
+	if err != nil || len(s.waiting) == 0 {
+		return err
+	}
+	return s.retryWaiting()
+}
+
+// completeJob: the Job's pods succeed and it is complete.
+func (s *sim) completeJob(j *jobState) error {
 	var bj batchv1.Job
 	if err := s.get(j.key, &bj); err != nil {
+		return err
+	}
+	if err := s.endOneByOne(j); err != nil {
 		return err
 	}
 	s.stop(j)
