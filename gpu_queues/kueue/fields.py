@@ -11,8 +11,8 @@ from __future__ import annotations
 import ipaddress
 import re
 import unicodedata
-from collections.abc import Iterable
-from typing import Final
+from collections.abc import Iterable, Mapping
+from typing import Final, Literal
 from urllib.parse import urlsplit
 
 from gpu_queues.kueue.quantity import QuantityError, format_quantity, parse_quantity
@@ -55,6 +55,56 @@ def is_qualified_name(value: str) -> bool:
 
 def is_label_value(value: str) -> bool:
     return len(value) <= LABEL_VALUE_MAX and bool(LABEL_VALUE.fullmatch(value))
+
+
+def _shown(value: str) -> str:
+    return repr(value) if len(value) <= 80 else repr(value[:77]) + "..."
+
+
+NameRule = Literal["namespace", "object", "job", "label value"]
+
+
+def name_problem(value: str, rule: NameRule) -> str | None:
+    """Why the API server would refuse `value` as a name (None when it would take it), by the
+    rule that names it: "namespace" (a DNS label), "object" (a DNS subdomain), "job" (a DNS
+    subdomain that fits a label value: Kubernetes copies a Job's name into its pods'
+    batch.kubernetes.io/job-name label, so a longer name is refused), "label value"
+    (queue-name and priority-class labels). One wording for every reader of names the user or
+    a cluster gives (a what-if mix, the mix record writes, status' estimates)."""
+    if rule == "namespace":
+        if is_dns_label(value):
+            return None
+        what = "a namespace: lowercase letters, digits and '-', at most 63 characters"
+    elif rule == "label value":
+        if is_label_value(value):
+            return None
+        what = (
+            f"a label value: at most {LABEL_VALUE_MAX} letters, digits, '-', '_' or '.', "
+            "starting and ending with a letter or digit"
+        )
+    else:
+        limit = LABEL_VALUE_MAX if rule == "job" else 253
+        if is_dns_subdomain(value) and len(value) <= limit:
+            return None
+        what = (
+            "an object name: lowercase letters, digits, '-' and '.', starting and ending with "
+            f"a letter or digit, at most {limit} characters"
+        )
+    return f"{_shown(value)} is not {what}"
+
+
+def labels_problem(labels: Mapping[str, object]) -> str | None:
+    """The first label the API server would refuse (its key a qualified name, its value a label
+    value), and why; None when every label is one it takes."""
+    for key, value in labels.items():
+        if not is_qualified_name(key):
+            return (
+                f"[{key}]: {_shown(key)} is not a label key ([prefix/]name, the name at most "
+                "63 letters, digits, '-', '_' or '.', the prefix a DNS subdomain)"
+            )
+        if isinstance(value, str) and (problem := name_problem(value, "label value")):
+            return f"[{key}]: {problem}"
+    return None
 
 
 # --- resources that only come in whole numbers ---------------------------------------------
@@ -108,6 +158,14 @@ def whole_number_problem(resource: str, value: object) -> str | None:
         f"{resource} is {kind}: Kubernetes allows only whole numbers of it (a pod cannot "
         f"request {format_quantity(parsed)} of one), got {value!r}"
     )
+
+
+# --- durations --------------------------------------------------------------------------
+
+GO_DURATION_MAX_SECONDS: Final = (2**63 - 1) / 10**9
+"""The longest span Go's time.Duration holds (an int64 of nanoseconds, about 292 years):
+Kubernetes, Kueue, kwok and the fast engine all count time in it, so a longer one overflows
+there (it wraps to a negative span) rather than meaning a long time."""
 
 
 # --- namespaces ------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The shape of a manifest in a what-if mix, checked before anything reads it: each field the
 replay, Kueue or the API server's decoding depends on has the type Kubernetes gives it (a
-mapping, a list, a string, an integer, a boolean, a quantity). `problem` names the first
+mapping, a list, a string, an integer, a boolean, a quantity; a whole number of an extended
+resource such as nvidia.com/gpu, which Kubernetes never splits). `problem` names the first
 field that does not, by its path (`spec.template.spec.containers[0].resources.limits[cpu]`),
 so a malformed manifest is an `invalid` row of the report and the rest of the mix replays.
 
@@ -17,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from gpu_queues.kueue.fields import whole_number_problem
 from gpu_queues.kueue.quantity import QuantityError, parse_quantity
 
 
@@ -199,6 +201,8 @@ def problem(value: Any, shape: Any, path: str = "") -> str | None:
             found = problem(v, shape.value, f"{path}[{k}]")
             if found:
                 return found
+            if shape.value is QUANTITY and (whole := whole_number_problem(k, v)):
+                return f"{path}[{k}]: {whole}"
         return None
     for name in shape.required:
         if value.get(name) is None:
