@@ -12,6 +12,7 @@ import ipaddress
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
+from fractions import Fraction
 from typing import Final, Literal
 from urllib.parse import urlsplit
 
@@ -166,6 +167,29 @@ GO_DURATION_MAX_SECONDS: Final = (2**63 - 1) / 10**9
 """The longest span Go's time.Duration holds (an int64 of nanoseconds, about 292 years):
 Kubernetes, Kueue, kwok and the fast engine all count time in it, so a longer one overflows
 there (it wraps to a negative span) rather than meaning a long time."""
+_GO_UNIT_NANOSECONDS: Final = {
+    "ns": 1,
+    "us": 10**3,
+    "ms": 10**6,
+    "s": 10**9,
+    "m": 60 * 10**9,
+    "h": 3600 * 10**9,
+}
+_GO_DURATION_PART: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|ms|s|m|h)")
+
+
+def go_duration_problem(value: str) -> str | None:
+    """Why Go's time.ParseDuration, which Kueue reads its Configuration with, refuses `value`
+    (None when it takes it): not a Go duration, or longer than time.Duration holds."""
+    if len(value) > 64 or not DURATION.fullmatch(value):
+        return "it is not a Go duration such as 300s, 5m or 1h30m"
+    nanoseconds = sum(
+        Fraction(number) * _GO_UNIT_NANOSECONDS[unit]
+        for number, unit in _GO_DURATION_PART.findall(value)
+    )
+    if nanoseconds > 2**63 - 1:
+        return "it is longer than Go's time.Duration holds (about 292 years)"
+    return None
 
 
 # --- namespaces ------------------------------------------------------------------------------
