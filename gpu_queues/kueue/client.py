@@ -38,6 +38,7 @@ from kubernetes.config.exec_provider import ExecProvider
 from kubernetes.config.kube_config import ConfigNode
 
 from gpu_queues import keys
+from gpu_queues.kueue.fields import api_server_url_problem
 
 KEY = f"{keys.PROJECT}:{keys.KEY_KUBERNETES}"
 BASE = "\0base"  # marks, inside a merged entry, the directory of the file it came from
@@ -216,8 +217,15 @@ def resolve(
         )
     cluster = clusters[cluster_name]
     server = cluster.get("server")
-    if not isinstance(server, str) or not server.startswith(("https://", "http://")):
+    if not isinstance(server, str):
         raise _problem(source, f"cluster {cluster_name!r} needs a `server` URL (https://...)")
+    bad_server = api_server_url_problem(server, plain_http=True)
+    if bad_server:
+        raise _problem(
+            source,
+            f"cluster {cluster_name!r} needs a `server` URL (https://...); "
+            f"{server[:100]!r}: {bad_server}",
+        )
     user: dict[str, Any] = {}
     if user_name:
         if user_name not in users:

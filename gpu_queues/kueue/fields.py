@@ -272,10 +272,12 @@ def image_registry_problem(value: str) -> str | None:
 # --- an API server's address --------------------------------------------------------------
 
 
-def api_server_url_problem(url: str) -> str | None:
-    """Why `url` cannot be the address Kueue's MultiKueue dials a worker at (None when it can):
-    https only (the manager sends a token), and a host that is an IP or a DNS name, as Kueue's
-    kubeconfig validation wants it (multikueuecluster.go: isValidHostname)."""
+def api_server_url_problem(url: str, plain_http: bool = False) -> str | None:
+    """Why `url` cannot be an API server's address (None when it can): an https URL (http too
+    when `plain_http`, as a kubeconfig's `server` may be) whose host is an IP or a DNS name, as
+    Kueue's kubeconfig validation wants it (multikueuecluster.go: isValidHostname), with a
+    port that is a number. MultiKueue's worker address (https only: the manager sends a token)
+    and every kubeconfig's `server` (gpu_queues/kueue/client.py) are held to it."""
     if any(c.isspace() or unicodedata.category(c).startswith("C") for c in url):
         return "it contains whitespace or control characters"
     try:
@@ -283,7 +285,9 @@ def api_server_url_problem(url: str) -> str | None:
         parts.port  # noqa: B018 - raises on a port that is not a number
     except ValueError:
         return "it is not a URL"
-    if parts.scheme != "https":
+    if plain_http and parts.scheme not in ("https", "http"):
+        return "it must start with https:// (or http://)"
+    if not plain_http and parts.scheme != "https":
         return "it must start with https:// (the manager authenticates with a token)"
     if parts.username is not None or parts.password is not None:
         return "it carries credentials (user:password@); Kueue refuses basic auth"
