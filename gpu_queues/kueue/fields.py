@@ -138,6 +138,12 @@ def is_extended_resource(name: str) -> bool:
     return is_qualified_name(f"requests.{name}")
 
 
+def is_gpu(resource: str) -> bool:
+    """nvidia.com/gpu, amd.com/gpu, ...: a GPU, as GPU-hours count them and as the policy pack
+    finds workloads that ask for one."""
+    return resource.rpartition("/")[2] == "gpu"
+
+
 def needs_whole_number(resource: str) -> bool:
     """Kubernetes refuses fractions of these in pod requests and node capacity
     (IsIntegerResourceName), so a fractional quota or capacity of them is never usable."""
