@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import copy
 import random
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gpu_queues.kueue.quantity import parse_quantity
 from gpu_queues.whatif import cli, documents
@@ -30,6 +33,7 @@ from gpu_queues.whatif.mix import (
     TeamQueue,
     load_mix,
 )
+from tests.properties import examples
 
 pytestmark = pytest.mark.unit
 
@@ -384,6 +388,39 @@ def test_a_pod_name_may_be_a_long_subdomain_a_job_name_fits_its_label(tmp_path: 
     )
     assert pod.status == "ok", pod.problem
     assert job.status == "invalid" and "at most 63 characters" in (job.problem or "")
+
+
+def _takes_as_job_name(name: str) -> bool:
+    """The API server's rule, written out apart from the code under test: dot-separated parts
+    of lowercase letters, digits and '-', each starting and ending with a letter or digit,
+    63 characters at most (a Job's name becomes a label value)."""
+    alnum = "abcdefghijklmnopqrstuvwxyz0123456789"
+    parts = name.split(".")
+    return 0 < len(name) <= 63 and all(
+        p and p[0] in alnum and p[-1] in alnum and set(p) <= set(alnum + "-") for p in parts
+    )
+
+
+NAME_TEXT = st.text(st.sampled_from("ab9-._/ \nA\u00e9<>#"), max_size=70) | st.sampled_from(
+    ["train", "a" * 63, "a" * 64, "a.b", "a..b", "-a", "a-", "../x"]
+)
+
+
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=NAME_TEXT)
+def test_a_job_is_replayed_only_under_a_name_the_api_server_takes(name: str) -> None:
+    (entry,) = load_mix_text(put(JOB, ("metadata", "name"), name))
+    if _takes_as_job_name(name):
+        assert entry.status == "ok", entry.problem
+    else:
+        assert entry.status == "invalid" and not entry.manifest, name
+        assert (entry.problem or "").startswith("metadata.name"), entry.problem
+
+
+def load_mix_text(*bodies: Any) -> list[Entry]:
+    """`load`, in a folder of its own (hypothesis runs many examples in one test)."""
+    with tempfile.TemporaryDirectory() as folder:
+        return load(Path(folder), *bodies)
 
 
 # --- the size limits -----------------------------------------------------------------
