@@ -57,6 +57,39 @@ def is_label_value(value: str) -> bool:
     return len(value) <= LABEL_VALUE_MAX and bool(LABEL_VALUE.fullmatch(value))
 
 
+# What each kind of name must be, as the API server checks it, and how to say so: for a writer
+# of names read from elsewhere (`gpuq record` writes what a cluster sent).
+NAME_RULES: Final = {
+    "namespace": (
+        is_dns_label,
+        "a namespace (a DNS-1123 label: at most 63 of a-z, 0-9 and '-', a letter or digit at "
+        "each end)",
+    ),
+    "object": (
+        is_dns_subdomain,
+        "an object name (a DNS-1123 subdomain: at most 253 of a-z, 0-9, '-' and '.')",
+    ),
+    "job": (
+        lambda v: is_dns_subdomain(v) and len(v) <= LABEL_VALUE_MAX,
+        "a Job name (a DNS-1123 subdomain of at most 63 characters: its pods' job-name label)",
+    ),
+    "label": (
+        lambda v: is_dns_subdomain(v) and is_label_value(v),
+        "a name usable as a label value (a DNS-1123 subdomain of at most 63 characters)",
+    ),
+    "container": (is_dns_label, "a container name (a DNS-1123 label)"),
+    "key": (is_qualified_name, "a qualified name ([prefix/]name, as label keys are written)"),
+    "value": (is_label_value, "a label value"),
+}
+
+
+def name_rule_problem(value: object, rule: str) -> str | None:
+    """What `value` is not (NAME_RULES[rule]'s words), or None when it is a string that
+    Kubernetes' rule for that kind of name accepts."""
+    check, says = NAME_RULES[rule]
+    return None if isinstance(value, str) and check(value) else says
+
+
 # --- resources that only come in whole numbers ---------------------------------------------
 
 # k8s.io/kubernetes pkg/apis/core/helper: integerResources (object counts a quota can hold).
