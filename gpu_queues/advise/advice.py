@@ -8,7 +8,7 @@ the search went: goal, replays, time, checks).
 
 from __future__ import annotations
 
-import difflib
+import contextlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -20,6 +20,7 @@ from gpu_queues.advise import goal as goals
 from gpu_queues.advise.search import Outcome, describe
 from gpu_queues.advise.space import Candidate, Space
 from gpu_queues.config import yamledit
+from gpu_queues.config.secure import shown_diff
 from gpu_queues.config.stackfile import StackFileError, parse_config, parse_document
 from gpu_queues.escape import code, fence, text
 from gpu_queues.whatif.charts import flavor_use, gpus_in_use, pending, team_waits
@@ -70,10 +71,13 @@ def proposal_text(text: str, where: str, space: Space, candidate: Candidate) -> 
 
 
 def stack_diff(old: str, new: str, name: str) -> str:
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{name}", f"b/{name}"
-    )
-    return "".join(lines)
+    """The proposal's diff for advice.md: no line of a secure value (the stack's kubeconfig)
+    is copied there (gpu_queues.config.secure.shown_diff)."""
+    docs = []
+    for side in (old, new):
+        with contextlib.suppress(StackFileError):  # its secure keys are found by their lines
+            docs.append(parse_document(side, name))
+    return shown_diff(old, new, name, docs)
 
 
 # --- why ------------------------------------------------------------------------------------
