@@ -119,3 +119,14 @@ def test_a_mix_problem_names_the_field_never_its_value(field: str, value: object
     job["spec"]["parallelism"] = "two"
     job["spec"]["template"]["spec"]["containers"][0].pop(field)
     assert "'two'" in str(shapes.body_problem(job, "Job"))
+
+
+def test_a_stack_file_error_quotes_no_value() -> None:
+    """The YAML parser's message for a duplicate key quotes both values: promote (and every
+    reader of a stack file) says which key, never what it holds."""
+    from gpu_queues.config.stackfile import StackFileError, parse_yaml
+
+    text = f"config:\n  k:\n    secure: {CIPHER}\n    secure: {CIPHER[::-1]}\n"
+    with pytest.raises(StackFileError, match='found duplicate key "secure" at line 4') as err:
+        parse_yaml(text, "Pulumi.x.yaml")
+    assert pieces(str(err.value)) == [] and pieces(str(err.value)[::-1]) == []
