@@ -10,6 +10,7 @@ import html
 import json
 import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import yaml
@@ -209,3 +210,13 @@ def test_the_pinned_mermaid_draws_hostile_labels_as_their_text() -> None:
     assert [d["ok"] for d in drawn] == [True] * len(blocks), drawn
     svg = html.unescape(" ".join(d["svg"] for d in drawn))
     assert escape.one_line(HOSTILE[0]) + " (new)" in svg
+
+
+def test_the_pr_comments_kueue_line_shows_a_hostile_stack_as_text(tmp_path: Path) -> None:
+    """A side that cannot be read is one line naming it: the name cannot open a comment that
+    hides the body below it."""
+    for name in HOSTILE:
+        shown = pr_comment.with_kueue_diff("body", name, name, root=tmp_path)
+        plain = pr_comment.with_kueue_diff("body", "nope", "nope", root=tmp_path)
+        assert structure(shown) == structure(plain), shown
+        assert shown.endswith("\n\nbody")
