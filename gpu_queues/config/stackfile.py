@@ -79,6 +79,8 @@ def parse_yaml(text: str, where: str) -> Any:
         return copy.deepcopy(_parsed(text))
     except MarkedYAMLError as exc:
         problem = " ".join(" ".join(str(p) for p in (exc.context, exc.problem) if p).split())
+        # A duplicate key's message quotes both values: a `secure:` one is never shown.
+        problem = re.sub(r' with value ".*?" \(original value: ".*"\)', "", problem)
         mark = exc.problem_mark or exc.context_mark
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         raise StackFileError(f"{where} is not valid YAML: {problem}{at}") from None

@@ -13,7 +13,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
-from typing import Final, Literal
+from typing import Final
 from urllib.parse import urlsplit
 
 from gpu_queues.kueue.quantity import QuantityError, format_quantity, parse_quantity
@@ -58,40 +58,49 @@ def is_label_value(value: str) -> bool:
     return len(value) <= LABEL_VALUE_MAX and bool(LABEL_VALUE.fullmatch(value))
 
 
+# What each kind of name must be, as the API server checks it, and how to say so: for a writer
+# of names read from elsewhere (`gpuq record` writes what a cluster sent).
+NAME_RULES: Final = {
+    "namespace": (
+        is_dns_label,
+        "a namespace (a DNS-1123 label: at most 63 of a-z, 0-9 and '-', a letter or digit at "
+        "each end)",
+    ),
+    "object": (
+        is_dns_subdomain,
+        "an object name (a DNS-1123 subdomain: at most 253 of a-z, 0-9, '-' and '.')",
+    ),
+    "job": (
+        lambda v: is_dns_subdomain(v) and len(v) <= LABEL_VALUE_MAX,
+        "a Job name (a DNS-1123 subdomain of at most 63 characters: its pods' job-name label)",
+    ),
+    "label": (
+        lambda v: is_dns_subdomain(v) and is_label_value(v),
+        "a name usable as a label value (a DNS-1123 subdomain of at most 63 characters)",
+    ),
+    "container": (is_dns_label, "a container name (a DNS-1123 label)"),
+    "key": (is_qualified_name, "a qualified name ([prefix/]name, as label keys are written)"),
+    "value": (is_label_value, "a label value"),
+}
+
+
+def name_rule_problem(value: object, rule: str) -> str | None:
+    """What `value` is not (NAME_RULES[rule]'s words), or None when it is a string that
+    Kubernetes' rule for that kind of name accepts."""
+    check, says = NAME_RULES[rule]
+    return None if isinstance(value, str) and check(value) else says
+
+
 def _shown(value: str) -> str:
     return repr(value) if len(value) <= 80 else repr(value[:77]) + "..."
 
 
-NameRule = Literal["namespace", "object", "job", "label value"]
-
-
-def name_problem(value: str, rule: NameRule) -> str | None:
-    """Why the API server would refuse `value` as a name (None when it would take it), by the
-    rule that names it: "namespace" (a DNS label), "object" (a DNS subdomain), "job" (a DNS
-    subdomain that fits a label value: Kubernetes copies a Job's name into its pods'
-    batch.kubernetes.io/job-name label, so a longer name is refused), "label value"
-    (queue-name and priority-class labels). One wording for every reader of names the user or
-    a cluster gives (a what-if mix, the mix record writes, status' estimates)."""
-    if rule == "namespace":
-        if is_dns_label(value):
-            return None
-        what = "a namespace: lowercase letters, digits and '-', at most 63 characters"
-    elif rule == "label value":
-        if is_label_value(value):
-            return None
-        what = (
-            f"a label value: at most {LABEL_VALUE_MAX} letters, digits, '-', '_' or '.', "
-            "starting and ending with a letter or digit"
-        )
-    else:
-        limit = LABEL_VALUE_MAX if rule == "job" else 253
-        if is_dns_subdomain(value) and len(value) <= limit:
-            return None
-        what = (
-            "an object name: lowercase letters, digits, '-' and '.', starting and ending with "
-            f"a letter or digit, at most {limit} characters"
-        )
-    return f"{_shown(value)} is not {what}"
+def name_problem(value: str, rule: str) -> str | None:
+    """Why the API server would refuse `value` as the kind of name `rule` says (NAME_RULES),
+    the value shown; None when it would take it. One wording for every reader of names the
+    user or a cluster gives (a what-if mix, the mix record writes, status' estimates)."""
+    says = name_rule_problem(value, rule)
+    return None if says is None else f"{_shown(value)} is not {says}"
 
 
 def labels_problem(labels: Mapping[str, object]) -> str | None:
@@ -103,7 +112,7 @@ def labels_problem(labels: Mapping[str, object]) -> str | None:
                 f"[{key}]: {_shown(key)} is not a label key ([prefix/]name, the name at most "
                 "63 letters, digits, '-', '_' or '.', the prefix a DNS subdomain)"
             )
-        if isinstance(value, str) and (problem := name_problem(value, "label value")):
+        if isinstance(value, str) and (problem := name_problem(value, "value")):
             return f"[{key}]: {problem}"
     return None
 

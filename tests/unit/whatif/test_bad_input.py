@@ -355,7 +355,7 @@ def test_a_start_and_run_together_beyond_gos_duration_is_refused(tmp_path: Path)
 
 @pytest.mark.parametrize(
     ("field", "value", "words"),
-    [(("metadata", "name"), "Train", "metadata.name: 'Train' is not an object name"),
+    [(("metadata", "name"), "Train", "metadata.name: 'Train' is not a Job name"),
      (("metadata", "name"), "train\nkind: Secret", "metadata.name:"),
      (("metadata", "name"), "../../etc", "metadata.name:"),
      (("metadata", "name"), "a" * 64, "at most 63 characters"),
