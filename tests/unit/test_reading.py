@@ -329,3 +329,26 @@ def test_promote_with_an_outputs_path_that_is_a_folder_is_an_input_error(
 ) -> None:
     assert promote.main(["dev", "prod", "--root", str(project), "--outputs", str(project)]) == 2
     assert "it is a folder, not a regular file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("{", "is not JSON"),
+        ('{"a": ' + "1" * 5000 + "}", "an integer of 5,000 characters"),
+    ],
+    ids=["not-json", "long-integer"],
+)
+def test_the_advisors_policy_pack_config_is_read_by_the_rules(
+    tmp_path: Path, content: str, says: str
+) -> None:
+    from gpu_queues.advise.policy import _settings
+
+    path = tmp_path / "dev.json"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=re.escape(says)) as info:
+        _settings(path)
+    assert str(path) in str(info.value)
+    (tmp_path / "folder.json").mkdir()
+    with pytest.raises(ValueError, match="it is a folder"):
+        _settings(tmp_path / "folder.json")
