@@ -196,7 +196,7 @@ RESOURCE_POLICIES: Final = (
         rules.KUEUE_RELEASE_PINNED,
         "The Kueue controller runs a pinned vX.Y.Z release.",
         kueue_release_pinned,
-        lambda type_: type_ == rules.DEPLOYMENT_TYPE,
+        lambda type_: type_.startswith(rules.DEPLOYMENT_TYPE),
         EnforcementLevel.MANDATORY,
         {
             **_KUEUE_CONTROLLER,
@@ -217,9 +217,11 @@ RESOURCE_POLICIES: Final = (
     ),
     ResourcePolicySpec(
         rules.JOB_QUEUED_SUSPENDED,
-        "A Job carries the kueue.x-k8s.io/queue-name label and suspend: true.",
+        "A Job (a CronJob's job template too) carries the kueue.x-k8s.io/queue-name label and "
+        "suspend: true; any other workload asking for GPUs carries the label, in a kind Kueue "
+        "manages.",
         job_queued_suspended,
-        lambda type_: type_ == rules.JOB_TYPE,
+        lambda type_: type_.startswith("kubernetes:"),
         EnforcementLevel.MANDATORY,
         {
             "exemptNamespaces": {

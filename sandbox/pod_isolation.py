@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from gpu_queues import yamlio
+
 
 def pod_root_script(
     root: Path,
@@ -91,8 +93,8 @@ def bind_to_pod_ip(text: str, pod_ip: str) -> str:
     Services' targetPorts still reach them. Text that is not a Configuration is left alone.
     """
     try:
-        config = yaml.safe_load(text)
-    except yaml.YAMLError:
+        config = yamlio.load(text, "the manager Configuration")
+    except (yaml.YAMLError, yamlio.YamlRefused):
         return text
     if not isinstance(config, dict):
         return text

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import yaml
 
+from gpu_queues import yamlio
+from gpu_queues.files import read_text
 from gpu_queues.tools import pulumi_cli
 from sandbox import topology
 from sandbox.paths import ROOT, STATE
@@ -84,10 +86,11 @@ def prepare(
     the kubeconfig of the sandbox cluster the stack deploys to (topology.cluster_of_stack)."""
     shadow = shadow_project(project_dir)
     source = source or source_of(stack, project_dir)
-    doc = (yaml.safe_load(source.read_text()) if source.exists() else None) or {}
+    text = read_text(source, source.name) if source.exists() else ""
+    doc = (yamlio.load(text, source.name) if text else None) or {}
     generated = shadow / f"Pulumi.{stack}.yaml"
     if generated.exists():  # keep the stack's salt: its state was encrypted with it
-        salt = (yaml.safe_load(generated.read_text()) or {}).get("encryptionsalt")
+        salt = (yamlio.load(generated.read_text(), generated.name) or {}).get("encryptionsalt")
         if salt:
             doc["encryptionsalt"] = salt
     generated.write_text(yaml.safe_dump(doc, sort_keys=False))

@@ -8,7 +8,7 @@ the search went: goal, replays, time, checks).
 
 from __future__ import annotations
 
-import difflib
+import contextlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -20,7 +20,9 @@ from gpu_queues.advise import goal as goals
 from gpu_queues.advise.search import Outcome, describe
 from gpu_queues.advise.space import Candidate, Space
 from gpu_queues.config import yamledit
+from gpu_queues.config.secure import shown_diff
 from gpu_queues.config.stackfile import StackFileError, parse_config, parse_document
+from gpu_queues.escape import code, fence, text
 from gpu_queues.whatif.charts import flavor_use, gpus_in_use, pending, team_waits
 from gpu_queues.whatif.durations import format_duration
 from gpu_queues.whatif.markdown import render
@@ -69,10 +71,13 @@ def proposal_text(text: str, where: str, space: Space, candidate: Candidate) -> 
 
 
 def stack_diff(old: str, new: str, name: str) -> str:
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{name}", f"b/{name}"
-    )
-    return "".join(lines)
+    """The proposal's diff for advice.md: no line of a secure value (the stack's kubeconfig)
+    is copied there (gpu_queues.config.secure.shown_diff)."""
+    docs = []
+    for side in (old, new):
+        with contextlib.suppress(StackFileError):  # its secure keys are found by their lines
+            docs.append(parse_document(side, name))
+    return shown_diff(old, new, name, docs)
 
 
 # --- why ------------------------------------------------------------------------------------
@@ -194,7 +199,7 @@ def team_table(before: Run, after: Run) -> list[str]:
         _, new = team_waits(after, t.team)
         cells = [_arrow(a, b) for a, b in zip(old, new, strict=True)]
         cells.append(_arrow(f"{hours.get(t.team, 0.0):.1f}", f"{t.gpu_hours:.1f}"))
-        lines.append(f"| {t.team} | " + " | ".join(cells) + " |")
+        lines.append(f"| {text(t.team)} | " + " | ".join(cells) + " |")
     lines += ["", "| Flavor | GPUs | Utilization |", "| --- | ---: | ---: |"]
     for flavor, gpus in after.meta.flavor_gpus.items():
         shares = []
@@ -202,7 +207,7 @@ def team_table(before: Run, after: Run) -> list[str]:
             available = gpus * run.meta.end / 3600
             used = flavor_use(run).get(flavor, 0.0)
             shares.append(f"{100 * used / available:.0f}%" if available > 0 else "-")
-        lines.append(f"| {flavor} | {gpus} | {_arrow(*shares)} |")
+        lines.append(f"| {text(flavor)} | {gpus} | {_arrow(*shares)} |")
     return lines
 
 
@@ -258,7 +263,7 @@ def write(
     }
     (out / "search.json").write_text(json.dumps(search, indent=2) + "\n")
     diff = stack_diff(original, proposal, name)
-    lines = [f"## Quota advice for `{stack}`", "", f"Goal: {goal.text()}.", ""]
+    lines = [f"## Quota advice for {code(stack)}", "", f"Goal: {text(goal.text())}.", ""]
     if not changes:
         lines.append(
             "**No change found that does better than the stack as it is** "
@@ -288,16 +293,15 @@ def write(
         "",
         "**Checks on the proposal**",
         "",
-        f"- config validation: {checks.validation}",
-        f"- policy pack: {checks.pack}",
-        f"- pulumi preview: {checks.preview}",
+        f"- config validation: {text(checks.validation)}",
+        f"- policy pack: {text(checks.pack)}",
+        f"- pulumi preview: {text(checks.preview)}",
         *[f"- {n}" for n in notes],
         "",
-        f"**The change** (`{name}` here is the whole change: copy it over the stack file)",
+        f"**The change** ({code(name)} here is the whole change: copy it over the stack file)",
         "",
-        "```diff",
-        diff.rstrip("\n") if diff else "(no change)",
-        "```",
+        # The stack file's own lines, whatever they hold: a fence no line of it can close.
+        *fence(diff.rstrip("\n") if diff else "(no change)", "diff"),
         "",
         "**Before → after, per team**",
         "",

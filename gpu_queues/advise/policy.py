@@ -10,14 +10,15 @@ changes, and `pulumi preview --policy-pack policies` (advice.py) runs the whole 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpu_queues import yamlio
 from gpu_queues.config.model import StackConfig
 from gpu_queues.config.render import kueue_objects
+from gpu_queues.files import NotReadable, read_text
 from policies import catalog
 from policies.resource import Resource
 
@@ -30,7 +31,16 @@ class PackResult:
 
 
 def _settings(file: Path) -> dict[str, Any]:
-    data = json.loads(file.read_text())
+    """The pack's config for the stack (a file anyone may edit): read by the project's
+    reading rules, a ValueError naming the file when it cannot be read."""
+    try:
+        data = yamlio.load_json(read_text(file, f"the policy pack config {file}"), str(file))
+    except NotReadable as exc:
+        raise ValueError(str(exc)) from None
+    except yamlio.YamlRefused:
+        raise
+    except ValueError as exc:
+        raise ValueError(f"the policy pack config {file} is not JSON: {exc}") from None
     return data if isinstance(data, dict) else {}
 
 

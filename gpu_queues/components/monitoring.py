@@ -19,7 +19,7 @@ from typing import Any
 import pulumi
 import yaml
 
-from gpu_queues import keys
+from gpu_queues import keys, yamlio
 from gpu_queues.components.kueue import register_object
 from gpu_queues.config.errors import Problem
 from gpu_queues.config.model import StackConfig
@@ -173,12 +173,12 @@ def _resource_metrics_problems(core: Any) -> list[Problem]:
             MANAGER_CONFIGMAP, KUEUE_NAMESPACE, _request_timeout=_TIMEOUT
         )
         text = (cm.data or {}).get(MANAGER_CONFIG_KEY) or ""
-        loaded = yaml.safe_load(text)
+        loaded = yamlio.load(text, f"the cluster's {MANAGER_CONFIGMAP} {MANAGER_CONFIG_KEY}")
     except ApiException as exc:
         if exc.status != 404:
             raise
         loaded = None
-    except yaml.YAMLError:
+    except (yaml.YAMLError, yamlio.YamlRefused):
         loaded = None
     section = loaded.get("metrics") if isinstance(loaded, dict) else None
     if isinstance(section, dict) and section.get("enableClusterQueueResources") is True:

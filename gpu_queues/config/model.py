@@ -56,6 +56,7 @@ from gpu_queues.kueue.fieldtypes import (
     Sha256,
     StorageSize,
     Version,
+    WorkloadPriorityClassName,
 )
 from gpu_queues.pins import kueue_version
 
@@ -482,10 +483,10 @@ class Team(Model):
 
 class PriorityClass(Model):
     """A Kueue WorkloadPriorityClass: jobs name it in their `kueue.x-k8s.io/priority-class`
-    label; a higher value is admitted first and may preempt lower ones where the team's
-    `preemption` allows it."""
+    label (so its name fits a label value); a higher value is admitted first and may preempt
+    lower ones where the team's `preemption` allows it."""
 
-    name: ObjectName
+    name: WorkloadPriorityClassName
     value: int = Field(ge=-(2**31), le=2**31 - 1, description="priority (int32); higher goes first")
     description: str | None = Field(default=None, max_length=1024)
 

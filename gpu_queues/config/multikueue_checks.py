@@ -26,7 +26,7 @@ from typing import Any, Final
 
 import yaml
 
-from gpu_queues import keys
+from gpu_queues import keys, yamlio
 from gpu_queues.config import render
 from gpu_queues.config.errors import Loc, Problem, format_loc, key_path
 from gpu_queues.kueue.admissioncheck import admission_check_errors, missing_multikueue_config
@@ -67,7 +67,9 @@ def kubeconfig_problems(text: str) -> list[str]:
     kubeconfig inside its own pod, where no file of this machine exists. Every cluster and
     user of the file counts, as in Kueue. Empty when it would connect."""
     try:
-        doc = yaml.safe_load(text)
+        doc = yamlio.load(text, "the kubeconfig")
+    except yamlio.YamlRefused as exc:
+        return [str(exc)]
     except yaml.YAMLError:
         return ["it is not valid YAML"]
     if not isinstance(doc, dict):
@@ -357,9 +359,9 @@ def stack_file_problems(text: str, where: str) -> list[Problem]:
     A kubeconfig holds the credentials of a whole cluster: in a stack file it must be a
     `secure:` value, which Pulumi decrypts only for the running program."""
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return []  # Pulumi itself refuses to read it
+        doc = yamlio.load(text, where)
+    except (yaml.YAMLError, yamlio.YamlRefused):
+        return []  # the stack reader (and Pulumi) refuses to read it, saying why
     config = as_dict(as_dict(doc).get("config"))
     problems: list[Problem] = []
     whole = config.get(keys.stack_file_key(config, MK))

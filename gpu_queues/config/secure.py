@@ -10,13 +10,19 @@ The config models say which keys are secrets: a field typed `SecretStr` (today o
 `kubernetes.kubeconfig`). A secure value there validates as "a secret is set". Anywhere else
 it is refused with a message naming the key, because the tools (quota diff, promotion) need
 that value in plain text and must not decrypt it.
+
+Not even the ciphertext is shown: a diff of a stack file that a tool prints or writes
+(`make promote`'s, the advisor's advice.md) is made by `shown_diff`, which shows each line of
+a secure value as a note.
 """
 
 from __future__ import annotations
 
+import difflib
+import re
 import types
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Union
 
@@ -196,3 +202,71 @@ def load_stack_config(raw: Mapping[str, Any]) -> StackConfig:
     if problems:
         raise ConfigError(problems)
     return config
+
+
+# A `secure` key (plain or quoted) in block or flow style: the line holds a secure value, and so
+# do the lines after it that are indented deeper (a value continued, a block scalar).
+_SECURE_KEY = re.compile(r"""(?:^|[\s{,?-])["']?secure["']?\s*:(?:\s|$)""")
+HIDDEN = "(a secure value: not shown)"
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def secret_lines(text: str, ciphertexts: Iterable[str] = ()) -> set[int]:
+    """The lines of a stack file's `text` (0-based) that hold any of a secure value: a line
+    with a `secure:` key and those continuing it, and any line with a part of one of
+    `ciphertexts` (spelt some other way: an alias, an escaped key, a folded string)."""
+    lines = text.splitlines()
+    parts = [c for c in ciphertexts if len(c) >= 8]
+    hidden: set[int] = set()
+    for i, line in enumerate(lines):
+        bare = line.strip().strip("\"'").rstrip("\"'}],")
+        if any(c in line for c in parts) or (len(bare) >= 8 and any(bare in c for c in parts)):
+            hidden.add(i)
+        if not _SECURE_KEY.search(line):
+            continue
+        hidden.add(i)
+        for j in range(i + 1, len(lines)):
+            if lines[j].strip() and _indent(lines[j]) <= _indent(line):
+                break
+            hidden.add(j)
+    return hidden
+
+
+def shown_diff(old: str, new: str, name: str, docs: Iterable[Any] = ()) -> str:
+    """The unified diff of two texts of the stack file `name`, as a tool may show it: every
+    line of a secure value (secret_lines; `docs`, the parsed documents, name the
+    ciphertexts) is a note in its place, never the line."""
+    ciphertexts = {s.ciphertext for doc in docs for _, s in find_secure(doc)}
+    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    hidden_old, hidden_new = secret_lines(old, ciphertexts), secret_lines(new, ciphertexts)
+    out = []
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for group in matcher.get_grouped_opcodes(3):
+        first, last = group[0], group[-1]
+        out.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
+        for tag, i1, i2, j1, j2 in group:
+            if tag in ("equal", "replace", "delete"):
+                sign = " " if tag == "equal" else "-"
+                out += [_line(sign, old_lines[i], i in hidden_old) for i in range(i1, i2)]
+            if tag in ("replace", "insert"):
+                out += [_line("+", new_lines[j], j in hidden_new) for j in range(j1, j2)]
+    if not out:
+        return ""
+    return f"--- a/{name}\n+++ b/{name}\n" + "".join(out)
+
+
+def _range(start: int, stop: int) -> str:
+    """A hunk's line range as unified diff writes it."""
+    length = stop - start
+    first = start + 1 if length else start
+    return str(first) if length == 1 else f"{first},{length}"
+
+
+def _line(sign: str, line: str, hidden: bool) -> str:
+    text = line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+    if hidden:
+        text = " " * _indent(line) + f"# {HIDDEN}\n"
+    return sign + text

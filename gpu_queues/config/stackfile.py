@@ -21,9 +21,10 @@ from ruamel.yaml import YAML
 from ruamel.yaml.constructor import SafeConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from gpu_queues import keys
+from gpu_queues import keys, yamlio
 from gpu_queues.config.model import ConfigError
 from gpu_queues.config.secure import mark_secure, prepare
+from gpu_queues.files import NotReadable, read_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,12 +74,23 @@ def _parsed(text: str) -> Any:
     return mark_secure(_loader().load(text))
 
 
+# A stack file of a hundred teams is about 100 KB; the pure-Python parser takes ~5 s a MB.
+STACK_BOUNDS = yamlio.Bounds(max_bytes=1_000_000)
+
+
 def parse_yaml(text: str, where: str) -> Any:
-    """The YAML document in `text`, with secure values marked; StackFileError naming `where`."""
+    """The YAML document in `text`, with secure values marked; StackFileError naming `where`,
+    also when the text is over the reading bounds (gpu_queues.yamlio), checked before it is
+    parsed: an alias bomb under any key would be expanded while secure values are marked."""
     try:
+        yamlio.check(text, where, STACK_BOUNDS, yaml12=True)
         return copy.deepcopy(_parsed(text))
+    except yamlio.YamlRefused as exc:
+        raise StackFileError(str(exc)) from None
     except MarkedYAMLError as exc:
         problem = " ".join(" ".join(str(p) for p in (exc.context, exc.problem) if p).split())
+        # A duplicate key's message quotes both values: a `secure:` one is never shown.
+        problem = re.sub(r' with value ".*?" \(original value: ".*"\)', "", problem)
         mark = exc.problem_mark or exc.context_mark
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         raise StackFileError(f"{where} is not valid YAML: {problem}{at}") from None
@@ -153,10 +165,13 @@ def read_text(stack: str, root: Path = ROOT, rev: str | None = None) -> str:
     name = stack_file_name(stack)
     if rev is None:
         path = root / name
-        if not path.is_file():
+        if not path.exists():
             known = ", ".join(list_stacks(root)) or "none"
             raise StackFileError(f"unknown stack {stack!r}: no {name} in {root} (stacks: {known})")
-        return _decode(path.read_bytes(), name)
+        try:
+            return _decode(read_bytes(path, name, STACK_BOUNDS.max_bytes), name)
+        except NotReadable as exc:
+            raise StackFileError(str(exc)) from None
     commit = resolve_commit(root, rev)
     result = subprocess.run(
         ["git", "show", f"{commit}:{name}"], cwd=root, capture_output=True, check=False

@@ -29,6 +29,8 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from gpu_queues import yamlio
+
 Path = tuple[str | int, ...]
 
 
@@ -384,11 +386,14 @@ def edit(
     if text.startswith("\ufeff"):  # positions below are counted without the byte-order mark
         return "\ufeff" + edit(text[1:], edits, keep)
     try:
+        yamlio.check(text, "the file", yaml12=True)  # before ruamel.yaml expands anything
         doc = _yaml(_LAYOUTS[0]).load(text)
         old_root = _compose(text)
         y = _closest(text, doc, old_root)
     except YAMLError as exc:
         raise EditError(f"cannot parse: {' '.join(str(exc).split())}") from None
+    except yamlio.YamlRefused as exc:
+        raise EditError(str(exc).removeprefix("the file: ")) from None
     if doc is None:
         doc = CommentedMap()
     if not isinstance(doc, CommentedMap) or (old_root is not None and not _block(old_root)):

@@ -37,7 +37,9 @@ from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.exec_provider import ExecProvider
 from kubernetes.config.kube_config import ConfigNode
 
-from gpu_queues import keys
+from gpu_queues import keys, yamlio
+from gpu_queues.files import NotReadable, read_bytes, read_text
+from gpu_queues.kueue.fields import api_server_url_problem
 
 KEY = f"{keys.PROJECT}:{keys.KEY_KUBERNETES}"
 BASE = "\0base"  # marks, inside a merged entry, the directory of the file it came from
@@ -78,7 +80,9 @@ def _problem(source: _Source, what: str) -> KubeconfigError:
 
 def _parse(text: str, source: _Source) -> dict[str, Any]:
     try:
-        doc = yaml.safe_load(text)
+        doc = yamlio.load(text, source.label)
+    except yamlio.YamlRefused as exc:
+        raise KubeconfigError(str(exc)) from None  # names the line and key, never a value
     except yaml.YAMLError as exc:
         # The parser's message quotes the offending line, which may hold a key: position only.
         mark = getattr(exc, "problem_mark", None)
@@ -121,9 +125,9 @@ def _merged(files: list[Path], named: bool = False) -> tuple[dict[str, Any], _So
         )
         source = _Source(label, path.parent)
         try:
-            text = path.read_text()
-        except OSError as exc:
-            raise _problem(source, f"cannot be read ({exc.strerror})") from None
+            text = read_text(path)
+        except NotReadable as exc:
+            raise _problem(source, f"cannot be read ({exc.reason})") from None
         doc = _parse(text, source)
         for section in ("clusters", "users", "contexts"):
             for name, body in _named(doc, section, source).items():
@@ -160,10 +164,10 @@ def _file_or_data(
         full = Path(str(path)).expanduser()
         full = full if full.is_absolute() else Path(body.get(BASE) or base) / full
         try:
-            return full.read_bytes()
-        except OSError as exc:
+            return read_bytes(full)
+        except NotReadable as exc:
             raise _problem(
-                source, f"{where}: `{key}` {full} cannot be read ({exc.strerror})"
+                source, f"{where}: `{key}` {full} cannot be read ({exc.reason})"
             ) from None
     return None
 
@@ -216,8 +220,15 @@ def resolve(
         )
     cluster = clusters[cluster_name]
     server = cluster.get("server")
-    if not isinstance(server, str) or not server.startswith(("https://", "http://")):
+    if not isinstance(server, str):
         raise _problem(source, f"cluster {cluster_name!r} needs a `server` URL (https://...)")
+    bad_server = api_server_url_problem(server, plain_http=True)
+    if bad_server:
+        raise _problem(
+            source,
+            f"cluster {cluster_name!r} needs a `server` URL (https://...); "
+            f"{server[:100]!r}: {bad_server}",
+        )
     user: dict[str, Any] = {}
     if user_name:
         if user_name not in users:
@@ -270,9 +281,9 @@ def _with_credentials(
         token_file = Path(str(user["tokenFile"])).expanduser()
         token_file = token_file if token_file.is_absolute() else base / token_file
         try:
-            token = token_file.read_text().strip()
-        except OSError as exc:
-            raise _problem(source, f"{where}: tokenFile {token_file} ({exc.strerror})") from None
+            token = read_text(token_file).strip()
+        except NotReadable as exc:
+            raise _problem(source, f"{where}: tokenFile {token_file} ({exc.reason})") from None
     elif user.get("exec"):
         spec = user["exec"]
         if not isinstance(spec, dict) or not spec.get("command") or not spec.get("apiVersion"):

@@ -11,7 +11,8 @@ from __future__ import annotations
 import ipaddress
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -57,6 +58,65 @@ def is_label_value(value: str) -> bool:
     return len(value) <= LABEL_VALUE_MAX and bool(LABEL_VALUE.fullmatch(value))
 
 
+# What each kind of name must be, as the API server checks it, and how to say so: for a writer
+# of names read from elsewhere (`gpuq record` writes what a cluster sent).
+NAME_RULES: Final = {
+    "namespace": (
+        is_dns_label,
+        "a namespace (a DNS-1123 label: at most 63 of a-z, 0-9 and '-', a letter or digit at "
+        "each end)",
+    ),
+    "object": (
+        is_dns_subdomain,
+        "an object name (a DNS-1123 subdomain: at most 253 of a-z, 0-9, '-' and '.')",
+    ),
+    "job": (
+        lambda v: is_dns_subdomain(v) and len(v) <= LABEL_VALUE_MAX,
+        "a Job name (a DNS-1123 subdomain of at most 63 characters: its pods' job-name label)",
+    ),
+    "label": (
+        lambda v: is_dns_subdomain(v) and is_label_value(v),
+        "a name usable as a label value (a DNS-1123 subdomain of at most 63 characters)",
+    ),
+    "container": (is_dns_label, "a container name (a DNS-1123 label)"),
+    "key": (is_qualified_name, "a qualified name ([prefix/]name, as label keys are written)"),
+    "value": (is_label_value, "a label value"),
+}
+
+
+def name_rule_problem(value: object, rule: str) -> str | None:
+    """What `value` is not (NAME_RULES[rule]'s words), or None when it is a string that
+    Kubernetes' rule for that kind of name accepts."""
+    check, says = NAME_RULES[rule]
+    return None if isinstance(value, str) and check(value) else says
+
+
+def _shown(value: str) -> str:
+    return repr(value) if len(value) <= 80 else repr(value[:77]) + "..."
+
+
+def name_problem(value: str, rule: str) -> str | None:
+    """Why the API server would refuse `value` as the kind of name `rule` says (NAME_RULES),
+    the value shown; None when it would take it. One wording for every reader of names the
+    user or a cluster gives (a what-if mix, the mix record writes, status' estimates)."""
+    says = name_rule_problem(value, rule)
+    return None if says is None else f"{_shown(value)} is not {says}"
+
+
+def labels_problem(labels: Mapping[str, object]) -> str | None:
+    """The first label the API server would refuse (its key a qualified name, its value a label
+    value), and why; None when every label is one it takes."""
+    for key, value in labels.items():
+        if not is_qualified_name(key):
+            return (
+                f"[{key}]: {_shown(key)} is not a label key ([prefix/]name, the name at most "
+                "63 letters, digits, '-', '_' or '.', the prefix a DNS subdomain)"
+            )
+        if isinstance(value, str) and (problem := name_problem(value, "value")):
+            return f"[{key}]: {problem}"
+    return None
+
+
 # --- resources that only come in whole numbers ---------------------------------------------
 
 # k8s.io/kubernetes pkg/apis/core/helper: integerResources (object counts a quota can hold).
@@ -87,6 +147,12 @@ def is_extended_resource(name: str) -> bool:
     return is_qualified_name(f"requests.{name}")
 
 
+def is_gpu(resource: str) -> bool:
+    """nvidia.com/gpu, amd.com/gpu, ...: a GPU, as GPU-hours count them and as the policy pack
+    finds workloads that ask for one."""
+    return resource.rpartition("/")[2] == "gpu"
+
+
 def needs_whole_number(resource: str) -> bool:
     """Kubernetes refuses fractions of these in pod requests and node capacity
     (IsIntegerResourceName), so a fractional quota or capacity of them is never usable."""
@@ -108,6 +174,37 @@ def whole_number_problem(resource: str, value: object) -> str | None:
         f"{resource} is {kind}: Kubernetes allows only whole numbers of it (a pod cannot "
         f"request {format_quantity(parsed)} of one), got {value!r}"
     )
+
+
+# --- durations --------------------------------------------------------------------------
+
+GO_DURATION_MAX_SECONDS: Final = (2**63 - 1) / 10**9
+"""The longest span Go's time.Duration holds (an int64 of nanoseconds, about 292 years):
+Kubernetes, Kueue, kwok and the fast engine all count time in it, so a longer one overflows
+there (it wraps to a negative span) rather than meaning a long time."""
+_GO_UNIT_NANOSECONDS: Final = {
+    "ns": 1,
+    "us": 10**3,
+    "ms": 10**6,
+    "s": 10**9,
+    "m": 60 * 10**9,
+    "h": 3600 * 10**9,
+}
+_GO_DURATION_PART: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|ms|s|m|h)")
+
+
+def go_duration_problem(value: str) -> str | None:
+    """Why Go's time.ParseDuration, which Kueue reads its Configuration with, refuses `value`
+    (None when it takes it): not a Go duration, or longer than time.Duration holds."""
+    if len(value) > 64 or not DURATION.fullmatch(value):
+        return "it is not a Go duration such as 300s, 5m or 1h30m"
+    nanoseconds = sum(
+        Fraction(number) * _GO_UNIT_NANOSECONDS[unit]
+        for number, unit in _GO_DURATION_PART.findall(value)
+    )
+    if nanoseconds > 2**63 - 1:
+        return "it is longer than Go's time.Duration holds (about 292 years)"
+    return None
 
 
 # --- namespaces ------------------------------------------------------------------------------
@@ -190,10 +287,12 @@ def image_registry_problem(value: str) -> str | None:
 # --- an API server's address --------------------------------------------------------------
 
 
-def api_server_url_problem(url: str) -> str | None:
-    """Why `url` cannot be the address Kueue's MultiKueue dials a worker at (None when it can):
-    https only (the manager sends a token), and a host that is an IP or a DNS name, as Kueue's
-    kubeconfig validation wants it (multikueuecluster.go: isValidHostname)."""
+def api_server_url_problem(url: str, plain_http: bool = False) -> str | None:
+    """Why `url` cannot be an API server's address (None when it can): an https URL (http too
+    when `plain_http`, as a kubeconfig's `server` may be) whose host is an IP or a DNS name, as
+    Kueue's kubeconfig validation wants it (multikueuecluster.go: isValidHostname), with a
+    port that is a number. MultiKueue's worker address (https only: the manager sends a token)
+    and every kubeconfig's `server` (gpu_queues/kueue/client.py) are held to it."""
     if any(c.isspace() or unicodedata.category(c).startswith("C") for c in url):
         return "it contains whitespace or control characters"
     try:
@@ -201,7 +300,9 @@ def api_server_url_problem(url: str) -> str | None:
         parts.port  # noqa: B018 - raises on a port that is not a number
     except ValueError:
         return "it is not a URL"
-    if parts.scheme != "https":
+    if plain_http and parts.scheme not in ("https", "http"):
+        return "it must start with https:// (or http://)"
+    if not plain_http and parts.scheme != "https":
         return "it must start with https:// (the manager authenticates with a token)"
     if parts.username is not None or parts.password is not None:
         return "it carries credentials (user:password@); Kueue refuses basic auth"

@@ -5,6 +5,7 @@ Kueue) would say. The checks themselves are in gpu_queues/kueue/fields.py.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Annotated, Final
 
@@ -23,6 +24,7 @@ from gpu_queues.kueue.fields import (
     STACK_NAME,
     VERSION,
     api_server_url_problem,
+    go_duration_problem,
     image_registry_problem,
     is_dns_label,
     is_dns_subdomain,
@@ -54,16 +56,22 @@ def _check_subdomain_name(value: str) -> str:
     return value
 
 
-def _check_local_queue_name(value: str) -> str:
-    _check_subdomain_name(value)
-    if len(value) > LABEL_VALUE_MAX:
-        raise PydanticCustomError(
-            "local_queue_name",
-            "{value} is too long for a LocalQueue: jobs name their queue in the "
-            "kueue.x-k8s.io/queue-name label, whose value has at most 63 characters",
-            {"value": repr(value)},
-        )
-    return value
+def _label_named(what: str, label: str) -> Callable[[str], str]:
+    """The check of an object jobs name in a label: an object name that fits a label value,
+    else no job could ever name it."""
+
+    def check(value: str) -> str:
+        _check_subdomain_name(value)
+        if len(value) > LABEL_VALUE_MAX:
+            raise PydanticCustomError(
+                "label_named",
+                "{value} is too long for a {what}: jobs name it in the {label} label, whose "
+                "value has at most 63 characters",
+                {"value": repr(value), "what": what, "label": label},
+            )
+        return value
+
+    return check
 
 
 def _check_qualified_name(value: str) -> str:
@@ -153,11 +161,12 @@ def _check_version(value: str) -> str:
 
 
 def _check_duration(value: str) -> str:
-    if not DURATION.fullmatch(value):
+    problem = go_duration_problem(value)
+    if problem:
         raise PydanticCustomError(
             "duration",
-            "must be a Go duration such as 300s, 5m or 1h30m, got {value}",
-            {"value": repr(value)},
+            "must be a Go duration such as 300s, 5m or 1h30m, got {value}: {problem}",
+            {"value": repr(value), "problem": problem},
         )
     return value
 
@@ -264,7 +273,12 @@ ObjectName = Annotated[
 ]
 LocalQueueName = Annotated[
     str,
-    AfterValidator(_check_local_queue_name),
+    AfterValidator(_label_named("LocalQueue", "kueue.x-k8s.io/queue-name")),
+    WithJsonSchema({"type": "string", "pattern": DNS_SUBDOMAIN.pattern, "maxLength": 63}),
+]
+WorkloadPriorityClassName = Annotated[
+    str,
+    AfterValidator(_label_named("WorkloadPriorityClass", "kueue.x-k8s.io/priority-class")),
     WithJsonSchema({"type": "string", "pattern": DNS_SUBDOMAIN.pattern, "maxLength": 63}),
 ]
 QualifiedName = Annotated[

@@ -11,6 +11,7 @@ from typing import Any, Final
 
 import yaml
 
+from gpu_queues import yamlio
 from gpu_queues.release.catalogue import (
     CONTROLLER_DEPLOYMENT,
     IMAGE_REPOSITORY,
@@ -68,7 +69,9 @@ def check_manager_config(doc: Document) -> list[str]:
         if _uses_aliases(text):
             # a release's never does; expanded, a few lines of them are billions of values
             return [f"{MANAGER_CONFIG_KEY} uses YAML aliases; a release's Configuration never does"]
-        config = yaml.safe_load(text)
+        config = yamlio.load(text, MANAGER_CONFIG_KEY)
+    except yamlio.YamlRefused as exc:
+        return [str(exc)]
     except yaml.YAMLError:
         config = None
     if not isinstance(config, dict) or config.get("kind", "Configuration") != "Configuration":
@@ -88,7 +91,8 @@ def check_manager_config(doc: Document) -> list[str]:
 
 
 def _uses_aliases(text: str) -> bool:
-    return any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=yaml.SafeLoader))
+    events = yamlio.events(text, MANAGER_CONFIG_KEY)
+    return any(isinstance(e, yaml.AliasEvent) for e in events)
 
 
 def _check_security_context(context: Any, where: str, pod: bool) -> list[str]:

@@ -32,9 +32,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-import yaml
-
-from gpu_queues import keys
+from gpu_queues import keys, yamlio
 from gpu_queues.release import rights
 from gpu_queues.release.catalogue import (
     CONTROLLER_DEPLOYMENT,
@@ -200,7 +198,9 @@ def normalized(obj: Mapping[str, Any]) -> dict[str, Any]:
     if kind == "ConfigMap" and (namespace, name) == (KUEUE_NAMESPACE, MANAGER_CONFIGMAP):
         data = as_dict(out.get("data"))
         if isinstance(data.get(MANAGER_CONFIG_KEY), str):
-            data[MANAGER_CONFIG_KEY] = yaml.safe_load(data[MANAGER_CONFIG_KEY])
+            data[MANAGER_CONFIG_KEY] = yamlio.load(
+                data[MANAGER_CONFIG_KEY], f"{MANAGER_CONFIG_KEY} of the manager ConfigMap"
+            )
     rbac = _rbac_kind(out)
     if rbac is not None:
         for field in _JUDGED_BY_RIGHTS[rbac]:

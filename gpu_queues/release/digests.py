@@ -73,7 +73,7 @@ class ReleaseDigest:
 
 
 def digest_of(version: str, data: bytes) -> ReleaseDigest:
-    objects = [d for d in yamlio.load_all(data) if d is not None]
+    objects = [d for d in yamlio.load_all(data, f"the Kueue {version} manifest") if d is not None]
     return ReleaseDigest(version, hashlib.sha256(data).hexdigest(), object_digests(objects))
 
 

@@ -27,6 +27,7 @@ import yaml
 
 from gpu_queues import keys, yamlio
 from gpu_queues.config.model import KueueConfig, ManagerConfig
+from gpu_queues.files import NotReadable, read_bytes
 from gpu_queues.kueue import versions as kueue_versions
 from gpu_queues.release import custom, digests
 from gpu_queues.release.allowlist import check_release, created_namespaces, find
@@ -78,27 +79,17 @@ def read_manifest(
         path = Path(config.manifest.path)
         path = path if path.is_absolute() else root / path
         try:
-            with path.open("rb") as f:
-                data = f.read(limit + 1)
-            if len(data) > limit:
-                raise ManifestError(
-                    f"the Kueue manifest {path} (gpu-queues:kueue.manifest.path) is larger than "
-                    f"{limit} bytes: not a Kueue release manifest, so it was not read further"
-                )
-            return data
-        except OSError as exc:
+            return read_bytes(path, f"the Kueue manifest {path}", limit)
+        except NotReadable as exc:
             hint = ""
-            if Path(config.manifest.path).parts[:1] == (RENDER_DIR,):
+            if not path.exists() and Path(config.manifest.path).parts[:1] == (RENDER_DIR,):
                 # The rendered release is generated, never committed: CI and fresh clones
                 # render it before `pulumi preview`.
                 hint = (
                     ". It is rendered from the pinned Kueue module: run `make kueue-manifest` "
                     "(docs/kueue-manifest.md)"
                 )
-            raise ManifestError(
-                f"cannot read the Kueue manifest {path} (gpu-queues:kueue.manifest.path): "
-                f"{exc.strerror or exc}{hint}"
-            ) from None
+            raise ManifestError(f"{exc} (gpu-queues:kueue.manifest.path){hint}") from None
     return download(config.manifest_url, timeout, limit)
 
 
@@ -107,6 +98,7 @@ MAX_MANIFEST_BYTES = 32 * 2**20
 # A release has about 80 objects and a custom manifest adds at most 50 (custom.MAX_ADDED):
 # eight million empty documents fit in 32 MiB and would take a minute to parse.
 MAX_DOCUMENTS = 10_000
+MANIFEST_BOUNDS = yamlio.Bounds(max_bytes=MAX_MANIFEST_BYTES)
 
 
 class _NoDowngrade(urllib.request.HTTPRedirectHandler):
@@ -169,7 +161,7 @@ def _aliases(text: str, source: str) -> list[int]:
     ManifestError past MAX_DOCUMENTS documents, before any of them is built."""
     found: list[int] = []
     index = -1
-    for event in yamlio.events(text):
+    for event in yamlio.events(text, f"Kueue manifest {source}", MANIFEST_BOUNDS):
         if isinstance(event, yaml.DocumentStartEvent):
             index += 1
             if index >= MAX_DOCUMENTS:
@@ -187,7 +179,9 @@ def parse_documents(data: bytes, source: str) -> list[Document]:
     try:
         text = data.decode("utf-8")
         aliased = _aliases(text, source)
-        docs = yamlio.load_all(text)
+        docs = yamlio.load_all(text, f"Kueue manifest {source}", MANIFEST_BOUNDS)
+    except yamlio.YamlRefused as exc:
+        raise ManifestError(str(exc)) from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ManifestError(f"Kueue manifest {source} is not valid YAML: {exc}") from None
     if aliased:
@@ -259,7 +253,7 @@ def render_manager_config(
     `metrics.enableClusterQueueResources`, which the dashboard's ClusterQueue resource gauges
     need (gpu_queues/kueue/promql.py).
     """
-    loaded = yaml.safe_load(base_text) if base_text else None
+    loaded = yamlio.load(base_text, "the release's manager Configuration") if base_text else None
     config: dict[str, Any] = loaded if isinstance(loaded, dict) else {}
     config["apiVersion"] = keys.KUEUE_CONFIG_API_VERSION
     config["kind"] = "Configuration"

@@ -49,7 +49,8 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 from gpu_queues import keys, yamlio
 from gpu_queues.config import yamledit
 from gpu_queues.config.model import KueueConfig
-from gpu_queues.files import OutsideProject, inside
+from gpu_queues.config.stackfile import STACK_BOUNDS
+from gpu_queues.files import NotReadable, OutsideProject, inside, read_text
 from gpu_queues.invoked import prog
 from gpu_queues.kueue.versions import (
     Advice,
@@ -116,7 +117,10 @@ class StackPin:
 def _scalar(value: str) -> str:
     """`value` as a YAML scalar that every reader (PyYAML's 1.1 rules too) reads as a string:
     a checksum of digits only, say, must not come back as a number."""
-    plain = yaml.safe_load(value) if value else None
+    try:
+        plain = yamlio.load(value, "the pinned value") if value else None
+    except yamlio.YamlRefused:  # a number too long to read is no string either
+        plain = None
     return value if isinstance(plain, str) and plain == value else DoubleQuotedScalarString(value)
 
 
@@ -128,7 +132,9 @@ def pin_text(text: str, source: dict[str, str], digest: str, where: str) -> str:
     entries are spliced in, every other byte (comments, secure values, layout) is kept. The
     result is parsed back and must be exactly the intended change."""
     try:
-        expected = yamlio.load(text)
+        expected = yamlio.load(text, where)
+    except yamlio.YamlRefused as exc:
+        raise PinError(str(exc)) from None
     except yaml.YAMLError as exc:
         raise PinError(f"{where} is not valid YAML: {exc}") from None
     if not isinstance(expected, dict) or not isinstance(expected.get("config"), dict):
@@ -160,9 +166,9 @@ def pin_text(text: str, source: dict[str, str], digest: str, where: str) -> str:
     except yamledit.EditError as exc:
         raise PinError(f"{where} cannot be edited safely: {exc}") from None
     try:
-        if yamlio.load(new_text) == expected:
+        if yamlio.load(new_text, where) == expected:
             return new_text
-    except yaml.YAMLError:
+    except (yaml.YAMLError, yamlio.YamlRefused):
         pass
     raise PinError(
         f"{where}: the edited file does not read back as the intended change; nothing was "
@@ -206,10 +212,15 @@ def plan(
     old, new = release(pinned), release(version)
     pins = []
     for stack, path in _stack_files(root):
-        text = path.read_text(encoding="utf-8")
         where = path.name
+        try:  # a folder or a dangling link can be named like a stack file
+            text = read_text(path, where, STACK_BOUNDS.max_bytes)
+        except NotReadable as exc:
+            raise PinError(f"{exc}; every Pulumi.<stack>.yaml is pinned, so nothing was") from None
         try:
-            doc = yamlio.load(text) or {}
+            doc = yamlio.load(text, where) or {}
+        except yamlio.YamlRefused as exc:
+            raise PinError(str(exc)) from None
         except yaml.YAMLError as exc:
             raise PinError(f"{where} is not valid YAML: {exc}") from None
         config = doc.get("config") if isinstance(doc, dict) else None

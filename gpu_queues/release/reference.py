@@ -37,7 +37,11 @@ class Releases(Protocol):
 
 
 def _objects(data: bytes) -> list[dict[str, Any]]:
-    return [d for d in yamlio.load_all(data) if isinstance(d, dict)]
+    return [
+        d
+        for d in yamlio.load_all(data, "a published Kueue release manifest")
+        if isinstance(d, dict)
+    ]
 
 
 @dataclass(frozen=True)

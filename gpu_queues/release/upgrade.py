@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from gpu_queues import yamlio
 from gpu_queues.kueue.versions import parse_version
 from gpu_queues.release.catalogue import (
     CONTROLLER_DEPLOYMENT,
@@ -326,8 +327,9 @@ def _leader_pending(core: Any, api_client: Any, oldest_pod: datetime.datetime) -
 
     cm = core.read_namespaced_config_map(MANAGER_CONFIGMAP, KUEUE_NAMESPACE, _request_timeout=10)
     try:
-        loaded = yaml.safe_load((cm.data or {}).get(MANAGER_CONFIG_KEY) or "")
-    except yaml.YAMLError:
+        text = (cm.data or {}).get(MANAGER_CONFIG_KEY) or ""
+        loaded = yamlio.load(text, f"the cluster's {MANAGER_CONFIGMAP} {MANAGER_CONFIG_KEY}")
+    except (yaml.YAMLError, yamlio.YamlRefused):
         return None
     election = (loaded or {}).get("leaderElection") if isinstance(loaded, dict) else None
     if not isinstance(election, dict) or election.get("leaderElect") is not True:

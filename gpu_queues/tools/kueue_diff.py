@@ -28,6 +28,7 @@ from typing import Any
 
 from gpu_queues import keys
 from gpu_queues.config.stackfile import ROOT, StackFileError
+from gpu_queues.escape import code, text
 from gpu_queues.invoked import prog
 from gpu_queues.kueue.versions import advice, parse_version, release
 from gpu_queues.release.manifest import ManifestError, parse_documents
@@ -151,7 +152,7 @@ def object_changes(old_data: bytes, new_data: bytes) -> list[ObjectChange]:
 
 
 def _short(sha: str | None) -> str:
-    return f"`{sha[:12]}`" if sha else "none pinned"
+    return code(sha[:12]) if sha else "none pinned"
 
 
 def section(old: KueueSide, new: KueueSide, stack: str, renderer: Renderer | None = None) -> str:
@@ -168,7 +169,11 @@ def section(old: KueueSide, new: KueueSide, stack: str, renderer: Renderer | Non
     if same_release:
         return (
             "\n".join(
-                [f"### Kueue {new.version}: controller knobs on `{stack}`", "", *_knobs(old, new)]
+                [
+                    f"### Kueue {text(new.version)}: controller knobs on {code(stack)}",
+                    "",
+                    *_knobs(old, new),
+                ]
             )
             + "\n"
         )
@@ -180,9 +185,11 @@ def section(old: KueueSide, new: KueueSide, stack: str, renderer: Renderer | Non
         except ValueError:
             older = False
         direction = "downgrade" if older else "upgrade"
-        lines.append(f"### Kueue {old.version} → {new.version} ({direction}) on `{stack}`")
+        lines.append(
+            f"### Kueue {text(old.version)} → {text(new.version)} ({direction}) on {code(stack)}"
+        )
     else:
-        lines.append(f"### Kueue {new.version}: new manifest on `{stack}`")
+        lines.append(f"### Kueue {text(new.version)}: new manifest on {code(stack)}")
     lines.append("")
     if old.installs != new.installs:
         lines.append(
@@ -193,7 +200,7 @@ def section(old: KueueSide, new: KueueSide, stack: str, renderer: Renderer | Non
     try:
         changes = object_changes(renderer(old.version), renderer(new.version))
     except (RenderError, ManifestError) as error:
-        lines.append(f"Release objects: not compared ({error}).")
+        lines.append(f"Release objects: not compared ({text(error)}).")
         changes = None
     if changes is not None and not changes:
         lines.append("The release objects are identical (the pin or its source changed).")
@@ -203,8 +210,9 @@ def section(old: KueueSide, new: KueueSide, stack: str, renderer: Renderer | Non
         lines.append("| change | kind | namespace | name | fields |")
         lines.append("|---|---|---|---|---|")
         for c in changes:
-            fields = "<br>".join(f"`{p}`" for p in c.paths)
-            lines.append(f"| {c.change} | {c.kind} | {c.namespace or ''} | {c.name} | {fields} |")
+            fields = "<br>".join(code(p) for p in c.paths)
+            cells = [c.change, text(c.kind), text(c.namespace or ""), text(c.name), fields]
+            lines.append("| " + " | ".join(cells) + " |")
     if new.knobs or old.knobs:
         lines += ["", *_knobs(old, new)]
     rel_old, rel_new = release(old.version), release(new.version)
@@ -212,7 +220,8 @@ def section(old: KueueSide, new: KueueSide, stack: str, renderer: Renderer | Non
         lines.append("")
         if rel_old is None or rel_new is None:
             missing = [v for v, r in ((old.version, rel_old), (new.version, rel_new)) if r is None]
-            lines.append(f"Not a supported release: {', '.join(missing)} (docs/upgrading.md).")
+            shown = ", ".join(map(text, missing))
+            lines.append(f"Not a supported release: {shown} (docs/upgrading.md).")
         else:
             items = advice(new.kueue, rel_old, rel_new)
             lines.append("**For queue owners** (docs/upgrading.md):")
@@ -222,7 +231,7 @@ def section(old: KueueSide, new: KueueSide, stack: str, renderer: Renderer | Non
 
 
 def _shown(value: Any) -> str:
-    return "unset" if value is None else f"`{json.dumps(value, sort_keys=True)}`"
+    return "unset" if value is None else code(json.dumps(value, sort_keys=True))
 
 
 def _knobs(old: KueueSide, new: KueueSide) -> list[str]:
@@ -232,7 +241,7 @@ def _knobs(old: KueueSide, new: KueueSide) -> list[str]:
     for key in keys_:
         before, after = old.knobs.get(key), new.knobs.get(key)
         change = "" if before == after else f" (was {_shown(before)})"
-        lines.append(f"- `{key}`: {_shown(after)}{change}")
+        lines.append(f"- {code(key)}: {_shown(after)}{change}")
     return lines
 
 

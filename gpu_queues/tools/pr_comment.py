@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gpu_queues.escape import text
 from gpu_queues.whatif.regressions import BEGIN, END
 
 API = "https://api.github.com"
@@ -122,7 +123,7 @@ def with_kueue_diff(body: str, old: str, new: str, root: Path | None = None) -> 
     try:
         old_side, new_side = kueue_diff.load_side(old, root), kueue_diff.load_side(new, root)
     except StackFileError as error:
-        return f"_Kueue version not compared: {error}_\n\n{body}"
+        return f"_Kueue version not compared: {text(error)}_\n\n{body}"
     part = kueue_diff.section(old_side, new_side, new.partition("@")[0])
     return f"{part}\n{body}" if part else body
 

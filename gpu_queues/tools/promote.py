@@ -32,7 +32,6 @@ promotion_plan.py; here: what FROM deployed, the atomic write, the command line.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -40,11 +39,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
+import yaml
 
-from gpu_queues import keys
+from gpu_queues import keys, yamlio
 from gpu_queues.config.stackfile import ROOT, stack_file_name
-from gpu_queues.files import OutsideProject, inside
+from gpu_queues.files import NotReadable, OutsideProject, inside, read_text
 from gpu_queues.invoked import prog
 from gpu_queues.tools import pulumi_cli
 from gpu_queues.tools.promotion_plan import Plan, PromotionError, plan
@@ -58,8 +57,8 @@ FetchOutputs = Callable[[str], Outputs]
 def policy_pack_version(path: Path = POLICY_PACK) -> str | None:
     """The repo-wide policy pack version, printed for the record (not a per-stack value)."""
     try:
-        doc = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
-    except OSError:
+        doc = yamlio.load(read_text(path, str(path)), path.name)
+    except (NotReadable, yamlio.YamlRefused, yaml.YAMLError):
         return None
     version = doc.get("version") if isinstance(doc, Mapping) else None
     return str(version) if version is not None else None
@@ -170,10 +169,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     outputs: FetchOutputs | Outputs
     if args.outputs is not None:
+        shown = f"outputs file {args.outputs}"
         try:
-            outputs = json.loads(args.outputs.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            print(f"promote: cannot read outputs file {args.outputs}: {exc}", file=sys.stderr)
+            outputs = yamlio.load_json(read_text(args.outputs, shown), shown)
+        except (NotReadable, yamlio.YamlRefused) as exc:
+            print(f"promote: {exc}", file=sys.stderr)
+            return 2
+        except ValueError as exc:
+            print(f"promote: cannot read {shown}: {exc}", file=sys.stderr)
+            return 2
+        if not isinstance(outputs, Mapping):
+            kind = type(outputs).__name__.replace("NoneType", "null")
+            print(
+                f"promote: {shown} holds a JSON {kind}, not the mapping of output names to "
+                "values that `pulumi stack output --json` prints",
+                file=sys.stderr,
+            )
             return 2
     else:
 

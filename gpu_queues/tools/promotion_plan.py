@@ -8,7 +8,6 @@ gpu_queues/tools/promote.py checks what FROM deployed and replaces the file.
 from __future__ import annotations
 
 import copy
-import difflib
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -21,7 +20,7 @@ from ruamel.yaml import YAML
 from gpu_queues import keys
 from gpu_queues.config import yamledit
 from gpu_queues.config.model import ConfigError, StackConfig
-from gpu_queues.config.secure import find_secure, load_stack_config
+from gpu_queues.config.secure import find_secure, load_stack_config, shown_diff
 from gpu_queues.config.stackfile import (
     ROOT,
     StackFileError,
@@ -58,21 +57,16 @@ class Plan:
     changes: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    docs: list[Any] = field(default_factory=list, repr=False)
+    """Both stack files parsed: which ciphertexts the diff must not show."""
 
     @property
     def noop(self) -> bool:
         return self.old_text == self.new_text
 
     def diff(self) -> str:
-        name = stack_file_name(self.target)
-        return "".join(
-            difflib.unified_diff(
-                self.old_text.splitlines(keepends=True),
-                self.new_text.splitlines(keepends=True),
-                fromfile=f"a/{name}",
-                tofile=f"b/{name}",
-            )
-        )
+        """What the edit changes, as printed: no line of a secure value (shown_diff)."""
+        return shown_diff(self.old_text, self.new_text, stack_file_name(self.target), self.docs)
 
 
 # --- reading ------------------------------------------------------------------------------
@@ -320,6 +314,7 @@ def plan(source: str, target: str, root: Path = ROOT, allow_unset: bool = False)
         raise PromotionError("FROM and TO are the same stack")
     src, dst = _read(source, root), _read(target, root)
     result = Plan(source, target, dst.text, dst.text, src.config.kueue.version)
+    result.docs = [src.doc, dst.doc]
     changes = _decide(src, dst, allow_unset, result)
     if not changes:
         return result

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from gpu_queues.config.model import ConfigError, StackConfig, load_config
 from gpu_queues.config.render import cluster_queue
 from gpu_queues.config.stackfile import ROOT, StackFileError, read_config, resolve_commit
+from gpu_queues.escape import code, text
 from gpu_queues.invoked import prog
 from gpu_queues.kueue.capacity import quota_totals
 from gpu_queues.kueue.quantity import format_number
@@ -179,8 +180,8 @@ def capacity_rows(before: StackConfig, after: StackConfig) -> list[CapacityRow]:
 
 
 def _cell(before: str | None, after: str | None, *, added: bool, removed: bool) -> str:
-    b = ABSENT if before is None else before
-    a = ABSENT if after is None else after
+    b = ABSENT if before is None else text(before)
+    a = ABSENT if after is None else text(after)
     if added:
         return a
     if removed:
@@ -194,7 +195,7 @@ def _num(value: Fraction | None) -> str | None:
 
 def render(old: Side, new: Side, changes_only: bool = False) -> str:
     """The Markdown report: quota table, GPU capacity table, config problems if any."""
-    lines = [f"### Quota diff: `{old.label}` → `{new.label}`", ""]
+    lines = [f"### Quota diff: {code(old.label)} → {code(new.label)}", ""]
     rows = quota_rows(old.config, new.config)
     shown = [r for r in rows if r.change or not changes_only]
     if not any(r.change for r in rows):
@@ -210,7 +211,8 @@ def render(old: Side, new: Side, changes_only: bool = False) -> str:
             a = r.after or (None, None, None)
             cells = [_cell(b[i], a[i], added=added, removed=removed) for i in range(3)]
             lines.append(
-                f"| {r.team} | {r.flavor} | {r.resource} | {' | '.join(cells)} | {r.change} |"
+                f"| {text(r.team)} | {text(r.flavor)} | {text(r.resource)} | "
+                f"{' | '.join(cells)} | {r.change} |"
             )
         lines.append("")
     caps = capacity_rows(old.config, new.config)
@@ -230,12 +232,12 @@ def render(old: Side, new: Side, changes_only: bool = False) -> str:
                 status = "no capacity declared"
             else:
                 status = "ok"
-            lines.append(f"| {c.flavor} | {c.resource} | {total} | {cap} | {status} |")
+            lines.append(f"| {text(c.flavor)} | {text(c.resource)} | {total} | {cap} | {status} |")
         lines.append("")
     for side in (old, new):
         if side.problems:
-            lines.append(f"**Config problems in `{side.label}`** (`pulumi preview` will fail):")
-            lines += [f"- {p}" for p in side.problems]
+            lines.append(f"**Config problems in {code(side.label)}** (`pulumi preview` will fail):")
+            lines += [f"- {text(p)}" for p in side.problems]
             lines.append("")
     return "\n".join(lines)
 

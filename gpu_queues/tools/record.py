@@ -29,6 +29,15 @@ Documents are in creation order, then by file and name; the output is byte-ident
 same cluster state and window. What cannot be recorded (a Workload without owner, a Job the
 API no longer has, a malformed object) is a comment with the reason in its namespace's file,
 and on stderr; never a traceback.
+
+The cluster's strings are not trusted: the API server behind a kubeconfig or proxy the user
+does not control may send anything. Every name written (namespace, Job or Pod, queue, priority,
+container, resource, node selector key) is checked against Kubernetes' rules
+(gpu_queues/kueue/fields.py) before it reaches a file or an API path; an object that fails is
+one line on stderr (and a comment, where it has a file) and the rest is recorded. A file name
+is <namespace>.yaml of a valid namespace, and every file lands inside OUT, links resolved
+(gpu_queues/files.py); comments are one line of ASCII, so nothing read can become a line or a
+document of the mix.
 """
 
 from __future__ import annotations
@@ -48,7 +57,10 @@ import yaml
 from gpu_queues.config.stackfile import ROOT
 from gpu_queues.invoked import prog
 from gpu_queues.kueue.client import KubeconfigError
+from gpu_queues.kueue.fields import is_dns_label, name_rule_problem
+from gpu_queues.kueue.quantity import QuantityError, parse_quantity
 from gpu_queues.progress import Progress
+from gpu_queues.tools.record_out import HEADER, RecordError, write
 from gpu_queues.tools.status import KUEUE, StatusError, connect, team_queues
 from gpu_queues.values import as_dict, as_list, as_str
 from gpu_queues.whatif.durations import DurationError, parse_duration
@@ -64,7 +76,6 @@ ANNOTATION_RUNNING: Final = "gpu-queues.dev/running"
 ANNOTATION_WAITING: Final = "gpu-queues.dev/waiting"
 MIN_PARALLELISM: Final = "kueue.x-k8s.io/job-min-parallelism"  # Kueue's partial admission
 IMAGE_PLACEHOLDER: Final = "gpu-queues.invalid/recorded:image-dropped"
-HEADER: Final = "# Recorded by gpu_queues.tools.record"
 WORKLOAD_PRIORITY_GROUP: Final = "kueue.x-k8s.io"
 DEFAULT_SINCE: Final = "24h"
 
@@ -100,7 +111,18 @@ class Item:
 
     def key(self, single: bool) -> tuple[float, str, str]:
         # The replay submits in (submit-at, file, document) order: the same order here.
-        return (self.created, "" if single else file_name(self.namespace), self.name)
+        return (self.created, self.file(single) or "", self.name)
+
+    def file(self, single: bool) -> str | None:
+        """The file it is written in ("" the single file); None when its namespace is not
+        one (it is then only a line on stderr)."""
+        if single:
+            return ""
+        return file_name(self.namespace) if is_dns_label(self.namespace) else None
+
+    def shown(self) -> str:
+        """`Workload namespace/name` as one line of ASCII, whatever the cluster sent."""
+        return f"Workload {_shown(self.namespace)}/{_shown(self.workload or self.name)}"
 
 
 @dataclass
@@ -121,7 +143,9 @@ class Recording:
         start = self.start
         groups: dict[str, list[Item]] = {}
         for item in sorted(self.items, key=lambda i: i.key(single)):
-            groups.setdefault("" if single else file_name(item.namespace), []).append(item)
+            name = item.file(single)
+            if name is not None:
+                groups.setdefault(name, []).append(item)
         out = {}
         for name, items in sorted(groups.items()):
             docs = []
@@ -136,8 +160,9 @@ class Recording:
     def header(self, start: float | None, items: list[Item]) -> str:
         recorded = sum(i.manifest is not None for i in items)
         lines = [
-            f"{HEADER} from the live cluster of {self.source}:\n",
-            f"# the Workloads created within {self.since} of the recording ({recorded} here),\n",
+            f"{HEADER} from the live cluster of {comment_text(self.source)}:\n",
+            f"# the Workloads created within {comment_text(self.since)} of the recording "
+            f"({recorded} here),\n",
             "# as a what-if mix (docs/what-if.md).\n",
         ]
         if start is not None:
@@ -145,8 +170,7 @@ class Recording:
         lines.append(KEPT_NOTE)
         for item in items:
             if item.skipped is not None:
-                what = f"Workload {item.namespace}/{item.workload or item.name}"
-                lines.append(f"# not recorded: {what}: {_one_line(item.skipped)}\n")
+                lines.append(f"# not recorded: {item.shown()}: {comment_text(item.skipped)}\n")
         return "".join(lines)
 
     def skipped(self) -> list[Item]:
@@ -154,15 +178,46 @@ class Recording:
 
 
 def file_name(namespace: str) -> str:
+    """The file of a namespace's Workloads; only for a valid namespace (a DNS label), so it
+    is one plain name in OUT, never a path."""
+    if not is_dns_label(namespace):
+        raise ValueError(f"{namespace!r} is not a namespace")
     return f"{namespace}.yaml"
+
+
+def comment_text(text: str) -> str:
+    """What the cluster sent, as one line of ASCII for a comment of the mix or a line on
+    stderr: a line break or control character cannot start a line or a document there."""
+    flat = " ".join(text.split())
+    return "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in flat)
+
+
+def name_problem(value: Any, rule: str, what: str) -> str | None:
+    """Why `value` cannot be written as `what` (one line of ASCII), or None when Kubernetes'
+    `rule` for it holds (gpu_queues.kueue.fields.NAME_RULES)."""
+    says = name_rule_problem(value, rule)
+    if says is None:
+        return None
+    shown = comment_text(repr(value))
+    shown = shown if len(shown) <= 80 else shown[:79] + "..."
+    return f"malformed: {what} {shown} is not {says}"
+
+
+def _name(value: Any, rule: str, what: str) -> str:
+    """`value`, checked by `rule`; Unrecordable when it fails."""
+    problem = name_problem(value, rule, what)
+    if problem is not None:
+        raise Unrecordable(problem)
+    return str(value)
+
+
+def _shown(name: str) -> str:
+    """A name as read when it is plain (ASCII, no spaces), else quoted with its escapes."""
+    return name if name == comment_text(name) and " " not in name else comment_text(repr(name))
 
 
 def _iso(stamp: float) -> str:
     return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def exact_duration(seconds: float) -> str:
@@ -264,6 +319,14 @@ def record(
             continue
         if queues.get((namespace, queue)) not in cluster_queues:
             continue  # another team's, or a queue Kueue does not know: not this recording's
+        bad = name_problem(namespace, "namespace", "its namespace") or name_problem(
+            name, "object", "its name"
+        )
+        if bad is not None:
+            created = _created_or(meta, now)
+            if created >= now - since:
+                recording.items.append(Item(namespace, name, created, skipped=bad, workload=name))
+            continue
         item: Item | None
         try:
             item = _item(wl, namespace, name, owners, now, since)
@@ -301,6 +364,7 @@ def _item(
     kind, owner_name = str(ref.get("kind")), as_str(ref.get("name"))
     if not owner_name:
         raise Unrecordable("malformed: its ownerReference has no name")
+    _name(owner_name, "job" if kind == "Job" else "object", f"its {kind}'s name")
     found = owners.get(kind, namespace, owner_name)
     if found is None:
         raise Unrecordable(f"its {kind} {namespace}/{owner_name} is no longer in the API (deleted)")
@@ -338,13 +402,13 @@ def workload_manifest(
         raise Unrecordable(f"malformed: a {kind}'s Workload has {len(pod_sets)} pod sets, not one")
     pod_set = as_dict(pod_sets[0])
     pod_spec = _pod_spec(as_dict(pod_set.get("template")).get("spec"))
-    labels = {QUEUE_LABEL: str(spec.get("queueName"))}
+    labels = {QUEUE_LABEL: _name(spec.get("queueName"), "label", "its queue")}
     ref = as_dict(spec.get("priorityClassRef"))
     priority = (
         as_str(ref.get("name")) if ref.get("group") == WORKLOAD_PRIORITY_GROUP else None
     ) or as_str(owner_labels.get(PRIORITY_LABEL))
     if priority:
-        labels[PRIORITY_LABEL] = priority
+        labels[PRIORITY_LABEL] = _name(priority, "label", "its priority class")
     metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels}
     metadata["annotations"] = {}
     if kind == "Pod":
@@ -380,7 +444,10 @@ def _pod_spec(raw: Any) -> dict[str, Any]:
         if value in (None, "", {}, []):
             continue
         if key == "nodeSelector":
-            value = {str(k): str(v) for k, v in sorted(as_dict(value).items())}
+            value = {
+                _name(k, "key", "a node selector key"): _name(v, "value", "a node selector value")
+                for k, v in sorted(as_dict(value).items(), key=lambda kv: str(kv[0]))
+            }
         elif key == "tolerations":
             value = [_plain(t) for t in as_list(value)]
         elif not isinstance(value, str):
@@ -403,6 +470,7 @@ def _container(raw: Any, init: bool) -> dict[str, Any]:
     name = as_str(c.get("name"))
     if not name:
         raise Unrecordable("malformed: a container without a name")
+    _name(name, "container", "a container's name")
     out: dict[str, Any] = {"name": name, "image": IMAGE_PLACEHOLDER}
     if init and c.get("restartPolicy") == "Always":  # a sidecar: it counts with the containers
         out["restartPolicy"] = "Always"
@@ -411,7 +479,10 @@ def _container(raw: Any, init: bool) -> dict[str, Any]:
     for kind in ("requests", "limits"):
         values = as_dict(resources.get(kind))
         if values:
-            kept[kind] = {str(r): _quantity(q, name) for r, q in sorted(values.items())}
+            kept[kind] = {
+                _name(r, "key", f"container {name}'s resource"): _quantity(q, name)
+                for r, q in sorted(values.items(), key=lambda rq: str(rq[0]))
+            }
     if kept:
         out["resources"] = kept
     return out
@@ -420,6 +491,12 @@ def _container(raw: Any, init: bool) -> dict[str, Any]:
 def _quantity(value: Any, container: str) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise Unrecordable(f"malformed: container {container}'s resource quantity {value!r}")
+    try:
+        parse_quantity(value)
+    except QuantityError as exc:
+        raise Unrecordable(
+            f"malformed: container {container}'s resource quantity: {comment_text(str(exc))}"
+        ) from None
     return str(value)
 
 
@@ -432,47 +509,6 @@ def _plain(value: Any) -> Any:
     if value is None or isinstance(value, str | int | float | bool):
         return value
     raise Unrecordable(f"malformed: {value!r}")
-
-
-# --- writing ----------------------------------------------------------------------------
-
-
-class RecordError(Exception):
-    """The recording cannot be written; the message says why."""
-
-
-def write(recording: Recording, out: Path) -> list[Path]:
-    """Write the recording to `out` (a .yaml/.yml file: one file; else a folder, one file per
-    namespace). Files a recording wrote before and that this one has no namespace for are
-    removed; any other manifest in the folder is refused (it would be replayed with it)."""
-    single = out.suffix.lower() in (".yaml", ".yml")
-    files = recording.files(single)
-    if single:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(files[""] if files else recording.header(None, []), encoding="utf-8")
-        return [out]
-    out.mkdir(parents=True, exist_ok=True)
-    stale = []
-    for path in sorted(out.iterdir()):
-        if path.name in files or path.suffix.lower() not in (".yaml", ".yml", ".json"):
-            continue
-        try:
-            ours = path.read_text(encoding="utf-8").startswith(HEADER)
-        except (OSError, UnicodeDecodeError):
-            ours = False
-        if not ours:
-            raise RecordError(
-                f"{path} is a manifest this tool did not write; a mix folder is replayed whole, "
-                "so record into an empty folder (or one only recordings wrote)"
-            )
-        stale.append(path)
-    for path in stale:
-        path.unlink()
-    written = []
-    for name, text in files.items():
-        (out / name).write_text(text, encoding="utf-8")
-        written.append(out / name)
-    return written
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -505,6 +541,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with Progress("record") as progress:
             progress.update("connecting")
             rest, source, teams = connect(args.stack, args.project, args.kubeconfig)
+            source = comment_text(source)  # from a kubeconfig: one line, whatever it holds
             progress.update(f"reading Workloads and their owners from {source}")
             now = datetime.now(UTC).timestamp()
             recording = record(rest, teams, now, since, source, args.since)
@@ -521,8 +558,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     for item in recording.skipped():
         print(
-            f"record: not recorded: Workload {item.namespace}/{item.workload or item.name}: "
-            f"{item.skipped}",
+            f"record: not recorded: {item.shown()}: {comment_text(item.skipped or '')}",
             file=sys.stderr,
         )
     kept = sum(i.manifest is not None for i in recording.items)

@@ -34,6 +34,7 @@ from gpu_queues.config.model import ConfigError, StackConfig, load_config
 from gpu_queues.config.stackfile import ROOT, StackFileError, parse_config
 from gpu_queues.kueue.client import KubeconfigError, api_client, file_client
 from gpu_queues.tools import pulumi_cli
+from gpu_queues.values import as_dict, as_list, as_str
 from gpu_queues.whatif.markdown import team_table, workload_table
 from gpu_queues.whatif.report import Run, RunMeta, WorkloadResult, team_results
 from gpu_queues.whatif.workloads import (
@@ -120,24 +121,28 @@ def team_queues(
 ) -> tuple[list[tuple[str, str]], dict[tuple[str, str], str | None]]:
     """The (team, ClusterQueue) list (None: every ClusterQueue, named by its team label) and
     each LocalQueue's ClusterQueue by (namespace, name): what a live reading is filtered by
-    (`gpuq status`, and `gpuq record`'s recording)."""
+    (`gpuq status`, and `gpuq record`'s recording). The server's answers are read as data
+    of any shape (a hostile or broken one sends lists or numbers): what is not an object with
+    a name is left out."""
     if teams is None:
-        teams = [
-            (
-                str(
-                    cq["metadata"].get("labels", {}).get(keys.LABEL_TEAM) or cq["metadata"]["name"]
-                ),
-                str(cq["metadata"]["name"]),
-            )
-            for cq in rest.get(f"{KUEUE}/clusterqueues").get("items", [])
-        ]
-    queues = {
-        (lq["metadata"]["namespace"], lq["metadata"]["name"]): lq.get("spec", {}).get(
-            "clusterQueue"
-        )
-        for lq in rest.get(f"{KUEUE}/localqueues").get("items", [])
-    }
+        teams = []
+        for cq in _items(rest, "clusterqueues"):
+            meta = as_dict(cq.get("metadata"))
+            name = as_str(meta.get("name"))
+            if name:
+                team = as_str(as_dict(meta.get("labels")).get(keys.LABEL_TEAM))
+                teams.append((team or name, name))
+    queues: dict[tuple[str, str], str | None] = {}
+    for lq in _items(rest, "localqueues"):
+        meta = as_dict(lq.get("metadata"))
+        namespace, name = as_str(meta.get("namespace")), as_str(meta.get("name"))
+        if namespace and name:
+            queues[(namespace, name)] = as_str(as_dict(lq.get("spec")).get("clusterQueue"))
     return teams, queues
+
+
+def _items(rest: Rest, plural: str) -> list[dict[str, Any]]:
+    return [as_dict(i) for i in as_list(as_dict(rest.get(f"{KUEUE}/{plural}")).get("items"))]
 
 
 def connect(

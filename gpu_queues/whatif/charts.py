@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from gpu_queues.escape import mermaid, text
 from gpu_queues.whatif.durations import format_duration
 from gpu_queues.whatif.report import ADMITTED, PENDING, Run, WorkloadResult, percentile
 
@@ -158,9 +159,9 @@ class Line:
     """How the legend names its color."""
 
 
-def _quoted(text: str) -> str:
-    """A title Mermaid reads as one string (no quotes or line breaks inside)."""
-    return '"' + " ".join(text.replace('"', "'").split()) + '"'
+def _quoted(label: str) -> str:
+    """A title Mermaid reads as one string, whatever a team's name holds (gpu_queues.escape)."""
+    return mermaid(label)
 
 
 def _number(value: float) -> str:
@@ -187,7 +188,7 @@ def xychart(title: str, y_title: str, axis: Axis, lines: Sequence[Line]) -> str:
 
 
 def _block(chart: str, lines: Sequence[Line], axis: Axis) -> list[str]:
-    legend = "; ".join(f"{line.says}: {line.title}" for line in lines)
+    legend = "; ".join(f"{line.says}: {text(line.title)}" for line in lines)
     return [
         "```mermaid",
         chart,
@@ -300,7 +301,7 @@ def wait_table(new: Run, base: Run | None) -> list[str]:
         if base is not None and any(b.team == t.team for b in base.teams):
             old_count, old = team_waits(base, t.team)
             shown = [_arrow(x, y) for x, y in zip([str(old_count), *old], shown, strict=True)]
-        lines.append(f"| {t.team} | " + " | ".join(shown) + " |")
+        lines.append(f"| {text(t.team)} | " + " | ".join(shown) + " |")
     return lines
 
 
@@ -349,7 +350,7 @@ def flavor_table(new: Run, base: Run | None) -> list[str]:
         cells = _utilization(new, flavor)
         if base is not None:
             cells = [_arrow(x, y) for x, y in zip(_utilization(base, flavor), cells, strict=True)]
-        lines.append(f"| {flavor} | " + " | ".join(cells) + " |")
+        lines.append(f"| {text(flavor)} | " + " | ".join(cells) + " |")
     if not flavors:
         lines.append("| - | - | 0.0 | - | - |")
     return lines

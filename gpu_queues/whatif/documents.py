@@ -16,6 +16,7 @@ from typing import Any, Final
 import yaml
 
 from gpu_queues import yamlio
+from gpu_queues.files import NotReadable, read_text
 
 MANIFEST_SUFFIXES: Final = (".yaml", ".yml", ".json")
 MAX_WORKLOADS: Final = 100_000
@@ -92,12 +93,15 @@ def read_documents(
     for file in check_size(path, limits):
         shown = str(file.relative_to(root)) if root and file.is_relative_to(root) else str(file)
         try:
-            text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            docs.append(MixDocument(shown, None, f"cannot read {shown}: {exc}"))
+            text = read_text(file, shown, limits.max_bytes)
+        except NotReadable as exc:
+            docs.append(MixDocument(shown, None, str(exc)))
             continue
         try:
-            loaded = yamlio.load_all(text)
+            loaded = yamlio.load_all(text, shown, yamlio.Bounds(max_bytes=limits.max_bytes))
+        except yamlio.YamlRefused as exc:
+            docs.append(MixDocument(shown, None, str(exc)))
+            continue
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" (line {mark.line + 1})" if mark else ""

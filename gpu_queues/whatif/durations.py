@@ -8,6 +8,8 @@ import math
 import re
 from typing import Final
 
+from gpu_queues.kueue.fields import GO_DURATION_MAX_SECONDS
+
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?|\.\d+)(d|h|m|s)")
 _UNIT_SECONDS: Final = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 
@@ -32,8 +34,11 @@ def parse_duration(text: object) -> float:
             f"{text!r} is not a duration (numbers with units d, h, m or s, e.g. 90s, 15m, "
             "2h, 1h30m, 1d)"
         )
-    if not math.isfinite(total):
-        raise DurationError(f"{text!r} is too long")
+    if not math.isfinite(total) or total > GO_DURATION_MAX_SECONDS:
+        raise DurationError(
+            f"{text!r} is longer than Go's time.Duration holds (about 292 years), which "
+            "Kubernetes, Kueue and the engines count time in"
+        )
     return total
 
 

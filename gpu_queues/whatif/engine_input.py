@@ -13,8 +13,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gpu_queues import yamlio
 from gpu_queues.config.model import StackConfig
 from gpu_queues.config.render import kueue_objects, team_labels
@@ -47,7 +45,7 @@ class FastEngineError(Exception):
 def frameworks(configuration: str) -> list[str]:
     """The integrations a Kueue manager Configuration (its YAML) turns on; Kueue's default,
     batch/job, when it names none. Both engines read them so."""
-    loaded = yaml.safe_load(configuration) or {}
+    loaded = yamlio.load(configuration, "the manager Configuration") or {}
     found = ((loaded.get("integrations") or {}) if isinstance(loaded, dict) else {}).get(
         "frameworks"
     )
@@ -106,7 +104,12 @@ def _controller_pods(config: StackConfig, root: Path) -> tuple[dict[str, Any], .
             raise FastEngineError(str(exc)) from None
         text = (module / "config/components/manager/manager.yaml").read_text()
         deployment = next(
-            (d for d in yamlio.load_all(text) if as_dict(d).get("kind") == "Deployment"), None
+            (
+                d
+                for d in yamlio.load_all(text, "manager.yaml")
+                if as_dict(d).get("kind") == "Deployment"
+            ),
+            None,
         )
         spec = as_dict(as_dict(deployment).get("spec"))
         pod = as_dict(as_dict(spec.get("template")).get("spec"))
@@ -152,7 +155,7 @@ def release_crds(version: str, root: Path = ROOT) -> list[dict[str, Any]]:
         raise FastEngineError(str(exc)) from None
     out = []
     for path in sorted((module / "config/components/crd/bases").glob("*.yaml")):
-        out += [d for d in yamlio.load_all(path.read_text()) if isinstance(d, dict)]
+        out += [d for d in yamlio.load_all(path.read_text(), path.name) if isinstance(d, dict)]
     return out
 
 

@@ -9,8 +9,11 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from gpu_queues.kueue.fields import is_gpu
 from gpu_queues.kueue.quantity import QuantityError, parse_quantity
 from gpu_queues.values import as_dict, as_list
+
+__all__ = ["gpu_hours", "is_gpu", "pod_gpus"]
 
 
 def pod_gpus(pod_spec: Any) -> int:
@@ -40,11 +43,6 @@ def pod_gpus(pod_spec: Any) -> int:
     containers = [per_container(c) for c in as_list(spec.get("containers"))]
     inits = [per_container(c) for c in as_list(spec.get("initContainers"))]
     return max(sum(containers), max(inits, default=0))
-
-
-def is_gpu(resource: str) -> bool:
-    """nvidia.com/gpu, amd.com/gpu, ...: what GPU-hours count."""
-    return resource.rpartition("/")[2] == "gpu"
 
 
 def gpu_hours(gpus: int, seconds: float) -> Fraction:

@@ -1,13 +1,16 @@
 """The what-if report as Markdown readable in a PR comment: the clock line, the team table,
 the waits, the flavors' utilization and the charts (gpu_queues/whatif/charts.py), the
 workload table, and what changed between the base and the new config, kept within a PR
-comment's size (the runs and their figures are in gpu_queues/whatif/report.py).
+comment's size (the runs and their figures are in gpu_queues/whatif/report.py). Every name,
+source and message in it went through gpu_queues.escape: a mix's names cannot add Markdown or
+HTML to the comment.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
+from gpu_queues.escape import code, text
 from gpu_queues.whatif.charts import sections
 from gpu_queues.whatif.durations import format_duration
 from gpu_queues.whatif.regressions import block, regressions
@@ -28,11 +31,12 @@ def _hours(value: float) -> str:
     return f"{value:.1f}"
 
 
-def _cell(text: str | None) -> str:
-    if not text:
-        return ""
-    flat = " ".join(text.split()).replace("|", "\\|")
-    return flat if len(flat) <= MESSAGE_WIDTH else flat[: MESSAGE_WIDTH - 1] + "…"
+def _cell(message: str | None) -> str:
+    return text(message, MESSAGE_WIDTH) if message else ""
+
+
+def _name(namespace: str, name: str) -> str:
+    return text(f"{namespace}/{name}")
 
 
 def _arrow(before: str, after: str) -> str:
@@ -44,11 +48,11 @@ def clock_line(meta: RunMeta) -> str:
     speed = f" ({ratio:.0f}x)" if ratio else ""
     if meta.engine == "fast":
         return (
-            f"`{meta.source}`: {format_duration(meta.simulated_seconds)} of simulated time "
+            f"{code(meta.source)}: {format_duration(meta.simulated_seconds)} of simulated time "
             f"replayed in {meta.wall_seconds:.1f}s{speed}, {meta.events} instants"
         )
     return (
-        f"`{meta.source}`: {format_duration(meta.simulated_seconds)} of simulated time "
+        f"{code(meta.source)}: {format_duration(meta.simulated_seconds)} of simulated time "
         f"replayed in {format_duration(meta.wall_seconds)}{speed}, {meta.events} events "
         f"(settling per event: median {meta.settle_p50_seconds:.1f}s, "
         f"longest {meta.settle_max_seconds:.1f}s)"
@@ -59,12 +63,12 @@ def changes(base: Run, new: Run) -> list[str]:
     """One line per team figure that moved, then per workload whose outcome or flavor moved."""
     lines = []
     if base.meta.kueue_version != new.meta.kueue_version:
-        lines.append(f"Kueue {base.meta.kueue_version} → {new.meta.kueue_version}")
+        lines.append(f"Kueue {text(base.meta.kueue_version)} → {text(new.meta.kueue_version)}")
     before = {t.team: t for t in base.teams}
     for t in new.teams:
         b = before.get(t.team)
         if b is None:
-            lines.append(f"{t.team}: new team ({t.admitted} admitted, {t.pending} pending)")
+            lines.append(f"{text(t.team)}: new team ({t.admitted} admitted, {t.pending} pending)")
             continue
         moved = []
         if b.pending != t.pending:
@@ -78,18 +82,18 @@ def changes(base: Run, new: Run) -> list[str]:
         if abs(b.gpu_hours - t.gpu_hours) >= 0.05:
             moved.append(f"GPU-hours {_hours(b.gpu_hours)} → {_hours(t.gpu_hours)}")
         if moved:
-            lines.append(f"{t.team}: " + "; ".join(moved))
+            lines.append(f"{text(t.team)}: " + "; ".join(moved))
     for team in before.keys() - {t.team for t in new.teams}:
-        lines.append(f"{team}: no longer in the stack")
+        lines.append(f"{text(team)}: no longer in the stack")
     earlier = {(w.namespace, w.name): w for w in base.workloads}
     for w in new.workloads:
         o = earlier.get((w.namespace, w.name))
         if o is None:
             continue
         if (o.outcome, o.flavor) != (w.outcome, w.flavor):
-            was = o.outcome + (f" ({o.flavor})" if o.flavor else "")
-            now = w.outcome + (f" ({w.flavor})" if w.flavor else "")
-            lines.append(f"{w.namespace}/{w.name}: {was} → {now}")
+            was = o.outcome + (f" ({text(o.flavor)})" if o.flavor else "")
+            now = w.outcome + (f" ({text(w.flavor)})" if w.flavor else "")
+            lines.append(f"{_name(w.namespace, w.name)}: {was} → {now}")
     return lines
 
 
@@ -107,7 +111,7 @@ def team_table(new: Run, base: Run | None) -> list[str]:
             old = [str(b.admitted), str(b.pending), _hours(b.gpu_hours)]
             old += [_wait(b.wait_p50, b.workloads), _wait(b.wait_p90, b.workloads)]
             cells = [_arrow(x, y) for x, y in zip(old, cells, strict=True)]
-        lines.append(f"| {t.team} | {t.cluster_queue} | " + " | ".join(cells) + " |")
+        lines.append(f"| {text(t.team)} | {text(t.cluster_queue)} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -120,15 +124,18 @@ _WORKLOAD_HEADER = [
 def _workload_row(w: WorkloadResult, o: WorkloadResult | None) -> str:
     """One workload's row; `o` the same workload in the base, when there is one."""
     outcome: str = w.outcome
-    flavor = w.flavor or ""
+    flavor = text(w.flavor or "")
     wait = "" if w.wait_seconds is None else format_duration(w.wait_seconds)
     if o is not None:
         outcome = _arrow(o.outcome, outcome)
-        flavor = _arrow(o.flavor or "-", w.flavor or "-") if (o.flavor or w.flavor) else ""
+        if o.flavor or w.flavor:
+            flavor = _arrow(
+                text(o.flavor) if o.flavor else "-", text(w.flavor) if w.flavor else "-"
+            )
         was = "" if o.wait_seconds is None else format_duration(o.wait_seconds)
         wait = _arrow(was or "-", wait or "-") if (was or wait) else ""
     return (
-        f"| {w.namespace}/{w.name} | {w.queue or ''} | {outcome} | {flavor} | {wait} | "
+        f"| {_name(w.namespace, w.name)} | {text(w.queue or '')} | {outcome} | {flavor} | {wait} | "
         f"{w.gpus} | {_cell(w.message)} |"
     )
 
@@ -179,13 +186,15 @@ def render(new: Run, base: Run | None, limit: int = MARKDOWN_LIMIT) -> str:
     """report.md: with a base, a warning line per regression first, then what changed; the
     team table, then every workload (as many as `limit` characters hold: a PR comment holds
     65536, the quota diff shares it)."""
-    title = f"### What-if: `{new.meta.source}`"
+    title = f"### What-if: {code(new.meta.source)}"
     if base is not None:
-        title += f" against `{base.meta.source}`"
+        title += f" against {code(base.meta.source)}"
     replayed = [w for w in new.workloads if w.outcome in ADMITTED | PENDING]
-    release = new.meta.kueue_version
-    if base is not None and base.meta.kueue_version != release:
-        release += f" (`{base.meta.source}` on its own release, {base.meta.kueue_version})"
+    release = text(new.meta.kueue_version)
+    if base is not None and base.meta.kueue_version != new.meta.kueue_version:
+        release += (
+            f" ({code(base.meta.source)} on its own release, {text(base.meta.kueue_version)})"
+        )
     if new.meta.engine == "fast":
         how = (
             f"{len(new.workloads)} workloads ({len(replayed)} replayed) on Kueue {release}'s own "

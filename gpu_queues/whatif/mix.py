@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from gpu_queues.config.model import StackConfig
+from gpu_queues.kueue.fields import GO_DURATION_MAX_SECONDS, labels_problem, name_problem
 from gpu_queues.values import as_dict
 from gpu_queues.whatif.documents import Limits, MixDocument, read_documents
 from gpu_queues.whatif.durations import DurationError, parse_duration
@@ -231,6 +232,7 @@ def check(doc: MixDocument, index: int, catalog: Catalog) -> Entry:
         if shape is not None:
             raise _Refused(shape)
         framework = _framework(head, catalog)
+        _names(head)
         shape = body_problem(body, head.kind)
         if shape is not None:
             raise _Refused(shape)
@@ -304,6 +306,22 @@ def _framework(head: _Head, catalog: Catalog) -> str:
     return framework
 
 
+def _names(head: _Head) -> None:
+    """The names the API server checks before anything else: the object's (a Job's fits the
+    label Kubernetes copies it into), its namespace's, its labels'. A mix comes from users and
+    from clusters `record` reads, so a name no cluster would take is refused here, by field."""
+    name = _str(head.meta.get("name")) or ""
+    problem = name_problem(name, "job" if head.kind == "Job" else "object")
+    if problem:
+        raise _Refused(f"metadata.name: {problem}")
+    namespace = _str(head.meta.get("namespace"))
+    if namespace is not None and (problem := name_problem(namespace, "namespace")):
+        raise _Refused(f"metadata.namespace: {problem}")
+    problem = labels_problem(head.labels)
+    if problem:
+        raise _Refused(f"metadata.labels{problem}")
+
+
 def _local_queue(head: _Head, catalog: Catalog) -> TeamQueue:
     """The team queue the object names: a LocalQueue of a team that owns its namespace."""
     namespace, queue = head.namespace, head.queue
@@ -350,6 +368,11 @@ def _timing(annotations: dict[str, Any]) -> tuple[float, float | None]:
             raise _Refused(f"{ANNOTATION_DURATION}: {exc}") from None
         if duration <= 0:
             raise _Refused(f"{ANNOTATION_DURATION}: must be longer than 0s")
+        if submit_at + duration > GO_DURATION_MAX_SECONDS:
+            raise _Refused(
+                f"{ANNOTATION_SUBMIT_AT} and {ANNOTATION_DURATION}: the job would end beyond "
+                "what Go's time.Duration holds (about 292 years from the start)"
+            )
     return submit_at, duration
 
 

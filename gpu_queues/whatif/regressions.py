@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from gpu_queues.escape import code, text
 from gpu_queues.whatif.durations import format_duration
 from gpu_queues.whatif.report import ADMITTED, Run, TeamResult, WorkloadResult
 
@@ -40,6 +41,7 @@ def regressions(base: Run, new: Run, worse_by: float = WORSE_BY) -> list[str]:
     """One warning line per team whose p90 wait regressed, then per workload that no longer
     fits (admitted on the base, never admitted or admitted onto no node on the change)."""
     lines = []
+    source = code(base.meta.source)  # Markdown lines: every name through gpu_queues.escape
     before = {t.team: t for t in base.teams}
     for t in new.teams:
         b = before.get(t.team)
@@ -49,27 +51,29 @@ def regressions(base: Run, new: Run, worse_by: float = WORSE_BY) -> list[str]:
         if t.wait_p90 is not None and b.wait_p90:
             growth = f", +{(t.wait_p90 / b.wait_p90 - 1) * 100:.0f}%"
         lines.append(
-            f"⚠️ team {t.team}: p90 wait {_wait(b.wait_p90)} → {_wait(t.wait_p90)}{growth} "
-            f"(more than {worse_by:.0%} worse than `{base.meta.source}`)"
+            f"⚠️ team {text(t.team)}: p90 wait {_wait(b.wait_p90)} → {_wait(t.wait_p90)}{growth} "
+            f"(more than {worse_by:.0%} worse than {source})"
         )
     for w in lost(base, new):
         if w.outcome == "unschedulable":
             lines.append(
-                f"⚠️ {w.namespace}/{w.name} no longer fits: admitted, but its pods fit no node "
-                f"(it ran on `{base.meta.source}`)"
+                f"⚠️ {_name(w)} no longer fits: admitted, but its pods fit no node "
+                f"(it ran on {source})"
             )
         else:
-            why = f": {' '.join(w.message.split())}" if w.message else ""
+            why = f": {text(w.message)}" if w.message else ""
             lines.append(
-                f"⚠️ {w.namespace}/{w.name} no longer fits: admitted on `{base.meta.source}`, "
-                f"never admitted here{why}"
+                f"⚠️ {_name(w)} no longer fits: admitted on {source}, never admitted here{why}"
             )
     for w in unfinished(base, new):
         lines.append(
-            f"⚠️ {w.namespace}/{w.name} no longer finishes: finished on `{base.meta.source}`, "
-            f"{w.outcome} at the end here"
+            f"⚠️ {_name(w)} no longer finishes: finished on {source}, {w.outcome} at the end here"
         )
     return lines
+
+
+def _name(w: WorkloadResult) -> str:
+    return text(f"{w.namespace}/{w.name}")
 
 
 def unfinished(base: Run, new: Run) -> list[WorkloadResult]:

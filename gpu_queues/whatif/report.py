@@ -43,6 +43,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Final, Literal
 
+from gpu_queues.escape import code
 from gpu_queues.whatif.durations import format_duration
 
 Outcome = Literal[
@@ -279,7 +280,7 @@ def extend(run: Run, end: float, teams: Iterable[tuple[str, str]]) -> Run:
         horizon_seconds=end,
         notes=[
             *run.meta.notes,
-            f"`{run.meta.source}` had nothing left to happen after "
+            f"{code(run.meta.source)} had nothing left to happen after "
             f"{format_duration(run.meta.simulated_seconds)}; its running workloads are counted "
             f"until {format_duration(end)}, the end of the other run",
         ],

@@ -1,6 +1,7 @@
 """The shape of a manifest in a what-if mix, checked before anything reads it: each field the
 replay, Kueue or the API server's decoding depends on has the type Kubernetes gives it (a
-mapping, a list, a string, an integer, a boolean, a quantity). `problem` names the first
+mapping, a list, a string, an integer, a boolean, a quantity; a whole number of an extended
+resource such as nvidia.com/gpu, which Kubernetes never splits). `problem` names the first
 field that does not, by its path (`spec.template.spec.containers[0].resources.limits[cpu]`),
 so a malformed manifest is an `invalid` row of the report and the rest of the mix replays.
 
@@ -9,6 +10,9 @@ without that is absent (a Job's `spec.template`, a pod's `containers`) is refuse
 (fields not listed here, a container without an image, ...) is left to the API server, which
 refuses what it cannot take when the replay submits the object (its message is the row's
 reason then).
+
+What a container runs with (its command, args and env) may hold a secret: a problem there
+names the field and the type it has, never its value (`Hidden`).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from gpu_queues.kueue.fields import whole_number_problem
 from gpu_queues.kueue.quantity import QuantityError, parse_quantity
 
 
@@ -56,6 +61,14 @@ class ListOf:
 
 
 @dataclass(frozen=True)
+class Hidden:
+    """A field whose value a problem never shows (command, args, env: they may hold a token);
+    it is checked as `shape`."""
+
+    shape: Any
+
+
+@dataclass(frozen=True)
 class Anything:
     """Any value (a field whose shape the what-if does not depend on)."""
 
@@ -88,10 +101,10 @@ CONTAINER: Final = Struct(
         "name": STR,
         "image": STR,
         "imagePullPolicy": STR,
-        "command": ListOf(STR),
-        "args": ListOf(STR),
+        "command": Hidden(ListOf(STR)),
+        "args": Hidden(ListOf(STR)),
         "workingDir": STR,
-        "env": ListOf(Struct({"name": STR, "value": STR}, required=("name",))),
+        "env": Hidden(ListOf(Struct({"name": STR, "value": STR}, required=("name",)))),
         "ports": ListOf(Struct({"containerPort": INT32, "name": STR, "protocol": STR})),
         "resources": RESOURCES,
         "volumeMounts": ListOf(Struct({"name": STR, "mountPath": STR, "readOnly": BOOL})),
@@ -150,6 +163,11 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
+def _what(value: Any, hidden: bool) -> str:
+    """`a number (5)`; only `a number` where the value is not shown."""
+    return _type_name(value) if hidden else f"{_type_name(value)} ({_show(value)})"
+
+
 def _type_name(value: Any) -> str:
     if isinstance(value, Mapping):
         return "a mapping"
@@ -168,49 +186,54 @@ def _key(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
-def problem(value: Any, shape: Any, path: str = "") -> str | None:
+def problem(value: Any, shape: Any, path: str = "", hidden: bool = False) -> str | None:
     """The first field of `value` (None counting as absent) that does not have its `shape`,
-    and why, by its path; None when every known field has its shape."""
+    and why, by its path; None when every known field has its shape. Within a `Hidden`
+    field (`hidden`), no value is shown."""
     if value is None or isinstance(shape, Anything):
         return None
+    if isinstance(shape, Hidden):
+        return problem(value, shape.shape, path, hidden=True)
     where = path or "the document"
     if isinstance(shape, Scalar):
-        return _scalar(value, shape, where)
+        return _scalar(value, shape, where, hidden)
     if isinstance(shape, ListOf):
         if not isinstance(value, list):
-            return f"{where}: must be a list, not {_type_name(value)} ({_show(value)})"
+            return f"{where}: must be a list, not {_what(value, hidden)}"
         if shape.non_empty and not value:
             return f"{where}: must not be empty"
         for i, item in enumerate(value):
             if item is None:
                 return f"{path}[{i}]: must not be null"
-            found = problem(item, shape.item, f"{path}[{i}]")
+            found = problem(item, shape.item, f"{path}[{i}]", hidden)
             if found:
                 return found
         return None
     if not isinstance(value, Mapping):
-        return f"{where}: must be a mapping, not {_type_name(value)} ({_show(value)})"
+        return f"{where}: must be a mapping, not {_what(value, hidden)}"
     if isinstance(shape, MapOf):
         for k, v in value.items():
             if not isinstance(k, str):
-                return f"{where}: key {_show(k)} must be a string"
+                return f"{where}: key {_show(k)} must be a string"  # keys: names, not values
             if v is None and shape.value in (STR, QUANTITY):
                 return f"{path}[{k}]: must be {shape.value.named}, not null"
-            found = problem(v, shape.value, f"{path}[{k}]")
+            found = problem(v, shape.value, f"{path}[{k}]", hidden)
             if found:
                 return found
+            if shape.value is QUANTITY and (whole := whole_number_problem(k, v)):
+                return f"{path}[{k}]: {whole}"
         return None
     for name in shape.required:
         if value.get(name) is None:
             return f"{_key(path, name)}: is required"
     for name, inner in shape.fields.items():
-        found = problem(value.get(name), inner, _key(path, name))
+        found = problem(value.get(name), inner, _key(path, name), hidden)
         if found:
             return found
     return None
 
 
-def _scalar(value: Any, shape: Scalar, where: str) -> str | None:
+def _scalar(value: Any, shape: Scalar, where: str, hidden: bool = False) -> str | None:
     if shape is QUANTITY:
         try:
             amount = parse_quantity(value)
@@ -237,7 +260,7 @@ def _scalar(value: Any, shape: Scalar, where: str) -> str | None:
     if fits:
         return None
     hint = " (quote it)" if shape is STR and isinstance(value, int | float | bool) else ""
-    return f"{where}: must be {shape.named}, not {_type_name(value)} ({_show(value)}){hint}"
+    return f"{where}: must be {shape.named}, not {_what(value, hidden)}{hint}"
 
 
 def head_problem(body: Mapping[str, Any]) -> str | None:

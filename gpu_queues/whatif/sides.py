@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from gpu_queues import keys
+from gpu_queues import keys, yamlio
 from gpu_queues.config.model import ConfigError, StackConfig, load_config
 from gpu_queues.config.stackfile import StackFileError, parse_config, read_text, resolve_commit
 from gpu_queues.kueue import versions as kueue_versions
@@ -110,7 +110,7 @@ def whatif_stack_file(
     why = unmodelled(config)
     if why:
         raise WhatIfError(f"{where}: {why}")
-    doc = yaml.safe_load(text) or {}
+    doc = yamlio.load(text, where) or {}
     cfg: dict[str, Any] = doc.setdefault("config", {})
     cfg.pop(keys.stack_file_key(cfg, keys.KEY_KUBERNETES), None)
     if follows_pin:

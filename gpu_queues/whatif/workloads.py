@@ -11,6 +11,7 @@ from typing import Any
 
 import urllib3
 
+from gpu_queues import yamlio
 from gpu_queues.values import as_dict, as_list
 from gpu_queues.whatif.gpus import is_gpu, pod_gpus
 from gpu_queues.whatif.report import Outcome
@@ -127,6 +128,10 @@ def is_terminal(pod: Mapping[str, Any]) -> bool:
 # --- a small REST client -----------------------------------------------------------------
 
 
+# A cluster's answer is read whole; a list of 100,000 Workloads is a few hundred MB.
+ANSWER_BOUNDS = yamlio.Bounds(max_bytes=2**30)
+
+
 class KubeError(Exception):
     """The API server refused a request; `status` is the HTTP status, the message its own."""
 
@@ -179,7 +184,15 @@ class Rest:
             except ValueError:
                 message = raw.decode(errors="replace")
             raise KubeError(resp.status, message.strip())
-        return resp if stream else (json.loads(resp.data) if resp.data else None)
+        if stream or not resp.data:
+            return resp if stream else None
+        shown = f"the answer to {method} {path}"
+        try:
+            return yamlio.load_json(resp.data, shown, ANSWER_BOUNDS)
+        except yamlio.YamlRefused as exc:
+            raise KubeError(resp.status, str(exc)) from None
+        except ValueError as exc:  # not JSON: a proxy's page, say
+            raise KubeError(resp.status, f"{shown} is not JSON ({exc})") from None
 
     def get(self, path: str) -> Any:
         return self.request("GET", path)

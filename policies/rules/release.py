@@ -27,15 +27,35 @@ _SHA256: Final = re.compile(r"^(sha256:)?[0-9a-f]{64}$")
 # --- Rule 8 -----------------------------------------------------------------------------
 
 
-def _is_kueue_controller(resource: Resource, config: Mapping[str, Any]) -> bool:
-    if resource.type != DEPLOYMENT_TYPE:
-        return False
-    name = child(resource.props, "metadata", "name")
-    namespace = child(resource.props, "metadata", "namespace")
+def _names_controller(obj: Any, config: Mapping[str, Any]) -> bool:
+    name = child(obj, "metadata", "name")
+    namespace = child(obj, "metadata", "namespace")
     return bool(
         name == config_str(config, "deploymentName", DEFAULT_KUEUE_DEPLOYMENT)
         and namespace == config_str(config, "namespace", DEFAULT_KUEUE_NAMESPACE)
     )
+
+
+def _is_kueue_controller(resource: Resource, config: Mapping[str, Any]) -> bool:
+    return resource.type == DEPLOYMENT_TYPE and _names_controller(resource.props, config)
+
+
+# What else can set the controller's image: a server-side patch of its Deployment, and a
+# DeploymentList holding it (Pulumi registers either as a resource of its own, beside the
+# release's Deployment; the engine would apply whatever image it names).
+_PATCH_TYPE: Final = f"{DEPLOYMENT_TYPE}Patch"
+_LIST_TYPE: Final = f"{DEPLOYMENT_TYPE}List"
+
+
+def _controllers(resource: Resource, config: Mapping[str, Any]) -> list[Any]:
+    """Every Deployment object `resource` would apply to the Kueue controller."""
+    if resource.type in (DEPLOYMENT_TYPE, _PATCH_TYPE):
+        objects = [resource.props]
+    elif resource.type == _LIST_TYPE:
+        objects = items(child(resource.props, "items"))
+    else:
+        return []
+    return [obj for obj in objects if _names_controller(obj, config)]
 
 
 def image_tag(image: str) -> str | None:
@@ -46,13 +66,17 @@ def image_tag(image: str) -> str | None:
 
 
 def kueue_release_pinned(resource: Resource, config: Mapping[str, Any]) -> list[Violation]:
-    """The Kueue controller runs a pinned vX.Y.Z release image, not latest or a branch."""
-    if not _is_kueue_controller(resource, config):
-        return []
+    """The Kueue controller runs a pinned vX.Y.Z release image, not latest or a branch: in its
+    Deployment, and in any patch or list that would change that Deployment's images."""
     expected = config.get("expectedVersion")
-    containers = child(resource.props, "spec", "template", "spec", "containers")
+    containers = [
+        container
+        for controller in _controllers(resource, config)
+        for part in ("initContainers", "containers")
+        for container in items(child(controller, "spec", "template", "spec", part))
+    ]
     violations: list[Violation] = []
-    for container in items(containers):
+    for container in containers:
         image = child(container, "image")
         cname = child(container, "name")
         if not isinstance(image, str):

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import yaml
 
-from gpu_queues import keys
+from gpu_queues import keys, yamlio
 from gpu_queues.config.model import StackConfig
+from gpu_queues.files import read_text
 from gpu_queues.release.module import rendered_path
 from gpu_queues.tools.changed_stacks import policy_config
 from sandbox import pulumi_stack as stack
@@ -49,7 +50,7 @@ def sandbox_stack_file(
     """The stack file as the sandbox deploys it, and what was substituted: the connection
     (the sandbox's kubeconfig is added as a secret by sandbox.pulumi_stack), and the Kueue manifest
     only when the stack's cannot be read here. Everything else is the stack's own config."""
-    doc = yaml.safe_load(path.read_text()) or {}
+    doc = yamlio.load(read_text(path, path.name), path.name) or {}
     values = dict(doc.get("config") or {})
     notes = []
     connection = f"{keys.PROJECT}:{keys.KEY_KUBERNETES}"  # as the notes name it

@@ -503,3 +503,184 @@ def test_flavor_the_webhook_would_reject_is_rejected():
         "spec.tolerations[0].value: a value is set but operator is Exists",
     )
     assert check(rules.FLAVOR_WEBHOOK_VALID, RF, flavor()) == []
+
+
+# Rule 9's and rule 8's blind spots (issue 42, class 7) ----------------------------------
+
+CRONJOB = "kubernetes:batch/v1:CronJob"
+QUEUE = "kueue.x-k8s.io/queue-name"
+
+
+def cron_job(labels=None, suspend=True):
+    """A CronJob whose jobs are the guide's gpu-job-a (its labels and suspend in jobTemplate)."""
+    made = job(labels=labels, suspend=suspend)
+    template = {"metadata": {"labels": made["metadata"]["labels"]}, "spec": made["spec"]}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "nightly", "namespace": "default"},
+        "spec": {"schedule": "0 2 * * *", "jobTemplate": template},
+    }
+
+
+def gpu_pod_template(gpus=2, labels=None):
+    return {
+        "metadata": {"labels": labels or {"app": "serve"}},
+        "spec": {
+            "containers": [
+                {"name": "serve", "image": "x:1", "resources": {"limits": {"nvidia.com/gpu": gpus}}}
+            ]
+        },
+    }
+
+
+def workload(kind, api_version, labels=None, gpus=2, spec_path=("template",)):
+    """A `kind` whose pod template (at spec.<spec_path>) asks for `gpus` GPUs."""
+    spec = {}
+    node = spec
+    for key in spec_path[:-1]:
+        node = node.setdefault(key, {})
+    node[spec_path[-1]] = gpu_pod_template(gpus)
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": "w", "namespace": "default", "labels": labels or {"app": "serve"}},
+        "spec": spec,
+    }
+
+
+def test_a_cron_job_whose_jobs_name_a_queue_and_start_suspended_passes():
+    assert check(rules.JOB_QUEUED_SUSPENDED, CRONJOB, cron_job()) == []
+
+
+def test_a_cron_job_whose_jobs_name_no_queue_is_rejected():
+    # Its Jobs would bypass Kueue's quota: the rule looked at Jobs only.
+    one(
+        check(rules.JOB_QUEUED_SUSPENDED, CRONJOB, cron_job(labels={})),
+        f"label {QUEUE} is missing in spec.jobTemplate.metadata, so the job bypasses Kueue",
+        f"Fix: add spec.jobTemplate.metadata.labels[{QUEUE!r}]",
+    )
+
+
+def test_a_cron_job_whose_jobs_are_not_suspended_is_rejected():
+    one(
+        check(rules.JOB_QUEUED_SUSPENDED, CRONJOB, cron_job(suspend=False)),
+        "spec.jobTemplate.spec.suspend is False",
+        "Fix: set spec.jobTemplate.spec.suspend: true",
+    )
+
+
+@pytest.mark.parametrize(
+    ("type_", "props"),
+    [
+        ("kubernetes:core/v1:Pod",
+         {**workload("Pod", "v1"), "spec": gpu_pod_template()["spec"]}),
+        ("kubernetes:apps/v1:Deployment", workload("Deployment", "apps/v1")),
+        ("kubernetes:apps/v1:StatefulSet", workload("StatefulSet", "apps/v1")),
+        ("kubernetes:apiextensions.k8s.io:CustomResource",
+         workload("JobSet", "jobset.x-k8s.io/v1alpha2",
+                  spec_path=("replicatedJobs", "template"))),
+        ("kubernetes:apiextensions.k8s.io:CustomResource",
+         workload("PyTorchJob", "kubeflow.org/v1",
+                  spec_path=("pytorchReplicaSpecs", "Worker", "template"))),
+        ("kubernetes:ray.io/v1:RayJob",
+         workload("RayJob", "ray.io/v1",
+                  spec_path=("rayClusterSpec", "headGroupSpec", "template"))),
+    ],
+    ids=["pod", "deployment", "statefulset", "jobset", "pytorchjob", "rayjob"],
+)  # fmt: skip
+def test_any_workload_asking_for_gpus_without_a_queue_is_rejected(type_, props):
+    one(
+        check(rules.JOB_QUEUED_SUSPENDED, type_, props),
+        f"it asks for GPUs without label {QUEUE}, so its pods bypass Kueue",
+    )
+    labelled = {**props, "metadata": {**props["metadata"], "labels": {QUEUE: "gpu-queue"}}}
+    assert check(rules.JOB_QUEUED_SUSPENDED, type_, labelled) == []
+
+
+@pytest.mark.parametrize("kind", ["DaemonSet", "ReplicaSet"])
+def test_gpus_in_a_kind_kueue_cannot_manage_are_rejected_even_with_a_queue(kind):
+    props = workload(kind, "apps/v1", labels={QUEUE: "gpu-queue"})
+    one(
+        check(rules.JOB_QUEUED_SUSPENDED, f"kubernetes:apps/v1:{kind}", props),
+        f"Kueue cannot manage a {kind}, so its pods run without quota",
+    )
+
+
+@pytest.mark.parametrize("gpus", [0, "0", UNKNOWN])
+def test_workloads_without_gpus_or_not_known_yet_are_not_checked(gpus):
+    for kind in ("Deployment", "DaemonSet"):
+        props = workload(kind, "apps/v1", gpus=gpus)
+        assert check(rules.JOB_QUEUED_SUSPENDED, f"kubernetes:apps/v1:{kind}", props) == []
+
+
+def test_exempt_namespaces_cover_every_kind():
+    props = workload("Deployment", "apps/v1")
+    config = {"exemptNamespaces": ["default"]}
+    assert check(rules.JOB_QUEUED_SUSPENDED, DEPLOYMENT, props, config) == []
+    assert check(rules.JOB_QUEUED_SUSPENDED, CRONJOB, cron_job(labels={}), config) == []
+
+
+def test_a_job_patch_is_judged_on_what_it_sets():
+    patch = "kubernetes:batch/v1:JobPatch"
+    unsuspend = {"metadata": {"name": "gpu-job-a", "namespace": "default"}, "spec": {}}
+    assert check(rules.JOB_QUEUED_SUSPENDED, patch, unsuspend) == []
+    unsuspend["spec"]["suspend"] = False
+    one(check(rules.JOB_QUEUED_SUSPENDED, patch, unsuspend), "spec.suspend is False")
+    unlabel = {"metadata": {"name": "gpu-job-a", "namespace": "default", "labels": {QUEUE: ""}}}
+    one(check(rules.JOB_QUEUED_SUSPENDED, patch, unlabel), f"label {QUEUE} is empty")
+
+
+DEPLOYMENT_PATCH = "kubernetes:apps/v1:DeploymentPatch"
+
+
+def controller_patch(image):
+    patched = kueue_deployment(image=image, sha=None)
+    del patched["spec"]["replicas"], patched["spec"]["selector"]
+    return patched
+
+
+@pytest.mark.parametrize(
+    "image", ["registry.k8s.io/kueue/kueue:latest", "attacker.example/kueue:main", "evil"]
+)
+def test_a_patch_that_changes_the_controllers_image_is_held_to_the_pin(image):
+    # A DeploymentPatch of kueue-system/kueue-controller-manager replaced the pinned image,
+    # and the rule looked at Deployments only.
+    one(
+        check(rules.KUEUE_RELEASE_PINNED, DEPLOYMENT_PATCH, controller_patch(image)),
+        f"runs image {image}",
+        "not a pinned release vX.Y.Z",
+    )
+
+
+def test_a_patch_to_another_release_than_the_expected_one_is_rejected():
+    config = {"expectedVersion": "v0.18.3"}
+    props = controller_patch("registry.k8s.io/kueue/kueue:v0.17.0")
+    one(check(rules.KUEUE_RELEASE_PINNED, DEPLOYMENT_PATCH, props, config), "expects v0.18.3")
+    props = controller_patch("registry.k8s.io/kueue/kueue:v0.18.3")
+    assert check(rules.KUEUE_RELEASE_PINNED, DEPLOYMENT_PATCH, props, config) == []
+
+
+def test_an_init_container_of_the_controller_is_held_to_the_pin_too():
+    props = kueue_deployment()
+    props["spec"]["template"]["spec"]["initContainers"] = [{"name": "pre", "image": "x:latest"}]
+    one(check(rules.KUEUE_RELEASE_PINNED, DEPLOYMENT, props), "container pre runs image x:latest")
+
+
+def test_a_deployment_list_holding_the_controller_is_held_to_the_pin():
+    listed = {"items": [kueue_deployment(image="web:1", name="web", namespace="default"),
+                        kueue_deployment(image="registry.k8s.io/kueue/kueue:latest")]}  # fmt: skip
+    one(
+        check(rules.KUEUE_RELEASE_PINNED, "kubernetes:apps/v1:DeploymentList", listed),
+        "kueue/kueue:latest",
+    )
+
+
+def test_a_patch_of_another_deployment_or_without_containers_is_not_checked():
+    other = {**controller_patch("nginx:latest"), "metadata": {"name": "web", "namespace": "x"}}
+    assert check(rules.KUEUE_RELEASE_PINNED, DEPLOYMENT_PATCH, other) == []
+    scale = {"metadata": {"name": "kueue-controller-manager", "namespace": "kueue-system"},
+             "spec": {"replicas": 2}}  # fmt: skip
+    assert check(rules.KUEUE_RELEASE_PINNED, DEPLOYMENT_PATCH, scale) == []
+    # The checksum rule reads the release's own Deployment only: a patch carries no manifest.
+    assert check(rules.KUEUE_RELEASE_CHECKSUM, DEPLOYMENT_PATCH, scale) == []

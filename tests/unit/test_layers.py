@@ -42,6 +42,7 @@ FLOORS: list[tuple[str, ...]] = [
         "gpu_queues.values",
         "gpu_queues.files",
         "gpu_queues.yamlio",
+        "gpu_queues.escape",
         "gpu_queues.progress",
         "gpu_queues.invoked",
     ),

@@ -295,6 +295,28 @@ NAMES += [
     ),
 ]
 
+# Values Kueue or the API server would refuse (issue 42, class 4): a WorkloadPriorityClass no
+# job can name (its name is a label value), and a Go duration past time.Duration's 292 years
+# (Kueue's Configuration would not load, so the controller would never start).
+WAIT = "kueue.manager.waitForPodsReady"
+NAMES += [
+    case(
+        "priority-class-too-long",
+        "priorityClasses[0].name",
+        "too long for a WorkloadPriorityClass: jobs name it in the kueue.x-k8s.io/priority-class",
+        ("priorityClasses", [{"name": "p" * 64, "value": 100}]),
+    ),
+    case(
+        "priority-class-name",
+        "priorityClasses[0].name",
+        OBJECT_NAME,
+        ("priorityClasses", [{"name": "High Priority", "value": 100}]),
+    ),
+    one("duration-past-go", f"{WAIT}.timeout", "2562048h", "longer than Go's time.Duration"),
+    one("duration-past-go-2", f"{WAIT}.timeout", "9" * 30 + "s", "longer than Go's time.Dur"),
+    one("duration-not-go", f"{WAIT}.timeout", "1d", "not a Go duration"),
+]
+
 URL = "kueue.manifest.url"
 
 
@@ -539,6 +561,8 @@ def _at(node: Any, path: str) -> Any:
         ),
         ("prod", [("kueue.manifest", {"url": "file:///srv/kueue/manifests.yaml"})], None),
         ("prod", [("sharedStorage[0].size", "1")], 1),  # one byte
+        ("prod", [("priorityClasses", [{"name": "p" * 63, "value": 1}])], None),
+        ("prod", [(f"{WAIT}.timeout", "2562047h")], None),  # just within time.Duration
     ],
 )
 def test_near_misses_are_accepted(base, edits, means):

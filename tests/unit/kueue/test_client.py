@@ -550,6 +550,34 @@ def test_an_unusable_kubeconfig_is_refused_naming_the_key(
     assert expected in bad(text, context)
 
 
+@pytest.mark.parametrize(
+    ("server", "says"),
+    [("https://", "it has no host"), ("https://host:port", "it is not a URL"),
+     ("https://[::1", "it is not a URL"), ("https://h:99999", "it is not a URL"),
+     ("https://a b", "whitespace or control characters"),
+     ("https://h\nX", "whitespace or control characters"),
+     ("https://under_score.example", "neither an IP address nor a DNS name"),
+     ("https://admin:pw@h.example", "carries credentials"),
+     ("https:h.example", "it has no host"), ("ftp://h.example", "must start with https://")],
+)  # fmt: skip
+def test_a_server_that_is_not_an_api_servers_url_is_refused_naming_the_cluster(
+    server: str, says: str
+) -> None:
+    # Issue 42, class 4: a `server` only had to start with https://, so "https://" or
+    # "https://[::1" went on to the HTTP client (a traceback in gpuq status).
+    message = bad(kubeconfig(server, GOOD_USER))
+    assert "cluster 'c' needs a `server` URL (https://...)" in message
+    assert says in message, message
+
+
+@pytest.mark.parametrize(
+    "server", ["http://127.0.0.1:8080", "https://api.cluster.example/k8s/clusters/c-1", SERVER]
+)
+def test_a_servers_url_with_http_or_a_path_is_taken(server: str) -> None:
+    # kubectl's insecure local ports and proxies that serve clusters under a path (Rancher).
+    assert resolve(kubeconfig(server, GOOD_USER), None).server == server
+
+
 def test_an_unreadable_ambient_kubeconfig_names_the_unset_key_and_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

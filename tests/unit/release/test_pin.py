@@ -243,6 +243,24 @@ def test_one_broken_stack_file_stops_the_whole_pin(project):
     assert snapshot(project) == before
 
 
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda p: p.mkdir(), "it is a folder, not a regular file"),
+        (lambda p: p.symlink_to(p.parent / "gone.yaml"), "no such file"),
+    ],
+    ids=["folder", "dangling-link"],
+)
+def test_a_folder_or_dangling_link_named_like_a_stack_file_stops_the_pin_clearly(
+    project, make, says
+):
+    make(project / "Pulumi.zz-odd.yaml")
+    before = {p.name: p.read_text() for p in sorted(project.glob("Pulumi.*.yaml")) if p.is_file()}
+    with pytest.raises(PinError, match=f"^cannot read Pulumi.zz-odd.yaml: {says}; every"):
+        pin(file=MANIFEST, root=project)
+    assert {p.name: p.read_text() for p in project.glob("Pulumi.*.yaml") if p.is_file()} == before
+
+
 def test_check_only_verifies_the_pinned_version(project):
     with pytest.raises(PinError, match=r"--check verifies the pinned version \(v0\.18\.3\)"):
         pin(version="v0.19.2", file=MANIFEST, root=project, check=True)

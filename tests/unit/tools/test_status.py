@@ -49,3 +49,22 @@ def test_a_kubeconfig_the_cli_cannot_read_is_reported_without_its_content(
         status.stack_connection("staging", project)
     assert "cannot read gpu-queues:kubernetes.kubeconfig of stack 'staging'" in str(caught.value)
     assert "v1:AAAA" not in str(caught.value)
+
+
+@pytest.mark.parametrize("server", ["https://[::1", "https://", "https://h:99999", "nope"])
+def test_a_kubeconfig_whose_server_is_not_a_url_is_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], server: str
+) -> None:
+    # Issue 42, class 4: "https://[::1" was a ValueError traceback; "https://" was sent to the
+    # HTTP client ("the cluster did not answer").
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+        f"clusters: [{{name: k, cluster: {{server: '{server}'}}}}]\n"
+        "users: [{name: u, user: {token: s3cr3t}}]\n"
+    )
+    assert status.main(["--kubeconfig", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"status: kubeconfig {config}: cluster 'k' needs a `server` URL"), err
+    assert err.count("\n") == 1 and "s3cr3t" not in err

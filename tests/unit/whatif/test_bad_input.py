@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import copy
 import random
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from gpu_queues.kueue.quantity import parse_quantity
 from gpu_queues.whatif import cli, documents
 from gpu_queues.whatif.documents import MAX_BYTES, MAX_WORKLOADS, Limits, MixTooLarge
 from gpu_queues.whatif.mix import (
@@ -29,6 +33,7 @@ from gpu_queues.whatif.mix import (
     TeamQueue,
     load_mix,
 )
+from tests.properties import examples
 
 pytestmark = pytest.mark.unit
 
@@ -269,6 +274,153 @@ def test_a_quantity_beyond_int64_thousandths_is_a_row_not_an_overflow(
         assert "nvidia.com/gpu" in (entry.problem or "")
     else:
         assert entry.status == "ok", entry.problem
+
+
+# --- values the API server or Kueue would refuse (issue 42, class 4) -------------------
+
+LIMITS_PATH: Final = ("spec", "template", "spec", "containers", 0, "resources", "limits")
+
+
+@pytest.mark.parametrize(
+    ("gpus", "refused"),
+    [(2, False), ("3", False), ("2000m", False), (0.5, True), ("1.5", True), ("500m", True),
+     ("1e-1", True)],
+)  # fmt: skip
+def test_a_fraction_of_a_gpu_is_refused_as_kubernetes_refuses_it(
+    tmp_path: Path, gpus: Any, refused: bool
+) -> None:
+    # Kubernetes allows only whole numbers of an extended resource; 0.5 GPU was counted as one.
+    (entry,) = load(tmp_path, put(JOB, LIMITS_PATH, {"nvidia.com/gpu": gpus}))
+    if refused:
+        assert entry.status == "invalid" and not entry.manifest
+        assert (entry.problem or "").startswith(
+            "spec.template.spec.containers[0].resources.limits[nvidia.com/gpu]: "
+            "nvidia.com/gpu is an extended resource: Kubernetes allows only whole numbers"
+        ), entry.problem
+    else:
+        assert entry.status == "ok", entry.problem
+        assert entry.gpus == 2 * int(parse_quantity(gpus))
+
+
+def test_a_fraction_of_a_gpu_is_refused_in_requests_and_init_containers_too(
+    tmp_path: Path,
+) -> None:
+    requests = put(JOB, (*LIMITS_PATH[:-1], "requests"), {"amd.com/gpu": "0.25"})
+    init = put(JOB, ("spec", "template", "spec", "initContainers", 0, "resources", "limits"),
+               {"nvidia.com/gpu": "1.5"})  # fmt: skip
+    pod = put(POD, ("spec", "containers", 0, "resources", "limits"), {"nvidia.com/gpu": 0.5})
+    entries = load(tmp_path, requests, put(init, ("metadata", "name"), "b"), pod)
+    assert [e.status for e in entries] == ["invalid"] * 3
+    assert [(e.problem or "").split(":")[0] for e in entries] == [
+        "spec.template.spec.containers[0].resources.requests[amd.com/gpu]",
+        "spec.template.spec.initContainers[0].resources.limits[nvidia.com/gpu]",
+        "spec.containers[0].resources.limits[nvidia.com/gpu]",
+    ]
+
+
+GO_MAX = "106751d23h47m16s"  # 9,223,372,036.854775807 s, Go's time.Duration max, rounded down
+
+
+@pytest.mark.parametrize(
+    ("annotation", "value", "refused"),
+    [(ANNOTATION_SUBMIT_AT, GO_MAX, False), (ANNOTATION_SUBMIT_AT, "106751d23h47m17s", True),
+     (ANNOTATION_SUBMIT_AT, "200000d", True),
+     (ANNOTATION_DURATION, "2562047h", False), (ANNOTATION_DURATION, "2562048h", True),
+     (ANNOTATION_DURATION, "9999999999999999999s", True)],
+)  # fmt: skip
+def test_a_time_beyond_gos_duration_is_refused_naming_the_annotation(
+    tmp_path: Path, annotation: str, value: str, refused: bool
+) -> None:
+    annotations = {annotation: value}
+    (entry,) = load(tmp_path, put(JOB, ("metadata", "annotations"), annotations))
+    if refused:
+        assert entry.status == "invalid" and not entry.manifest
+        assert (entry.problem or "").startswith(f"{annotation}: "), entry.problem
+    else:
+        assert entry.status == "ok", entry.problem
+
+
+def test_a_start_and_run_together_beyond_gos_duration_is_refused(tmp_path: Path) -> None:
+    both = {ANNOTATION_SUBMIT_AT: "60000d", ANNOTATION_DURATION: "60000d"}
+    each = {ANNOTATION_SUBMIT_AT: "60000d", ANNOTATION_DURATION: "40000d"}
+    bad, fine = load(
+        tmp_path,
+        put(JOB, ("metadata", "annotations"), both),
+        put(put(JOB, ("metadata", "annotations"), each), ("metadata", "name"), "fine"),
+    )
+    assert bad.status == "invalid"
+    assert "would end beyond what Go's time.Duration holds" in (bad.problem or "")
+    assert fine.status == "ok", fine.problem
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [(("metadata", "name"), "Train", "metadata.name: 'Train' is not a Job name"),
+     (("metadata", "name"), "train\nkind: Secret", "metadata.name:"),
+     (("metadata", "name"), "../../etc", "metadata.name:"),
+     (("metadata", "name"), "a" * 64, "at most 63 characters"),
+     (("metadata", "name"), "-train", "metadata.name:"),
+     (("metadata", "namespace"), "team.research", "metadata.namespace: 'team.research' is not"),
+     (("metadata", "namespace"), "../team-research", "metadata.namespace:"),
+     (("metadata", "namespace"), "Team-Research", "metadata.namespace:"),
+     (("metadata", "labels", QUEUE_LABEL), "gpu queue",
+      f"metadata.labels[{QUEUE_LABEL}]: 'gpu queue' is not a label value"),
+     (("metadata", "labels", PRIORITY_LABEL), "h" * 64,
+      f"metadata.labels[{PRIORITY_LABEL}]: "),
+     (("metadata", "labels", "app"), "<b>x</b>", "metadata.labels[app]: "),
+     (("metadata", "labels"), {"bad key!": "x"}, "metadata.labels[bad key!]: "),
+     (("metadata", "labels"), {"a/b/c": "x"}, "is not a label key")],
+)  # fmt: skip
+def test_a_name_the_api_server_refuses_is_refused_naming_the_field(
+    tmp_path: Path, field: Path_, value: Any, words: str
+) -> None:
+    (entry,) = load(tmp_path, put(JOB, field, value))
+    assert entry.status == "invalid" and not entry.manifest
+    assert words in (entry.problem or ""), entry.problem
+
+
+def test_a_pod_name_may_be_a_long_subdomain_a_job_name_fits_its_label(tmp_path: Path) -> None:
+    # Kubernetes copies a Job's name into its pods' batch.kubernetes.io/job-name label (63
+    # characters at most); a Pod's name is a DNS subdomain (253).
+    long = "a" * 60 + ".b" * 20
+    pod, job = load(
+        tmp_path, put(POD, ("metadata", "name"), long), put(JOB, ("metadata", "name"), long)
+    )
+    assert pod.status == "ok", pod.problem
+    assert job.status == "invalid" and "at most 63 characters" in (job.problem or "")
+
+
+def _takes_as_job_name(name: str) -> bool:
+    """The API server's rule, written out apart from the code under test: dot-separated parts
+    of lowercase letters, digits and '-', each starting and ending with a letter or digit,
+    63 characters at most (a Job's name becomes a label value)."""
+    alnum = "abcdefghijklmnopqrstuvwxyz0123456789"
+    parts = name.split(".")
+    return 0 < len(name) <= 63 and all(
+        p and p[0] in alnum and p[-1] in alnum and set(p) <= set(alnum + "-") for p in parts
+    )
+
+
+NAME_TEXT = st.text(st.sampled_from("ab9-._/ \nA\u00e9<>#"), max_size=70) | st.sampled_from(
+    ["train", "a" * 63, "a" * 64, "a.b", "a..b", "-a", "a-", "../x"]
+)
+
+
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=NAME_TEXT)
+def test_a_job_is_replayed_only_under_a_name_the_api_server_takes(name: str) -> None:
+    (entry,) = load_mix_text(put(JOB, ("metadata", "name"), name))
+    if _takes_as_job_name(name):
+        assert entry.status == "ok", entry.problem
+    else:
+        assert entry.status == "invalid" and not entry.manifest, name
+        assert (entry.problem or "").startswith("metadata.name"), entry.problem
+
+
+def load_mix_text(*bodies: Any) -> list[Entry]:
+    """`load`, in a folder of its own (hypothesis runs many examples in one test)."""
+    with tempfile.TemporaryDirectory() as folder:
+        return load(Path(folder), *bodies)
 
 
 # --- the size limits -----------------------------------------------------------------
