@@ -165,6 +165,15 @@ def scheduler_config(kubeconfig: Path) -> dict[str, object]:
         "kind": "KubeSchedulerConfiguration",
         "clientConnection": {"kubeconfig": str(kubeconfig)},
         "leaderElection": {"leaderElect": False},
+        # Pods that wait for a node are tried again, on each event that may free room, in the
+        # order of their last failed try (the active queue's order, pod priority first), as on
+        # a cluster where events come minutes apart and every backoff has long run out. With
+        # the default backoff (1 s doubling to 10 s) a replay's events come within the backoff
+        # and the queue orders the pods by when it ends, which goes by how often each was
+        # tried: of two pods waiting, the one that waited less went first (seed 35 of the
+        # cross-check). 1 s, the least the configuration takes, keeps the failure order.
+        "podInitialBackoffSeconds": 1,
+        "podMaxBackoffSeconds": 1,
         "profiles": [
             {"schedulerName": "default-scheduler", "plugins": {"score": {"enabled": score}}}
         ],
