@@ -4,6 +4,7 @@ own GPU quota, old against new, as a table and as a Mermaid tree the pinned Merm
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -78,3 +79,10 @@ def test_a_stack_without_a_tree_has_no_tree_section() -> None:
     prod = stack_raw("prod")
     assert "Cohort tree" not in diff(prod, prod)
     assert "No change in the cohort tree." in diff(example(), example(), changes_only=True)
+
+
+def test_the_tree_in_docs_organisations_is_one_mermaid_draws() -> None:
+    doc = Path(__file__).resolve().parents[3] / "docs" / "organisations.md"
+    blocks = mermaid_blocks(doc.read_text())
+    assert blocks
+    assert all(result["ok"] for result in mermaid_render(blocks))
