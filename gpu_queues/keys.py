@@ -12,6 +12,7 @@ KEY_KUBERNETES: Final = "kubernetes"
 KEY_KUEUE: Final = "kueue"
 KEY_FLAVORS: Final = "flavors"
 KEY_COHORT: Final = "cohort"
+KEY_COHORTS: Final = "cohorts"
 KEY_TEAMS: Final = "teams"
 KEY_SHARED_STORAGE: Final = "sharedStorage"
 KEY_MULTI_KUEUE: Final = "multiKueue"
@@ -23,6 +24,7 @@ CONFIG_KEYS: Final = (
     KEY_KUEUE,
     KEY_FLAVORS,
     KEY_COHORT,
+    KEY_COHORTS,
     KEY_TEAMS,
     KEY_SHARED_STORAGE,
     KEY_MULTI_KUEUE,
@@ -36,6 +38,10 @@ OUT_KUEUE_VERSION: Final = "kueueVersion"
 OUT_KUEUE_INSTALLED: Final = "kueueInstalled"
 OUT_FLAVORS: Final = "flavors"
 OUT_COHORT: Final = "cohort"
+# A cohort tree's cohorts (name -> parent) and every team's LocalQueues (namespace/name), only
+# on stacks that have a tree or a team of several LocalQueues.
+OUT_COHORTS: Final = "cohorts"
+OUT_TEAM_LOCAL_QUEUES: Final = "teamLocalQueues"
 OUT_CLUSTER_QUEUES: Final = "clusterQueues"
 OUT_LOCAL_QUEUES: Final = "localQueues"
 OUT_NAMESPACES: Final = "namespaces"

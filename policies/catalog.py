@@ -22,6 +22,7 @@ from pulumi_policy import (
 
 from . import rules
 from .rules import Resource, ResourceRule, StackRule
+from .rules.cohorts import cohort_tree_valid, cohort_webhook_valid
 from .rules.flavors import (
     clusterqueue_flavors_exist,
     quota_within_capacity,
@@ -39,6 +40,8 @@ from .rules.queues import (
     clusterqueue_webhook_valid,
     clusterqueue_whole_extended_resources,
     localqueue_clusterqueue_exists,
+    localqueue_namespace_selected,
+    localqueue_webhook_valid,
 )
 from .rules.release import kueue_release_checksum, kueue_release_pinned
 from .rules.topology import resourceflavor_topology_exists, topology_webhook_valid
@@ -67,6 +70,18 @@ _KUEUE_CONTROLLER: Final = {
 
 def _is_clusterqueue(type_: str) -> bool:
     return rules.kueue_kind(Resource(type_, "", "", {})) == "ClusterQueue"
+
+
+def _is_quota_holder(type_: str) -> bool:
+    return rules.kueue_kind(Resource(type_, "", "", {})) in ("ClusterQueue", "Cohort")
+
+
+def _is_cohort(type_: str) -> bool:
+    return rules.kueue_kind(Resource(type_, "", "", {})) == "Cohort"
+
+
+def _is_local_queue(type_: str) -> bool:
+    return rules.kueue_kind(Resource(type_, "", "", {})) == "LocalQueue"
 
 
 def _is_resource_flavor(type_: str) -> bool:
@@ -140,9 +155,26 @@ RESOURCE_POLICIES: Final = (
     ),
     ResourcePolicySpec(
         rules.WHOLE_EXTENDED_RESOURCES,
-        "Quotas of extended resources such as nvidia.com/gpu are whole numbers.",
+        "Quotas of extended resources such as nvidia.com/gpu are whole numbers (ClusterQueues "
+        "and Cohorts).",
         clusterqueue_whole_extended_resources,
-        _is_clusterqueue,
+        _is_quota_holder,
+        EnforcementLevel.MANDATORY,
+        {},
+    ),
+    ResourcePolicySpec(
+        rules.COHORT_WEBHOOK_VALID,
+        "Cohort quota and fair-sharing weight Kueue's webhook would reject.",
+        cohort_webhook_valid,
+        _is_cohort,
+        EnforcementLevel.MANDATORY,
+        {},
+    ),
+    ResourcePolicySpec(
+        rules.LOCALQUEUE_WEBHOOK_VALID,
+        "LocalQueue fair-sharing weight Kueue's webhook would reject.",
+        localqueue_webhook_valid,
+        _is_local_queue,
         EnforcementLevel.MANDATORY,
         {},
     ),
@@ -252,7 +284,7 @@ _PRE_EXISTING: Final = {
 STACK_POLICIES: Final = (
     StackPolicySpec(
         rules.FLAVORS_EXIST,
-        "Every flavor a ClusterQueue names exists as a ResourceFlavor.",
+        "Every flavor a ClusterQueue or a Cohort's own quota names exists as a ResourceFlavor.",
         clusterqueue_flavors_exist,
         EnforcementLevel.MANDATORY,
         {
@@ -286,6 +318,26 @@ STACK_POLICIES: Final = (
                 **_STRINGS,
                 "default": [],
                 "description": "ClusterQueues that exist in the cluster outside this stack",
+            }
+        },
+    ),
+    StackPolicySpec(
+        rules.LOCALQUEUE_NAMESPACE_SELECTED,
+        "Every LocalQueue is in a namespace its ClusterQueue's namespaceSelector selects.",
+        localqueue_namespace_selected,
+        EnforcementLevel.MANDATORY,
+        {},
+    ),
+    StackPolicySpec(
+        rules.COHORT_TREE_VALID,
+        "The Cohorts form trees: no cycle, every parent a Cohort that exists.",
+        cohort_tree_valid,
+        EnforcementLevel.MANDATORY,
+        {
+            "preExistingCohorts": {
+                **_STRINGS,
+                "default": [],
+                "description": "Cohorts that exist in the cluster outside this stack",
             }
         },
     ),

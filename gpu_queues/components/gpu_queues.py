@@ -23,7 +23,12 @@ import pulumi
 
 from gpu_queues import keys
 from gpu_queues.components import provisioning as capacity
-from gpu_queues.components.cohort import SharedCohort, SharedCohortArgs
+from gpu_queues.components.cohort import (
+    CohortTree,
+    CohortTreeArgs,
+    SharedCohort,
+    SharedCohortArgs,
+)
 from gpu_queues.components.flavors import Flavors, FlavorsArgs
 from gpu_queues.components.kueue import KueueRelease, KueueReleaseArgs
 from gpu_queues.components.monitoring import KueueMonitoring, KueueMonitoringArgs, cluster_problems
@@ -331,7 +336,9 @@ def monitoring_problems(
         if problems:
             return problems
     secret = config.kubernetes.kubeconfig
-    created = {t.namespace for t in config.teams} | (manifest.namespaces if manifest else set())
+    created = {ns for t in config.teams for ns in t.all_namespaces} | (
+        manifest.namespaces if manifest else set()
+    )
     return cluster_problems(
         config,
         kubeconfig if kubeconfig is not None else (secret.get_secret_value() if secret else None),
@@ -387,7 +394,7 @@ class GpuQueues(pulumi.ComponentResource):
                     on_demand.checks[u.name] for u in team.checks if u.name in on_demand.checks
                 )
         teams = _teams(name, cfg, ready, uses, checks, under)
-        namespaces = {t.namespace: q.namespace for t, q in zip(cfg.teams, teams, strict=True)}
+        namespaces = {ns: res for q in teams for ns, res in q.namespaces.items()}
         storage = SharedStorage(
             f"{name}-storage", SharedStorageArgs(cfg.shared_storage, namespaces), under
         )
@@ -408,6 +415,17 @@ class GpuQueues(pulumi.ComponentResource):
             keys.OUT_SHARED_CLAIMS: storage.claim_refs,
             keys.OUT_PRIORITY_CLASSES: {p.name: p.value for p in cfg.priority_classes},
         }
+        # Only a stack with a cohort tree, or a team of several LocalQueues, has these outputs.
+        if cfg.cohorts:
+            self.outputs[keys.OUT_COHORTS] = {c.name: c.parent for c in cfg.cohorts}
+        if any(t.local_queues for t in cfg.teams):
+            self.outputs[keys.OUT_TEAM_LOCAL_QUEUES] = {
+                t.name: [
+                    f"{q['metadata']['namespace']}/{q['metadata']['name']}"
+                    for q in render.local_queues(t)
+                ]
+                for t in cfg.teams
+            }
         # Only a stack with kueue.metrics on has this output: others stay as they were.
         if cfg.kueue.metrics.enabled:
             self.outputs[keys.OUT_METRICS] = _metrics_output(cfg)
@@ -490,6 +508,9 @@ def _shared(
         )
         uses.append(cohort.cohort)
         cohort_name = cfg.cohort.name
+    if cfg.cohorts:
+        tree = CohortTree(f"{name}-cohorts", CohortTreeArgs(cfg.cohorts, ready.dependency), under)
+        uses.extend(tree.by_name.values())
     if cfg.priority_classes:
         PriorityClasses(
             f"{name}-priorities",

@@ -1,4 +1,4 @@
-"""Per team: its namespace, ClusterQueue, LocalQueue and the RBAC to submit Jobs to them."""
+"""Per team: its namespaces, ClusterQueue, LocalQueues and the RBAC to submit Jobs to them."""
 
 from __future__ import annotations
 
@@ -77,11 +77,15 @@ class TeamQueuesArgs:
 
 
 class TeamQueues(pulumi.ComponentResource):
-    """A team's namespace, ClusterQueue, LocalQueue and RBAC."""
+    """A team's namespaces, ClusterQueue, LocalQueues and RBAC. The team's default namespace
+    and LocalQueue keep the resource names of the one-namespace form; others are named after
+    their namespace (and queue)."""
 
     namespace: pulumi.CustomResource
+    namespaces: dict[str, pulumi.CustomResource]
     cluster_queue: k8s.apiextensions.CustomResource
     local_queue: k8s.apiextensions.CustomResource
+    local_queues: list[k8s.apiextensions.CustomResource]
 
     def __init__(
         self, name: str, args: TeamQueuesArgs, opts: pulumi.ResourceOptions | None = None
@@ -90,20 +94,22 @@ class TeamQueues(pulumi.ComponentResource):
         team = args.team
         labels = {keys.LABEL_MANAGED_BY: keys.PROJECT, keys.LABEL_TEAM: team.name}
         child = pulumi.ResourceOptions(parent=self)
-        ns_meta = {"name": team.namespace, "labels": labels}
-        if team.adopt_namespace:
-            # Existing namespace: patch our labels onto it; destroy removes them, not the namespace.
-            self.namespace = k8s.core.v1.NamespacePatch(
-                f"{name}-namespace", metadata=ns_meta, opts=child
+        self.namespaces = {}
+        for namespace in team.all_namespaces:
+            suffix = "" if namespace == team.namespace else f"-{namespace}"
+            ns_meta = {"name": namespace, "labels": labels}
+            # Existing namespace: patch our labels onto it; destroy removes them, not it.
+            kind = k8s.core.v1.NamespacePatch if team.adopt_namespace else k8s.core.v1.Namespace
+            self.namespaces[namespace] = kind(
+                f"{name}-namespace{suffix}", metadata=ns_meta, opts=child
             )
-        else:
-            self.namespace = k8s.core.v1.Namespace(
-                f"{name}-namespace", metadata=ns_meta, opts=child
-            )
+        self.namespace = self.namespaces[team.namespace]
 
         self._queues(name, args)
         if team.submitters:
-            self._submitter_rbac(name, team, labels)
+            for namespace in team.all_namespaces:
+                self._submitter_rbac(name, team, namespace, labels)
+            self._queue_reader(name, team, labels)
 
         # Plain values: the SDK registers them as it would Outputs of them, without an Output
         # (and its tasks) per value and team.
@@ -115,7 +121,8 @@ class TeamQueues(pulumi.ComponentResource):
         )
 
     def _queues(self, name: str, args: TeamQueuesArgs) -> None:
-        """The ClusterQueue, after the namespace and what it uses; the LocalQueue after both."""
+        """The ClusterQueue, after the namespaces and what it uses; each LocalQueue after its
+        namespace and the ClusterQueue."""
         team = args.team
         # The Kueue objects are registered exactly as rendered (and validated) by render.py.
         cq = render.cluster_queue(team, list(args.admission_checks))
@@ -123,34 +130,46 @@ class TeamQueues(pulumi.ComponentResource):
             f"{name}-clusterqueue",
             cq,
             pulumi.ResourceOptions(
-                parent=self, depends_on=_gate(args.ready, [self.namespace, *args.uses])
-            ),
-        )
-        lq = render.local_queue(team)
-        self.local_queue = kueue_object(
-            f"{name}-localqueue",
-            lq,
-            pulumi.ResourceOptions(
                 parent=self,
-                depends_on=_gate(args.ready, [self.namespace, self.cluster_queue]),
-                # spec.clusterQueue is immutable: pointing elsewhere means a new LocalQueue.
-                replace_on_changes=["spec.clusterQueue"],
-                delete_before_replace=True,
+                depends_on=_gate(args.ready, [*self.namespaces.values(), *args.uses]),
             ),
         )
+        self.local_queues = []
+        for lq in render.local_queues(team):
+            lq_name, namespace = lq["metadata"]["name"], lq["metadata"]["namespace"]
+            default = (lq_name, namespace) == (team.local_queue, team.namespace)
+            self.local_queues.append(
+                kueue_object(
+                    f"{name}-localqueue" + ("" if default else f"-{namespace}-{lq_name}"),
+                    lq,
+                    pulumi.ResourceOptions(
+                        parent=self,
+                        depends_on=_gate(
+                            args.ready, [self.namespaces[namespace], self.cluster_queue]
+                        ),
+                        # spec.clusterQueue is immutable: pointing elsewhere means a new one.
+                        replace_on_changes=["spec.clusterQueue"],
+                        delete_before_replace=True,
+                    ),
+                )
+            )
+        self.local_queue = self.local_queues[0]
 
-    def _submitter_rbac(self, name: str, team: Team, labels: dict[str, str]) -> None:
-        """The team's submitters may create workloads in its namespace and read its queues."""
+    def _submitter_rbac(
+        self, name: str, team: Team, namespace: str, labels: dict[str, str]
+    ) -> None:
+        """The team's submitters may create workloads in one of its namespaces."""
+        suffix = "" if namespace == team.namespace else f"-{namespace}"
         subjects = [rbac_subject(s, team.namespace) for s in team.submitters]
         role = k8s.rbac.v1.Role(
-            f"{name}-submit-role",
-            metadata={"name": SUBMIT_ROLE, "namespace": team.namespace, "labels": labels},
+            f"{name}-submit-role{suffix}",
+            metadata={"name": SUBMIT_ROLE, "namespace": namespace, "labels": labels},
             rules=SUBMIT_RULES,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespaces[namespace]]),
         )
         k8s.rbac.v1.RoleBinding(
-            f"{name}-submit-binding",
-            metadata={"name": SUBMIT_ROLE, "namespace": team.namespace, "labels": labels},
+            f"{name}-submit-binding{suffix}",
+            metadata={"name": SUBMIT_ROLE, "namespace": namespace, "labels": labels},
             role_ref={
                 "apiGroup": "rbac.authorization.k8s.io",
                 "kind": "Role",
@@ -159,6 +178,10 @@ class TeamQueues(pulumi.ComponentResource):
             subjects=subjects,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[role]),
         )
+
+    def _queue_reader(self, name: str, team: Team, labels: dict[str, str]) -> None:
+        """The team's submitters may read its ClusterQueue and the flavors."""
+        subjects = [rbac_subject(s, team.namespace) for s in team.submitters]
         reader_name = f"gpu-queues-{team.name}-queue-reader"
         reader = k8s.rbac.v1.ClusterRole(
             f"{name}-queue-reader-role",

@@ -23,7 +23,11 @@ from gpu_queues.config import multikueue_checks, provisioning_checks
 from gpu_queues.config.errors import Loc, Problem, format_loc
 from gpu_queues.config.monitoring import metrics_problems
 from gpu_queues.config.rendered import kueue_rule_problems
-from gpu_queues.config.subjects import check_subjects, reserved_namespace_problems
+from gpu_queues.config.subjects import (
+    check_subjects,
+    owned_namespaces,
+    reserved_namespace_problems,
+)
 from gpu_queues.config.topology_checks import topology_problems
 from gpu_queues.kueue import versions as kueue_versions
 from gpu_queues.kueue.fields import (
@@ -50,59 +54,173 @@ def _duplicates(items: Iterable[tuple[Loc, Any]], what: str, problems: list[Prob
             first[value] = loc
 
 
+def cohort_names(raw: Mapping[str, Any]) -> list[str]:
+    """Every cohort a team may join: the one-cohort form's, then the tree's."""
+    names = [as_str(as_dict(raw.get(keys.KEY_COHORT)).get("name"))]
+    names += [as_str(as_dict(c).get("name")) for c in as_list(raw.get(keys.KEY_COHORTS))]
+    return [n for n in names if n is not None]
+
+
+def _cohorts(raw: Mapping[str, Any], problems: list[Problem]) -> None:
+    """Cohort names are unique across `cohort` and `cohorts` (the tree's rules on the rendered
+    Cohorts are in gpu_queues/kueue/cohort.py, run by rendered.py)."""
+    items: list[tuple[Loc, Any]] = [
+        ((keys.KEY_COHORT, "name"), as_str(as_dict(raw.get(keys.KEY_COHORT)).get("name")))
+    ]
+    items += [
+        ((keys.KEY_COHORTS, i, "name"), as_str(as_dict(c).get("name")))
+        for i, c in enumerate(as_list(raw.get(keys.KEY_COHORTS)))
+    ]
+    _duplicates(items, "cohort name", problems)
+
+
+def _team_queues(
+    base: Loc, team: Mapping[str, Any], owner: Mapping[str, Loc], problems: list[Problem]
+) -> None:
+    """The default namespace is one of `namespaces`; one queue form at a time; each LocalQueue
+    in a namespace the team owns (`owner`: namespace -> where a team declares it)."""
+    names = as_list(team.get("namespaces"))
+    namespace = as_str(team.get("namespace"))
+    if team.get("namespaces") is not None and namespace is not None and namespace not in names:
+        problems.append(
+            Problem(
+                (*base, "namespace"),
+                f"namespace {namespace!r} is not one of namespaces; the default namespace is "
+                "one of them (or leave namespace unset)",
+            )
+        )
+    if team.get("localQueues") is not None and team.get("localQueue") is not None:
+        problems.append(
+            Problem(
+                (*base, "localQueue"),
+                "set localQueue (one queue) or localQueues, not both (the first of localQueues "
+                "is the team's default)",
+            )
+        )
+    mine = {n for _, n in owned_namespaces(base, team)}
+    for j, raw_queue in enumerate(as_list(team.get("localQueues"))):
+        queue_ns = as_str(as_dict(raw_queue).get("namespace"))
+        if queue_ns is None or queue_ns in mine:
+            continue
+        where = (
+            f"it belongs to the team at {format_loc(owner[queue_ns][:2])}"
+            if queue_ns in owner
+            else "no team owns it"
+        )
+        problems.append(
+            Problem(
+                (*base, "localQueues", j, "namespace"),
+                f"namespace {queue_ns!r} is not one of the team's namespaces "
+                f"({', '.join(sorted(mine)) or 'none'}); {where}. Add it to the team's "
+                "namespaces, or put the queue in one of them",
+            )
+        )
+
+
+def _admission_scope(raw: Mapping[str, Any], base: Loc, team: Mapping[str, Any]) -> list[Problem]:
+    """admissionScope orders a team's LocalQueues only where Kueue's admission fair sharing is
+    on: the manager's admissionFairSharing set and its feature gate not off (Kueue's
+    afs.Enabled); otherwise Kueue ignores it without a word."""
+    mode = as_dict(team.get("admissionScope")).get("admissionMode")
+    if mode != "UsageBasedAdmissionFairSharing":
+        return []
+    manager = as_dict(as_dict(raw.get(keys.KEY_KUEUE)).get("manager"))
+    loc: Loc = (*base, "admissionScope")
+    if as_dict(manager.get("featureGates")).get("AdmissionFairSharing") is False:
+        return [
+            Problem(
+                loc,
+                "admission fair sharing is switched off (kueue.manager.featureGates."
+                "AdmissionFairSharing: false), so Kueue would ignore admissionScope",
+            )
+        ]
+    if manager.get("admissionFairSharing") is None:
+        return [
+            Problem(
+                loc,
+                "admissionScope needs kueue.manager.admissionFairSharing (usageHalfLifeTime, "
+                "usageSamplingInterval): without it Kueue ignores the team's admissionScope",
+            )
+        ]
+    return []
+
+
 def _teams(raw: Mapping[str, Any], problems: list[Problem]) -> None:
     teams = as_list(raw.get(keys.KEY_TEAMS))
-    cohort_name = as_str(as_dict(raw.get(keys.KEY_COHORT)).get("name"))
-    namespaces: dict[str, Loc] = {}
+    declared = cohort_names(raw)
+    owner: dict[str, Loc] = {}
+    owned: list[tuple[Loc, str]] = []
     for i, t in enumerate(teams):
-        ns = as_str(as_dict(t).get("namespace"))
-        if ns is not None:
-            namespaces.setdefault(ns, (keys.KEY_TEAMS, i))
-    for field, what in (
-        ("name", "team name"),
-        ("namespace", "team namespace (each team has its own)"),
-        ("clusterQueue", "ClusterQueue name"),
-    ):
-        _duplicates(
+        for loc, ns in owned_namespaces((keys.KEY_TEAMS, i), as_dict(t)):
+            owner.setdefault(ns, loc)
+            owned.append((loc, ns))
+    # A team's `namespace` may repeat one of its own `namespaces`; any other repeat is a
+    # namespace two teams (or one team twice) claim.
+    repeats = [
+        (loc, ns)
+        for loc, ns in owned
+        if not (isinstance(loc[-1], int) and as_dict(teams[int(loc[1])]).get("namespace") == ns)
+    ]
+    names = {
+        field: [
+            ((keys.KEY_TEAMS, i, field), as_str(as_dict(t).get(field))) for i, t in enumerate(teams)
+        ]
+        for field in ("name", "clusterQueue")
+    }
+    _duplicates(names["name"], "team name", problems)
+    _duplicates(repeats, "team namespace (each team has its own)", problems)
+    _duplicates(names["clusterQueue"], "ClusterQueue name", problems)
+    _duplicates(
+        (
             (
-                ((keys.KEY_TEAMS, i, field), as_str(as_dict(t).get(field)))
-                for i, t in enumerate(teams)
-            ),
-            what,
-            problems,
-        )
+                (keys.KEY_TEAMS, i, "localQueues", j, "name"),
+                (as_str(q.get("namespace")), as_str(q.get("name"))),
+            )
+            for i, t in enumerate(teams)
+            for j, q in enumerate(as_dict(x) for x in as_list(as_dict(t).get("localQueues")))
+        ),
+        "LocalQueue (namespace, name)",
+        problems,
+    )
     for i, raw_team in enumerate(teams):
         team = as_dict(raw_team)
         base: Loc = (keys.KEY_TEAMS, i)
         team_cohort = as_str(team.get("cohort"))
-        if team_cohort is not None and team_cohort != cohort_name:
+        if team_cohort is not None and team_cohort not in declared:
             allowed = (
-                f"the declared cohort is {cohort_name!r}"
-                if cohort_name
+                f"the declared cohorts are {', '.join(declared)}"
+                if len(declared) > 1
+                else f"the declared cohort is {declared[0]!r}"
+                if declared
                 else "no cohort is declared"
             )
             problems.append(
                 Problem((*base, "cohort"), f"cohort {team_cohort!r} is not declared; {allowed}")
             )
-        namespace = as_str(team.get("namespace"))
-        if namespace and reserved_namespace(namespace):
-            pass  # reported by reserved_namespace_problems
-        elif namespace in ALWAYS_PRESENT_NAMESPACES and team.get("adoptNamespace") is not True:
+        present = [
+            n
+            for _, n in owned_namespaces(base, team)
+            if n in ALWAYS_PRESENT_NAMESPACES and not reserved_namespace(n)
+        ]  # reserved ones: reported by reserved_namespace_problems
+        if present and team.get("adoptNamespace") is not True:
             problems.append(
                 Problem(
                     (*base, "adoptNamespace"),
-                    f"namespace {namespace!r} always exists: set adoptNamespace: true to use it",
+                    f"namespace {present[0]!r} always exists: set adoptNamespace: true to use it",
                 )
             )
-        others = {n: loc for n, loc in namespaces.items() if loc != base}
+        _team_queues(base, team, owner, problems)
+        problems.extend(_admission_scope(raw, base, team))
+        others = {n: loc[:2] for n, loc in owner.items() if loc[:2] != base}
         check_subjects(base, team, others, problems)
 
 
 def _storage(raw: Mapping[str, Any], problems: list[Problem]) -> None:
-    team_namespaces = {
-        as_str(as_dict(t).get("namespace")) for t in as_list(raw.get(keys.KEY_TEAMS))
+    team_namespaces: set[str | None] = {
+        n
+        for i, t in enumerate(as_list(raw.get(keys.KEY_TEAMS)))
+        for _, n in owned_namespaces((keys.KEY_TEAMS, i), as_dict(t))
     }
-    team_namespaces.discard(None)
     volumes = as_list(raw.get(keys.KEY_SHARED_STORAGE))
     seen_volume: dict[str, str] = {}
     for v, raw_volume in enumerate(volumes):
@@ -258,6 +376,7 @@ def cross_check(raw: Mapping[str, Any]) -> list[Problem]:
         "topology name",
         problems,
     )
+    _cohorts(raw, problems)
     _teams(raw, problems)
     problems += reserved_namespace_problems(raw)
     kueue_rule_problems(raw, problems)

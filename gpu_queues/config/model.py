@@ -38,6 +38,16 @@ from gpu_queues.config.multikueue import (
     MultiKueueWorkerRole,
 )
 from gpu_queues.config.provisioning import Provisioning
+from gpu_queues.config.teams import (
+    AdmissionScope,
+    Cohort,
+    CohortNode,
+    FairSharingWeight,
+    FlavorFungibility,
+    Subject,
+    Team,
+    TeamLocalQueue,
+)
 from gpu_queues.config.topology import Topology, TopologyLevel
 from gpu_queues.kueue.fieldtypes import (
     Duration,
@@ -45,7 +55,6 @@ from gpu_queues.kueue.fieldtypes import (
     ImageRegistry,
     LabelName,
     LabelValue,
-    LocalQueueName,
     ManifestUrl,
     NodeCount,
     ObjectName,
@@ -61,9 +70,14 @@ from gpu_queues.kueue.fieldtypes import (
 from gpu_queues.pins import kueue_version
 
 __all__ = [
+    "AdmissionFairSharing",
+    "AdmissionScope",
     "Cohort",
+    "CohortNode",
     "ConfigError",
+    "FairSharingWeight",
     "Flavor",
+    "FlavorFungibility",
     "KueueConfig",
     "Loc",
     "ManagerConfig",
@@ -83,6 +97,7 @@ __all__ = [
     "StackConfig",
     "Subject",
     "Team",
+    "TeamLocalQueue",
     "Topology",
     "TopologyLevel",
     "format_loc",
@@ -189,6 +204,19 @@ class FairSharing(Model):
     ) = None
 
 
+class AdmissionFairSharing(Model):
+    """Kueue's `admissionFairSharing` of the Configuration: present means enabled. Teams with
+    `admissionScope` order their LocalQueues' jobs by each queue's decayed recent usage."""
+
+    usage_half_life_time: Duration = Field(
+        description="how fast a LocalQueue's past usage is forgotten (half of it per period)"
+    )
+    usage_sampling_interval: Duration = Field(description="how often usage is sampled")
+    resource_weights: dict[ResourceName, float] | None = Field(
+        default=None, description="weight of each resource in the usage (default 1 each)"
+    )
+
+
 class LabelSelectorRequirement(Model):
     key: QualifiedName
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
@@ -239,6 +267,11 @@ class ManagerConfig(Model):
     integrations: Integrations | None = None
     wait_for_pods_ready: WaitForPodsReady | None = None
     fair_sharing: FairSharing | None = None
+    admission_fair_sharing: AdmissionFairSharing | None = Field(
+        default=None,
+        description="admission fair sharing among a ClusterQueue's LocalQueues, for teams "
+        "with admissionScope (docs/organisations.md)",
+    )
     managed_jobs_namespace_selector: LabelSelector | None = None
     manage_jobs_without_queue_name: bool | None = None
     feature_gates: dict[FeatureGate, bool] | None = None
@@ -420,67 +453,6 @@ class Flavor(Model):
         return flavor_nodes(self.model_dump(by_alias=True, exclude_none=True), levels)
 
 
-class Cohort(Model):
-    name: ObjectName
-
-
-class ResourceQuota(Model):
-    nominal_quota: Quantity
-    borrowing_limit: Quantity | None = None
-    lending_limit: Quantity | None = None
-
-
-class FlavorQuotas(Model):
-    name: ObjectName = Field(description="a flavor declared under flavors")
-    resources: dict[ResourceName, ResourceQuota] = Field(
-        description="one entry per covered resource of the group"
-    )
-
-
-class ResourceGroup(Model):
-    covered_resources: list[ResourceName] = Field(min_length=1, max_length=64)
-    flavors: list[FlavorQuotas] = Field(min_length=1, max_length=64)
-
-
-class BorrowWithinCohort(Model):
-    policy: Literal["Never", "LowerPriority"]
-    max_priority_threshold: int | None = None
-
-
-class Preemption(Model):
-    reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] | None = None
-    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] | None = (
-        None
-    )
-    borrow_within_cohort: BorrowWithinCohort | None = None
-
-
-class Subject(Model):
-    kind: Literal["User", "Group", "ServiceAccount"]
-    name: str = Field(min_length=1)
-    namespace: LabelName | None = Field(
-        default=None, description="ServiceAccount only; default: the team namespace"
-    )
-
-
-class Team(Model):
-    name: LabelName
-    namespace: LabelName
-    adopt_namespace: bool = Field(
-        default=False, description="true: the namespace already exists; adopt it, never delete it"
-    )
-    cluster_queue: ObjectName
-    local_queue: LocalQueueName
-    namespace_selector: Literal["team", "all"] = Field(
-        default="team", description="team: only the team namespace; all: {} (every namespace)"
-    )
-    cohort: ObjectName | None = None
-    resource_groups: list[ResourceGroup] = Field(min_length=1, max_length=16)
-    preemption: Preemption | None = None
-    queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] | None = None
-    submitters: list[Subject] = Field(default_factory=list)
-
-
 class PriorityClass(Model):
     """A Kueue WorkloadPriorityClass: jobs name it in their `kueue.x-k8s.io/priority-class`
     label (so its name fits a label value); a higher value is admitted first and may preempt
@@ -509,7 +481,14 @@ class StackConfig(Model):
     kubernetes: KubernetesConfig = Field(default_factory=KubernetesConfig)
     kueue: KueueConfig = Field(default_factory=KueueConfig)
     flavors: list[Flavor] = Field(default_factory=list)
-    cohort: Cohort | None = None
+    cohort: Cohort | None = Field(
+        default=None, description="one cohort every team may join (a one-node tree)"
+    )
+    cohorts: list[CohortNode] = Field(
+        default_factory=list,
+        description="a tree of cohorts (Kueue Cohorts with parentName), with their own quota "
+        "and fair-sharing weights (docs/organisations.md)",
+    )
     teams: list[Team] = Field(default_factory=list)
     shared_storage: list[SharedVolume] = Field(default_factory=list)
     multi_kueue: MultiKueue | None = None

@@ -85,23 +85,60 @@ def topology(entry: Entry) -> dict[str, Any]:
 
 
 def cohort(entry: Entry) -> dict[str, Any]:
-    """The Cohort teams borrow from and lend to (no quota of its own)."""
-    name = config_form(entry).get("name")
-    return _object("Cohort", {"name": name, "labels": {keys.LABEL_MANAGED_BY: keys.PROJECT}}, {})
+    """A Cohort: the one-cohort form has no spec fields (a root without quota); a node of the
+    tree (`cohorts`) its parentName, own resourceGroups and fairSharing."""
+    node = config_form(entry)
+    spec: dict[str, Any] = {}
+    if node.get("parent") is not None:
+        spec["parentName"] = node["parent"]
+    if node.get("resourceGroups") is not None:
+        spec["resourceGroups"] = resource_groups(node.get("resourceGroups"))
+    if node.get("fairSharing") is not None:
+        spec["fairSharing"] = node["fairSharing"]
+    metadata = {"name": node.get("name"), "labels": {keys.LABEL_MANAGED_BY: keys.PROJECT}}
+    return _object("Cohort", metadata, spec)
+
+
+def cohorts(config: Entry) -> list[dict[str, Any]]:
+    """The stack's Cohorts: the one-cohort form, then the tree's nodes in config order."""
+    raw = config_form(config)
+    objects = (
+        [cohort(raw[keys.KEY_COHORT])] if isinstance(raw.get(keys.KEY_COHORT), Mapping) else []
+    )
+    return objects + [cohort(_map(c)) for c in as_list(raw.get(keys.KEY_COHORTS))]
 
 
 def team_labels(team: Mapping[str, Any]) -> dict[str, Any]:
     return {keys.LABEL_MANAGED_BY: keys.PROJECT, keys.LABEL_TEAM: team.get("name")}
 
 
+def team_namespaces(team: Mapping[str, Any]) -> list[Any]:
+    """Every namespace a team owns, its default first: `namespaces` (with `namespace`, which
+    defaults to one of them), else its one `namespace`."""
+    names = [team.get("namespace"), *as_list(team.get("namespaces"))]
+    return list(dict.fromkeys(n for n in names if isinstance(n, str)))
+
+
+def team_local_queues(team: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A team's LocalQueues as {name, namespace[, fairSharing]}: `localQueues`, else its one
+    `localQueue` in its namespace."""
+    if team.get("localQueues") is not None:
+        return [_map(q) for q in as_list(team.get("localQueues"))]
+    return [{"name": team.get("localQueue"), "namespace": team.get("namespace")}]
+
+
 def namespace_selector(team: Mapping[str, Any]) -> dict[str, Any]:
-    """Only the team's namespace, or `{}` (all namespaces) when config asks for it by name.
+    """Exactly the team's namespaces, or `{}` (all namespaces) when config asks for it by name.
 
     Never null: a null selector admits from no namespace at all.
     """
     if team.get("namespaceSelector") == "all":
         return {}
-    return {"matchLabels": {NAMESPACE_NAME_LABEL: team.get("namespace")}}
+    names = team_namespaces(team)
+    if len(names) <= 1:
+        return {"matchLabels": {NAMESPACE_NAME_LABEL: team.get("namespace")}}
+    expression = {"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": names}
+    return {"matchExpressions": [expression]}
 
 
 def _quotas(covered: list[Any], resources: Any) -> list[dict[str, Any]]:
@@ -121,14 +158,10 @@ def _quotas(covered: list[Any], resources: Any) -> list[dict[str, Any]]:
     return out
 
 
-def cluster_queue_spec(entry: Entry) -> dict[str, Any]:
-    team = config_form(entry)
-    spec: dict[str, Any] = {}
-    if team.get("cohort") is not None:
-        spec["cohortName"] = team["cohort"]
-    spec["namespaceSelector"] = namespace_selector(team)
+def resource_groups(raw_groups: Any) -> list[dict[str, Any]]:
+    """Resource groups as Kueue has them (a ClusterQueue's or a Cohort's)."""
     groups = []
-    for raw_group in as_list(team.get("resourceGroups")):
+    for raw_group in as_list(raw_groups):
         group = _map(raw_group)
         covered = as_list(group.get("coveredResources"))
         flavors = []
@@ -138,11 +171,27 @@ def cluster_queue_spec(entry: Entry) -> dict[str, Any]:
                 {"name": flavor.get("name"), "resources": _quotas(covered, flavor.get("resources"))}
             )
         groups.append({"coveredResources": list(covered), "flavors": flavors})
-    spec["resourceGroups"] = groups
+    return groups
+
+
+# Team keys copied into its ClusterQueue's spec as written, after queueingStrategy.
+QUEUE_FIELDS = ("flavorFungibility", "fairSharing", "stopPolicy", "admissionScope")
+
+
+def cluster_queue_spec(entry: Entry) -> dict[str, Any]:
+    team = config_form(entry)
+    spec: dict[str, Any] = {}
+    if team.get("cohort") is not None:
+        spec["cohortName"] = team["cohort"]
+    spec["namespaceSelector"] = namespace_selector(team)
+    spec["resourceGroups"] = resource_groups(team.get("resourceGroups"))
     if team.get("preemption") is not None:
         spec["preemption"] = team["preemption"]
     if team.get("queueingStrategy") is not None:
         spec["queueingStrategy"] = team["queueingStrategy"]
+    for key in QUEUE_FIELDS:
+        if team.get(key) is not None:
+            spec[key] = team[key]
     return spec
 
 
@@ -168,15 +217,26 @@ def cluster_queue(
     return _object("ClusterQueue", metadata, spec)
 
 
-def local_queue(entry: Entry) -> dict[str, Any]:
-    """A team's LocalQueue, in the team namespace, pointing at its ClusterQueue."""
+def local_queue(entry: Entry, queue: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A team's LocalQueue pointing at its ClusterQueue: `queue` (one of team_local_queues),
+    else the team's default one in its namespace."""
     team = config_form(entry)
+    queue = queue if queue is not None else team_local_queues(team)[0]
     metadata = {
-        "name": team.get("localQueue"),
-        "namespace": team.get("namespace"),
+        "name": queue.get("name"),
+        "namespace": queue.get("namespace"),
         "labels": team_labels(team),
     }
-    return _object("LocalQueue", metadata, {"clusterQueue": team.get("clusterQueue")})
+    spec: dict[str, Any] = {"clusterQueue": team.get("clusterQueue")}
+    if queue.get("fairSharing") is not None:
+        spec["fairSharing"] = queue["fairSharing"]
+    return _object("LocalQueue", metadata, spec)
+
+
+def local_queues(entry: Entry) -> list[dict[str, Any]]:
+    """Every LocalQueue of a team, in config order."""
+    team = config_form(entry)
+    return [local_queue(team, q) for q in team_local_queues(team)]
 
 
 def workload_priority_class(entry: Entry) -> dict[str, Any]:
@@ -269,19 +329,18 @@ def multikueue_objects(config: Entry) -> list[dict[str, Any]]:
 
 
 def kueue_objects(config: Entry) -> list[dict[str, Any]]:
-    """Every Kueue object of a stack config: topologies, flavors, cohort, priority classes, per
-    team CQ and LQ, then a MultiKueue manager's objects and the provisioning checks."""
+    """Every Kueue object of a stack config: topologies, flavors, cohorts, priority classes, per
+    team CQ and LQs, then a MultiKueue manager's objects and the provisioning checks."""
     raw = config_form(config)
     objects = [topology(_map(t)) for t in as_list(raw.get(keys.KEY_TOPOLOGIES))]
     objects += [resource_flavor(_map(f)) for f in as_list(raw.get(keys.KEY_FLAVORS))]
-    if isinstance(raw.get(keys.KEY_COHORT), Mapping):
-        objects.append(cohort(raw[keys.KEY_COHORT]))
+    objects += cohorts(raw)
     objects += [
         workload_priority_class(_map(p)) for p in as_list(raw.get(keys.KEY_PRIORITY_CLASSES))
     ]
     for team in as_list(raw.get(keys.KEY_TEAMS)):
         checks = admission_checks_of(raw, _map(team).get("name"))
-        objects += [cluster_queue(_map(team), checks), local_queue(_map(team))]
+        objects += [cluster_queue(_map(team), checks), *local_queues(_map(team))]
     return objects + multikueue_objects(raw) + provisioning_objects(raw)
 
 

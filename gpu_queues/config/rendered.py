@@ -15,6 +15,7 @@ from gpu_queues import keys
 from gpu_queues.config import provisioning_checks, render
 from gpu_queues.config.errors import Loc, Problem, key_path
 from gpu_queues.config.hardware import flavor_hardware
+from gpu_queues.config.render import QUEUE_FIELDS
 from gpu_queues.kueue.admissioncheck import (
     CHECK_UNDECLARED,
     MULTIKUEUE_CONTROLLER,
@@ -23,9 +24,11 @@ from gpu_queues.kueue.admissioncheck import (
 )
 from gpu_queues.kueue.capacity import QuotaHolder, over_capacity, quota_totals
 from gpu_queues.kueue.clusterqueue import cluster_queue_errors
+from gpu_queues.kueue.cohort import PARENT_UNDECLARED, cohort_errors, cohort_tree_errors
 from gpu_queues.kueue.errors import FieldError, child
+from gpu_queues.kueue.localqueue import local_queue_errors, unselected_local_queues
 from gpu_queues.kueue.provisioning import provisioning_with_multikueue
-from gpu_queues.kueue.quotas import LIMIT_WITHOUT_COHORT
+from gpu_queues.kueue.quotas import LIMIT_WITHOUT_COHORT, LIMIT_WITHOUT_PARENT
 from gpu_queues.kueue.resourceflavor import resource_flavor_errors
 from gpu_queues.kueue.resourcegroups import (
     DEFAULT_REQUIRED_RESOURCES,
@@ -61,13 +64,34 @@ def _team_loc(
         return provisioning_checks.strategy_loc(raw, team_name, tail[1:])
     if key == "preemption":
         return (*base, key, *tail)
+    if key in QUEUE_FIELDS:
+        return (*base, key, *tail)
     if key != "resourceGroups":
         return base
+    return _groups_loc(base, cq, tail)
+
+
+def _groups_loc(base: Loc, obj: Mapping[str, Any], tail: tuple[str | int, ...]) -> Loc:
+    """spec.resourceGroups[g].flavors[f].resources[r] of a rendered object: the quota is keyed
+    by its resource name in the stack config."""
     if len(tail) >= 5 and tail[1] == "flavors" and tail[3] == "resources":
         g, _, f, _, r = tail[:5]
-        quota = child(cq, "spec", "resourceGroups")[g]["flavors"][f]["resources"][r]
+        quota = child(obj, "spec", "resourceGroups")[g]["flavors"][f]["resources"][r]
         return (*base, "resourceGroups", g, "flavors", f, "resources", quota["name"], *tail[5:])
     return (*base, "resourceGroups", *tail)
+
+
+def _cohort_loc(base: Loc, obj: Mapping[str, Any], path: tuple[str | int, ...]) -> Loc:
+    """Where a path of a rendered Cohort comes from (`cohorts[i]` or `cohort`)."""
+    if path[:2] == ("metadata", "name"):
+        return (*base, "name")
+    if len(path) < 2 or path[0] != "spec":
+        return base
+    if path[1] == "parentName":
+        return (*base, "parent")
+    if path[1] == "resourceGroups":
+        return _groups_loc(base, obj, path[2:])
+    return (*base, *path[1:])
 
 
 def _flavor_loc(base: Loc, path: tuple[str | int, ...]) -> Loc:
@@ -82,6 +106,10 @@ def _config_fix(error: FieldError, loc: Loc) -> str:
     """The fix in stack config terms, where Kueue's terms would mislead."""
     if error.code == LIMIT_WITHOUT_COHORT:
         return f"set {key_path((*loc[:2], 'cohort'))} or remove the limit"
+    if error.code == LIMIT_WITHOUT_PARENT:
+        return f"set {key_path((*loc[:2], 'parent'))} or remove the limit"
+    if error.code == PARENT_UNDECLARED:
+        return f"declare it under {keys.KEY_COHORTS}, or fix the name"
     if error.code == FLAVOR_UNDECLARED:
         return f"declare it under {keys.KEY_FLAVORS}, or fix the name"
     if error.code == CHECK_UNDECLARED and loc[:1] == (keys.KEY_PROVISIONING,):
@@ -96,6 +124,8 @@ def _mapped(errors: Iterable[FieldError], to_loc: Any) -> list[Problem]:
         message = error.message
         if error.code == LIMIT_WITHOUT_COHORT:
             message = message.replace("the queue has no cohortName", "the team has no cohort")
+        if error.code == LIMIT_WITHOUT_PARENT:
+            message = message.replace("the cohort has no parentName", "the cohort has no parent")
         problems.append(Problem(loc, f"{message}; {_config_fix(error, loc)}"))
     return problems
 
@@ -165,10 +195,64 @@ def kueue_rule_problems(raw: Mapping[str, Any], problems: list[Problem]) -> None
         ]
         problems += _mapped(errors, lambda p, b=base, q=cq: _team_loc(b, q, p, raw))
 
+    _local_queue_problems(raw, queues, problems)
+    cohorts = _cohort_problems(raw, declared, problems)
+
     def label(holder: QuotaHolder) -> str:
+        if holder.kind == "Cohort":
+            return f"cohort {holder.name}"
         return team_of.get(holder.name, f"{holder.kind} {holder.name}")
 
-    totals = quota_totals(queues)
+    totals = quota_totals([*queues, *cohorts])
     for overrun in over_capacity(totals, capacity):
         loc, detail = capacity_at[overrun.flavor, overrun.resource]
         problems.append(Problem(loc, overrun.describe(label) + detail))
+
+
+def _cohort_problems(
+    raw: Mapping[str, Any], declared: set[str], problems: list[Problem]
+) -> list[dict[str, Any]]:
+    """Each Cohort's own rules (Kueue's webhook, whole numbers, declared flavors) and the
+    tree's (gpu_queues/kueue/cohort.py), mapped to `cohort` or `cohorts[i]`; returns the
+    Cohorts, whose own quota counts against the hardware."""
+    objects = render.cohorts(raw)
+    bases: list[Loc] = (
+        [(keys.KEY_COHORT,)] if len(objects) > len(as_list(raw.get(keys.KEY_COHORTS))) else []
+    )
+    bases += [(keys.KEY_COHORTS, i) for i in range(len(as_list(raw.get(keys.KEY_COHORTS))))]
+    loc_of: dict[str, Loc] = {}
+    for base, obj in zip(bases, objects, strict=True):
+        name = obj["metadata"]["name"]
+        if isinstance(name, str):
+            loc_of.setdefault(name, base)
+        errors = [*cohort_errors(obj), *fractional_quotas(obj), *undeclared_flavors(obj, declared)]
+        problems += _mapped(errors, lambda p, b=base, o=obj: _cohort_loc(b, o, p))
+    for name, error in cohort_tree_errors(objects):
+        base = loc_of[name]
+        problems += _mapped([error], lambda p, b=base: _cohort_loc(b, {}, p))
+    return objects
+
+
+def _local_queue_problems(
+    raw: Mapping[str, Any], queues: list[dict[str, Any]], problems: list[Problem]
+) -> None:
+    """Each team's LocalQueues: Kueue's rules on them, and one its ClusterQueue does not select
+    (gpu_queues/kueue/localqueue.py; a namespace the team does not own is said in the team's
+    terms by checks.py, so the same place is not reported twice)."""
+    objects: list[dict[str, Any]] = []
+    loc_of: dict[int, Loc] = {}
+    for i, raw_team in enumerate(as_list(raw.get(keys.KEY_TEAMS))):
+        team = as_dict(raw_team)
+        listed = team.get("localQueues") is not None
+        for j, lq in enumerate(render.local_queues(team)):
+            base: Loc = (keys.KEY_TEAMS, i, "localQueues", j) if listed else (keys.KEY_TEAMS, i)
+            loc_of[id(lq)] = base
+            objects.append(lq)
+            errors = local_queue_errors(lq)
+            problems += _mapped(errors, lambda p, b=base: (*b, *p[1:]))
+    said = {p.loc for p in problems}
+    for found, error in unselected_local_queues([*queues, *objects]):
+        base = loc_of[id(found)]
+        loc = (*base, "namespace")
+        if loc not in said:
+            problems += _mapped([error], lambda p, at=loc: at)

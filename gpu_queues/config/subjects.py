@@ -55,10 +55,22 @@ def _odd_characters(name: str) -> bool:
     return name != name.strip() or any(unicodedata.category(c).startswith("C") for c in name)
 
 
+def owned_namespaces(base: Loc, team: Mapping[str, Any]) -> list[tuple[Loc, str]]:
+    """(key, namespace) of every namespace a raw team entry owns: `namespace`, then each of
+    `namespaces` (render.team_namespaces is the same list without the keys)."""
+    found = [((*base, "namespace"), as_str(team.get("namespace")))]
+    found += [
+        ((*base, "namespaces", j), as_str(n)) for j, n in enumerate(as_list(team.get("namespaces")))
+    ]
+    return [(loc, n) for loc, n in found if n is not None]
+
+
 def check_subjects(
     base: Loc, team: Mapping[str, Any], team_namespaces: Mapping[str, Loc], out: list[Problem]
 ) -> None:
     own = as_str(team.get("namespace"))
+    mine = {n for _, n in owned_namespaces(base, team)}
+    team_namespaces = {n: loc for n, loc in team_namespaces.items() if n not in mine}
     for k, raw_subject in enumerate(as_list(team.get("submitters"))):
         subject = as_dict(raw_subject)
         loc: Loc = (*base, "submitters", k)
@@ -159,20 +171,22 @@ def reserved_namespace_problems(config: render.Entry, extra: Iterable[str] = ())
     for i, raw_team in enumerate(as_list(raw.get(keys.KEY_TEAMS))):
         team = as_dict(raw_team)
         base: Loc = (keys.KEY_TEAMS, i)
-        own = as_str(team.get("namespace"))
-        reason = reserved_namespace(own, extra) if own else None
-        if reason:
-            problems.append(
-                Problem(
-                    (*base, "namespace"),
-                    f"{reason}, not a team's to take (adopted or not); give the team a "
-                    "namespace of its own",
+        owned = owned_namespaces(base, team)
+        for ns_loc, owned_ns in owned:
+            reason = reserved_namespace(owned_ns, extra)
+            if reason and not (ns_loc[-1] != "namespace" and owned_ns == team.get("namespace")):
+                problems.append(
+                    Problem(
+                        ns_loc,
+                        f"{reason}, not a team's to take (adopted or not); give the team a "
+                        "namespace of its own",
+                    )
                 )
-            )
+        mine = {n for _, n in owned}
         for k, raw_subject in enumerate(as_list(team.get("submitters"))):
             subject = as_dict(raw_subject)
             namespace = as_str(subject.get("namespace"))
-            if subject.get("kind") != "ServiceAccount" or not namespace or namespace == own:
+            if subject.get("kind") != "ServiceAccount" or not namespace or namespace in mine:
                 continue
             reason = reserved_namespace(namespace, extra)
             if reason:

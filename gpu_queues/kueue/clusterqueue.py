@@ -28,7 +28,7 @@ from gpu_queues.kueue.errors import (
 from gpu_queues.kueue.resourcegroups import check_resource_groups
 from gpu_queues.values import as_list
 
-__all__ = ["cluster_queue_errors"]
+__all__ = ["cluster_queue_errors", "fair_sharing_errors"]
 
 # Rule codes.
 BORROW_NEEDS_RECLAIM: Final = "borrow-needs-reclaim"
@@ -50,6 +50,10 @@ _ENUMS: Final[tuple[tuple[Path, tuple[str, ...]], ...]] = (
     (("flavorFungibility", "whenCanBorrow"), ("MayStopSearch", "TryNextFlavor")),
     (("flavorFungibility", "whenCanPreempt"), ("MayStopSearch", "TryNextFlavor")),
     (("flavorFungibility", "preference"), ("BorrowingOverPreemption", "PreemptionOverBorrowing")),
+    (
+        ("admissionScope", "admissionMode"),
+        ("UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"),
+    ),
 )
 
 
@@ -63,7 +67,7 @@ def cluster_queue_errors(cq: Mapping[str, Any]) -> list[FieldError]:
     _enums(spec, errors)
     _preemption(spec, errors)
     _fungibility(spec, errors)
-    _fair_sharing(spec, errors)
+    errors += fair_sharing_errors(spec)
     _admission_checks_strategy(spec, errors)
     return errors
 
@@ -134,10 +138,14 @@ def _fungibility(spec: Any, errors: list[FieldError]) -> None:
         )
 
 
-def _fair_sharing(spec: Any, errors: list[FieldError]) -> None:
+def fair_sharing_errors(spec: Any) -> list[FieldError]:
+    """spec.fairSharing.weight as Kueue's webhooks refuse it (validateFairSharing, shared by
+    ClusterQueues, Cohorts and LocalQueues): a quantity, not negative, and 0 or above 1n
+    (a smaller weight collapses to zero in Kueue's arithmetic)."""
     raw = child(spec, "fairSharing", "weight")
     if raw is None or is_unknown(raw):
-        return
+        return []
+    errors: list[FieldError] = []
     path: Path = ("spec", "fairSharing", "weight")
     weight = quantity(raw, "weight", path, errors)
     if weight is not None and 0 < weight <= Fraction(1, 10**9):
@@ -150,6 +158,7 @@ def _fair_sharing(spec: Any, errors: list[FieldError]) -> None:
                 FAIR_SHARING_WEIGHT,
             )
         )
+    return errors
 
 
 def _admission_checks_strategy(spec: Any, errors: list[FieldError]) -> None:

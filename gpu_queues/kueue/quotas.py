@@ -30,21 +30,28 @@ QUOTA_TWICE: Final = "quota-twice"
 QUOTA_ORDER: Final = "quota-order"
 NOMINAL_MISSING: Final = "nominal-missing"
 LIMIT_WITHOUT_COHORT: Final = "limit-without-cohort"
+LIMIT_WITHOUT_PARENT: Final = "limit-without-parent"
 LENDING_ABOVE_NOMINAL: Final = "lending-above-nominal"
 
 
 def check_quotas(
-    quotas: list[Any], covered: list[Any], path: Path, has_cohort: bool, errors: list[FieldError]
+    quotas: list[Any],
+    covered: list[Any],
+    path: Path,
+    has_cohort: bool,
+    of_cohort: bool,
+    errors: list[FieldError],
 ) -> None:
     """A flavor's quotas (at `path`): one per covered resource, in their order, each with a
-    nominalQuota and limits Kueue accepts."""
+    nominalQuota and limits Kueue accepts (`of_cohort`: a Cohort's quotas, whose limits need a
+    parent and whose lendingLimit may exceed nominalQuota)."""
     names = [hashable(child(q, "name")) for q in quotas]
     covered = [hashable(c) for c in covered]
     if not any(is_unknown(n) for n in [*names, *covered]):
         _quota_names(names, covered, path, errors)
     for r, quota in enumerate(quotas):
         if not is_unknown(quota):
-            _quota_amounts(quota, (*path, r), has_cohort, errors)
+            _quota_amounts(quota, (*path, r), (has_cohort, of_cohort), errors)
 
 
 def _quota_names(
@@ -109,9 +116,12 @@ def _quota_name_problem(
     return None
 
 
-def _quota_amounts(quota: Any, path: Path, has_cohort: bool, errors: list[FieldError]) -> None:
-    """nominalQuota is set and a quantity; the limits are quantities, need a cohort, and
-    lendingLimit is at most nominalQuota."""
+def _quota_amounts(
+    quota: Any, path: Path, limits: tuple[bool, bool], errors: list[FieldError]
+) -> None:
+    """nominalQuota is set and a quantity; the limits are quantities, need a cohort (a parent,
+    for a Cohort's), and a ClusterQueue's lendingLimit is at most nominalQuota."""
+    has_cohort, of_cohort = limits
     nominal_raw = child(quota, "nominalQuota")
     nominal: Fraction | None = None
     if nominal_raw is None:
@@ -132,16 +142,8 @@ def _quota_amounts(quota: Any, path: Path, has_cohort: bool, errors: list[FieldE
         lpath: Path = (*path, limit_field)
         limit = quantity(raw, limit_field, lpath, errors)
         if not has_cohort:
-            errors.append(
-                FieldError(
-                    lpath,
-                    f"{limit_field} needs a cohort to borrow from or lend to, and the queue "
-                    "has no cohortName",
-                    f"set spec.cohortName, or remove {limit_field}",
-                    LIMIT_WITHOUT_COHORT,
-                )
-            )
-        above = limit is not None and nominal is not None and limit > nominal
+            errors.append(_limit_without_cohort(lpath, limit_field, of_cohort))
+        above = limit is not None and nominal is not None and limit > nominal and not of_cohort
         if limit_field == "lendingLimit" and above:
             errors.append(
                 FieldError(
@@ -151,3 +153,20 @@ def _quota_amounts(quota: Any, path: Path, has_cohort: bool, errors: list[FieldE
                     LENDING_ABOVE_NOMINAL,
                 )
             )
+
+
+def _limit_without_cohort(path: Path, limit_field: str, of_cohort: bool) -> FieldError:
+    if of_cohort:
+        return FieldError(
+            path,
+            f"{limit_field} needs a parent cohort to borrow from or lend to, and the cohort has "
+            "no parentName",
+            f"set spec.parentName, or remove {limit_field}",
+            LIMIT_WITHOUT_PARENT,
+        )
+    return FieldError(
+        path,
+        f"{limit_field} needs a cohort to borrow from or lend to, and the queue has no cohortName",
+        f"set spec.cohortName, or remove {limit_field}",
+        LIMIT_WITHOUT_COHORT,
+    )

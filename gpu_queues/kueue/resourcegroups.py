@@ -68,8 +68,12 @@ class _Seen:
     flavors: int = 0
 
 
-def check_resource_groups(groups: Any, has_cohort: bool, errors: list[FieldError]) -> None:
-    """What Kueue refuses in spec.resourceGroups; `has_cohort`: whether limits may be set."""
+def check_resource_groups(
+    groups: Any, has_cohort: bool, errors: list[FieldError], of_cohort: bool = False
+) -> None:
+    """What Kueue refuses in spec.resourceGroups; `has_cohort`: whether limits may be set (a
+    ClusterQueue's cohortName, a Cohort's parentName); `of_cohort`: the groups are a Cohort's,
+    whose lendingLimit Kueue lets exceed its nominalQuota (validateCohort)."""
     if is_unknown(groups):
         return
     if groups is not None and not isinstance(groups, list):
@@ -88,11 +92,13 @@ def check_resource_groups(groups: Any, has_cohort: bool, errors: list[FieldError
         )
     seen = _Seen()
     for g, group in enumerate(items):
-        _group(group, g, seen, has_cohort, errors)
+        _group(group, g, seen, (has_cohort, of_cohort), errors)
     _totals(seen, errors)
 
 
-def _group(group: Any, g: int, seen: _Seen, has_cohort: bool, errors: list[FieldError]) -> None:
+def _group(
+    group: Any, g: int, seen: _Seen, limits: tuple[bool, bool], errors: list[FieldError]
+) -> None:
     """One resource group: its covered resources, then each flavor and the flavor's quotas."""
     gpath: Path = (*_GROUPS, g)
     covered = sized(
@@ -127,7 +133,7 @@ def _group(group: Any, g: int, seen: _Seen, has_cohort: bool, errors: list[Field
         if quotas is None:
             continue
         combinations += len(quotas)
-        check_quotas(quotas, covered, (*fpath, "resources"), has_cohort, errors)
+        check_quotas(quotas, covered, (*fpath, "resources"), *limits, errors)
     if combinations > MAX_FLAVOR_RESOURCE_COMBINATIONS:
         errors.append(
             FieldError(

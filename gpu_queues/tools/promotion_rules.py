@@ -4,7 +4,8 @@ to the next (the table in docs/promotion.md states the same; a test keeps them e
   version                       travels, unset included (unset: both follow toolchain/pins.env)
   manifest.path/.url, .sha256   travel together when FROM and TO read their version's manifest
                                 from the same place; otherwise TO keeps its own
-  manager.integrations, .waitForPodsReady, .fairSharing, .featureGates, .multiKueue
+  manager.integrations, .waitForPodsReady, .fairSharing, .admissionFairSharing,
+  .featureGates, .multiKueue
   (but its origin)              travel when FROM sets them
   manifest.custom, .reason      stay: each environment decides for itself
   metrics                       stays: each cluster's own Prometheus and Grafana
@@ -84,6 +85,11 @@ RULES: tuple[KeyRule, ...] = (
     KeyRule(("manager", "integrations"), Rule.TRAVELS, "which job kinds Kueue manages"),
     KeyRule(("manager", "waitForPodsReady"), Rule.TRAVELS, "admission behaviour"),
     KeyRule(("manager", "fairSharing"), Rule.TRAVELS, "preemption behaviour"),
+    KeyRule(
+        ("manager", "admissionFairSharing"),
+        Rule.TRAVELS,
+        "the order of a team's LocalQueues (with admissionScope)",
+    ),
     KeyRule(("manager", "featureGates"), Rule.TRAVELS, "Kueue features"),
     KeyRule(("manager", "multiKueue", "gcInterval"), Rule.TRAVELS, "MultiKueue's cleanup"),
     KeyRule(

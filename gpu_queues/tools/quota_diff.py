@@ -8,7 +8,8 @@
     differ
 
 One row per team, flavor and resource (nominal quota, borrowing and lending limits, before ->
-after), then GPUs per flavor against the flavor's declared capacity, flagged when over.
+after), the cohort tree of a stack that has one (gpu_queues/tools/cohort_tree.py), then GPUs per
+flavor (teams' and cohorts' own) against the flavor's declared capacity, flagged when over.
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from gpu_queues.config.model import ConfigError, StackConfig, load_config
-from gpu_queues.config.render import cluster_queue
+from gpu_queues.config.render import cluster_queue, cohorts
 from gpu_queues.config.stackfile import ROOT, StackFileError, read_config, resolve_commit
 from gpu_queues.escape import code, text
 from gpu_queues.invoked import prog
 from gpu_queues.kueue.capacity import quota_totals
 from gpu_queues.kueue.quantity import format_number
+from gpu_queues.tools import cohort_tree
+from gpu_queues.whatif.gpus import is_gpu
 
 ABSENT = "-"
 OVER = "⚠️ over capacity"
@@ -77,11 +80,6 @@ class CapacityRow:
             and self.capacity_after is not None
             and self.total_after > self.capacity_after
         )
-
-
-def is_gpu(resource: str) -> bool:
-    """nvidia.com/gpu, amd.com/gpu, ...: the resources the capacity check is about."""
-    return resource.rpartition("/")[2] == "gpu"
 
 
 def side_from_raw(label: str, raw: Mapping[str, Any]) -> Side:
@@ -150,9 +148,10 @@ def quota_rows(before: StackConfig, after: StackConfig) -> list[QuotaRow]:
 
 
 def _totals(config: StackConfig) -> dict[tuple[str, str], Fraction]:
-    """GPU nominal quotas per flavor: the validation core's capacity sum over the queues."""
+    """GPU nominal quotas per flavor: the validation core's capacity sum over the queues and
+    the cohorts' own quota."""
     queues = [cluster_queue(team) for team in config.teams]
-    totals = quota_totals(queues)
+    totals = quota_totals([*queues, *cohorts(config)])
     return {key: totals.total(key) for key in totals.holders if is_gpu(key[1])}
 
 
@@ -215,6 +214,7 @@ def render(old: Side, new: Side, changes_only: bool = False) -> str:
                 f"{' | '.join(cells)} | {r.change} |"
             )
         lines.append("")
+    lines += cohort_tree.section(old.config, new.config, changes_only)
     caps = capacity_rows(old.config, new.config)
     if caps:
         lines += [

@@ -160,13 +160,14 @@ def release_crds(version: str, root: Path = ROOT) -> list[dict[str, Any]]:
 
 
 def namespaces(config: StackConfig) -> list[dict[str, Any]]:
-    """The namespaces as they stand once the program ran: each team's with its labels (the
-    program's own, or the adopted namespace's), and `default`."""
+    """The namespaces as they stand once the program ran: each of every team's with its labels
+    (the program's own, or the adopted namespace's), and `default`."""
     out: dict[str, dict[str, Any]] = {}
     for team in config.teams:
-        labels = {NAMESPACE_NAME_LABEL: team.namespace}
-        labels.update({k: str(v) for k, v in team_labels({"name": team.name}).items()})
-        out[team.namespace] = labels
+        for namespace in team.all_namespaces:
+            labels = {NAMESPACE_NAME_LABEL: namespace}
+            labels.update({k: str(v) for k, v in team_labels({"name": team.name}).items()})
+            out[namespace] = labels
     out.setdefault("default", {NAMESPACE_NAME_LABEL: "default"})
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}}

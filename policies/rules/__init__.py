@@ -10,8 +10,9 @@ the stack config check runs too.
 
 Here: the policy names, the defaults of their config keys, the resource types they look at, and
 the shape of a rule. The rules, by what they judge: queues.py (ClusterQueue structure and
-namespaces, LocalQueues), flavors.py (ResourceFlavors, the flavors queues name, quotas within
-the hardware), workloads.py (Jobs, shared storage claims), release.py (the Kueue controller's
+namespaces, LocalQueues and whether their ClusterQueue selects their namespace), cohorts.py
+(Cohorts and the tree they make), flavors.py (ResourceFlavors, the flavors queues name, quotas
+within the hardware), workloads.py (Jobs, shared storage claims), release.py (the Kueue controller's
 image and manifest checksum), multikueue.py (admission checks and MultiKueue objects),
 topology.py (Topologies and the flavors that name them).
 policies/catalog.py assembles them into the pack.
@@ -55,6 +56,10 @@ MULTIKUEUE_WEBHOOK_VALID: Final = "multikueue-webhook-valid"
 MULTIKUEUE_REFERENCES_EXIST: Final = "multikueue-references-exist"
 TOPOLOGY_WEBHOOK_VALID: Final = "topology-webhook-valid"
 FLAVOR_TOPOLOGY_EXISTS: Final = "resourceflavor-topology-exists"
+COHORT_WEBHOOK_VALID: Final = "cohort-webhook-valid"
+COHORT_TREE_VALID: Final = "cohort-tree-valid"
+LOCALQUEUE_WEBHOOK_VALID: Final = "localqueue-webhook-valid"
+LOCALQUEUE_NAMESPACE_SELECTED: Final = "localqueue-namespace-selected"
 
 # Defaults of the config keys (the pack's config schema in catalog.py repeats them).
 DEFAULT_REQUIRED_RESOURCES: Final = kueue_resourcegroups.DEFAULT_REQUIRED_RESOURCES

@@ -46,7 +46,8 @@ def resourceflavor_webhook_valid(resource: Resource, config: Mapping[str, Any]) 
 def clusterqueue_flavors_exist(
     resources: Sequence[Resource], config: Mapping[str, Any]
 ) -> list[Violation]:
-    """Every flavor a ClusterQueue names is a ResourceFlavor of the stack or pre-existing."""
+    """Every flavor a ClusterQueue (or a Cohort's own quota) names is a ResourceFlavor of the
+    stack or pre-existing."""
     declared, unknown_names = names_of_kind(resources, "ResourceFlavor")
     if unknown_names:
         return []  # a flavor whose name is not known yet may be the one referenced
@@ -58,7 +59,7 @@ def clusterqueue_flavors_exist(
     return [
         violation(FLAVORS_EXIST, resource, f"{error.where}: {error.message}", fix)
         for resource in resources
-        if kueue_kind(resource) == "ClusterQueue"
+        if kueue_kind(resource) in ("ClusterQueue", "Cohort")
         for error in undeclared_flavors(resource.props, known)
     ]
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpu_queues.kueue.clusterqueue import cluster_queue_errors
+from gpu_queues.kueue.localqueue import local_queue_errors, unselected_local_queues
 from gpu_queues.kueue.resourcegroups import fractional_quotas, uncovered_resources
 
 from ..props import child, is_unknown
@@ -27,6 +28,8 @@ from . import (
     CLUSTERQUEUE_EXISTS,
     COVERS_CPU_MEMORY,
     DEFAULT_REQUIRED_RESOURCES,
+    LOCALQUEUE_NAMESPACE_SELECTED,
+    LOCALQUEUE_WEBHOOK_VALID,
     NAMESPACE_SELECTOR_NOT_ALL,
     NAMESPACE_SELECTOR_SET,
     WEBHOOK_VALID,
@@ -62,8 +65,9 @@ def clusterqueue_webhook_valid(resource: Resource, config: Mapping[str, Any]) ->
 def clusterqueue_whole_extended_resources(
     resource: Resource, config: Mapping[str, Any]
 ) -> list[Violation]:
-    """Quotas of extended resources (nvidia.com/gpu) are whole numbers: no pod can use half."""
-    if kueue_kind(resource) != "ClusterQueue":
+    """Quotas of extended resources (nvidia.com/gpu) are whole numbers: no pod can use half
+    (a ClusterQueue's, and a Cohort's own)."""
+    if kueue_kind(resource) not in ("ClusterQueue", "Cohort"):
         return []
     return [
         field_violation(WHOLE_EXTENDED_RESOURCES, resource, error)
@@ -156,5 +160,32 @@ def clusterqueue_namespace_selector_not_all(
             "select the teams' namespaces with matchLabels or matchExpressions (e.g. "
             "kubernetes.io/metadata.name In [team-a]); {} suits only stacks where every "
             "namespace may use the queue (this policy is advisory there)",
+        )
+    ]
+
+
+# --- LocalQueues ------------------------------------------------------------------------
+
+
+def localqueue_webhook_valid(resource: Resource, config: Mapping[str, Any]) -> list[Violation]:
+    """A LocalQueue's fair-sharing weight Kueue's webhook would reject at apply time."""
+    if kueue_kind(resource) != "LocalQueue":
+        return []
+    return [
+        field_violation(LOCALQUEUE_WEBHOOK_VALID, resource, error)
+        for error in local_queue_errors(resource.props)
+    ]
+
+
+def localqueue_namespace_selected(
+    resources: Sequence[Resource], config: Mapping[str, Any]
+) -> list[Violation]:
+    """Every LocalQueue is in a namespace its ClusterQueue's namespaceSelector selects: Kueue
+    accepts one that is not, and every job sent to it waits for good."""
+    by_props = {id(r.props): r for r in resources}
+    return [
+        field_violation(LOCALQUEUE_NAMESPACE_SELECTED, by_props[id(lq)], error)
+        for lq, error in unselected_local_queues(
+            [r.props for r in resources if kueue_kind(r) in ("ClusterQueue", "LocalQueue")]
         )
     ]

@@ -46,6 +46,10 @@ DEFAULT_LEVELS = {
     rules.MULTIKUEUE_REFERENCES_EXIST: proto.MANDATORY,
     rules.TOPOLOGY_WEBHOOK_VALID: proto.MANDATORY,
     rules.FLAVOR_TOPOLOGY_EXISTS: proto.MANDATORY,
+    rules.COHORT_WEBHOOK_VALID: proto.MANDATORY,
+    rules.COHORT_TREE_VALID: proto.MANDATORY,
+    rules.LOCALQUEUE_WEBHOOK_VALID: proto.MANDATORY,
+    rules.LOCALQUEUE_NAMESPACE_SELECTED: proto.MANDATORY,
 }
 
 
@@ -64,6 +68,8 @@ def test_stack_rules_are_stack_policies():
         rules.ADMISSION_CHECKS_EXIST,
         rules.MULTIKUEUE_REFERENCES_EXIST,
         rules.FLAVOR_TOPOLOGY_EXISTS,
+        rules.COHORT_TREE_VALID,
+        rules.LOCALQUEUE_NAMESPACE_SELECTED,
     }
     assert {n for n, t in kinds.items() if t == proto.PolicyType.POLICY_TYPE_STACK} == stack
 
@@ -80,6 +86,7 @@ def test_config_schema_keys_and_defaults():
     assert schemas[rules.COVERS_CPU_MEMORY]["requiredResources"]["default"] == ["cpu", "memory"]
     assert schemas[rules.KUEUE_RELEASE_CHECKSUM]["namespace"]["default"] == "kueue-system"
     assert schemas[rules.ADMISSION_CHECKS_EXIST]["preExistingAdmissionChecks"]["default"] == []
+    assert schemas[rules.COHORT_TREE_VALID]["preExistingCohorts"]["default"] == []
     mk = schemas[rules.MULTIKUEUE_REFERENCES_EXIST]
     assert mk["kueueNamespace"]["default"] == "kueue-system"
     assert mk["preExistingKubeconfigSecrets"]["default"] == []

@@ -113,8 +113,9 @@ def test_misspelt_key_is_named_with_the_allowed_keys(raw):
 
 def test_unknown_top_level_key_is_an_error(raw):
     raw["team"] = []
-    assert "allowed keys: kubernetes, kueue, flavors, cohort, teams, sharedStorage" in one_error(
-        raw, "team"
+    assert (
+        "allowed keys: kubernetes, kueue, flavors, cohort, cohorts, teams, sharedStorage"
+        in one_error(raw, "team")
     )
 
 

@@ -246,7 +246,10 @@ QUEUE = {
             ("spec", "preemption", "borrowWithinCohort", "policy"),
             ("teams", 3, "preemption", "borrowWithinCohort", "policy"),
         ),
-        (("spec", "flavorFungibility", "preference"), BASE),
+        (
+            ("spec", "flavorFungibility", "preference"),
+            ("teams", 3, "flavorFungibility", "preference"),
+        ),
         (("spec", "resourceGroups"), ("teams", 3, "resourceGroups")),
         (
             ("spec", "resourceGroups", 1, "coveredResources", 0),

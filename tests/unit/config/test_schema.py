@@ -36,6 +36,7 @@ def test_schema_describes_the_project_keys():
         "gpu-queues:kueue",
         "gpu-queues:flavors",
         "gpu-queues:cohort",
+        "gpu-queues:cohorts",
         "gpu-queues:teams",
         "gpu-queues:sharedStorage",
         "gpu-queues:multiKueue",
