@@ -200,6 +200,14 @@ class Team(Model):
         return data
 
     @property
+    def queues(self) -> list[tuple[str, str]]:
+        """Every LocalQueue of the team as (name, namespace): `localQueues`, else its one
+        `localQueue` in its namespace (render.team_local_queues, on the model)."""
+        if self.local_queues:
+            return [(q.name, q.namespace) for q in self.local_queues]
+        return [(self.local_queue, self.namespace)]
+
+    @property
     def all_namespaces(self) -> list[str]:
         """Every namespace the team owns, its default first."""
         names = [self.namespace, *(self.namespaces or [])]

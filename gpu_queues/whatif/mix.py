@@ -90,13 +90,16 @@ class Catalog:
     def from_stack(cls, config: StackConfig, frameworks: Iterable[str]) -> Catalog:
         return cls(
             queues=tuple(
-                TeamQueue(t.name, t.namespace, t.local_queue, t.cluster_queue) for t in config.teams
+                TeamQueue(t.name, namespace, queue, t.cluster_queue)
+                for t in config.teams
+                for queue, namespace in t.queues
             ),
             priority_classes=frozenset(p.name for p in config.priority_classes),
             frameworks=frozenset(frameworks),
         )
 
     def teams_in(self, namespace: str) -> list[TeamQueue]:
+        """The queues in `namespace` (of the one team that owns it)."""
         return [q for q in self.queues if q.namespace == namespace]
 
 

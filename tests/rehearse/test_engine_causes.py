@@ -181,3 +181,24 @@ def test_a_waiting_pod_takes_the_first_node_a_job_s_end_frees(tmp_path: Path):
         "m": [(60, "admitted", "pool"), (60, "ran", "pool-0, pool-2"), (660, "stopped", "")],
         "big": [(120, "admitted", "pool"), (660, "ran", "pool-0"), (1260, "stopped", "")],
     })  # fmt: skip
+
+
+def test_a_cohort_tree_with_a_division_s_own_quota_on_both_engines(tmp_path: Path):
+    """Issue 39 on the real Kueue: a root cohort, two divisions (research with 8 GPUs of its own
+    that it lends to no one outside, lendingLimit 0; product with none), a team in each with 8
+    GPUs that may borrow 8, ads with a second namespace and LocalQueue, and a team held by
+    stopPolicy: Hold. Four nodes of 8 GPUs:
+    - 0s: a1 (llm) on pool-0, b1 (ads) on pool-1, on their own quota; c1 (frozen) never.
+    - 1m: b2 (ads, through ct-ads-eval's queue) may borrow nothing: it waits for b1's end.
+    - 2m: a2 (llm) borrows its division's 8, on pool-2. 3m: a3 is past llm's borrowing limit.
+    - 10m: b1 ends, b2 takes its node. 22m: a2 ends, a3 runs, on pool-1 (b2 ended at 20m)."""
+    real = same_story("tree", tmp_path, {
+        "a1": [(0, "admitted", "pool"), (0, "ran", "pool-0"), (1800, "stopped", "")],
+        "b1": [(0, "admitted", "pool"), (0, "ran", "pool-1"), (600, "stopped", "")],
+        "b2": [(600, "admitted", "pool"), (600, "ran", "pool-1"), (1200, "stopped", "")],
+        "a2": [(120, "admitted", "pool"), (120, "ran", "pool-2"), (1320, "stopped", "")],
+        "a3": [(1320, "admitted", "pool"), (1320, "ran", "pool-1"), (2520, "stopped", "")],
+        "c1": [],
+    })  # fmt: skip
+    held = next(w for w in real.workloads if w.name == "c1")
+    assert held.outcome == "pending" and "inactive" in (held.message or "")

@@ -12,7 +12,7 @@ import json
 import random
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,6 +20,8 @@ from typing import Any, TypeVar
 import pytest
 
 from gpu_queues.config.model import StackConfig, load_config
+from gpu_queues.config.stackfile import parse_config
+from gpu_queues.pins import kueue_version
 from gpu_queues.whatif import engine_input, fast
 from gpu_queues.whatif.engine_input import frameworks
 from gpu_queues.whatif.mix import Catalog, load_mix
@@ -280,6 +282,42 @@ def test_a_waiting_pod_takes_the_first_node_a_multi_pod_job_frees(tmp_path: Path
     assert ran["m"] == [(2, "ran", "n-0, n-2")]
     assert ran["big"] == [(100, "ran", "n-0")]
     assert run["big"].intervals == [(100, 150)]
+
+
+CAUSES = Path(__file__).resolve().parents[1] / "rehearse" / "causes"
+
+
+def tree_run(tmp: Path, edit: Callable[[str], str] = lambda text: text) -> Mapping[str, Any]:
+    """The `tree` case of tests/rehearse/causes (a root, two divisions, one with quota of its
+    own; a team with two namespaces; a held team) on the fast engine, its stack edited."""
+    stack = (CAUSES / "tree" / "stack.yaml").read_text()
+    text = stack.replace(
+        "config:\n", f"config:\n  gpu-queues:kueue: {{version: {kueue_version()}}}\n", 1
+    )
+    config = load_config(parse_config(edit(text), "cause-tree"))
+    return by_name(
+        fast.replay_mix(config, CAUSES / "tree" / "mix.yaml", stack="cause-tree", label="t")
+    )
+
+
+def test_a_cohort_tree_lends_a_divisions_quota_only_as_its_lending_limit_says(
+    tmp_path: Path,
+) -> None:
+    """Worked out by hand (the tree case's stack): research holds 8 GPUs of its own and lends
+    none out of the division; llm (research) and ads (product) have 8 each and may borrow 8.
+    a1 (llm) and b1 (ads) run at 0 s on their own quota; b2 (ads, through its second
+    namespace's LocalQueue) at 60 s finds nothing it may borrow and waits for b1's end (600 s);
+    a2 (llm) at 120 s borrows its division's 8; a3 at 180 s is past llm's borrowing limit and
+    waits for a2's end (1320 s). The held team's c1 is never admitted. With research lending
+    its quota, b2 borrows it at once (60 s), and a2 waits until b1 ends (600 s): ads then uses no
+    more than its own 8 and research's 8 are idle again."""
+    run = tree_run(tmp_path)
+    admitted = {n: [t for t, what, _ in w.timeline if what == "admitted"] for n, w in run.items()}
+    assert admitted == {"a1": [0], "b1": [0], "b2": [600], "a2": [120], "a3": [1320], "c1": []}
+    assert run["c1"].outcome == "pending" and "inactive" in (run["c1"].message or "")
+    lends = tree_run(tmp_path, lambda text: text.replace(", lendingLimit: 0}", "}"))
+    admitted = {n: [t for t, what, _ in w.timeline if what == "admitted"] for n, w in lends.items()}
+    assert admitted["b2"] == [60] and admitted["a2"] == [600]
 
 
 def test_plain_pods_queue_run_and_finish_as_jobs_do(tmp_path: Path) -> None:
