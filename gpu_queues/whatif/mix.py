@@ -85,6 +85,8 @@ class Catalog:
     queues: tuple[TeamQueue, ...]
     priority_classes: frozenset[str] = frozenset()
     frameworks: frozenset[str] = frozenset({"batch/job"})
+    owners: tuple[tuple[str, str], ...] = ()
+    """(namespace, team) of every namespace a team owns, with a LocalQueue or not."""
 
     @classmethod
     def from_stack(cls, config: StackConfig, frameworks: Iterable[str]) -> Catalog:
@@ -96,6 +98,7 @@ class Catalog:
             ),
             priority_classes=frozenset(p.name for p in config.priority_classes),
             frameworks=frozenset(frameworks),
+            owners=tuple((ns, t.name) for t in config.teams for ns in t.all_namespaces),
         )
 
     def teams_in(self, namespace: str) -> list[TeamQueue]:
@@ -329,6 +332,14 @@ def _local_queue(head: _Head, catalog: Catalog) -> TeamQueue:
     """The team queue the object names: a LocalQueue of a team that owns its namespace."""
     namespace, queue = head.namespace, head.queue
     owners = catalog.teams_in(namespace)
+    owner = next((team for ns, team in catalog.owners if ns == namespace), None)
+    if not owners and owner is not None:
+        queues = ", ".join(
+            f"{q.local_queue} in {q.namespace}" for q in catalog.queues if q.team == owner
+        )
+        raise _Refused(
+            f"namespace {namespace} (team {owner}) has no LocalQueue: {owner}'s queues: {queues}"
+        )
     if not owners:
         known = ", ".join(f"{q.namespace} ({q.team})" for q in catalog.queues) or "none"
         given = "" if _str(head.meta.get("namespace")) else " (none given, so kubectl's default)"

@@ -256,3 +256,31 @@ def test_the_catalog_follows_any_stack_it_is_given(tmp_path: Path, seed: int) ->
     entries = load_mix(path, catalog)
     assert [(e.team, e.cluster_queue) for e in entries[:-1]] == [(n, f"{n}-cq") for n in names]
     assert entries[-1].status == "invalid" and "no team owns it" in (entries[-1].problem or "")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_every_local_queue_of_a_team_takes_workloads(tmp_path: Path, seed: int) -> None:
+    """A team of several namespaces and LocalQueues (issue 39): a job in each queue goes to the
+    team's ClusterQueue; a namespace the team owns without a queue is refused naming the team
+    and its queues, not as a namespace no team owns."""
+    rng = random.Random(seed)
+    name = _name(rng)
+    spaces = [f"{name}-{i}" for i in range(rng.randint(2, 4))]
+    queues = [{"name": f"q{i}", "namespace": ns} for i, ns in enumerate(spaces[:-1])]
+    team = gpu_team(name, {"fl": {"gpu": 1}})
+    team.set(namespace=None, localQueue=None, namespaces=spaces, localQueues=queues)
+    stack = Stack().flavor(gpu_flavor("fl", 1)).cohort("pool").team(team)
+    config = load_config(parse_config(stack.yaml(), "g"))
+    catalog = Catalog.from_stack(config, ["batch/job"])
+    docs = [
+        job(f"j{i}", namespace=q["namespace"], queue=q["name"], gpus=1)
+        for i, q in enumerate(queues)
+    ]
+    docs.append(job("bare", namespace=spaces[-1], queue="q0", gpus=1))
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    *taken, bare = load_mix(path, catalog)
+    assert [(e.status, e.team, e.cluster_queue) for e in taken] == [
+        ("ok", name, f"{name}-cq")
+    ] * len(queues)
+    assert bare.status == "invalid" and f"(team {name}) has no LocalQueue" in (bare.problem or "")
