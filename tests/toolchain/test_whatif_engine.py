@@ -21,12 +21,12 @@ import pytest
 
 from gpu_queues.config.model import StackConfig, load_config
 from gpu_queues.config.stackfile import parse_config
-from gpu_queues.pins import kueue_version
 from gpu_queues.whatif import engine_input, fast
 from gpu_queues.whatif.engine_input import frameworks
 from gpu_queues.whatif.mix import Catalog, load_mix
 from gpu_queues.whatif.report import Run, report_json
 from tests.builders import Flavor, Job, Mix, Node, Pod, Stack, Team
+from tests.rehearse.test_engine_causes import CASES, stack_text
 
 pytestmark = pytest.mark.toolchain
 
@@ -284,25 +284,7 @@ def test_a_waiting_pod_takes_the_first_node_a_multi_pod_job_frees(tmp_path: Path
     assert run["big"].intervals == [(100, 150)]
 
 
-CAUSES = Path(__file__).resolve().parents[1] / "rehearse" / "causes"
-
-
-def tree_run(tmp: Path, edit: Callable[[str], str] = lambda text: text) -> Mapping[str, Any]:
-    """The `tree` case of tests/rehearse/causes (a root, two divisions, one with quota of its
-    own; a team with two namespaces; a held team) on the fast engine, its stack edited."""
-    stack = (CAUSES / "tree" / "stack.yaml").read_text()
-    text = stack.replace(
-        "config:\n", f"config:\n  gpu-queues:kueue: {{version: {kueue_version()}}}\n", 1
-    )
-    config = load_config(parse_config(edit(text), "cause-tree"))
-    return by_name(
-        fast.replay_mix(config, CAUSES / "tree" / "mix.yaml", stack="cause-tree", label="t")
-    )
-
-
-def test_a_cohort_tree_lends_a_divisions_quota_only_as_its_lending_limit_says(
-    tmp_path: Path,
-) -> None:
+def test_a_cohort_tree_lends_a_divisions_quota_only_as_its_lending_limit_says() -> None:
     """Worked out by hand (the tree case's stack): research holds 8 GPUs of its own and lends
     none out of the division; llm (research) and ads (product) have 8 each and may borrow 8.
     a1 (llm) and b1 (ads) run at 0 s on their own quota; b2 (ads, through its second
@@ -311,13 +293,51 @@ def test_a_cohort_tree_lends_a_divisions_quota_only_as_its_lending_limit_says(
     waits for a2's end (1320 s). The held team's c1 is never admitted. With research lending
     its quota, b2 borrows it at once (60 s), and a2 waits until b1 ends (600 s): ads then uses no
     more than its own 8 and research's 8 are idle again."""
-    run = tree_run(tmp_path)
+    run = case_run("tree")
     admitted = {n: [t for t, what, _ in w.timeline if what == "admitted"] for n, w in run.items()}
     assert admitted == {"a1": [0], "b1": [0], "b2": [600], "a2": [120], "a3": [1320], "c1": []}
     assert run["c1"].outcome == "pending" and "inactive" in (run["c1"].message or "")
-    lends = tree_run(tmp_path, lambda text: text.replace(", lendingLimit: 0}", "}"))
+    lends = case_run("tree", lambda text: text.replace(", lendingLimit: 0}", "}"))
     admitted = {n: [t for t, what, _ in w.timeline if what == "admitted"] for n, w in lends.items()}
     assert admitted["b2"] == [60] and admitted["a2"] == [600]
+
+
+def case_run(case: str, edit: Callable[[str], str] = lambda text: text) -> Mapping[str, Any]:
+    """A case of tests/rehearse/causes on the fast engine, its stack edited."""
+    config = load_config(parse_config(edit(stack_text(case)), f"cause-{case}"))
+    run = fast.replay_mix(config, CASES / case / "mix.yaml", stack=f"cause-{case}", label=case)
+    return by_name(run)
+
+
+def admitted_at(run: Mapping[str, Any], at: float) -> list[str]:
+    return sorted(
+        n for n, w in run.items() if any(t == at and e == "admitted" for t, e, _ in w.timeline)
+    )
+
+
+def test_fair_sharing_weights_give_the_heavier_team_twice_the_borrowed_gpus() -> None:
+    """Worked out by hand from Kueue's fair sharing (the weights case: 12 GPUs of the cohort's,
+    none of the teams'; preemption strategies LessThanOrEqualToFinalShare, then
+    LessThanInitialShare). light fills the 12 at 0 s. At 1 m heavy (weight 2) asks for 10: its
+    head may preempt while heavy's share after admitting it, (k+1)/2, is at most light's after
+    losing one, 12-k-1: k <= 7, so heavy gets 8 and light keeps 4, 2:1 as the weights say,
+    light's most recently admitted evicted (l04-l11, InCohortFairSharing). At 1h1m heavy's 8
+    end: one head per ClusterQueue per cycle, h08 and h09 beside light's l04-l09. At 2h the
+    first four of light end and l10, l11 run. With equal weights heavy stops at 6."""
+    run = case_run("weights")
+    assert admitted_at(run, 60) == [f"h{i:02d}" for i in range(8)]
+    evicted = sorted(n for n, w in run.items() if any(e == "evicted" for _, e, _ in w.timeline))
+    assert evicted == [f"l{i:02d}" for i in range(4, 12)]
+    assert all(
+        d == "Preempted (InCohortFairSharing)"
+        for n in evicted
+        for _, e, d in run[n].timeline
+        if e == "evicted"
+    )
+    assert admitted_at(run, 3660) == ["h08", "h09", *(f"l{i:02d}" for i in range(4, 10))]
+    assert admitted_at(run, 7200) == ["l10", "l11"]
+    equal = case_run("weights", lambda text: text.replace("weight: 2", "weight: 1"))
+    assert admitted_at(equal, 60) == [f"h{i:02d}" for i in range(6)]
 
 
 def test_plain_pods_queue_run_and_finish_as_jobs_do(tmp_path: Path) -> None:
