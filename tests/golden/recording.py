@@ -8,7 +8,7 @@ import hashlib
 from typing import Any
 
 from gpu_queues import keys
-from gpu_queues.components.gpu_queues import validate
+from gpu_queues.components.validation import validate
 from gpu_queues.release.manifest import load_manifest, prepare_manifest
 from gpu_queues.whatif.markdown import render
 from gpu_queues.whatif.report import Run, report_json

@@ -25,7 +25,7 @@ import pytest
 from policy_harness import CQ, PACK_DIR, REPO, RF, Analyzer, mandatory, run_policy, stack_args
 
 from gpu_queues import keys
-from gpu_queues.components.gpu_queues import validate
+from gpu_queues.components.validation import validate
 from gpu_queues.config.model import StackConfig
 from gpu_queues.kueue.capacity import CAPACITY_ANNOTATION
 from gpu_queues.release.manifest import load_manifest
@@ -75,7 +75,7 @@ def with_test_manifest(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def build(raw: dict[str, Any]) -> tuple[StackConfig, MockRun]:
-    """The program's validation phase (gpu_queues.components.gpu_queues.validate: config, manifest
+    """The program's validation phase (gpu_queues.components.validation.validate: config, manifest
     digest and
     allowlist), then the stack under mocks with the digest it verified."""
     config, _ = validate(with_test_manifest(raw), releases=stand_in())
