@@ -39,8 +39,11 @@ from gpu_queues.components.readiness import (
     KueueReady,
     KueueReadyArgs,
     Probe,
+    Reach,
+    api_unreachable,
     probe_for,
     probe_webhooks,
+    warn_if_unreachable,
 )
 from gpu_queues.components.storage import SharedStorage, SharedStorageArgs
 from gpu_queues.components.validation import stack_config_keys, validate
@@ -80,6 +83,9 @@ class GpuQueuesArgs:
     $KUBECONFIG. With a provider of the caller's, give the kubeconfig it was built from."""
     context: pulumi.Input[str] | None = None
     """The kubeconfig context (unset: its current context)."""
+    reach: Reach | None = None
+    """How a preview tells whether the cluster answers (a warning when not). None: the real
+    check (readiness.api_unreachable) with the real probe, none beside a test's probe."""
 
     @classmethod
     def from_config(
@@ -231,6 +237,9 @@ class GpuQueues(pulumi.ComponentResource):
             if args.kubeconfig is None and args.context is None
             else (pulumi.Output.secret(args.kubeconfig), pulumi.Output.from_input(args.context))
         )
+        reach = args.reach or (api_unreachable if args.probe is probe_webhooks else None)
+        if reach is not None:
+            warn_if_unreachable(reach, kubeconfig, context, self)
         # The caller's provider (opts or a parent's), else one of our own.
         provider = self.get_provider("kubernetes::Provider") or build_provider(
             f"{name}-k8s", kubeconfig, context, pulumi.ResourceOptions(parent=self)
