@@ -29,7 +29,8 @@ from gpu_queues.components.validation import validate
 from gpu_queues.config.model import StackConfig
 from gpu_queues.kueue.capacity import CAPACITY_ANNOTATION
 from gpu_queues.release.manifest import load_manifest
-from gpu_queues.tools.changed_stacks import is_deployable, policy_config
+from gpu_queues.tools.changed_stacks import is_deployable
+from gpu_queues.tools.policy_configs import policy_config
 from policies import rules
 from tests.conftest import MANIFEST, MockRun, read_yaml, run_stack, stack_raw, stand_in
 from tests.unit.config.stackgen import random_stack

@@ -390,5 +390,5 @@ def test_the_wheels_go_stale_with_the_requirements_not_with_tool_settings(tmp_pa
     before = wheels.digest()
     pyproject.write_text(text.replace("line-length = 100", "line-length = 99"))
     assert wheels.digest() == before
-    pyproject.write_text(text.replace('"pyyaml>=6.0.4"', '"pyyaml>=6.0.5"'))
+    pyproject.write_text(text.replace('"pyyaml~=6.0.4"', '"pyyaml~=6.0.5"'))
     assert wheels.digest() != before
