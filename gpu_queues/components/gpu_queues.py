@@ -11,8 +11,8 @@ dials); otherwise GpuQueues builds one from `kubeconfig=`, else `gpu-queues:kube
 (gpu_queues.components.provider).
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: the component provider's analyzer reads the output
+# attributes' annotations as types (gpu_queues/components/hosted.py).
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +62,9 @@ from gpu_queues.kueue.client import KubeconfigError, resolve
 from gpu_queues.release import metrics
 from gpu_queues.release.manifest import PreparedManifest
 
+TYPE = "gpu-queues:index:GpuQueues"
+LEGACY_TYPE = "gpu-queues:stack:GpuQueues"
+
 
 @dataclass(frozen=True)
 class GpuQueuesArgs:
@@ -96,7 +99,7 @@ class GpuQueuesArgs:
         context: pulumi.Input[str] | None = None,
         root: Path | None = None,
         stack: str | None = None,
-    ) -> GpuQueuesArgs:
+    ) -> "GpuQueuesArgs":
         """Stack config built in code: the keys a stack file holds under `gpu-queues:`
         (camelCase, as in Pulumi.<stack>.yaml; typed as gpu_queues.StackConfigKeys, so a type
         checker names a misspelt key), or a StackConfig. Checked as a stack file is:
@@ -123,7 +126,7 @@ class GpuQueuesArgs:
         kubeconfig: pulumi.Input[str] | None = None,
         context: pulumi.Input[str] | None = None,
         root: Path | None = None,
-    ) -> GpuQueuesArgs:
+    ) -> "GpuQueuesArgs":
         """The `gpu-queues:*` keys of a stack file (Pulumi.<stack>.yaml), read as the Pulumi
         CLI reads it (gpu_queues.config.stackfile; StackFileError if it cannot be). A
         `kubernetes.kubeconfig` secret in it is encrypted with that stack's key and never
@@ -176,7 +179,7 @@ class GpuQueuesArgs:
         return build_provider(name, self.kubeconfig, self.context, opts)
 
     @classmethod
-    def from_pulumi_config(cls, *, root: Path | None = None) -> GpuQueuesArgs:
+    def from_pulumi_config(cls, *, root: Path | None = None) -> "GpuQueuesArgs":
         """The running stack's `gpu-queues:*` config (what this project's own program does;
         the connection then comes from `gpu-queues:kubernetes`, held as a secret)."""
         checked, manifest = validate(
@@ -209,7 +212,6 @@ class GpuQueues(pulumi.ComponentResource):
     """The shared PersistentVolumeClaims as `namespace/name`."""
     priority_classes: pulumi.Output[dict[str, int]]
     """WorkloadPriorityClass name -> its value."""
-    outputs: dict[str, pulumi.Input[Any]]
 
     def __init__(
         self, name: str, args: GpuQueuesArgs, opts: pulumi.ResourceOptions | None = None
@@ -231,7 +233,14 @@ class GpuQueues(pulumi.ComponentResource):
                 "that provider was built from (Kueue's readiness check dials it), or leave the "
                 "provider out and GpuQueues builds one from that kubeconfig"
             )
-        super().__init__("gpu-queues:stack:GpuQueues", name, None, opts)
+        # gpu-queues:index:GpuQueues is the token other languages construct it by (a
+        # component provider's types are all in module `index`); the alias is the type it had,
+        # so that a stack made before keeps it and everything under it (the engine aliases the
+        # children from it), with no replacement.
+        opts = pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=LEGACY_TYPE)])
+        )
+        super().__init__(TYPE, name, None, opts)
         kubeconfig, context = (
             connection(cfg.kubernetes)
             if args.kubeconfig is None and args.context is None
@@ -288,7 +297,8 @@ class GpuQueues(pulumi.ComponentResource):
         self.priority_classes = pulumi.Output.from_input(
             {p.name: p.value for p in cfg.priority_classes}
         )
-        self.outputs = {
+        # Annotated here, not on the class: it is no output of the multi-language component.
+        self.outputs: dict[str, pulumi.Input[Any]] = {
             keys.OUT_KUEUE_VERSION: self.kueue_version,
             keys.OUT_KUEUE_INSTALLED: self.kueue_installed,
             keys.OUT_FLAVORS: self.flavors,
