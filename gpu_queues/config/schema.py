@@ -176,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     paths = {
         SCHEMA_PATH: render(),
         REFERENCE_PATH: render_reference(),
-        typeddicts.KEYS_PATH: typeddicts.render(),
+        typeddicts.KEYS_PATH: typeddicts.render(typeddicts.KEYS),
+        typeddicts.COMPONENT_PATH: typeddicts.render(typeddicts.COMPONENT),
     }
     if args.write:
         for path, text in paths.items():

@@ -58,9 +58,9 @@ FLOORS: list[tuple[str, ...]] = [
     ("sandbox.replay",),
     ("sandbox.crosscheck",),  # the engines' randomized cross-check: drives both (sandbox.replay)
     ("sandbox.bench",),
-    ("components", "__main__"),
+    ("components", "__main__", "package"),  # package/: the component package's plugin
 ]
-TOP = ("gpu_queues", "sandbox", "policies", "components", "__main__")
+TOP = ("gpu_queues", "sandbox", "policies", "components", "package", "__main__")
 # Edges by module name (importlib), which the source's imports do not show: (from, to).
 BY_NAME = {("gpu_queues.cli", "sandbox.replay.cli")}
 

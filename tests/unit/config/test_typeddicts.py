@@ -13,10 +13,28 @@ from gpu_queues.config.model import StackConfig
 pytestmark = pytest.mark.unit
 
 
-def test_checked_in_typeddicts_are_not_stale():
-    assert typeddicts.KEYS_PATH.read_text(encoding="utf-8") == typeddicts.render(), (
-        "gpu_queues/config/stack_keys.py is stale: run `make schema`"
+@pytest.mark.parametrize(
+    ("path", "style"),
+    [(typeddicts.KEYS_PATH, typeddicts.KEYS), (typeddicts.COMPONENT_PATH, typeddicts.COMPONENT)],
+    ids=["stack_keys", "component_inputs"],
+)
+def test_checked_in_typeddicts_are_not_stale(path, style):
+    assert path.read_text(encoding="utf-8") == typeddicts.render(style), (
+        f"{path.name} is stale: run `make schema`"
     )
+
+
+@pytest.mark.parametrize(
+    ("spec", "python"),
+    [
+        ({"anyOf": [{"type": "string"}, {"type": "number"}]}, "Any"),
+        ({"anyOf": [{"enum": ["a", "b"], "type": "string"}, {"type": "null"}]}, "str | None"),
+        ({"type": "array", "items": {"$ref": "#/$defs/Team"}}, "list[Team]"),
+    ],
+)
+def test_the_component_flavor_writes_what_the_sdks_analyzer_reads(spec, python):
+    """No Literal, no union but with None: Pulumi's component schema has neither."""
+    assert typeddicts.annotation(spec, typeddicts.COMPONENT) == python
 
 
 def test_every_model_has_its_typeddict_with_the_same_keys_and_required_ones():
