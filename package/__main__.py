@@ -1,10 +1,11 @@
 """The gpu-queues component provider: hosts GpuQueues (gpu_queues/components/hosted.py) for
 programs in any language, its schema inferred by the Pulumi SDK from the component's typed
-inputs (package/schema.json is that schema, kept current by `make schema`)."""
+inputs (package/schema.json is that schema, kept current by `make schema`). As the SDK's
+component_provider_host, but a bad config comes back as input property errors."""
 
-from pulumi.provider.experimental import component_provider_host
+import sys
 
-from gpu_queues.components.hosted import PROVIDER, VERSION, GpuQueues
+from gpu_queues.components.hosted import serve
 
 if __name__ == "__main__":
-    component_provider_host([GpuQueues], name=PROVIDER, version=VERSION)
+    serve(sys.argv[1:])

@@ -60,13 +60,57 @@ class GpuQueues(library.GpuQueues):
 _CONNECTION = ("kubeconfig", "context")
 
 
+def provider() -> Any:
+    """The component provider of GpuQueues: the SDK's (its schema inferred by the analyzer from
+    the annotations above), but for how a bad config comes back. The SDK reports an error from
+    a component's constructor with its Python traceback; a ConfigError is the caller's input,
+    so it goes back as the input properties it is about, one per problem, with no traceback."""
+    from pulumi.errors import InputPropertiesError
+    from pulumi.provider.experimental.component import ComponentProvider
+    from pulumi.provider.server import ComponentInitError
+
+    from gpu_queues.config.model import ConfigError
+    from gpu_queues.kueue.client import KubeconfigError
+    from gpu_queues.release.manifest import ManifestError
+
+    class Provider(ComponentProvider):
+        def construct(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return super().construct(*args, **kwargs)
+            except ComponentInitError as error:
+                inner = error.inner
+                if isinstance(inner, ConfigError):
+                    raise InputPropertiesError(
+                        f"{PROVIDER}: invalid config ({len(inner.problems)} problem(s))",
+                        [
+                            {"property_path": _path(p.path), "reason": p.message}
+                            for p in inner.problems
+                        ],
+                    ) from None
+                if isinstance(inner, KubeconfigError | ManifestError):
+                    raise InputPropertiesError(f"{PROVIDER}: {inner}") from None
+                raise
+
+    return Provider([GpuQueues], PROVIDER, None, VERSION)
+
+
+def _path(path: str) -> str:
+    """A stack config key path as the component's input path (no `gpu-queues:` prefix)."""
+    return path.removeprefix(f"{PROVIDER}:")
+
+
+def serve(argv: list[str]) -> None:
+    """Run the provider for the engine (package/__main__.py): the SDK's provider main loop,
+    as its component_provider_host runs it, with the provider above."""
+    from pulumi.provider import main as provider_main
+
+    provider_main(provider(), argv)
+
+
 def schema() -> dict[str, Any]:
     """The component schema, as the provider answers GetSchema: inferred by the SDK's analyzer
     from the annotations above, so its inputs and their descriptions are the config models'."""
-    from pulumi.provider.experimental.component import ComponentProvider
-
-    provider = ComponentProvider([GpuQueues], PROVIDER, None, VERSION)
-    found: dict[str, Any] = json.loads(provider.schema or "{}")
+    found: dict[str, Any] = json.loads(provider().schema or "{}")
     return found
 
 

@@ -106,3 +106,26 @@ def test_a_bad_config_fails_the_construction_naming_each_key():
         _construct({**bad, "kubeconfig": "apiVersion: v1"})
     assert "teams[0].clusterQueu" in str(raised.value)
     assert "teams[0].clusterQueue" in str(raised.value)
+
+
+def test_the_provider_sends_a_bad_config_back_as_the_inputs_it_is_about():
+    """The SDK would report the ConfigError with its Python traceback; the provider answers
+    with one input property error per problem, at the component's input path."""
+    from pulumi.errors import InputPropertiesError
+
+    bad = json.loads(json.dumps(two_teams()))
+    bad["teams"][0]["namespace"] = "Team_Vision"
+    raised: list[InputPropertiesError] = []
+
+    def program() -> None:
+        try:
+            hosted.provider().construct("q", TOKEN, {**bad, "kubeconfig": "apiVersion: v1"})
+        except InputPropertiesError as error:
+            raised.append(error)
+
+    pulumi.runtime.set_mocks(mocks_for(MockRun()), project="yaml-user", stack="s", preview=True)
+    pulumi.runtime.test(program)()
+    (error,) = raised
+    assert error.errors and [e["property_path"] for e in error.errors] == ["teams[0].namespace"]
+    assert "not a valid Kubernetes name" in error.errors[0]["reason"]
+    assert "Traceback" not in error.message and "invalid config (1 problem(s))" in error.message
