@@ -76,6 +76,7 @@ grafana: $(GRAFANA)/.stamp
 
 schema: venv
 	$(PY) -m gpu_queues.config.schema --write
+	$(PY) -m gpu_queues.components.hosted --write
 
 lint: venv lint-shell lint-workflows lint-go
 	$(VENV)/bin/ruff check .

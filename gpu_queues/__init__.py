@@ -1,10 +1,11 @@
 """gpu-queues as a library: Kueue, GPU flavors, team queues and shared storage as one Pulumi
 component, for this project's program and for programs of your own.
 
-    from gpu_queues import GpuQueues, GpuQueuesArgs
+    from gpu_queues import GpuQueues, GpuQueuesArgs, StackConfigKeys
 
-    args = GpuQueuesArgs.from_config({"flavors": [...], "teams": [...]})  # or from_stack_file
-    GpuQueues("gpu", args, pulumi.ResourceOptions(provider=my_kubernetes_provider))
+    config: StackConfigKeys = {"flavors": [...], "teams": [...]}  # a typo is a type error
+    args = GpuQueuesArgs.from_config(config, kubeconfig=kubeconfig)  # or from_stack_file
+    GpuQueues("gpu", args).local_queues
 
 Every check runs in GpuQueuesArgs' constructors, before anything is registered: a bad config
 raises ConfigError naming each key. The names below load on first use, so importing one module
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gpu_queues.components.gpu_queues import GpuQueues, GpuQueuesArgs
     from gpu_queues.config.model import ConfigError, StackConfig
+    from gpu_queues.config.stack_keys import StackConfigKeys
     from gpu_queues.config.stackfile import StackFileError
     from gpu_queues.kueue.client import KubeconfigError
     from gpu_queues.release.manifest import ManifestError
@@ -29,6 +31,7 @@ __all__ = [
     "KubeconfigError",
     "ManifestError",
     "StackConfig",
+    "StackConfigKeys",
     "StackFileError",
 ]
 
@@ -43,6 +46,10 @@ def __getattr__(name: str) -> Any:
         from gpu_queues.config.model import ConfigError, StackConfig
 
         found = {"ConfigError": ConfigError, "StackConfig": StackConfig}
+    elif name == "StackConfigKeys":
+        from gpu_queues.config.stack_keys import StackConfigKeys
+
+        found = {name: StackConfigKeys}
     elif name == "StackFileError":
         from gpu_queues.config.stackfile import StackFileError
 

@@ -281,6 +281,13 @@ language_python() {
   install -m 0755 "$sdk/python/cmd/pulumi-language-python-exec" "$bin/pulumi-language-python-exec"
 }
 
+# pulumi-yaml's language host (pins.env: PULUMI_YAML_VERSION): Pulumi YAML programs, such as
+# one that adds the component package (package/).
+language_yaml() {
+  build pulumi-language-yaml pulumi-language-yaml github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml \
+    "-X github.com/pulumi/pulumi-yaml/pkg/version.Version=$PULUMI_YAML_VERSION"
+}
+
 # The provider's main go:embeds files made at release time from the committed
 # schema.json; make them in a writable temporary copy of the module and build that.
 kubernetes_provider() {
@@ -305,7 +312,7 @@ kubernetes_provider() {
   place "$out" "$name"
 }
 
-all=(pulumi language_python kubernetes_provider etcd k8s kueue kwok actionlint staticcheck)
+all=(pulumi language_python language_yaml kubernetes_provider etcd k8s kueue kwok actionlint staticcheck)
 # Steps on the what-if engine's module, never part of a default build.
 steps=(whatif_prepare whatif_check)
 [ $# -gt 0 ] || set -- "${all[@]}"

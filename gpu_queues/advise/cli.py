@@ -31,7 +31,7 @@ from gpu_queues.config.model import ConfigError, StackConfig, load_config
 from gpu_queues.config.stackfile import ROOT, StackFileError, parse_config, read_text
 from gpu_queues.invoked import prog
 from gpu_queues.progress import Progress
-from gpu_queues.tools.changed_stacks import policy_config
+from gpu_queues.tools.policy_configs import policy_config
 from gpu_queues.whatif import fast
 from gpu_queues.whatif.documents import Limits, MixTooLarge
 from gpu_queues.whatif.engine_input import FastEngineError

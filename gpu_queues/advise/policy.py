@@ -1,6 +1,6 @@
 """The policy pack (policies/) run in this process on the Kueue objects a candidate renders
 (gpu_queues.config.render.kueue_objects, the objects the program registers), with the pack
-config the stack's previews use (gpu_queues.tools.changed_stacks.policy_config): each rule's
+config the stack's previews use (gpu_queues.tools.policy_configs.policy_config): each rule's
 defaults from its config schema, the file's settings over them, its enforcement level.
 
 The advisor changes only queue settings, so the rules that read its candidates are the ones

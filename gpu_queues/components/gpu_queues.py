@@ -1,19 +1,18 @@
 """GpuQueues: the whole stack, wired in dependency order, under one explicit provider.
 
-`validate` is the program's validation phase: the stack config, the Kueue manifest and how
-they fit together are all checked there, before the first resource (the provider included)
-is registered. GpuQueues only builds what `validate` returned; GpuQueuesArgs' constructors
-(from_config, from_stack_file, from_pulumi_config) run it.
+`validate` (gpu_queues/components/validation.py) is the program's validation phase: the stack
+config, the Kueue manifest and how they fit together are all checked there, before the first
+resource (the provider included) is registered. GpuQueues only builds what `validate`
+returned; GpuQueuesArgs' constructors (from_config, from_stack_file, from_pulumi_config) run it.
 
 The provider is the caller's when the caller's options carry a Kubernetes provider
-(`provider=`, `providers=`, or one inherited from a parent); otherwise GpuQueues builds one
-from `gpu-queues:kubernetes` (gpu_queues.components.provider).
+(`provider=`, `providers=`, or one inherited from a parent; then `kubeconfig=` must say what it
+dials); otherwise GpuQueues builds one from `kubeconfig=`, else `gpu-queues:kubernetes`
+(gpu_queues.components.provider).
 """
 
-from __future__ import annotations
-
-import json
-import os
+# No `from __future__ import annotations`: the component provider's analyzer reads the output
+# attributes' annotations as types (gpu_queues/components/hosted.py).
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,43 +30,45 @@ from gpu_queues.components.cohort import (
 )
 from gpu_queues.components.flavors import Flavors, FlavorsArgs
 from gpu_queues.components.kueue import KueueRelease, KueueReleaseArgs
-from gpu_queues.components.monitoring import KueueMonitoring, KueueMonitoringArgs, cluster_problems
+from gpu_queues.components.monitoring import KueueMonitoring, KueueMonitoringArgs
 from gpu_queues.components.multikueue import (
     ManagerArgs,
     MultiKueueManager,
     MultiKueueWorkerAccess,
     WorkerAccessArgs,
-    effective_kueue,
 )
 from gpu_queues.components.priorities import PriorityClasses, PriorityClassesArgs
-from gpu_queues.components.provider import build_provider, connection
+from gpu_queues.components.provider import build_provider, callers_provider, connection
 from gpu_queues.components.queues import TeamQueues, TeamQueuesArgs
 from gpu_queues.components.readiness import (
     KueueReady,
     KueueReadyArgs,
     Probe,
+    Reach,
+    api_unreachable,
     probe_for,
     probe_webhooks,
+    warn_if_unreachable,
 )
 from gpu_queues.components.storage import SharedStorage, SharedStorageArgs
-from gpu_queues.config import multikueue_checks, render, worker_stacks
+from gpu_queues.components.validation import stack_config_keys, validate
+from gpu_queues.config import render
 from gpu_queues.config.dashboard import dashboard
 from gpu_queues.config.model import (
     ConfigError,
     MultiKueueWorkerRole,
     Problem,
     StackConfig,
-    load_config,
     raw_from_pulumi_config,
 )
 from gpu_queues.config.multikueue_checks import DEFAULT_FRAMEWORKS
-from gpu_queues.config.subjects import reserved_namespace_problems
+from gpu_queues.config.stack_keys import StackConfigKeys
 from gpu_queues.kueue.client import KubeconfigError, resolve
-from gpu_queues.kueue.client import validate as validate_kubeconfig
-from gpu_queues.kueue.fields import api_server_url_problem
 from gpu_queues.release import metrics
-from gpu_queues.release.manifest import PROJECT_ROOT, PreparedManifest, load_release
-from gpu_queues.release.reference import Releases
+from gpu_queues.release.manifest import PreparedManifest
+
+TYPE = "gpu-queues:index:GpuQueues"
+LEGACY_TYPE = "gpu-queues:stack:GpuQueues"
 
 
 @dataclass(frozen=True)
@@ -90,22 +91,29 @@ class GpuQueuesArgs:
     $KUBECONFIG. With a provider of the caller's, give the kubeconfig it was built from."""
     context: pulumi.Input[str] | None = None
     """The kubeconfig context (unset: its current context)."""
+    reach: Reach | None = None
+    """How a preview tells whether the cluster answers (a warning when not). None: the real
+    check (readiness.api_unreachable) with the real probe, none beside a test's probe."""
 
     @classmethod
     def from_config(
         cls,
-        config: StackConfig | Mapping[str, Any],
+        config: StackConfig | StackConfigKeys,
         *,
         kubeconfig: pulumi.Input[str] | None = None,
         context: pulumi.Input[str] | None = None,
         root: Path | None = None,
         stack: str | None = None,
-    ) -> GpuQueuesArgs:
+    ) -> "GpuQueuesArgs":
         """Stack config built in code: the keys a stack file holds under `gpu-queues:`
-        (camelCase, as in Pulumi.<stack>.yaml), or a StackConfig. Checked as a stack file is:
+        (camelCase, as in Pulumi.<stack>.yaml; typed as gpu_queues.StackConfigKeys, so a type
+        checker names a misspelt key), or a StackConfig. Checked as a stack file is:
         ConfigError names every key that is wrong. A relative `kueue.manifest.path` is read
         from `root` (default: the working directory, where Pulumi runs the program)."""
-        raw = stack_config_keys(config) if isinstance(config, StackConfig) else config
+        # Any mapping at runtime (the checks name what is wrong in one that is not typed).
+        raw: Mapping[str, Any] = (
+            stack_config_keys(config) if isinstance(config, StackConfig) else config
+        )
         checked, manifest = validate(
             raw,
             root or Path.cwd(),
@@ -123,7 +131,7 @@ class GpuQueuesArgs:
         kubeconfig: pulumi.Input[str] | None = None,
         context: pulumi.Input[str] | None = None,
         root: Path | None = None,
-    ) -> GpuQueuesArgs:
+    ) -> "GpuQueuesArgs":
         """The `gpu-queues:*` keys of a stack file (Pulumi.<stack>.yaml), read as the Pulumi
         CLI reads it (gpu_queues.config.stackfile; StackFileError if it cannot be). A
         `kubernetes.kubeconfig` secret in it is encrypted with that stack's key and never
@@ -160,8 +168,23 @@ class GpuQueuesArgs:
         )
         return cls(checked, manifest, kubeconfig=kubeconfig, context=context)
 
+    def provider(
+        self, name: str, opts: pulumi.ResourceOptions | None = None
+    ) -> pulumi.ProviderResource:
+        """A Kubernetes provider on this cluster, from the kubeconfig and context given to the
+        constructor: for GpuQueues' options and the program's own resources, so that the
+        kubeconfig is given once and Kueue's readiness check dials the cluster every object
+        goes to. Built with the settings GpuQueues needs (server-side apply, the manager's
+        ConfigMap updated in place: gpu_queues.components.provider)."""
+        if self.kubeconfig is None:
+            raise KubeconfigError(
+                "GpuQueuesArgs.provider needs the kubeconfig: pass kubeconfig= to "
+                "GpuQueuesArgs.from_config (or from_stack_file)"
+            )
+        return build_provider(name, self.kubeconfig, self.context, opts)
+
     @classmethod
-    def from_pulumi_config(cls, *, root: Path | None = None) -> GpuQueuesArgs:
+    def from_pulumi_config(cls, *, root: Path | None = None) -> "GpuQueuesArgs":
         """The running stack's `gpu-queues:*` config (what this project's own program does;
         the connection then comes from `gpu-queues:kubernetes`, held as a secret)."""
         checked, manifest = validate(
@@ -170,187 +193,30 @@ class GpuQueuesArgs:
         return cls(checked, manifest)
 
 
-def stack_config_keys(config: StackConfig) -> dict[str, Any]:
-    """A StackConfig as the stack config keys it was made from (only what was set), for
-    `validate`: the checks across keys read those, not the models."""
-    raw: dict[str, Any] = config.model_dump(by_alias=True, exclude_unset=True)
-    secret = config.kubernetes.kubeconfig
-    if secret is not None:
-        raw[keys.KEY_KUBERNETES]["kubeconfig"] = secret.get_secret_value()
-    return raw
-
-
-def manifest_problems(config: StackConfig, manifest: PreparedManifest | None) -> list[Problem]:
-    """Stack config that clashes with the manifest: a team namespace (or a submitter service
-    account's namespace) the manifest creates. One rule with load_config's reserved
-    namespaces: config_checks.reserved_namespace_problems, given the manifest's namespaces."""
-    if manifest is None:
-        return []
-    return reserved_namespace_problems(config, extra=manifest.namespaces)
-
-
-def _runtime_secret_keys() -> list[str] | None:
-    """The config keys the engine holds as secrets, when the language host says (it sets
-    PULUMI_CONFIG_SECRET_KEYS for the program); None outside a Pulumi run."""
-    text = os.environ.get("PULUMI_CONFIG_SECRET_KEYS")
-    if text is None:
-        return None
-    try:
-        found = json.loads(text)
-    except ValueError:
-        return None
-    return [str(k) for k in found] if isinstance(found, list) else None
-
-
-def _worker_server(config: StackConfig) -> str | None:
-    """The API server a worker stack's managers dial (None when it cannot be told here)."""
-    role = config.multi_kueue.worker if config.multi_kueue else None
-    if role is None:
-        return None
-    if role.server is not None:
-        return role.server
-    kubeconfig = config.kubernetes.kubeconfig
-    try:
-        conn = resolve(
-            kubeconfig.get_secret_value() if kubeconfig else None,
-            config.kubernetes.context,
-            run_exec=False,
-        )
-    except KubeconfigError:
-        return None  # no kubeconfig where this runs (a CI preview): checked where it applies
-    return conn.server
-
-
-def multikueue_problems(
-    raw: Mapping[str, Any],
-    config: StackConfig,
-    project_dir: Path,
-    stack: str | None,
-    secret_keys: list[str] | None,
-) -> list[Problem]:
-    """The MultiKueue checks that read beyond the config: inside the secret kubeconfigs, the
-    stack's own file (a plain-text worker kubeconfig), the engine's secret keys, the worker
-    stacks' files in the project, and the address a worker stack gives its managers."""
-    mk = config.multi_kueue
-    problems: list[Problem] = []
-    if mk is not None and mk.manager is not None:
-        problems += multikueue_checks.inline_kubeconfig_problems(raw)
-        problems += worker_stacks.worker_stack_problems(raw, project_dir, stack)
-        own = project_dir / f"Pulumi.{stack}.yaml" if stack else None
-        if own is not None and own.is_file():
-            problems += multikueue_checks.stack_file_problems(own.read_text(), own.name)
-        if secret_keys is not None:
-            problems += multikueue_checks.plaintext_at_runtime(raw, secret_keys)
-    if mk is not None and mk.worker is not None and mk.worker.server is None:
-        server = _worker_server(config)
-        reason = api_server_url_problem(server) if server else None
-        if reason:
-            problems.append(
-                Problem(
-                    (keys.KEY_MULTI_KUEUE, "worker", "server"),
-                    f"is unset, and the server of this stack's kubeconfig ({server}) cannot be "
-                    f"dialled by Kueue's MultiKueue: {reason}; set the address managers reach "
-                    "this cluster at",
-                )
-            )
-    return problems
-
-
-def validate(
-    raw: Mapping[str, Any],
-    root: Path = PROJECT_ROOT,
-    *,
-    stack: str | None = None,
-    project_dir: Path | None = None,
-    releases: Releases | None = None,
-    kubeconfig: str | None = None,
-    context: str | None = None,
-) -> tuple[StackConfig, PreparedManifest | None]:
-    """Everything the program can check without a cluster; ConfigError, KubeconfigError or
-    ManifestError.
-
-    `stack` is the running stack (its Pulumi.<stack>.yaml, in `project_dir`, is checked for
-    plain-text secrets); `project_dir` (default: the working directory, where Pulumi runs the
-    program) holds the stack files a MultiKueue manager's worker stacks are checked against.
-    The config returned carries what MultiKueue needs in Kueue's Configuration
-    (multikueue.effective_kueue). `releases` is where the Kueue release the manifest is
-    compared with comes from (default: the committed digests and `make kueue-manifest`'s
-    render under `root`; gpu_queues/release/reference.py).
-
-    With kueue.metrics on, it also asks the cluster (through `kubeconfig` and `context`, else
-    the config's `kubernetes`, else $KUBECONFIG) for the ServiceMonitor CRD and the namespaces
-    the objects go in (gpu_queues.components.monitoring.cluster_problems): the one check here
-    that dials, so that a preview fails where an apply would."""
-    config = load_config(raw)
-    if config.kubernetes.kubeconfig is not None:  # unset: $KUBECONFIG, possibly absent in CI
-        validate_kubeconfig(
-            config.kubernetes.kubeconfig.get_secret_value(), config.kubernetes.context
-        )
-    problems = multikueue_problems(
-        raw, config, project_dir or Path.cwd(), stack, _runtime_secret_keys()
-    )
-    if problems:
-        raise ConfigError(problems)
-    config = config.model_copy(update={"kueue": effective_kueue(config, stack)})
-    manifest = load_release(config.kueue, root, releases) if config.kueue.install else None
-    problems = manifest_problems(config, manifest)
-    if problems:
-        raise ConfigError(problems)
-    problems = monitoring_problems(config, manifest, kubeconfig, context)
-    if problems:
-        raise ConfigError(problems)
-    problems = provisioning_problems(config, kubeconfig, context)
-    if problems:
-        raise ConfigError(problems)
-    return config, manifest
-
-
-def provisioning_problems(
-    config: StackConfig, kubeconfig: str | None = None, context: str | None = None
-) -> list[Problem]:
-    """With provisioning checks, the cluster must serve the ProvisioningRequest API
-    (gpu_queues.components.provisioning.cluster_problems); none asked otherwise."""
-    if config.provisioning is None:
-        return []
-    secret = config.kubernetes.kubeconfig
-    return capacity.cluster_problems(
-        config.provisioning,
-        kubeconfig if kubeconfig is not None else (secret.get_secret_value() if secret else None),
-        context if context is not None else config.kubernetes.context,
-    )
-
-
-def monitoring_problems(
-    config: StackConfig,
-    manifest: PreparedManifest | None,
-    kubeconfig: str | None = None,
-    context: str | None = None,
-) -> list[Problem]:
-    """kueue.metrics against the release (its metrics Service and reader role) and against
-    the cluster (the ServiceMonitor CRD, the namespaces); none when it is off."""
-    settings = config.kueue.metrics
-    if not settings.enabled:
-        return []
-    if settings.service_monitor.enabled and manifest is not None:
-        problems = metrics.release_problems(manifest.objects)
-        if problems:
-            return problems
-    secret = config.kubernetes.kubeconfig
-    created = {ns for t in config.teams for ns in t.all_namespaces} | (
-        manifest.namespaces if manifest else set()
-    )
-    return cluster_problems(
-        config,
-        kubeconfig if kubeconfig is not None else (secret.get_secret_value() if secret else None),
-        context if context is not None else config.kubernetes.context,
-        created,
-    )
-
-
 class GpuQueues(pulumi.ComponentResource):
-    """Kueue, flavors, cohort, team queues and shared storage for one cluster."""
+    """Kueue, flavors, cohort, team queues and shared storage for one cluster.
 
-    outputs: dict[str, pulumi.Input[Any]]
+    Its outputs are typed attributes (`queues.local_queues`); `outputs` holds them all by
+    their stack output names (gpu_queues.keys.OUT_*), the optional ones (metrics, MultiKueue,
+    provisioning) included, for a program that exports them all."""
+
+    kueue_version: pulumi.Output[str]
+    """The Kueue release installed (or waited for)."""
+    kueue_installed: pulumi.Output[bool]
+    flavors: pulumi.Output[list[str]]
+    """The ResourceFlavors' names."""
+    cohort: pulumi.Output[str | None]
+    """The shared Cohort's name (None without one)."""
+    cluster_queues: pulumi.Output[dict[str, str]]
+    """Team name -> its ClusterQueue's name."""
+    local_queues: pulumi.Output[dict[str, str]]
+    """Team name -> `namespace/LocalQueue`, what a job's kueue.x-k8s.io/queue-name names."""
+    namespaces: pulumi.Output[dict[str, str]]
+    """Team name -> its namespace."""
+    shared_claims: pulumi.Output[list[str]]
+    """The shared PersistentVolumeClaims as `namespace/name`."""
+    priority_classes: pulumi.Output[dict[str, int]]
+    """WorkloadPriorityClass name -> its value."""
 
     def __init__(
         self, name: str, args: GpuQueuesArgs, opts: pulumi.ResourceOptions | None = None
@@ -363,12 +229,31 @@ class GpuQueues(pulumi.ComponentResource):
             raise ValueError(
                 "kueue.install is true but no prepared manifest of its version was given"
             )
-        super().__init__("gpu-queues:stack:GpuQueues", name, None, opts)
+        if args.kubeconfig is None and callers_provider(opts) is not None:
+            # Kueue's readiness check dials with a client of its own: without the kubeconfig
+            # of the caller's provider it would dial another cluster's ($KUBECONFIG's).
+            raise KubeconfigError(
+                f"GpuQueues {name!r} got a Kubernetes provider in its options but no kubeconfig: "
+                "pass kubeconfig= to GpuQueuesArgs.from_config (or from_stack_file), the one "
+                "that provider was built from (Kueue's readiness check dials it), or leave the "
+                "provider out and GpuQueues builds one from that kubeconfig"
+            )
+        # gpu-queues:index:GpuQueues is the token other languages construct it by (a
+        # component provider's types are all in module `index`); the alias is the type it had,
+        # so that a stack made before keeps it and everything under it (the engine aliases the
+        # children from it), with no replacement.
+        opts = pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=LEGACY_TYPE)])
+        )
+        super().__init__(TYPE, name, None, opts)
         kubeconfig, context = (
             connection(cfg.kubernetes)
             if args.kubeconfig is None and args.context is None
             else (pulumi.Output.secret(args.kubeconfig), pulumi.Output.from_input(args.context))
         )
+        reach = args.reach or (api_unreachable if args.probe is probe_webhooks else None)
+        if reach is not None:
+            warn_if_unreachable(reach, kubeconfig, context, self)
         # The caller's provider (opts or a parent's), else one of our own.
         provider = self.get_provider("kubernetes::Provider") or build_provider(
             f"{name}-k8s", kubeconfig, context, pulumi.ResourceOptions(parent=self)
@@ -404,16 +289,30 @@ class GpuQueues(pulumi.ComponentResource):
                 f"{name}-monitoring", KueueMonitoringArgs(cfg, board, ready.dependency), under
             )
 
-        self.outputs = {
-            keys.OUT_KUEUE_VERSION: cfg.kueue.version,
-            keys.OUT_KUEUE_INSTALLED: cfg.kueue.install,
-            keys.OUT_FLAVORS: [f.name for f in cfg.flavors],
-            keys.OUT_COHORT: cohort_name,
-            keys.OUT_CLUSTER_QUEUES: {t.name: t.cluster_queue for t in cfg.teams},
-            keys.OUT_LOCAL_QUEUES: {t.name: f"{t.namespace}/{t.local_queue}" for t in cfg.teams},
-            keys.OUT_NAMESPACES: {t.name: t.namespace for t in cfg.teams},
-            keys.OUT_SHARED_CLAIMS: storage.claim_refs,
-            keys.OUT_PRIORITY_CLASSES: {p.name: p.value for p in cfg.priority_classes},
+        self.kueue_version = pulumi.Output.from_input(cfg.kueue.version)
+        self.kueue_installed = pulumi.Output.from_input(cfg.kueue.install)
+        self.flavors = pulumi.Output.from_input([f.name for f in cfg.flavors])
+        self.cohort = pulumi.Output.from_input(cohort_name)
+        self.cluster_queues = pulumi.Output.from_input({t.name: t.cluster_queue for t in cfg.teams})
+        self.local_queues = pulumi.Output.from_input(
+            {t.name: f"{t.namespace}/{t.local_queue}" for t in cfg.teams}
+        )
+        self.namespaces = pulumi.Output.from_input({t.name: t.namespace for t in cfg.teams})
+        self.shared_claims = storage.claim_refs
+        self.priority_classes = pulumi.Output.from_input(
+            {p.name: p.value for p in cfg.priority_classes}
+        )
+        # Annotated here, not on the class: it is no output of the multi-language component.
+        self.outputs: dict[str, pulumi.Input[Any]] = {
+            keys.OUT_KUEUE_VERSION: self.kueue_version,
+            keys.OUT_KUEUE_INSTALLED: self.kueue_installed,
+            keys.OUT_FLAVORS: self.flavors,
+            keys.OUT_COHORT: self.cohort,
+            keys.OUT_CLUSTER_QUEUES: self.cluster_queues,
+            keys.OUT_LOCAL_QUEUES: self.local_queues,
+            keys.OUT_NAMESPACES: self.namespaces,
+            keys.OUT_SHARED_CLAIMS: self.shared_claims,
+            keys.OUT_PRIORITY_CLASSES: self.priority_classes,
         }
         # Only a stack with a cohort tree, or a team of several LocalQueues, has these outputs.
         if cfg.cohorts:

@@ -3,6 +3,7 @@ when the program that builds GpuQueues does not give one of its own."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
@@ -53,3 +54,19 @@ def build_provider(
         enable_config_map_mutable=True,
         opts=opts,
     )
+
+
+def callers_provider(opts: pulumi.ResourceOptions | None) -> pulumi.ProviderResource | None:
+    """The Kubernetes provider the caller's options give (`provider=`, `providers=` or a
+    parent's), read before anything is registered; None when GpuQueues builds its own."""
+    if opts is None:
+        return None
+    given: list[Any] = [opts.provider]
+    if isinstance(opts.providers, Mapping):
+        given.append(opts.providers.get("kubernetes"))
+    else:
+        given += list(opts.providers or [])
+    for provider in given:
+        if isinstance(provider, pulumi.ProviderResource) and provider.package == "kubernetes":
+            return provider
+    return opts.parent.get_provider("kubernetes::Provider") if opts.parent else None

@@ -25,6 +25,65 @@ Probe = Callable[[str | None, str | None, float], str]
 """probe(kubeconfig content or None for $KUBECONFIG, context or None, timeout seconds) -> report."""
 
 
+Reach = Callable[[str | None, str | None], str | None]
+"""reach(kubeconfig content or None for $KUBECONFIG, context or None) -> why the cluster's API
+server cannot be reached, or None when it answers."""
+
+REACH_TIMEOUT = 5.0
+
+
+def api_unreachable(kubeconfig: str | None, context: str | None) -> str | None:
+    """Whether the API server answers one version request (within REACH_TIMEOUT): what a
+    preview, which never waits for Kueue, can still tell about the cluster it plans for."""
+    from kubernetes import client
+
+    from gpu_queues.kueue.client import KubeconfigError
+    from gpu_queues.kueue.client import api_client as make_api_client
+
+    try:
+        api_client = make_api_client(kubeconfig, context)
+    except KubeconfigError as exc:
+        return str(exc)
+    try:
+        client.VersionApi(api_client).get_code(_request_timeout=REACH_TIMEOUT)
+    except Exception as exc:  # refused, TLS, timeout, 401: each means no plan can be trusted
+        cause = getattr(exc, "reason", None)  # urllib3's retries wrap what the socket said
+        said = cause if isinstance(cause, Exception) else exc
+        return f"{type(said).__name__}: {str(said).strip()[:300]}"
+    finally:
+        api_client.close()  # type: ignore[no-untyped-call]
+    return None
+
+
+def warn_if_unreachable(
+    reach: Reach,
+    kubeconfig: pulumi.Input[str | None] | None,
+    context: pulumi.Input[str | None] | None,
+    resource: pulumi.Resource,
+) -> pulumi.Output[str] | None:
+    """During a preview, a warning when the cluster does not answer: the preview then plans
+    from the stack's state alone (every object a create, on a new stack), and `pulumi up`
+    would fail at Kueue's readiness check. Logged as soon as the kubeconfig is known, before
+    the objects are registered, so it is among the preview's first lines. The Output holds
+    why ("" when the cluster answers); the SDK awaits it before the program ends."""
+
+    async def check(values: list[Any]) -> str:
+        why = await asyncio.to_thread(reach, values[0], values[1])
+        if why is not None:
+            pulumi.log.warn(
+                f"the cluster's API server cannot be reached ({why}): this preview is planned "
+                "without it, and `pulumi up` would fail waiting for Kueue; check the "
+                "kubeconfig GpuQueues dials (kubeconfig=, else gpu-queues:kubernetes, else "
+                "$KUBECONFIG)",
+                resource=resource,
+            )
+        return why or ""
+
+    if not pulumi.runtime.is_dry_run():
+        return None
+    return pulumi.Output.all(kubeconfig, context).apply(check)
+
+
 def probe_for(version: str | None, image: str | None = None) -> Probe:
     """The real probe, waiting for the rollout of `version` (its controller running `image`,
     a mirror's; default the release's) first when one was installed."""

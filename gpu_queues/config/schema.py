@@ -1,8 +1,9 @@
 """JSON schema of Pulumi.<stack>.yaml, generated from the config models.
 
-`python -m gpu_queues.config.schema --write` regenerates schema/stack-config.schema.json and the
-Markdown reference docs/config-reference.md made from it; `--check` exits non-zero when
-either checked-in file is stale.
+`python -m gpu_queues.config.schema --write` regenerates schema/stack-config.schema.json, the
+Markdown reference docs/config-reference.md made from it and the TypedDicts of the keys
+(gpu_queues/config/stack_keys.py, gpu_queues/config/typeddicts.py); `--check` exits non-zero
+when a checked-in file is stale.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpu_queues import keys
+from gpu_queues.config import typeddicts
 from gpu_queues.config.model import StackConfig
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schema" / "stack-config.schema.json"
@@ -171,7 +173,12 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--write", action="store_true", help="regenerate the checked-in schema")
     group.add_argument("--check", action="store_true", help="fail when the schema is stale")
     args = parser.parse_args(argv)
-    paths = {SCHEMA_PATH: render(), REFERENCE_PATH: render_reference()}
+    paths = {
+        SCHEMA_PATH: render(),
+        REFERENCE_PATH: render_reference(),
+        typeddicts.KEYS_PATH: typeddicts.render(typeddicts.KEYS),
+        typeddicts.COMPONENT_PATH: typeddicts.render(typeddicts.COMPONENT),
+    }
     if args.write:
         for path, text in paths.items():
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,7 @@ from gpu_queues.config.stackfile import (
     resolve_commit,
     stack_of,
 )
+from gpu_queues.tools.policy_configs import policy_config
 
 # Paths whose change can change what every stack deploys or how it is checked.
 SHARED_FILES = frozenset(
@@ -90,12 +91,6 @@ def changed_stacks(
             touched.add(stack)
         touched |= {m for m in (managers or {}).get(stack, ()) if m in deployable}
     return ordered(touched)
-
-
-def policy_config(stack: str, root: Path = ROOT) -> str:
-    """The policy pack config a stack is checked with: its own file, else the strict prod one."""
-    own = Path("policies") / "config" / f"{stack}.json"
-    return str(own if (root / own).is_file() else Path("policies") / "config" / "prod.json")
 
 
 def matrix(stacks: Sequence[str], root: Path = ROOT) -> list[dict[str, str]]:

@@ -16,7 +16,7 @@ from gpu_queues import keys, yamlio
 from gpu_queues.config.model import StackConfig
 from gpu_queues.files import read_text
 from gpu_queues.release.module import rendered_path
-from gpu_queues.tools.changed_stacks import policy_config
+from gpu_queues.tools.policy_configs import policy_config
 from sandbox import pulumi_stack as stack
 from sandbox.paths import ROOT, STATE
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
+import re
 from typing import Any
 
 from gpu_queues import keys
-from gpu_queues.components.gpu_queues import validate
+from gpu_queues.components.validation import validate
 from gpu_queues.release.manifest import load_manifest, prepare_manifest
 from gpu_queues.whatif.markdown import render
 from gpu_queues.whatif.report import Run, report_json
@@ -27,6 +29,33 @@ def registrations_of(stack: str) -> dict[str, Any]:
         docs = load_manifest(config.kueue)
         prepared = prepare_manifest(docs, config.kueue, verified_sha256=digest)
     return registrations(raw, prepared)
+
+
+def through_aliases(found: dict[str, Any]) -> dict[str, Any]:
+    """The registrations as the engine matches them against a stack made before a retyping:
+    a resource registered with a type-only alias (`pulumi.Alias(type_=old)`, parent unchanged)
+    had the old type, in its URN and in those of everything under it (the engine multiplies a
+    parent's aliases out to its children: pkg/resource/deploy/step_generator.go,
+    generateAliases). So the records made before it still pin everything else."""
+    renames: dict[str, str] = {}
+    for entry in found.values():
+        register = entry.get("register", {})
+        if not register.get("type", "").startswith(f"{keys.PROJECT}:"):
+            continue  # the SDKs' own aliases (pulumi-kubernetes' older API versions) stay
+        for alias in register.get("aliases", []):
+            spec = alias.get("spec", {})
+            if set(spec) - {"type", "parentUrn"} or spec.get("parentUrn") or "type" not in spec:
+                raise ValueError(f"an alias this does not model: {alias}")
+            renames[register["type"]] = spec["type"]
+    text = json.dumps(found)
+    for new, old in renames.items():
+        text = re.sub(re.escape(new) + r'(?=["$]|::)', old, text)
+    renamed: dict[str, Any] = json.loads(text)
+    for entry in renamed.values():
+        register = entry.get("register", {})
+        if register.get("type", "") in renames.values():
+            register.pop("aliases", None)
+    return renamed
 
 
 def report_of(replay: dict[str, Any], which: str) -> str:

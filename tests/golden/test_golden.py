@@ -39,7 +39,7 @@ REPLAY = DATA / "whatif-replay.json"
 def registered(stack: str) -> dict[str, Any]:
     from tests.golden import recording
 
-    return recording.registrations_of(stack)
+    return recording.through_aliases(recording.registrations_of(stack))
 
 
 def command_output(name: str) -> str:

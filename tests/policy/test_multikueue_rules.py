@@ -20,7 +20,7 @@ from policy_harness import (
     stack_args,
 )
 
-from gpu_queues.components.gpu_queues import validate
+from gpu_queues.components.validation import validate
 from gpu_queues.config import render
 from gpu_queues.config.stackfile import read_config
 from gpu_queues.kueue import multikueue as kueue_multikueue

@@ -25,11 +25,12 @@ import pytest
 from policy_harness import CQ, PACK_DIR, REPO, RF, Analyzer, mandatory, run_policy, stack_args
 
 from gpu_queues import keys
-from gpu_queues.components.gpu_queues import validate
+from gpu_queues.components.validation import validate
 from gpu_queues.config.model import StackConfig
 from gpu_queues.kueue.capacity import CAPACITY_ANNOTATION
 from gpu_queues.release.manifest import load_manifest
-from gpu_queues.tools.changed_stacks import is_deployable, policy_config
+from gpu_queues.tools.changed_stacks import is_deployable
+from gpu_queues.tools.policy_configs import policy_config
 from policies import rules
 from tests.conftest import MANIFEST, MockRun, read_yaml, run_stack, stack_raw, stand_in
 from tests.unit.config.stackgen import random_stack
@@ -75,7 +76,7 @@ def with_test_manifest(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def build(raw: dict[str, Any]) -> tuple[StackConfig, MockRun]:
-    """The program's validation phase (gpu_queues.components.gpu_queues.validate: config, manifest
+    """The program's validation phase (gpu_queues.components.validation.validate: config, manifest
     digest and
     allowlist), then the stack under mocks with the digest it verified."""
     config, _ = validate(with_test_manifest(raw), releases=stand_in())

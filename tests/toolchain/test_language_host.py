@@ -578,3 +578,19 @@ def test_python_tool_plugin_runs_with_its_arguments_and_exit_code(
     assert "tool-stderr-line" in done.stderr
     ok = backend.run("pulumi", "plugin", "run", tool, "--", "0", cwd=tmp_path)
     assert ok.returncode == 0, output_of(ok)
+
+
+def test_the_host_takes_the_runtime_options_older_engines_pass_as_flags() -> None:
+    """pulumi-yaml's language host (on sdk v3.206.0) starts a Python plugin's host with
+    `-toolchain=... -virtualenv=... -typechecker=... -root=...` before the engine address; the
+    host refused them (`flag provided but not defined`), so a YAML program could not load the
+    component package (package/). The options themselves come with each request."""
+    legacy = ["-toolchain=pip", "-virtualenv=venv", "-typechecker=", "-root=/tmp"]
+    done = subprocess.run(
+        [str(ROOT / ".toolchain" / "bin" / "pulumi-language-python"), *legacy, "-version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == PINS["PULUMI_VERSION"]

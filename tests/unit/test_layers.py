@@ -59,9 +59,9 @@ FLOORS: list[tuple[str, ...]] = [
     ("sandbox.replay",),
     ("sandbox.crosscheck",),  # the engines' randomized cross-check: drives both (sandbox.replay)
     ("sandbox.bench",),
-    ("components", "__main__"),
+    ("components", "__main__", "package"),  # package/: the component package's plugin
 ]
-TOP = ("gpu_queues", "sandbox", "policies", "components", "__main__")
+TOP = ("gpu_queues", "sandbox", "policies", "components", "package", "__main__")
 # Edges by module name (importlib), which the source's imports do not show: (from, to).
 BY_NAME = {("gpu_queues.cli", "sandbox.replay.cli")}
 
@@ -225,8 +225,19 @@ def test_a_fast_replay_needs_nothing_above_the_whatif():
     assert {"gpu_queues.whatif.nodes", "gpu_queues.config.model"} <= seen  # it was followed
 
 
+def generated(path: Path) -> bool:
+    """Made by `make schema` from the config models (checked for staleness by their tests),
+    not written: its length is the models'."""
+    head = "\n".join(path.read_text().splitlines()[:5])
+    return "by `make schema`" in head and "do not edit" in head
+
+
 def test_no_module_is_over_600_lines():
-    lengths = {name: len(path.read_text().splitlines()) for name, path in modules().items()}
+    lengths = {
+        name: len(path.read_text().splitlines())
+        for name, path in modules().items()
+        if not generated(path)
+    }
     assert {name: n for name, n in lengths.items() if n > 600} == {}
 
 

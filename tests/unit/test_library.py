@@ -21,7 +21,7 @@ import pulumi_kubernetes as k8s
 import pytest
 
 import gpu_queues
-from gpu_queues import ConfigError, GpuQueues, GpuQueuesArgs, StackConfig
+from gpu_queues import ConfigError, GpuQueues, GpuQueuesArgs, KubeconfigError, StackConfig
 from gpu_queues.config.model import load_config
 from gpu_queues.pins import PINS_FILE, read_pins
 from tests.conftest import ROOT, MockRun, mocks_for
@@ -126,8 +126,10 @@ def two_teams(**kueue: Any) -> dict[str, Any]:
     }
 
 
-def mock_run(program: Callable[[], Any], preview: bool = False) -> MockRun:
-    run = MockRun()
+def mock_run(
+    program: Callable[[], Any], preview: bool = False, run: MockRun | None = None
+) -> MockRun:
+    run = run or MockRun()
     pulumi.runtime.set_mocks(mocks_for(run), project="my-platform", stack="lib", preview=preview)
     pulumi.runtime.set_all_config({}, [])
     pulumi.runtime.test(program)()
@@ -252,7 +254,7 @@ def _objects(run: MockRun) -> list[tuple[str, str, str]]:
 )
 def test_with_the_callers_provider_every_object_uses_it_and_none_of_ours_is_built(opts):
     own = _build(lambda: None)
-    theirs = _build(opts)
+    theirs = _build(opts, kubeconfig="x")
     providers = [r for r in theirs.resources if r.typ == "pulumi:providers:kubernetes"]
     assert [p.name for p in providers] == ["my-cluster"]
     objects = _kubernetes(theirs)
@@ -264,6 +266,42 @@ def test_with_the_callers_provider_every_object_uses_it_and_none_of_ours_is_buil
     assert [r.name for r in own.resources if r.typ == "pulumi:providers:kubernetes"] == [
         "ml-queues-k8s"
     ]
+
+
+def _parented() -> pulumi.ResourceOptions:
+    parent = pulumi.ComponentResource(
+        "my:index:Platform",
+        "platform",
+        opts=pulumi.ResourceOptions(provider=k8s.Provider("my-cluster", kubeconfig="x")),
+    )
+    return pulumi.ResourceOptions(parent=parent)
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        lambda: pulumi.ResourceOptions(provider=k8s.Provider("my-cluster", kubeconfig="x")),
+        lambda: pulumi.ResourceOptions(providers=[k8s.Provider("my-cluster", kubeconfig="x")]),
+        lambda: pulumi.ResourceOptions(
+            providers={"kubernetes": k8s.Provider("my-cluster", kubeconfig="x")}
+        ),
+        _parented,
+    ],
+    ids=["provider", "providers-list", "providers-map", "parents-provider"],
+)
+def test_the_callers_provider_without_its_kubeconfig_is_refused_before_anything_is_registered(
+    opts,
+):
+    """Kueue's readiness check cannot read the caller's provider's kubeconfig: without
+    kubeconfig= it would dial $KUBECONFIG (or gpu-queues:kubernetes), perhaps another cluster."""
+    run = MockRun()
+
+    def program() -> None:
+        GpuQueues("ml-queues", GpuQueuesArgs.from_config(two_teams()), opts())
+
+    with pytest.raises(KubeconfigError, match=r"no kubeconfig: pass kubeconfig= to GpuQueuesArgs"):
+        mock_run(program, run=run)
+    assert [r.typ for r in run.resources if r.typ.startswith("gpu-queues:")] == []
 
 
 def test_the_readiness_check_dials_the_kubeconfig_given_with_the_args():
@@ -352,5 +390,5 @@ def test_the_wheels_go_stale_with_the_requirements_not_with_tool_settings(tmp_pa
     before = wheels.digest()
     pyproject.write_text(text.replace("line-length = 100", "line-length = 99"))
     assert wheels.digest() == before
-    pyproject.write_text(text.replace('"pyyaml>=6.0.4"', '"pyyaml>=6.0.5"'))
+    pyproject.write_text(text.replace('"pyyaml~=6.0.4"', '"pyyaml~=6.0.5"'))
     assert wheels.digest() != before

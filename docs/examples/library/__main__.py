@@ -1,30 +1,45 @@
 """A Pulumi program of your own: two teams' GPU queues from gpu-queues, on your provider."""
 
-import pulumi
-import pulumi_kubernetes as k8s
+import sys
 
-from gpu_queues import GpuQueues, GpuQueuesArgs
+import pulumi
+
+from gpu_queues import ConfigError, GpuQueues, GpuQueuesArgs, StackConfigKeys
+from gpu_queues.config.stack_keys import FlavorQuotasKeys, TeamKeys
 
 GPU = "nvidia.com/gpu"
 
 
-def team(name: str, gpus: int) -> dict[str, object]:
+def team(name: str, gpus: int) -> TeamKeys:
     """One team's namespace, ClusterQueue and LocalQueue: `gpus` of the shared flavor."""
-    quota = {"cpu": {"nominalQuota": 16}, "memory": {"nominalQuota": "128Gi"}}
-    flavor = {"name": "shared-gpu", "resources": {**quota, GPU: {"nominalQuota": gpus}}}
-    group = {"coveredResources": ["cpu", "memory", GPU], "flavors": [flavor]}
-    queues = {"clusterQueue": f"{name}-cq", "localQueue": f"{name}-queue"}
-    return {"name": name, "namespace": f"team-{name}", **queues, "resourceGroups": [group]}
+    quota: dict[str, str | int] = {"cpu": 16, "memory": "128Gi", GPU: gpus}
+    flavor: FlavorQuotasKeys = {
+        "name": "shared-gpu",
+        "resources": {resource: {"nominalQuota": value} for resource, value in quota.items()},
+    }
+    return {
+        "name": name,
+        "namespace": f"team-{name}",
+        "clusterQueue": f"{name}-cq",
+        "localQueue": f"{name}-queue",
+        "resourceGroups": [{"coveredResources": ["cpu", "memory", GPU], "flavors": [flavor]}],
+    }
 
 
-kubeconfig = pulumi.Config().require_secret("kubeconfig")
-cluster = k8s.Provider("my-cluster", kubeconfig=kubeconfig, enable_server_side_apply=True)
-config = {
+# The keys a stack file holds under `gpu-queues:`, typed: a misspelt key is a type error.
+config: StackConfigKeys = {
     "kueue": {"install": False},  # Kueue runs on the cluster already: only wait for it
     "flavors": [{"name": "shared-gpu", "capacity": {"cpu": 64, "memory": "512Gi", GPU: 8}}],
     "teams": [team("vision", 4), team("speech", 4)],
 }
-# Checked here, before anything is registered; the kubeconfig is for Kueue's readiness check.
-args = GpuQueuesArgs.from_config(config, kubeconfig=kubeconfig)
+kubeconfig = pulumi.Config().require_secret("kubeconfig")
+try:
+    # Every check, before anything (the provider too) is registered: a bad config stops here.
+    args = GpuQueuesArgs.from_config(config, kubeconfig=kubeconfig)
+except ConfigError as error:
+    print(error, file=sys.stderr)
+    sys.exit(32)  # the error is said: Pulumi adds no traceback
+# The provider from the same kubeconfig: Kueue's readiness check dials the cluster it deploys to.
+cluster = args.provider("my-cluster")
 queues = GpuQueues("ml-queues", args, pulumi.ResourceOptions(provider=cluster))
-pulumi.export("localQueues", queues.outputs["localQueues"])
+pulumi.export("localQueues", queues.local_queues)

@@ -199,7 +199,7 @@ def test_a_team_namespace_the_manifest_creates_is_refused(tmp_path, capsys, team
 
 def test_a_namespace_only_a_custom_manifest_creates_is_refused_too(manifest):
     # The check is derived from the manifest, not a fixed list: whatever namespace it creates.
-    from gpu_queues.components.gpu_queues import manifest_problems
+    from gpu_queues.components.validation import manifest_problems
     from gpu_queues.config.model import ConfigError, load_config
     from gpu_queues.release.manifest import PreparedManifest
 

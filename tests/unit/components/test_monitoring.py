@@ -115,7 +115,7 @@ def pinned_prod(metrics_config: dict[str, Any]) -> dict[str, Any]:
 
 
 def validate_prod(metrics_config: dict[str, Any]) -> Any:
-    from gpu_queues.components.gpu_queues import validate
+    from gpu_queues.components.validation import validate
     from tests.conftest import stand_in
 
     return validate(pinned_prod(metrics_config), releases=stand_in(), kubeconfig=UNREACHABLE)

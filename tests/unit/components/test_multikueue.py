@@ -13,13 +13,13 @@ import pytest
 import yaml
 
 from gpu_queues import keys
-from gpu_queues.components.gpu_queues import multikueue_problems
 from gpu_queues.components.multikueue import (
     default_origin,
     effective_kueue,
     manager_rules,
     worker_kubeconfig,
 )
+from gpu_queues.components.validation import multikueue_problems
 from gpu_queues.config import render
 from gpu_queues.config.model import ConfigError, load_config
 from gpu_queues.config.multikueue_checks import (

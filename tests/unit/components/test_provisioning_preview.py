@@ -149,7 +149,7 @@ current-context: c
 
 
 def test_the_validation_phase_asks_before_anything_is_registered(missing: Any) -> None:
-    from gpu_queues.components.gpu_queues import validate
+    from gpu_queues.components.validation import validate
     from gpu_queues.config.model import ConfigError
 
     kubeconfig, asked = missing

@@ -20,6 +20,7 @@ import pytest
 
 from sandbox.bench import scale as bench
 from sandbox.bench.under_mocks import registrations
+from tests.golden.recording import through_aliases
 
 pytestmark = pytest.mark.unit
 
@@ -28,7 +29,8 @@ TEAMS, PREFIX = 10, "r"
 
 
 def current() -> dict[str, Any]:
-    return registrations(bench.team_config(TEAMS, PREFIX))
+    """As a stack made before matches them (GpuQueues' retyping, through its alias)."""
+    return through_aliases(registrations(bench.team_config(TEAMS, PREFIX)))
 
 
 def expected() -> dict[str, Any]:

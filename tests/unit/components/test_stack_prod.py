@@ -142,7 +142,7 @@ def test_prod_outputs(prod_run):
 def test_component_type_tokens_and_child_names(prod_run):
     components = {r.typ for r in prod_run.resources if r.typ.startswith("gpu-queues:")}
     assert components == {
-        "gpu-queues:stack:GpuQueues",
+        "gpu-queues:index:GpuQueues",
         "gpu-queues:kueue:KueueRelease",
         "gpu-queues:readiness:KueueReady",
         "gpu-queues:flavors:Flavors",

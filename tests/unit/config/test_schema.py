@@ -23,6 +23,8 @@ def test_schema_check_command_fails_when_stale(tmp_path, monkeypatch, capsys):
     stale.write_text("{}\n")
     monkeypatch.setattr(schema, "SCHEMA_PATH", stale)
     monkeypatch.setattr(schema, "REFERENCE_PATH", tmp_path / "config-reference.md")
+    monkeypatch.setattr(schema.typeddicts, "KEYS_PATH", tmp_path / "stack_keys.py")
+    monkeypatch.setattr(schema.typeddicts, "COMPONENT_PATH", tmp_path / "component_inputs.py")
     assert schema.main(["--check"]) == 1
     assert "stale" in capsys.readouterr().err
     assert schema.main(["--write"]) == 0

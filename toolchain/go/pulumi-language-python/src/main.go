@@ -64,6 +64,11 @@ func main() {
 	showVersion := flag.Bool("version", false, "Print the plugin version and exit")
 	useExecutor := flag.String("use-executor", "",
 		"Run this executor script instead of the "+executorName+" beside the host")
+	// Hosts built on an older SDK (pulumi-yaml's, loading a Python plugin) still pass the
+	// runtime options as flags too; they come with every request's ProgramInfo, read there.
+	for _, legacy := range []string{"toolchain", "virtualenv", "typechecker", "root"} {
+		flag.String(legacy, "", "Ignored: the runtime option comes with each request (older engines pass it here too)")
+	}
 	flag.Parse()
 
 	if *showVersion {
