@@ -54,7 +54,7 @@ def stop_changes(
 
 def _count(admitted: int | None, unknown: str) -> str:
     if admitted is None:
-        return f"admitted workloads: unknown ({unknown})"
+        return f"admitted workloads (how many is unknown: {unknown})"
     return f"{admitted} admitted workload{'' if admitted == 1 else 's'}"
 
 
@@ -73,7 +73,11 @@ def sentence(change: StopChange, admitted: int | None, unknown: str = "no cluste
             f"team {change.team} stops admitting: new workloads wait ({move}); its {count} "
             "keep running"
         )
-    return f"team {change.team} admits again ({move}); {count}{'' if admitted is None else ' now'}"
+    if admitted is None:
+        return (
+            f"team {change.team} admits again ({move}); admitted workloads now: unknown ({unknown})"
+        )
+    return f"team {change.team} admits again ({move}); {count} now"
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,8 @@ def listing(*queues: tuple[str, str | None, Any]) -> dict[str, Any]:
         ),
         pytest.param(
             "HoldAndDrain", "None", None,
-            "team ml admits again (stopPolicy HoldAndDrain → None); admitted workloads: unknown "
-            "(no cluster read)",
+            "team ml admits again (stopPolicy HoldAndDrain → None); admitted workloads now: "
+            "unknown (no cluster read)",
             id="admits-again-unknown",
         ),
     ],
@@ -81,7 +81,8 @@ def test_a_cluster_that_cannot_be_read_names_every_held_team_with_an_unknown_cou
     (line,) = stop.preview_lines(teams, None, None, unreadable)
     assert line.startswith("team ml stops admitting")
     assert (
-        "admitted workloads: unknown (the cluster could not be read: no usable kubeconfig" in line
+        "its admitted workloads (how many is unknown: the cluster could not be read: no usable "
+        "kubeconfig" in line
     )
 
 

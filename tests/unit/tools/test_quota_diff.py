@@ -257,8 +257,9 @@ def test_the_cli_reads_the_admitted_count_from_the_new_sides_cluster(
     assert asked == [("b", project)]
     assert first.startswith("**⚠️ team vision: its running jobs will be evicted")
     assert first.endswith(
-        "admitted workloads: unknown (cannot read stack 'b': no cluster here) to be evicted**"
+        "admitted workloads (how many is unknown: cannot read stack 'b': no cluster here) to be "
+        "evicted**"
     )
     assert quota_diff.main(["a", "b", "--root", str(project), "--no-cluster"]) == 0
-    assert "unknown (not read: --no-cluster)" in capsys.readouterr().out
+    assert "unknown: not read: --no-cluster)" in capsys.readouterr().out
     assert len(asked) == 1
