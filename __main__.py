@@ -11,6 +11,7 @@ import pulumi
 # and the settling are this project's own.
 from gpu_queues import ConfigError, GpuQueues, GpuQueuesArgs, KubeconfigError, ManifestError
 from gpu_queues.components.settle import settle_registrations
+from gpu_queues.kueue import stop
 from gpu_queues.release.upgrade import UpgradeRefused, check_stack
 
 # The Python language host's exit code for "the error was already shown to the user":
@@ -28,6 +29,14 @@ try:
 except (ConfigError, KubeconfigError, ManifestError, UpgradeRefused) as error:
     print(error, file=sys.stderr)
     sys.exit(BAIL)
+# First of the warnings: a team whose stopPolicy changes stops admitting or has its running
+# jobs evicted (gpu_queues/kueue/stop.py), against what the cluster runs now.
+for line in stop.preview_lines(
+    [(t.name, t.cluster_queue, t.stop_policy) for t in args.config.teams],
+    secret.get_secret_value() if (secret := args.config.kubernetes.kubeconfig) else None,
+    args.config.kubernetes.context,
+):
+    pulumi.log.warn(line)
 if move is not None:
     (pulumi.log.warn if move.warning else pulumi.log.info)(move.message)
 if args.manifest is not None and args.manifest.provenance:

@@ -4,9 +4,12 @@ names, and every PromQL expression the dashboard shows, written once here.
 The names are those Kueue v0.18 exports (pkg/metrics/metrics.go: subsystem `kueue`). The
 ClusterQueue resource gauges (usage, nominal quota, lending limit) are exported only when the
 manager Configuration sets `metrics.enableClusterQueueResources` (the program sets it when the
-dashboard is on). A sandbox test reads the names off a running Kueue's metrics endpoint and
-checks every name these expressions use against them (tests/e2e/test_metrics.py), so a release
-that renames one fails a test instead of leaving a panel empty.
+dashboard is on). The cohort subtree gauges are always exported; the LocalQueue ones while
+`metrics.localQueueMetrics.enable` (default true) and the LocalQueueMetrics feature gate (beta,
+on by default since v0.17) are left on. A sandbox test reads the names off a running Kueue's
+metrics endpoint and checks every name these expressions use against them
+(tests/e2e/test_metrics.py), so a release that renames one fails a test instead of leaving a
+panel empty.
 
 Every expression selects one ClusterQueue (and one flavor and resource where it counts
 resources); the label values are quoted with `quote`, so any team, flavor or resource name the
@@ -27,6 +30,15 @@ PENDING: Final = "kueue_pending_workloads"
 ADMISSION_WAIT: Final = "kueue_admission_wait_time_seconds"
 # Counter, per cluster_queue and reason (Preempted, PodsReadyTimeout, Deactivated, ...).
 EVICTED: Final = "kueue_evicted_workloads_total"
+# Gauges, per cohort, flavor, resource: the nominal quota of the cohort's whole subtree (its
+# own, its child cohorts' and its ClusterQueues'), and what the subtree's workloads reserve of
+# it. Kueue exports no subtree usage: reserved is admitted once admission checks pass.
+COHORT_QUOTA: Final = "kueue_cohort_subtree_quota"
+COHORT_RESERVED: Final = "kueue_cohort_subtree_resource_reservations"
+# Gauges, per LocalQueue (labels name, namespace): usage per flavor and resource, and pending
+# workloads per status.
+LOCAL_QUEUE_USAGE: Final = "kueue_local_queue_resource_usage"
+LOCAL_QUEUE_PENDING: Final = "kueue_local_queue_pending_workloads"
 
 # What a percentile panel shows, and the window of rates and increases (Grafana's own
 # variable: at least four scrape intervals of the data source).
@@ -116,3 +128,24 @@ def evictions(queue: str) -> str:
     """The queue's evictions in the last hour, per reason."""
     counter = select(EVICTED, cluster_queue=queue)
     return f"sum by (reason) (increase({counter}[{EVICTION_WINDOW}]))"
+
+
+def cohort_reserved(cohort: str, flavor: str, resource: str) -> str:
+    """What the workloads of the cohort's subtree reserve of `resource` in `flavor`."""
+    return f"sum({select(COHORT_RESERVED, cohort=cohort, flavor=flavor, resource=resource)})"
+
+
+def cohort_quota(cohort: str, flavor: str, resource: str) -> str:
+    """The nominal quota of `resource` in `flavor` of the cohort's whole subtree."""
+    return f"sum({select(COHORT_QUOTA, cohort=cohort, flavor=flavor, resource=resource)})"
+
+
+def local_queue_in_use(namespace: str, name: str, flavor: str, resource: str) -> str:
+    """How much of `resource` of `flavor` the LocalQueue's admitted workloads hold."""
+    labels = {"namespace": namespace, "name": name, "flavor": flavor, "resource": resource}
+    return f"sum({select(LOCAL_QUEUE_USAGE, **labels)})"
+
+
+def local_queue_pending(namespace: str, name: str) -> str:
+    """Pending workloads of the LocalQueue, per status (active, inadmissible)."""
+    return f"sum by (status) ({select(LOCAL_QUEUE_PENDING, namespace=namespace, name=name)})"

@@ -11,8 +11,11 @@ comment in the body, so a new push edits the earlier comment instead of adding a
 Jobs that run side by side can share one comment: each --section is kept between its own
 markers below the main body, and an update of the main body or of one section leaves the
 others as they are, whichever job posts first. A section's warning lines (the what-if's
-regressions, between gpu_queues.whatif.regressions' markers) are lifted to the very top of the
-comment, above the main body, and go back into their section when it is read again.
+regressions, between gpu_queues.whatif.regressions' markers) are lifted to the top of the
+comment, above the main body, and go back into their section when it is read again. Above
+even those, first of all: the main body's stopPolicy changes (quota-diff's block between
+gpu_queues.kueue.stop's markers: a team that stops admitting or whose running jobs will be
+evicted), wherever the body had them (--kueue-diff puts its section above the body).
 With --kueue-diff, a change of the stack's Kueue version or manifest sha256 between the two
 sides comes first in the comment, prominently (gpu_queues.tools.kueue_diff): old -> new version, the
 release objects that change, what changes for queue owners.
@@ -31,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from gpu_queues.escape import text
+from gpu_queues.kueue import stop
 from gpu_queues.whatif.regressions import BEGIN, END
 
 API = "https://api.github.com"
@@ -54,6 +58,8 @@ _SECTION = re.compile(r"\n?<!-- section:([\w.-]+) -->\n(.*?)\n<!-- /section:\1 -
 # lifted to the top of the comment, above the main body, between lead markers of its name.
 _WARNINGS = re.compile(re.escape(BEGIN) + r"\n.*?" + re.escape(END) + r"\n?", re.S)
 _LEAD = re.compile(r"<!-- lead:([\w.-]+) -->\n(.*?)<!-- /lead:\1 -->\n?", re.S)
+# The main body's stopPolicy changes, first of the whole comment.
+_STOP = re.compile(re.escape(stop.BEGIN) + r"\n.*?" + re.escape(stop.END) + r"\n*", re.S)
 
 
 def split(text: str, tag: str) -> tuple[str, dict[str, str]]:
@@ -67,8 +73,12 @@ def split(text: str, tag: str) -> tuple[str, dict[str, str]]:
 
 
 def compose(tag: str, main: str, sections: dict[str, str]) -> str:
-    """The comment: the sections' warnings first, then the main body, then the sections."""
-    leads, bodies = [], {}
+    """The comment: the main body's stopPolicy changes first, the sections' warnings, then
+    the rest of the main body, then the sections."""
+    first = _STOP.search(main)
+    if first:
+        main = main[: first.start()] + main[first.end() :]
+    leads, bodies = [first.group(0).rstrip("\n") + "\n"] if first else [], {}
     for name, body in sections.items():
         found = _WARNINGS.search(body)
         if found:

@@ -7,9 +7,13 @@
     python -m gpu_queues.tools.quota_diff staging prod                    how two environments
     differ
 
-One row per team, flavor and resource (nominal quota, borrowing and lending limits, before ->
-after), the cohort tree of a stack that has one (gpu_queues/tools/cohort_tree.py), then GPUs per
-flavor (teams' and cohorts' own) against the flavor's declared capacity, flagged when over.
+First, a team whose stopPolicy changes: that it stops admitting (Hold), that its running jobs
+will be evicted (HoldAndDrain) or that it admits again (None), with its admitted workloads read
+from the new side's cluster as `make status` reads it (gpu_queues/kueue/stop.py); unknown when
+no cluster answers, or with --no-cluster. Then one row per team, flavor and resource (nominal
+quota, borrowing and lending limits, before -> after), the cohort tree of a stack that has one
+(gpu_queues/tools/cohort_tree.py), then GPUs per flavor (teams' and cohorts' own) against the
+flavor's declared capacity, flagged when over.
 """
 
 from __future__ import annotations
@@ -29,9 +33,10 @@ from gpu_queues.config.render import cluster_queue, cohorts
 from gpu_queues.config.stackfile import ROOT, StackFileError, read_config, resolve_commit
 from gpu_queues.escape import code, text
 from gpu_queues.invoked import prog
+from gpu_queues.kueue import stop
 from gpu_queues.kueue.capacity import quota_totals
 from gpu_queues.kueue.quantity import format_number
-from gpu_queues.tools import cohort_tree
+from gpu_queues.tools import cohort_tree, status
 from gpu_queues.whatif.gpus import is_gpu
 
 ABSENT = "-"
@@ -192,9 +197,38 @@ def _num(value: Fraction | None) -> str | None:
     return None if value is None else format_number(value)
 
 
-def render(old: Side, new: Side, changes_only: bool = False) -> str:
-    """The Markdown report: quota table, GPU capacity table, config problems if any."""
-    lines = [f"### Quota diff: {code(old.label)} → {code(new.label)}", ""]
+def stop_changes(old: Side, new: Side) -> list[stop.StopChange]:
+    """The teams whose ClusterQueue's stopPolicy differs between the sides."""
+    return stop.stop_changes(
+        [(t.name, t.stop_policy) for t in old.config.teams],
+        [(t.name, t.cluster_queue, t.stop_policy) for t in new.config.teams],
+    )
+
+
+def stop_section(changes: list[stop.StopChange], admitted: Mapping[str, int] | str) -> list[str]:
+    """The stopPolicy changes, first of the report between markers the PR comment keeps on
+    top; `admitted` is the cluster's count per ClusterQueue, or why there is none."""
+    if not changes:
+        return []
+    lines = [stop.BEGIN]
+    for change in changes:
+        if isinstance(admitted, str):
+            line = stop.sentence(change, None, admitted)
+        else:  # a ClusterQueue the cluster does not have yet admits nothing
+            line = stop.sentence(change, admitted.get(change.cluster_queue, 0))
+        mark = "" if change.after == stop.NONE else "⚠️ "
+        lines += [f"**{mark}{text(line)}**", ""]
+    return [*lines[:-1], stop.END, ""]
+
+
+def render(
+    old: Side, new: Side, changes_only: bool = False, admitted: Mapping[str, int] | str = ""
+) -> str:
+    """The Markdown report: stopPolicy changes, quota table, cohort tree, GPU capacity table,
+    config problems if any. `admitted`: admitted workloads per ClusterQueue of the new side's
+    cluster, or why they were not read."""
+    lines = stop_section(stop_changes(old, new), admitted or "no cluster read")
+    lines += [f"### Quota diff: {code(old.label)} → {code(new.label)}", ""]
     rows = quota_rows(old.config, new.config)
     shown = [r for r in rows if r.change or not changes_only]
     if not any(r.change for r in rows):
@@ -257,6 +291,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--root", type=Path, default=ROOT, help="project directory")
     parser.add_argument(
+        "--no-cluster",
+        action="store_true",
+        help="do not read the new side's cluster for a stopPolicy change's admitted workloads",
+    )
+    parser.add_argument(
         "--fail-over-capacity",
         action="store_true",
         help="exit 3 when NEW puts more GPUs in a flavor than it declares",
@@ -268,7 +307,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StackFileError as error:
         print(f"quota_diff: {error}", file=sys.stderr)
         return 2
-    print(render(old, new, args.changes_only))
+    admitted: dict[str, int] | str = "not read: --no-cluster"
+    if stop_changes(old, new) and not args.no_cluster:
+        admitted = status.admitted_of(args.new.partition("@")[0], args.root)
+    print(render(old, new, args.changes_only, admitted))
     if args.fail_over_capacity and any(c.over for c in capacity_rows(old.config, new.config)):
         return 3
     return 0

@@ -32,6 +32,7 @@ import urllib3
 from gpu_queues import invoked, keys
 from gpu_queues.config.model import ConfigError, StackConfig, load_config
 from gpu_queues.config.stackfile import ROOT, StackFileError, parse_config
+from gpu_queues.kueue import stop
 from gpu_queues.kueue.client import KubeconfigError, api_client, file_client
 from gpu_queues.tools import pulumi_cli
 from gpu_queues.values import as_dict, as_list, as_str
@@ -269,6 +270,19 @@ def _result(
         gpu_seconds=run_seconds,
         preemptions=preemptions(wl),
     )
+
+
+def admitted_of(stack: str, project: Path) -> dict[str, int] | str:
+    """Admitted workloads per ClusterQueue in the stack's cluster (Kueue's own count, each
+    ClusterQueue's status.admittedWorkloads), or why the cluster could not be read: what
+    quota-diff says a stopPolicy change touches (gpu_queues/kueue/stop.py)."""
+    try:
+        rest, _, _ = connect(stack, project)
+        return stop.counts(stop.live_queues(rest.get(f"{KUEUE}/clusterqueues")))
+    except (StatusError, KubeconfigError) as exc:
+        return str(exc)
+    except (KubeError, OSError, urllib3.exceptions.HTTPError) as exc:
+        return f"the cluster did not answer: {exc}"
 
 
 def render(run: Run) -> str:

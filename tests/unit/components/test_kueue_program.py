@@ -241,3 +241,26 @@ def test_the_preview_warns_of_a_custom_manifest_naming_it_and_its_changes(
     run, code, err = run_program(dev_with_manifest(write_manifest(tmp_path)), capsys)
     assert code is None, err
     assert [level for level, m in logged if "Kueue manifest" in m] == ["info"]
+
+
+def test_the_preview_warns_first_of_a_team_that_will_be_drained(tmp_path, capsys, monkeypatch):
+    """Issue 39 item 3: a stopPolicy change is the preview's first warning, against the
+    cluster's ClusterQueue, with its admitted workloads."""
+    from gpu_queues.kueue import stop
+
+    path = write_manifest(tmp_path)
+    raw = dev_with_manifest(path, sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+    raw["teams"][0]["stopPolicy"] = "HoldAndDrain"
+    live = {"gpu-cluster-queue": stop.LiveQueue("None", 6)}
+    monkeypatch.setattr(stop, "read_live", lambda kubeconfig, context: live)
+    warned: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: warned.append(message))
+    run, code, err = run_program(raw, capsys)
+    assert code is None, err
+    assert warned[0] == (
+        "team ml: its running jobs will be evicted and nothing new admitted "
+        "(stopPolicy None → HoldAndDrain); 6 admitted workloads to be evicted"
+    )
+    assert run.one("ClusterQueue", "gpu-cluster-queue").inputs["spec"]["stopPolicy"] == (
+        "HoldAndDrain"
+    )

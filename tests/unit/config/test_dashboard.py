@@ -184,3 +184,72 @@ def test_teams_of_any_name_get_their_own_row_and_queries(name: str, queue: str) 
             # the rest of the cohort: every queue but this one).
             assert found and all(value == queue for _, value in found), t["expr"]
             assert {op for op, _ in found} <= {"=", "!="}
+
+
+def tree() -> dict[str, Any]:
+    # org (root, 4 GPUs of its own) <- res (a division, no quota) <- ml (4 GPUs, queues in
+    # two namespaces); ops (2 GPUs) joins org directly; empty (a cohort with no GPUs below).
+    ml = gpu_team("ml", {"gpu": {"gpu": 4}}, cohort="res").raw()
+    del ml["namespace"], ml["localQueue"]
+    ml["namespaces"] = ["ml-train", "ml-eval"]
+    ml["localQueues"] = [
+        {"name": "training", "namespace": "ml-train"},
+        {"name": "evaluation", "namespace": "ml-eval"},
+    ]
+    own = {
+        "coveredResources": ["nvidia.com/gpu"],
+        "flavors": [{"name": "gpu", "resources": {"nvidia.com/gpu": {"nominalQuota": 4}}}],
+    }
+    return (
+        Stack()
+        .flavor(gpu_flavor("gpu", 16))
+        .set(
+            "cohorts",
+            [
+                {"name": "org", "resourceGroups": [own]},
+                {"name": "res", "parent": "org"},
+                {"name": "empty", "parent": "org"},
+            ],
+        )
+        .team(ml, gpu_team("ops", {"gpu": {"gpu": 2}}, cohort="org"))
+        .kueue(metrics=ON)
+        .raw()
+    )
+
+
+def test_a_tree_gets_a_panel_per_cohort_and_a_team_a_panel_per_local_queue() -> None:
+    shown = dict(panels_of(dashboard(load_config(tree()))))
+    gpu = 'flavor="gpu", resource="nvidia.com/gpu"'
+
+    def cohort(name: str) -> list[tuple[str, str]]:
+        sel = f'cohort="{name}", {gpu}'
+        return [
+            ("gpu reserved", f"sum(kueue_cohort_subtree_resource_reservations{{{sel}}})"),
+            ("gpu subtree quota", f"sum(kueue_cohort_subtree_quota{{{sel}}})"),
+        ]
+
+    # org's subtree holds GPUs of its own and its teams'; res's only ml's; empty none at all.
+    assert shown["Cohort org: GPUs reserved / subtree quota"] == cohort("org")
+    assert shown["Cohort res: GPUs reserved / subtree quota"] == cohort("res")
+    assert "Cohort empty: GPUs reserved / subtree quota" not in shown
+    for ns, name in (("ml-train", "training"), ("ml-eval", "evaluation")):
+        sel = f'namespace="{ns}", name="{name}"'
+        assert shown[f"LocalQueue {ns}/{name}"] == [
+            ("gpu in use", f"sum(kueue_local_queue_resource_usage{{{sel}, {gpu}}})"),
+            (
+                "pending {{status}}",
+                f"sum by (status) (kueue_local_queue_pending_workloads{{{sel}}})",
+            ),
+        ]
+    # ops has one LocalQueue: its ClusterQueue's panels are the queue's, so none of its own.
+    assert not [t for t in shown if t.startswith("LocalQueue team-ops/")]
+
+
+def test_the_tree_row_comes_last_and_tiles_the_grid() -> None:
+    board = dashboard(load_config(tree()))
+    rows = [p["title"] for p in board["panels"] if p["type"] == "row"]
+    assert rows == ["ml: ClusterQueue ml-cq", "ops: ClusterQueue ops-cq", "Cohort tree"]
+    taken: set[tuple[int, int]] = set()
+    for p in board["panels"]:
+        assert not cells(p) & taken, p["title"]
+        taken |= cells(p)

@@ -24,6 +24,7 @@ import pytest
 
 from gpu_queues.config.dashboard import dashboard
 from gpu_queues.config.model import load_config
+from gpu_queues.config.stackfile import parse_config
 from tests.conftest import stack_raw
 
 pytestmark = pytest.mark.unit
@@ -105,6 +106,15 @@ def prod_board() -> dict[str, Any]:
     return dashboard(load_config(raw))
 
 
+def org_board() -> dict[str, Any]:
+    """The worked organisation's (docs/organisations.md): a panel per cohort of its tree and
+    per LocalQueue of its teams."""
+    path = ROOT / "docs" / "examples" / "organisation" / "Pulumi.org.yaml"
+    raw = parse_config(path.read_text(encoding="utf-8"), path.name)
+    raw["kueue"] = {**raw.get("kueue", {}), "metrics": {"dashboard": {"enabled": True}}}
+    return dashboard(load_config(raw))
+
+
 @pytest.fixture(scope="module")
 def board() -> dict[str, Any]:
     return prod_board()
@@ -112,6 +122,14 @@ def board() -> dict[str, Any]:
 
 def test_the_prod_dashboard_fits_grafanas_schema(complaints: dict[str, str]) -> None:
     assert complaints["prod"] == ""
+
+
+def test_a_cohort_trees_dashboard_fits_grafanas_schema(complaints: dict[str, str]) -> None:
+    board = org_board()
+    titles = [p["title"] for p in board["panels"]]
+    assert "Cohort research: GPUs reserved / subtree quota" in titles
+    assert "LocalQueue llm-eval/evaluation" in titles
+    assert complaints["org"] == ""
 
 
 def broken(board: dict[str, Any], change: str) -> dict[str, Any]:
@@ -144,7 +162,8 @@ CHANGES = {
 
 @pytest.fixture(scope="module")
 def complaints(board: dict[str, Any]) -> dict[str, str]:
-    boards = {"prod": board} | {c.replace(" ", "-"): broken(board, c) for c in CHANGES}
+    boards = {"prod": board, "org": org_board()}
+    boards |= {c.replace(" ", "-"): broken(board, c) for c in CHANGES}
     return check(boards)
 
 

@@ -15,7 +15,7 @@ import pytest
 from gpu_queues.config.dashboard import dashboard
 from gpu_queues.config.model import load_config
 from gpu_queues.config.schema import EXAMPLES
-from gpu_queues.config.stackfile import parse_config
+from gpu_queues.config.stackfile import ROOT, parse_config
 from gpu_queues.kueue import promql
 from tests.conftest import stack_raw
 
@@ -34,6 +34,8 @@ def boards() -> dict[str, dict[str, Any]]:
         found[stack] = dashboard(load_config(raw))
     (_, _, path), *_ = EXAMPLES
     found["example"] = dashboard(load_config(parse_config(path.read_text(), path.name)))
+    org = ROOT / "docs" / "examples" / "organisation" / "Pulumi.org.yaml"  # a cohort tree
+    found["org"] = dashboard(load_config(parse_config(org.read_text(), org.name)))
     return found
 
 

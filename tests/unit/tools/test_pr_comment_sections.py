@@ -110,3 +110,29 @@ def test_the_cli_sets_only_the_named_section(tmp_path, monkeypatch, capsys) -> N
     assert main(argv) == 0
     (text,) = gh.marked()
     assert split(text, TAG) == ("### What-if v1", {"what-if": "### What-if v1"})
+
+
+def test_a_stop_policy_change_is_the_first_thing_the_comment_says() -> None:
+    """quota-diff's stopPolicy block stays on top of the comment: above the Kueue version
+    section --kueue-diff puts over the body and above the what-if's lifted regressions, and
+    read back and updated again it stays there, once."""
+    from gpu_queues.kueue import stop
+    from gpu_queues.whatif.regressions import BEGIN, END
+
+    held = f"{stop.BEGIN}\n**⚠️ team vision stops admitting**\n{stop.END}\n"
+    body = f"### Kueue v0.18.3 → v0.18.4\n\n{held}\n### Quota diff\n| rows |"
+    whatif = f"{BEGIN}\n⚠️ team a: p90 wait up\n{END}\n### What-if"
+    gh = FakeGitHub()
+    upsert(gh, "o/r", 7, "quota-diff-staging", whatif, section="what-if")
+    upsert(gh, "o/r", 7, "quota-diff-staging", body)
+    (text,) = gh.marked()
+    lines = text.splitlines()
+    assert lines[:4] == [TAG, stop.BEGIN, "**⚠️ team vision stops admitting**", stop.END]
+    assert text.index(stop.END) < text.index(BEGIN) < text.index("### Kueue v0.18.3")
+    # Another push of the what-if alone: the main body, its stop lines first, is kept.
+    upsert(gh, "o/r", 7, "quota-diff-staging", whatif.replace("up", "up more"), section="what-if")
+    (again,) = gh.marked()
+    assert again.splitlines()[:4] == lines[:4] and again.count(stop.BEGIN) == 1
+    main, sections = split(again, TAG)
+    assert main.startswith(held) and "### Kueue v0.18.3" in main and "| rows |" in main
+    assert sections["what-if"].startswith(BEGIN)

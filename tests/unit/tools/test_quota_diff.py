@@ -182,3 +182,84 @@ def test_real_stacks_staging_to_prod_render() -> None:
         "| research | h100 | nvidia.com/gpu | 4 → **16** | 4 → **8** | 2 → **8** | changed |" in out
     )
     assert "| h100 | nvidia.com/gpu | 8 → **32** | 8 → **32** | ok |" in out
+
+
+def held(policy: str) -> str:
+    """BASE with vision's ClusterQueue at `policy`."""
+    return (
+        Stack()
+        .flavor(gpu_flavor("h100", 8), gpu_flavor("a100", 8))
+        .cohort("pool")
+        .team(
+            gpu_team("research", {"h100": {"gpu": 4, "borrow": 4, "lend": 2}, "a100": {"gpu": 2}}),
+            gpu_team("vision", {"h100": {"gpu": 2}}).set(stopPolicy=policy),
+        )
+        .yaml()
+    )
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "first"),
+    [
+        pytest.param(
+            BASE, held("Hold"),
+            "**⚠️ team vision stops admitting: new workloads wait (stopPolicy None → Hold); "
+            "its 5 admitted workloads keep running**",
+            id="hold",
+        ),
+        pytest.param(
+            held("Hold"), held("HoldAndDrain"),
+            "**⚠️ team vision: its running jobs will be evicted and nothing new admitted "
+            "(stopPolicy Hold → HoldAndDrain); 5 admitted workloads to be evicted**",
+            id="drain",
+        ),
+        pytest.param(
+            held("HoldAndDrain"), held("None"),
+            "**team vision admits again (stopPolicy HoldAndDrain → None); 5 admitted workloads "
+            "now**",
+            id="admits-again",
+        ),
+    ],
+)  # fmt: skip
+def test_a_stop_policy_change_is_the_first_line_of_the_diff(
+    write: Write, project: Path, before: str, after: str, first: str
+) -> None:
+    write("a", before)
+    write("b", after)
+    old, new = quota_diff.load_side("a", project), quota_diff.load_side("b", project)
+    out = quota_diff.render(old, new, admitted={"vision-cq": 5, "research-cq": 9})
+    lines = out.splitlines()
+    assert lines[:3] == ["<!-- stop-policy -->", first, "<!-- /stop-policy -->"]
+    assert "No quota changes." in out  # the quotas did not move: only the policy did
+
+
+def test_no_stop_policy_change_leaves_the_diff_as_it_was(write: Write, project: Path) -> None:
+    write("a", held("Hold"))
+    write("b", held("Hold"))
+    out = quota_diff.render(quota_diff.load_side("a", project), quota_diff.load_side("b", project))
+    assert out.startswith("### Quota diff:")
+
+
+def test_the_cli_reads_the_admitted_count_from_the_new_sides_cluster(
+    write: Write, project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write("a", BASE)
+    write("b", held("HoldAndDrain"))
+    asked: list[tuple[str, Path]] = []
+
+    def admitted_of(stack: str, root: Path) -> dict[str, int] | str:
+        asked.append((stack, root))
+        return "cannot read stack 'b': no cluster here"
+
+    monkeypatch.setattr(quota_diff.status, "admitted_of", admitted_of)
+    assert quota_diff.main(["a", "b", "--root", str(project)]) == 0
+    first = capsys.readouterr().out.splitlines()[1]
+    assert asked == [("b", project)]
+    assert first.startswith("**⚠️ team vision: its running jobs will be evicted")
+    assert first.endswith(
+        "admitted workloads (how many is unknown: cannot read stack 'b': no cluster here) to be "
+        "evicted**"
+    )
+    assert quota_diff.main(["a", "b", "--root", str(project), "--no-cluster"]) == 0
+    assert "unknown: not read: --no-cluster)" in capsys.readouterr().out
+    assert len(asked) == 1

@@ -68,3 +68,36 @@ def test_a_kubeconfig_whose_server_is_not_a_url_is_one_clear_line(
     err = capsys.readouterr().err
     assert err.startswith(f"status: kubeconfig {config}: cluster 'k' needs a `server` URL"), err
     assert err.count("\n") == 1 and "s3cr3t" not in err
+
+
+class Listing:
+    """A cluster that answers one list: the ClusterQueues."""
+
+    def __init__(self, answer: object) -> None:
+        self.answer, self.asked = answer, []
+
+    def get(self, path: str) -> object:
+        self.asked.append(path)
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+def test_admitted_counts_are_kueues_per_cluster_queue_or_why_not(
+    monkeypatch: pytest.MonkeyPatch, write: Write, project: Path
+) -> None:
+    queues = {
+        "items": [
+            {"metadata": {"name": "ml-cq"}, "status": {"admittedWorkloads": 3}},
+            {"metadata": {"name": "cv-cq"}, "spec": {"stopPolicy": "Hold"}, "status": {}},
+        ]
+    }
+    cluster = Listing(queues)
+    monkeypatch.setattr(status, "connect", lambda stack, root: (cluster, stack, None))
+    assert status.admitted_of("staging", ROOT) == {"ml-cq": 3, "cv-cq": 0}
+    assert cluster.asked == ["/apis/kueue.x-k8s.io/v1beta2/clusterqueues"]
+    cluster.answer = OSError("connection refused")
+    assert status.admitted_of("staging", ROOT) == "the cluster did not answer: connection refused"
+    monkeypatch.undo()
+    # No stack file: the reason, never a traceback.
+    assert status.admitted_of("nope", project).startswith("cannot read stack 'nope'")
