@@ -373,7 +373,10 @@ class Space:
         ups, downs = [], []
         for w, knob in enumerate(self.weights):
             for label, value in _rungs(c.weights[w]):
-                weights = (*c.weights[:w], value, *c.weights[w + 1 :])
+                # Back at Kueue's 1 where the stack writes no weight: the key stays unwritten,
+                # so the candidate is the stack as it is there (no change, no key to review).
+                now: Weight = None if value == 1 and self.start.weights[w] is None else value
+                weights = (*c.weights[:w], now, *c.weights[w + 1 :])
                 move = (
                     f"{label} {knob.label()} fairSharing.weight to {weight_value(value)}",
                     replace(c, weights=weights),

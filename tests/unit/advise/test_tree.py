@@ -150,6 +150,17 @@ def test_a_weight_and_a_cohort_quota_move_render_pass_the_checks_and_edit_one_li
             assert {q["name"]: str(q["nominalQuota"]) for q in quota}["nvidia.com/gpu"] == "16"
 
 
+def test_a_weight_back_at_kueues_default_is_no_change():
+    """vision writes no weight (Kueue's 1): lowered to 0.5 and raised again, it is the stack
+    as it is, not a `weight: 1` written in for nothing."""
+    space = org()
+    lowered = labelled(space, 8, ["llm"])["lower vision fairSharing.weight to 0.5"]
+    assert [c["after"] for c in space.changes(lowered)] == [0.5]
+    back = dict(space.moves(lowered, 8, ["vision"]))["raise vision fairSharing.weight to 1"]
+    assert back == space.start
+    assert space.changes(back) == []
+
+
 def test_no_weight_is_searched_while_fair_sharing_is_off():
     """Kueue reads no weight without the manager's fair sharing: nothing to search."""
     raw = parse_config(ORG, "Pulumi.org.yaml")
