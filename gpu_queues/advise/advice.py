@@ -18,7 +18,7 @@ from typing import Any
 from gpu_queues import keys
 from gpu_queues.advise import goal as goals
 from gpu_queues.advise.search import Outcome, describe
-from gpu_queues.advise.space import Candidate, Space
+from gpu_queues.advise.space import WEIGHT_KEY, Candidate, Space
 from gpu_queues.config import yamledit
 from gpu_queues.config.secure import shown_diff
 from gpu_queues.config.stackfile import StackFileError, parse_config, parse_document
@@ -44,28 +44,35 @@ class Checks:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def _edits(space: Space, candidate: Candidate, teams_key: str) -> dict[tuple[str | int, ...], Any]:
+# The keys a proposal edits: the teams' quotas, cohorts and weights, the cohorts' own quotas
+# and weights.
+EDITED = (keys.KEY_TEAMS, keys.KEY_COHORTS)
+
+
+def _edits(
+    space: Space, candidate: Candidate, config: Mapping[str, Any] | None
+) -> dict[tuple[str | int, ...], Any]:
     out: dict[tuple[str | int, ...], Any] = {}
     for change in space.changes(candidate):
-        path = ("config", teams_key, *change["path"][1:])
+        root = keys.stack_file_key(config, change["path"][0])
+        path = ("config", root, *change["path"][1:])
         out[path] = yamledit.REMOVE if change["after"] is None else change["after"]
     return out
 
 
 def proposal_text(text: str, where: str, space: Space, candidate: Candidate) -> str:
     """The stack file with the candidate's settings, every other byte as it was; checked by
-    parsing it back: its teams are the candidate's, every other key is unchanged."""
+    parsing it back: its teams and cohorts are the candidate's, every other key unchanged."""
     try:
         config = parse_document(text, where).get("config")
-        teams_key = keys.stack_file_key(config, keys.KEY_TEAMS)
-        new = yamledit.edit(text, _edits(space, candidate, teams_key))
+        new = yamledit.edit(text, _edits(space, candidate, config))
         before, after = parse_config(text, where), parse_config(new, where)
     except (yamledit.EditError, StackFileError) as exc:
         raise ProposalError(f"{where}: cannot write the proposal in place: {exc}") from None
-    wanted = space.config_of(candidate)[keys.KEY_TEAMS]
-    if after.get(keys.KEY_TEAMS) != wanted or {
-        k: v for k, v in after.items() if k != keys.KEY_TEAMS
-    } != {k: v for k, v in before.items() if k != keys.KEY_TEAMS}:
+    wanted = space.config_of(candidate)
+    if any(after.get(k) != wanted.get(k) for k in EDITED) or {
+        k: v for k, v in after.items() if k not in EDITED
+    } != {k: v for k, v in before.items() if k not in EDITED}:
         raise ProposalError(f"{where}: the edited file does not read back as the proposal")
     return new
 
@@ -135,7 +142,7 @@ def why(space: Space, before: Run, after: Run, candidate: Candidate, goal: goals
             )
     idle = []
     for knob, (nominal, _, _) in zip(space.knobs, space.start.settings, strict=True):
-        if nominal <= 0:
+        if nominal <= 0 or knob.kind != "team":  # a cohort's quota is used by its subtree's
             continue
         used = _mean(gpus_in_use(_mine(before, knob.team_name, knob.flavor_name)), end, nominal)
         idle.append((nominal - used, knob, nominal, used))
@@ -168,7 +175,14 @@ def _limit(value: Any) -> str:
 def _change_sentence(c: Mapping[str, Any]) -> str:
     if c["key"] == "cohort":
         return f"{c['team']} joins cohort {c['after']}: it can borrow and lend idle quota."
-    what = f"{c['team']}'s {c['flavor']} {c['resource']} {c['key']}"
+    who = f"cohort {c['cohort']}" if "cohort" in c else c["team"]
+    if c["key"] == WEIGHT_KEY:
+        before = 1 if c["before"] is None else c["before"]
+        return (
+            f"{who}'s fair-sharing weight: {before} → {c['after']} (its share of the idle "
+            f"GPUs its siblings do not use {'grows' if c['after'] > before else 'shrinks'})."
+        )
+    what = f"{who}'s {c['flavor']} {c['resource']} {c['key']}"
     text = f"{what}: {_limit(c['before'])} → {_limit(c['after'])}"
     if c["key"] == "lendingLimit":
         text += " (it lends " + (

@@ -181,10 +181,10 @@ def main(argv: list[str] | None = None) -> int:
         bar.update("checking the proposal (validation, policy pack, pulumi preview)")
         checks = check_proposal(args.stack, proposal, where, pack_config, out_file, ROOT)
     notes = []
-    if config.kueue.manager.fair_sharing is not None:
+    if config.kueue.manager.fair_sharing is None and any(t.cohort for t in config.teams):
         notes.append(
-            "fair sharing is on (kueue.manager.fairSharing), but the stack model has no "
-            "per-team fair-sharing weight: weights were not searched"
+            "fair sharing is off (kueue.manager.fairSharing): Kueue reads no fair-sharing "
+            "weight, so weights were not searched"
         )
     advice.write(
         out,

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import difflib
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from gpu_queues.advise import advice
 from gpu_queues.advise.cli import main
-from gpu_queues.advise.space import Candidate, Space
+from gpu_queues.advise.space import Space
 from gpu_queues.config.model import load_config
 from gpu_queues.config.stackfile import parse_config
 from sandbox.paths import ROOT
@@ -42,7 +43,7 @@ def test_the_proposal_changes_only_the_changed_keys_lines():
     s = list(space.start.settings)
     s[0] = (24, 8, 8)  # research h100: 8 more
     s[2] = (0, 8, None)  # vision h100: 8 fewer, no lending limit
-    candidate = Candidate(tuple(s), space.start.cohorts)
+    candidate = replace(space.start, settings=tuple(s))
     new = advice.proposal_text(PROD, "Pulumi.prod.yaml", space, candidate)
     moved = [
         line
@@ -67,7 +68,7 @@ def test_above_the_hardware_is_outside_the_space():
     space = prod_space()
     s = list(space.start.settings)
     s[0] = (17, 8, 8)  # 17 + 8 + 8 > 32 h100
-    assert not space.within_hardware(Candidate(tuple(s), space.start.cohorts))
+    assert not space.within_hardware(replace(space.start, settings=tuple(s)))
     assert space.within_hardware(space.start)
     for step in space.steps():
         for _, moved in space.moves(space.start, step):

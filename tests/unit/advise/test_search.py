@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import string
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -122,7 +123,7 @@ def test_a_candidate_the_checks_refuse_is_never_replayed(tmp_path: Path):
     raw = stack("gpu", {"a": 4, "b": 4})
     config = load_config(raw)
     space = Space.of(raw, config)
-    bad = Candidate(((4, None, 2), (4, None, None)), space.start.cohorts)
+    bad = replace(space.start, settings=((4, None, 2), (4, None, None)))
     why = checker("t", PACK)(space.config_of(bad))
     assert isinstance(why, str) and "lendingLimit" in why
 

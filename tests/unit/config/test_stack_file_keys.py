@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import yaml
 
 from gpu_queues import keys
 from gpu_queues.advise import advice
-from gpu_queues.advise.space import Candidate, Space
+from gpu_queues.advise.space import Space
 from gpu_queues.config.model import load_config
 from gpu_queues.config.multikueue_checks import stack_file_problems
 from gpu_queues.config.secure import load_stack_config
@@ -161,7 +162,7 @@ def test_the_advisor_writes_its_proposal_into_the_bare_teams_key() -> None:
     space = Space.of(raw, load_config(raw))
     settings = list(space.start.settings)
     settings[0] = (24, 8, 8)  # research h100: 8 more
-    candidate = Candidate(tuple(settings), space.start.cohorts)
+    candidate = replace(space.start, settings=tuple(settings))
     proposal = advice.proposal_text(text, "Pulumi.prod.yaml", space, candidate)
     assert proposal != text
     assert advice.proposal_text(bare(text), "Pulumi.prod.yaml", space, candidate) == bare(proposal)
