@@ -74,13 +74,18 @@ func (s *sim) endOneByOne(j *jobState) error {
 	return nil
 }
 
-// retryWaiting: the pods that wait for nodes, tried again now, job by job in the order they
-// began to wait.
+// retryWaiting: the pods that wait for nodes, tried again now.
 func (s *sim) retryWaiting() error {
-	waiting := slices.SortedFunc(maps.Keys(s.waiting), func(a, b int) int {
+	return s.retryJobs(slices.Collect(maps.Keys(s.waiting)))
+}
+
+// retryJobs: the pods of `jobs` that still wait for nodes, tried again job by job in the order
+// they began to wait (kube-scheduler's order for them: sandbox/control_plane.py says why).
+func (s *sim) retryJobs(jobs []int) error {
+	slices.SortFunc(jobs, func(a, b int) int {
 		return cmp.Compare(s.jobs[a].waitingSince, s.jobs[b].waitingSince)
 	})
-	for _, i := range waiting {
+	for _, i := range jobs {
 		if s.waiting[i] {
 			if err := s.place(s.jobs[i]); err != nil {
 				return err

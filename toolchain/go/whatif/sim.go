@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"container/heap"
 	"context"
 	"encoding/json"
@@ -445,16 +444,10 @@ func (s *sim) settle() error {
 		if err := s.inform(wls, jobs, pods); err != nil {
 			return err
 		}
-		retry := slices.SortedFunc(maps.Keys(s.retry), func(a, b int) int {
-			return cmp.Compare(s.jobs[a].waitingSince, s.jobs[b].waitingSince)
-		})
+		retry := slices.Collect(maps.Keys(s.retry))
 		clear(s.retry)
-		for _, i := range retry {
-			if s.waiting[i] {
-				if err := s.place(s.jobs[i]); err != nil {
-					return err
-				}
-			}
+		if err := s.retryJobs(retry); err != nil {
+			return err
 		}
 		wq, jq, pq := s.wlQ.drain(), s.jobQ.drain(), s.podQ.drain()
 		if err := s.reconcileAll(wq, jq, pq); err != nil {
