@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
+from gpu_queues.config import render
 from gpu_queues.config.base import Model
 from gpu_queues.kueue.fieldtypes import (
     LabelName,
@@ -201,14 +202,14 @@ class Team(Model):
 
     @property
     def queues(self) -> list[tuple[str, str]]:
-        """Every LocalQueue of the team as (name, namespace): `localQueues`, else its one
-        `localQueue` in its namespace (render.team_local_queues, on the model)."""
-        if self.local_queues:
-            return [(q.name, q.namespace) for q in self.local_queues]
-        return [(self.local_queue, self.namespace)]
+        """Every LocalQueue of the team as (name, namespace), by the rule the rendering follows
+        (render.team_local_queues)."""
+        return [
+            (str(q.get("name")), str(q.get("namespace")))
+            for q in render.team_local_queues(render.config_form(self))
+        ]
 
     @property
     def all_namespaces(self) -> list[str]:
-        """Every namespace the team owns, its default first."""
-        names = [self.namespace, *(self.namespaces or [])]
-        return list(dict.fromkeys(names))
+        """Every namespace the team owns, its default first (render.team_namespaces)."""
+        return [str(n) for n in render.team_namespaces(render.config_form(self))]
