@@ -148,13 +148,15 @@ bench: venv toolchain
 # code on a simulated clock, seconds, no root); ENGINE=sandbox on the real control plane in a
 # fresh sandbox shaped like the stack (one per side: a running sandbox is stopped first).
 # report.md and report.json in OUT. A mix over MAX_WORKLOADS workloads or MAX_BYTES bytes of
-# files is refused before anything starts.
+# files is refused before anything starts. CHANGE="14h=Pulumi.<stack>-drained.yaml ..." changes
+# the stack at those instants of the replay (a queue's quota, weight or stopPolicy).
 WORKLOADS ?= workloads/$(STACK)
 ENGINE ?= fast
 what-if: venv toolchain
 	$(PY) -m sandbox.replay.cli --stack $(STACK) --workloads $(WORKLOADS) --engine $(ENGINE) $(if $(BASE),--base $(BASE)) \
 	  $(if $(OUT),--out $(OUT)) $(if $(UNTIL),--until $(UNTIL)) $(if $(QUIET),--quiet $(QUIET)) \
-	  $(if $(MAX_WORKLOADS),--max-workloads $(MAX_WORKLOADS)) $(if $(MAX_BYTES),--max-bytes $(MAX_BYTES))
+	  $(if $(MAX_WORKLOADS),--max-workloads $(MAX_WORKLOADS)) $(if $(MAX_BYTES),--max-bytes $(MAX_BYTES)) \
+	  $(foreach c,$(CHANGE),--change $(c))
 
 # The fast engine's speed (docs/what-if.md, Speed): generated mixes of SIZES workloads over
 # four teams in a cohort, each through the whole `make what-if` path; prints the table.

@@ -6,6 +6,7 @@ engine, on a real control plane, is sandbox/replay.
 
     from gpu_queues.whatif import replay
     run = replay(config, "workloads/staging", stack="staging")  # docs/what-if.md, From Python
+    run = replay(config, mix, changes=[("14h", drained)])  # the stack drained at 14:00
 
 The names below load on first use, so importing one module of the package does not start
 the rest.
@@ -16,11 +17,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from gpu_queues.whatif.changes import ChangeError
     from gpu_queues.whatif.engine_input import FastEngineError
     from gpu_queues.whatif.fast import replay
     from gpu_queues.whatif.report import Run
 
-__all__ = ["FastEngineError", "Run", "replay"]
+__all__ = ["ChangeError", "FastEngineError", "Run", "replay"]
 
 
 def __getattr__(name: str) -> Any:
@@ -33,6 +35,10 @@ def __getattr__(name: str) -> Any:
         from gpu_queues.whatif.engine_input import FastEngineError
 
         found = FastEngineError
+    elif name == "ChangeError":
+        from gpu_queues.whatif.changes import ChangeError
+
+        found = ChangeError
     elif name == "Run":
         from gpu_queues.whatif.report import Run
 

@@ -4,9 +4,10 @@ and team, side by side.
 
     gpuq what-if --stack staging --workloads workloads/staging [--base origin/main]
         [--out DIR] [--until 24h] [--engine fast|sandbox] [--quiet SECONDS] [--keep]
-        [--max-workloads N] [--max-bytes N]
+        [--change AT=STACK_FILE ...] [--max-workloads N] [--max-bytes N]
     make what-if STACK=staging [WORKLOADS=workloads/staging] [BASE=origin/main] [OUT=DIR]
-        [ENGINE=fast|sandbox] [MAX_WORKLOADS=N] [MAX_BYTES=N]
+        [ENGINE=fast|sandbox] [CHANGE="14h=Pulumi.staging-drained.yaml"] [MAX_WORKLOADS=N]
+        [MAX_BYTES=N]
 
 The fast engine (the default) runs Kueue's own scheduling code on a simulated clock
 (gpu_queues.whatif.fast): seconds, no sandbox, no root, only the engine of each side's
@@ -16,6 +17,12 @@ checkout is stopped first; --keep leaves the last one up): the full-fidelity cro
 which needs root and a checkout's sandbox/ (sandbox/replay/cli.py passes it in; `make
 what-if` and `gpuq what-if` in a checkout run it from there). --quiet and --keep are the
 sandbox's.
+
+--change AT=STACK_FILE (repeatable) changes the stack at that instant of the replay: from then
+on it runs that stack file, e.g. the stack with one team's stopPolicy HoldAndDrain ("drain team
+research at 14:00"), or a PR's new weights landing mid-day. A change may alter the spec of
+Cohorts, ClusterQueues and LocalQueues only (gpu_queues/whatif/changes.py); it needs one stack
+to change, so it does not go with --base.
 
 Each side runs the Kueue release its stack file resolves to where it was read (its own
 `kueue.version`, else toolchain/pins.env beside it: the work tree's, or the one at the
@@ -47,6 +54,7 @@ from gpu_queues.whatif.report import Run, align, replay_json, report_json
 from gpu_queues.whatif.sides import (
     ReplaySide,
     WhatIfError,
+    load_changes,
     load_replay_side,
     replay_side_fast,
     unbuilt_engine,
@@ -91,6 +99,13 @@ def make_parser(prog: str = "python -m gpu_queues.whatif.cli") -> argparse.Argum
         default="fast",
         help="fast: Kueue's own code on a simulated clock (default); sandbox: the real control "
         "plane in a fresh sandbox per side (needs root), the full-fidelity cross-check",
+    )
+    parser.add_argument(
+        "--change",
+        action="append",
+        default=[],
+        metavar="AT=STACK_FILE",
+        help="from that instant of the replay (e.g. 14h) on, the stack is that file's; repeatable",
     )
     add_limit_flags(parser)
     return parser
@@ -140,8 +155,15 @@ def main(
     try:
         if args.engine == "sandbox" and sandbox is None:
             raise WhatIfError(NO_SANDBOX)
+        if args.change and args.base:
+            raise WhatIfError(
+                "--change changes one stack at an instant; with --base there are two: replay "
+                "the change without --base (or the base and the new stack without --change)"
+            )
         work = out / "work"
         sides = [load_replay_side("new", args.stack, args.root, None, work)]
+        if args.change:
+            sides = [load_changes(sides[0], args.change, Path.cwd())]
         if args.base:
             sides.insert(0, load_replay_side("base", args.stack, args.root, args.base, work))
         runs = replay_sides(

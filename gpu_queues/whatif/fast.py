@@ -41,6 +41,8 @@ from gpu_queues import keys
 from gpu_queues.config.model import ConfigError, StackConfig, load_config
 from gpu_queues.config.stackfile import StackFileError, parse_config
 from gpu_queues.release.module import ROOT
+from gpu_queues.whatif.changes import StackChange, changed_over
+from gpu_queues.whatif.changes import notes as change_notes
 from gpu_queues.whatif.documents import Limits, MixTooLarge
 from gpu_queues.whatif.durations import DurationError, format_duration, parse_duration
 from gpu_queues.whatif.engine_input import (
@@ -174,9 +176,11 @@ def replay_mix(
     nodes: list[dict[str, Any]] | None = None,
     workload_uids: Mapping[tuple[str, str], str] | None = None,
     placement_order: Sequence[tuple[str, str]] = (),
+    changes: Sequence[StackChange] = (),
 ) -> Run:
     """Read and check the mix against the stack, replay it on the fast engine of the stack's
-    Kueue release, and sum it up. For the cross-check, another run's choices a cluster makes
+    Kueue release, and sum it up. `changes`: the stack's changes at instants of the replay
+    (gpu_queues.whatif.changes). For the cross-check, another run's choices a cluster makes
     at random: `workload_uids` (namespace, name) -> UID, its Workload UIDs, for the ties Kueue
     breaks by UID; `placement_order`, its admissions in the order its watch saw them (a
     (namespace, name) each), for the order in which jobs admitted together reach the
@@ -187,6 +191,7 @@ def replay_mix(
     return replay_entries(
         config, entries, configuration, stack=stack, label=label, until=until, notes=notes,
         nodes=nodes, workload_uids=workload_uids, placement_order=placement_order,
+        changes=changes,
     )  # fmt: skip
 
 
@@ -202,9 +207,11 @@ def replay_entries(
     nodes: list[dict[str, Any]] | None = None,
     workload_uids: Mapping[tuple[str, str], str] | None = None,
     placement_order: Sequence[tuple[str, str]] = (),
+    changes: Sequence[StackChange] = (),
 ) -> Run:
     """Replay checked entries (a mix as `load_mix` reads it, or one made from a live cluster:
-    gpu_queues/tools/eta.py) on the fast engine of the stack's Kueue release, and sum it up."""
+    gpu_queues/tools/eta.py) on the fast engine of the stack's Kueue release, with the stack's
+    `changes` at their instants, and sum it up."""
     version = config.kueue.version
     if why := topology_problem(config):
         raise FastEngineError(why)
@@ -212,6 +219,7 @@ def replay_entries(
     document = engine_input(config, entries, configuration, until, workload_uids, placement_order)
     if nodes is not None:  # another cluster's nodes than the stack declares (the cross-check)
         document["nodes"] = nodes
+    document["changes"] = [{"at": c.at, "objects": list(c.objects)} for c in changes]
     lines = run_engine(version, document)
     wall = time.monotonic() - started
     by_index = {int(x["index"]): x for x in lines if x.get("type") == "workload"}
@@ -247,7 +255,7 @@ def replay_entries(
         kueue_binary=shown(binary(version)),
         flavor_gpus=flavor_gpus(config),
         engine="fast",
-        notes=list(notes or []),
+        notes=[*(notes or []), *change_notes(changes)],
     )
     for loop in summary.get("churn") or []:
         meta.notes.append(
@@ -269,6 +277,7 @@ def replay(
     until: float | str | None = None,
     limits: Limits | None = None,
     root: Path = ROOT,
+    changes: Sequence[tuple[float | str, StackConfig | Mapping[str, Any]]] = (),
 ) -> Run:
     """Replay a workload mix against a stack on the fast engine of the stack's Kueue release,
     and return what became of every workload and team (a gpu_queues.whatif.report.Run: its
@@ -284,6 +293,9 @@ def replay(
     `limits`: how large a mix is read (gpu_queues.whatif.documents.Limits; MixTooLarge over
     them). `root`: the gpu-queues checkout whose Kueue modules (toolchain/go/kueue) give the
     release's Configuration and CRDs (the report names the mix's files relative to it).
+    `changes`: the stack's changes mid-replay, (instant, the stack config from then on) each,
+    the instant in seconds or as a duration, the config as `config` is given
+    (gpu_queues.whatif.changes says what a change may alter; ChangeError when it alters more).
 
     FastEngineError when the engine cannot run the stack (not built, topology-aware
     scheduling, provisioning checks), with what to do."""
@@ -291,15 +303,22 @@ def replay(
         config = load_config({k: v for k, v in config.items() if k != keys.KEY_KUBERNETES})
     stop = parse_duration(until) if isinstance(until, str) else until
     shown_label = label or stack
+    changed = changed_over(config, [
+        (parse_duration(at) if isinstance(at, str) else float(at), f"change {i + 1}",
+         after if isinstance(after, StackConfig) else load_config(
+             {k: v for k, v in after.items() if k != keys.KEY_KUBERNETES}))
+        for i, (at, after) in enumerate(changes)
+    ])  # fmt: skip
     if isinstance(mix, str | Path):
         return replay_mix(
             config, Path(mix).resolve(), stack=stack, label=shown_label, until=stop, root=root,
-            limits=limits,
+            limits=limits, changes=changed,
         )  # fmt: skip
     configuration = manager_configuration(config, root)
     return replay_entries(
-        config, list(mix), configuration, stack=stack, label=shown_label, until=stop
-    )
+        config, list(mix), configuration, stack=stack, label=shown_label, until=stop,
+        changes=changed,
+    )  # fmt: skip
 
 
 def load_stack_file(path: Path) -> StackConfig:

@@ -13,19 +13,27 @@ release with the new.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from gpu_queues import keys, yamlio
+from gpu_queues import files, keys, yamlio
 from gpu_queues.config.model import ConfigError, StackConfig, load_config
-from gpu_queues.config.stackfile import StackFileError, parse_config, read_text, resolve_commit
+from gpu_queues.config.stackfile import (
+    STACK_BOUNDS,
+    StackFileError,
+    parse_config,
+    read_text,
+    resolve_commit,
+)
 from gpu_queues.kueue import versions as kueue_versions
 from gpu_queues.progress import Progress
 from gpu_queues.release.stack_release import kueue_release_problem, stack_release
 from gpu_queues.whatif import fast
+from gpu_queues.whatif.changes import ChangeError, StackChange, changed_over, parse_flag
 from gpu_queues.whatif.durations import parse_duration
 from gpu_queues.whatif.engine_input import FastEngineError, topology_problem, unmodelled
 from gpu_queues.whatif.limits import limits_of
@@ -55,6 +63,8 @@ class ReplaySide:
     notes: list[str] = field(default_factory=list)
     kueue_from: str = ""
     """Where its Kueue release (config.kueue.version) comes from, for messages."""
+    changes: tuple[StackChange, ...] = ()
+    """The stack's changes at instants of the replay (load_changes)."""
 
 
 def kueue_release(stack: str, root: Path, rev: str | None) -> tuple[str, str]:
@@ -189,6 +199,33 @@ def load_replay_side(name: str, stack: str, root: Path, rev: str | None, work: P
     return ReplaySide(name, label, config, stack_file, notes, kueue_from)
 
 
+def load_changes(side: ReplaySide, flags: Sequence[str], cwd: Path) -> ReplaySide:
+    """The side with the stack's changes at instants of the replay (`--change AT=STACK_FILE`,
+    gpu_queues.whatif.changes): each file read and validated as the program would (with what
+    the what-if adjusts in any stack file, whatif_raw, and the side's Kueue release where it
+    names none), then held to what a change may alter."""
+    read: list[tuple[float, str, StackConfig]] = []
+    try:
+        for flag in flags:
+            at, given = parse_flag(flag)
+            path = Path(given) if Path(given).is_absolute() else cwd / given
+            where = f"--change {flag}"
+            try:
+                text = files.read_text(path, given, STACK_BOUNDS.max_bytes)
+            except files.NotReadable as exc:
+                raise WhatIfError(f"{where}: {exc}") from None
+            raw, _ = whatif_raw(text, given, side.config.kueue.version)
+            try:
+                config = load_config(raw)
+            except ConfigError as exc:
+                raise WhatIfError(f"{where}: the stack config is invalid:\n{exc}") from None
+            read.append((at, given, config))
+        changes = changed_over(side.config, read)
+    except (ChangeError, StackFileError) as exc:
+        raise WhatIfError(str(exc)) from None
+    return replace(side, changes=tuple(changes))
+
+
 def unbuilt_engine(side: ReplaySide) -> str | None:
     """Why the side cannot run on the fast engine (its stack uses topology-aware scheduling,
     or this machine has no fast engine of its Kueue release), else None."""
@@ -220,6 +257,7 @@ def replay_side_fast(
             label=side.label,
             until=parse_duration(args.until) if args.until else None,
             limits=limits_of(args),
+            changes=side.changes,
         )
     except FastEngineError as exc:
         raise WhatIfError(str(exc)) from None

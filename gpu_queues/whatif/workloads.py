@@ -203,6 +203,10 @@ class Rest:
     def merge_patch(self, path: str, body: Mapping[str, Any]) -> Any:
         return self.request("PATCH", path, dict(body), content_type="application/merge-patch+json")
 
+    def replace(self, path: str, body: Mapping[str, Any]) -> Any:
+        """PUT: the whole object, as read (its resourceVersion guards against a lost update)."""
+        return self.request("PUT", path, dict(body))
+
 
 # The reason of the Finished condition Kueue gives the Workload of an owner that is gone.
 OWNER_GONE = "OwnerNotFound"

@@ -75,6 +75,10 @@ def replay_side(side: ReplaySide, stack: str, workloads: Path, work: Path, args:
                 command += ["--until", args.until]
             if args.quiet:
                 command += ["--quiet", str(args.quiet)]
+            if side.changes:
+                changes = folder / "changes.json"
+                changes.write_text(json.dumps([c.to_json() for c in side.changes], indent=1))
+                command += ["--changes", str(changes)]
             command += ["--max-workloads", str(args.max_workloads)]
             command += ["--max-bytes", str(args.max_bytes)]
             code = in_sandbox(*command)

@@ -6,6 +6,10 @@ sandbox/replay/watch.py) and sums it up (gpu_queues.whatif.report).
 Runs inside the sandbox's network namespace:
     python -m sandbox.replay.engine --stack NAME --stack-file FILE --workloads PATH --out RUN.json
         [--deploy] [--until 24h] [--quiet 1.0] [--label TEXT] [--max-workloads N] [--max-bytes N]
+        [--changes CHANGES.json]
+
+--changes: the stack's changes at instants of the replay, as the what-if command worked them
+out on the host (gpu_queues.whatif.changes: a JSON list of StackChange.to_json).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from pathlib import Path
 
 from gpu_queues.config.model import StackConfig
 from gpu_queues.kueue.client import file_client
+from gpu_queues.whatif.changes import ChangeError, StackChange
+from gpu_queues.whatif.changes import notes as change_notes
 from gpu_queues.whatif.documents import Limits, MixTooLarge
 from gpu_queues.whatif.durations import parse_duration
 from gpu_queues.whatif.engine_input import flavor_gpus, frameworks
@@ -46,6 +52,20 @@ def live_frameworks(rest: Rest) -> list[str]:
     return frameworks(cm.get("data", {}).get(KUEUE_CONFIG_KEY, ""))
 
 
+def wall_clock_fairness(config: StackConfig) -> list[str]:
+    """What the report says of a stack whose queue order follows admission fair sharing:
+    Kueue decays the usage on its wall clock, which the sandbox's replay compresses."""
+    scoped = [t.name for t in config.teams if t.admission_scope is not None]
+    if config.kueue.manager.admission_fair_sharing is None or not scoped:
+        return []
+    return [
+        "admission fair sharing (teams " + ", ".join(scoped) + "): on the sandbox Kueue samples "
+        "and decays each LocalQueue's usage on its wall clock, while the replay's hours pass in "
+        "minutes, so the order of those teams' queues is not a cluster's; the fast engine "
+        "replays it on its simulated clock"
+    ]
+
+
 def quiet_for(config: StackConfig) -> float:
     """The quiet spell for a stack: longer when Kueue batches its retries by 10 s."""
     gates = config.kueue.manager.feature_gates or {}
@@ -62,8 +82,10 @@ def replay_mix(
     root: Path = ROOT,
     notes: list[str] | None = None,
     limits: Limits | None = None,
+    changes: tuple[StackChange, ...] = (),
 ) -> Run:
-    """Read and check the mix against the stack as deployed, replay it, and sum it up."""
+    """Read and check the mix against the stack as deployed, replay it with the stack's
+    `changes` at their instants, and sum it up."""
     rest = Rest(file_client(KUBECONFIG))
     # The release the run is made on, read from the running controller (the rehearsal's
     # check): a side is never replayed on another release than its stack file's.
@@ -71,7 +93,7 @@ def replay_mix(
     catalog = Catalog.from_stack(config, live_frameworks(rest))
     entries = load_mix(workloads, catalog, root, limits)
     started = time.monotonic()
-    replay = Replay(entries, options)
+    replay = Replay(entries, options, changes)
     try:
         results = replay.run()
     finally:
@@ -92,7 +114,12 @@ def replay_mix(
         kueue_image=kueue.image,
         kueue_binary=kueue.binary,
         flavor_gpus=flavor_gpus(config),
-        notes=[*(notes or []), *replay.notes],
+        notes=[
+            *(notes or []),
+            *wall_clock_fairness(config),
+            *change_notes(changes),
+            *replay.notes,
+        ],
     )
     longest = max(replay.silences or [0.0])
     if longest > 0.75 * replay.options.quiet:
@@ -118,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--label", help="how the report names this run")
     parser.add_argument("--note", action="append", default=[])
+    parser.add_argument("--changes", type=Path, help="the stack's changes (a JSON list)")
     add_limit_flags(parser)
     args = parser.parse_args(argv)
     os.environ.setdefault("KUBECONFIG", str(KUBECONFIG))
@@ -125,6 +153,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.deploy:
         deploy(args.stack, args.stack_file)
     until = parse_duration(args.until) if args.until else None
+    try:
+        changes = (
+            tuple(StackChange.from_json(c) for c in json.loads(args.changes.read_text()))
+            if args.changes
+            else ()
+        )
+    except (OSError, ValueError, ChangeError) as exc:
+        print(f"replay: --changes {args.changes}: {exc}", file=sys.stderr)
+        return 2
     try:
         run = replay_mix(
             config,
@@ -134,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             options=Options(quiet=args.quiet or quiet_for(config), until=until),
             notes=args.note,
             limits=limits_of(args),
+            changes=changes,
         )
     except (MixTooLarge, GateError) as exc:
         print(f"replay: {exc}", file=sys.stderr)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpu_queues.kueue.client import file_client
+from gpu_queues.whatif.changes import StackChange
 from gpu_queues.whatif.mix import COMPLETE_AFTER, Entry, submission_order
 from gpu_queues.whatif.outcome import not_replayed
 from gpu_queues.whatif.report import WorkloadResult
@@ -77,6 +78,9 @@ END_QUIET = 0.2
 # sets off has the rest of the second.
 SECOND_START = 0.05
 WORKLOAD_CAP = 20.0
+KUEUE_API = "/apis/kueue.x-k8s.io/v1beta2"
+# An instant's events in order: the ends, the stack's changes, the submissions.
+ORDER = {"complete": 0, "change": 1, "submit": 2}
 
 
 @dataclass
@@ -90,8 +94,14 @@ class Options:
 class Replay:
     """The replay of one mix on the running sandbox (the stack already deployed)."""
 
-    def __init__(self, entries: list[Entry], options: Options | None = None) -> None:
+    def __init__(
+        self,
+        entries: list[Entry],
+        options: Options | None = None,
+        changes: tuple[StackChange, ...] = (),
+    ) -> None:
         self.entries = entries
+        self.stack_changes = changes
         self.options = options or Options()
         self.rest = Rest(file_client(KUBECONFIG))
         self.last_change = time.monotonic()
@@ -394,6 +404,19 @@ class Replay:
             f"waiting pods on its end, {cap:.0f}s after its time was up; the replay went on"
         )
 
+    def change(self, c: StackChange) -> None:
+        """The stack changes (gpu_queues.whatif.changes): each object's spec replaced, in the
+        change's order, as the fast engine does (toolchain/go/whatif/changes.go); Kueue's
+        controllers do the rest (HoldAndDrain evicts through its workload controller)."""
+        for obj in c.objects:
+            meta = obj["metadata"]
+            plural = f"{str(obj['kind']).lower()}s"
+            where = f"/namespaces/{meta['namespace']}" if meta.get("namespace") else ""
+            path = f"{KUEUE_API}{where}/{plural}/{meta['name']}"
+            current = self.rest.get(path)
+            current["spec"] = obj.get("spec") or {}
+            self.rest.replace(path, current)
+
     # --- recording ---------------------------------------------------------------------
 
     def observe(self) -> None:
@@ -430,7 +453,8 @@ class Replay:
                 t.placed.append((self.now, "ran", nodes_of(mine)))
                 if t.entry.duration is not None:
                     heapq.heappush(
-                        self.events, (self.now + t.entry.duration, 0, "complete", i, t.run)
+                        self.events,
+                        (self.now + t.entry.duration, ORDER["complete"], "complete", i, t.run),
                     )
             if not running and t.started_at is not None:
                 self._stop_run(t)
@@ -446,7 +470,9 @@ class Replay:
 
     def run(self) -> list[WorkloadResult]:
         for i, t in enumerate(self.tracked):
-            heapq.heappush(self.events, (t.entry.submit_at, 1, "submit", i, 0))
+            heapq.heappush(self.events, (t.entry.submit_at, ORDER["submit"], "submit", i, 0))
+        for i, c in enumerate(self.stack_changes):
+            heapq.heappush(self.events, (c.at, ORDER["change"], "change", i, 0))
         until = self.options.until
         while self.events:
             at = self.events[0][0]
@@ -457,16 +483,28 @@ class Replay:
             while self.events and self.events[0][0] == at:
                 batch.append(heapq.heappop(self.events))
             # Ends first: a job submitted at the instant another ends finds its quota free.
-            # Then the submissions one by one, each after the cluster has reacted to what came
-            # before it (as the fast engine replays them): a second between two submissions
-            # is not always enough for a preemption to finish, and the next one's flavor
-            # would then depend on how far it got.
+            # Then the stack's changes (in time order, as given), each after the cluster has
+            # reacted to the ends. Then the submissions one by one, each after the cluster has
+            # reacted to what came before it (as the fast engine replays them): a second
+            # between two submissions is not always enough for a preemption to finish, and the
+            # next one's flavor would then depend on how far it got.
             # Within each, mix order (as the fast engine's events): at one instant the jobs
             # submitted are in mix order anyway, and the ends must be, each job's pods ending
             # one by one when some pod waits for a node (complete).
             acted = False
-            order = sorted(batch, key=lambda b: (b[1], self.tracked[b[3]].entry.index))
+            order = sorted(
+                batch,
+                key=lambda b: (b[1], b[3] if b[2] == "change" else self.tracked[b[3]].entry.index),
+            )
             for _, _, kind, i, run in order:
+                if kind == "change":
+                    if acted:
+                        self.settle()
+                        self.observe()
+                    self.fresh_second()
+                    self.change(self.stack_changes[i])
+                    acted = True
+                    continue
                 t = self.tracked[i]
                 if kind == "submit":
                     if acted:

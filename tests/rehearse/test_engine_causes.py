@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from gpu_queues.config.model import load_config
 from gpu_queues.config.stackfile import parse_config
 from gpu_queues.pins import kueue_version
 from gpu_queues.whatif import agreement, fast
+from gpu_queues.whatif.changes import changed_over
 from gpu_queues.whatif.report import Run
 from sandbox.crosscheck.run import placement_order
 
@@ -42,8 +44,11 @@ def stack_text(case: str) -> str:
     )
 
 
-def stories(case: str, tmp_path: Path) -> tuple[Run, Run]:
-    """(sandbox run, fast run) of the case, the stack named after it."""
+def stories(
+    case: str, tmp_path: Path, changed: Sequence[tuple[float, str]] = ()
+) -> tuple[Run, Run]:
+    """(sandbox run, fast run) of the case, the stack named after it; `changed`: the stack's
+    changes mid-replay, (second, the stack file's text from then on) each, as `--change`."""
     stack = f"cause-{case}"
     (tmp_path / f"Pulumi.{stack}.yaml").write_text(stack_text(case))
     mix = CASES / case / "mix.yaml"
@@ -51,6 +56,12 @@ def stories(case: str, tmp_path: Path) -> tuple[Run, Run]:
     command = [sys.executable, "-m", "sandbox.replay.cli", "--stack", stack, "--root",
                str(tmp_path), "--workloads", str(mix), "--engine", "sandbox",
                "--out", str(out)]  # fmt: skip
+    read = []
+    for i, (at, text) in enumerate(changed):
+        path = tmp_path / f"change-{i}.yaml"
+        path.write_text(text)
+        command += ["--change", f"{at:g}s={path}"]
+        read.append((at, str(path), load_config(parse_config(text, path.name))))
     done = subprocess.run(
         command, cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT, check=False
     )
@@ -63,7 +74,7 @@ def stories(case: str, tmp_path: Path) -> tuple[Run, Run]:
     uids = {(w.namespace, w.name): w.workload_uid for w in real.workloads if w.workload_uid}
     quick = fast.replay_mix(
         config, mix, stack=stack, label=stack, workload_uids=uids,
-        placement_order=placement_order(real),
+        placement_order=placement_order(real), changes=changed_over(config, read),
     )  # fmt: skip
     return real, quick
 
@@ -78,8 +89,10 @@ def told(run: Run) -> Story:
     return out
 
 
-def same_story(case: str, tmp_path: Path, want: Story) -> Run:
-    real, quick = stories(case, tmp_path)
+def same_story(
+    case: str, tmp_path: Path, want: Story, changed: Sequence[tuple[float, str]] = ()
+) -> Run:
+    real, quick = stories(case, tmp_path, changed)
     assert told(quick) == want, "the fast engine tells another story than the hand-worked one"
     assert agreement.explain(real, quick, ("sandbox", "fast")) == ""
     return real
@@ -230,3 +243,34 @@ def test_fair_sharing_weights_on_both_engines(tmp_path: Path):
         sum(("evicted", "Preempted (InCohortFairSharing)") in s for s in at_one_minute.values())
         == 8
     )
+
+
+def drained(case: str) -> list[tuple[float, str]]:
+    """Team a held at 30m, drained at 1h, started again at 1h30m: the stack file's text with
+    its stopPolicy: None changed (the drain case's stack sets it for this)."""
+    text = stack_text(case)
+    assert text.count("stopPolicy: None") == 1
+    return [
+        (at, text.replace("stopPolicy: None", f"stopPolicy: {policy}"))
+        for at, policy in ((1800, "Hold"), (3600, "HoldAndDrain"), (5400, "None"))
+    ]
+
+
+def test_a_team_held_drained_and_started_again_mid_replay(tmp_path: Path):
+    """Issue 39, a stopPolicy change at an instant of the replay (`--change`), on the real
+    Kueue and the fast engine alike. Teams a and b hold 4 GPUs each of one node of 8:
+    - 0s: a1 and a2 (2 GPUs each, 3h) and b1 (4, 3h) run.
+    - 30m: a is held (Hold): a1 and a2 keep running. 40m: a3 (2, 20m) waits, a admits nothing.
+    - 1h: a is drained (HoldAndDrain): a1 and a2 are evicted (ClusterQueueStopped).
+    - 1h30m: a starts again (None): its workloads go back in creation order (an eviction by a
+      stopped queue keeps a workload's place): a1 and a2 fill its 4 GPUs and run their 3h
+      again; a3 waits for them and runs 4h30m to 4h50m. b1 never notices."""
+    evicted = (3600, "evicted", "ClusterQueueStopped")
+    same_story("drain", tmp_path, {
+        "a1": [(0, "admitted", "pool"), (0, "ran", "pool-0"), evicted, (3600, "stopped", ""),
+               (5400, "admitted", "pool"), (5400, "ran", "pool-0"), (16200, "stopped", "")],
+        "a2": [(0, "admitted", "pool"), (0, "ran", "pool-0"), evicted, (3600, "stopped", ""),
+               (5400, "admitted", "pool"), (5400, "ran", "pool-0"), (16200, "stopped", "")],
+        "b1": [(0, "admitted", "pool"), (0, "ran", "pool-0"), (10800, "stopped", "")],
+        "a3": [(16200, "admitted", "pool"), (16200, "ran", "pool-0"), (17400, "stopped", "")],
+    }, drained("drain"))  # fmt: skip

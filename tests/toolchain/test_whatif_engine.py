@@ -12,7 +12,7 @@ import json
 import random
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,6 +22,7 @@ import pytest
 from gpu_queues.config.model import StackConfig, load_config
 from gpu_queues.config.stackfile import parse_config
 from gpu_queues.whatif import engine_input, fast
+from gpu_queues.whatif.changes import changed_over
 from gpu_queues.whatif.engine_input import frameworks
 from gpu_queues.whatif.mix import Catalog, load_mix
 from gpu_queues.whatif.report import Run, report_json
@@ -302,10 +303,22 @@ def test_a_cohort_tree_lends_a_divisions_quota_only_as_its_lending_limit_says() 
     assert admitted["b2"] == [60] and admitted["a2"] == [600]
 
 
-def case_run(case: str, edit: Callable[[str], str] = lambda text: text) -> Mapping[str, Any]:
-    """A case of tests/rehearse/causes on the fast engine, its stack edited."""
+def case_run(
+    case: str,
+    edit: Callable[[str], str] = lambda text: text,
+    changed: Sequence[tuple[float, str]] = (),
+) -> Mapping[str, Any]:
+    """A case of tests/rehearse/causes on the fast engine, its stack edited; `changed`: the
+    stack's changes mid-replay, (second, the stack file's text from then on) each."""
     config = load_config(parse_config(edit(stack_text(case)), f"cause-{case}"))
-    run = fast.replay_mix(config, CASES / case / "mix.yaml", stack=f"cause-{case}", label=case)
+    read = [
+        (at, f"change-{i}", load_config(parse_config(text, f"change-{i}")))
+        for i, (at, text) in enumerate(changed)
+    ]
+    run = fast.replay_mix(
+        config, CASES / case / "mix.yaml", stack=f"cause-{case}", label=case,
+        changes=changed_over(config, read),
+    )  # fmt: skip
     return by_name(run)
 
 
@@ -338,6 +351,72 @@ def test_fair_sharing_weights_give_the_heavier_team_twice_the_borrowed_gpus() ->
     assert admitted_at(run, 7200) == ["l10", "l11"]
     equal = case_run("weights", lambda text: text.replace("weight: 2", "weight: 1"))
     assert admitted_at(equal, 60) == [f"h{i:02d}" for i in range(6)]
+
+
+def test_hold_stops_admissions_and_hold_and_drain_evicts_at_the_instant_asked() -> None:
+    """Worked out by hand (the drain case: teams a and b, 4 GPUs each of one 8-GPU node; a1 and
+    a2 of 2 GPUs and b1 of 4 run 3h from 0 s, a3 of 2 GPUs comes at 40m for 20m). The sandbox
+    holds both engines to the story of drained() (tests/rehearse/test_engine_causes.py: held
+    at 30m, drained at 1h, started at 1h30m). Here what each policy alone does:
+    - held at 30m, started at 1h30m: a1 and a2 run on (a Hold evicts nothing), a3 waits for
+      its team's quota, not only for the start: a1 and a2 hold it to 3h, a3 runs 3h to 3h20m;
+    - drained at 1h and never started: a1 and a2 stop at 1h, a3 (40m) never runs, and neither
+      do they again; b1 runs its 3h untouched."""
+    text = stack_text("drain")
+
+    def policy(name: str) -> str:
+        return text.replace("stopPolicy: None", f"stopPolicy: {name}")
+
+    held = case_run("drain", changed=[(1800, policy("Hold")), (5400, policy("None"))])
+    assert [s for s in held["a1"].timeline if s[1] == "evicted"] == []
+    assert held["a1"].intervals == [(0, 10800)] and held["a2"].intervals == [(0, 10800)]
+    assert [t for t, e, _ in held["a3"].timeline if e == "admitted"] == [10800]
+    drained = case_run("drain", changed=[(3600, policy("HoldAndDrain"))])
+    for name in ("a1", "a2"):
+        assert drained[name].intervals == [(0, 3600)]
+        assert [(t, e, d) for t, e, d in drained[name].timeline if e == "evicted"] == [
+            (3600, "evicted", "ClusterQueueStopped")
+        ]
+        assert drained[name].outcome == "pending"
+    assert drained["a3"].timeline == [] and drained["a3"].outcome == "pending"
+    assert drained["b1"].intervals == [(0, 10800)]
+
+
+def two_queues(scope: bool) -> Stack:
+    """One team of 2 GPUs with two LocalQueues, train in team-t and eval in team-u, ordered by
+    admission fair sharing when `scope` (usage counted in GPUs only: cpu and memory weigh 0)."""
+    team = Team("t").quota("gpu", cpu=64, memory="512Gi", gpu=2)
+    raw = team.raw()
+    del raw["namespace"], raw["localQueue"]
+    raw["namespaces"] = [NS.format("t"), NS.format("u")]
+    raw["localQueues"] = [
+        {"name": "gpu-queue", "namespace": NS.format("t")},
+        {"name": "gpu-queue", "namespace": NS.format("u")},
+    ]
+    if scope:
+        raw["admissionScope"] = {"admissionMode": "UsageBasedAdmissionFairSharing"}
+    afs = {"usageHalfLifeTime": "1h", "usageSamplingInterval": "5m"}
+    afs["resourceWeights"] = {"cpu": 0, "memory": 0, "nvidia.com/gpu": 1}
+    flavor = Flavor("gpu").capacity(cpu=64, memory="512Gi", gpu=2)
+    return Stack().kueue(manager={"admissionFairSharing": afs}).flavor(flavor).team(raw)
+
+
+def test_admission_fair_sharing_lets_the_idle_queue_of_a_team_go_first(tmp_path: Path) -> None:
+    """Worked out by hand from Kueue's admission fair sharing (one team, 2 GPUs, two
+    LocalQueues: t's j1-j4 at 0 s, u's k1-k4 at 30 s, 1 GPU and 10 minutes each). j1 and j2
+    take the 2 GPUs at 0 s. At 10 m they end: without admissionScope the ClusterQueue takes its
+    workloads in creation order, j3 and j4. With it, each head comes from the LocalQueue of
+    least usage: u has used nothing, t has held 2 GPUs for 10 minutes, so k1 goes first, and
+    then k2 too (u's usage is k1's entry penalty, 1 GPU times 1 - 2^(-5m/1h), about 0.06,
+    less than t's); j3 waits."""
+    jobs = [job(f"j{i}", "t", 1, at=0, runs=600) for i in range(1, 5)]
+    jobs += [job(f"k{i}", "u", 1, at=30, runs=600) for i in range(1, 5)]
+    fifo = by_name(replay(two_queues(scope=False), jobs, tmp_path))
+    assert admitted_at(fifo, 0) == ["j1", "j2"] and admitted_at(fifo, 600) == ["j3", "j4"]
+    fair = by_name(replay(two_queues(scope=True), jobs, tmp_path))
+    assert admitted_at(fair, 0) == ["j1", "j2"]
+    assert admitted_at(fair, 600) == ["k1", "k2"]
+    assert [t for t, e, _ in fair["j3"].timeline if e == "admitted"] != [600]
 
 
 def test_plain_pods_queue_run_and_finish_as_jobs_do(tmp_path: Path) -> None:

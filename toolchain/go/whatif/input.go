@@ -40,6 +40,8 @@ type Input struct {
 	// their pods reach the scheduler in is the Go runtime's; given, the jobs admitted at one
 	// instant release their pods in that order (nextToPlace), else in the cycle's.
 	PlacementOrder []int `json:"placementOrder"`
+	// Changes: changes of the stack at instants of the replay, in time order (changes.go).
+	Changes []ChangeInput `json:"changes"`
 	// Until: the end of the replay in simulated seconds; 0: the last event.
 	Until float64 `json:"until"`
 }

@@ -71,6 +71,10 @@ func newSim(in *Input) (*sim, error) {
 	if err := s.newKueue(cfg, objs); err != nil {
 		return nil, err
 	}
+	s.newLocalQueueController(cfg)
+	if err := s.startLocalQueues(); err != nil {
+		return nil, err
+	}
 	if err := s.newJobControllers(cfg); err != nil {
 		return nil, err
 	}
@@ -86,6 +90,9 @@ func newSim(in *Input) (*sim, error) {
 	}
 	s.nodes.settle(in.Pods)
 	if err := s.addJobs(in.Jobs); err != nil {
+		return nil, err
+	}
+	if err := s.addChanges(in.Changes); err != nil {
 		return nil, err
 	}
 	s.stats.KueueVersion = os.Getenv("GPUQ_KUEUE_VERSION")
@@ -117,6 +124,9 @@ func (s *sim) newKueue(cfg *configapi.Configuration, objs []ctrl.Object) error {
 	)
 	s.sched.WhatIfSynchronousAdmission(func() { s.wg.Add(1) }, func() { s.wg.Done() })
 	wlOpts := append(core.WhatIfWorkloadOptions(cfg, s.clock), core.WithPreemptionExpectations(expectations))
+	if afsEnabled(cfg) {
+		wlOpts = append(wlOpts, core.WithWorkloadUpdateWatchers(lqWatcher{s}))
+	}
 	s.wlRec = core.NewWorkloadReconciler(s.cl, s.queues, s.cache, nopRecorder{}, wlOpts...)
 	return nil
 }

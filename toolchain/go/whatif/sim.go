@@ -73,7 +73,10 @@ type sim struct {
 	sched       *scheduler.Scheduler
 	wlRec       *core.WorkloadReconciler
 	jobRec      reconcile.Reconciler
-	podRec      reconcile.Reconciler                     // nil without Kueue's pod integration
+	podRec      reconcile.Reconciler // nil without Kueue's pod integration
+	lqRec       reconcile.Reconciler // Kueue's LocalQueue controller: only with admission fair sharing (afs.go)
+	lqQ         workQueue
+	lqDue       map[types.NamespacedName]float64         // each LocalQueue's pending timer (reconcileQueueAt)
 	admitPod    func(context.Context, *corev1.Pod) error // Kueue's Pod webhooks
 	nodes       *cluster
 	jobs        []*jobState
@@ -112,6 +115,8 @@ type sim struct {
 	// placement: by job index, the place of each of its admissions in Input.PlacementOrder.
 	placement map[int][]int
 	changes   int // objects seen changed (informer events), for idle instants
+	// stackChanges: Input.Changes's objects, decoded and defaulted, by the change's index.
+	stackChanges [][]ctrl.Object
 }
 
 // replay: the event loop. Each instant's events are applied, then everything settles at
@@ -137,17 +142,20 @@ func (s *sim) replay() error {
 		s.setNow(at)
 		s.stats.Instants++
 		changes, timers := s.changes, s.events[0].kind == evTimer
-		// Ends and timers first, then the submissions one by one, each after the cluster has
-		// reacted to what came before it: jobs submitted at one instant arrive in mix order,
-		// one after another (as kubectl applies them, and as the sandbox engine replays them).
+		// Ends and timers first, then the stack's changes, then the submissions one by one,
+		// each after the cluster has reacted to what came before it: jobs submitted at one
+		// instant arrive in mix order, one after another (as kubectl applies them, and as the
+		// sandbox engine replays them).
 		for s.events.Len() > 0 && s.events[0].at == at {
 			e := heap.Pop(&s.events).(ev)
 			s.stats.Events++
 			timers = timers && e.kind == evTimer
-			if e.kind == evSubmit {
+			if e.kind == evSubmit || e.kind == evChange {
 				if err := s.settle(); err != nil {
 					return err
 				}
+			}
+			if e.kind == evSubmit {
 				s.submitting()
 			}
 			if err := s.apply(e); err != nil {
@@ -199,7 +207,12 @@ func (s *sim) apply(e ev) error {
 			return s.complete(j)
 		}
 	case evTimer:
+		if e.tgt.kind == kindLocalQueue && !s.lqTimerDue(e) {
+			return nil
+		}
 		s.queue(e.tgt.kind).add(e.tgt.key)
+	case evChange:
+		return s.changeStack(s.stackChanges[e.idx])
 	}
 	return nil
 }
@@ -211,6 +224,8 @@ func (s *sim) queue(k objKind) *workQueue {
 		return &s.wlQ
 	case kindPod:
 		return &s.podQ
+	case kindLocalQueue:
+		return &s.lqQ
 	}
 	return &s.jobQ
 }
@@ -426,7 +441,10 @@ func (s *sim) reconcile(r reconcile.Reconciler, key types.NamespacedName, kind o
 		// A controller's error is retried, as controller-runtime would, at the next step.
 		res.RequeueAfter = time.Second
 	}
-	if res.RequeueAfter > 0 {
+	switch {
+	case res.RequeueAfter > 0 && kind == kindLocalQueue:
+		s.reconcileQueueAt(key, s.now+res.RequeueAfter.Seconds())
+	case res.RequeueAfter > 0:
 		s.push(ev{at: s.now + res.RequeueAfter.Seconds(), kind: evTimer, tgt: target{kind: kind, key: key}})
 	}
 	return nil
@@ -449,9 +467,14 @@ func (s *sim) settle() error {
 		if err := s.retryJobs(retry); err != nil {
 			return err
 		}
-		wq, jq, pq := s.wlQ.drain(), s.jobQ.drain(), s.podQ.drain()
+		wq, jq, pq, lq := s.wlQ.drain(), s.jobQ.drain(), s.podQ.drain(), s.lqQ.drain()
 		if err := s.reconcileAll(wq, jq, pq); err != nil {
 			return err
+		}
+		for _, k := range lq {
+			if err := s.reconcile(s.lqRec, k, kindLocalQueue); err != nil {
+				return err
+			}
 		}
 		if holders.due(step) {
 			if period, again := holders.seen(step, s.holding()+s.heldJobs()); again {
@@ -462,7 +485,7 @@ func (s *sim) settle() error {
 		if trace && step < 200 {
 			fmt.Fprintf(os.Stderr, "t=%v step=%d wls=%v jobs=%v wq=%v jq=%v\n", s.now, step, wls, jobs, wq, jq)
 		}
-		if len(wls)+len(jobs)+len(pods)+len(retry)+len(wq)+len(jq)+len(pq) > 0 {
+		if len(wls)+len(jobs)+len(pods)+len(retry)+len(wq)+len(jq)+len(pq)+len(lq) > 0 {
 			continue
 		}
 		// Scheduling cycles first, the inadmissible workloads' requeue after: Kueue batches
@@ -473,7 +496,7 @@ func (s *sim) settle() error {
 			s.stats.Cycles++
 			s.sched.WhatIfCycle(s.ctx)
 			s.wg.Wait()
-			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+len(s.retry) > 0 || s.queueState() != before {
+			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+s.lqQ.len()+len(s.retry) > 0 || s.queueState() != before {
 				continue
 			}
 			// A fixed point: the cycle changed nothing (a StrictFIFO head that does not fit

@@ -113,6 +113,7 @@ type evKind int
 const (
 	evFinish evKind = iota // ends first: a job submitted as another ends finds its quota free
 	evTimer
+	evChange // a change of the stack (Input.Changes), before the instant's submissions
 	evSubmit
 )
 
@@ -132,6 +133,7 @@ const (
 	kindWorkload objKind = iota
 	kindJob
 	kindPod
+	kindLocalQueue // only with admission fair sharing (afs.go)
 )
 
 type target struct {
