@@ -14,6 +14,13 @@ Each seed gives one stack and one mix, the same on every run and machine:
 - 20-60 Jobs over 1-6 hours (submissions on whole minutes, so some arrive together), of 1-4
   pods of 1-8 GPUs each (at most a node's GPUs; most within what the team can reach, one in
   ten regardless), with durations from 10 minutes to 3 hours and a priority class or none.
+
+Seeds from ORG_FROM on are organisations (issue 39): the cohort is the root of a tree of two
+divisions, each team of it in one of them; a division may hold quota of its own (GPUs, with
+their cpu and memory, moved from one of its teams, so the tree adds up to what the flat stack
+did), lending all or part of it; and in half of them Kueue's fair sharing is on, with weights
+on the divisions and on some teams (0 among them: a team that borrows only what no one else
+wants). The seeds below ORG_FROM give the flat stacks they always gave.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ TEAM_NAMES = ("nlp", "vision", "speech", "rl", "infra")
 PRIORITY_NAMES = ("low", "mid", "high")
 DURATIONS = (600, 1200, 2700, 3600, 7200, 10800)
 COHORT = "lab"
+DIVISIONS = ("lab-a", "lab-b")
+ORG_FROM = 300  # seeds from here on are organisations (the module's docstring)
 GPU = "nvidia.com/gpu"
 PREFIX = "gpu-queues"
 
@@ -228,6 +237,68 @@ def _job(
     }
 
 
+def _division_quota(r: random.Random, team: dict[str, Any]) -> dict[str, Any] | None:
+    """Quota for the team's division, moved out of the team's own: half the GPUs of one of its
+    flavors, with their cpu and memory (None when the team has too little to give)."""
+    flavors = [
+        f for f in team["resourceGroups"][0]["flavors"] if f["resources"][GPU]["nominalQuota"] >= 2
+    ]
+    if not flavors:
+        return None
+    given = r.choice(flavors)
+    res = given["resources"]
+    gpus = int(res[GPU]["nominalQuota"])
+    moved = gpus // 2
+    cpu, memory_gi = int(res["cpu"]["nominalQuota"]), int(res["memory"]["nominalQuota"][:-2])
+    cpu_moved, memory_moved = cpu * moved // gpus, memory_gi * moved // gpus
+    res[GPU]["nominalQuota"] = gpus - moved
+    res["cpu"]["nominalQuota"] = cpu - cpu_moved
+    res["memory"]["nominalQuota"] = f"{memory_gi - memory_moved}Gi"
+    lending = res[GPU].get("lendingLimit")
+    if lending is not None and lending > gpus - moved:
+        res[GPU]["lendingLimit"] = gpus - moved
+    gpu: dict[str, Any] = {"nominalQuota": moved}
+    if r.random() < 0.4:
+        gpu["lendingLimit"] = r.randint(0, moved)
+    return {
+        "name": given["name"],
+        "resources": {
+            "cpu": {"nominalQuota": cpu_moved},
+            "memory": {"nominalQuota": f"{memory_moved}Gi"},
+            GPU: gpu,
+        },
+    }
+
+
+def _organise(r: random.Random, teams: list[dict[str, Any]]) -> tuple[list[Any], dict[str, Any]]:
+    """An organisation seed's cohort tree and manager settings (the module's docstring); the
+    teams of the cohort move into its divisions."""
+    cohorts: list[dict[str, Any]] = [{"name": COHORT}]
+    fair = r.random() < 0.5
+    members = [t for t in teams if "cohort" in t]
+    for name in DIVISIONS:
+        division: dict[str, Any] = {"name": name, "parent": COHORT}
+        mine = [t for t in members if r.random() < 0.5] if name == DIVISIONS[0] else members
+        for t in mine:
+            t["cohort"] = name
+        members = [t for t in members if t not in mine]
+        if mine and r.random() < 0.5 and (quota := _division_quota(r, r.choice(mine))):
+            division["resourceGroups"] = [
+                {"coveredResources": ["cpu", "memory", GPU], "flavors": [quota]}
+            ]
+        if fair:
+            division["fairSharing"] = {"weight": r.choice((1, 2, 3))}
+        cohorts.append(division)
+    if not fair:
+        return cohorts, {}
+    for t in teams:
+        if "cohort" in t and r.random() < 0.5:
+            t["fairSharing"] = {"weight": r.choice((0, 1, 2))}
+        # Kueue's fair sharing preempts by shares: borrowWithinCohort is not for it.
+        (t.get("preemption") or {}).pop("borrowWithinCohort", None)
+    return cohorts, {"fairSharing": {}}
+
+
 def generate(seed: int, release: str | None = None) -> Case:
     """The stack and the mix of one seed, for Kueue `release` (default: the pin)."""
     r = random.Random(seed)
@@ -242,7 +313,12 @@ def generate(seed: int, release: str | None = None) -> Case:
         f"{PREFIX}:flavors": [_flavor_config(f) for f in flavors],
         f"{PREFIX}:teams": teams,
     }
-    if any("cohort" in t for t in teams):
+    if seed >= ORG_FROM and any("cohort" in t for t in teams):
+        cohorts, manager = _organise(r, teams)
+        config[f"{PREFIX}:cohorts"] = cohorts
+        if manager:
+            config[f"{PREFIX}:kueue"]["manager"] = manager
+    elif any("cohort" in t for t in teams):
         config[f"{PREFIX}:cohort"] = {"name": COHORT}
     if classes:
         config[f"{PREFIX}:priorityClasses"] = [

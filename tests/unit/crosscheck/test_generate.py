@@ -12,7 +12,7 @@ import yaml
 from gpu_queues.config.model import load_config
 from gpu_queues.config.stackfile import parse_config
 from gpu_queues.whatif.mix import Catalog, load_mix
-from sandbox.crosscheck.generate import generate
+from sandbox.crosscheck.generate import ORG_FROM, generate
 
 pytestmark = pytest.mark.unit
 SEEDS = range(1, 61)
@@ -72,3 +72,32 @@ def test_the_seeds_cover_what_the_engines_must_get_right():
     assert seen["classes"] == {0, 1, 2, 3}
     assert seen["alone"] == {True, False}
     assert seen["taints"] == {True, False}
+
+
+def test_organisation_seeds_are_valid_trees_with_quotas_and_weights(tmp_path: Path):
+    """Seeds from ORG_FROM on: every stack validates (a division's quota is moved out of a
+    team's, so the tree still adds up to the hardware), every job replays, and over 40 seeds
+    there are divisions with quota of their own, fair sharing with weights, and a team of
+    weight 0; a seed below ORG_FROM keeps its flat cohort."""
+    seen = {"quota": 0, "fair": 0, "zero": 0}
+    for seed in range(ORG_FROM, ORG_FROM + 40):
+        case = generate(seed)
+        config = load_config(parse_config(case.stack_text, case.stack))
+        raw = yaml.safe_load(case.stack_text)["config"]
+        cohorts = raw.get("gpu-queues:cohorts") or []
+        if not cohorts:
+            continue
+        assert [c.get("parent") for c in cohorts] == [None, "lab", "lab"]
+        assert {t.cohort for t in config.teams if t.cohort} <= {"lab-a", "lab-b"}
+        seen["quota"] += any("resourceGroups" in c for c in cohorts)
+        seen["fair"] += any("fairSharing" in c for c in cohorts)
+        seen["zero"] += any(
+            (t.get("fairSharing") or {}).get("weight") == 0 for t in raw["gpu-queues:teams"]
+        )
+        mix = tmp_path / f"mix-{seed}.yaml"
+        mix.write_text(case.mix_text)
+        entries = load_mix(mix, Catalog.from_stack(config, ["batch/job"]), tmp_path)
+        assert [e.problem for e in entries if e.status != "ok"] == []
+    assert all(count >= 3 for count in seen.values()), seen
+    flat = yaml.safe_load(generate(ORG_FROM - 1).stack_text)["config"]
+    assert "gpu-queues:cohorts" not in flat
