@@ -408,6 +408,7 @@ class Replay:
         """The stack changes (gpu_queues.whatif.changes): each object's spec replaced, in the
         change's order, as the fast engine does (toolchain/go/whatif/changes.go); Kueue's
         controllers do the rest (HoldAndDrain evicts through its workload controller)."""
+        written: dict[str, int] = {}
         for obj in c.objects:
             meta = obj["metadata"]
             plural = f"{str(obj['kind']).lower()}s"
@@ -415,7 +416,34 @@ class Replay:
             path = f"{KUEUE_API}{where}/{plural}/{meta['name']}"
             current = self.rest.get(path)
             current["spec"] = obj.get("spec") or {}
-            self.rest.replace(path, current)
+            stored = self.rest.replace(path, current)
+            if obj["kind"] != "Cohort":  # Cohorts have no condition to tell it by
+                written[path] = int((stored.get("metadata") or {}).get("generation") or 0)
+        # The quiet that ends the instant counts from here, and Kueue's queue controllers must
+        # have seen the change first (what they do about it is what the instant is for).
+        self._changed()
+        self._until_observed(written)
+
+    def _until_observed(self, written: dict[str, int], cap: float = 30.0) -> None:
+        """Wait until Kueue's controllers have judged each queue's new spec: its Active
+        condition's observedGeneration reaches the generation the change wrote."""
+        deadline = time.monotonic() + cap
+        pending = dict(written)
+        while pending and time.monotonic() < deadline:
+            for path, generation in list(pending.items()):
+                status = self.rest.get(path).get("status") or {}
+                active: dict[str, Any] = next(
+                    (c for c in status.get("conditions") or [] if c.get("type") == "Active"), {}
+                )
+                if int(active.get("observedGeneration") or 0) >= generation:
+                    del pending[path]
+            time.sleep(0.05)
+        if pending:
+            self.notes.append(
+                f"at {self.now:.0f}s simulated, Kueue had not judged the stack's change of "
+                f"{', '.join(sorted(pending))} {cap:.0f}s after it was written; the replay went on"
+            )
+        self._changed()
 
     # --- recording ---------------------------------------------------------------------
 

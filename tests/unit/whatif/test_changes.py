@@ -57,7 +57,9 @@ def test_objects_come_cohorts_first_then_cluster_queues_then_local_queues() -> N
     after = with_team(
         after,
         0,
-        localQueues=[{"name": "gpu-queue", "namespace": "team-alpha", "fairSharing": {"weight": 3}}],
+        localQueues=[
+            {"name": "gpu-queue", "namespace": "team-alpha", "fairSharing": {"weight": 3}}
+        ],
     )
     del after["teams"][0]["localQueue"]
     after["cohorts"][1]["fairSharing"] = {"weight": 2}
@@ -90,9 +92,7 @@ def test_anything_but_the_queues_is_refused_by_name(edit, named: str) -> None:
 def test_a_new_queue_is_refused_and_so_is_a_change_of_nothing() -> None:
     raw = stack().raw()
     after = copy.deepcopy(raw)
-    after["teams"].append(
-        Team("gamma").cohort("root").quota("pool", cpu=0, memory=0, gpu=0).raw()
-    )
+    after["teams"].append(Team("gamma").cohort("root").quota("pool", cpu=0, memory=0, gpu=0).raw())
     with pytest.raises(ChangeError, match="adds ClusterQueue gamma-cq, LocalQueue "):
         changes.queue_updates(config_of(raw), config_of(after), "the change")
     moved = with_team(raw, 0, namespace="elsewhere")
@@ -155,4 +155,3 @@ def test_the_command_refuses_a_change_with_a_base_and_a_bad_change_file(
     assert whatif_main([*args, "--change", f"1h={bad}"]) == 2
     err = capsys.readouterr().err
     assert "the stack config is invalid" in err and "stopPolicy" in err
-

@@ -148,7 +148,11 @@ func (s *sim) respec(key types.NamespacedName, cur ctrl.Object, set func()) erro
 }
 
 // reconcileQueued: every workload submitted to a LocalQueue that `of` picks, queued for the
-// workload controller.
+// workload controller once the scheduler has had its cycles at the instant (afterCycles): on a
+// cluster the queue manager hears of the queue's change in memory and wakes the scheduler at
+// once, while the workload controller's reconciles go through the API server, so a workload
+// that waited in a queue started again is admitted before the ones its drain evicted are
+// back in it (seen on the sandbox, every run).
 func (s *sim) reconcileQueued(of func(*kueue.LocalQueue) bool) error {
 	var lqs kueue.LocalQueueList
 	if err := s.base.List(s.ctx, &lqs); err != nil {
@@ -173,7 +177,7 @@ func (s *sim) reconcileQueued(of func(*kueue.LocalQueue) bool) error {
 		}
 	}
 	for _, k := range sortedKeys(keys) {
-		s.wlQ.add(k)
+		s.afterCycles.add(k)
 	}
 	return nil
 }

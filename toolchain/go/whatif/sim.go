@@ -77,6 +77,7 @@ type sim struct {
 	lqRec       reconcile.Reconciler // Kueue's LocalQueue controller: only with admission fair sharing (afs.go)
 	lqQ         workQueue
 	lqDue       map[types.NamespacedName]float64         // each LocalQueue's pending timer (reconcileQueueAt)
+	afterCycles workQueue                                // workload reconciles for after the instant's cycles (changes.go)
 	admitPod    func(context.Context, *corev1.Pod) error // Kueue's Pod webhooks
 	nodes       *cluster
 	jobs        []*jobState
@@ -501,6 +502,12 @@ func (s *sim) settle() error {
 			}
 			// A fixed point: the cycle changed nothing (a StrictFIFO head that does not fit
 			// is put back at once and tried again and again).
+		}
+		if s.afterCycles.len() > 0 {
+			for _, k := range s.afterCycles.drain() {
+				s.wlQ.add(k)
+			}
+			continue
 		}
 		if s.rq.ProcessRequeues(s.ctx) > 0 {
 			// The requeue comes a batch period after what set it off, on Kueue's clock as on a
