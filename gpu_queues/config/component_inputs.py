@@ -115,8 +115,8 @@ class DashboardConfig(TypedDict, total=False):
 class FairSharing(TypedDict, total=False):
     """Present means enabled."""
 
-    preemptionStrategies: list[str] | None
-    """One of "LessThanOrEqualToFinalShare", "LessThanInitialShare"."""
+    preemptionStrategies: Required[list[str]]
+    """how a fair-sharing preemption is judged, in order: LessThanOrEqualToFinalShare; LessThanInitialShare; LessThanOrEqualToFinalShare, LessThanInitialShare (Kueue's manager refuses to start without it, or with another list) (one of "LessThanOrEqualToFinalShare", "LessThanInitialShare")"""
 
 
 class FairSharingWeight(TypedDict, total=False):

@@ -198,12 +198,37 @@ class WaitForPodsReady(Model):
     requeuing_strategy: RequeuingStrategy | None = None
 
 
+# The preemption strategies Kueue's manager starts with (pkg/config/validation.go,
+# validStrategySets, the same in every supported release): one of these lists, in this order.
+FAIR_SHARING_STRATEGIES: tuple[tuple[str, ...], ...] = (
+    ("LessThanOrEqualToFinalShare",),
+    ("LessThanInitialShare",),
+    ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
+)
+
+
 class FairSharing(Model):
     """Present means enabled."""
 
-    preemption_strategies: (
-        list[Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]] | None
-    ) = None
+    preemption_strategies: list[Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]] = (
+        Field(
+            description="how a fair-sharing preemption is judged, in order: "
+            + "; ".join(", ".join(s) for s in FAIR_SHARING_STRATEGIES)
+            + " (Kueue's manager refuses to start without it, or with another list)"
+        )
+    )
+
+    @field_validator("preemption_strategies")
+    @classmethod
+    def _kueue_starts_with(cls, value: list[str]) -> list[str]:
+        if tuple(value) not in FAIR_SHARING_STRATEGIES:
+            allowed = " or ".join(f"[{', '.join(s)}]" for s in FAIR_SHARING_STRATEGIES)
+            raise PydanticCustomError(
+                "fair_sharing_strategies",
+                "must be {allowed}, in that order: Kueue's manager refuses to start with [{given}]",
+                {"allowed": allowed, "given": ", ".join(value)},
+            )
+        return value
 
 
 class AdmissionFairSharing(Model):

@@ -119,7 +119,10 @@ class DashboardConfigKeys(TypedDict, total=False):
 class FairSharingKeys(TypedDict, total=False):
     """Present means enabled."""
 
-    preemptionStrategies: list[Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]] | None
+    preemptionStrategies: Required[list[Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]]]
+    """how a fair-sharing preemption is judged, in order: LessThanOrEqualToFinalShare;
+    LessThanInitialShare; LessThanOrEqualToFinalShare, LessThanInitialShare (Kueue's manager refuses
+    to start without it, or with another list)"""
 
 
 class FairSharingWeightKeys(TypedDict, total=False):

@@ -296,7 +296,10 @@ def _organise(r: random.Random, teams: list[dict[str, Any]]) -> tuple[list[Any],
             t["fairSharing"] = {"weight": r.choice((0, 1, 2))}
         # Kueue's fair sharing preempts by shares: borrowWithinCohort is not for it.
         (t.get("preemption") or {}).pop("borrowWithinCohort", None)
-    return cohorts, {"fairSharing": {}}
+    strategies = r.choice(
+        (["LessThanOrEqualToFinalShare", "LessThanInitialShare"], ["LessThanInitialShare"])
+    )
+    return cohorts, {"fairSharing": {"preemptionStrategies": strategies}}
 
 
 def generate(seed: int, release: str | None = None) -> Case:

@@ -630,7 +630,7 @@ def three_borrowers(fair_sharing: bool) -> Stack:
         teams.append(t)
     stack = Stack().flavor(Flavor("gpu").capacity(cpu=48, memory="384Gi", gpu=6))
     if fair_sharing:
-        stack.kueue(manager={"fairSharing": {}})
+        stack.kueue(manager={"fairSharing": {"preemptionStrategies": ["LessThanInitialShare"]}})
     return stack.cohort("pool").team(*teams)
 
 

@@ -74,7 +74,7 @@ config:
     controller:
       replicas: 2
     manager:
-      fairSharing: {{}}
+      fairSharing: {{preemptionStrategies: [LessThanInitialShare]}}
       managedJobsNamespaceSelector:
         matchExpressions:
         - {{key: kubernetes.io/metadata.name, operator: In, values: [team-research]}}
@@ -140,7 +140,7 @@ def test_travelling_keys_are_copied_and_the_environment_keeps_its_own(
     assert kueue["controller"] == {"replicas": 2}
     assert kueue["readinessTimeoutSeconds"] == 600
     # dev sets no fairSharing: staging keeps its own, and says so
-    assert kueue["manager"]["fairSharing"] == {}
+    assert kueue["manager"]["fairSharing"] == {"preemptionStrategies": ["LessThanInitialShare"]}
     assert any("fairSharing: dev does not set it; staging keeps" in k for k in result.kept)
     for key in ("gpu-queues:flavors", "gpu-queues:teams", "gpu-queues:sharedStorage"):
         assert config_of(target)[key] == before[key]
@@ -163,7 +163,7 @@ def test_a_source_without_manager_settings_promotes_without_flags(
     target = write("staging", TARGET.replace("v0.17.0", kueue_version()))
     result = promote.promote("dev", "staging", {"kueueVersion": kueue_version()}, project)
     kueue = kueue_of(target)
-    assert kueue["manager"]["fairSharing"] == {}
+    assert kueue["manager"]["fairSharing"] == {"preemptionStrategies": ["LessThanInitialShare"]}
     assert any("kueue.manager.fairSharing" in k for k in result.kept)
     # dev follows the pin; staging named the pin explicitly: now it follows it too
     assert "version" not in kueue
@@ -491,7 +491,10 @@ def test_target_without_a_kueue_block_gets_one(write: Write, project: Path) -> N
     text = target.read_text()
     assert text.startswith("# dev\nconfig:\n  gpu-queues:kueue:\n    version: v0.17.0\n")
     assert text.endswith(TEAMS)
-    assert kueue_of(target) == {"version": "v0.17.0", "manager": {"fairSharing": {}}}
+    assert kueue_of(target) == {
+        "version": "v0.17.0",
+        "manager": {"fairSharing": {"preemptionStrategies": ["LessThanInitialShare"]}},
+    }
 
 
 @pytest.mark.parametrize(

@@ -75,7 +75,14 @@ def test_objects_come_cohorts_first_then_cluster_queues_then_local_queues() -> N
             lambda r: r.update(priorityClasses=[{"name": "urgent", "value": 1000}]),
             "WorkloadPriorityClass urgent",
         ),
-        (lambda r: r.update(kueue={"manager": {"fairSharing": {}}}), "gpu-queues:kueue"),
+        (
+            lambda r: r.update(
+                kueue={
+                    "manager": {"fairSharing": {"preemptionStrategies": ["LessThanInitialShare"]}}
+                }
+            ),
+            "gpu-queues:kueue",
+        ),
         (lambda r: r["flavors"][0].update(nodeLabels={"pool": "yes"}), "ResourceFlavor pool"),
     ],
 )
