@@ -184,9 +184,9 @@ def up_org(stacks: Deployments, overrides: dict[str, str] | None = None) -> None
 
 @pytest.fixture(scope="module")
 def org(cluster: KubeSession, stacks: Deployments) -> Iterator[KubeSession]:
-    """The stack's nodes in the sandbox and the stack deployed. Afterwards: no job of the
-    stack, `local` as committed (before the nodes go: nothing of the release moves needs
-    them, but the order keeps to the rule), the stack committed and its nodes removed."""
+    """The stack's nodes in the sandbox (the stack is deployed at each release). Afterwards:
+    no job of the stack, `local` back as committed, the stack as committed, its nodes
+    removed."""
     nodes = flavor_nodes(fake_cluster.load_stack(SOURCE))
     kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(n) for n in nodes))
     try:
@@ -321,7 +321,10 @@ def test_weights_two_to_one_give_the_heavier_team_twice_the_borrowed_gpus(
     # Each of ads's jobs that lost its GPUs was preempted by fair sharing.
     for n in sorted(set(ads) - set(admitted(k, ads, ADS_TRAIN))):
         preempted = condition(k.workload_for(n, ADS_TRAIN), "Preempted")
-        assert preempted and preempted["reason"] == "InCohortFairSharing", k.describe(ADS_TRAIN)
+        assert preempted and (preempted["status"], preempted["reason"]) == (
+            "True",
+            "InCohortFairSharing",
+        ), k.describe(ADS_TRAIN)
     # Kueue's own account: all borrowed, and equal weighted shares (4/6 over 2, 2/6 over 1).
     k.wait(
         "the ClusterQueues' usage",
@@ -364,7 +367,8 @@ def test_hold_keeps_what_runs_hold_and_drain_evicts_it_none_admits_again(
         )
         assert stopped["reason"] == "Stopped", stopped
         held = probe(k, "vision-held", namespace=VISION, queue="jobs", gpus=1)
-        assert (held["status"], held["message"]) == ("False", f"ClusterQueue {cq} is stopped")
+        # (A workload without quota is judged against Kueue's cache: "inactive", not "stopped".)
+        assert (held["status"], held["message"]) == ("False", f"ClusterQueue {cq} is inactive")
         for n in runs:
             wl = k.workload_for(n, VISION)
             assert is_true(wl, "Admitted") and not is_true(wl, "Evicted"), k.describe(VISION)
@@ -384,22 +388,29 @@ def test_hold_keeps_what_runs_hold_and_drain_evicts_it_none_admits_again(
             namespace=VISION,
         )
         k.wait(
-            "vision's jobs suspended and their pods gone",
-            lambda: all(
-                k.get_job(n, VISION).spec.suspend is True and not k.job_pods(n, VISION)
-                for n in runs
+            "vision's jobs suspended, their pods gone, their quota given back",
+            lambda: (
+                all(
+                    k.get_job(n, VISION).spec.suspend is True and not k.job_pods(n, VISION)
+                    for n in runs
+                )
+                and not admitted(k, [*runs, "vision-held"], VISION)
             ),
             namespace=VISION,
         )
-        assert not admitted(k, [*runs, "vision-held"], VISION), k.describe(VISION)
+        k.wait(
+            "org-vision-cq's usage back to 0",
+            lambda: gpu_usage(k, cq) in (None, (0, 0)),
+            namespace=VISION,
+        )
     finally:
         # None (as committed): everything is admitted again, the third job on the division's
         # own quota (vision's 2 plus 1 borrowed).
         up_org(stacks)
     wait_admitted(k, [*runs, "vision-held"], VISION, TEAM_GPUS + 1)
     k.wait(
-        "vision's pods Running again",
-        lambda: all(running(k, n, VISION) for n in runs),
+        "vision's three jobs Running",
+        lambda: all(running(k, n, VISION) for n in [*runs, "vision-held"]),
         namespace=VISION,
     )
     k.wait("org-vision-cq's usage", lambda: gpu_usage(k, cq) == (3, 1), namespace=VISION)
