@@ -5,14 +5,14 @@ Per team, from its own quotas and the flavors' node shapes:
 - a job that fits the team's nominal quota, its pods each within one node of the flavor
   (several pods when the quota spans several nodes), with the flavor Kueue must pick;
 - a job needing more than the team may ever use, with the ceiling Kueue must name
-  (`ceilings`: Kueue v0.18's potentialAvailable on an empty cluster: nominal quota plus what
-  the team may borrow from its cohort, within its borrowing limit);
+  (`ceilings`: Kueue v0.18's potentialAvailable on an empty cluster: what the team keeps plus
+  what it may borrow up its cohort tree, within each borrowing limit on the way);
 - when the team's quota exceeds one node, a single pod of that size: Kueue admits it (the
   quota has room) but no node can hold it.
 
-The quotas and ceilings are sandbox/rehearse/quotas.py's (their sums come from
-gpu_queues.kueue.capacity.quota_totals, the validation core's one sum); job shapes, node
-sizes and where Kueue puts a job are sandbox/rehearse/sizing.py's.
+The quotas and ceilings are sandbox/rehearse/quotas.py's (Kueue's arithmetic over the cohort
+tree: the cohorts' own quota, what each member lends up and keeps, the borrowing limits on the
+way up); job shapes, node sizes and where Kueue puts a job are sandbox/rehearse/sizing.py's.
 """
 
 from __future__ import annotations

@@ -105,8 +105,9 @@ def test_flavor_labels_win_over_the_default_node_labels() -> None:
 def test_a_flavor_named_like_the_system_node_is_refused() -> None:
     raw = stack_raw("prod")
     raw["flavors"][0]["name"] = "sandbox-system"
-    for team in raw["teams"]:
-        team["resourceGroups"][0]["flavors"][0]["name"] = "sandbox-system"
+    for owner in [*raw["teams"], *raw["cohorts"]]:  # a division's own pool too
+        for group in owner.get("resourceGroups", []):
+            group["flavors"][0]["name"] = "sandbox-system"
     with pytest.raises(stack_nodes.NodeNameClash, match="node names clash: sandbox-system-0"):
         stack_nodes.nodes(load_config(raw))
 
