@@ -264,6 +264,9 @@ class TeamPlan:
     too_big: TooBigJob | None
     other_namespaces: list[str] = field(default_factory=list)
     """Namespaces of the other teams (where this team's submitters may not create Jobs)."""
+    other_queues: list[tuple[str, str]] = field(default_factory=list)
+    """The team's LocalQueues besides its default, as (name, namespace): a job within quota
+    is sent through each, in its namespace."""
 
 
 def plan(config: StackConfig) -> list[TeamPlan]:
@@ -272,7 +275,9 @@ def plan(config: StackConfig) -> list[TeamPlan]:
     plans = []
     for team in config.teams:
         ceiling = limits[team.cluster_queue]
-        others = sorted({t.namespace for t in config.teams if t.namespace != team.namespace})
+        mine = set(team.all_namespaces)
+        others = sorted({n for t in config.teams for n in t.all_namespaces} - mine)
+        default = (team.local_queue, team.namespace)
         fits, unreachable = fits_jobs(team, flavors, ceiling)
         plans.append(
             TeamPlan(
@@ -285,6 +290,7 @@ def plan(config: StackConfig) -> list[TeamPlan]:
                 held_job(team, flavors, ceiling),
                 too_big_job(team, flavors, ceiling),
                 others,
+                [q for q in team.queues if q != default],
             )
         )
     return plans

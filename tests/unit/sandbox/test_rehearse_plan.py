@@ -262,6 +262,23 @@ def test_the_generated_stacks_cover_what_stack_files_can_say() -> None:
     }
 
 
+def test_a_team_with_two_namespaces_sends_a_job_through_each_queue() -> None:
+    research, vision, _ = rp.plan(config("staging"))
+    assert research.other_queues == [("eval-queue", "team-research-eval")]
+    assert research.other_namespaces == ["team-nlp", "team-vision"]
+    # Another team's submitters may create Jobs in neither of research's namespaces.
+    assert vision.other_namespaces == ["team-nlp", "team-research", "team-research-eval"]
+    assert vision.other_queues == []
+    job = job_manifest(
+        "j", research.team, research.fits[0].shape, "shared-pvc", None, research.other_queues[0]
+    )
+    assert job["metadata"]["namespace"] == "team-research-eval"
+    assert job["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "eval-queue"}
+    default = job_manifest("j", research.team, research.fits[0].shape)
+    assert default["metadata"]["namespace"] == "team-research"
+    assert default["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "gpu-queue"}
+
+
 def test_prod_research_spans_two_nodes_and_shows_the_one_pod_trap() -> None:
     research = rp.plan(config("prod"))[0]
     first = research.fits[0]

@@ -88,6 +88,13 @@ def test_adopted_namespaces_exist_before_the_stack_runs(tmp_path: Path) -> None:
     assert raw["teams"][0]["namespace"] in kinds(fc.objects(cfg), "Namespace")
 
 
+def test_every_namespace_of_an_adopting_team_exists_before_the_stack_runs() -> None:
+    raw = stack_raw("staging")  # research owns team-research and team-research-eval
+    raw["teams"][0]["adoptNamespace"] = True
+    namespaces = kinds(fc.objects(load_config(raw)), "Namespace")
+    assert sorted(namespaces) == ["team-research", "team-research-eval"]
+
+
 def test_a_totals_only_flavor_is_one_node_holding_the_totals() -> None:
     raw = stack_raw("dev")
     nodes = kinds(fc.objects(load_config(raw)), "Node")
