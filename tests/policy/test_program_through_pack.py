@@ -235,9 +235,14 @@ COHORTS = {
         "apiVersion": V1BETA2,
         "kind": "Cohort",
         "metadata": {"name": "product-division", "labels": MANAGED},
+        "spec": {"parentName": "gpu-pool", "fairSharing": {"weight": "1"}},
+    },
+    "reserve": {
+        "apiVersion": V1BETA2,
+        "kind": "Cohort",
+        "metadata": {"name": "reserve", "labels": MANAGED},
         "spec": {
             "parentName": "gpu-pool",
-            "fairSharing": {"weight": "1"},
             "resourceGroups": [
                 {
                     "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
@@ -301,8 +306,7 @@ def test_the_pack_checks_quotas_against_the_capacity_the_program_declares():
     stack = resources(run)
     kueue = [(t, n, p) for t, n, p in stack if t in (CQ, RF, COHORT)]
     assert run_policy(rules.QUOTA_WITHIN_CAPACITY, stack_args(kueue)) == []
-    # One more H100 GPU in one queue than the flavor's 4 nodes hold (with the product
-    # division's own 4).
+    # One more H100 GPU in one queue than the flavor's 4 nodes hold (with the reserve's 4).
     grown = copy.deepcopy(kueue)
     for typ, _, props in grown:
         if typ == CQ and props["metadata"]["name"] == "research-cq":

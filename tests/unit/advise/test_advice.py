@@ -33,12 +33,12 @@ def test_prod_has_a_knob_per_team_and_gpu_flavor_and_its_capacity():
     space = prod_space()
     assert [k.label() for k in space.knobs] == [
         f"{t} {f} nvidia.com/gpu" for t in ("research", "vision", "nlp") for f in ("h100", "a100")
-    ] + ["cohort product-division h100 nvidia.com/gpu"]  # the division's own pool
+    ] + ["cohort reserve h100 nvidia.com/gpu"]  # the company's reserve
     assert dict(space.capacity) == {("h100", "nvidia.com/gpu"): 32, ("a100", "nvidia.com/gpu"): 16}
     assert space.start.settings[0] == (16, 8, 8) and space.start.settings[3] == (8, 4, 4)
     assert space.start.settings[6] == (4, None, None)
-    # the divisions' weights are knobs too
-    assert space.start.weights[-2:] == (2, 1)
+    # the cohorts' weights are knobs too: the divisions' 2 and 1, the reserve's unset
+    assert space.start.weights[3:] == (2, 1, None)
 
 
 def test_the_proposal_changes_only_the_changed_keys_lines():
@@ -70,7 +70,7 @@ def test_the_proposal_changes_only_the_changed_keys_lines():
 def test_above_the_hardware_is_outside_the_space():
     space = prod_space()
     s = list(space.start.settings)
-    s[0] = (17, 8, 8)  # 17 + 6 + 6 + the product division's 4 > 32 h100
+    s[0] = (17, 8, 8)  # 17 + 6 + 6 + the reserve's 4 > 32 h100
     assert not space.within_hardware(replace(space.start, settings=tuple(s)))
     assert space.within_hardware(space.start)
     for step in space.steps():

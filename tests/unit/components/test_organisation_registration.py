@@ -71,5 +71,6 @@ def test_prods_divisions_hang_under_its_one_cohort_root(prod_run: MockRun) -> No
     assert prod_run.outputs[keys.OUT_COHORTS] == {
         "research-division": "gpu-pool",
         "product-division": "gpu-pool",
+        "reserve": "gpu-pool",
     }
     assert keys.OUT_TEAM_LOCAL_QUEUES not in prod_run.outputs  # one queue per team

@@ -31,8 +31,9 @@ def test_prod_cohort_tree(prod_run):
         cohort = prod_run.one("Cohort", node["name"])
         assert cohort.inputs["apiVersion"] == keys.KUEUE_API_VERSION
         assert cohort.inputs["spec"]["parentName"] == node["parent"] == "gpu-pool"
-        weight = str(node["fairSharing"]["weight"])
-        assert cohort.inputs["spec"]["fairSharing"] == {"weight": weight}
+        if "fairSharing" in node:  # the divisions' weights; the reserve has none
+            weight = str(node["fairSharing"]["weight"])
+            assert cohort.inputs["spec"]["fairSharing"] == {"weight": weight}
     for team in CONFIG["gpu-queues:teams"]:
         cq = prod_run.one("ClusterQueue", team["clusterQueue"])
         assert cq.inputs["spec"]["cohortName"] == team["cohort"]
@@ -40,6 +41,10 @@ def test_prod_cohort_tree(prod_run):
         "research-division",
         "product-division",
     }
+    weights = {
+        c["name"]: c.get("fairSharing", {}).get("weight") for c in CONFIG["gpu-queues:cohorts"]
+    }
+    assert weights == {"research-division": 2, "product-division": 1, "reserve": None}
 
 
 def test_prod_cluster_queue_is_restricted_to_the_team_namespace(prod_run):

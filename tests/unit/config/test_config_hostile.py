@@ -377,7 +377,7 @@ NODES = [
     case(
         "nodes-shrink",
         "flavors[0].nodes.resources['nvidia.com/gpu']",
-        "add up to 32 (research 16, vision 6, nlp 6, cohort product-division 4), above the "
+        "add up to 32 (research 16, vision 6, nlp 6, cohort reserve 4), above the "
         "declared capacity 24",
         ("flavors[0].nodes.count", 3),
     ),
@@ -499,7 +499,7 @@ QUOTAS = [
     case(
         "quota-over-capacity",
         "flavors[0].nodes.resources['nvidia.com/gpu']",
-        "add up to 33 (research 17, vision 6, nlp 6, cohort product-division 4), above the "
+        "add up to 33 (research 17, vision 6, nlp 6, cohort reserve 4), above the "
         "declared capacity 32",
         (f"{GPU}.nominalQuota", 17),
     ),
@@ -585,7 +585,7 @@ def test_a_quota_in_milli_units_is_the_whole_number_it_spells():
     edit(raw, f"{GPU}.nominalQuota", "16000m")
     config = load_config(raw)
     # research's 16 H100 GPUs: the flavor's 32 are still exactly used (16 + 6 + 6 and the
-    # product division's own 4), and Kueue is given the quantity as written.
+    # reserve's 4), and Kueue is given the quantity as written.
     cq = render.cluster_queue(config.teams[0])
     assert cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2] == {
         "name": "nvidia.com/gpu",

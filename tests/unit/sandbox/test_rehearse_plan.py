@@ -49,8 +49,8 @@ def gpu_ceilings(cfg: StackConfig) -> dict[str, dict[str, int]]:
 
 def test_staging_ceilings_follow_the_tree_and_its_limits() -> None:
     # research h100: nominal 4, lending 2 (keeps 2), borrowing 4. Its division stores the 2 it
-    # lends; the product division its own 2 and all of vision's and nlp's 1 each (no lending
-    # limit): 4. The root gpu-pool holds 2 + 4 = 6. Ceiling: 2 kept + 6 = 8, = 4 + 4.
+    # lends; the product division all of vision's and nlp's 1 each (no lending limit): 2; the
+    # reserve its 2. The root gpu-pool holds 2 + 2 + 2 = 6. Ceiling: 2 kept + 6 = 8, = 4 + 4.
     # vision h100: keeps nothing, 0 + 6 = 6, capped at 1 + 3 = 4.
     assert gpu_ceilings(config("staging")) == {
         "research-cq": {"h100": 8, "a100": 4},
@@ -60,8 +60,8 @@ def test_staging_ceilings_follow_the_tree_and_its_limits() -> None:
 
 
 def test_prod_ceilings() -> None:
-    # h100: research keeps 8 and may use the root's 20 (its 8 lent, product's own 4 and the
-    # 4 each of vision and nlp lend), capped at 16 + 8; vision keeps 2, 2 + 20 capped at 6 + 10.
+    # h100: research keeps 8 and may use the root's 20 (its 8 lent, the 4 each of vision and
+    # nlp lend, the reserve's 4), capped at 16 + 8; vision keeps 2, 2 + 20 capped at 6 + 10.
     assert gpu_ceilings(config("prod")) == {
         "research-cq": {"h100": 24, "a100": 8},
         "vision-cq": {"h100": 16, "a100": 12},
@@ -89,27 +89,29 @@ def _no_research_borrowing_limit(raw: dict[str, Any]) -> None:
     ("edits", "expected"),
     [
         # prod's tree as it is, without research's borrowing limit: what research keeps (8)
-        # and everything the root holds (8 from research, 4 + 4 + 4 from product): 28.
+        # and everything the root holds (8 from research, 4 + 4 from vision and nlp, the
+        # reserve's 4): 28.
         ([_no_research_borrowing_limit], 28),
-        # product keeps its whole subtree (lendingLimit 0): the root holds research's 8 only.
+        # The product division keeps its whole subtree (lendingLimit 0): the root holds
+        # research's 8 and the reserve's 4.
         (
             [
                 _no_research_borrowing_limit,
                 lambda raw: _h100_gpu_of_cohort(
-                    raw, "product-division", {"nominalQuota": 4, "lendingLimit": 0}
+                    raw, "product-division", {"nominalQuota": 0, "lendingLimit": 0}
                 ),
             ],
-            16,
+            20,
         ),
-        # product lends at most 6 of its subtree's 12: the root holds 8 + 6.
+        # It lends at most 6 of its subtree's 8: the root holds 8 + 6 + 4.
         (
             [
                 _no_research_borrowing_limit,
                 lambda raw: _h100_gpu_of_cohort(
-                    raw, "product-division", {"nominalQuota": 4, "lendingLimit": 6}
+                    raw, "product-division", {"nominalQuota": 0, "lendingLimit": 6}
                 ),
             ],
-            22,
+            26,
         ),
         # The research division may borrow at most 2 above its subtree's 8 from the root:
         # research keeps 8, its division may use 8 + 2.
@@ -122,13 +124,24 @@ def _no_research_borrowing_limit(raw: dict[str, Any]) -> None:
             ],
             18,
         ),
-        # The division's own quota is research's to use too (and lent up with the rest).
+        # Quota of the research division's own is research's to use too (and lent up).
         (
             [
                 _no_research_borrowing_limit,
-                lambda raw: _h100_gpu_of_cohort(raw, "research-division", {"nominalQuota": 0}),
+                lambda raw: _h100_gpu_of_cohort(raw, "research-division", {"nominalQuota": 2}),
+                lambda raw: _h100_gpu_of_cohort(raw, "reserve", {"nominalQuota": 2}),
             ],
             28,
+        ),
+        # A reserve that keeps its GPUs (lendingLimit 0) lends nobody anything.
+        (
+            [
+                _no_research_borrowing_limit,
+                lambda raw: _h100_gpu_of_cohort(
+                    raw, "reserve", {"nominalQuota": 4, "lendingLimit": 0}
+                ),
+            ],
+            24,
         ),
     ],
 )
