@@ -345,6 +345,26 @@ KUEUE_SAID = (
 )
 
 
+# What Kueue v0.18.3 said for staging's research team once staging was a cohort tree (a real
+# run of `make rehearse STACK=staging`, 5 December 2026): the ceilings the tree gives.
+KUEUE_SAID_OF_THE_TREE = (
+    "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor "
+    "a100, previously considered podsets requests (0) + current podset request (10) > maximum "
+    "capacity (4), insufficient quota for nvidia.com/gpu in flavor h100, previously "
+    "considered podsets requests (0) + current podset request (10) > maximum capacity (8)"
+)
+
+
+def test_kueues_held_message_on_the_tree_matches_the_tree_ceilings() -> None:
+    held = rp.plan(config("staging"))[0].held
+    assert held.ceilings == {"h100": 8, "a100": 4}
+    assert held.request == 10 and held.excess == 2
+    check_held_message(KUEUE_SAID_OF_THE_TREE, held)
+    # The flat cohort's ceiling (6) is not what Kueue says of the tree.
+    with pytest.raises(CheckFailed, match="the stack config gives 6"):
+        check_held_message(KUEUE_SAID_OF_THE_TREE, staging_research_held())
+
+
 def staging_research_held() -> rp.HeldJob:
     return rp.plan(load_config(without_tree(stack_raw("staging"))))[0].held
 
