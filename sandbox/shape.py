@@ -83,9 +83,11 @@ def adopted_namespaces(stack: StackConfig) -> list[str]:
     """Namespaces the stack adopts: the cloud made them before the stack ever ran."""
     return sorted(
         {
-            t.namespace
+            ns
             for t in stack.teams
-            if t.adopt_namespace and t.namespace not in ALWAYS_PRESENT_NAMESPACES
+            if t.adopt_namespace
+            for ns in t.all_namespaces
+            if ns not in ALWAYS_PRESENT_NAMESPACES
         }
     )
 

@@ -81,6 +81,16 @@ def stack_raw(stack: str) -> dict[str, Any]:
     return copy.deepcopy(_read_stack(stack))
 
 
+def without_tree(raw: dict[str, Any]) -> dict[str, Any]:
+    """A stack's raw config with its cohort tree (`cohorts`) taken out and every team in its
+    one-cohort root (`cohort`): the one-cohort form, for tests about a stack without a tree."""
+    raw = copy.deepcopy(raw)
+    raw.pop("cohorts", None)
+    for team in raw.get("teams", []):
+        team["cohort"] = raw["cohort"]["name"]
+    return raw
+
+
 @dataclass
 class Registered:
     typ: str

@@ -23,7 +23,11 @@ def job_manifest(
     shape: JobShape,
     claim: str | None = None,
     selector: dict[str, str] | None = None,
+    queue: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
+    """A suspended Job of the shape for the team's default LocalQueue, or for `queue` (its
+    (name, namespace): another of the team's LocalQueues, in that namespace)."""
+    queue_name, namespace = queue or (team.local_queue, team.namespace)
     quantities = shape.quantities()
     resources: dict[str, Any] = {"requests": dict(quantities)}
     # Extended resources are asked for as limits (requests must equal them).
@@ -47,8 +51,8 @@ def job_manifest(
         "kind": "Job",
         "metadata": {
             "name": name,
-            "namespace": team.namespace,
-            "labels": {QUEUE_LABEL: team.local_queue},
+            "namespace": namespace,
+            "labels": {QUEUE_LABEL: queue_name},
         },
         "spec": {
             "parallelism": shape.pods,

@@ -5,14 +5,14 @@ Per team, from its own quotas and the flavors' node shapes:
 - a job that fits the team's nominal quota, its pods each within one node of the flavor
   (several pods when the quota spans several nodes), with the flavor Kueue must pick;
 - a job needing more than the team may ever use, with the ceiling Kueue must name
-  (`ceilings`: Kueue v0.18's potentialAvailable on an empty cluster: nominal quota plus what
-  the team may borrow from its cohort, within its borrowing limit);
+  (`ceilings`: Kueue v0.18's potentialAvailable on an empty cluster: what the team keeps plus
+  what it may borrow up its cohort tree, within each borrowing limit on the way);
 - when the team's quota exceeds one node, a single pod of that size: Kueue admits it (the
   quota has room) but no node can hold it.
 
-The quotas and ceilings are sandbox/rehearse/quotas.py's (their sums come from
-gpu_queues.kueue.capacity.quota_totals, the validation core's one sum); job shapes, node
-sizes and where Kueue puts a job are sandbox/rehearse/sizing.py's.
+The quotas and ceilings are sandbox/rehearse/quotas.py's (Kueue's arithmetic over the cohort
+tree: the cohorts' own quota, what each member lends up and keeps, the borrowing limits on the
+way up); job shapes, node sizes and where Kueue puts a job are sandbox/rehearse/sizing.py's.
 """
 
 from __future__ import annotations
@@ -264,6 +264,9 @@ class TeamPlan:
     too_big: TooBigJob | None
     other_namespaces: list[str] = field(default_factory=list)
     """Namespaces of the other teams (where this team's submitters may not create Jobs)."""
+    other_queues: list[tuple[str, str]] = field(default_factory=list)
+    """The team's LocalQueues besides its default, as (name, namespace): a job within quota
+    is sent through each, in its namespace."""
 
 
 def plan(config: StackConfig) -> list[TeamPlan]:
@@ -272,7 +275,9 @@ def plan(config: StackConfig) -> list[TeamPlan]:
     plans = []
     for team in config.teams:
         ceiling = limits[team.cluster_queue]
-        others = sorted({t.namespace for t in config.teams if t.namespace != team.namespace})
+        mine = set(team.all_namespaces)
+        others = sorted({n for t in config.teams for n in t.all_namespaces} - mine)
+        default = (team.local_queue, team.namespace)
         fits, unreachable = fits_jobs(team, flavors, ceiling)
         plans.append(
             TeamPlan(
@@ -285,6 +290,7 @@ def plan(config: StackConfig) -> list[TeamPlan]:
                 held_job(team, flavors, ceiling),
                 too_big_job(team, flavors, ceiling),
                 others,
+                [q for q in team.queues if q != default],
             )
         )
     return plans

@@ -12,8 +12,10 @@ Inside the namespace (`python -m sandbox.rehearse.run run STACK [--stack-file FI
 2. per team: a job within its nominal quota is admitted to the flavor Kueue must pick and its
    pods run on that flavor's nodes; a job needing more than the team may use is held with
    Kueue's message naming the resource, each flavor and the team's ceiling there; a single pod
-   bigger than a node (when the quota is) is admitted but never scheduled; each submitter may
-   create Jobs in the team namespace only, and may not edit queues;
+   bigger than a node (when the quota is) is admitted but never scheduled; a job within quota
+   sent through each of the team's other LocalQueues, in its namespace, is admitted and runs
+   the same; each submitter may create Jobs in the team's namespaces only, and may not edit
+   queues;
 3. `pulumi preview --expect-no-changes`.
 It prints one table and exits 1 when any row fails, with what the cluster said.
 Jobs and expectations come from sandbox.rehearse.plan.

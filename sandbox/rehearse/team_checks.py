@@ -47,9 +47,12 @@ class Rehearsal:
         shape: JobShape,
         claim: str | None,
         selector: dict[str, str] | None = None,
+        queue: tuple[str, str] | None = None,
     ) -> dict[str, Any]:
-        ns = team.namespace
-        self.k.batch.create_namespaced_job(ns, job_manifest(name, team, shape, claim, selector))
+        ns = team.namespace if queue is None else queue[1]
+        self.k.batch.create_namespaced_job(
+            ns, job_manifest(name, team, shape, claim, selector, queue)
+        )
         return self.k.wait(
             f"Job {ns}/{name} ({shape.describe()}) to be admitted",
             lambda: _admitted(self.k.workload(name, ns)),
@@ -71,7 +74,8 @@ class Rehearsal:
 
     def fits(self, p: TeamPlan) -> Cell:
         """Every fits job in turn (each deleted before the next): admitted to the flavor Kueue
-        must pick, its pods Running on nodes of that flavor."""
+        must pick, its pods Running on nodes of that flavor. Then the first of them through
+        each other LocalQueue of the team, in its namespace: admitted and Running the same."""
         parts: list[str] = []
         for i, job in enumerate(p.fits):
             try:
@@ -81,12 +85,24 @@ class Rehearsal:
                 return Cell(False, f"FAIL: {job.shape.describe()}{where}", str(e))
             finally:
                 self.k.delete_jobs([f"rehearse-fits-{i}"], p.team.namespace)
+        for i, queue in enumerate(p.other_queues):
+            through = f"through LocalQueue {queue[1]}/{queue[0]}"
+            try:
+                parts.append(
+                    f"{through}: " + self.fits_one(p, p.fits[0], f"rehearse-queue-{i}", queue)
+                )
+            except CheckFailed as e:
+                return Cell(False, f"FAIL {through}: {p.fits[0].shape.describe()}", str(e))
+            finally:
+                self.k.delete_jobs([f"rehearse-queue-{i}"], queue[1])
         for flavor, why in p.unreachable.items():
             parts.append(f"no job sent to {flavor}: {why}")
         return Cell(True, "; ".join(parts))
 
-    def fits_one(self, p: TeamPlan, job: FitsJob, name: str) -> str:
-        ns = p.team.namespace
+    def fits_one(
+        self, p: TeamPlan, job: FitsJob, name: str, queue: tuple[str, str] | None = None
+    ) -> str:
+        ns = p.team.namespace if queue is None else queue[1]
         expected = {
             r: job.flavors[g.index]
             for g in p.groups
@@ -94,7 +110,7 @@ class Rehearsal:
             for r in g.covered
             if r in job.shape.totals()
         }
-        wl = self.admit(name, p.team, job.shape, self.claims.get(ns), job.selector)
+        wl = self.admit(name, p.team, job.shape, self.claims.get(ns), job.selector, queue)
         self.check_flavors(wl, expected)
         pods = self.k.wait(
             f"all {job.shape.pods} pod(s) of Job {ns}/{name} Running",
@@ -248,15 +264,16 @@ class Rehearsal:
             return Cell(False, f"FAIL ({n} subject(s))", "; ".join(wrong))
         return Cell(
             True,
-            f"{n} subject(s): create Jobs in {team.namespace} yes; in "
+            f"{n} subject(s): create Jobs in {', '.join(team.all_namespaces)} yes; in "
             f"{len(p.other_namespaces)} other team namespace(s) no; edit queues no",
         )
 
     def rbac_of(self, p: TeamPlan, s: Subject) -> list[str]:
-        """What the subject may do that it should not, or may not do that it should."""
+        """What the subject may do that it should not, or may not do that it should: create
+        Jobs in each of the team's namespaces, in no other team's, edit none of its queues."""
         ns = p.team.namespace
         expect: list[tuple[bool, str, str, str | None, str]] = [
-            (True, "create", "jobs.batch", ns, "")
+            (True, "create", "jobs.batch", mine, "") for mine in p.team.all_namespaces
         ]
         expect += [
             (False, "create", "jobs.batch", other, "")
@@ -265,7 +282,8 @@ class Rehearsal:
         ]
         for verb in QUEUE_VERBS:
             expect.append((False, verb, "clusterqueues.kueue.x-k8s.io", None, p.team.cluster_queue))
-            expect.append((False, verb, "localqueues.kueue.x-k8s.io", ns, p.team.local_queue))
+            for queue, queue_ns in p.team.queues:
+                expect.append((False, verb, "localqueues.kueue.x-k8s.io", queue_ns, queue))
         wrong = []
         for want, verb, resource, where, name in expect:
             got = self.k.allowed(s, ns, verb, resource, where, name)
@@ -282,7 +300,8 @@ class Rehearsal:
         """The same subject is also a submitter of the team owning `other_ns`."""
         who = identity(s, own_ns)
         return any(
-            t.namespace == other_ns and any(identity(o, t.namespace) == who for o in t.submitters)
+            other_ns in t.all_namespaces
+            and any(identity(o, t.namespace) == who for o in t.submitters)
             for t in self.cfg.teams
         )
 

@@ -45,11 +45,16 @@ from tests.e2e.deployments import Deployments
 pytestmark = pytest.mark.e2e
 
 MONITORING = "monitoring"
+# The local stack's one team in a cohort of its own: Kueue exports the cohort subtree gauges
+# prod's dashboard reads (a panel per cohort of its tree) only for cohorts it has.
+COHORT = "metrics-pool"
 OVERRIDES = {
     "gpu-queues:kueue.metrics.serviceMonitor.enabled": "true",
     "gpu-queues:kueue.metrics.serviceMonitor.namespace": MONITORING,
     "gpu-queues:kueue.metrics.serviceMonitor.interval": "15s",
     "gpu-queues:kueue.metrics.dashboard.enabled": "true",
+    "gpu-queues:cohort.name": COHORT,
+    "gpu-queues:teams[0].cohort": COHORT,
 }
 COMPLETE_AFTER = "sandbox.gpu-queues.dev/complete-after"  # sandbox/kwok-stages.yaml
 # A stand-in for the Prometheus Operator's CRD: the group, version and names it serves.
@@ -93,6 +98,8 @@ def local_config() -> StackConfig:
             "dashboard": {"enabled": True},
         },
     }
+    raw["cohort"] = {"name": COHORT}
+    raw["teams"][0]["cohort"] = COHORT
     return load_config(raw)
 
 
@@ -392,12 +399,17 @@ def test_every_metric_the_dashboard_reads_is_exported(monitored: KubeSession) ->
         lambda: is_true(k.workload_for("metrics-evicted"), "Evicted"),
         timeout=300,
     )
-    # The local stack's dashboard, and prod's, whose teams share a cohort and so have the
-    # borrowed and lent panels too: every kind of query there is.
+    # The local stack's dashboard, and prod's, whose teams share a cohort tree and so have
+    # the borrowed and lent panels and a panel per cohort too: every kind of query there is.
     wanted = dashboard_names(dashboard(local_config()))
     for metric, labels in dashboard_names(dashboard(prod_config())).items():
         wanted.setdefault(metric, set()).update(labels)
-    assert {"kueue_cluster_queue_lending_limit", "kueue_evicted_workloads_total"} <= set(wanted)
+    assert {
+        "kueue_cluster_queue_lending_limit",
+        "kueue_evicted_workloads_total",
+        "kueue_cohort_subtree_quota",
+        "kueue_cohort_subtree_resource_reservations",
+    } <= set(wanted)
 
     def complete() -> dict[str, set[str]] | None:
         have = exported(scraped(k))

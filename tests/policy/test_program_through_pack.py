@@ -22,7 +22,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from policy_harness import CQ, PACK_DIR, REPO, RF, Analyzer, mandatory, run_policy, stack_args
+from policy_harness import (
+    COHORT,
+    CQ,
+    PACK_DIR,
+    REPO,
+    RF,
+    Analyzer,
+    mandatory,
+    run_policy,
+    stack_args,
+)
 
 from gpu_queues import keys
 from gpu_queues.components.validation import validate
@@ -131,7 +141,7 @@ RESEARCH_CQ = {
     "kind": "ClusterQueue",
     "metadata": {"name": "research-cq", "labels": {**MANAGED, "gpu-queues.dev/team": "research"}},
     "spec": {
-        "cohortName": "gpu-pool",
+        "cohortName": "research-division",
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "team-research"}},
         "resourceGroups": [
             {
@@ -208,11 +218,48 @@ FLAVORS = {
         },
     },
 }
-COHORT = {
-    "apiVersion": V1BETA2,
-    "kind": "Cohort",
-    "metadata": {"name": "gpu-pool", "labels": MANAGED},
-    "spec": {},
+COHORTS = {
+    "gpu-pool": {
+        "apiVersion": V1BETA2,
+        "kind": "Cohort",
+        "metadata": {"name": "gpu-pool", "labels": MANAGED},
+        "spec": {},
+    },
+    "research-division": {
+        "apiVersion": V1BETA2,
+        "kind": "Cohort",
+        "metadata": {"name": "research-division", "labels": MANAGED},
+        "spec": {"parentName": "gpu-pool", "fairSharing": {"weight": "2"}},
+    },
+    "product-division": {
+        "apiVersion": V1BETA2,
+        "kind": "Cohort",
+        "metadata": {"name": "product-division", "labels": MANAGED},
+        "spec": {"parentName": "gpu-pool", "fairSharing": {"weight": "1"}},
+    },
+    "reserve": {
+        "apiVersion": V1BETA2,
+        "kind": "Cohort",
+        "metadata": {"name": "reserve", "labels": MANAGED},
+        "spec": {
+            "parentName": "gpu-pool",
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                    "flavors": [
+                        {
+                            "name": "h100",
+                            "resources": [
+                                {"name": "cpu", "nominalQuota": "96"},
+                                {"name": "memory", "nominalQuota": "1Ti"},
+                                {"name": "nvidia.com/gpu", "nominalQuota": "4"},
+                            ],
+                        }
+                    ],
+                }
+            ],
+        },
+    },
 }
 
 
@@ -230,7 +277,9 @@ def test_components_register_the_kueue_objects_of_the_stack_file():
         # the capacity annotation: test_flavors_carry_the_capacity_their_nodes_give
         assert set(registered["metadata"].pop("annotations")) == {CAPACITY_ANNOTATION}
         assert registered == expected
-    assert run.one("Cohort", "gpu-pool").inputs == COHORT
+    for name, expected in COHORTS.items():
+        assert run.one("Cohort", name).inputs == expected
+    assert len(run.of_kind("Cohort")) == len(COHORTS)
     assert sorted(r.inputs["metadata"]["name"] for r in run.of_kind("ClusterQueue")) == [
         "nlp-cq",
         "research-cq",
@@ -255,9 +304,9 @@ def test_flavors_carry_the_capacity_their_nodes_give():
 def test_the_pack_checks_quotas_against_the_capacity_the_program_declares():
     _, run = built("prod")
     stack = resources(run)
-    kueue = [(t, n, p) for t, n, p in stack if t in (CQ, RF)]
+    kueue = [(t, n, p) for t, n, p in stack if t in (CQ, RF, COHORT)]
     assert run_policy(rules.QUOTA_WITHIN_CAPACITY, stack_args(kueue)) == []
-    # One more H100 GPU in one queue than the flavor's 4 nodes hold.
+    # One more H100 GPU in one queue than the flavor's 4 nodes hold (with the reserve's 4).
     grown = copy.deepcopy(kueue)
     for typ, _, props in grown:
         if typ == CQ and props["metadata"]["name"] == "research-cq":

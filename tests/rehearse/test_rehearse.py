@@ -80,7 +80,10 @@ def assert_every_row_passes(done: subprocess.CompletedProcess[str], cfg: StackCo
         for job in p.fits:
             for flavor in set(job.flavors.values()):
                 assert f"admitted to {flavor}" in admitted or f", {flavor}" in admitted, admitted
-        assert admitted.count("Running on") == len(p.fits), admitted
+        # ...and the first of them through each other LocalQueue, in its namespace.
+        for queue, namespace in p.other_queues:
+            assert f"through LocalQueue {namespace}/{queue}: " in admitted, admitted
+        assert admitted.count("Running on") == len(p.fits) + len(p.other_queues), admitted
         if p.too_big is not None and p.too_big.topology is not None:
             # Kueue places before it admits on a TAS flavor: held, never admitted.
             assert (
@@ -98,7 +101,8 @@ def assert_every_row_passes(done: subprocess.CompletedProcess[str], cfg: StackCo
         else:
             assert row["one pod > a node"] == "-"
         if p.team.submitters:
-            assert f"create Jobs in {p.team.namespace} yes" in row["RBAC"], row
+            namespaces = ", ".join(p.team.all_namespaces)
+            assert f"create Jobs in {namespaces} yes" in row["RBAC"], row
         else:
             assert row["RBAC"] == "no submitters: nothing to check"
     assert "pulumi preview --expect-no-changes: no changes" in done.stdout, out
@@ -116,6 +120,11 @@ def test_the_committed_stack_rehearses(stack: str) -> None:
     for team in cfg.teams:  # each team's every flavor ran a job on its nodes
         assert "admitted to h100, Running on h100-" in rows[team.name]["job admitted"]
         assert "admitted to a100, Running on a100-" in rows[team.name]["job admitted"]
+    if stack == "staging":  # research's second namespace, through its own LocalQueue
+        assert (
+            "through LocalQueue team-research-eval/eval-queue: " in rows["research"]["job admitted"]
+        )
+        assert "create Jobs in team-research, team-research-eval yes" in rows["research"]["RBAC"]
 
 
 @pytest.mark.parametrize(("seed", "cohort", "version"), [(11, True, None), (12, False, OTHER)])

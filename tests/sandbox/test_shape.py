@@ -58,6 +58,7 @@ def test_the_sandbox_is_shaped_like_the_stack_and_never_reused_for_another() -> 
         assert volumes == [
             "shared-volume-staging-nlp",
             "shared-volume-staging-research",
+            "shared-volume-staging-research-eval",
             "shared-volume-staging-vision",
         ]
         assert json.loads(SHAPE_FILE.read_text())["stack"] == "staging"

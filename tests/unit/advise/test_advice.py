@@ -33,16 +33,19 @@ def test_prod_has_a_knob_per_team_and_gpu_flavor_and_its_capacity():
     space = prod_space()
     assert [k.label() for k in space.knobs] == [
         f"{t} {f} nvidia.com/gpu" for t in ("research", "vision", "nlp") for f in ("h100", "a100")
-    ]
+    ] + ["cohort reserve h100 nvidia.com/gpu"]  # the company's reserve
     assert dict(space.capacity) == {("h100", "nvidia.com/gpu"): 32, ("a100", "nvidia.com/gpu"): 16}
     assert space.start.settings[0] == (16, 8, 8) and space.start.settings[3] == (8, 4, 4)
+    assert space.start.settings[6] == (4, None, None)
+    # the cohorts' weights are knobs too: the divisions' 2 and 1, the reserve's unset
+    assert space.start.weights[3:] == (2, 1, None)
 
 
 def test_the_proposal_changes_only_the_changed_keys_lines():
     space = prod_space()
     s = list(space.start.settings)
-    s[0] = (24, 8, 8)  # research h100: 8 more
-    s[2] = (0, 8, None)  # vision h100: 8 fewer, no lending limit
+    s[0] = (22, 8, 8)  # research h100: 6 more
+    s[2] = (0, 10, None)  # vision h100: 6 fewer, no lending limit
     candidate = replace(space.start, settings=tuple(s))
     new = advice.proposal_text(PROD, "Pulumi.prod.yaml", space, candidate)
     moved = [
@@ -52,9 +55,9 @@ def test_the_proposal_changes_only_the_changed_keys_lines():
     ]
     assert moved == [
         "-           nvidia.com/gpu: {nominalQuota: 16, borrowingLimit: 8, lendingLimit: 8}",
-        "+           nvidia.com/gpu: {nominalQuota: 24, borrowingLimit: 8, lendingLimit: 8}",
-        "-           nvidia.com/gpu: {nominalQuota: 8, borrowingLimit: 8, lendingLimit: 4}",
-        "+           nvidia.com/gpu: {nominalQuota: 0, borrowingLimit: 8}",
+        "+           nvidia.com/gpu: {nominalQuota: 22, borrowingLimit: 8, lendingLimit: 8}",
+        "-           nvidia.com/gpu: {nominalQuota: 6, borrowingLimit: 10, lendingLimit: 4}",
+        "+           nvidia.com/gpu: {nominalQuota: 0, borrowingLimit: 10}",
     ]
     assert load_config(parse_config(new, "proposal")).teams[0].name == "research"
     assert [c["key"] for c in space.changes(candidate)] == [
@@ -67,13 +70,19 @@ def test_the_proposal_changes_only_the_changed_keys_lines():
 def test_above_the_hardware_is_outside_the_space():
     space = prod_space()
     s = list(space.start.settings)
-    s[0] = (17, 8, 8)  # 17 + 8 + 8 > 32 h100
+    s[0] = (17, 8, 8)  # 17 + 6 + 6 + the reserve's 4 > 32 h100
     assert not space.within_hardware(replace(space.start, settings=tuple(s)))
     assert space.within_hardware(space.start)
     for step in space.steps():
         for _, moved in space.moves(space.start, step):
             assert space.within_hardware(moved)
-            assert all(lend is None or lend <= n for n, _, lend in moved.settings)
+            # A ClusterQueue lends at most its nominal quota; a cohort's lendingLimit bounds
+            # what its whole subtree lends, so it may exceed the cohort's own quota.
+            assert all(
+                lend is None or lend <= n
+                for knob, (n, _, lend) in zip(space.knobs, moved.settings, strict=True)
+                if knob.kind == "team"
+            )
 
 
 def test_an_unknown_team_or_metric_in_goal_is_refused_by_name(capsys):

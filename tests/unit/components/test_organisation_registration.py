@@ -7,7 +7,7 @@ import pytest
 
 from gpu_queues import keys
 from gpu_queues.config.model import load_config
-from tests.conftest import MockRun, _test_manifest, run_stack
+from tests.conftest import MockRun, _test_manifest, run_stack, stack_raw, without_tree
 from tests.unit.config.test_organisation import example
 
 pytestmark = pytest.mark.unit
@@ -59,6 +59,18 @@ def test_each_namespace_of_a_team_is_created_with_a_queue_and_submit_rbac(
     assert org_run.outputs[keys.OUT_LOCAL_QUEUES]["llm"] == "llm-train/training"
 
 
-def test_a_stack_without_a_tree_has_no_tree_outputs(prod_run: MockRun) -> None:
-    assert keys.OUT_COHORTS not in prod_run.outputs
-    assert keys.OUT_TEAM_LOCAL_QUEUES not in prod_run.outputs
+def test_a_stack_without_a_tree_has_no_tree_outputs() -> None:
+    flat = run_stack(load_config(without_tree(stack_raw("prod"))), _test_manifest())
+    assert flat.outputs[keys.OUT_COHORT] == "gpu-pool"
+    assert keys.OUT_COHORTS not in flat.outputs
+    assert keys.OUT_TEAM_LOCAL_QUEUES not in flat.outputs
+
+
+def test_prods_divisions_hang_under_its_one_cohort_root(prod_run: MockRun) -> None:
+    assert prod_run.outputs[keys.OUT_COHORT] == "gpu-pool"
+    assert prod_run.outputs[keys.OUT_COHORTS] == {
+        "research-division": "gpu-pool",
+        "product-division": "gpu-pool",
+        "reserve": "gpu-pool",
+    }
+    assert keys.OUT_TEAM_LOCAL_QUEUES not in prod_run.outputs  # one queue per team

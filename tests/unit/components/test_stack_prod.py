@@ -23,12 +23,28 @@ def test_prod_creates_one_namespace_per_team(prod_run):
     assert names == {"kueue-system", *(f"team-{t}" for t in TEAMS)}
 
 
-def test_prod_cohort(prod_run):
-    cohort = prod_run.one("Cohort", "gpu-pool")
-    assert cohort.inputs["apiVersion"] == keys.KUEUE_API_VERSION
-    for team in TEAMS:
-        cq = prod_run.one("ClusterQueue", f"{team}-cq")
-        assert cq.inputs["spec"]["cohortName"] == "gpu-pool"
+def test_prod_cohort_tree(prod_run):
+    root = prod_run.one("Cohort", "gpu-pool")
+    assert root.inputs["apiVersion"] == keys.KUEUE_API_VERSION
+    assert root.inputs.get("spec", {}) == {}  # a root without quota of its own
+    for node in CONFIG["gpu-queues:cohorts"]:
+        cohort = prod_run.one("Cohort", node["name"])
+        assert cohort.inputs["apiVersion"] == keys.KUEUE_API_VERSION
+        assert cohort.inputs["spec"]["parentName"] == node["parent"] == "gpu-pool"
+        if "fairSharing" in node:  # the divisions' weights; the reserve has none
+            weight = str(node["fairSharing"]["weight"])
+            assert cohort.inputs["spec"]["fairSharing"] == {"weight": weight}
+    for team in CONFIG["gpu-queues:teams"]:
+        cq = prod_run.one("ClusterQueue", team["clusterQueue"])
+        assert cq.inputs["spec"]["cohortName"] == team["cohort"]
+    assert {t["cohort"] for t in CONFIG["gpu-queues:teams"]} == {
+        "research-division",
+        "product-division",
+    }
+    weights = {
+        c["name"]: c.get("fairSharing", {}).get("weight") for c in CONFIG["gpu-queues:cohorts"]
+    }
+    assert weights == {"research-division": 2, "product-division": 1, "reserve": None}
 
 
 def test_prod_cluster_queue_is_restricted_to_the_team_namespace(prod_run):
@@ -147,6 +163,7 @@ def test_component_type_tokens_and_child_names(prod_run):
         "gpu-queues:readiness:KueueReady",
         "gpu-queues:flavors:Flavors",
         "gpu-queues:cohort:SharedCohort",
+        "gpu-queues:cohort:CohortTree",
         "gpu-queues:queues:TeamQueues",
         "gpu-queues:storage:SharedStorage",
     }

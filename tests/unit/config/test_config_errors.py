@@ -89,15 +89,30 @@ def test_all_stacks_validate(dev_raw, prod_raw):
     from tests.conftest import ROOT, read_yaml, stack_raw
 
     for stack in ("dev", "staging", "prod", "local"):
-        # The file read on its own (plain YAML): the config holds its flavors, cohort and
-        # teams by name, and each team's queues, as the file spells them.
+        # The file read on its own (plain YAML): the config holds its flavors, cohorts and
+        # teams by name, and each team's queues, as the file spells them (a team with
+        # several: its first LocalQueue and namespace are its default).
         file = read_yaml(ROOT / f"Pulumi.{stack}.yaml")["config"]
         config = load_config(stack_raw(stack))
         assert [f.name for f in config.flavors] == [f["name"] for f in file["gpu-queues:flavors"]]
         cohort = file.get("gpu-queues:cohort")
         assert (config.cohort.name if config.cohort else None) == (cohort or {}).get("name")
+        assert [(c.name, c.parent) for c in config.cohorts] == [
+            (c["name"], c.get("parent")) for c in file.get("gpu-queues:cohorts", [])
+        ], stack
         assert [(t.name, t.namespace, t.cluster_queue, t.local_queue) for t in config.teams] == [
-            (t["name"], t["namespace"], t["clusterQueue"], t["localQueue"])
+            (
+                t["name"],
+                t.get("namespace") or t["localQueues"][0]["namespace"],
+                t["clusterQueue"],
+                t.get("localQueue") or t["localQueues"][0]["name"],
+            )
+            for t in file["gpu-queues:teams"]
+        ], stack
+        assert [t.queues for t in config.teams] == [
+            [(q["name"], q["namespace"]) for q in t["localQueues"]]
+            if "localQueues" in t
+            else [(t["localQueue"], t["namespace"])]
             for t in file["gpu-queues:teams"]
         ], stack
     load_config(shared_cluster().raw())

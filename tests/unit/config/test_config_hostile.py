@@ -377,7 +377,8 @@ NODES = [
     case(
         "nodes-shrink",
         "flavors[0].nodes.resources['nvidia.com/gpu']",
-        "add up to 32 (research 16, vision 8, nlp 8), above the declared capacity 24",
+        "add up to 32 (research 16, vision 6, nlp 6, cohort reserve 4), above the "
+        "declared capacity 24",
         ("flavors[0].nodes.count", 3),
     ),
     case(
@@ -498,7 +499,8 @@ QUOTAS = [
     case(
         "quota-over-capacity",
         "flavors[0].nodes.resources['nvidia.com/gpu']",
-        "add up to 33 (research 17, vision 8, nlp 8), above the declared capacity 32",
+        "add up to 33 (research 17, vision 6, nlp 6, cohort reserve 4), above the "
+        "declared capacity 32",
         (f"{GPU}.nominalQuota", 17),
     ),
     one("cohort-undeclared", "teams[1].cohort", "gpu-poool", "is not declared"),
@@ -582,8 +584,8 @@ def test_a_quota_in_milli_units_is_the_whole_number_it_spells():
     raw = copy.deepcopy(stack_raw("prod"))
     edit(raw, f"{GPU}.nominalQuota", "16000m")
     config = load_config(raw)
-    # research's 16 H100 GPUs: the flavor's 32 are still exactly used (16 + 8 + 8), and
-    # Kueue is given the quantity as written.
+    # research's 16 H100 GPUs: the flavor's 32 are still exactly used (16 + 6 + 6 and the
+    # reserve's 4), and Kueue is given the quantity as written.
     cq = render.cluster_queue(config.teams[0])
     assert cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2] == {
         "name": "nvidia.com/gpu",
@@ -591,7 +593,9 @@ def test_a_quota_in_milli_units_is_the_whole_number_it_spells():
         "borrowingLimit": "8",
         "lendingLimit": "8",
     }
-    totals = quota_totals(render.cluster_queue(t) for t in config.teams)
+    totals = quota_totals(
+        [*(render.cluster_queue(t) for t in config.teams), *render.cohorts(config)]
+    )
     assert totals.total(("h100", "nvidia.com/gpu")) == 32
     # One milli-GPU more is no longer the whole number the capacity holds.
     edit(raw, f"{GPU}.nominalQuota", "16001m")

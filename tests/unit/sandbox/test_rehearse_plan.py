@@ -22,7 +22,7 @@ from sandbox.rehearse.kube import CheckFailed
 from sandbox.rehearse.team_checks import check_held_message
 from sandbox.shape import load_stack
 from tests.builders import Flavor, Stack, Team
-from tests.conftest import ROOT, stack_raw
+from tests.conftest import ROOT, stack_raw, without_tree
 from tests.rehearse.stackgen import rehearsal_stack, write_stack
 
 pytestmark = pytest.mark.unit
@@ -47,17 +47,21 @@ def gpu_ceilings(cfg: StackConfig) -> dict[str, dict[str, int]]:
 # --- ceilings: Kueue's potentialAvailable, from the config ---------------------------------
 
 
-def test_staging_ceilings_follow_lending_and_borrowing_limits() -> None:
-    # research h100: nominal 4, lending 2 (keeps 2), borrowing 4. The cohort holds what the
-    # three teams lend: 2 + 1 + 1 = 4. Ceiling: 2 kept + 4 lent = 6, under 4 + 4 = 8.
+def test_staging_ceilings_follow_the_tree_and_its_limits() -> None:
+    # research h100: nominal 4, lending 2 (keeps 2), borrowing 4. Its division stores the 2 it
+    # lends; the product division all of vision's and nlp's 1 each (no lending limit): 2; the
+    # reserve its 2. The root gpu-pool holds 2 + 2 + 2 = 6. Ceiling: 2 kept + 6 = 8, = 4 + 4.
+    # vision h100: keeps nothing, 0 + 6 = 6, capped at 1 + 3 = 4.
     assert gpu_ceilings(config("staging")) == {
-        "research-cq": {"h100": 6, "a100": 4},
+        "research-cq": {"h100": 8, "a100": 4},
         "vision-cq": {"h100": 4, "a100": 6},
         "nlp-cq": {"h100": 4, "a100": 4},
     }
 
 
 def test_prod_ceilings() -> None:
+    # h100: research keeps 8 and may use the root's 20 (its 8 lent, the 4 each of vision and
+    # nlp lend, the reserve's 4), capped at 16 + 8; vision keeps 2, 2 + 20 capped at 6 + 10.
     assert gpu_ceilings(config("prod")) == {
         "research-cq": {"h100": 24, "a100": 8},
         "vision-cq": {"h100": 16, "a100": 12},
@@ -65,8 +69,91 @@ def test_prod_ceilings() -> None:
     }
 
 
+def _h100_gpu_of_cohort(raw: dict[str, Any], name: str, quota: dict[str, Any]) -> None:
+    """Give a cohort of the raw config its own h100 quota (nothing of cpu and memory)."""
+    cohort = next(c for c in raw["cohorts"] if c["name"] == name)
+    resources = {"cpu": {"nominalQuota": 0}, "memory": {"nominalQuota": 0}, GPU: quota}
+    cohort["resourceGroups"] = [
+        {
+            "coveredResources": ["cpu", "memory", GPU],
+            "flavors": [{"name": "h100", "resources": resources}],
+        }
+    ]
+
+
+def _no_research_borrowing_limit(raw: dict[str, Any]) -> None:
+    raw["teams"][0]["resourceGroups"][0]["flavors"][0]["resources"][GPU].pop("borrowingLimit")
+
+
+@pytest.mark.parametrize(
+    ("edits", "expected"),
+    [
+        # prod's tree as it is, without research's borrowing limit: what research keeps (8)
+        # and everything the root holds (8 from research, 4 + 4 from vision and nlp, the
+        # reserve's 4): 28.
+        ([_no_research_borrowing_limit], 28),
+        # The product division keeps its whole subtree (lendingLimit 0): the root holds
+        # research's 8 and the reserve's 4.
+        (
+            [
+                _no_research_borrowing_limit,
+                lambda raw: _h100_gpu_of_cohort(
+                    raw, "product-division", {"nominalQuota": 0, "lendingLimit": 0}
+                ),
+            ],
+            20,
+        ),
+        # It lends at most 6 of its subtree's 8: the root holds 8 + 6 + 4.
+        (
+            [
+                _no_research_borrowing_limit,
+                lambda raw: _h100_gpu_of_cohort(
+                    raw, "product-division", {"nominalQuota": 0, "lendingLimit": 6}
+                ),
+            ],
+            26,
+        ),
+        # The research division may borrow at most 2 above its subtree's 8 from the root:
+        # research keeps 8, its division may use 8 + 2.
+        (
+            [
+                _no_research_borrowing_limit,
+                lambda raw: _h100_gpu_of_cohort(
+                    raw, "research-division", {"nominalQuota": 0, "borrowingLimit": 2}
+                ),
+            ],
+            18,
+        ),
+        # Quota of the research division's own is research's to use too (and lent up).
+        (
+            [
+                _no_research_borrowing_limit,
+                lambda raw: _h100_gpu_of_cohort(raw, "research-division", {"nominalQuota": 2}),
+                lambda raw: _h100_gpu_of_cohort(raw, "reserve", {"nominalQuota": 2}),
+            ],
+            28,
+        ),
+        # A reserve that keeps its GPUs (lendingLimit 0) lends nobody anything.
+        (
+            [
+                _no_research_borrowing_limit,
+                lambda raw: _h100_gpu_of_cohort(
+                    raw, "reserve", {"nominalQuota": 4, "lendingLimit": 0}
+                ),
+            ],
+            24,
+        ),
+    ],
+)
+def test_tree_ceiling_cases(edits: list[Any], expected: int) -> None:
+    raw = stack_raw("prod")
+    for edit in edits:
+        edit(raw)
+    assert gpu_ceilings(load_config(raw))["research-cq"]["h100"] == expected
+
+
 def _two_teams(a: dict[str, Any], b: dict[str, Any], cohort: bool) -> StackConfig:
-    raw = copy.deepcopy(stack_raw("prod"))
+    raw = without_tree(stack_raw("prod"))  # the two teams in one cohort, gpu-pool
     raw["kueue"] = {}
     for team, quota in zip(raw["teams"][:2], (a, b), strict=True):
         h100 = team["resourceGroups"][0]["flavors"][0]["resources"]
@@ -188,6 +275,23 @@ def test_the_generated_stacks_cover_what_stack_files_can_say() -> None:
     }
 
 
+def test_a_team_with_two_namespaces_sends_a_job_through_each_queue() -> None:
+    research, vision, _ = rp.plan(config("staging"))
+    assert research.other_queues == [("eval-queue", "team-research-eval")]
+    assert research.other_namespaces == ["team-nlp", "team-vision"]
+    # Another team's submitters may create Jobs in neither of research's namespaces.
+    assert vision.other_namespaces == ["team-nlp", "team-research", "team-research-eval"]
+    assert vision.other_queues == []
+    job = job_manifest(
+        "j", research.team, research.fits[0].shape, "shared-pvc", None, research.other_queues[0]
+    )
+    assert job["metadata"]["namespace"] == "team-research-eval"
+    assert job["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "eval-queue"}
+    default = job_manifest("j", research.team, research.fits[0].shape)
+    assert default["metadata"]["namespace"] == "team-research"
+    assert default["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "gpu-queue"}
+
+
 def test_prod_research_spans_two_nodes_and_shows_the_one_pod_trap() -> None:
     research = rp.plan(config("prod"))[0]
     first = research.fits[0]
@@ -229,7 +333,10 @@ def test_the_job_manifest_asks_for_extended_resources_as_limits_too() -> None:
 
 # --- reading Kueue's answer -----------------------------------------------------------------
 
-# What Kueue v0.18.3 said for staging's research team (a real run of `make rehearse`).
+# What Kueue v0.18.3 said for staging's research team (a real run of `make rehearse`), when
+# staging was one cohort, gpu-pool: research keeps 2 H100s and 1 A100, the cohort held the
+# 4 H100s and 3 A100s the three teams lent. The same stack with its tree folded into gpu-pool
+# gives research the same ceilings (vision and nlp lend their one H100 each, as before).
 KUEUE_SAID = (
     "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor "
     "a100, previously considered podsets requests (0) + current podset request (7) > maximum "
@@ -238,8 +345,28 @@ KUEUE_SAID = (
 )
 
 
+# What Kueue v0.18.3 said for staging's research team once staging was a cohort tree (a real
+# run of `make rehearse STACK=staging`, 5 December 2026): the ceilings the tree gives.
+KUEUE_SAID_OF_THE_TREE = (
+    "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor "
+    "a100, previously considered podsets requests (0) + current podset request (10) > maximum "
+    "capacity (4), insufficient quota for nvidia.com/gpu in flavor h100, previously "
+    "considered podsets requests (0) + current podset request (10) > maximum capacity (8)"
+)
+
+
+def test_kueues_held_message_on_the_tree_matches_the_tree_ceilings() -> None:
+    held = rp.plan(config("staging"))[0].held
+    assert held.ceilings == {"h100": 8, "a100": 4}
+    assert held.request == 10 and held.excess == 2
+    check_held_message(KUEUE_SAID_OF_THE_TREE, held)
+    # The flat cohort's ceiling (6) is not what Kueue says of the tree.
+    with pytest.raises(CheckFailed, match="the stack config gives 6"):
+        check_held_message(KUEUE_SAID_OF_THE_TREE, staging_research_held())
+
+
 def staging_research_held() -> rp.HeldJob:
-    return rp.plan(config("staging"))[0].held
+    return rp.plan(load_config(without_tree(stack_raw("staging"))))[0].held
 
 
 def test_kueues_held_message_matches_the_ceilings_computed_from_the_config() -> None:

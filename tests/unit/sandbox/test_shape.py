@@ -88,6 +88,13 @@ def test_adopted_namespaces_exist_before_the_stack_runs(tmp_path: Path) -> None:
     assert raw["teams"][0]["namespace"] in kinds(fc.objects(cfg), "Namespace")
 
 
+def test_every_namespace_of_an_adopting_team_exists_before_the_stack_runs() -> None:
+    raw = stack_raw("staging")  # research owns team-research and team-research-eval
+    raw["teams"][0]["adoptNamespace"] = True
+    namespaces = kinds(fc.objects(load_config(raw)), "Namespace")
+    assert sorted(namespaces) == ["team-research", "team-research-eval"]
+
+
 def test_a_totals_only_flavor_is_one_node_holding_the_totals() -> None:
     raw = stack_raw("dev")
     nodes = kinds(fc.objects(load_config(raw)), "Node")
@@ -105,8 +112,9 @@ def test_flavor_labels_win_over_the_default_node_labels() -> None:
 def test_a_flavor_named_like_the_system_node_is_refused() -> None:
     raw = stack_raw("prod")
     raw["flavors"][0]["name"] = "sandbox-system"
-    for team in raw["teams"]:
-        team["resourceGroups"][0]["flavors"][0]["name"] = "sandbox-system"
+    for owner in [*raw["teams"], *raw["cohorts"]]:  # a division's own pool too
+        for group in owner.get("resourceGroups", []):
+            group["flavors"][0]["name"] = "sandbox-system"
     with pytest.raises(stack_nodes.NodeNameClash, match="node names clash: sandbox-system-0"):
         stack_nodes.nodes(load_config(raw))
 

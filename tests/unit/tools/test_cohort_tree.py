@@ -11,7 +11,7 @@ import pytest
 
 from gpu_queues.tools import quota_diff
 from gpu_queues.whatif.charts import mermaid_blocks
-from tests.conftest import stack_raw
+from tests.conftest import stack_raw, without_tree
 from tests.unit.config.test_organisation import example
 from tests.unit.whatif.test_charts_render import mermaid_render
 
@@ -76,8 +76,10 @@ def test_the_pinned_mermaid_draws_the_tree() -> None:
 
 
 def test_a_stack_without_a_tree_has_no_tree_section() -> None:
-    prod = stack_raw("prod")
-    assert "Cohort tree" not in diff(prod, prod)
+    flat = without_tree(stack_raw("prod"))  # one cohort, gpu-pool
+    assert "Cohort tree" not in diff(flat, flat)
+    prod = stack_raw("prod")  # its divisions under gpu-pool
+    assert "Cohort tree" in diff(prod, prod)
     assert "No change in the cohort tree." in diff(example(), example(), changes_only=True)
 
 

@@ -101,3 +101,134 @@ def test_admitted_counts_are_kueues_per_cluster_queue_or_why_not(
     monkeypatch.undo()
     # No stack file: the reason, never a traceback.
     assert status.admitted_of("nope", project).startswith("cannot read stack 'nope'")
+
+
+def _workload(namespace: str, name: str, queue: str, admitted: bool, created: str) -> object:
+    reserved = {
+        "type": "QuotaReserved",
+        "status": "True" if admitted else "False",
+        "lastTransitionTime": "2026-12-05T10:05:00Z",
+        "message": ""
+        if admitted
+        else "couldn't assign flavors to pod set main: insufficient quota",
+    }
+    status: dict[str, object] = {"conditions": [reserved]}
+    if admitted:
+        status["admission"] = {
+            "clusterQueue": "research-cq",
+            "podSetAssignments": [{"name": "main", "flavors": {"nvidia.com/gpu": "h100"}}],
+        }
+    return {
+        "metadata": {
+            "name": f"job-{name}",
+            "namespace": namespace,
+            "creationTimestamp": created,
+            "ownerReferences": [{"kind": "Job", "name": name, "uid": f"uid-{name}"}],
+        },
+        "spec": {
+            "queueName": queue,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "4"}}}]}
+                    },
+                }
+            ],
+        },
+        "status": status,
+    }
+
+
+class TwoQueues:
+    """A cluster where team research has two LocalQueues in two namespaces, gpu-queue in
+    team-research and eval-queue in team-research-eval, both of research-cq; vision's queue
+    and workload are there too and must stay out of research's reading."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def get(self, path: str) -> object:
+        self.asked.append(path)
+        kueue, visibility = status.KUEUE, status.VISIBILITY
+        answers: dict[str, object] = {
+            f"{kueue}/localqueues": {
+                "items": [
+                    {
+                        "metadata": {"name": "gpu-queue", "namespace": "team-research"},
+                        "spec": {"clusterQueue": "research-cq"},
+                    },
+                    {
+                        "metadata": {"name": "eval-queue", "namespace": "team-research-eval"},
+                        "spec": {"clusterQueue": "research-cq"},
+                    },
+                    {
+                        "metadata": {"name": "gpu-queue", "namespace": "team-vision"},
+                        "spec": {"clusterQueue": "vision-cq"},
+                    },
+                ]
+            },
+            f"{kueue}/workloads": {
+                "items": [
+                    _workload("team-research", "train", "gpu-queue", True, "2026-12-05T10:00:00Z"),
+                    _workload(
+                        "team-research-eval", "eval", "eval-queue", False, "2026-12-05T10:01:00Z"
+                    ),
+                    _workload("team-research", "sweep", "gpu-queue", False, "2026-12-05T10:02:00Z"),
+                    _workload("team-vision", "seg", "gpu-queue", True, "2026-12-05T10:03:00Z"),
+                ]
+            },
+            f"{visibility}/clusterqueues/research-cq/pendingworkloads": {
+                "items": [
+                    {
+                        "metadata": {"name": "job-eval", "namespace": "team-research-eval"},
+                        "positionInClusterQueue": 0,
+                        "positionInLocalQueue": 0,
+                    },
+                    {
+                        "metadata": {"name": "job-sweep", "namespace": "team-research"},
+                        "positionInClusterQueue": 1,
+                        "positionInLocalQueue": 0,
+                    },
+                ]
+            },
+        }
+        if path.startswith("/api/v1/namespaces/"):
+            return {"items": []}
+        return answers[path]
+
+
+def test_a_team_with_two_local_queues_shows_the_workloads_of_both() -> None:
+    cluster = TwoQueues()
+    run = status.read_status(cluster, [("research", "research-cq")], 1796464800.0, "test")
+    rows = {(w.namespace, w.name): w for w in run.workloads}
+    assert sorted(rows) == [
+        ("team-research", "sweep"),
+        ("team-research", "train"),
+        ("team-research-eval", "eval"),
+    ]
+    assert rows["team-research", "train"].outcome == "admitted"
+    assert rows["team-research", "train"].queue == "gpu-queue"
+    evaluation = rows["team-research-eval", "eval"]
+    assert (evaluation.outcome, evaluation.queue, evaluation.team) == (
+        "pending",
+        "eval-queue",
+        "research",
+    )
+    assert evaluation.message is not None
+    assert evaluation.message.startswith(
+        "position 0 in ClusterQueue research-cq, 0 in LocalQueue eval-queue"
+    )
+    assert (rows["team-research", "sweep"].message or "").startswith(
+        "position 1 in ClusterQueue research-cq, 0 in LocalQueue gpu-queue"
+    )
+    # Kueue's pending list is asked once, of the ClusterQueue both queues feed.
+    assert (
+        cluster.asked.count(f"{status.VISIBILITY}/clusterqueues/research-cq/pendingworkloads") == 1
+    )
+    [team] = run.teams
+    assert team.team == "research"
+    shown = status.render(run)
+    assert "team-research-eval" in shown and "eval-queue" in shown
+    assert "team-vision" not in shown
