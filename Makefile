@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/.toolchain/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
         test-toolchain test-deep test-e2e test-sandbox test-rehearse test-engines test-multikueue sandbox-up \
         sandbox-down sandbox-shell sandbox-status demo rehearse bench promote quota-diff kueue-diff clean \
         kueue-manifest ci-kueue-manifest pin-kueue what-if status record bench-scale mutation wheels \
-        mermaid grafana bench-what-if advise bench-advise crosscheck
+        mermaid grafana bench-what-if bench-kueue-harness advise bench-advise crosscheck
 
 # The checkout itself is installed too, editable and without its dependencies (the lock has
 # them, and hatchling, its build backend): `gpuq` is then .venv/bin/gpuq.
@@ -163,6 +163,15 @@ what-if: venv toolchain
 SIZES ?= 200 1000 5000
 bench-what-if: venv toolchain
 	$(PY) -m sandbox.bench.whatif_fast $(SIZES)
+
+# Kueue's own scheduler performance harness against the fast engine (docs/what-if.md, Speed):
+# each of HARNESS_CONFIGS (test/performance/scheduler/configs/ of the pinned release) through
+# Kueue's runner and minimalkueue on envtest (built into the cache by the pin; the toolchain's
+# kube-apiserver and etcd, in a network namespace of its own: root) and through the whole
+# `make what-if` path on the same queues and workloads; prints a table per configuration.
+HARNESS_CONFIGS ?= baseline tas large-scale
+bench-kueue-harness: venv toolchain
+	$(PY) -m sandbox.bench.kueue_harness $(HARNESS_CONFIGS) $(if $(OUT),--out $(OUT))
 
 # The randomized cross-check of the what-if's engines (docs/what-if.md, The cross-check):
 # SEEDS generated stacks and mixes from seed FIRST on, each replayed on the fast engine and on

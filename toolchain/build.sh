@@ -4,7 +4,8 @@
 # so a fresh clone on a warm machine only links them (seconds); the Go module and
 # build caches (GOMODCACHE, GOCACHE) are the go command's usual ones and are reused.
 # Usage: toolchain/build.sh [tool ...]   (default: all). Timings go to .toolchain/timings.tsv.
-# The what-if engine's steps run only when named: whatif_prepare, whatif_check (see below).
+# The what-if engine's steps run only when named: whatif_prepare, whatif_check (see below);
+# so does kueue_harness, Kueue's scheduler performance harness for make bench-kueue-harness.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -242,6 +243,45 @@ whatif_prepare() {
   local v
   for v in ${KUEUE_VERSIONS:-$KUEUE_VERSION}; do whatif_kueue "$v"; done
 }
+# kueue_harness: Kueue's scheduler performance harness of the pinned release (KUEUE_VERSION), its
+# runner and minimalkueue (test/performance/scheduler), built from the release's module as its
+# Makefile-test.mk builds them (performance-scheduler-runner, minimalkueue: go build with the
+# version ldflags, CGO off) into the cache, keyed like every binary here by the release's wrapper
+# (toolchain/go/kueue/<version>: its requirements are Kueue's) and the Go version. Never part of
+# a default build, nothing linked into .toolchain/bin: `make bench-kueue-harness` runs them from
+# the cache, whose paths this prints (runner, then minimalkueue), one a line. Their test-only
+# imports (gomega, envtest) may need go.sum lines the wrapper does not carry: the build reads a
+# private copy of the wrapper's go.mod and go.sum, so the committed wrapper never changes.
+kueue_harness() {
+  local v=${KUEUE_VERSION} dir name pkg out tmp start
+  local fl="-X sigs.k8s.io/kueue/pkg/version.GitVersion=$v -X sigs.k8s.io/kueue/pkg/version.GitCommit=$v"
+  dir=kueue/$v
+  [ -f "$here/go/$dir/go.mod" ] || { log "no wrapper toolchain/go/$dir"; exit 2; }
+  for name in performance-scheduler-runner minimalkueue; do
+    case $name in
+      performance-scheduler-runner) pkg=sigs.k8s.io/kueue/test/performance/scheduler/runner ;;
+      minimalkueue) pkg=sigs.k8s.io/kueue/test/performance/scheduler/minimalkueue ;;
+    esac
+    out=$cache/kueue-harness-$name-$(key "$dir" "$pkg" "$fl")
+    if [ ! -x "$out" ]; then
+      lock "$out"
+      if [ ! -x "$out" ]; then
+        log "building $name of Kueue $v ($pkg) ..."
+        start=$(date +%s)
+        tmp=$(mktemp -d "$out.XXXXXX")
+        cp "$here/go/$dir/go.mod" "$here/go/$dir/go.sum" "$tmp/"
+        if ! ( cd "$here/go/$dir" && go build -modfile="$tmp/go.mod" -ldflags "$fl" -o "$tmp/$name" "$pkg" ); then
+          rm -rf "$tmp"; unlock; exit 1
+        fi
+        mv -f "$tmp/$name" "$out"
+        rm -rf "$tmp"
+        printf '%s\t%s\tbuilt\t%ss\n' "$name" "$v" "$(( $(date +%s) - start ))" | tee -a "$cache/kueue-harness-timings.tsv" >&2
+      fi
+      unlock
+    fi
+    echo "$out"
+  done
+}
 staticcheck() { build staticcheck staticcheck honnef.co/go/tools/cmd/staticcheck ""; }
 # whatif_sources: what the engine binary is built from (its tests are not).
 whatif_sources() {
@@ -313,8 +353,9 @@ kubernetes_provider() {
 }
 
 all=(pulumi language_python language_yaml kubernetes_provider etcd k8s kueue kwok actionlint staticcheck)
-# Steps on the what-if engine's module, never part of a default build.
-steps=(whatif_prepare whatif_check)
+# Steps run only when named, never part of a default build: on the what-if engine's module,
+# and Kueue's scheduler performance harness.
+steps=(whatif_prepare whatif_check kueue_harness)
 [ $# -gt 0 ] || set -- "${all[@]}"
 for t in "$@"; do
   case " ${all[*]} ${steps[*]} " in *" $t "*) "$t" ;; *) log "unknown tool $t (known: ${all[*]} ${steps[*]})"; exit 2 ;; esac
