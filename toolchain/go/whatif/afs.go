@@ -100,13 +100,20 @@ func (s *sim) startLocalQueues() error {
 			return err
 		}
 	}
+	return s.reconcileLocalQueues(func(*kueue.LocalQueue) bool { return true })
+}
+
+// reconcileLocalQueues: the LocalQueues `of` picks, queued for their controller by name.
+func (s *sim) reconcileLocalQueues(of func(*kueue.LocalQueue) bool) error {
 	var lqs kueue.LocalQueueList
 	if err := s.base.List(s.ctx, &lqs); err != nil {
 		return err
 	}
 	keys := map[types.NamespacedName]bool{}
 	for i := range lqs.Items {
-		keys[types.NamespacedName{Namespace: lqs.Items[i].Namespace, Name: lqs.Items[i].Name}] = true
+		if of(&lqs.Items[i]) {
+			keys[types.NamespacedName{Namespace: lqs.Items[i].Namespace, Name: lqs.Items[i].Name}] = true
+		}
 	}
 	for _, k := range sortedKeys(keys) {
 		s.lqQ.add(k)
@@ -131,18 +138,5 @@ func (s *sim) markActive(cq *kueue.ClusterQueue) error {
 	if err := s.cl.Status().Update(s.ctx, cq); err != nil {
 		return err
 	}
-	var lqs kueue.LocalQueueList
-	if err := s.base.List(s.ctx, &lqs); err != nil {
-		return err
-	}
-	keys := map[types.NamespacedName]bool{}
-	for i := range lqs.Items {
-		if string(lqs.Items[i].Spec.ClusterQueue) == cq.Name {
-			keys[types.NamespacedName{Namespace: lqs.Items[i].Namespace, Name: lqs.Items[i].Name}] = true
-		}
-	}
-	for _, k := range sortedKeys(keys) {
-		s.lqQ.add(k)
-	}
-	return nil
+	return s.reconcileLocalQueues(func(lq *kueue.LocalQueue) bool { return string(lq.Spec.ClusterQueue) == cq.Name })
 }
