@@ -299,14 +299,12 @@ def replay(
 
     FastEngineError when the engine cannot run the stack (not built, topology-aware
     scheduling, provisioning checks), with what to do."""
-    if not isinstance(config, StackConfig):
-        config = load_config({k: v for k, v in config.items() if k != keys.KEY_KUBERNETES})
+    config = _stack_config(config)
     stop = parse_duration(until) if isinstance(until, str) else until
     shown_label = label or stack
     changed = changed_over(config, [
         (parse_duration(at) if isinstance(at, str) else float(at), f"change {i + 1}",
-         after if isinstance(after, StackConfig) else load_config(
-             {k: v for k, v in after.items() if k != keys.KEY_KUBERNETES}))
+         _stack_config(after))
         for i, (at, after) in enumerate(changes)
     ])  # fmt: skip
     if isinstance(mix, str | Path):
@@ -319,6 +317,14 @@ def replay(
         config, list(mix), configuration, stack=stack, label=shown_label, until=stop,
         changes=changed,
     )  # fmt: skip
+
+
+def _stack_config(config: StackConfig | Mapping[str, Any]) -> StackConfig:
+    """A stack config as `replay` takes one: validated when given as its keys, the real
+    cluster's connection left out."""
+    if isinstance(config, StackConfig):
+        return config
+    return load_config({k: v for k, v in config.items() if k != keys.KEY_KUBERNETES})
 
 
 def load_stack_file(path: Path) -> StackConfig:

@@ -105,9 +105,21 @@ func (s *sim) startLocalQueues() error {
 
 // reconcileLocalQueues: the LocalQueues `of` picks, queued for their controller by name.
 func (s *sim) reconcileLocalQueues(of func(*kueue.LocalQueue) bool) error {
+	keys, err := s.localQueues(of)
+	if err != nil {
+		return err
+	}
+	for _, k := range sortedKeys(keys) {
+		s.lqQ.add(k)
+	}
+	return nil
+}
+
+// localQueues: the LocalQueues `of` picks, by namespace and name.
+func (s *sim) localQueues(of func(*kueue.LocalQueue) bool) (map[types.NamespacedName]bool, error) {
 	var lqs kueue.LocalQueueList
 	if err := s.base.List(s.ctx, &lqs); err != nil {
-		return err
+		return nil, err
 	}
 	keys := map[types.NamespacedName]bool{}
 	for i := range lqs.Items {
@@ -115,10 +127,7 @@ func (s *sim) reconcileLocalQueues(of func(*kueue.LocalQueue) bool) error {
 			keys[types.NamespacedName{Namespace: lqs.Items[i].Namespace, Name: lqs.Items[i].Name}] = true
 		}
 	}
-	for _, k := range sortedKeys(keys) {
-		s.lqQ.add(k)
-	}
-	return nil
+	return keys, nil
 }
 
 // markActive: the ClusterQueue's Active condition as the cache has it (stopped or not); its

@@ -154,15 +154,9 @@ func (s *sim) respec(key types.NamespacedName, cur ctrl.Object, set func()) erro
 // that waited in a queue started again is admitted before the ones its drain evicted are
 // back in it (seen on the sandbox, every run).
 func (s *sim) reconcileQueued(of func(*kueue.LocalQueue) bool) error {
-	var lqs kueue.LocalQueueList
-	if err := s.base.List(s.ctx, &lqs); err != nil {
+	picked, err := s.localQueues(of)
+	if err != nil {
 		return err
-	}
-	picked := map[types.NamespacedName]bool{}
-	for i := range lqs.Items {
-		if of(&lqs.Items[i]) {
-			picked[types.NamespacedName{Namespace: lqs.Items[i].Namespace, Name: lqs.Items[i].Name}] = true
-		}
 	}
 	var wls kueue.WorkloadList
 	if err := s.base.List(s.ctx, &wls); err != nil {
