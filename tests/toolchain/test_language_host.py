@@ -47,7 +47,8 @@ def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
 
 def test_go_unit_tests_of_the_host_pass() -> None:
     """src/host_test.go: PEP 440 -> plugin versions, executor arguments, config environment,
-    exit codes, runtime options, the policy pack's stack environment."""
+    exit codes, runtime options, the policy pack's stack environment, where a generated SDK is
+    written."""
     env = {**os.environ, "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local", "CGO_ENABLED": "0"}
     done = subprocess.run(
         ["go", "test", "./src"],
@@ -581,7 +582,7 @@ def test_python_tool_plugin_runs_with_its_arguments_and_exit_code(
 
 
 def test_the_host_takes_the_runtime_options_older_engines_pass_as_flags() -> None:
-    """pulumi-yaml's language host (on sdk v3.206.0) starts a Python plugin's host with
+    """pulumi-yaml's language host (v1.25.0, on sdk v3.206.0) started a Python plugin's host with
     `-toolchain=... -virtualenv=... -typechecker=... -root=...` before the engine address; the
     host refused them (`flag provided but not defined`), so a YAML program could not load the
     component package (package/). The options themselves come with each request."""

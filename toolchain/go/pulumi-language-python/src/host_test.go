@@ -226,3 +226,28 @@ func TestRequiredPackagesOfTheProjectVenv(t *testing.T) {
 		t.Errorf("required packages of .venv = %v, want %v", got, want)
 	}
 }
+
+func TestWriteTreeWritesEveryFileAndRefusesAPathOutsideTheDirectory(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string][]byte{"setup.py": []byte("a"), "pkg/__init__.py": []byte("b")}
+	if err := writeTree(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range files {
+		got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("%s: %q, %v", name, got, err)
+		}
+	}
+	for _, bad := range []string{"../escape.py", "/etc/passwd-like"} {
+		if err := writeTree(dir, map[string][]byte{bad: nil}); err == nil || !strings.Contains(err.Error(), "not inside") {
+			t.Fatalf("%s: want a refusal, got %v", bad, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "escape.py")); !os.IsNotExist(err) {
+		t.Fatalf("a file was written outside the directory: %v", err)
+	}
+	if err := writeTree("", files); err == nil {
+		t.Fatal("no directory: want an error")
+	}
+}

@@ -8,9 +8,9 @@
 //
 // It is written to behave as upstream's host does for everything a program, a policy pack or
 // `pulumi preview/up/destroy/refresh/stack/config/about/install/new/plugin run` can observe
-// (README.md beside src/ has the RPC-by-RPC comparison). Code generation (GenerateProgram,
-// GenerateProject, GeneratePackage, Link) and Pack are not implemented: they need
-// github.com/pulumi/pulumi/pkg/v3's codegen, which this host does not link.
+// (README.md beside src/ has the RPC-by-RPC comparison), and generates Python SDKs
+// (GeneratePackage, with pkg/v3's codegen). GenerateProgram, GenerateProject, Link and Pack are
+// not implemented (unsupported.go).
 package main
 
 import (
@@ -42,7 +42,7 @@ const (
 	engineHealthInterval = 5 * time.Minute
 )
 
-// host is the LanguageRuntime server. Unimplemented RPCs are the codegen ones (unsupported.go).
+// host is the LanguageRuntime server. The RPCs it leaves unimplemented are in unsupported.go.
 type host struct {
 	pulumirpc.UnimplementedLanguageRuntimeServer
 

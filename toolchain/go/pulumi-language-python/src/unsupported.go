@@ -9,11 +9,12 @@ import (
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
 )
 
-// The RPCs below are left out on purpose: code generation (`pulumi convert`, `pulumi import
-// --generate-code`, `pulumi package gen-sdk/add`, local SDKs of `packages:` in Pulumi.yaml)
-// needs github.com/pulumi/pulumi/pkg/v3's codegen, and Pack (building an SDK wheel) serves only
-// package publishing. None of them is needed to run a program or a policy pack. They answer
-// Unimplemented (so the engine's own fallbacks still apply) with a message that says so.
+// The RPCs below are left out on purpose: program and project generation (`pulumi convert`,
+// `pulumi import --generate-code`), Link (adding a generated SDK to a Python program's
+// requirements, the last step of `pulumi package add` in a Python project) and Pack (building
+// an SDK wheel, for package publishing). None of them is needed to run a program, a policy pack
+// or a plugin, or to generate an SDK (GeneratePackage, codegen.go). They answer Unimplemented
+// (so the engine's own fallbacks still apply) with a message that says so.
 
 func notBuiltIn(rpc, use string) error {
 	return status.Errorf(codes.Unimplemented,
@@ -28,10 +29,6 @@ func (h *host) GenerateProgram(context.Context, *pulumirpc.GenerateProgramReques
 
 func (h *host) GenerateProject(context.Context, *pulumirpc.GenerateProjectRequest) (*pulumirpc.GenerateProjectResponse, error) {
 	return nil, notBuiltIn("GenerateProject", "Python project generation (pulumi convert)")
-}
-
-func (h *host) GeneratePackage(context.Context, *pulumirpc.GeneratePackageRequest) (*pulumirpc.GeneratePackageResponse, error) {
-	return nil, notBuiltIn("GeneratePackage", "Python SDK generation (pulumi package gen-sdk, pulumi package add)")
 }
 
 func (h *host) Link(context.Context, *pulumirpc.LinkRequest) (*pulumirpc.LinkResponse, error) {
