@@ -48,7 +48,7 @@ class GpuQueues(library.GpuQueues):
     def __init__(
         self, name: str, args: GpuQueuesArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        config: dict[str, Any] = {k: v for k, v in args.items() if k not in _CONNECTION}
+        config: dict[str, Any] = {k: _whole(v) for k, v in args.items() if k not in _CONNECTION}
         built = library.GpuQueuesArgs.from_config(
             config,  # type: ignore[arg-type]  # the same keys, their values checked at runtime
             kubeconfig=args.get("kubeconfig"),
@@ -58,6 +58,20 @@ class GpuQueues(library.GpuQueues):
 
 
 _CONNECTION = ("kubeconfig", "context")
+
+
+def _whole(value: Any) -> Any:
+    """The value with its whole numbers as ints. Every number reaches a provider as a double
+    (protobuf's Struct has no integers), so a program in another language that writes
+    `nominalQuota: 8` sends 8.0, which would render as the quantity "8.0" where a Python
+    program's renders "8"."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole(v) for v in value]
+    return value
 
 
 def provider() -> Any:

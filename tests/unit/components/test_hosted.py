@@ -99,6 +99,34 @@ def test_constructed_from_its_inputs_it_builds_the_librarys_objects_under_its_to
     assert kinds.count("ClusterQueue") == 2 and kinds.count("LocalQueue") == 2
 
 
+def _as_doubles(value: Any) -> Any:
+    """The inputs as another language's program sends them: every number a double."""
+    if isinstance(value, bool) or not isinstance(value, int | dict | list):
+        return value
+    if isinstance(value, int):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _as_doubles(v) for k, v in value.items()}
+    return [_as_doubles(v) for v in value]
+
+
+def test_whole_numbers_sent_as_doubles_render_as_a_python_programs_do():
+    """`nominalQuota: 8` in YAML reaches the provider as 8.0; the ClusterQueue says "8", as a
+    Python program's does, not the quantity "8.0"."""
+
+    def quotas(run: MockRun) -> list[Any]:
+        return [
+            [r["nominalQuota"] for g in res.inputs["spec"]["resourceGroups"]
+             for f in g["flavors"] for r in f["resources"]]
+            for res in run.resources if res.inputs.get("kind") == "ClusterQueue"
+        ]  # fmt: skip
+
+    sent = _construct({**_as_doubles(two_teams()), "kubeconfig": "apiVersion: v1"})
+    native = _construct({**two_teams(), "kubeconfig": "apiVersion: v1"})
+    assert quotas(sent) == quotas(native) and "4" in str(quotas(sent))
+    assert "4.0" not in str(quotas(sent))
+
+
 def test_a_bad_config_fails_the_construction_naming_each_key():
     bad = json.loads(json.dumps(two_teams()))
     bad["teams"][0]["clusterQueu"] = bad["teams"][0].pop("clusterQueue")
