@@ -1,8 +1,10 @@
-"""The wheels a virtualenv of its own installs gpu-queues from, in the library's e2e test
-(tests/e2e/test_library.py). That test runs inside the sandbox's network namespace, which
-reaches no package index, so `make wheels` (`python -m sandbox.wheels`) downloads them first,
-on the host: the package's dependencies at the versions of requirements.lock, and its build
-backend. The download is skipped while those requirements and requirements.lock are unchanged.
+"""The wheels the e2e tests' own virtualenvs install from: gpu-queues in the library's
+(tests/e2e/test_library.py), and the component package's and its Python SDK's programs
+(tests/e2e/test_component_package.py). Those tests run inside the sandbox's network namespace,
+which reaches no package index, so `make wheels` (`python -m sandbox.wheels`) downloads them
+first, on the host: the package's dependencies at the versions of requirements.lock, its build
+backend, and `wheel`. The download is skipped while those requirements and requirements.lock
+are unchanged.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ def _requires() -> tuple[list[str], list[str]]:
     return project["build-system"]["requires"], project["project"]["dependencies"]
 
 
+# Pulumi's Python language host upgrades pip, setuptools and wheel in a plugin's new virtualenv
+# (the component package's, package/) before installing into it; offline, pip keeps the
+# virtualenv's own pip and setuptools, and `wheel` must be here.
+PLUGIN_VIRTUALENV = ["wheel==0.48.0"]
+
+
 def build_requires() -> list[str]:
     return _requires()[0]
 
@@ -41,7 +49,7 @@ def build_requires() -> list[str]:
 def digest() -> str:
     """What the wheels were downloaded for: the requirements and requirements.lock (not the
     rest of pyproject.toml, which configures tools)."""
-    named = json.dumps(_requires()).encode()
+    named = json.dumps([*_requires(), PLUGIN_VIRTUALENV]).encode()
     return hashlib.sha256(named + b"\0" + LOCK.read_bytes()).hexdigest()
 
 
@@ -54,7 +62,15 @@ def download() -> None:
     WHEELS.mkdir(parents=True, exist_ok=True)
     where = ["-d", str(WHEELS), "-c", str(LOCK)]
     subprocess.run(
-        pip(Path(sys.executable), "download", *where, *build_requires(), str(ROOT)), check=True
+        pip(
+            Path(sys.executable),
+            "download",
+            *where,
+            *build_requires(),
+            *PLUGIN_VIRTUALENV,
+            str(ROOT),
+        ),
+        check=True,
     )
     STAMP.write_text(digest() + "\n")
 

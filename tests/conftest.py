@@ -10,6 +10,7 @@ import base64
 import copy
 import functools
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,16 @@ if TYPE_CHECKING:
     from gpu_queues.config.model import StackConfig
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def ignored_folders(root: Path = ROOT) -> set[str]:
+    """The folders .gitignore names from the top (`/.venv/`, `/package/venv/`), relative and
+    slash-separated: what tools make, never the project's source or docs."""
+    gitignore = root / ".gitignore"
+    text = gitignore.read_text() if gitignore.exists() else ""
+    return set(re.findall(r"^/([^\s*?\[]+?)/\s*$", text, re.M))
+
+
 MANIFEST = ROOT / "tests" / "unit" / "release" / "data" / "kueue-manifest.yaml"
 # The unit tests' stand-in for the release: MANIFEST (not a genuine release, but shaped like
 # v0.18.3) playing the release of the pin, so a stack pointed at it is "the release" with

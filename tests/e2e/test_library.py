@@ -25,9 +25,10 @@ import pytest
 
 from gpu_queues.pins import kueue_version
 from gpu_queues.tools import pulumi_cli
-from sandbox import pulumi_stack, wheels
+from sandbox import wheels
 from sandbox.paths import KUBECONFIG, ROOT
 from sandbox.walkthrough import KubeSession, condition, is_true, job
+from tests.e2e.programs import run
 
 pytestmark = pytest.mark.e2e
 
@@ -44,26 +45,6 @@ runtime:
     virtualenv: venv
 """
 TEAMS = {"vision": "team-vision", "speech": "team-speech"}
-
-
-def environment() -> dict[str, str]:
-    """The sandbox's Pulumi environment (state in .sandbox/pulumi, its passphrase) and nothing
-    that would let the program import gpu_queues from this checkout."""
-    env = pulumi_stack.environment()
-    env.pop("PYTHONPATH", None)
-    env.pop("VIRTUAL_ENV", None)
-    return env
-
-
-def run(
-    cmd: list[str], cwd: Path, stdin: str | None = None, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        cmd, cwd=cwd, input=stdin, text=True, capture_output=True, env=environment()
-    )
-    if check:
-        assert done.returncode == 0, f"{cmd[:4]}...\n{done.stdout}\n{done.stderr}"
-    return done
 
 
 @dataclass

@@ -23,6 +23,8 @@ from urllib.parse import unquote
 
 import pytest
 
+from tests.conftest import ignored_folders
+
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,9 +34,9 @@ NOT_DOCS = ("tests/golden/data",)
 
 def documents(root: Path = ROOT) -> list[Path]:
     """README.md, docs/ (every folder), then the rest of the project's Markdown: the folders'
-    READMEs. Dot folders and the ignored ones (.gitignore's top-level entries) are not the
-    project's."""
-    ignored = ignored_top_level(root)
+    READMEs. Dot folders and the ignored ones (.gitignore's folders, such as the component
+    package's virtualenv) are not the project's."""
+    ignored = ignored_folders(root)
     found = []
     for folder, dirs, files in os.walk(root):
         rel = Path(folder).relative_to(root)
@@ -42,7 +44,7 @@ def documents(root: Path = ROOT) -> list[Path]:
             d
             for d in dirs
             if not d.startswith(".")
-            and not (rel == Path(".") and d in ignored)
+            and (rel / d).as_posix() not in ignored
             and (rel / d).as_posix() not in NOT_DOCS
         )
         found += [Path(folder) / f for f in files if f.endswith(".md")]
@@ -52,9 +54,7 @@ def documents(root: Path = ROOT) -> list[Path]:
 
 def ignored_top_level(root: Path) -> set[str]:
     """The top-level folders .gitignore names (`/.venv/`, `/mutants/`): made by tools."""
-    gitignore = root / ".gitignore"
-    text = gitignore.read_text() if gitignore.exists() else ""
-    return set(re.findall(r"^/([^/\s]+)/\s*$", text, re.M))
+    return {f for f in ignored_folders(root) if "/" not in f}
 
 
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ignored_folders
+
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,9 +69,14 @@ BY_NAME = {("gpu_queues.cli", "sandbox.replay.cli")}
 
 
 def modules() -> dict[str, Path]:
+    """The project's modules by name: its top-level packages' files, but those in the folders
+    tools make there (package/venv, the component package's virtualenv)."""
     found = {"__main__": ROOT / "__main__.py"}
+    made = tuple(f"{f}/" for f in ignored_folders(ROOT))
     for top in TOP[:-1]:
         for path in sorted((ROOT / top).rglob("*.py")):
+            if path.relative_to(ROOT).as_posix().startswith(made):
+                continue
             parts = path.relative_to(ROOT).with_suffix("").parts
             name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
             found[name] = path

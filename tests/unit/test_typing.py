@@ -7,6 +7,7 @@ And the config models built in code take the field names both checkers see."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -43,10 +44,19 @@ def programs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return here
 
 
-def _check(cmd: list[str], where: Path) -> dict[str, str]:
-    """Each program's diagnostics: the lines naming its file, with the indented lines that
-    follow them (pyright's details), summaries left out."""
-    done = subprocess.run(cmd, cwd=where, capture_output=True, text=True, timeout=300)
+def program_diagnostics(
+    cmd: list[str], where: Path, env: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Each program's diagnostics (ok.py's, typo.py's): the lines naming its file, with the
+    indented lines that follow them (pyright's details), summaries left out."""
+    done = subprocess.run(
+        cmd,
+        cwd=where,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
     out = done.stdout + done.stderr
     assert done.returncode in (0, 1), out  # 1: errors found; anything else: it did not run
     found: dict[str, list[str]] = {"ok": [], "typo": []}
@@ -63,7 +73,7 @@ def _check(cmd: list[str], where: Path) -> dict[str, str]:
 
 
 def test_mypy_strict_passes_the_example_and_names_a_misspelt_key(programs: Path) -> None:
-    found = _check(
+    found = program_diagnostics(
         [
             sys.executable,
             "-m",
@@ -86,7 +96,9 @@ def test_pyright_strict_passes_the_example_and_names_a_misspelt_key(programs: Pa
     (programs / "pyrightconfig.json").write_text(
         json.dumps({"typeCheckingMode": "strict", "pythonVersion": "3.11"})
     )
-    found = _check([pyright, "--pythonpath", sys.executable, "ok.py", "typo.py"], programs)
+    found = program_diagnostics(
+        [pyright, "--pythonpath", sys.executable, "ok.py", "typo.py"], programs
+    )
     assert "error" not in found["ok"], found["ok"]
     assert '"clusterQueu" is an undefined item in type "TeamKeys"' in found["typo"], found["typo"]
 
