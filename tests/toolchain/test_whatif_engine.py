@@ -802,3 +802,22 @@ def test_an_evicted_jobset_stops_and_runs_again_as_a_job_of_its_pods_would(
     for name in ("low", "high"):
         assert as_jobset[name].intervals == as_job[name].intervals
         assert as_jobset[name].outcome == as_job[name].outcome
+
+
+def test_the_docs_jobset_example_replays_on_staging_as_its_comment_says() -> None:
+    """docs/examples/mixes/jobset.yaml on staging, alone: research's 4 H100 are free, so the
+    JobSet is admitted the second it is submitted (1h) and its pods run its 3h (to 4h)."""
+    from sandbox.shape import load_stack
+
+    root = Path(__file__).resolve().parents[2]
+    config = load_stack(root / "Pulumi.staging.yaml")
+    example = root / "docs" / "examples" / "mixes" / "jobset.yaml"
+    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
+    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
+        "JobSet",
+        "finished",
+        "h100",
+        0,
+        4,
+    )
+    assert w.intervals == [(3600, 14400)]
