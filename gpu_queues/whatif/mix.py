@@ -5,8 +5,7 @@ reason (never an exception: a bad manifest is a row of the report, not a failed 
 A manifest is what a user would `kubectl apply`: a batch/v1 Job (or a Pod, or a
 jobset.x-k8s.io/v1alpha2 JobSet, when Kueue's integration for it is on) with its namespace,
 the `kueue.x-k8s.io/queue-name` label and, when the stack declares WorkloadPriorityClasses,
-`kueue.x-k8s.io/priority-class`. Two optional
-annotations drive the replay's clock:
+`kueue.x-k8s.io/priority-class`. Two optional annotations drive the replay's clock:
   gpu-queues.dev/submit-at   offset from the start of the replay (e.g. 15m); default 0
   gpu-queues.dev/duration    how long the job runs once its pods run (e.g. 2h); default:
                              until the end of the replay
