@@ -427,6 +427,24 @@ class Pod(_Runnable):
         return self.annotation(COMPLETE_AFTER, _seconds(runs))
 
 
+class JobSet(_Runnable):
+    """A jobset.x-k8s.io/v1alpha2 JobSet as users write it: replicated jobs, each a Job
+    builder's spec as its template. The metadata setters are Job's; a pod's (limits, image)
+    are set on each replicated job's Job."""
+
+    def __init__(self, name: str, namespace: str | None) -> None:
+        super().__init__("jobset.x-k8s.io/v1alpha2", "JobSet", name, namespace)
+        self._obj["spec"] = {"replicatedJobs": []}
+
+    def replicated(self, name: str, job: Job, replicas: int = 1) -> Self:
+        """A replicated job: `replicas` copies of the Job's spec (its parallelism, its pods)."""
+        template = {"spec": job.obj()["spec"]}
+        self._obj["spec"]["replicatedJobs"].append(
+            {"name": name, "replicas": replicas, "template": template}
+        )
+        return self
+
+
 class Workload(_KueueObject):
     """Kueue's Workload, as Kueue writes one for a Job (MakeWorkload): spec.podSets, and in
     status the admission and the conditions, each set in the order called."""

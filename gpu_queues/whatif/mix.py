@@ -2,22 +2,23 @@
 folder and checked against the stack, each one either ready to submit or refused with the
 reason (never an exception: a bad manifest is a row of the report, not a failed replay).
 
-A manifest is what a user would `kubectl apply`: a batch/v1 Job (or a Pod, when Kueue's pod
-integration is on) with its namespace, the `kueue.x-k8s.io/queue-name` label and, when the
-stack declares WorkloadPriorityClasses, `kueue.x-k8s.io/priority-class`. Two optional
-annotations drive the replay's clock:
+A manifest is what a user would `kubectl apply`: a batch/v1 Job (or a Pod, or a
+jobset.x-k8s.io/v1alpha2 JobSet, when Kueue's integration for it is on) with its namespace,
+the `kueue.x-k8s.io/queue-name` label and, when the stack declares WorkloadPriorityClasses,
+`kueue.x-k8s.io/priority-class`. Two optional annotations drive the replay's clock:
   gpu-queues.dev/submit-at   offset from the start of the replay (e.g. 15m); default 0
   gpu-queues.dev/duration    how long the job runs once its pods run (e.g. 2h); default:
                              until the end of the replay
 Durations are numbers with units d, h, m, s, combined as in Go (1h30m, 90s, 1.5h, 1d).
 
-Reading the files is in documents.py, durations in durations.py, counting GPUs in gpus.py.
+Reading the files is in documents.py, durations in durations.py, counting GPUs in gpus.py,
+a workload's pod sets in podsets.py.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -27,7 +28,7 @@ from gpu_queues.kueue.fields import GO_DURATION_MAX_SECONDS, labels_problem, nam
 from gpu_queues.values import as_dict
 from gpu_queues.whatif.documents import Limits, MixDocument, read_documents
 from gpu_queues.whatif.durations import DurationError, parse_duration
-from gpu_queues.whatif.gpus import pod_gpus
+from gpu_queues.whatif.podsets import held, jobset_problem, pod_sets
 from gpu_queues.whatif.shapes import body_problem, head_problem
 
 ANNOTATION_SUBMIT_AT: Final = "gpu-queues.dev/submit-at"
@@ -61,10 +62,13 @@ FRAMEWORKS: Final[dict[tuple[str, str], str]] = {
     ("workload.codeflare.dev", "AppWrapper"): "workload.codeflare.dev/appwrapper",
     ("sparkoperator.k8s.io", "SparkApplication"): "sparkoperator.k8s.io/sparkapplication",
 }
-# What the sandbox can run to completion: the Job controller is kube-controller-manager's,
-# and kwok plays every pod's kubelet. Other kinds need controllers the sandbox does not have
-# (JobSet, Kubeflow, Ray, ...), or never finish (Deployment, StatefulSet).
-REPLAYABLE: Final = frozenset({"batch/job", "pod"})
+# What an engine replays: Jobs and Pods on both (the sandbox's Job controller is
+# kube-controller-manager's, kwok plays every pod's kubelet), JobSets on the fast one only (it
+# plays the JobSet controller as far as Kueue reads it; the sandbox has no JobSet controller:
+# sandbox/replay/engine.py refuses them there). Other kinds need controllers neither has
+# (Kubeflow, Ray, ...), or never finish (Deployment, StatefulSet).
+REPLAYABLE: Final = frozenset({"batch/job", "pod", "jobset.x-k8s.io/jobset"})
+REPLAYED: Final = "the what-if replays Jobs, Pods and JobSets"
 
 
 @dataclass(frozen=True)
@@ -128,7 +132,7 @@ class Entry:
     gpus: int = 0
     """GPUs the workload holds while it runs (every pod together)."""
     pods: int = 1
-    """Pods that must run for the workload to run (a Job's parallelism)."""
+    """Pods that must run for the workload to run (over its pod sets: a Job's parallelism)."""
     manifest: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """The object to create (empty when not replayed)."""
 
@@ -148,16 +152,6 @@ def _group(api_version: str) -> str:
     return api_version.rpartition("/")[0] if "/" in api_version else ""
 
 
-def _job_pods(spec: Mapping[str, Any]) -> int:
-    """Pods a Job runs at once: its parallelism (1 by default), at most its completions."""
-    parallelism = spec.get("parallelism", 1)
-    count = parallelism if isinstance(parallelism, int) and not isinstance(parallelism, bool) else 1
-    completions = spec.get("completions")
-    if isinstance(completions, int) and not isinstance(completions, bool):
-        count = min(count, completions)
-    return max(count, 0)
-
-
 def _sanitised(body: dict[str, Any], namespace: str) -> dict[str, Any]:
     """The object as the replay creates it: no server-set fields, the namespace set, and the
     sandbox's completion lever removed (the replay pulls it when the job's time is up)."""
@@ -168,13 +162,9 @@ def _sanitised(body: dict[str, Any], namespace: str) -> dict[str, Any]:
     for key in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"):
         meta.pop(key, None)
     meta["namespace"] = namespace
-    pod_meta = (
-        as_dict(as_dict(obj.get("spec")).get("template")).get("metadata")
-        if obj.get("kind") == "Job"
-        else meta
-    )
-    if isinstance(pod_meta, dict) and isinstance(pod_meta.get("annotations"), dict):
-        pod_meta["annotations"].pop(COMPLETE_AFTER, None)
+    for pod_set in pod_sets(str(obj.get("kind")), obj):
+        if isinstance(pod_set.meta.get("annotations"), dict):
+            pod_set.meta["annotations"].pop(COMPLETE_AFTER, None)
     return obj
 
 
@@ -237,9 +227,11 @@ def check(doc: MixDocument, index: int, catalog: Catalog) -> Entry:
         shape = head_problem(body)
         if shape is not None:
             raise _Refused(shape)
-        framework = _framework(head, catalog)
+        _framework(head, catalog)
         _names(head)
-        shape = body_problem(body, head.kind)
+        shape = body_problem(body, head.kind) or (
+            jobset_problem(body) if head.kind == "JobSet" else None
+        )
         if shape is not None:
             raise _Refused(shape)
         match = _local_queue(head, catalog)
@@ -256,13 +248,7 @@ def check(doc: MixDocument, index: int, catalog: Catalog) -> Entry:
             refused.status,
             refused.problem,
         )
-    spec = as_dict(body.get("spec"))
-    if framework == "batch/job":
-        template = as_dict(spec.get("template"))
-        pods = _job_pods(spec)
-        gpus = pod_gpus(template.get("spec")) * pods
-    else:
-        pods, gpus = 1, pod_gpus(spec)
+    gpus, pods = held(pod_sets(head.kind, body))
     return Entry(
         index,
         doc.source,
@@ -281,7 +267,8 @@ def check(doc: MixDocument, index: int, catalog: Catalog) -> Entry:
 
 
 def _framework(head: _Head, catalog: Catalog) -> str:
-    """The Kueue integration that manages the object: enabled on the stack and replayable."""
+    """The Kueue integration that manages the object: enabled on the stack (else unsupported,
+    naming the integration to enable) and replayable."""
     kind, api_version = head.kind, head.api_version
     if not api_version or kind == "?":
         raise _Refused("no apiVersion or kind: not a Kubernetes object")
@@ -290,25 +277,23 @@ def _framework(head: _Head, catalog: Catalog) -> str:
     framework = FRAMEWORKS.get((_group(api_version), kind))
     if framework is None:
         raise _Refused(
-            f"{kind} ({api_version}) is not a workload Kueue manages; the what-if replays "
-            "Jobs and Pods",
+            f"{kind} ({api_version}) is not a workload Kueue manages; {REPLAYED}",
             "unsupported",
         )
     if framework not in catalog.frameworks:
         enabled = ", ".join(sorted(catalog.frameworks)) or "none"
         raise _Refused(
             f"Kueue does not manage {kind} on this stack: integration {framework} is not "
-            f"enabled (kueue.manager.integrations.frameworks: {enabled})"
+            f"enabled; add it to kueue.manager.integrations.frameworks (now: {enabled})",
+            "unsupported",
         )
     if framework not in REPLAYABLE:
         why = (
             "it never finishes, and the what-if replays batch workloads"
             if framework in ("deployment", "statefulset")
-            else f"the sandbox has no {kind} controller"
+            else f"neither engine plays a {kind} controller yet (issue 40)"
         )
-        raise _Refused(
-            f"{kind} is not replayed: {why}; the what-if replays Jobs and Pods", "unsupported"
-        )
+        raise _Refused(f"{kind} is not replayed: {why}; {REPLAYED}", "unsupported")
     return framework
 
 

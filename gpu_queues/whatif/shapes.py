@@ -6,8 +6,9 @@ field that does not, by its path (`spec.template.spec.containers[0].resources.li
 so a malformed manifest is an `invalid` row of the report and the rest of the mix replays.
 
 A null is an absent field, as in the API server's decoding; a field the replay cannot do
-without that is absent (a Job's `spec.template`, a pod's `containers`) is refused. The rest
-(fields not listed here, a container without an image, ...) is left to the API server, which
+without that is absent (a Job's `spec.template`, a pod's `containers`, a JobSet's
+`spec.replicatedJobs[i].template`) is refused. The rest (fields not listed here, a container
+without an image, ...) is left to the API server, which
 refuses what it cannot take when the replay submits the object (its message is the row's
 reason then).
 
@@ -149,11 +150,32 @@ JOB_SPEC: Final = Struct(
     },
     required=("template",),
 )
+JOB_TEMPLATE: Final = Struct({"metadata": OBJECT_META, "spec": JOB_SPEC}, required=("spec",))
+JOBSET_SPEC: Final = Struct(
+    {
+        "replicatedJobs": ListOf(
+            Struct(
+                {"name": STR, "replicas": INT32, "template": JOB_TEMPLATE},
+                required=("name", "template"),
+            ),
+            non_empty=True,
+        ),
+        "suspend": BOOL,
+        "managedBy": STR,
+        "ttlSecondsAfterFinished": INT32,
+        "network": Struct({}),
+        "successPolicy": Struct({}),
+        "failurePolicy": Struct({}),
+        "startupPolicy": Struct({}),
+    },
+    required=("replicatedJobs",),
+)
 HEAD: Final = Struct({"apiVersion": STR, "kind": STR, "metadata": OBJECT_META})
 """What every document of a mix must have the shape of, whatever its kind."""
 BODIES: Final[Mapping[str, Struct]] = {
     "Job": Struct({"spec": JOB_SPEC, "status": Anything()}, required=("spec",)),
     "Pod": Struct({"spec": POD_SPEC, "status": Anything()}, required=("spec",)),
+    "JobSet": Struct({"spec": JOBSET_SPEC, "status": Anything()}, required=("spec",)),
 }
 """The rest of the kinds the replay submits (gpu_queues.whatif.mix.REPLAYABLE)."""
 
@@ -269,6 +291,6 @@ def head_problem(body: Mapping[str, Any]) -> str | None:
 
 
 def body_problem(body: Mapping[str, Any], kind: str) -> str | None:
-    """The rest of an object the replay submits (a Job's spec, a Pod's)."""
+    """The rest of an object the replay submits (a Job's spec, a Pod's, a JobSet's)."""
     shape = BODIES.get(kind)
     return problem(body, shape) if shape is not None else None

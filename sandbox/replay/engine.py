@@ -15,6 +15,7 @@ out on the host (gpu_queues.whatif.changes: a JSON list of StackChange.to_json).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -30,7 +31,7 @@ from gpu_queues.whatif.documents import Limits, MixTooLarge
 from gpu_queues.whatif.durations import parse_duration
 from gpu_queues.whatif.engine_input import flavor_gpus, frameworks
 from gpu_queues.whatif.limits import add_limit_flags, limits_of
-from gpu_queues.whatif.mix import Catalog, load_mix
+from gpu_queues.whatif.mix import Catalog, Entry, load_mix
 from gpu_queues.whatif.report import Run, RunMeta, team_results
 from gpu_queues.whatif.workloads import Rest
 from sandbox import shape as fake_cluster
@@ -72,6 +73,19 @@ def quiet_for(config: StackConfig) -> float:
     return LONG_REQUEUE_QUIET if gates.get(LONG_REQUEUE_GATE) else DEFAULT_QUIET
 
 
+SANDBOX_KINDS = frozenset({"Job", "Pod"})
+
+
+def on_the_sandbox(entry: Entry) -> Entry:
+    """The entry as the sandbox replays it: a kind whose controller the sandbox does not run
+    (a JobSet: it has kube-controller-manager's Job controller, no JobSet controller) is
+    unsupported here, though the fast engine replays it."""
+    if entry.status != "ok" or entry.kind in SANDBOX_KINDS:
+        return entry
+    why = f"the sandbox has no {entry.kind} controller; ENGINE=fast replays it"
+    return dataclasses.replace(entry, status="unsupported", problem=why, manifest={})
+
+
 def replay_mix(
     config: StackConfig,
     workloads: Path,
@@ -91,7 +105,7 @@ def replay_mix(
     # check): a side is never replayed on another release than its stack file's.
     kueue = running_kueue(RehearsalClient(), config.kueue.version)
     catalog = Catalog.from_stack(config, live_frameworks(rest))
-    entries = load_mix(workloads, catalog, root, limits)
+    entries = [on_the_sandbox(e) for e in load_mix(workloads, catalog, root, limits)]
     started = time.monotonic()
     replay = Replay(entries, options, changes)
     try:

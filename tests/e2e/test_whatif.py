@@ -71,7 +71,7 @@ EXPECTED = {
     "wrong-queue": ("invalid", None, None),
     "bad-duration": ("invalid", None, None),
     "bad-priority": ("invalid", None, None),
-    "g-jobset": ("unsupported", None, None),
+    "g-jobset": ("invalid", None, None),  # spec.replicatedJobs: must not be empty
     "settings": ("unsupported", None, None),
 }
 

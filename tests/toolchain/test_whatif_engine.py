@@ -26,7 +26,7 @@ from gpu_queues.whatif.changes import changed_over
 from gpu_queues.whatif.engine_input import frameworks
 from gpu_queues.whatif.mix import Catalog, load_mix
 from gpu_queues.whatif.report import Run, report_json
-from tests.builders import Flavor, Job, Mix, Node, Pod, Stack, Team
+from tests.builders import Flavor, Job, JobSet, Mix, Node, Pod, Stack, Team
 from tests.rehearse.test_engine_causes import CASES, stack_text
 
 pytestmark = pytest.mark.toolchain
@@ -76,7 +76,9 @@ def pod(
     return queued(Pod(name, NS.format(team)), gpus, at, runs, priority)
 
 
-def replay(stack: Stack, jobs: list[Job | Pod | dict[str, Any]], tmp: Path, **kw: Any) -> Run:
+def replay(
+    stack: Stack, jobs: Sequence[Job | Pod | JobSet | dict[str, Any]], tmp: Path, **kw: Any
+) -> Run:
     config: StackConfig = load_config(stack.raw())
     mix = Mix(*jobs).write(tmp / "mix.yaml")
     return fast.replay_mix(config, mix, stack="truth", label="truth", **kw)
@@ -723,3 +725,99 @@ def test_kueue_s_message_for_a_job_that_does_not_fit_is_the_same_on_every_run(
     message = reserved["message"]
     assert "insufficient unused quota for cpu in flavor gpu" in message, message
     assert "nvidia.com/gpu in flavor gpu" in message, message
+
+
+JOBSETS = {"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}}
+
+
+def jobset(
+    name: str, team: str, workers: tuple[int, int], *, leader: bool, at: int, runs: int,
+    priority: str | None = None,
+) -> JobSet:  # fmt: skip
+    """A JobSet in its team's queue: a leader (one pod, 1 cpu, no GPU) if `leader`, and
+    `workers` = (replicas, pods each) of one GPU per pod, submitted `at`, running `runs`."""
+    built = JobSet(name, NS.format(team)).queue("gpu-queue").submit_at(at).duration(runs)
+    if priority:
+        built.priority_class(priority)
+    if leader:
+        built.replicated("leader", Job("leader", None).image("busybox").requests(cpu="1"))
+    replicas, pods = workers
+    one_gpu = Job("workers", None).image("busybox").requests(cpu="100m", gpu="1").limits(gpu="1")
+    return built.replicated("workers", one_gpu.parallelism(pods).completions(pods), replicas)
+
+
+def test_a_jobset_is_admitted_whole_and_the_next_waits_to_the_second_it_ends(
+    tmp_path: Path,
+) -> None:
+    """Kueue's jobset integration on the engine, worked out by hand. One queue of 8 GPUs
+    (BestEffortFIFO): JobSet first at 0 s, a leader (1 pod, no GPU) and workers (2 replicas x 2
+    pods x 1 GPU = 4 GPUs), runs 600 s; Job beside (2 GPUs) at 0 s runs 1200 s; JobSet second at
+    60 s (3 replicas x 2 pods = 6 GPUs), 2 GPUs free, waits until first ends at 600 s (540 s),
+    then runs 600-900 s; beside goes on as if the JobSets were Jobs."""
+    stack = one_queue("BestEffortFIFO").kueue(manager=JOBSETS)
+    jobs: list[Job | Pod | JobSet] = [
+        jobset("first", "a", (2, 2), leader=True, at=0, runs=600),
+        job("beside", "a", 2, at=0, runs=1200),
+        jobset("second", "a", (3, 2), leader=False, at=60, runs=300),
+    ]
+    run = by_name(replay(stack, jobs, tmp_path))
+    assert {n: (w.kind, w.outcome, w.wait_seconds, w.gpus) for n, w in run.items()} == {
+        "first": ("JobSet", "finished", 0, 4),
+        "beside": ("Job", "finished", 0, 2),
+        "second": ("JobSet", "finished", 540, 6),
+    }
+    assert [run[n].intervals for n in ("first", "beside", "second")] == [
+        [(0, 600)],
+        [(0, 1200)],
+        [(600, 900)],
+    ]
+
+
+def test_an_evicted_jobset_stops_and_runs_again_as_a_job_of_its_pods_would(
+    tmp_path: Path,
+) -> None:
+    """Kueue suspends a JobSet it preempts, and the engine removes its pods at once, as for a
+    Job: one queue of 4 GPUs preempting lower priorities; low (4 workers of 1 GPU) runs from
+    0 s, Job high (4 GPUs) at 60 s preempts it and runs 120 s; low is admitted again at 180 s
+    and runs its 600 s from then (a readmitted job runs its whole duration again). The same
+    mix with low as a Job of 4 pods has the same story."""
+    team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=4)
+    team.set(preemption={"withinClusterQueue": "LowerPriority"})
+    stack = (
+        Stack()
+        .kueue(manager=JOBSETS)
+        .flavor(Flavor("gpu").capacity(cpu=64, memory="512Gi", gpu=4))
+        .set("priorityClasses", [{"name": "low", "value": 10}, {"name": "high", "value": 1000}])
+        .team(team)
+    )
+    high = job("high", "a", 4, at=60, runs=120, priority="high")
+    as_jobset = by_name(replay(stack, [
+        jobset("low", "a", (2, 2), leader=False, at=0, runs=600, priority="low"), high,
+    ], tmp_path))  # fmt: skip
+    as_job = by_name(replay(stack, [
+        job("low", "a", 1, at=0, runs=600, priority="low", pods=4), high,
+    ], tmp_path))  # fmt: skip
+    assert as_jobset["low"].intervals == [(0, 60), (180, 780)]
+    assert as_jobset["low"].preemptions == 1
+    for name in ("low", "high"):
+        assert as_jobset[name].intervals == as_job[name].intervals
+        assert as_jobset[name].outcome == as_job[name].outcome
+
+
+def test_the_docs_jobset_example_replays_on_staging_as_its_comment_says() -> None:
+    """docs/examples/mixes/jobset.yaml on staging, alone: research's 4 H100 are free, so the
+    JobSet is admitted the second it is submitted (1h) and its pods run its 3h (to 4h)."""
+    from sandbox.shape import load_stack
+
+    root = Path(__file__).resolve().parents[2]
+    config = load_stack(root / "Pulumi.staging.yaml")
+    example = root / "docs" / "examples" / "mixes" / "jobset.yaml"
+    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
+    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
+        "JobSet",
+        "finished",
+        "h100",
+        0,
+        4,
+    )
+    assert w.intervals == [(3600, 14400)]

@@ -302,7 +302,9 @@ def test_the_fast_engine_refuses_a_stack_with_provisioning_checks_too() -> None:
     assert engine_input.unmodelled(fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")) is None
 
 
-def test_the_fast_engine_takes_single_pods_and_leaves_pod_groups_to_the_sandbox() -> None:
+def test_the_fast_engine_takes_single_pods_and_jobsets_and_leaves_pod_groups_to_the_sandbox() -> (
+    None
+):
     from gpu_queues.whatif import engine_input
     from gpu_queues.whatif.mix import Entry
 
@@ -316,6 +318,14 @@ def test_the_fast_engine_takes_single_pods_and_leaves_pod_groups_to_the_sandbox(
                entry(3, "JobSet", {}), entry(4, "Pod", ["not", "a", "map"])]  # fmt: skip
     config = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
     sent = engine_input.engine_input(config, entries, "", None)["jobs"]
-    assert [(j["index"], j["kind"]) for j in sent] == [(0, "Job"), (1, "Pod"), (4, "Pod")]
+    assert [(j["index"], j["kind"]) for j in sent] == [(0, "Job"), (1, "Pod"), (3, "JobSet"),
+                                                        (4, "Pod")]  # fmt: skip
     assert "not pod groups" in (engine_input.not_fast(entries[2]) or "")
-    assert "not JobSets" in (engine_input.not_fast(entries[3]) or "")
+    assert engine_input.not_fast(entries[3]) is None
+    # The sandbox has no JobSet controller: there it is unsupported, saying which engine replays it.
+    from sandbox.replay.engine import on_the_sandbox
+
+    there = [on_the_sandbox(e) for e in entries]
+    assert [e.status for e in there] == ["ok", "ok", "ok", "unsupported", "ok"]
+    assert there[3].problem == "the sandbox has no JobSet controller; ENGINE=fast replays it"
+    assert there[3].manifest == {}

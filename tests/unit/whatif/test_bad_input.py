@@ -40,7 +40,7 @@ pytestmark = pytest.mark.unit
 CATALOG = Catalog(
     queues=(TeamQueue("research", "team-research", "gpu-queue", "research-cq"),),
     priority_classes=frozenset({"high"}),
-    frameworks=frozenset({"batch/job", "pod"}),
+    frameworks=frozenset({"batch/job", "pod", "jobset.x-k8s.io/jobset"}),
 )
 META: dict[str, Any] = {
     "name": "train",
@@ -79,6 +79,33 @@ JOB: dict[str, Any] = {
     },
 }
 POD: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": META, "spec": POD_SPEC}
+LEADER_POD: dict[str, Any] = {
+    "restartPolicy": "Never",
+    "containers": [{"name": "lead", "image": "x", "resources": {"requests": {"cpu": "1"}}}],
+}
+JOBSET: dict[str, Any] = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+    "kind": "JobSet",
+    "metadata": META,
+    "spec": {
+        "suspend": False,
+        "replicatedJobs": [
+            {
+                "name": "leader",
+                "replicas": 1,
+                "template": {"spec": {"template": {"spec": LEADER_POD}}},
+            },
+            {
+                "name": "workers",
+                "replicas": 2,
+                "template": {
+                    "metadata": {"labels": {"role": "worker"}},
+                    "spec": {"parallelism": 2, "completions": 2, "template": {"spec": POD_SPEC}},
+                },
+            },
+        ],
+    },
+}
 # Keys whose values are a mapping of names (shown as field[key]), not fields (field.key).
 NAMED = frozenset({"labels", "annotations", "limits", "requests", "nodeSelector"})
 QUANTITIES = frozenset({"limits", "requests"})
@@ -145,14 +172,17 @@ def sound(entry: Entry) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("valid", [JOB, POD], ids=["job", "pod"])
+@pytest.mark.parametrize("valid", [JOB, POD, JOBSET], ids=["job", "pod", "jobset"])
 def test_the_valid_manifests_are_replayed(tmp_path: Path, valid: dict[str, Any]) -> None:
     (entry,) = load(tmp_path, valid)
     assert entry.status == "ok", entry.problem
-    assert entry.gpus == (4 if valid is JOB else 2)
+    # A JobSet's workers: 2 replicas x 2 pods x 2 GPUs; its leader none.
+    assert (entry.gpus, entry.pods) == {"Job": (4, 2), "Pod": (2, 1), "JobSet": (8, 5)}[
+        valid["kind"]
+    ]
 
 
-@pytest.mark.parametrize("valid", [JOB, POD], ids=["job", "pod"])
+@pytest.mark.parametrize("valid", [JOB, POD, JOBSET], ids=["job", "pod", "jobset"])
 def test_every_node_replaced_by_any_type_is_a_row_naming_the_field(
     tmp_path: Path, valid: dict[str, Any]
 ) -> None:
@@ -196,7 +226,7 @@ def test_many_nodes_broken_at_once_are_still_rows_and_the_rest_replays(
     garbage: list[Any] = [*REPLACEMENTS, True, 1.5, -1, "", {"containers": 3}, [None], [{}]]
     mutants = []
     for _ in range(150):
-        body = copy.deepcopy(rng.choice([JOB, POD]))
+        body = copy.deepcopy(rng.choice([JOB, POD, JOBSET]))
         for _ in range(rng.randint(1, 4)):
             paths = list(nodes(body))
             if not paths:

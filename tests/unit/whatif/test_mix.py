@@ -24,7 +24,7 @@ from gpu_queues.whatif.mix import (
     load_mix,
     submission_order,
 )
-from tests.builders import Job, Pod, Stack, gpu_flavor, gpu_team
+from tests.builders import Job, JobSet, Pod, Stack, gpu_flavor, gpu_team
 
 pytestmark = pytest.mark.unit
 
@@ -138,8 +138,74 @@ def test_a_plain_pod_is_replayed_when_the_pod_integration_is_on(tmp_path: Path) 
     assert COMPLETE_AFTER not in entry.manifest["metadata"]["annotations"]
     off = Catalog(CATALOG.queues, CATALOG.priority_classes, frozenset({"batch/job"}))
     (refused,) = load_mix(tmp_path / "mix.yaml", off)
-    assert refused.status == "invalid"
+    assert refused.status == "unsupported"
     assert "integration pod is not enabled" in (refused.problem or "")
+
+
+def jobset(name: str = "llm") -> JobSet:
+    """A leader (1 pod, cpu only) and workers (2 replicas x 2 pods x 1 GPU)."""
+    leader = Job("leader", None).image("x").requests(cpu="2")
+    workers = Job("workers", None).image("x").limits(gpu=1).parallelism(2).completions(2)
+    return (
+        JobSet(name, "team-research")
+        .queue("gpu-queue")
+        .replicated("leader", leader)
+        .replicated("workers", workers.complete_after("5s"), replicas=2)
+    )
+
+
+def test_a_jobset_holds_the_pods_and_gpus_of_all_its_replicated_jobs(tmp_path: Path) -> None:
+    (entry,) = mix(tmp_path, jobset().duration("1h").obj())
+    assert entry.status == "ok", entry.problem
+    assert (entry.kind, entry.gpus, entry.pods, entry.duration) == ("JobSet", 4, 5, 3600.0)
+    workers = entry.manifest["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]
+    assert COMPLETE_AFTER not in workers["metadata"]["annotations"]
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "words"),
+    [
+        ((1, "replicas"), "2", "spec.replicatedJobs[1].replicas: must be an integer, not a string"),
+        ((1, "replicas"), -1, "spec.replicatedJobs[1].replicas: -1 must not be negative"),
+        ((1, "name"), "leader", "spec.replicatedJobs[1].name: 'leader' is the name of an earlier"),
+        ((1, "template"), None, "spec.replicatedJobs[1].template: is required"),
+        ((0, "template", "spec", "parallelism"), "1",
+         "spec.replicatedJobs[0].template.spec.parallelism: must be an integer"),
+        ((0, "template", "spec", "template", "spec", "containers"), [],
+         "spec.replicatedJobs[0].template.spec.template.spec.containers: must not be empty"),
+    ],
+)  # fmt: skip
+def test_a_malformed_jobset_is_invalid_naming_the_field(
+    tmp_path: Path, path: tuple[Any, ...], value: Any, words: str
+) -> None:
+    body = jobset().obj()
+    inner: Any = body["spec"]["replicatedJobs"]
+    for key in path[:-1]:
+        inner = inner[key]
+    inner[path[-1]] = value
+    (entry,) = mix(tmp_path, body)
+    assert entry.status == "invalid"
+    assert words in (entry.problem or ""), entry.problem
+
+
+def test_a_jobset_without_replicated_jobs_is_invalid(tmp_path: Path) -> None:
+    body = jobset().obj()
+    body["spec"]["replicatedJobs"] = []
+    (entry,) = mix(tmp_path, body)
+    assert (entry.status, entry.problem) == ("invalid", "spec.replicatedJobs: must not be empty")
+
+
+def test_a_jobset_on_a_stack_without_the_jobset_integration_names_it_to_enable(
+    tmp_path: Path,
+) -> None:
+    off = Catalog(CATALOG.queues, CATALOG.priority_classes, frozenset({"batch/job", "pod"}))
+    (tmp_path / "mix.yaml").write_text(yaml.safe_dump(jobset().obj()))
+    (entry,) = load_mix(tmp_path / "mix.yaml", off)
+    assert entry.status == "unsupported"
+    assert entry.problem == (
+        "Kueue does not manage JobSet on this stack: integration jobset.x-k8s.io/jobset is not "
+        "enabled; add it to kueue.manager.integrations.frameworks (now: batch/job, pod)"
+    )
 
 
 def test_a_folder_is_read_in_path_order_and_lists_are_expanded(tmp_path: Path) -> None:
@@ -185,11 +251,12 @@ def test_submission_order_is_submit_time_then_mix_order(tmp_path: Path) -> None:
         (job(annotations={ANNOTATION_SUBMIT_AT: "tomorrow"}), "invalid",
          "gpu-queues.dev/submit-at: 'tomorrow' is not a duration"),
         ({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-          "metadata": {"name": "js", "namespace": "team-research"}}, "unsupported",
-         "the sandbox has no JobSet controller"),
+          "metadata": {"name": "js", "namespace": "team-research"}}, "invalid",
+         "spec: is required"),
         ({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
-          "metadata": {"name": "pt", "namespace": "team-research"}}, "invalid",
-         "integration kubeflow.org/pytorchjob is not enabled"),
+          "metadata": {"name": "pt", "namespace": "team-research"}}, "unsupported",
+         "integration kubeflow.org/pytorchjob is not enabled; add it to "
+         "kueue.manager.integrations.frameworks"),
         ({"apiVersion": "apps/v1", "kind": "Deployment",
           "metadata": {"name": "d", "namespace": "team-research"}}, "unsupported",
          "it never finishes"),

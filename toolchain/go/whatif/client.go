@@ -19,11 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/job"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/jobset"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/pod"
 	utiltesting "sigs.k8s.io/kueue/pkg/util/testing"
 )
@@ -36,8 +38,9 @@ import (
 // jobOwnerKey, podOwnerKey: the field indexes the Job and Pod reconcilers find their
 // Workloads by.
 var (
-	jobOwnerKey = jobframework.OwnerReferenceIndexKey(batchv1.SchemeGroupVersion.WithKind("Job"))
-	podOwnerKey = jobframework.OwnerReferenceIndexKey(corev1.SchemeGroupVersion.WithKind("Pod"))
+	jobOwnerKey    = jobframework.OwnerReferenceIndexKey(batchv1.SchemeGroupVersion.WithKind("Job"))
+	podOwnerKey    = jobframework.OwnerReferenceIndexKey(corev1.SchemeGroupVersion.WithKind("Pod"))
+	jobSetOwnerKey = jobframework.OwnerReferenceIndexKey(jobsetapi.GroupVersion.WithKind("JobSet"))
 )
 
 // owner: a Job or a Pod of the mix, by kind and name.
@@ -81,9 +84,11 @@ func (s *sim) newClient(in *Input) ([]ctrl.Object, error) {
 // clientBuilder: Kueue's test client (its scheme and indexes), on a plain object tracker: the
 // default, field-managed one rebuilds a REST mapper on every patch, most of a replay's time.
 func (s *sim) clientBuilder() (*fake.ClientBuilder, error) {
-	s.scheme = utiltesting.NewClientBuilder().Build().Scheme() // the same scheme, from a builder of its own
+	// Kueue's test scheme with the JobSet API, as Kueue's manager adds each integration's
+	// (jobframework's AddToScheme callbacks); the same scheme, from a builder of its own.
+	s.scheme = utiltesting.NewClientBuilder(jobsetapi.AddToScheme).Build().Scheme()
 	s.tracker = clienttesting.NewObjectTracker(s.scheme, serializer.NewCodecFactory(s.scheme).UniversalDecoder())
-	withStatus := []ctrl.Object{&kueue.Workload{}, &batchv1.Job{}, &corev1.Pod{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}, &kueue.Cohort{}}
+	withStatus := []ctrl.Object{&kueue.Workload{}, &batchv1.Job{}, &corev1.Pod{}, &jobsetapi.JobSet{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}, &kueue.Cohort{}}
 	s.statusTypes = map[schema.GroupVersionKind]bool{}
 	for _, o := range withStatus {
 		gvk, err := apiutil.GVKForObject(o, s.scheme)
@@ -92,7 +97,7 @@ func (s *sim) clientBuilder() (*fake.ClientBuilder, error) {
 		}
 		s.statusTypes[gvk] = true
 	}
-	builder := utiltesting.NewClientBuilder().
+	builder := utiltesting.NewClientBuilder(jobsetapi.AddToScheme).
 		WithObjectTracker(s.tracker).
 		WithStatusSubresource(withStatus...).
 		WithIndex(&corev1.LimitRange{}, indexer.LimitRangeHasContainerOrPodType, indexer.IndexLimitRangeHasContainerOrPodType)
@@ -101,6 +106,9 @@ func (s *sim) clientBuilder() (*fake.ClientBuilder, error) {
 	}
 	if err := pod.SetupIndexes(s.ctx, utiltesting.AsIndexer(builder)); err != nil {
 		return nil, fmt.Errorf("pod indexes: %w", err)
+	}
+	if err := jobset.SetupIndexes(s.ctx, utiltesting.AsIndexer(builder)); err != nil {
+		return nil, fmt.Errorf("jobset indexes: %w", err)
 	}
 	return builder, nil
 }
@@ -221,13 +229,14 @@ func (s *sim) listOwned(ctx context.Context, list *kueue.WorkloadList, opts []ct
 	if lo.FieldSelector == nil || lo.LabelSelector != nil || lo.Namespace == "" {
 		return false, nil
 	}
-	kind := "Job"
-	name, ok := lo.FieldSelector.RequiresExactMatch(jobOwnerKey)
-	if !ok {
-		kind = "Pod"
-		if name, ok = lo.FieldSelector.RequiresExactMatch(podOwnerKey); !ok {
-			return false, nil
+	var kind, name string
+	for k, key := range map[string]string{"Job": jobOwnerKey, "Pod": podOwnerKey, "JobSet": jobSetOwnerKey} {
+		if n, ok := lo.FieldSelector.RequiresExactMatch(key); ok {
+			kind, name = k, n
 		}
+	}
+	if kind == "" {
+		return false, nil
 	}
 	list.Items = nil
 	for _, key := range s.owned[owner{kind, types.NamespacedName{Namespace: lo.Namespace, Name: name}}] {
@@ -267,7 +276,7 @@ func (s *sim) stamp(obj ctrl.Object) {
 	obj.SetCreationTimestamp(metav1.NewTime(s.clock.Now()))
 	if wl, ok := obj.(*kueue.Workload); ok {
 		for _, ref := range wl.OwnerReferences {
-			if ref.Kind == "Job" || ref.Kind == "Pod" {
+			if ref.Kind == "Job" || ref.Kind == "Pod" || ref.Kind == "JobSet" {
 				o := owner{ref.Kind, types.NamespacedName{Namespace: wl.Namespace, Name: ref.Name}}
 				s.owned[o] = append(s.owned[o], types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})
 			}

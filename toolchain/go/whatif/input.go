@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 )
 
 // Input is what gpu_queues/whatif/engine_input.py sends.
@@ -46,9 +47,9 @@ type Input struct {
 	Until float64 `json:"until"`
 }
 
-// JobInput is one batch/v1 Job (or plain Pod) of the mix.
+// JobInput is one batch/v1 Job (or plain Pod, or JobSet) of the mix.
 type JobInput struct {
-	// Kind: "Job" (or empty) or "Pod".
+	// Kind: "Job" (or empty), "Pod" or "JobSet".
 	Kind string `json:"kind"`
 	// Index: the entry's place in the mix; the Job's and Workload's UIDs derive from it, so
 	// Kueue breaks ties of equal priority and creation time in mix order.
@@ -79,18 +80,33 @@ func decodeObjects(scheme *runtime.Scheme, raws []json.RawMessage) ([]client.Obj
 // addJobs: the mix's jobs, each to be submitted at its time.
 func (s *sim) addJobs(jobs []JobInput) error {
 	for i, j := range jobs {
-		st := &jobState{in: j, uid: uidFor("job", j.Index), pod: j.Kind == "Pod"}
+		st := &jobState{in: j, uid: uidFor("job", j.Index), pod: j.Kind == "Pod", jobSet: j.Kind == "JobSet"}
 		var err error
-		if st.pod {
+		switch {
+		case st.pod:
 			st.key, st.template, err = decodePod(j)
 			st.count = 1
 			s.byPod[st.key] = i
-		} else {
+		case st.jobSet:
+			var js *jobsetapi.JobSet
+			if js, err = decodeJobSet(j); err == nil {
+				st.key = types.NamespacedName{Namespace: js.Namespace, Name: js.Name}
+				st.sets = jobSetPodSets(js)
+				s.byJobSet[st.key] = i
+			}
+		default:
 			st.key, st.template, st.count, err = decodeJob(j)
 			s.byJob[st.key] = i
 		}
 		if err != nil {
 			return err
+		}
+		if st.sets == nil {
+			st.sets = []podSet{{count: st.count}}
+		}
+		st.count = 0
+		for _, set := range st.sets {
+			st.count += set.count
 		}
 		s.jobs = append(s.jobs, st)
 		s.byUID[st.uid] = i

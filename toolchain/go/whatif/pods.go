@@ -86,7 +86,7 @@ func (s *sim) podLife(key types.NamespacedName) error {
 		delete(s.waiting, i)
 		j.stuck = ""
 	case !j.running:
-		if s.held(i) || !s.bind(i, p.Spec) {
+		if s.held(i) || !s.bind(i, []corev1.PodSpec{p.Spec}) {
 			return nil
 		}
 		now := metav1.NewTime(s.clock.Now())

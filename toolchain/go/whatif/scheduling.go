@@ -30,8 +30,7 @@ func (s *sim) stop(j *jobState) {
 	if len(j.where) == 0 {
 		return
 	}
-	s.nodes.release(&j.spec, j.where)
-	j.where = nil
+	s.unbind(j)
 	if j.running {
 		j.running = false
 		j.runSeconds += s.now - j.startedAt
@@ -59,19 +58,38 @@ func (s *sim) endOneByOne(j *jobState) error {
 	if len(j.where) < 2 || len(s.waiting) == 0 {
 		return nil
 	}
-	order := slices.Clone(j.where)
+	order := make([]int, len(j.where)) // the pods, by their place in where
+	for k := range order {
+		order[k] = k
+	}
 	slices.SortStableFunc(order, func(a, b int) int {
-		return strings.Compare(s.nodes.nodes[a].name, s.nodes.nodes[b].name)
+		return strings.Compare(s.nodes.nodes[j.where[a]].name, s.nodes.nodes[j.where[b]].name)
 	})
-	for _, w := range order[:len(order)-1] {
-		s.nodes.release(&j.spec, placement{w})
-		k := slices.Index(j.where, w)
-		j.where = slices.Delete(j.where, k, k+1)
+	for _, k := range order[:len(order)-1] {
+		s.nodes.release(&j.sets[j.whose[k]].spec, placement{j.where[k]})
 		if err := s.retryWaiting(); err != nil {
 			return err
 		}
 	}
+	last := order[len(order)-1]
+	j.where, j.whose = placement{j.where[last]}, []int{j.whose[last]}
 	return nil
+}
+
+// unbind: the job's bound pods are gone from their nodes.
+func (s *sim) unbind(j *jobState) {
+	for k := range j.sets {
+		var p placement
+		for n, w := range j.where {
+			if j.whose[n] == k {
+				p = append(p, w)
+			}
+		}
+		if len(p) > 0 {
+			s.nodes.release(&j.sets[k].spec, p)
+		}
+	}
+	j.where, j.whose = nil, nil
 }
 
 // retryWaiting: the pods that wait for nodes, tried again now.
@@ -167,15 +185,28 @@ func (s *sim) wait(i int, why string) {
 	j.stuck = why
 }
 
-// bind: the job's pods that are not bound yet, each to the node the scheduler would choose;
-// whether all of them now are.
-func (s *sim) bind(i int, spec corev1.PodSpec) bool {
+// bind: the job's pods that are not bound yet, each to the node the scheduler would choose,
+// pod set by pod set (specs: each one's pod spec as its controller makes its pods now); whether
+// all of them now are.
+func (s *sim) bind(i int, specs []corev1.PodSpec) bool {
 	j := s.jobs[i]
 	if len(j.where) == 0 {
-		j.spec = spec
+		for k := range j.sets {
+			j.sets[k].spec = specs[k]
+		}
 	}
-	more, why := s.nodes.place(&j.spec, j.count-len(j.where))
-	j.where = append(j.where, more...)
+	why := ""
+	for k := range j.sets {
+		set := &j.sets[k]
+		more, short := s.nodes.place(&set.spec, set.count-countOf(j.whose, k))
+		j.where = append(j.where, more...)
+		for range more {
+			j.whose = append(j.whose, k)
+		}
+		if why == "" {
+			why = short
+		}
+	}
 	if len(j.where) < j.count {
 		s.wait(i, why)
 		return false
@@ -194,10 +225,24 @@ func (s *sim) bind(i int, spec corev1.PodSpec) bool {
 
 // place: the job's pods, waiting for nodes, tried again.
 func (s *sim) place(j *jobState) error {
-	if j.pod {
+	switch {
+	case j.pod:
 		return s.podLife(j.key)
+	case j.jobSet:
+		return s.jobSetPods(j.key)
 	}
 	return s.pods(j.key)
+}
+
+// countOf: how many of xs are x.
+func countOf(xs []int, x int) int {
+	n := 0
+	for _, v := range xs {
+		if v == x {
+			n++
+		}
+	}
+	return n
 }
 
 // pods: the Job controller and the scheduler, for one job: an unsuspended job's pods are
@@ -230,7 +275,7 @@ func (s *sim) pods(key types.NamespacedName) error {
 		delete(s.toPlace, i)
 		j.stuck, j.released = "", false
 	case !j.running:
-		if s.held(i) || !s.bind(i, bj.Spec.Template.Spec) {
+		if s.held(i) || !s.bind(i, []corev1.PodSpec{bj.Spec.Template.Spec}) {
 			return nil
 		}
 		now := metav1.NewTime(s.clock.Now())

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/controller/core"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/job"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/jobset"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/pod"
 	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/metrics"
@@ -45,19 +46,21 @@ func (nopRecorder) Eventf(runtime.Object, runtime.Object, string, string, string
 
 func newSim(in *Input) (*sim, error) {
 	s := &sim{
-		ctx:      ctrllog.IntoContext(context.Background(), ctrllog.Log),
-		clock:    testingclock.NewFakeClock(epoch),
-		byJob:    map[types.NamespacedName]int{},
-		byPod:    map[types.NamespacedName]int{},
-		byUID:    map[types.UID]int{},
-		seen:     map[types.NamespacedName]*kueue.Workload{},
-		seenJobs: map[types.NamespacedName]ctrl.Object{},
-		seenPods: map[types.NamespacedName]ctrl.Object{},
-		owned:    map[owner][]types.NamespacedName{},
-		until:    in.Until,
-		waiting:  map[int]bool{},
-		retry:    map[int]bool{},
-		toPlace:  map[int]bool{},
+		ctx:         ctrllog.IntoContext(context.Background(), ctrllog.Log),
+		clock:       testingclock.NewFakeClock(epoch),
+		byJob:       map[types.NamespacedName]int{},
+		byPod:       map[types.NamespacedName]int{},
+		byJobSet:    map[types.NamespacedName]int{},
+		byUID:       map[types.UID]int{},
+		seen:        map[types.NamespacedName]*kueue.Workload{},
+		seenJobs:    map[types.NamespacedName]ctrl.Object{},
+		seenPods:    map[types.NamespacedName]ctrl.Object{},
+		seenJobSets: map[types.NamespacedName]ctrl.Object{},
+		owned:       map[owner][]types.NamespacedName{},
+		until:       in.Until,
+		waiting:     map[int]bool{},
+		retry:       map[int]bool{},
+		toPlace:     map[int]bool{},
 	}
 	s.dirty.reset()
 	cfg, err := loadConfiguration(in.Configuration)
@@ -169,7 +172,7 @@ func queueOptions(cfg *configapi.Configuration, lqMetrics *metrics.LocalQueueMet
 	return opts
 }
 
-// newJobControllers: Kueue's batch/v1 Job and Pod reconcilers and its Pod webhooks, for the
+// newJobControllers: Kueue's batch/v1 Job, Pod and JobSet reconcilers and its Pod webhooks, for the
 // integrations cfg enables, as its manager sets them up.
 func (s *sim) newJobControllers(cfg *configapi.Configuration) error {
 	nsSelector := labels.Everything()
@@ -198,6 +201,9 @@ func (s *sim) newJobControllers(cfg *configapi.Configuration) error {
 		return err
 	}
 	if s.podRec, err = pod.NewReconciler(s.ctx, s.cl, utiltesting.AsIndexer(utiltesting.NewClientBuilder()), nopRecorder{}, opts...); err != nil {
+		return err
+	}
+	if s.jsRec, err = jobset.NewReconciler(s.ctx, s.cl, utiltesting.AsIndexer(utiltesting.NewClientBuilder()), nopRecorder{}, opts...); err != nil {
 		return err
 	}
 	s.admitPod = func(ctx context.Context, p *corev1.Pod) error {

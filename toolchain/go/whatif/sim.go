@@ -74,6 +74,7 @@ type sim struct {
 	wlRec       *core.WorkloadReconciler
 	jobRec      reconcile.Reconciler
 	podRec      reconcile.Reconciler // nil without Kueue's pod integration
+	jsRec       reconcile.Reconciler // Kueue's JobSet reconciler (jobset.go)
 	lqRec       reconcile.Reconciler // Kueue's LocalQueue controller: only with admission fair sharing (afs.go)
 	lqQ         workQueue
 	lqDue       map[types.NamespacedName]float64         // each LocalQueue's pending timer (reconcileQueueAt)
@@ -83,10 +84,12 @@ type sim struct {
 	jobs        []*jobState
 	byJob       map[types.NamespacedName]int
 	byPod       map[types.NamespacedName]int
+	byJobSet    map[types.NamespacedName]int
 	byUID       map[types.UID]int
 	seen        map[types.NamespacedName]*kueue.Workload
 	seenJobs    map[types.NamespacedName]ctrl.Object // Jobs and Pods, as their informers last saw them
 	seenPods    map[types.NamespacedName]ctrl.Object
+	seenJobSets map[types.NamespacedName]ctrl.Object
 	owned       map[owner][]types.NamespacedName // a Job or Pod -> its Workloads
 	defaults    crdDefaults
 	reads       *reads
@@ -97,6 +100,7 @@ type sim struct {
 	wlQ         workQueue
 	jobQ        workQueue
 	podQ        workQueue
+	jsQ         workQueue
 	retry       map[int]bool // jobs whose pods wait for nodes, to try again: capacity was freed
 	events      evHeap
 	seq         int
@@ -227,14 +231,19 @@ func (s *sim) queue(k objKind) *workQueue {
 		return &s.podQ
 	case kindLocalQueue:
 		return &s.lqQ
+	case kindJobSet:
+		return &s.jsQ
 	}
 	return &s.jobQ
 }
 
 // ownerQueue: the reconcile requests of the controller of the job's kind.
 func (s *sim) ownerQueue(j *jobState) *workQueue {
-	if j.pod {
+	switch {
+	case j.pod:
 		return &s.podQ
+	case j.jobSet:
+		return &s.jsQ
 	}
 	return &s.jobQ
 }
@@ -242,8 +251,11 @@ func (s *sim) ownerQueue(j *jobState) *workQueue {
 // submit creates the Job as kubectl would after Kueue's Job webhook: suspended. A Pod goes
 // through Kueue's own Pod webhooks.
 func (s *sim) submit(j *jobState) error {
-	if j.pod {
+	switch {
+	case j.pod:
 		return s.submitPod(j)
+	case j.jobSet:
+		return s.submitJobSet(j)
 	}
 	var bj batchv1.Job
 	if err := json.Unmarshal(j.in.Manifest, &bj); err != nil {
@@ -271,9 +283,12 @@ func (s *sim) submit(j *jobState) error {
 // each one's end, the last's too, before the next job of the instant ends (endOneByOne).
 func (s *sim) complete(j *jobState) error {
 	var err error
-	if j.pod {
+	switch {
+	case j.pod:
 		err = s.completePod(j)
-	} else {
+	case j.jobSet:
+		err = s.completeJobSet(j)
+	default:
 		err = s.completeJob(j)
 	}
 	if err != nil || len(s.waiting) == 0 {
@@ -459,8 +474,11 @@ func (s *sim) settle() error {
 		limit = v
 	}
 	for step := 0; step < limit; step++ {
-		wls, jobs, pods := s.dirty.take()
+		wls, jobs, pods, jobSets := s.dirty.take()
 		if err := s.inform(wls, jobs, pods); err != nil {
+			return err
+		}
+		if err := s.informJobSets(jobSets); err != nil {
 			return err
 		}
 		retry := slices.Collect(maps.Keys(s.retry))
@@ -468,8 +486,8 @@ func (s *sim) settle() error {
 		if err := s.retryJobs(retry); err != nil {
 			return err
 		}
-		wq, jq, pq, lq := s.wlQ.drain(), s.jobQ.drain(), s.podQ.drain(), s.lqQ.drain()
-		if err := s.reconcileAll(wq, jq, pq); err != nil {
+		wq, jq, pq, lq, sq := s.wlQ.drain(), s.jobQ.drain(), s.podQ.drain(), s.lqQ.drain(), s.jsQ.drain()
+		if err := s.reconcileAll(wq, jq, pq, sq); err != nil {
 			return err
 		}
 		for _, k := range lq {
@@ -486,7 +504,7 @@ func (s *sim) settle() error {
 		if trace && step < 200 {
 			fmt.Fprintf(os.Stderr, "t=%v step=%d wls=%v jobs=%v wq=%v jq=%v\n", s.now, step, wls, jobs, wq, jq)
 		}
-		if len(wls)+len(jobs)+len(pods)+len(retry)+len(wq)+len(jq)+len(pq)+len(lq) > 0 {
+		if len(wls)+len(jobs)+len(pods)+len(jobSets)+len(retry)+len(wq)+len(jq)+len(pq)+len(lq)+len(sq) > 0 {
 			continue
 		}
 		// Scheduling cycles first, the inadmissible workloads' requeue after: Kueue batches
@@ -497,7 +515,7 @@ func (s *sim) settle() error {
 			s.stats.Cycles++
 			s.sched.WhatIfCycle(s.ctx)
 			s.wg.Wait()
-			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+s.lqQ.len()+len(s.retry) > 0 || s.queueState() != before {
+			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+s.lqQ.len()+s.jsQ.len()+len(s.retry) > 0 || s.queueState() != before {
 				continue
 			}
 			// A fixed point: the cycle changed nothing (a StrictFIFO head that does not fit
@@ -568,7 +586,7 @@ func (s *sim) inform(wls, jobs, pods []types.NamespacedName) error {
 }
 
 // reconcileAll: the queued reconcile requests, by controller.
-func (s *sim) reconcileAll(wq, jq, pq []types.NamespacedName) error {
+func (s *sim) reconcileAll(wq, jq, pq, sq []types.NamespacedName) error {
 	for _, k := range wq {
 		if err := s.reconcile(s.wlRec, k, kindWorkload); err != nil {
 			return err
@@ -581,6 +599,11 @@ func (s *sim) reconcileAll(wq, jq, pq []types.NamespacedName) error {
 	}
 	for _, k := range pq {
 		if err := s.reconcile(s.podRec, k, kindPod); err != nil {
+			return err
+		}
+	}
+	for _, k := range sq {
+		if err := s.reconcile(s.jsRec, k, kindJobSet); err != nil {
 			return err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
@@ -24,17 +25,28 @@ type interval struct {
 	End   *float64 `json:"end"`
 }
 
-// jobState follows one job of the mix (a batch/v1 Job, or a plain Pod) through the replay.
+// podSet: the pods of one spec a job runs (a Job's or a Pod's one, a JobSet's one per
+// replicated job), the spec as it was when its first pod was bound.
+type podSet struct {
+	spec  corev1.PodSpec
+	count int
+}
+
+// jobState follows one job of the mix (a batch/v1 Job, a plain Pod or a JobSet) through the
+// replay.
 type jobState struct {
-	in         JobInput
-	pod        bool // a plain Pod (Kueue's pod integration), not a Job
-	key        types.NamespacedName
-	uid        types.UID
-	template   corev1.PodTemplateSpec
-	count      int
-	running    bool
+	in       JobInput
+	pod      bool // a plain Pod (Kueue's pod integration), not a Job
+	jobSet   bool // a JobSet (Kueue's jobset integration): jobset.go
+	key      types.NamespacedName
+	uid      types.UID
+	template corev1.PodTemplateSpec
+	count    int // its pods, over its pod sets
+	sets     []podSet
+	running  bool
+	// where: the node of each of its bound pods; whose: each one's pod set.
 	where      placement
-	spec       corev1.PodSpec
+	whose      []int
 	startedAt  float64
 	run        int
 	runSeconds float64
@@ -134,6 +146,7 @@ const (
 	kindJob
 	kindPod
 	kindLocalQueue // only with admission fair sharing (afs.go)
+	kindJobSet
 )
 
 type target struct {
@@ -176,6 +189,7 @@ type dirty struct {
 	workloads map[types.NamespacedName]int // the order of its first write since the last take
 	jobs      map[types.NamespacedName]bool
 	pods      map[types.NamespacedName]bool
+	jobSets   map[types.NamespacedName]bool
 }
 
 func (d *dirty) mark(obj ctrl.Object) {
@@ -191,29 +205,32 @@ func (d *dirty) mark(obj ctrl.Object) {
 		d.jobs[key] = true
 	case *corev1.Pod:
 		d.pods[key] = true
+	case *jobsetapi.JobSet:
+		d.jobSets[key] = true
 	}
 }
 
 func (d *dirty) empty() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.workloads)+len(d.jobs)+len(d.pods) == 0
+	return len(d.workloads)+len(d.jobs)+len(d.pods)+len(d.jobSets) == 0
 }
 
 func (d *dirty) reset() {
 	d.workloads, d.jobs, d.pods = map[types.NamespacedName]int{}, map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}
+	d.jobSets = map[types.NamespacedName]bool{}
 }
 
-func (d *dirty) take() (wls, jobs, pods []types.NamespacedName) {
+func (d *dirty) take() (wls, jobs, pods, jobSets []types.NamespacedName) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	wls = make([]types.NamespacedName, len(d.workloads))
 	for k, i := range d.workloads {
 		wls[i] = k
 	}
-	jobs, pods = sortedKeys(d.jobs), sortedKeys(d.pods)
+	jobs, pods, jobSets = sortedKeys(d.jobs), sortedKeys(d.pods), sortedKeys(d.jobSets)
 	d.reset()
-	return wls, jobs, pods
+	return wls, jobs, pods, jobSets
 }
 
 func sortedKeys(m map[types.NamespacedName]bool) []types.NamespacedName {

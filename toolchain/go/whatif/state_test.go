@@ -69,7 +69,7 @@ func TestDirtyHandsOutWorkloadsInWriteOrderJobsAndPodsInNameOrder(t *testing.T) 
 	if d.empty() {
 		t.Fatal("empty after writes")
 	}
-	wls, jobs, pods := d.take()
+	wls, jobs, pods, _ := d.take()
 	n := func(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
 	if !reflect.DeepEqual(wls, []types.NamespacedName{n("b", "w"), n("a", "w")}) ||
 		!reflect.DeepEqual(jobs, []types.NamespacedName{n("a", "j")}) || !reflect.DeepEqual(pods, []types.NamespacedName{n("a", "p")}) {
