@@ -158,11 +158,14 @@ what-if: venv toolchain
 	  $(if $(MAX_WORKLOADS),--max-workloads $(MAX_WORKLOADS)) $(if $(MAX_BYTES),--max-bytes $(MAX_BYTES)) \
 	  $(foreach c,$(CHANGE),--change $(c))
 
-# The fast engine's speed (docs/what-if.md, Speed): generated mixes of SIZES workloads over
-# four teams in a cohort, each through the whole `make what-if` path; prints the table.
-SIZES ?= 200 1000 5000
+# The fast engine's speed (docs/what-if.md, Speed): generated fleets of SIZES workloads a day
+# (a team per 250, in cohorts of at most 8), each through the whole `make what-if` path; prints
+# the table. AGAINST=<folder of other gpuq-whatif-<release> builds>: each size paired with them
+# in turn (PAIRS times), their wall and CPU ratios.
+SIZES ?= 1000 5000 20000 50000
+PAIRS ?= 1
 bench-what-if: venv toolchain
-	$(PY) -m sandbox.bench.whatif_fast $(SIZES)
+	$(PY) -m sandbox.bench.whatif_fast $(SIZES) $(if $(AGAINST),--against $(AGAINST) --pairs $(PAIRS))
 
 # Kueue's own scheduler performance harness against the fast engine (docs/what-if.md, Speed):
 # each of HARNESS_CONFIGS (test/performance/scheduler/configs/ of the pinned release) through

@@ -251,6 +251,7 @@ def replay_entries(
         simulated_seconds=float(summary.get("simulatedSeconds") or 0.0),
         wall_seconds=round(wall, 3),
         events=int(summary.get("instants") or 0),
+        scheduling_cycles=int(summary.get("cycles") or 0),
         kueue_version=version,
         kueue_binary=shown(binary(version)),
         flavor_gpus=flavor_gpus(config),

@@ -170,6 +170,9 @@ class RunMeta:
     """GPUs each ResourceFlavor's nodes offer, as the stack declares them (the utilization
     table's GPU-hours available: these x the run's time)."""
     notes: list[str] = field(default_factory=list)
+    scheduling_cycles: int | None = None
+    """Kueue's scheduling cycles the fast engine ran (None on the sandbox, which does not count
+    them): the bench's per-cycle cost (docs/what-if.md, Speed)."""
     engine: str = "sandbox"
     """Which engine replayed it: `fast` (Kueue's own code on a simulated clock, in one
     process) or `sandbox` (the real control plane); docs/what-if.md, Engines."""
