@@ -112,6 +112,8 @@ func withKind(t *testing.T, obj any) json.RawMessage {
 		m["kind"] = "ClusterQueue"
 	case *kueue.LocalQueue:
 		m["kind"] = "LocalQueue"
+	case *kueue.WorkloadPriorityClass:
+		m["kind"] = "WorkloadPriorityClass"
 	default:
 		t.Fatalf("no kind for %T", obj)
 	}
