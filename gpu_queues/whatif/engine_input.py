@@ -97,8 +97,8 @@ def prepared_release(config: StackConfig, root: Path = ROOT) -> PreparedManifest
     """The stack's Kueue manifest as the program installs it (load_release), or None when it
     cannot be read here. Read once per process for each Kueue config: the manager
     Configuration and the controller's pods both come from it, and reading it is the what-if's
-    largest fixed cost (a 2 MB manifest parsed and checked, 1.3 s; downloaded first when the
-    stack names a URL), which each of them paid."""
+    largest fixed cost (a 2 MB manifest parsed and checked, 0.5 s on a quiet machine; downloaded
+    first when the stack names a URL), which each of them paid."""
     key = (config.kueue.model_dump_json(), root)  # what the answer depends on
     if key not in _RELEASES:
         try:
@@ -166,8 +166,8 @@ def release_crds(version: str, root: Path = ROOT) -> list[dict[str, Any]]:
     schemas' defaults the API server would fill in every Kueue object. Read once per process
     (the quota advisor replays hundreds of times): the list is shared, so callers only read it.
     And read from YAML once per machine: the first process writes them as JSON to the user's
-    cache (crds_cache), where the next finds them without the YAML (0.7 s, more than a small
-    replay takes) or the go command that finds the module (`go mod download`)."""
+    cache (crds_cache), where the next finds them without the YAML (0.3 s on a quiet machine,
+    more than a small replay takes) or the go command that finds the module (`go mod download`)."""
     cached = crds_cache(version, root)
     if cached is not None:
         try:
