@@ -8,7 +8,11 @@ way.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
+import json
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,11 +25,12 @@ from gpu_queues.release.allowlist import find
 from gpu_queues.release.catalogue import CONTROLLER_DEPLOYMENT, KUEUE_NAMESPACE, MANAGER_CONTAINER
 from gpu_queues.release.manifest import (
     ManifestError,
+    PreparedManifest,
     apply_placement,
     load_release,
     render_manager_config,
 )
-from gpu_queues.release.module import ROOT, RenderError, module_dir
+from gpu_queues.release.module import ROOT, RenderError, module_dir, wrapper_dir
 from gpu_queues.values import as_dict, as_list
 from gpu_queues.whatif.gpus import is_gpu
 from gpu_queues.whatif.mix import Entry
@@ -88,11 +93,26 @@ def controller_pods(config: StackConfig, root: Path = ROOT) -> list[dict[str, An
 _CONTROLLER_PODS: dict[tuple[str, Path], tuple[dict[str, Any], ...]] = {}
 
 
+def prepared_release(config: StackConfig, root: Path = ROOT) -> PreparedManifest | None:
+    """The stack's Kueue manifest as the program installs it (load_release), or None when it
+    cannot be read here. Read once per process for each Kueue config: the manager
+    Configuration and the controller's pods both come from it, and reading it is the what-if's
+    largest fixed cost (a 2 MB manifest parsed and checked, 0.5 s on a quiet machine; downloaded
+    first when the stack names a URL), which each of them paid."""
+    key = (config.kueue.model_dump_json(), root)  # what the answer depends on
+    if key not in _RELEASES:
+        try:
+            _RELEASES[key] = load_release(config.kueue, root)
+        except (ManifestError, OSError):
+            _RELEASES[key] = None
+    return _RELEASES[key]
+
+
+_RELEASES: dict[tuple[str, Path], PreparedManifest | None] = {}
+
+
 def _controller_pods(config: StackConfig, root: Path) -> tuple[dict[str, Any], ...]:
-    try:
-        prepared = load_release(config.kueue, root)
-    except (ManifestError, OSError):
-        prepared = None
+    prepared = prepared_release(config, root)
     if prepared is not None:
         deployment = find(
             list(prepared.objects), "apps", "Deployment", KUEUE_NAMESPACE, CONTROLLER_DEPLOYMENT
@@ -126,10 +146,7 @@ def manager_configuration(config: StackConfig, root: Path = ROOT) -> str:
     """The Kueue manager Configuration the stack's release runs with: the ConfigMap of the
     manifest the program installs, or, when that cannot be read here, the release's own
     Configuration with the stack's settings laid over it the same way."""
-    try:
-        prepared = load_release(config.kueue, root)
-    except (ManifestError, OSError):
-        prepared = None
+    prepared = prepared_release(config, root)
     if prepared is not None:
         for obj in prepared.objects:
             meta = obj.get("metadata") or {}
@@ -147,8 +164,18 @@ def manager_configuration(config: StackConfig, root: Path = ROOT) -> str:
 def release_crds(version: str, root: Path = ROOT) -> list[dict[str, Any]]:
     """The release's CustomResourceDefinitions (its module's config/components/crd), whose
     schemas' defaults the API server would fill in every Kueue object. Read once per process
-    (1.5 s of YAML, more than a small replay takes; the quota advisor replays hundreds of
-    times): the list is shared, so callers only read it."""
+    (the quota advisor replays hundreds of times): the list is shared, so callers only read it.
+    And read from YAML once per machine: the first process writes them as JSON to the user's
+    cache (crds_cache), where the next finds them without the YAML (0.3 s on a quiet machine,
+    more than a small replay takes) or the go command that finds the module (`go mod download`)."""
+    cached = crds_cache(version, root)
+    if cached is not None:
+        try:
+            loaded = json.loads(cached.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            loaded = None
+        if isinstance(loaded, list) and loaded and all(isinstance(d, dict) for d in loaded):
+            return loaded
     try:
         module = module_dir(version, root, offline=True)
     except RenderError as exc:
@@ -156,7 +183,30 @@ def release_crds(version: str, root: Path = ROOT) -> list[dict[str, Any]]:
     out = []
     for path in sorted((module / "config/components/crd/bases").glob("*.yaml")):
         out += [d for d in yamlio.load_all(path.read_text(), path.name) if isinstance(d, dict)]
+    if cached is not None and out:
+        with contextlib.suppress(OSError):  # a cache that cannot be written is only slower
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            partial = cached.with_suffix(f".{os.getpid()}.partial")
+            partial.write_text(json.dumps(out), encoding="utf-8")
+            partial.replace(cached)
     return out
+
+
+def crds_cache(version: str, root: Path = ROOT) -> Path | None:
+    """Where release_crds keeps the JSON of `version`'s CRDs: the user's cache (the
+    toolchain's, $GPU_QUEUES_CACHE or ~/.cache/gpu-queues), keyed by the version and its
+    wrapper's go.sum, which the go command holds the module's content to; None without a
+    wrapper (module_dir then says why)."""
+    try:
+        sums = (wrapper_dir(version, root) / "go.sum").read_bytes()
+    except OSError:
+        return None
+    base = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "gpu-queues")
+    key = hashlib.sha256(sums).hexdigest()[:16]
+    return base / "whatif" / f"crds-{version}-{key}.json"
+
+
+CACHE_ENV = "GPU_QUEUES_CACHE"
 
 
 def namespaces(config: StackConfig) -> list[dict[str, Any]]:

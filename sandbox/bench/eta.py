@@ -4,6 +4,9 @@ a cluster with N pending workloads, without N real workloads on a cluster.
     python -m sandbox.bench.eta [100 300 1000] [--seed 1] [--horizon 24h]  the mix and replay
     python -m sandbox.bench.eta --live 100 [--stack local]           the snapshot read, on the
                                                                      sandbox (inside it)
+    python -m sandbox.bench.eta --predict 1000                       the synthetic snapshot
+                                                                     through --eta's predict and
+                                                                     render, one process to time
 
 Synthetic (the default): the committed prod stack (48 GPUs: three teams in a cohort, h100
 and a100 nodes), its GPUs all held by 12 admitted 4-GPU jobs, 20 finished runs per team as
@@ -38,7 +41,7 @@ from gpu_queues.config.model import StackConfig
 from gpu_queues.config.stackfile import ROOT
 from gpu_queues.kueue.client import file_client
 from gpu_queues.tools import status
-from gpu_queues.tools.eta import DEFAULT_HORIZON, live_nodes, parse_horizon
+from gpu_queues.tools.eta import DEFAULT_HORIZON, live_nodes, parse_horizon, predict, render
 from gpu_queues.tools.eta_mix import plan
 from gpu_queues.tools.record import Owners
 from gpu_queues.tools.status import Snapshot
@@ -196,6 +199,20 @@ def bench_synthetic(
     return rows
 
 
+def predict_whole(pending: int, seed: int, horizon: float | None) -> str:
+    """`status --eta` after its reading, whole: the committed prod stack read, the synthetic
+    snapshot of `pending` (at a fixed instant: the same input on every run) through
+    gpu_queues.tools.eta.predict and render, as the command runs them; a line of figures.
+    Timed from outside as a process, it counts what every `--eta` pays before and around its
+    replay: Python's start and imports, the stack, the release (its manifest and CRDs)."""
+    config = load_stack(ROOT / "Pulumi.prod.yaml")
+    snap, jobs = synthetic(config, pending, seed, 1_765_000_000.0)
+    estimate = predict(config, snap, owner_of(jobs), nodes(config), source="bench", horizon=horizon)
+    timed = sum(p.at is not None for p in estimate.predictions)
+    shown = len(render(estimate))
+    return f"{len(estimate.predictions)} predictions, {timed} with a time, {shown} characters"
+
+
 def _children_cpu() -> float:
     """User + system seconds of the finished child processes (the engine runs as one)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -311,6 +328,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--live", type=int, help="time the reading of N Jobs on the sandbox")
     parser.add_argument("--mix-only", action="store_true", help="time the mix, not the replay")
+    parser.add_argument(
+        "--predict",
+        type=int,
+        metavar="N",
+        help="N pending through --eta's own predict and render in this process, for timing the "
+        "whole process from outside",
+    )
     parser.add_argument("--stack", default="local", help="with --live: the deployed stack")
     parser.add_argument(
         "--horizon", default="24h", help="how far the replay looks ahead (default 24h, or none)"
@@ -322,6 +346,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--horizon: {exc}")
     if args.live:
         print(bench_live(args.live, args.stack, args.seed))
+        return 0
+    if args.predict:
+        print(predict_whole(args.predict, args.seed, horizon))
         return 0
     rows = bench_synthetic(args.sizes, args.seed, replay=not args.mix_only, horizon=horizon)
     if rows:

@@ -9,8 +9,10 @@ depends on a committed stack's numbers.
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
+import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -20,7 +22,8 @@ from typing import Any, TypeVar
 import pytest
 
 from gpu_queues.config.model import StackConfig, load_config
-from gpu_queues.config.stackfile import parse_config
+from gpu_queues.config.stackfile import parse_config, read_config
+from gpu_queues.release.module import ROOT
 from gpu_queues.whatif import engine_input, fast
 from gpu_queues.whatif.changes import changed_over
 from gpu_queues.whatif.engine_input import frameworks
@@ -698,6 +701,38 @@ def test_the_engine_writes_the_same_bytes_on_every_run(tmp_path: Path) -> None:
     assert times and max(times) <= latest.strftime("%Y-%m-%dT%H:%M:%SZ")
     time.sleep(1.1)  # another wall-clock second
     assert output() == first
+
+
+def raw_engine_output(version: str, document: dict[str, Any]) -> bytes:
+    """The engine's stdout for the input, byte for byte, but the summary's wall-clock figure."""
+    done = subprocess.run(
+        [str(fast.binary(version))],
+        input=json.dumps(document).encode(),
+        capture_output=True,
+        check=True,
+        env={**os.environ, "GPUQ_KUEUE_VERSION": version},
+    )
+    return re.sub(rb'"wallSeconds":[0-9.eE+-]+,', b"", done.stdout)
+
+
+def test_the_engine_writes_the_same_bytes_on_every_run_on_the_staging_mix() -> None:
+    """staging's committed day (a cohort tree of two weighted divisions and a reserve, fair
+    sharing, waitForPodsReady, reclaims and priority preemption) on the stack's own release:
+    five runs, one output, byte for byte (but the summary's wall-clock seconds): every
+    Workload as Kueue left it with its resourceVersion, the timelines, the count of
+    reconciles and scheduling cycles. A dependence on Go's map order or the goroutines'
+    order anywhere in the engine or its copy of Kueue moves one of them (docs/what-if.md,
+    Ties, the same on every run)."""
+    config = load_config(read_config("staging"))
+    configuration = engine_input.manager_configuration(config)
+    mix = ROOT / "workloads" / "staging"
+    entries = load_mix(mix, Catalog.from_stack(config, frameworks(configuration)))
+    document = engine_input.engine_input(config, entries, configuration, None)
+    outputs = {raw_engine_output(config.kueue.version, document) for _ in range(5)}
+    assert len(outputs) == 1
+    lines = [json.loads(line) for line in outputs.pop().splitlines()]
+    assert sum(len(line.get("evictions") or []) for line in lines) >= 3  # it preempts
+    assert lines[-1]["reconciles"] > 0 and lines[-1]["type"] == "summary"
 
 
 def test_kueue_s_message_for_a_job_that_does_not_fit_is_the_same_on_every_run(

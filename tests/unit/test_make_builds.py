@@ -101,7 +101,7 @@ case "$1" in
   mod) ;;
   list) d=$FAKE_GO_LOG.module  # a module folder for the what-if engine's copy
         mkdir -p "$d/pkg/scheduler/flavorassigner" "$d/pkg/cache/hierarchy" \
-          "$d/pkg/controller/core" "$d/pkg/controller/jobs/pod"
+          "$d/pkg/controller/core" "$d/pkg/controller/jobs/pod" "$d/pkg/scheduler/preemption"
         # the lines the engine's rewrites (toolchain/go/whatif/overlay/rewrites.tsv) look for
         # (FAKE_GO_MOVED: a release that moved the first of them)
         s="$d/pkg/scheduler" c="$d/pkg/cache/hierarchy/cohort.go"
@@ -116,6 +116,9 @@ case "$1" in
         printf 'func (r *WorkloadReconciler) Update(e E) bool {\n\tb := %s\n}\n' \
           'time.Until(e.ObjectNew.Status.RequeueState.RequeueAt.Time)' \
           > "$d/pkg/controller/core/workload_controller.go"
+        printf '%s\n\t%s func(i int) {\n\t})\n}\n' 'func (p *Preemptor) IssuePreemptions(' \
+          'workqueue.ParallelizeUntil(ctx, parallelPreemptions, len(targets),' \
+          > "$s/preemption/preemption.go"
         echo "$d" ;;
   build)
     out=""; pkg=""; modfile=""
@@ -133,7 +136,8 @@ case "$1" in
       grep -h 'sigs.k8s.io/kueue v' "$modfile" >> "$FAKE_GO_LOG.engine"
       (cd "$m/kueue/pkg" && cat scheduler/scheduler.go scheduler/fair_sharing_iterator.go \
         cache/hierarchy/cohort.go scheduler/flavorassigner/flavorassigner.go \
-        controller/core/workload_controller.go >> "$FAKE_GO_LOG.engine")
+        controller/core/workload_controller.go scheduler/preemption/preemption.go \
+        >> "$FAKE_GO_LOG.engine")
       (cd "$m/kueue" && find pkg -name zz_whatif.go | sort >> "$FAKE_GO_LOG.overlay")
     fi
     echo "$pkg $ldflags" >> "$FAKE_GO_LOG"; printf '#!/bin/sh\\n' > "$out"; chmod +x "$out" ;;
@@ -221,6 +225,8 @@ def test_the_engine_is_built_with_ties_in_a_fixed_order(tmp_path: Path) -> None:
     assert "UnsortedList()\n" not in engine.replace("UnsortedList())", "")
     assert "e.ObjectNew.Status.RequeueState.RequeueAt.Time.Sub(r.clock.Now())" in engine
     assert "time.Until" not in engine
+    assert "workqueue.ParallelizeUntil(ctx, 1, len(targets)," in engine  # victims in order
+    assert "parallelPreemptions" not in engine
 
 
 def engine_sources(tmp_path: Path) -> dict[str, str]:

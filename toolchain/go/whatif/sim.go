@@ -122,6 +122,9 @@ type sim struct {
 	changes   int // objects seen changed (informer events), for idle instants
 	// stackChanges: Input.Changes's objects, decoded and defaulted, by the change's index.
 	stackChanges [][]ctrl.Object
+	// informed, when set (by a test), sees the Workloads the informer hands out at each step,
+	// in the order it hands them out.
+	informed func(wls []types.NamespacedName)
 }
 
 // replay: the event loop. Each instant's events are applied, then everything settles at
@@ -475,6 +478,9 @@ func (s *sim) settle() error {
 	}
 	for step := 0; step < limit; step++ {
 		wls, jobs, pods, jobSets := s.dirty.take()
+		if s.informed != nil && len(wls) > 0 {
+			s.informed(wls)
+		}
 		if err := s.inform(wls, jobs, pods); err != nil {
 			return err
 		}

@@ -2,14 +2,20 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
+	testingjob "sigs.k8s.io/kueue/pkg/util/testingjobs/job"
 )
 
 // gpuInput: team-a's stack with 8 GPUs of quota on one 8-GPU node, and the jobs.
@@ -212,4 +218,68 @@ func TestQueueStateCountsEachClusterQueuesHeapAndInadmissibleWorkloads(t *testin
 			}
 		})
 	}
+}
+
+// Kueue's preemptor evicts a preemption's victims on up to eight goroutines, so their Evicted
+// writes reached the engine's informer, which hands Workloads out in write order, in an order
+// the Go runtime chose, different from run to run. The engine's copy evicts them one after
+// another in the preemptor's own order (overlay/rewrites.tsv, IssuePreemptions): the most
+// recently admitted first. Four low-priority jobs of 2 GPUs hold the 8 at 0 s (admitted a
+// second apart on Kueue's clock); an 8-GPU high-priority job at 10 s preempts all four.
+func TestAPreemptionsVictimsReachTheInformerInKueuesOrderOnEveryRun(t *testing.T) {
+	want := []string{"low-3", "low-2", "low-1", "low-0"}
+	for run := range 12 {
+		s, err := newSim(preemptionInput(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		s.informed = func(wls []types.NamespacedName) {
+			var victims []string
+			for _, k := range wls {
+				if name, ok := strings.CutPrefix(k.Name, "job-"); ok && strings.HasPrefix(name, "low-") && s.now == 10 {
+					victims = append(victims, name[:len("low-0")])
+				}
+			}
+			if got == nil && len(victims) == len(want) {
+				got = victims
+			}
+		}
+		if err := s.replay(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("run %d: the victims reached the informer as %v, want %v", run, got, want)
+		}
+	}
+}
+
+// preemptionInput: team-a's 8 GPUs with preemption of lower priorities within its queue, four
+// low-priority 2-GPU jobs at 0 s and a high-priority 8-GPU job at 10 s.
+func preemptionInput(t *testing.T) *Input {
+	t.Helper()
+	in := gpuInput(t, kueue.BestEffortFIFO)
+	var cq map[string]any
+	if err := json.Unmarshal(in.Objects[2], &cq); err != nil {
+		t.Fatal(err)
+	}
+	cq["spec"].(map[string]any)["preemption"] = map[string]any{"withinClusterQueue": "LowerPriority"}
+	in.Objects[2] = rawJSON(t, cq)
+	for name, value := range map[string]int32{"low": 10, "high": 1000} {
+		in.Objects = append(in.Objects, withKind(t, utiltestingapi.MakeWorkloadPriorityClass(name).PriorityValue(value).Obj()))
+	}
+	for i := range 4 {
+		in.Jobs = append(in.Jobs, priorityJob(t, i, fmt.Sprintf("low-%d", i), "low", "2", 0))
+	}
+	in.Jobs = append(in.Jobs, priorityJob(t, 4, "high", "high", "8", 10))
+	return in
+}
+
+// priorityJob: gpuJob with a WorkloadPriorityClass, running for 100 s.
+func priorityJob(t *testing.T, index int, name, class, gpus string, at float64) JobInput {
+	t.Helper()
+	j := testingjob.MakeJob(name, "team-a").Queue("gpu-queue").Suspend(false).WorkloadPriorityClass(class).
+		RequestAndLimit("nvidia.com/gpu", gpus).Request(corev1.ResourceCPU, "1").Obj()
+	j.TypeMeta = metav1.TypeMeta{APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "Job"}
+	return JobInput{Kind: "Job", Index: index, Manifest: rawJSON(t, j), SubmitAt: at, Duration: 100}
 }
