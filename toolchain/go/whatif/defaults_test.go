@@ -44,3 +44,11 @@ func TestACRDThatIsNotOneIsRefusedByIndex(t *testing.T) {
 		t.Errorf("loadCRDDefaults: %v", err)
 	}
 }
+
+func TestTheMemoryLimitGrowsWithTheMixWithinItsCeiling(t *testing.T) {
+	for jobs, want := range map[int]int64{0: 1536 << 20, 1000: 1536<<20 + 1000*128<<10, 15000: 1536<<20 + 15000*128<<10, 50000: 3584 << 20} {
+		if got := memoryLimit(jobs); got != want {
+			t.Errorf("memoryLimit(%d) = %d MiB, want %d MiB", jobs, got>>20, want>>20)
+		}
+	}
+}

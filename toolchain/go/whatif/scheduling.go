@@ -15,12 +15,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	"sigs.k8s.io/kueue/pkg/workload"
 )
 
 // stop: the job's pods are gone (all of them, or the ones already bound while the rest
@@ -288,19 +284,9 @@ func (s *sim) pods(key types.NamespacedName) error {
 	return nil
 }
 
-// holding: the Workloads that hold quota now, as one string.
+// holding: the Workloads that hold quota now, as one string (the set `see` keeps).
 func (s *sim) holding() string {
-	keys := make([]types.NamespacedName, 0)
-	for k, wl := range s.seen {
-		if workload.HasQuotaReservation(wl) && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
-			keys = append(keys, k)
-		}
-	}
-	m := map[types.NamespacedName]bool{}
-	for _, k := range keys {
-		m[k] = true
-	}
-	return fmt.Sprint(sortedKeys(m))
+	return fmt.Sprint(sortedKeys(s.holders))
 }
 
 // heldJobs: the jobs whose pods wait for Kueue to be done with the instant, sampled with the

@@ -53,6 +53,7 @@ func newSim(in *Input) (*sim, error) {
 		byJobSet:    map[types.NamespacedName]int{},
 		byUID:       map[types.UID]int{},
 		seen:        map[types.NamespacedName]*kueue.Workload{},
+		holders:     map[types.NamespacedName]bool{},
 		seenJobs:    map[types.NamespacedName]ctrl.Object{},
 		seenPods:    map[types.NamespacedName]ctrl.Object{},
 		seenJobSets: map[types.NamespacedName]ctrl.Object{},

@@ -87,6 +87,7 @@ type sim struct {
 	byJobSet    map[types.NamespacedName]int
 	byUID       map[types.UID]int
 	seen        map[types.NamespacedName]*kueue.Workload
+	holders     map[types.NamespacedName]bool        // the seen Workloads that hold quota now (holding)
 	seenJobs    map[types.NamespacedName]ctrl.Object // Jobs and Pods, as their informers last saw them
 	seenPods    map[types.NamespacedName]ctrl.Object
 	seenJobSets map[types.NamespacedName]ctrl.Object
@@ -341,6 +342,23 @@ func defaultJob(j *batchv1.Job) {
 	}
 }
 
+// see records the Workload at key as the informer last saw it (nil: deleted), and whether it
+// holds quota, so that sampling the holders (holding) costs the holders, not every Workload
+// the replay has seen.
+func (s *sim) see(key types.NamespacedName, wl *kueue.Workload) {
+	if wl == nil {
+		delete(s.seen, key)
+		delete(s.holders, key)
+		return
+	}
+	s.seen[key] = wl
+	if workload.HasQuotaReservation(wl) && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
+		s.holders[key] = true
+	} else {
+		delete(s.holders, key)
+	}
+}
+
 // observe: an informer's event for one Workload, handed to the workload controller's
 // event handlers (which keep the cache and the queues), then queued for reconciling along
 // with its owner Job.
@@ -352,7 +370,7 @@ func (s *sim) observe(key types.NamespacedName) error {
 	case apierrors.IsNotFound(err):
 		if old != nil {
 			s.wlRec.Delete(event.TypedDeleteEvent[*kueue.Workload]{Object: old})
-			delete(s.seen, key)
+			s.see(key, nil)
 		}
 		return nil
 	case err != nil:
@@ -368,7 +386,7 @@ func (s *sim) observe(key types.NamespacedName) error {
 			s.wlQ.add(key)
 		}
 	}
-	s.seen[key] = wl
+	s.see(key, wl)
 	s.changes++
 	if trace {
 		var cs []string

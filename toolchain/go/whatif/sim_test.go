@@ -174,12 +174,14 @@ func TestHoldingNamesTheWorkloadsWithQuotaThatHaveNotFinished(t *testing.T) {
 		w.Status.Conditions = conds
 		return w
 	}
-	s := &sim{seen: map[types.NamespacedName]*kueue.Workload{
-		{Namespace: "b", Name: "holds"}:   wl(reserved),
-		{Namespace: "a", Name: "holds"}:   wl(reserved),
-		{Namespace: "a", Name: "done"}:    wl(reserved, finished),
-		{Namespace: "a", Name: "waiting"}: wl(),
-	}}
+	s := &sim{seen: map[types.NamespacedName]*kueue.Workload{}, holders: map[types.NamespacedName]bool{}}
+	s.see(types.NamespacedName{Namespace: "b", Name: "holds"}, wl(reserved))
+	s.see(types.NamespacedName{Namespace: "a", Name: "holds"}, wl(reserved))
+	s.see(types.NamespacedName{Namespace: "a", Name: "done"}, wl(reserved))
+	s.see(types.NamespacedName{Namespace: "a", Name: "done"}, wl(reserved, finished)) // it ended
+	s.see(types.NamespacedName{Namespace: "a", Name: "waiting"}, wl())
+	s.see(types.NamespacedName{Namespace: "c", Name: "gone"}, wl(reserved))
+	s.see(types.NamespacedName{Namespace: "c", Name: "gone"}, nil) // deleted
 	if got, want := s.holding(), "[a/holds b/holds]"; got != want {
 		t.Errorf("holding() = %s, want %s", got, want)
 	}
