@@ -445,6 +445,26 @@ class JobSet(_Runnable):
         return self
 
 
+class PyTorchJob(_Runnable):
+    """A kubeflow.org/v1 PyTorchJob as users write it: replica types (Master, Worker), each a Job
+    builder's pod template, its one container named pytorch as the training operator wants. The
+    metadata setters are Job's; a pod's (limits, image) are set on each replica's Job."""
+
+    def __init__(self, name: str, namespace: str | None) -> None:
+        super().__init__("kubeflow.org/v1", "PyTorchJob", name, namespace)
+        self._obj["spec"] = {"pytorchReplicaSpecs": {}}
+
+    def replica(self, replica_type: str, job: Job, replicas: int | None = 1) -> Self:
+        """`replicas` pods (none given: the operator's default, 1) of the Job's pod template."""
+        template = job.obj()["spec"]["template"]
+        template["spec"]["containers"][0]["name"] = "pytorch"
+        replica: dict[str, Any] = {"restartPolicy": "OnFailure", "template": template}
+        if replicas is not None:
+            replica["replicas"] = replicas
+        self._obj["spec"]["pytorchReplicaSpecs"][replica_type] = replica
+        return self
+
+
 class Workload(_KueueObject):
     """Kueue's Workload, as Kueue writes one for a Job (MakeWorkload): spec.podSets, and in
     status the admission and the conditions, each set in the order called."""

@@ -7,7 +7,8 @@ so a malformed manifest is an `invalid` row of the report and the rest of the mi
 
 A null is an absent field, as in the API server's decoding; a field the replay cannot do
 without that is absent (a Job's `spec.template`, a pod's `containers`, a JobSet's
-`spec.replicatedJobs[i].template`) is refused. The rest (fields not listed here, a container
+`spec.replicatedJobs[i].template`, a PyTorchJob's `spec.pytorchReplicaSpecs[Worker].template`)
+is refused. The rest (fields not listed here, a container
 without an image, ...) is left to the API server, which
 refuses what it cannot take when the replay submits the object (its message is the row's
 reason then).
@@ -170,12 +171,37 @@ JOBSET_SPEC: Final = Struct(
     },
     required=("replicatedJobs",),
 )
+PYTORCHJOB_SPEC: Final = Struct(
+    {
+        "pytorchReplicaSpecs": MapOf(
+            Struct(
+                {"replicas": INT32, "restartPolicy": STR, "template": POD_TEMPLATE},
+                required=("template",),
+            )
+        ),
+        "runPolicy": Struct(
+            {
+                "suspend": BOOL,
+                "managedBy": STR,
+                "cleanPodPolicy": STR,
+                "backoffLimit": INT32,
+                "activeDeadlineSeconds": INT,
+                "ttlSecondsAfterFinished": INT32,
+                "schedulingPolicy": Struct({"priorityClass": STR, "queue": STR}),
+            }
+        ),
+        "elasticPolicy": Struct({}),
+        "nprocPerNode": Anything("a string or an integer"),
+    },
+    required=("pytorchReplicaSpecs",),
+)
 HEAD: Final = Struct({"apiVersion": STR, "kind": STR, "metadata": OBJECT_META})
 """What every document of a mix must have the shape of, whatever its kind."""
 BODIES: Final[Mapping[str, Struct]] = {
     "Job": Struct({"spec": JOB_SPEC, "status": Anything()}, required=("spec",)),
     "Pod": Struct({"spec": POD_SPEC, "status": Anything()}, required=("spec",)),
     "JobSet": Struct({"spec": JOBSET_SPEC, "status": Anything()}, required=("spec",)),
+    "PyTorchJob": Struct({"spec": PYTORCHJOB_SPEC, "status": Anything()}, required=("spec",)),
 }
 """The rest of the kinds the replay submits (gpu_queues.whatif.mix.REPLAYABLE)."""
 
@@ -291,6 +317,7 @@ def head_problem(body: Mapping[str, Any]) -> str | None:
 
 
 def body_problem(body: Mapping[str, Any], kind: str) -> str | None:
-    """The rest of an object the replay submits (a Job's spec, a Pod's, a JobSet's)."""
+    """The rest of an object the replay submits (a Job's spec, a Pod's, a JobSet's, a
+    PyTorchJob's)."""
     shape = BODIES.get(kind)
     return problem(body, shape) if shape is not None else None

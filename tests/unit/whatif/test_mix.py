@@ -24,7 +24,7 @@ from gpu_queues.whatif.mix import (
     load_mix,
     submission_order,
 )
-from tests.builders import Job, JobSet, Pod, Stack, gpu_flavor, gpu_team
+from tests.builders import Job, JobSet, Pod, PyTorchJob, Stack, gpu_flavor, gpu_team
 
 pytestmark = pytest.mark.unit
 
@@ -205,6 +205,114 @@ def test_a_jobset_on_a_stack_without_the_jobset_integration_names_it_to_enable(
     assert entry.problem == (
         "Kueue does not manage JobSet on this stack: integration jobset.x-k8s.io/jobset is not "
         "enabled; add it to kueue.manager.integrations.frameworks (now: batch/job, pod)"
+    )
+
+
+WITH_PYTORCH = Catalog(
+    CATALOG.queues, CATALOG.priority_classes, CATALOG.frameworks | {"kubeflow.org/pytorchjob"}
+)
+
+
+def pytorchjob(name: str = "bert", workers: int | None = 3) -> PyTorchJob:
+    """A Master (1 pod, cpu only) and `workers` Workers (1 GPU each)."""
+    master = Job("master", None).image("x").requests(cpu="2")
+    worker = Job("worker", None).image("x").limits(gpu=1)
+    return (
+        PyTorchJob(name, "team-research")
+        .queue("gpu-queue")
+        .replica("Master", master)
+        .replica("Worker", worker.complete_after("5s"), replicas=workers)
+    )
+
+
+def pytorch_mix(tmp_path: Path, *docs: Any) -> list[Entry]:
+    (tmp_path / "mix.yaml").write_text(yaml.safe_dump_all(docs))
+    return load_mix(tmp_path / "mix.yaml", WITH_PYTORCH)
+
+
+def test_a_pytorchjob_holds_the_pods_and_gpus_of_its_master_and_workers(tmp_path: Path) -> None:
+    (entry,) = pytorch_mix(tmp_path, pytorchjob().duration("1h").obj())
+    assert entry.status == "ok", entry.problem
+    assert (entry.kind, entry.gpus, entry.pods, entry.duration) == ("PyTorchJob", 3, 4, 3600.0)
+    worker = entry.manifest["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+    assert COMPLETE_AFTER not in worker["metadata"]["annotations"]
+
+
+def test_a_pytorchjobs_replicas_default_to_one_and_its_replica_types_to_any_case(
+    tmp_path: Path,
+) -> None:
+    body = pytorchjob(workers=None).obj()
+    specs = body["spec"]["pytorchReplicaSpecs"]
+    specs["worker"] = specs.pop("Worker")  # the training operator camel-cases it
+    (entry,) = pytorch_mix(tmp_path, body)
+    assert (entry.status, entry.gpus, entry.pods) == ("ok", 1, 2), entry.problem
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "words"),
+    [
+        (("Worker", "replicas"), "2",
+         "spec.pytorchReplicaSpecs[Worker].replicas: must be an integer, not a string"),
+        (("Worker", "replicas"), 0,
+         "spec.pytorchReplicaSpecs[Worker].replicas: 0 must be at least 1"),
+        (("Master", "replicas"), 2, "spec.pytorchReplicaSpecs[Master].replicas: 2 must be 1"),
+        (("Chief",), {"template": {"spec": {"containers": [{"name": "pytorch", "image": "x"}]}}},
+         "spec.pytorchReplicaSpecs[Chief]: 'Chief' is not a PyTorchJob replica type"),
+        (("master",), {"template": {"spec": {"containers": [{"name": "pytorch", "image": "x"}]}}},
+         "spec.pytorchReplicaSpecs[master]: names the replica type of "
+         "spec.pytorchReplicaSpecs[Master] again"),
+        (("Worker", "template"), None, "spec.pytorchReplicaSpecs[Worker].template: is required"),
+        (("Worker", "template", "spec", "containers"), [],
+         "spec.pytorchReplicaSpecs[Worker].template.spec.containers: must not be empty"),
+        (("Worker", "template", "spec", "containers", 0, "name"), "main",
+         "spec.pytorchReplicaSpecs[Worker].template.spec.containers: must have a container "
+         "named pytorch"),
+        (("Worker", "template", "spec", "containers", 0, "image"), "",
+         "spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].image: is required"),
+        (("Worker", "template", "spec", "containers", 0, "resources", "limits", "nvidia.com/gpu"),
+         0.5, "spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].resources.limits"
+         "[nvidia.com/gpu]"),
+    ],
+)  # fmt: skip
+def test_a_malformed_pytorchjob_is_invalid_naming_the_field(
+    tmp_path: Path, path: tuple[Any, ...], value: Any, words: str
+) -> None:
+    body = pytorchjob().obj()
+    inner: Any = body["spec"]["pytorchReplicaSpecs"]
+    for key in path[:-1]:
+        inner = inner[key]
+    inner[path[-1]] = value
+    (entry,) = pytorch_mix(tmp_path, body)
+    assert entry.status == "invalid"
+    assert words in (entry.problem or ""), entry.problem
+
+
+@pytest.mark.parametrize(
+    ("specs", "words"),
+    [
+        ({}, "spec.pytorchReplicaSpecs: must name a Master or a Worker"),
+        (None, "spec.pytorchReplicaSpecs: is required"),
+        ([], "spec.pytorchReplicaSpecs: must be a mapping, not a list ([])"),
+    ],
+)
+def test_a_pytorchjob_without_replica_specs_is_invalid(
+    tmp_path: Path, specs: Any, words: str
+) -> None:
+    body = pytorchjob().obj()
+    body["spec"]["pytorchReplicaSpecs"] = specs
+    (entry,) = pytorch_mix(tmp_path, body)
+    assert (entry.status, entry.problem) == ("invalid", words)
+
+
+def test_a_pytorchjob_on_a_stack_without_the_pytorchjob_integration_names_it_to_enable(
+    tmp_path: Path,
+) -> None:
+    (entry,) = mix(tmp_path, pytorchjob().obj())
+    assert entry.status == "unsupported"
+    assert entry.problem == (
+        "Kueue does not manage PyTorchJob on this stack: integration kubeflow.org/pytorchjob is "
+        "not enabled; add it to kueue.manager.integrations.frameworks (now: batch/job, "
+        "deployment, jobset.x-k8s.io/jobset, pod)"
     )
 
 
