@@ -83,17 +83,25 @@ func (s *sim) addJobs(jobs []JobInput) error {
 		var err error
 		switch {
 		case st.pod:
-			st.key, st.template, err = decodePod(j)
-			st.count = 1
-			s.byPod[st.key] = i
+			if st.key, st.template, err = decodePod(j); err == nil {
+				st.count = 1
+				s.byPod[st.key] = i
+			}
 		case s.familyOf(j.Kind) != nil:
 			err = s.addFamilyJob(st, s.familyOf(j.Kind), i)
 		default:
-			st.key, st.template, st.count, err = decodeJob(j)
-			s.byJob[st.key] = i
+			if st.key, st.template, st.count, err = decodeJob(j); err == nil {
+				s.byJob[st.key] = i
+			}
 		}
 		if err != nil {
-			return err
+			// A field of another type than its kind's API gives it (one the mix's checks do
+			// not know) is refused by the API server's schema: that job's row says why, and
+			// the replay goes on without it.
+			st.problem = fmt.Sprintf("the API refused it: %v", err)
+			s.jobs = append(s.jobs, st)
+			s.byUID[st.uid] = i
+			continue
 		}
 		if st.sets == nil {
 			st.sets = []podSet{{count: st.count}}
