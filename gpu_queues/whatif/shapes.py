@@ -187,11 +187,33 @@ PYTORCHJOB_SPEC: Final = Struct(
                 "backoffLimit": INT32,
                 "activeDeadlineSeconds": INT,
                 "ttlSecondsAfterFinished": INT32,
-                "schedulingPolicy": Struct({"priorityClass": STR, "queue": STR}),
+                "schedulingPolicy": Struct(
+                    {
+                        "minAvailable": INT32,
+                        "queue": STR,
+                        "minResources": MapOf(QUANTITY),
+                        "priorityClass": STR,
+                        "scheduleTimeoutSeconds": INT32,
+                    }
+                ),
             }
         ),
-        "elasticPolicy": Struct({}),
-        "nprocPerNode": Anything("a string or an integer"),
+        "elasticPolicy": Struct(
+            {
+                "minReplicas": INT32,
+                "maxReplicas": INT32,
+                "rdzvBackend": STR,
+                "rdzvPort": INT32,
+                "rdzvHost": STR,
+                "rdzvId": STR,
+                "rdzvConf": ListOf(Struct({"key": STR, "value": STR})),
+                "standalone": BOOL,
+                "nProcPerNode": INT32,
+                "maxRestarts": INT32,
+                "metrics": ListOf(Struct({"type": STR})),
+            }
+        ),
+        "nprocPerNode": STR,
     },
     required=("pytorchReplicaSpecs",),
 )

@@ -304,6 +304,28 @@ def test_a_pytorchjob_without_replica_specs_is_invalid(
     assert (entry.status, entry.problem) == ("invalid", words)
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("nprocPerNode", 4, "spec.nprocPerNode: must be a string, not a number (4) (quote it)"),
+        ("elasticPolicy", {"minReplicas": "1"},
+         "spec.elasticPolicy.minReplicas: must be an integer, not a string"),
+        ("runPolicy", {"schedulingPolicy": {"minAvailable": True}},
+         "spec.runPolicy.schedulingPolicy.minAvailable: must be an integer, not a boolean"),
+    ],
+)  # fmt: skip
+def test_a_pytorchjob_field_the_engine_decodes_is_checked_for_its_type(
+    tmp_path: Path, field: str, value: Any, words: str
+) -> None:
+    """Every field of the training operator's PyTorchJobSpec has its type checked: one of
+    another type is refused by the API server, and the engine could not decode it."""
+    body = pytorchjob().obj()
+    body["spec"][field] = value
+    (entry,) = pytorch_mix(tmp_path, body)
+    assert entry.status == "invalid"
+    assert words in (entry.problem or ""), entry.problem
+
+
 def test_a_pytorchjob_on_a_stack_without_the_pytorchjob_integration_names_it_to_enable(
     tmp_path: Path,
 ) -> None:
