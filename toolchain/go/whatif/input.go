@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -94,10 +95,13 @@ func (s *sim) addJobs(jobs []JobInput) error {
 				s.byJob[st.key] = i
 			}
 		}
+		if err != nil && !fieldOfAnotherType(err) {
+			return err
+		}
 		if err != nil {
 			// A field of another type than its kind's API gives it (one the mix's checks do
 			// not know) is refused by the API server's schema: that job's row says why, and
-			// the replay goes on without it.
+			// the replay goes on without it. A manifest that is no object at all is bad input.
 			st.problem = fmt.Sprintf("the API refused it: %v", err)
 			s.jobs = append(s.jobs, st)
 			s.byUID[st.uid] = i
@@ -115,6 +119,13 @@ func (s *sim) addJobs(jobs []JobInput) error {
 		s.push(ev{at: j.SubmitAt, kind: evSubmit, idx: i})
 	}
 	return nil
+}
+
+// fieldOfAnotherType: whether err is a field of an object that does not decode into its Go
+// type (not a value that is no object at all).
+func fieldOfAnotherType(err error) bool {
+	var typeErr *json.UnmarshalTypeError
+	return errors.As(err, &typeErr) && typeErr.Field != ""
 }
 
 // decodePod: a plain Pod's name and pod template (namespace default when it names none).
