@@ -62,7 +62,7 @@ type jobKind interface {
 }
 
 // jobKinds: every kind the engine plays this way, in the order of their objKind.
-func jobKinds() []jobKind { return []jobKind{jobSetKind{}, pyTorchJobKind{}} }
+func jobKinds() []jobKind { return []jobKind{jobSetKind{}, pyTorchJobKind{}, rayJobKind{}} }
 
 // family: one jobKind in a replay: Kueue's reconciler for it, its reconcile requests, its jobs
 // by name and how its informer last saw them.
