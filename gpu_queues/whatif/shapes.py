@@ -217,6 +217,66 @@ PYTORCHJOB_SPEC: Final = Struct(
     },
     required=("pytorchReplicaSpecs",),
 )
+RAY_CLUSTER_SPEC: Final = Struct(
+    {
+        "headGroupSpec": Struct(
+            {
+                "template": POD_TEMPLATE,
+                "rayStartParams": MapOf(STR),
+                "serviceType": STR,
+                "enableIngress": BOOL,
+                "headService": Struct({}),
+            },
+            required=("template",),
+        ),
+        "workerGroupSpecs": ListOf(
+            Struct(
+                {
+                    "groupName": STR,
+                    "replicas": INT32,
+                    "minReplicas": INT32,
+                    "maxReplicas": INT32,
+                    "numOfHosts": INT32,
+                    "idleTimeoutSeconds": INT32,
+                    "suspend": BOOL,
+                    "rayStartParams": MapOf(STR),
+                    "template": POD_TEMPLATE,
+                    "scaleStrategy": Struct({"workersToDelete": ListOf(STR)}),
+                },
+                required=("groupName", "template"),
+            )
+        ),
+        "rayVersion": STR,
+        "enableInTreeAutoscaling": BOOL,
+        "autoscalerOptions": Struct({}),
+        "headServiceAnnotations": MapOf(STR),
+        "suspend": BOOL,
+        "managedBy": STR,
+        "gcsFaultToleranceOptions": Struct({}),
+    },
+    required=("headGroupSpec",),
+)
+RAYJOB_SPEC: Final = Struct(
+    {
+        "entrypoint": STR,
+        "submissionMode": STR,
+        "shutdownAfterJobFinishes": BOOL,
+        "ttlSecondsAfterFinished": INT32,
+        "activeDeadlineSeconds": INT32,
+        "backoffLimit": INT32,
+        "suspend": BOOL,
+        "clusterSelector": MapOf(STR),
+        "rayClusterSpec": RAY_CLUSTER_SPEC,
+        "submitterPodTemplate": POD_TEMPLATE,
+        "submitterConfig": Struct({"backoffLimit": INT32}),
+        "runtimeEnvYAML": STR,
+        "jobId": STR,
+        "managedBy": STR,
+        "metadata": MapOf(STR),
+        "entrypointResources": STR,
+        "deletionStrategy": Struct({}),
+    },
+)
 HEAD: Final = Struct({"apiVersion": STR, "kind": STR, "metadata": OBJECT_META})
 """What every document of a mix must have the shape of, whatever its kind."""
 BODIES: Final[Mapping[str, Struct]] = {
@@ -224,6 +284,7 @@ BODIES: Final[Mapping[str, Struct]] = {
     "Pod": Struct({"spec": POD_SPEC, "status": Anything()}, required=("spec",)),
     "JobSet": Struct({"spec": JOBSET_SPEC, "status": Anything()}, required=("spec",)),
     "PyTorchJob": Struct({"spec": PYTORCHJOB_SPEC, "status": Anything()}, required=("spec",)),
+    "RayJob": Struct({"spec": RAYJOB_SPEC, "status": Anything()}, required=("spec",)),
 }
 """The rest of the kinds the replay submits (gpu_queues.whatif.mix.REPLAYABLE)."""
 
@@ -340,6 +401,6 @@ def head_problem(body: Mapping[str, Any]) -> str | None:
 
 def body_problem(body: Mapping[str, Any], kind: str) -> str | None:
     """The rest of an object the replay submits (a Job's spec, a Pod's, a JobSet's, a
-    PyTorchJob's)."""
+    PyTorchJob's, a RayJob's)."""
     shape = BODIES.get(kind)
     return problem(body, shape) if shape is not None else None

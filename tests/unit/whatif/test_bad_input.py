@@ -2,8 +2,8 @@
 naming the field, never an exception, and the rest of the mix replays; a mix over the size
 limits is refused whole, before anything starts, unless a flag raises the limit.
 
-The fuzzing replaces every node of a valid Job, Pod, JobSet and PyTorchJob, one at a time, by
-a null, a list, a number, a string and a mapping, then a few at a time at random."""
+The fuzzing replaces every node of a valid Job, Pod, JobSet, PyTorchJob and RayJob, one at a
+time, by a null, a list, a number, a string and a mapping, then a few at a time at random."""
 
 from __future__ import annotations
 
@@ -40,7 +40,9 @@ pytestmark = pytest.mark.unit
 CATALOG = Catalog(
     queues=(TeamQueue("research", "team-research", "gpu-queue", "research-cq"),),
     priority_classes=frozenset({"high"}),
-    frameworks=frozenset({"batch/job", "pod", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob"}),
+    frameworks=frozenset(
+        {"batch/job", "pod", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "ray.io/rayjob"}
+    ),
 )
 META: dict[str, Any] = {
     "name": "train",
@@ -130,9 +132,43 @@ PYTORCHJOB: dict[str, Any] = {
         },
     },
 }  # fmt: skip
+RAYJOB: dict[str, Any] = {
+    "apiVersion": "ray.io/v1",
+    "kind": "RayJob",
+    "metadata": META,
+    "spec": {
+        "entrypoint": "python /app/tune.py",
+        "shutdownAfterJobFinishes": True,
+        "submissionMode": "K8sJobMode",
+        "rayClusterSpec": {
+            "rayVersion": "2.52.0",
+            "headGroupSpec": {
+                "rayStartParams": {"num-cpus": "0"}, "template": {"spec": LEADER_POD}
+            },
+            "workerGroupSpecs": [
+                {
+                    "groupName": "gpu",
+                    "replicas": 2,
+                    "minReplicas": 0,
+                    "maxReplicas": 4,
+                    "numOfHosts": 1,
+                    "template": {"metadata": {"labels": {"role": "worker"}}, "spec": POD_SPEC},
+                },
+            ],
+        },
+    },
+}  # fmt: skip
 # Keys whose values are a mapping of names (shown as field[key]), not fields (field.key).
 NAMED = frozenset(
-    {"labels", "annotations", "limits", "requests", "nodeSelector", "pytorchReplicaSpecs"}
+    {
+        "labels",
+        "annotations",
+        "limits",
+        "requests",
+        "nodeSelector",
+        "pytorchReplicaSpecs",
+        "rayStartParams",
+    }
 )
 QUANTITIES = frozenset({"limits", "requests"})
 REPLACEMENTS: list[Any] = [None, [], ["x"], 7, "x", {}, {"k": 1}]
@@ -198,8 +234,8 @@ def sound(entry: Entry) -> str | None:
     return None
 
 
-VALID = [JOB, POD, JOBSET, PYTORCHJOB]
-VALID_IDS = ["job", "pod", "jobset", "pytorchjob"]
+VALID = [JOB, POD, JOBSET, PYTORCHJOB, RAYJOB]
+VALID_IDS = ["job", "pod", "jobset", "pytorchjob", "rayjob"]
 
 
 @pytest.mark.parametrize("valid", VALID, ids=VALID_IDS)
@@ -207,9 +243,10 @@ def test_the_valid_manifests_are_replayed(tmp_path: Path, valid: dict[str, Any])
     (entry,) = load(tmp_path, valid)
     assert entry.status == "ok", entry.problem
     # A JobSet's workers: 2 replicas x 2 pods x 2 GPUs; its leader none. A PyTorchJob's
-    # Workers: 3 pods x 2 GPUs; its Master none.
+    # Workers: 3 pods x 2 GPUs; its Master none. A RayJob's workers: 2 pods x 2 GPUs; its head
+    # and its submitter none.
     assert (entry.gpus, entry.pods) == {
-        "Job": (4, 2), "Pod": (2, 1), "JobSet": (8, 5), "PyTorchJob": (6, 4)
+        "Job": (4, 2), "Pod": (2, 1), "JobSet": (8, 5), "PyTorchJob": (6, 4), "RayJob": (4, 4)
     }[valid["kind"]]  # fmt: skip
 
 

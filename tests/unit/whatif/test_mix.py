@@ -24,7 +24,7 @@ from gpu_queues.whatif.mix import (
     load_mix,
     submission_order,
 )
-from tests.builders import Job, JobSet, Pod, PyTorchJob, Stack, gpu_flavor, gpu_team
+from tests.builders import Job, JobSet, Pod, PyTorchJob, RayJob, Stack, gpu_flavor, gpu_team
 
 pytestmark = pytest.mark.unit
 
@@ -336,6 +336,122 @@ def test_a_pytorchjob_on_a_stack_without_the_pytorchjob_integration_names_it_to_
         "not enabled; add it to kueue.manager.integrations.frameworks (now: batch/job, "
         "deployment, jobset.x-k8s.io/jobset, pod)"
     )
+
+
+WITH_RAY = Catalog(CATALOG.queues, CATALOG.priority_classes, CATALOG.frameworks | {"ray.io/rayjob"})
+
+
+def rayjob(name: str = "tune", workers: int | None = 3) -> RayJob:
+    """A head (1 pod, cpu only) and a worker group of `workers` pods (1 GPU each)."""
+    head = Job("head", None).image("x").requests(cpu="2")
+    worker = Job("worker", None).image("x").limits(gpu=1)
+    return (
+        RayJob(name, "team-research", head)
+        .queue("gpu-queue")
+        .workers("gpu", worker.complete_after("5s"), replicas=workers)
+    )
+
+
+def ray_mix(tmp_path: Path, *docs: Any) -> list[Entry]:
+    (tmp_path / "mix.yaml").write_text(yaml.safe_dump_all(docs))
+    return load_mix(tmp_path / "mix.yaml", WITH_RAY)
+
+
+@pytest.mark.parametrize(
+    ("change", "gpus", "pods"),
+    [
+        ({}, 3, 5),  # head, 3 workers, the submitter (K8sJobMode, KubeRay's default)
+        ({"submissionMode": "HTTPMode"}, 3, 4),  # no submitter pod
+        ({"submissionMode": "SidecarMode"}, 3, 4),  # the submitter is a container of the head
+    ],
+)
+def test_a_rayjob_holds_its_head_workers_and_submitter(
+    tmp_path: Path, change: dict[str, Any], gpus: int, pods: int
+) -> None:
+    (entry,) = ray_mix(tmp_path, rayjob().spec(**change).duration("1h").obj())
+    assert entry.status == "ok", entry.problem
+    assert (entry.kind, entry.gpus, entry.pods, entry.duration) == ("RayJob", gpus, pods, 3600.0)
+    group = entry.manifest["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]
+    assert COMPLETE_AFTER not in group["metadata"]["annotations"]
+
+
+def test_a_ray_worker_group_without_replicas_has_none_and_num_of_hosts_multiplies(
+    tmp_path: Path,
+) -> None:
+    body = rayjob(workers=None).obj()
+    (none,) = ray_mix(tmp_path, body)
+    assert (none.status, none.gpus, none.pods) == ("ok", 0, 2), none.problem
+    body["spec"]["rayClusterSpec"]["workerGroupSpecs"][0].update(replicas=2, numOfHosts=2)
+    (hosts,) = ray_mix(tmp_path, body)
+    assert (hosts.status, hosts.gpus, hosts.pods) == ("ok", 4, 6), hosts.problem
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"shutdownAfterJobFinishes": False}, "spec.shutdownAfterJobFinishes: must be true"),
+        ({"shutdownAfterJobFinishes": "yes"},
+         "spec.shutdownAfterJobFinishes: must be a boolean, not a string"),
+        ({"clusterSelector": {"ray.io/cluster": "shared"}},
+         "spec.clusterSelector: a Kueue-managed RayJob makes its own cluster"),
+        ({"rayClusterSpec": None}, "spec.rayClusterSpec: is required"),
+        ({"submissionMode": "Batch"}, "spec.submissionMode: 'Batch' is not one of K8sJobMode"),
+        ({"rayClusterSpec": {"headGroupSpec": None}},
+         "spec.rayClusterSpec.headGroupSpec: is required"),
+    ],
+)  # fmt: skip
+def test_a_rayjob_kueue_refuses_is_invalid_naming_the_field(
+    tmp_path: Path, change: dict[str, Any], words: str
+) -> None:
+    (entry,) = ray_mix(tmp_path, rayjob().spec(**change).obj())
+    assert entry.status == "invalid"
+    assert words in (entry.problem or ""), entry.problem
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("replicas", -1, "spec.rayClusterSpec.workerGroupSpecs[0].replicas: -1 must not be"),
+        ("replicas", "2", "spec.rayClusterSpec.workerGroupSpecs[0].replicas: must be an integer"),
+        ("groupName", "head", "spec.rayClusterSpec.workerGroupSpecs[0].groupName: 'head' is"),
+        ("groupName", None, "spec.rayClusterSpec.workerGroupSpecs[0].groupName: is required"),
+        ("numOfHosts", -2, "spec.rayClusterSpec.workerGroupSpecs[0].numOfHosts: -2 must not be"),
+        ("template", None, "spec.rayClusterSpec.workerGroupSpecs[0].template: is required"),
+    ],
+)  # fmt: skip
+def test_a_malformed_ray_worker_group_is_invalid_naming_the_field(
+    tmp_path: Path, field: str, value: Any, words: str
+) -> None:
+    body = rayjob().obj()
+    body["spec"]["rayClusterSpec"]["workerGroupSpecs"][0][field] = value
+    (entry,) = ray_mix(tmp_path, body)
+    assert entry.status == "invalid"
+    assert words in (entry.problem or ""), entry.problem
+
+
+def test_two_ray_worker_groups_of_one_name_or_too_many_are_invalid(tmp_path: Path) -> None:
+    worker = Job("worker", None).image("x").limits(gpu=1)
+    twice = rayjob().workers("gpu", worker).obj()
+    (entry,) = ray_mix(tmp_path, twice)
+    assert entry.problem == (
+        "spec.rayClusterSpec.workerGroupSpecs[1].groupName: 'gpu' is the name of an earlier "
+        "worker group"
+    )
+    many = rayjob()
+    for i in range(6):
+        many.workers(f"g{i}", worker)
+    (entry,) = ray_mix(tmp_path, many.obj())
+    assert entry.problem == (
+        "spec.rayClusterSpec.workerGroupSpecs: 7 groups make 9 pod sets; Kueue takes at most 8"
+    )
+
+
+def test_a_rayjob_on_a_stack_without_the_rayjob_integration_names_it_to_enable(
+    tmp_path: Path,
+) -> None:
+    (entry,) = mix(tmp_path, rayjob().obj())
+    assert entry.status == "unsupported"
+    assert "integration ray.io/rayjob is not enabled; add it to " in (entry.problem or "")
 
 
 def test_a_folder_is_read_in_path_order_and_lists_are_expanded(tmp_path: Path) -> None:
