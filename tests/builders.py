@@ -445,6 +445,57 @@ class JobSet(_Runnable):
         return self
 
 
+class PyTorchJob(_Runnable):
+    """A kubeflow.org/v1 PyTorchJob as users write it: replica types (Master, Worker), each a Job
+    builder's pod template, its one container named pytorch as the training operator wants. The
+    metadata setters are Job's; a pod's (limits, image) are set on each replica's Job."""
+
+    def __init__(self, name: str, namespace: str | None) -> None:
+        super().__init__("kubeflow.org/v1", "PyTorchJob", name, namespace)
+        self._obj["spec"] = {"pytorchReplicaSpecs": {}}
+
+    def replica(self, replica_type: str, job: Job, replicas: int | None = 1) -> Self:
+        """`replicas` pods (none given: the operator's default, 1) of the Job's pod template."""
+        template = job.obj()["spec"]["template"]
+        template["spec"]["containers"][0]["name"] = "pytorch"
+        replica: dict[str, Any] = {"restartPolicy": "OnFailure", "template": template}
+        if replicas is not None:
+            replica["replicas"] = replicas
+        self._obj["spec"]["pytorchReplicaSpecs"][replica_type] = replica
+        return self
+
+
+class RayJob(_Runnable):
+    """A ray.io/v1 RayJob as users write it: an entrypoint, a cluster deleted when the job ends
+    (as Kueue requires), its head and worker groups each a Job builder's pod template. The
+    metadata setters are Job's; a pod's (limits, image) are set on each group's Job."""
+
+    def __init__(self, name: str, namespace: str | None, head: Job) -> None:
+        super().__init__("ray.io/v1", "RayJob", name, namespace)
+        self._obj["spec"] = {
+            "entrypoint": "python /app/train.py",
+            "shutdownAfterJobFinishes": True,
+            "rayClusterSpec": {
+                "headGroupSpec": {"template": head.obj()["spec"]["template"]},
+                "workerGroupSpecs": [],
+            },
+        }
+
+    def workers(self, group: str, job: Job, replicas: int | None = 1) -> Self:
+        """A worker group of `replicas` pods (none given: KubeRay's default, 0) of the Job's
+        pod template."""
+        spec: dict[str, Any] = {"groupName": group, "template": job.obj()["spec"]["template"]}
+        if replicas is not None:
+            spec["replicas"] = replicas
+        self._obj["spec"]["rayClusterSpec"]["workerGroupSpecs"].append(spec)
+        return self
+
+    def spec(self, **fields: Any) -> Self:
+        """RayJob spec fields as written (submissionMode, ...)."""
+        self._obj["spec"].update(copy.deepcopy(fields))
+        return self
+
+
 class Workload(_KueueObject):
     """Kueue's Workload, as Kueue writes one for a Job (MakeWorkload): spec.podSets, and in
     status the admission and the conditions, each set in the order called."""

@@ -2,8 +2,9 @@
 folder and checked against the stack, each one either ready to submit or refused with the
 reason (never an exception: a bad manifest is a row of the report, not a failed replay).
 
-A manifest is what a user would `kubectl apply`: a batch/v1 Job (or a Pod, or a
-jobset.x-k8s.io/v1alpha2 JobSet, when Kueue's integration for it is on) with its namespace,
+A manifest is what a user would `kubectl apply`: a batch/v1 Job (or a Pod, a
+jobset.x-k8s.io/v1alpha2 JobSet, a kubeflow.org/v1 PyTorchJob or a ray.io/v1 RayJob, when
+Kueue's integration for it is on) with its namespace,
 the `kueue.x-k8s.io/queue-name` label and, when the stack declares WorkloadPriorityClasses,
 `kueue.x-k8s.io/priority-class`. Two optional annotations drive the replay's clock:
   gpu-queues.dev/submit-at   offset from the start of the replay (e.g. 15m); default 0
@@ -28,7 +29,7 @@ from gpu_queues.kueue.fields import GO_DURATION_MAX_SECONDS, labels_problem, nam
 from gpu_queues.values import as_dict
 from gpu_queues.whatif.documents import Limits, MixDocument, read_documents
 from gpu_queues.whatif.durations import DurationError, parse_duration
-from gpu_queues.whatif.podsets import held, jobset_problem, pod_sets
+from gpu_queues.whatif.podsets import held, kind_problem, pod_sets
 from gpu_queues.whatif.shapes import body_problem, head_problem
 
 ANNOTATION_SUBMIT_AT: Final = "gpu-queues.dev/submit-at"
@@ -63,12 +64,14 @@ FRAMEWORKS: Final[dict[tuple[str, str], str]] = {
     ("sparkoperator.k8s.io", "SparkApplication"): "sparkoperator.k8s.io/sparkapplication",
 }
 # What an engine replays: Jobs and Pods on both (the sandbox's Job controller is
-# kube-controller-manager's, kwok plays every pod's kubelet), JobSets on the fast one only (it
-# plays the JobSet controller as far as Kueue reads it; the sandbox has no JobSet controller:
-# sandbox/replay/engine.py refuses them there). Other kinds need controllers neither has
-# (Kubeflow, Ray, ...), or never finish (Deployment, StatefulSet).
-REPLAYABLE: Final = frozenset({"batch/job", "pod", "jobset.x-k8s.io/jobset"})
-REPLAYED: Final = "the what-if replays Jobs, Pods and JobSets"
+# kube-controller-manager's, kwok plays every pod's kubelet), JobSets, PyTorchJobs and RayJobs
+# on the fast one only (it plays their controllers as far as Kueue reads them; the sandbox has
+# none of them: sandbox/replay/engine.py refuses them there). Other kinds need controllers
+# neither has (RayCluster, the other Kubeflow jobs, ...), or never finish (Deployment, ...).
+REPLAYABLE: Final = frozenset(
+    {"batch/job", "pod", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "ray.io/rayjob"}
+)
+REPLAYED: Final = "the what-if replays Jobs, Pods, JobSets, PyTorchJobs and RayJobs"
 
 
 @dataclass(frozen=True)
@@ -229,9 +232,7 @@ def check(doc: MixDocument, index: int, catalog: Catalog) -> Entry:
             raise _Refused(shape)
         _framework(head, catalog)
         _names(head)
-        shape = body_problem(body, head.kind) or (
-            jobset_problem(body) if head.kind == "JobSet" else None
-        )
+        shape = body_problem(body, head.kind) or kind_problem(head.kind, body)
         if shape is not None:
             raise _Refused(shape)
         match = _local_queue(head, catalog)

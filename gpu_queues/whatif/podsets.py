@@ -1,15 +1,18 @@
 """The pod sets Kueue makes of a workload of the mix, counted as its integrations count them
 (pkg/controller/jobs/<kind>: PodSets): a Job's one (its parallelism, at most its completions),
-a plain Pod's one, a JobSet's one per replicated job (its replicas times its Job's pods). What
-a workload holds while it runs (its GPUs, its pods) is summed over them, one rule for every
-kind.
+a plain Pod's one, a JobSet's one per replicated job (its replicas times its Job's pods), a
+PyTorchJob's one per replica type, Master then Worker (its replicas), a RayJob's head, worker
+groups and submitter. What a workload holds
+while it runs (its GPUs, its pods) is summed over them, one rule for every kind.
+
+What a kind's own webhook refuses that Kueue would count wrong is `kind_problem`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from gpu_queues.values import as_dict, as_list
 from gpu_queues.whatif.gpus import pod_gpus
@@ -42,9 +45,19 @@ def job_pods(spec: Mapping[str, Any]) -> int:
     return max(count, 0)
 
 
+PYTORCH_REPLICA_TYPES: Final = ("Master", "Worker")
+"""A PyTorchJob's replica types, in the order Kueue makes its pod sets of them
+(pytorchjob.OrderedReplicaTypes)."""
+
+
 def pod_sets(kind: str, body: Mapping[str, Any]) -> list[PodSet]:
-    """The pod sets of a Job, Pod or JobSet manifest (none for another kind)."""
+    """The pod sets of a Job, Pod, JobSet, PyTorchJob or RayJob manifest (none for another
+    kind)."""
     spec = as_dict(body.get("spec"))
+    if kind == "PyTorchJob":
+        return _replica_sets(as_dict(spec.get("pytorchReplicaSpecs")), PYTORCH_REPLICA_TYPES)
+    if kind == "RayJob":
+        return _ray_sets(spec)
     if kind == "Pod":
         return [PodSet(MAIN, 1, as_dict(body.get("metadata")), spec)]
     if kind == "Job":
@@ -69,6 +82,74 @@ def pod_sets(kind: str, body: Mapping[str, Any]) -> list[PodSet]:
     return out
 
 
+def _replica_type(key: Any, types: tuple[str, ...]) -> str | None:
+    """The replica type a Kubeflow job's key names: the training operator's defaulting webhook
+    camel-cases them (master is Master)."""
+    return next((t for t in types if isinstance(key, str) and key.lower() == t.lower()), None)
+
+
+def _replica_sets(specs: dict[str, Any], types: tuple[str, ...]) -> list[PodSet]:
+    """A Kubeflow v1 job's pod sets: one per replica type present, in Kueue's order, named as
+    Kueue names it (lower case), its replicas (1 by default) its pods."""
+    by_type = {_replica_type(k, types): as_dict(v) for k, v in specs.items()}
+    out = []
+    for replica_type in types:
+        if replica_type not in by_type:
+            continue
+        replica = by_type[replica_type]
+        template = as_dict(replica.get("template"))
+        count = max(_int(replica.get("replicas"), 1), 0)
+        out.append(
+            PodSet(replica_type.lower(), count, _meta(template), as_dict(template.get("spec")))
+        )
+    return out
+
+
+SUBMITTER: Final = "submitter"
+"""The pod set of a RayJob's submitter in K8sJobMode (KubeRay's default submissionMode)."""
+RAY_SUBMITTER_SPEC: Final = {
+    "restartPolicy": "Never",
+    "containers": [
+        {
+            "name": "ray-job-submitter",
+            "resources": {
+                "limits": {"cpu": "1", "memory": "1Gi"},
+                "requests": {"cpu": "500m", "memory": "200Mi"},
+            },
+        }
+    ],
+}
+"""A submitter's pod when the RayJob gives no template (KubeRay's and Kueue's default)."""
+
+
+def _ray_sets(spec: dict[str, Any]) -> list[PodSet]:
+    """A RayJob's pod sets as Kueue's rayjob integration makes them: the head (1 pod), each
+    worker group (its replicas, 0 by KubeRay's CRD default, times its numOfHosts), and in
+    K8sJobMode the submitter (1 pod)."""
+    cluster = as_dict(spec.get("rayClusterSpec"))
+    head = as_dict(as_dict(cluster.get("headGroupSpec")).get("template"))
+    out = [PodSet("head", 1, _meta(head), as_dict(head.get("spec")))]
+    for group in as_list(cluster.get("workerGroupSpecs")):
+        template = as_dict(as_dict(group).get("template"))
+        count = max(_int(as_dict(group).get("replicas"), 0), 0)
+        count *= max(_int(as_dict(group).get("numOfHosts"), 1), 1)
+        name = as_dict(group).get("groupName")
+        out.append(
+            PodSet(
+                name if isinstance(name, str) else "",
+                count,
+                _meta(template),
+                as_dict(template.get("spec")),
+            )
+        )
+    if spec.get("submissionMode", "K8sJobMode") in ("K8sJobMode", None):
+        submitter = spec.get("submitterPodTemplate")
+        template = as_dict(submitter)
+        pod = as_dict(template.get("spec")) if submitter is not None else RAY_SUBMITTER_SPEC
+        out.append(PodSet(SUBMITTER, 1, _meta(template), pod))
+    return out
+
+
 def _meta(template: dict[str, Any]) -> dict[str, Any]:
     """The template's metadata mapping (an empty one, not the manifest's, when it has none:
     there is nothing to edit then)."""
@@ -81,6 +162,113 @@ def _meta(template: dict[str, Any]) -> dict[str, Any]:
 def held(sets: list[PodSet]) -> tuple[int, int]:
     """(GPUs, pods) the workload holds while all its pods run."""
     return sum(pod_gpus(s.spec) * s.count for s in sets), sum(s.count for s in sets)
+
+
+def kind_problem(kind: str, body: Mapping[str, Any]) -> str | None:
+    """What the kind's own webhook refuses that Kueue would count wrong (None for a kind
+    without such rules, or a manifest that breaks none)."""
+    if kind == "JobSet":
+        return jobset_problem(body)
+    if kind == "PyTorchJob":
+        return pytorchjob_problem(body)
+    if kind == "RayJob":
+        return rayjob_problem(body)
+    return None
+
+
+RAY_SUBMISSION_MODES: Final = ("K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode")
+MAX_POD_SETS: Final = 8
+"""Kueue's limit on a Workload's pod sets (jobframework.MaxPodSets)."""
+
+
+def rayjob_problem(body: Mapping[str, Any]) -> str | None:
+    """What Kueue's RayJob webhook refuses (the release's rayjob_webhook.go and raycluster's
+    ValidateCreate): a cluster to make (no clusterSelector beside it, none without it), deleted
+    when the job ends (shutdownAfterJobFinishes), no in-tree autoscaling (Kueue allows it only
+    with elastic workloads, which the what-if does not replay), at most 8 pod sets, no worker
+    group named head; and what KubeRay refuses or Kueue would count wrong: an unknown
+    submissionMode, two worker groups of one name, negative replicas or numOfHosts."""
+    spec = as_dict(body.get("spec"))
+    cluster = spec.get("rayClusterSpec")
+    if spec.get("clusterSelector"):
+        return (
+            "spec.clusterSelector: a Kueue-managed RayJob makes its own cluster; Kueue does "
+            "not manage one that runs on an existing cluster"
+        )
+    if cluster is None:
+        return "spec.rayClusterSpec: is required (Kueue admits the cluster the RayJob makes)"
+    if spec.get("shutdownAfterJobFinishes") is not True:
+        return (
+            "spec.shutdownAfterJobFinishes: must be true (Kueue's webhook: a managed RayJob "
+            "deletes its cluster when it ends, else the cluster holds the quota)"
+        )
+    mode = spec.get("submissionMode")
+    if mode is not None and mode not in RAY_SUBMISSION_MODES:
+        return f"spec.submissionMode: {mode!r} is not one of {', '.join(RAY_SUBMISSION_MODES)}"
+    if as_dict(cluster).get("enableInTreeAutoscaling") is True:
+        return (
+            "spec.rayClusterSpec.enableInTreeAutoscaling: Kueue admits an autoscaled RayJob "
+            "only as an elastic workload, which the what-if does not replay"
+        )
+    groups = as_list(as_dict(cluster).get("workerGroupSpecs"))
+    pod_sets = 1 + len(groups) + (1 if mode in (None, "K8sJobMode") else 0)
+    if pod_sets > MAX_POD_SETS:
+        return (
+            f"spec.rayClusterSpec.workerGroupSpecs: {len(groups)} groups make {pod_sets} pod "
+            f"sets; Kueue takes at most {MAX_POD_SETS}"
+        )
+    seen: set[str] = set()
+    for i, group in enumerate(groups):
+        where = f"spec.rayClusterSpec.workerGroupSpecs[{i}]"
+        name = as_dict(group).get("groupName")
+        if name == "head":
+            return f"{where}.groupName: 'head' is the head group's"
+        if name in seen:
+            return f"{where}.groupName: {name!r} is the name of an earlier worker group"
+        seen.add(str(name))
+        for count in ("replicas", "numOfHosts"):
+            value = as_dict(group).get(count)
+            if isinstance(value, int) and value < 0:
+                return f"{where}.{count}: {value} must not be negative"
+    return None
+
+
+def pytorchjob_problem(body: Mapping[str, Any]) -> str | None:
+    """What the training operator's PyTorchJob webhooks (v1.9) refuse: a replica type other than
+    Master and Worker (in any case: its defaulter camel-cases them, so two keys may name one
+    type), one Master exactly, at least one Worker when replicas are given, a container named
+    pytorch with an image in each; and no replica type at all, of which Kueue would make a
+    Workload without pod sets."""
+    specs = as_dict(as_dict(body.get("spec")).get("pytorchReplicaSpecs"))
+    where = "spec.pytorchReplicaSpecs"
+    if not specs:
+        return f"{where}: must name a Master or a Worker"
+    seen: dict[str, str] = {}
+    for key, value in specs.items():
+        at = f"{where}[{key}]"
+        replica_type = _replica_type(key, PYTORCH_REPLICA_TYPES)
+        if replica_type is None:
+            return f"{at}: {key!r} is not a PyTorchJob replica type (Master or Worker)"
+        if replica_type in seen:
+            return f"{at}: names the replica type of {where}[{seen[replica_type]}] again"
+        seen[replica_type] = key
+        replicas = as_dict(value).get("replicas")
+        if replica_type == "Master" and replicas not in (None, 1):
+            return f"{at}.replicas: {replicas} must be 1 (one Master)"
+        if isinstance(replicas, int) and replicas < 1:
+            return f"{at}.replicas: {replicas} must be at least 1"
+        containers = as_list(
+            as_dict(as_dict(as_dict(value).get("template")).get("spec")).get("containers")
+        )
+        for i, container in enumerate(containers):
+            if not as_dict(container).get("image"):
+                return f"{at}.template.spec.containers[{i}].image: is required"
+        if not any(as_dict(c).get("name") == "pytorch" for c in containers):
+            return (
+                f"{at}.template.spec.containers: must have a container named pytorch (the "
+                "training operator runs the job in it)"
+            )
+    return None
 
 
 def jobset_problem(body: Mapping[str, Any]) -> str | None:

@@ -7,7 +7,8 @@ so a malformed manifest is an `invalid` row of the report and the rest of the mi
 
 A null is an absent field, as in the API server's decoding; a field the replay cannot do
 without that is absent (a Job's `spec.template`, a pod's `containers`, a JobSet's
-`spec.replicatedJobs[i].template`) is refused. The rest (fields not listed here, a container
+`spec.replicatedJobs[i].template`, a PyTorchJob's `spec.pytorchReplicaSpecs[Worker].template`)
+is refused. The rest (fields not listed here, a container
 without an image, ...) is left to the API server, which
 refuses what it cannot take when the replay submits the object (its message is the row's
 reason then).
@@ -170,12 +171,120 @@ JOBSET_SPEC: Final = Struct(
     },
     required=("replicatedJobs",),
 )
+PYTORCHJOB_SPEC: Final = Struct(
+    {
+        "pytorchReplicaSpecs": MapOf(
+            Struct(
+                {"replicas": INT32, "restartPolicy": STR, "template": POD_TEMPLATE},
+                required=("template",),
+            )
+        ),
+        "runPolicy": Struct(
+            {
+                "suspend": BOOL,
+                "managedBy": STR,
+                "cleanPodPolicy": STR,
+                "backoffLimit": INT32,
+                "activeDeadlineSeconds": INT,
+                "ttlSecondsAfterFinished": INT32,
+                "schedulingPolicy": Struct(
+                    {
+                        "minAvailable": INT32,
+                        "queue": STR,
+                        "minResources": MapOf(QUANTITY),
+                        "priorityClass": STR,
+                        "scheduleTimeoutSeconds": INT32,
+                    }
+                ),
+            }
+        ),
+        "elasticPolicy": Struct(
+            {
+                "minReplicas": INT32,
+                "maxReplicas": INT32,
+                "rdzvBackend": STR,
+                "rdzvPort": INT32,
+                "rdzvHost": STR,
+                "rdzvId": STR,
+                "rdzvConf": ListOf(Struct({"key": STR, "value": STR})),
+                "standalone": BOOL,
+                "nProcPerNode": INT32,
+                "maxRestarts": INT32,
+                "metrics": ListOf(Struct({"type": STR})),
+            }
+        ),
+        "nprocPerNode": STR,
+    },
+    required=("pytorchReplicaSpecs",),
+)
+RAY_CLUSTER_SPEC: Final = Struct(
+    {
+        "headGroupSpec": Struct(
+            {
+                "template": POD_TEMPLATE,
+                "rayStartParams": MapOf(STR),
+                "serviceType": STR,
+                "enableIngress": BOOL,
+                "headService": Struct({}),
+            },
+            required=("template",),
+        ),
+        "workerGroupSpecs": ListOf(
+            Struct(
+                {
+                    "groupName": STR,
+                    "replicas": INT32,
+                    "minReplicas": INT32,
+                    "maxReplicas": INT32,
+                    "numOfHosts": INT32,
+                    "idleTimeoutSeconds": INT32,
+                    "suspend": BOOL,
+                    "rayStartParams": MapOf(STR),
+                    "template": POD_TEMPLATE,
+                    "scaleStrategy": Struct({"workersToDelete": ListOf(STR)}),
+                },
+                required=("groupName", "template"),
+            )
+        ),
+        "rayVersion": STR,
+        "enableInTreeAutoscaling": BOOL,
+        "autoscalerOptions": Struct({}),
+        "headServiceAnnotations": MapOf(STR),
+        "suspend": BOOL,
+        "managedBy": STR,
+        "gcsFaultToleranceOptions": Struct({}),
+    },
+    required=("headGroupSpec",),
+)
+RAYJOB_SPEC: Final = Struct(
+    {
+        "entrypoint": STR,
+        "submissionMode": STR,
+        "shutdownAfterJobFinishes": BOOL,
+        "ttlSecondsAfterFinished": INT32,
+        "activeDeadlineSeconds": INT32,
+        "backoffLimit": INT32,
+        "suspend": BOOL,
+        "clusterSelector": MapOf(STR),
+        "rayClusterSpec": RAY_CLUSTER_SPEC,
+        "submitterPodTemplate": POD_TEMPLATE,
+        "submitterConfig": Struct({"backoffLimit": INT32}),
+        "runtimeEnvYAML": STR,
+        "jobId": STR,
+        "managedBy": STR,
+        "metadata": MapOf(STR),
+        "entrypointResources": STR,
+        "deletionStrategy": Struct({}),
+    },
+)
 HEAD: Final = Struct({"apiVersion": STR, "kind": STR, "metadata": OBJECT_META})
 """What every document of a mix must have the shape of, whatever its kind."""
 BODIES: Final[Mapping[str, Struct]] = {
     "Job": Struct({"spec": JOB_SPEC, "status": Anything()}, required=("spec",)),
     "Pod": Struct({"spec": POD_SPEC, "status": Anything()}, required=("spec",)),
     "JobSet": Struct({"spec": JOBSET_SPEC, "status": Anything()}, required=("spec",)),
+    "PyTorchJob": Struct({"spec": PYTORCHJOB_SPEC, "status": Anything()}, required=("spec",)),
+    "RayJob": Struct({"spec": RAYJOB_SPEC, "status": Anything()}, required=("spec",)),
 }
 """The rest of the kinds the replay submits (gpu_queues.whatif.mix.REPLAYABLE)."""
 
@@ -291,6 +400,7 @@ def head_problem(body: Mapping[str, Any]) -> str | None:
 
 
 def body_problem(body: Mapping[str, Any], kind: str) -> str | None:
-    """The rest of an object the replay submits (a Job's spec, a Pod's, a JobSet's)."""
+    """The rest of an object the replay submits (a Job's spec, a Pod's, a JobSet's, a
+    PyTorchJob's, a RayJob's)."""
     shape = BODIES.get(kind)
     return problem(body, shape) if shape is not None else None

@@ -29,7 +29,7 @@ from gpu_queues.whatif.changes import changed_over
 from gpu_queues.whatif.engine_input import frameworks
 from gpu_queues.whatif.mix import Catalog, load_mix
 from gpu_queues.whatif.report import Run, report_json
-from tests.builders import Flavor, Job, JobSet, Mix, Node, Pod, Stack, Team
+from tests.builders import Flavor, Job, JobSet, Mix, Node, Pod, PyTorchJob, RayJob, Stack, Team
 from tests.rehearse.test_engine_causes import CASES, stack_text
 
 pytestmark = pytest.mark.toolchain
@@ -80,7 +80,10 @@ def pod(
 
 
 def replay(
-    stack: Stack, jobs: Sequence[Job | Pod | JobSet | dict[str, Any]], tmp: Path, **kw: Any
+    stack: Stack,
+    jobs: Sequence[Job | Pod | JobSet | PyTorchJob | RayJob | dict[str, Any]],
+    tmp: Path,
+    **kw: Any,
 ) -> Run:
     config: StackConfig = load_config(stack.raw())
     mix = Mix(*jobs).write(tmp / "mix.yaml")
@@ -850,6 +853,204 @@ def test_the_docs_jobset_example_replays_on_staging_as_its_comment_says() -> Non
     (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
     assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
         "JobSet",
+        "finished",
+        "h100",
+        0,
+        4,
+    )
+    assert w.intervals == [(3600, 14400)]
+
+
+PYTORCHJOBS = {"integrations": {"frameworks": ["batch/job", "kubeflow.org/pytorchjob"]}}
+
+
+def pytorchjob(
+    name: str, team: str, workers: int, *, at: int, runs: int, priority: str | None = None
+) -> PyTorchJob:
+    """A PyTorchJob in its team's queue: a Master and `workers` Workers, one GPU per pod,
+    submitted `at`, running `runs`."""
+    built = PyTorchJob(name, NS.format(team)).queue("gpu-queue").submit_at(at).duration(runs)
+    if priority:
+        built.priority_class(priority)
+    one_gpu = Job("pod", None).image("busybox").requests(cpu="100m", gpu="1").limits(gpu="1")
+    return built.replica("Master", one_gpu).replica("Worker", one_gpu, workers)
+
+
+def test_a_pytorchjob_is_admitted_whole_and_the_next_waits_to_the_second_it_ends(
+    tmp_path: Path,
+) -> None:
+    """Kueue's pytorchjob integration on the engine, worked out by hand. One queue of 8 GPUs
+    (BestEffortFIFO): PyTorchJob first at 0 s, a Master and 3 Workers of 1 GPU (4 GPUs), runs
+    600 s; Job beside (2 GPUs) at 0 s runs 1200 s; PyTorchJob second at 60 s, a Master and 4
+    Workers (5 GPUs), 2 GPUs free, waits until first ends at 600 s (540 s), then runs 600-900 s;
+    beside goes on as if the PyTorchJobs were Jobs."""
+    stack = one_queue("BestEffortFIFO").kueue(manager=PYTORCHJOBS)
+    jobs: list[Job | Pod | PyTorchJob] = [
+        pytorchjob("first", "a", 3, at=0, runs=600),
+        job("beside", "a", 2, at=0, runs=1200),
+        pytorchjob("second", "a", 4, at=60, runs=300),
+    ]
+    run = by_name(replay(stack, jobs, tmp_path))
+    assert {n: (w.kind, w.outcome, w.wait_seconds, w.gpus) for n, w in run.items()} == {
+        "first": ("PyTorchJob", "finished", 0, 4),
+        "beside": ("Job", "finished", 0, 2),
+        "second": ("PyTorchJob", "finished", 540, 5),
+    }
+    assert [run[n].intervals for n in ("first", "beside", "second")] == [
+        [(0, 600)],
+        [(0, 1200)],
+        [(600, 900)],
+    ]
+
+
+def test_an_evicted_pytorchjob_stops_and_runs_again_as_a_job_of_its_pods_would(
+    tmp_path: Path,
+) -> None:
+    """Kueue suspends a PyTorchJob it preempts (runPolicy.suspend), and the engine removes its
+    pods at once, as for a Job: one queue of 4 GPUs preempting lower priorities; low (a Master
+    and 3 Workers of 1 GPU) runs from 0 s, Job high (4 GPUs) at 60 s preempts it and runs
+    120 s; low is admitted again at 180 s and runs its 600 s from then. The same mix with low
+    as a Job of 4 pods has the same story."""
+    team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=4)
+    team.set(preemption={"withinClusterQueue": "LowerPriority"})
+    stack = (
+        Stack()
+        .kueue(manager=PYTORCHJOBS)
+        .flavor(Flavor("gpu").capacity(cpu=64, memory="512Gi", gpu=4))
+        .set("priorityClasses", [{"name": "low", "value": 10}, {"name": "high", "value": 1000}])
+        .team(team)
+    )
+    high = job("high", "a", 4, at=60, runs=120, priority="high")
+    as_pytorchjob = by_name(replay(stack, [
+        pytorchjob("low", "a", 3, at=0, runs=600, priority="low"), high,
+    ], tmp_path))  # fmt: skip
+    as_job = by_name(replay(stack, [
+        job("low", "a", 1, at=0, runs=600, priority="low", pods=4), high,
+    ], tmp_path))  # fmt: skip
+    assert as_pytorchjob["low"].intervals == [(0, 60), (180, 780)]
+    assert as_pytorchjob["low"].preemptions == 1
+    for name in ("low", "high"):
+        assert as_pytorchjob[name].intervals == as_job[name].intervals
+        assert as_pytorchjob[name].outcome == as_job[name].outcome
+
+
+def test_the_docs_pytorchjob_example_replays_on_staging_as_its_comment_says() -> None:
+    """docs/examples/mixes/pytorchjob.yaml on staging, alone: research's 4 H100 are free, so the
+    PyTorchJob is admitted the second it is submitted (1h) and its pods run its 3h (to 4h)
+    (staging waits for pods ready: the engine's Running condition is what Kueue reads)."""
+    from sandbox.shape import load_stack
+
+    root = Path(__file__).resolve().parents[2]
+    config = load_stack(root / "Pulumi.staging.yaml")
+    example = root / "docs" / "examples" / "mixes" / "pytorchjob.yaml"
+    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
+    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
+        "PyTorchJob",
+        "finished",
+        "h100",
+        0,
+        4,
+    )
+    assert w.intervals == [(3600, 14400)]
+
+
+RAYJOBS = {"integrations": {"frameworks": ["batch/job", "ray.io/rayjob"]}}
+
+
+def rayjob(
+    name: str, team: str, workers: int, *, at: int, runs: int, priority: str | None = None
+) -> RayJob:
+    """A RayJob in its team's queue (K8sJobMode): a head (1 cpu, no GPU), `workers` worker
+    pods of one GPU, and the submitter pod, submitted `at`, running `runs`."""
+    head = Job("head", None).image("busybox").requests(cpu="1")
+    built = RayJob(name, NS.format(team), head).queue("gpu-queue").submit_at(at).duration(runs)
+    if priority:
+        built.priority_class(priority)
+    one_gpu = Job("pod", None).image("busybox").requests(cpu="100m", gpu="1").limits(gpu="1")
+    return built.workers("gpu", one_gpu, workers)
+
+
+def test_a_rayjob_is_admitted_whole_and_the_next_waits_to_the_second_it_ends(
+    tmp_path: Path,
+) -> None:
+    """Kueue's rayjob integration on the engine, worked out by hand. One queue of 8 GPUs
+    (BestEffortFIFO): RayJob first at 0 s, a head, 4 workers of 1 GPU and the submitter (4
+    GPUs), runs 600 s; Job beside (2 GPUs) at 0 s runs 1200 s; RayJob second at 60 s, 3 workers
+    (3 GPUs), 2 GPUs free, waits until first ends at 600 s (540 s), then runs 600-900 s; beside
+    goes on as if the RayJobs were Jobs."""
+    stack = one_queue("BestEffortFIFO").kueue(manager=RAYJOBS)
+    jobs: list[Job | Pod | RayJob] = [
+        rayjob("first", "a", 4, at=0, runs=600),
+        job("beside", "a", 2, at=0, runs=1200),
+        rayjob("second", "a", 3, at=60, runs=300),
+    ]
+    run = by_name(replay(stack, jobs, tmp_path))
+    assert {n: (w.kind, w.outcome, w.wait_seconds, w.gpus) for n, w in run.items()} == {
+        "first": ("RayJob", "finished", 0, 4),
+        "beside": ("Job", "finished", 0, 2),
+        "second": ("RayJob", "finished", 540, 3),
+    }
+    assert [run[n].intervals for n in ("first", "beside", "second")] == [
+        [(0, 600)],
+        [(0, 1200)],
+        [(600, 900)],
+    ]
+
+
+def test_an_evicted_rayjob_stops_and_runs_again_as_a_job_of_its_pods_would(
+    tmp_path: Path,
+) -> None:
+    """Kueue suspends a RayJob it preempts, and the engine removes its pods at once, as for a
+    Job: one queue of 4 GPUs preempting lower priorities; low (4 workers of 1 GPU, a head and a
+    submitter) runs from 0 s, Job high (4 GPUs) at 60 s preempts it and runs 120 s; low is
+    admitted again at 180 s and runs its 600 s from then. The same mix with low as a Job of 4
+    pods has the same story."""
+    team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=4)
+    team.set(preemption={"withinClusterQueue": "LowerPriority"})
+    stack = (
+        Stack()
+        .kueue(manager=RAYJOBS)
+        .flavor(Flavor("gpu").capacity(cpu=64, memory="512Gi", gpu=4))
+        .set("priorityClasses", [{"name": "low", "value": 10}, {"name": "high", "value": 1000}])
+        .team(team)
+    )
+    high = job("high", "a", 4, at=60, runs=120, priority="high")
+    as_rayjob = by_name(replay(stack, [
+        rayjob("low", "a", 4, at=0, runs=600, priority="low"), high,
+    ], tmp_path))  # fmt: skip
+    as_job = by_name(replay(stack, [
+        job("low", "a", 1, at=0, runs=600, priority="low", pods=4), high,
+    ], tmp_path))  # fmt: skip
+    assert as_rayjob["low"].intervals == [(0, 60), (180, 780)]
+    assert as_rayjob["low"].preemptions == 1
+    for name in ("low", "high"):
+        assert as_rayjob[name].intervals == as_job[name].intervals
+        assert as_rayjob[name].outcome == as_job[name].outcome
+
+
+def test_the_docs_rayjob_example_replays_on_staging_with_the_integration_as_its_comment_says(
+    tmp_path: Path,
+) -> None:
+    """docs/examples/mixes/rayjob.yaml on staging as it stands: unsupported, naming
+    ray.io/rayjob; with it added, research's 4 H100 are free, so the RayJob is admitted the
+    second it is submitted (1h) and its pods run its 3h (to 4h)."""
+    from sandbox.shape import load_stack
+
+    root = Path(__file__).resolve().parents[2]
+    example = root / "docs" / "examples" / "mixes" / "rayjob.yaml"
+    staging = (root / "Pulumi.staging.yaml").read_text()
+    (w,) = fast.replay_mix(
+        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
+    ).workloads
+    assert (w.kind, w.outcome) == ("RayJob", "unsupported")
+    assert "integration ray.io/rayjob is not enabled" in (w.message or ""), w.message
+    added = staging.replace("kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, ray.io/rayjob]")
+    assert added != staging
+    (tmp_path / "Pulumi.staging.yaml").write_text(added)
+    config = load_stack(tmp_path / "Pulumi.staging.yaml")
+    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
+    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
+        "RayJob",
         "finished",
         "h100",
         0,

@@ -302,9 +302,7 @@ def test_the_fast_engine_refuses_a_stack_with_provisioning_checks_too() -> None:
     assert engine_input.unmodelled(fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")) is None
 
 
-def test_the_fast_engine_takes_single_pods_and_jobsets_and_leaves_pod_groups_to_the_sandbox() -> (
-    None
-):
+def test_the_fast_engine_takes_single_pods_and_the_kinds_it_plays_and_leaves_pod_groups() -> None:
     from gpu_queues.whatif import engine_input
     from gpu_queues.whatif.mix import Entry
 
@@ -315,17 +313,26 @@ def test_the_fast_engine_takes_single_pods_and_jobsets_and_leaves_pod_groups_to_
 
     group = {"kueue.x-k8s.io/pod-group-name": "g"}
     entries = [entry(0, "Job", {}), entry(1, "Pod", {}), entry(2, "Pod", group),
-               entry(3, "JobSet", {}), entry(4, "Pod", ["not", "a", "map"])]  # fmt: skip
+               entry(3, "JobSet", {}), entry(4, "Pod", ["not", "a", "map"]),
+               entry(5, "PyTorchJob", {}), entry(6, "RayJob", {})]  # fmt: skip
     config = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
     sent = engine_input.engine_input(config, entries, "", None)["jobs"]
     assert [(j["index"], j["kind"]) for j in sent] == [(0, "Job"), (1, "Pod"), (3, "JobSet"),
-                                                        (4, "Pod")]  # fmt: skip
+                                                        (4, "Pod"), (5, "PyTorchJob"),
+                                                        (6, "RayJob")]  # fmt: skip
     assert "not pod groups" in (engine_input.not_fast(entries[2]) or "")
     assert engine_input.not_fast(entries[3]) is None
-    # The sandbox has no JobSet controller: there it is unsupported, saying which engine replays it.
+    assert engine_input.not_fast(entries[5]) is None
+    assert engine_input.not_fast(entries[6]) is None
+    # The sandbox has no JobSet, PyTorchJob or RayJob controller: there they are unsupported,
+    # saying which engine replays them.
     from sandbox.replay.engine import on_the_sandbox
 
     there = [on_the_sandbox(e) for e in entries]
-    assert [e.status for e in there] == ["ok", "ok", "ok", "unsupported", "ok"]
+    assert [e.status for e in there] == [
+        "ok", "ok", "ok", "unsupported", "ok", "unsupported", "unsupported"
+    ]  # fmt: skip
     assert there[3].problem == "the sandbox has no JobSet controller; ENGINE=fast replays it"
     assert there[3].manifest == {}
+    assert there[5].problem == "the sandbox has no PyTorchJob controller; ENGINE=fast replays it"
+    assert there[6].problem == "the sandbox has no RayJob controller; ENGINE=fast replays it"

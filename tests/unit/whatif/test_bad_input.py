@@ -2,8 +2,8 @@
 naming the field, never an exception, and the rest of the mix replays; a mix over the size
 limits is refused whole, before anything starts, unless a flag raises the limit.
 
-The fuzzing replaces every node of a valid Job and of a valid Pod, one at a time, by a null,
-a list, a number, a string and a mapping, then a few at a time at random."""
+The fuzzing replaces every node of a valid Job, Pod, JobSet, PyTorchJob and RayJob, one at a
+time, by a null, a list, a number, a string and a mapping, then a few at a time at random."""
 
 from __future__ import annotations
 
@@ -40,7 +40,9 @@ pytestmark = pytest.mark.unit
 CATALOG = Catalog(
     queues=(TeamQueue("research", "team-research", "gpu-queue", "research-cq"),),
     priority_classes=frozenset({"high"}),
-    frameworks=frozenset({"batch/job", "pod", "jobset.x-k8s.io/jobset"}),
+    frameworks=frozenset(
+        {"batch/job", "pod", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "ray.io/rayjob"}
+    ),
 )
 META: dict[str, Any] = {
     "name": "train",
@@ -106,8 +108,68 @@ JOBSET: dict[str, Any] = {
         ],
     },
 }
+PYTORCH_POD: dict[str, Any] = {
+    **POD_SPEC,
+    "containers": [{**POD_SPEC["containers"][0], "name": "pytorch"}],
+}
+PYTORCHJOB: dict[str, Any] = {
+    "apiVersion": "kubeflow.org/v1",
+    "kind": "PyTorchJob",
+    "metadata": META,
+    "spec": {
+        "runPolicy": {"suspend": False, "cleanPodPolicy": "None"},
+        "pytorchReplicaSpecs": {
+            "Master": {
+                "replicas": 1,
+                "restartPolicy": "OnFailure",
+                "template": {"spec": {**LEADER_POD, "containers": [
+                    {**LEADER_POD["containers"][0], "name": "pytorch"}]}},
+            },
+            "Worker": {
+                "replicas": 3,
+                "template": {"metadata": {"labels": {"role": "worker"}}, "spec": PYTORCH_POD},
+            },
+        },
+    },
+}  # fmt: skip
+RAYJOB: dict[str, Any] = {
+    "apiVersion": "ray.io/v1",
+    "kind": "RayJob",
+    "metadata": META,
+    "spec": {
+        "entrypoint": "python /app/tune.py",
+        "shutdownAfterJobFinishes": True,
+        "submissionMode": "K8sJobMode",
+        "rayClusterSpec": {
+            "rayVersion": "2.52.0",
+            "headGroupSpec": {
+                "rayStartParams": {"num-cpus": "0"}, "template": {"spec": LEADER_POD}
+            },
+            "workerGroupSpecs": [
+                {
+                    "groupName": "gpu",
+                    "replicas": 2,
+                    "minReplicas": 0,
+                    "maxReplicas": 4,
+                    "numOfHosts": 1,
+                    "template": {"metadata": {"labels": {"role": "worker"}}, "spec": POD_SPEC},
+                },
+            ],
+        },
+    },
+}  # fmt: skip
 # Keys whose values are a mapping of names (shown as field[key]), not fields (field.key).
-NAMED = frozenset({"labels", "annotations", "limits", "requests", "nodeSelector"})
+NAMED = frozenset(
+    {
+        "labels",
+        "annotations",
+        "limits",
+        "requests",
+        "nodeSelector",
+        "pytorchReplicaSpecs",
+        "rayStartParams",
+    }
+)
 QUANTITIES = frozenset({"limits", "requests"})
 REPLACEMENTS: list[Any] = [None, [], ["x"], 7, "x", {}, {"k": 1}]
 
@@ -172,17 +234,23 @@ def sound(entry: Entry) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("valid", [JOB, POD, JOBSET], ids=["job", "pod", "jobset"])
+VALID = [JOB, POD, JOBSET, PYTORCHJOB, RAYJOB]
+VALID_IDS = ["job", "pod", "jobset", "pytorchjob", "rayjob"]
+
+
+@pytest.mark.parametrize("valid", VALID, ids=VALID_IDS)
 def test_the_valid_manifests_are_replayed(tmp_path: Path, valid: dict[str, Any]) -> None:
     (entry,) = load(tmp_path, valid)
     assert entry.status == "ok", entry.problem
-    # A JobSet's workers: 2 replicas x 2 pods x 2 GPUs; its leader none.
-    assert (entry.gpus, entry.pods) == {"Job": (4, 2), "Pod": (2, 1), "JobSet": (8, 5)}[
-        valid["kind"]
-    ]
+    # A JobSet's workers: 2 replicas x 2 pods x 2 GPUs; its leader none. A PyTorchJob's
+    # Workers: 3 pods x 2 GPUs; its Master none. A RayJob's workers: 2 pods x 2 GPUs; its head
+    # and its submitter none.
+    assert (entry.gpus, entry.pods) == {
+        "Job": (4, 2), "Pod": (2, 1), "JobSet": (8, 5), "PyTorchJob": (6, 4), "RayJob": (4, 4)
+    }[valid["kind"]]  # fmt: skip
 
 
-@pytest.mark.parametrize("valid", [JOB, POD, JOBSET], ids=["job", "pod", "jobset"])
+@pytest.mark.parametrize("valid", VALID, ids=VALID_IDS)
 def test_every_node_replaced_by_any_type_is_a_row_naming_the_field(
     tmp_path: Path, valid: dict[str, Any]
 ) -> None:
@@ -226,7 +294,7 @@ def test_many_nodes_broken_at_once_are_still_rows_and_the_rest_replays(
     garbage: list[Any] = [*REPLACEMENTS, True, 1.5, -1, "", {"containers": 3}, [None], [{}]]
     mutants = []
     for _ in range(150):
-        body = copy.deepcopy(rng.choice([JOB, POD, JOBSET]))
+        body = copy.deepcopy(rng.choice(VALID))
         for _ in range(rng.randint(1, 4)):
             paths = list(nodes(body))
             if not paths:

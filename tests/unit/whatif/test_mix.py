@@ -24,7 +24,7 @@ from gpu_queues.whatif.mix import (
     load_mix,
     submission_order,
 )
-from tests.builders import Job, JobSet, Pod, Stack, gpu_flavor, gpu_team
+from tests.builders import Job, JobSet, Pod, PyTorchJob, RayJob, Stack, gpu_flavor, gpu_team
 
 pytestmark = pytest.mark.unit
 
@@ -206,6 +206,252 @@ def test_a_jobset_on_a_stack_without_the_jobset_integration_names_it_to_enable(
         "Kueue does not manage JobSet on this stack: integration jobset.x-k8s.io/jobset is not "
         "enabled; add it to kueue.manager.integrations.frameworks (now: batch/job, pod)"
     )
+
+
+WITH_PYTORCH = Catalog(
+    CATALOG.queues, CATALOG.priority_classes, CATALOG.frameworks | {"kubeflow.org/pytorchjob"}
+)
+
+
+def pytorchjob(name: str = "bert", workers: int | None = 3) -> PyTorchJob:
+    """A Master (1 pod, cpu only) and `workers` Workers (1 GPU each)."""
+    master = Job("master", None).image("x").requests(cpu="2")
+    worker = Job("worker", None).image("x").limits(gpu=1)
+    return (
+        PyTorchJob(name, "team-research")
+        .queue("gpu-queue")
+        .replica("Master", master)
+        .replica("Worker", worker.complete_after("5s"), replicas=workers)
+    )
+
+
+def pytorch_mix(tmp_path: Path, *docs: Any) -> list[Entry]:
+    (tmp_path / "mix.yaml").write_text(yaml.safe_dump_all(docs))
+    return load_mix(tmp_path / "mix.yaml", WITH_PYTORCH)
+
+
+def test_a_pytorchjob_holds_the_pods_and_gpus_of_its_master_and_workers(tmp_path: Path) -> None:
+    (entry,) = pytorch_mix(tmp_path, pytorchjob().duration("1h").obj())
+    assert entry.status == "ok", entry.problem
+    assert (entry.kind, entry.gpus, entry.pods, entry.duration) == ("PyTorchJob", 3, 4, 3600.0)
+    worker = entry.manifest["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+    assert COMPLETE_AFTER not in worker["metadata"]["annotations"]
+
+
+def test_a_pytorchjobs_replicas_default_to_one_and_its_replica_types_to_any_case(
+    tmp_path: Path,
+) -> None:
+    body = pytorchjob(workers=None).obj()
+    specs = body["spec"]["pytorchReplicaSpecs"]
+    specs["worker"] = specs.pop("Worker")  # the training operator camel-cases it
+    (entry,) = pytorch_mix(tmp_path, body)
+    assert (entry.status, entry.gpus, entry.pods) == ("ok", 1, 2), entry.problem
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "words"),
+    [
+        (("Worker", "replicas"), "2",
+         "spec.pytorchReplicaSpecs[Worker].replicas: must be an integer, not a string"),
+        (("Worker", "replicas"), 0,
+         "spec.pytorchReplicaSpecs[Worker].replicas: 0 must be at least 1"),
+        (("Master", "replicas"), 2, "spec.pytorchReplicaSpecs[Master].replicas: 2 must be 1"),
+        (("Chief",), {"template": {"spec": {"containers": [{"name": "pytorch", "image": "x"}]}}},
+         "spec.pytorchReplicaSpecs[Chief]: 'Chief' is not a PyTorchJob replica type"),
+        (("master",), {"template": {"spec": {"containers": [{"name": "pytorch", "image": "x"}]}}},
+         "spec.pytorchReplicaSpecs[master]: names the replica type of "
+         "spec.pytorchReplicaSpecs[Master] again"),
+        (("Worker", "template"), None, "spec.pytorchReplicaSpecs[Worker].template: is required"),
+        (("Worker", "template", "spec", "containers"), [],
+         "spec.pytorchReplicaSpecs[Worker].template.spec.containers: must not be empty"),
+        (("Worker", "template", "spec", "containers", 0, "name"), "main",
+         "spec.pytorchReplicaSpecs[Worker].template.spec.containers: must have a container "
+         "named pytorch"),
+        (("Worker", "template", "spec", "containers", 0, "image"), "",
+         "spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].image: is required"),
+        (("Worker", "template", "spec", "containers", 0, "resources", "limits", "nvidia.com/gpu"),
+         0.5, "spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].resources.limits"
+         "[nvidia.com/gpu]"),
+    ],
+)  # fmt: skip
+def test_a_malformed_pytorchjob_is_invalid_naming_the_field(
+    tmp_path: Path, path: tuple[Any, ...], value: Any, words: str
+) -> None:
+    body = pytorchjob().obj()
+    inner: Any = body["spec"]["pytorchReplicaSpecs"]
+    for key in path[:-1]:
+        inner = inner[key]
+    inner[path[-1]] = value
+    (entry,) = pytorch_mix(tmp_path, body)
+    assert entry.status == "invalid"
+    assert words in (entry.problem or ""), entry.problem
+
+
+@pytest.mark.parametrize(
+    ("specs", "words"),
+    [
+        ({}, "spec.pytorchReplicaSpecs: must name a Master or a Worker"),
+        (None, "spec.pytorchReplicaSpecs: is required"),
+        ([], "spec.pytorchReplicaSpecs: must be a mapping, not a list ([])"),
+    ],
+)
+def test_a_pytorchjob_without_replica_specs_is_invalid(
+    tmp_path: Path, specs: Any, words: str
+) -> None:
+    body = pytorchjob().obj()
+    body["spec"]["pytorchReplicaSpecs"] = specs
+    (entry,) = pytorch_mix(tmp_path, body)
+    assert (entry.status, entry.problem) == ("invalid", words)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("nprocPerNode", 4, "spec.nprocPerNode: must be a string, not a number (4) (quote it)"),
+        ("elasticPolicy", {"minReplicas": "1"},
+         "spec.elasticPolicy.minReplicas: must be an integer, not a string"),
+        ("runPolicy", {"schedulingPolicy": {"minAvailable": True}},
+         "spec.runPolicy.schedulingPolicy.minAvailable: must be an integer, not a boolean"),
+    ],
+)  # fmt: skip
+def test_a_pytorchjob_field_the_engine_decodes_is_checked_for_its_type(
+    tmp_path: Path, field: str, value: Any, words: str
+) -> None:
+    """Every field of the training operator's PyTorchJobSpec has its type checked: one of
+    another type is refused by the API server, and the engine could not decode it."""
+    body = pytorchjob().obj()
+    body["spec"][field] = value
+    (entry,) = pytorch_mix(tmp_path, body)
+    assert entry.status == "invalid"
+    assert words in (entry.problem or ""), entry.problem
+
+
+def test_a_pytorchjob_on_a_stack_without_the_pytorchjob_integration_names_it_to_enable(
+    tmp_path: Path,
+) -> None:
+    (entry,) = mix(tmp_path, pytorchjob().obj())
+    assert entry.status == "unsupported"
+    assert entry.problem == (
+        "Kueue does not manage PyTorchJob on this stack: integration kubeflow.org/pytorchjob is "
+        "not enabled; add it to kueue.manager.integrations.frameworks (now: batch/job, "
+        "deployment, jobset.x-k8s.io/jobset, pod)"
+    )
+
+
+WITH_RAY = Catalog(CATALOG.queues, CATALOG.priority_classes, CATALOG.frameworks | {"ray.io/rayjob"})
+
+
+def rayjob(name: str = "tune", workers: int | None = 3) -> RayJob:
+    """A head (1 pod, cpu only) and a worker group of `workers` pods (1 GPU each)."""
+    head = Job("head", None).image("x").requests(cpu="2")
+    worker = Job("worker", None).image("x").limits(gpu=1)
+    return (
+        RayJob(name, "team-research", head)
+        .queue("gpu-queue")
+        .workers("gpu", worker.complete_after("5s"), replicas=workers)
+    )
+
+
+def ray_mix(tmp_path: Path, *docs: Any) -> list[Entry]:
+    (tmp_path / "mix.yaml").write_text(yaml.safe_dump_all(docs))
+    return load_mix(tmp_path / "mix.yaml", WITH_RAY)
+
+
+@pytest.mark.parametrize(
+    ("change", "gpus", "pods"),
+    [
+        ({}, 3, 5),  # head, 3 workers, the submitter (K8sJobMode, KubeRay's default)
+        ({"submissionMode": "HTTPMode"}, 3, 4),  # no submitter pod
+        ({"submissionMode": "SidecarMode"}, 3, 4),  # the submitter is a container of the head
+    ],
+)
+def test_a_rayjob_holds_its_head_workers_and_submitter(
+    tmp_path: Path, change: dict[str, Any], gpus: int, pods: int
+) -> None:
+    (entry,) = ray_mix(tmp_path, rayjob().spec(**change).duration("1h").obj())
+    assert entry.status == "ok", entry.problem
+    assert (entry.kind, entry.gpus, entry.pods, entry.duration) == ("RayJob", gpus, pods, 3600.0)
+    group = entry.manifest["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]
+    assert COMPLETE_AFTER not in group["metadata"]["annotations"]
+
+
+def test_a_ray_worker_group_without_replicas_has_none_and_num_of_hosts_multiplies(
+    tmp_path: Path,
+) -> None:
+    body = rayjob(workers=None).obj()
+    (none,) = ray_mix(tmp_path, body)
+    assert (none.status, none.gpus, none.pods) == ("ok", 0, 2), none.problem
+    body["spec"]["rayClusterSpec"]["workerGroupSpecs"][0].update(replicas=2, numOfHosts=2)
+    (hosts,) = ray_mix(tmp_path, body)
+    assert (hosts.status, hosts.gpus, hosts.pods) == ("ok", 4, 6), hosts.problem
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"shutdownAfterJobFinishes": False}, "spec.shutdownAfterJobFinishes: must be true"),
+        ({"shutdownAfterJobFinishes": "yes"},
+         "spec.shutdownAfterJobFinishes: must be a boolean, not a string"),
+        ({"clusterSelector": {"ray.io/cluster": "shared"}},
+         "spec.clusterSelector: a Kueue-managed RayJob makes its own cluster"),
+        ({"rayClusterSpec": None}, "spec.rayClusterSpec: is required"),
+        ({"submissionMode": "Batch"}, "spec.submissionMode: 'Batch' is not one of K8sJobMode"),
+        ({"rayClusterSpec": {"headGroupSpec": None}},
+         "spec.rayClusterSpec.headGroupSpec: is required"),
+    ],
+)  # fmt: skip
+def test_a_rayjob_kueue_refuses_is_invalid_naming_the_field(
+    tmp_path: Path, change: dict[str, Any], words: str
+) -> None:
+    (entry,) = ray_mix(tmp_path, rayjob().spec(**change).obj())
+    assert entry.status == "invalid"
+    assert words in (entry.problem or ""), entry.problem
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("replicas", -1, "spec.rayClusterSpec.workerGroupSpecs[0].replicas: -1 must not be"),
+        ("replicas", "2", "spec.rayClusterSpec.workerGroupSpecs[0].replicas: must be an integer"),
+        ("groupName", "head", "spec.rayClusterSpec.workerGroupSpecs[0].groupName: 'head' is"),
+        ("groupName", None, "spec.rayClusterSpec.workerGroupSpecs[0].groupName: is required"),
+        ("numOfHosts", -2, "spec.rayClusterSpec.workerGroupSpecs[0].numOfHosts: -2 must not be"),
+        ("template", None, "spec.rayClusterSpec.workerGroupSpecs[0].template: is required"),
+    ],
+)  # fmt: skip
+def test_a_malformed_ray_worker_group_is_invalid_naming_the_field(
+    tmp_path: Path, field: str, value: Any, words: str
+) -> None:
+    body = rayjob().obj()
+    body["spec"]["rayClusterSpec"]["workerGroupSpecs"][0][field] = value
+    (entry,) = ray_mix(tmp_path, body)
+    assert entry.status == "invalid"
+    assert words in (entry.problem or ""), entry.problem
+
+
+def test_two_ray_worker_groups_of_one_name_or_too_many_are_invalid(tmp_path: Path) -> None:
+    worker = Job("worker", None).image("x").limits(gpu=1)
+    twice = rayjob().workers("gpu", worker).obj()
+    (entry,) = ray_mix(tmp_path, twice)
+    assert entry.problem == (
+        "spec.rayClusterSpec.workerGroupSpecs[1].groupName: 'gpu' is the name of an earlier "
+        "worker group"
+    )
+    many = rayjob()
+    for i in range(6):
+        many.workers(f"g{i}", worker)
+    (entry,) = ray_mix(tmp_path, many.obj())
+    assert entry.problem == (
+        "spec.rayClusterSpec.workerGroupSpecs: 7 groups make 9 pod sets; Kueue takes at most 8"
+    )
+
+
+def test_a_rayjob_on_a_stack_without_the_rayjob_integration_names_it_to_enable(
+    tmp_path: Path,
+) -> None:
+    (entry,) = mix(tmp_path, rayjob().obj())
+    assert entry.status == "unsupported"
+    assert "integration ray.io/rayjob is not enabled; add it to " in (entry.problem or "")
 
 
 def test_a_folder_is_read_in_path_order_and_lists_are_expanded(tmp_path: Path) -> None:

@@ -19,13 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/job"
-	"sigs.k8s.io/kueue/pkg/controller/jobs/jobset"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/pod"
 	utiltesting "sigs.k8s.io/kueue/pkg/util/testing"
 )
@@ -38,9 +36,8 @@ import (
 // jobOwnerKey, podOwnerKey: the field indexes the Job and Pod reconcilers find their
 // Workloads by.
 var (
-	jobOwnerKey    = jobframework.OwnerReferenceIndexKey(batchv1.SchemeGroupVersion.WithKind("Job"))
-	podOwnerKey    = jobframework.OwnerReferenceIndexKey(corev1.SchemeGroupVersion.WithKind("Pod"))
-	jobSetOwnerKey = jobframework.OwnerReferenceIndexKey(jobsetapi.GroupVersion.WithKind("JobSet"))
+	jobOwnerKey = jobframework.OwnerReferenceIndexKey(batchv1.SchemeGroupVersion.WithKind("Job"))
+	podOwnerKey = jobframework.OwnerReferenceIndexKey(corev1.SchemeGroupVersion.WithKind("Pod"))
 )
 
 // owner: a Job or a Pod of the mix, by kind and name.
@@ -84,11 +81,17 @@ func (s *sim) newClient(in *Input) ([]ctrl.Object, error) {
 // clientBuilder: Kueue's test client (its scheme and indexes), on a plain object tracker: the
 // default, field-managed one rebuilds a REST mapper on every patch, most of a replay's time.
 func (s *sim) clientBuilder() (*fake.ClientBuilder, error) {
-	// Kueue's test scheme with the JobSet API, as Kueue's manager adds each integration's
-	// (jobframework's AddToScheme callbacks); the same scheme, from a builder of its own.
-	s.scheme = utiltesting.NewClientBuilder(jobsetapi.AddToScheme).Build().Scheme()
+	// Kueue's test scheme with each family's API (JobSet, Kubeflow's, ...), as Kueue's manager
+	// adds each integration's (jobframework's AddToScheme callbacks); the same scheme, from a
+	// builder of its own.
+	var addToScheme []func(*runtime.Scheme) error
+	withStatus := []ctrl.Object{&kueue.Workload{}, &batchv1.Job{}, &corev1.Pod{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}, &kueue.Cohort{}}
+	for _, f := range s.families {
+		addToScheme = append(addToScheme, f.addToScheme)
+		withStatus = append(withStatus, f.empty())
+	}
+	s.scheme = utiltesting.NewClientBuilder(addToScheme...).Build().Scheme()
 	s.tracker = clienttesting.NewObjectTracker(s.scheme, serializer.NewCodecFactory(s.scheme).UniversalDecoder())
-	withStatus := []ctrl.Object{&kueue.Workload{}, &batchv1.Job{}, &corev1.Pod{}, &jobsetapi.JobSet{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}, &kueue.Cohort{}}
 	s.statusTypes = map[schema.GroupVersionKind]bool{}
 	for _, o := range withStatus {
 		gvk, err := apiutil.GVKForObject(o, s.scheme)
@@ -97,7 +100,7 @@ func (s *sim) clientBuilder() (*fake.ClientBuilder, error) {
 		}
 		s.statusTypes[gvk] = true
 	}
-	builder := utiltesting.NewClientBuilder(jobsetapi.AddToScheme).
+	builder := utiltesting.NewClientBuilder(addToScheme...).
 		WithObjectTracker(s.tracker).
 		WithStatusSubresource(withStatus...).
 		WithIndex(&corev1.LimitRange{}, indexer.LimitRangeHasContainerOrPodType, indexer.IndexLimitRangeHasContainerOrPodType)
@@ -107,8 +110,10 @@ func (s *sim) clientBuilder() (*fake.ClientBuilder, error) {
 	if err := pod.SetupIndexes(s.ctx, utiltesting.AsIndexer(builder)); err != nil {
 		return nil, fmt.Errorf("pod indexes: %w", err)
 	}
-	if err := jobset.SetupIndexes(s.ctx, utiltesting.AsIndexer(builder)); err != nil {
-		return nil, fmt.Errorf("jobset indexes: %w", err)
+	for _, f := range s.families {
+		if err := f.setupIndexes(s.ctx, utiltesting.AsIndexer(builder)); err != nil {
+			return nil, fmt.Errorf("%s indexes: %w", f.kind(), err)
+		}
 	}
 	return builder, nil
 }
@@ -230,7 +235,7 @@ func (s *sim) listOwned(ctx context.Context, list *kueue.WorkloadList, opts []ct
 		return false, nil
 	}
 	var kind, name string
-	for k, key := range map[string]string{"Job": jobOwnerKey, "Pod": podOwnerKey, "JobSet": jobSetOwnerKey} {
+	for k, key := range s.ownerKeys() {
 		if n, ok := lo.FieldSelector.RequiresExactMatch(key); ok {
 			kind, name = k, n
 		}
@@ -276,7 +281,7 @@ func (s *sim) stamp(obj ctrl.Object) {
 	obj.SetCreationTimestamp(metav1.NewTime(s.clock.Now()))
 	if wl, ok := obj.(*kueue.Workload); ok {
 		for _, ref := range wl.OwnerReferences {
-			if ref.Kind == "Job" || ref.Kind == "Pod" || ref.Kind == "JobSet" {
+			if ref.Kind == "Job" || ref.Kind == "Pod" || s.familyOf(ref.Kind) != nil {
 				o := owner{ref.Kind, types.NamespacedName{Namespace: wl.Namespace, Name: ref.Name}}
 				s.owned[o] = append(s.owned[o], types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -10,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 )
 
 // Input is what gpu_queues/whatif/engine_input.py sends.
@@ -47,9 +47,9 @@ type Input struct {
 	Until float64 `json:"until"`
 }
 
-// JobInput is one batch/v1 Job (or plain Pod, or JobSet) of the mix.
+// JobInput is one batch/v1 Job (or plain Pod, or a job of a family: kinds.go) of the mix.
 type JobInput struct {
-	// Kind: "Job" (or empty), "Pod" or "JobSet".
+	// Kind: "Job" (or empty), "Pod", or a family's kind ("JobSet", "PyTorchJob").
 	Kind string `json:"kind"`
 	// Index: the entry's place in the mix; the Job's and Workload's UIDs derive from it, so
 	// Kueue breaks ties of equal priority and creation time in mix order.
@@ -80,26 +80,32 @@ func decodeObjects(scheme *runtime.Scheme, raws []json.RawMessage) ([]client.Obj
 // addJobs: the mix's jobs, each to be submitted at its time.
 func (s *sim) addJobs(jobs []JobInput) error {
 	for i, j := range jobs {
-		st := &jobState{in: j, uid: uidFor("job", j.Index), pod: j.Kind == "Pod", jobSet: j.Kind == "JobSet"}
+		st := &jobState{in: j, uid: uidFor("job", j.Index), pod: j.Kind == "Pod"}
 		var err error
 		switch {
 		case st.pod:
-			st.key, st.template, err = decodePod(j)
-			st.count = 1
-			s.byPod[st.key] = i
-		case st.jobSet:
-			var js *jobsetapi.JobSet
-			if js, err = decodeJobSet(j); err == nil {
-				st.key = types.NamespacedName{Namespace: js.Namespace, Name: js.Name}
-				st.sets = jobSetPodSets(js)
-				s.byJobSet[st.key] = i
+			if st.key, st.template, err = decodePod(j); err == nil {
+				st.count = 1
+				s.byPod[st.key] = i
 			}
+		case s.familyOf(j.Kind) != nil:
+			err = s.addFamilyJob(st, s.familyOf(j.Kind), i)
 		default:
-			st.key, st.template, st.count, err = decodeJob(j)
-			s.byJob[st.key] = i
+			if st.key, st.template, st.count, err = decodeJob(j); err == nil {
+				s.byJob[st.key] = i
+			}
+		}
+		if err != nil && !fieldOfAnotherType(err) {
+			return err
 		}
 		if err != nil {
-			return err
+			// A field of another type than its kind's API gives it (one the mix's checks do
+			// not know) is refused by the API server's schema: that job's row says why, and
+			// the replay goes on without it. A manifest that is no object at all is bad input.
+			st.problem = fmt.Sprintf("the API refused it: %v", err)
+			s.jobs = append(s.jobs, st)
+			s.byUID[st.uid] = i
+			continue
 		}
 		if st.sets == nil {
 			st.sets = []podSet{{count: st.count}}
@@ -113,6 +119,13 @@ func (s *sim) addJobs(jobs []JobInput) error {
 		s.push(ev{at: j.SubmitAt, kind: evSubmit, idx: i})
 	}
 	return nil
+}
+
+// fieldOfAnotherType: whether err is a field of an object that does not decode into its Go
+// type (not a value that is no object at all).
+func fieldOfAnotherType(err error) bool {
+	var typeErr *json.UnmarshalTypeError
+	return errors.As(err, &typeErr) && typeErr.Field != ""
 }
 
 // decodePod: a plain Pod's name and pod template (namespace default when it names none).

@@ -51,6 +51,11 @@ func TestBadInputIsRefusedNamingWhatIsWrong(t *testing.T) {
 			in.Jobs = []JobInput{{Kind: "Pod", Index: 2, Manifest: json.RawMessage(`"pod"`)}}
 			return in
 		}, "pod 2: "},
+		{"a PyTorchJob that is not one", func() any {
+			in := *good
+			in.Jobs = []JobInput{{Kind: "PyTorchJob", Index: 4, Manifest: json.RawMessage(`7`)}}
+			return in
+		}, "PyTorchJob 4: "},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

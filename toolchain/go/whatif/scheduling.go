@@ -224,8 +224,8 @@ func (s *sim) place(j *jobState) error {
 	switch {
 	case j.pod:
 		return s.podLife(j.key)
-	case j.jobSet:
-		return s.jobSetPods(j.key)
+	case j.family != nil:
+		return s.familyPods(j.family, j.key)
 	}
 	return s.pods(j.key)
 }

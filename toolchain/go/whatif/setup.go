@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/kueue/pkg/controller/core"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/job"
-	"sigs.k8s.io/kueue/pkg/controller/jobs/jobset"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/pod"
 	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/metrics"
@@ -46,22 +45,21 @@ func (nopRecorder) Eventf(runtime.Object, runtime.Object, string, string, string
 
 func newSim(in *Input) (*sim, error) {
 	s := &sim{
-		ctx:         ctrllog.IntoContext(context.Background(), ctrllog.Log),
-		clock:       testingclock.NewFakeClock(epoch),
-		byJob:       map[types.NamespacedName]int{},
-		byPod:       map[types.NamespacedName]int{},
-		byJobSet:    map[types.NamespacedName]int{},
-		byUID:       map[types.UID]int{},
-		seen:        map[types.NamespacedName]*kueue.Workload{},
-		holders:     map[types.NamespacedName]bool{},
-		seenJobs:    map[types.NamespacedName]ctrl.Object{},
-		seenPods:    map[types.NamespacedName]ctrl.Object{},
-		seenJobSets: map[types.NamespacedName]ctrl.Object{},
-		owned:       map[owner][]types.NamespacedName{},
-		until:       in.Until,
-		waiting:     map[int]bool{},
-		retry:       map[int]bool{},
-		toPlace:     map[int]bool{},
+		ctx:      ctrllog.IntoContext(context.Background(), ctrllog.Log),
+		clock:    testingclock.NewFakeClock(epoch),
+		byJob:    map[types.NamespacedName]int{},
+		byPod:    map[types.NamespacedName]int{},
+		byUID:    map[types.UID]int{},
+		seen:     map[types.NamespacedName]*kueue.Workload{},
+		holders:  map[types.NamespacedName]bool{},
+		seenJobs: map[types.NamespacedName]ctrl.Object{},
+		seenPods: map[types.NamespacedName]ctrl.Object{},
+		families: newFamilies(),
+		owned:    map[owner][]types.NamespacedName{},
+		until:    in.Until,
+		waiting:  map[int]bool{},
+		retry:    map[int]bool{},
+		toPlace:  map[int]bool{},
 	}
 	s.dirty.reset()
 	cfg, err := loadConfiguration(in.Configuration)
@@ -173,7 +171,8 @@ func queueOptions(cfg *configapi.Configuration, lqMetrics *metrics.LocalQueueMet
 	return opts
 }
 
-// newJobControllers: Kueue's batch/v1 Job, Pod and JobSet reconcilers and its Pod webhooks, for the
+// newJobControllers: Kueue's batch/v1 Job and Pod reconcilers, each family's (kinds.go), and its
+// Pod webhooks, for the
 // integrations cfg enables, as its manager sets them up.
 func (s *sim) newJobControllers(cfg *configapi.Configuration) error {
 	nsSelector := labels.Everything()
@@ -204,8 +203,10 @@ func (s *sim) newJobControllers(cfg *configapi.Configuration) error {
 	if s.podRec, err = pod.NewReconciler(s.ctx, s.cl, utiltesting.AsIndexer(utiltesting.NewClientBuilder()), nopRecorder{}, opts...); err != nil {
 		return err
 	}
-	if s.jsRec, err = jobset.NewReconciler(s.ctx, s.cl, utiltesting.AsIndexer(utiltesting.NewClientBuilder()), nopRecorder{}, opts...); err != nil {
-		return err
+	for _, f := range s.families {
+		if f.rec, err = f.newReconciler(s.ctx, s.cl, utiltesting.AsIndexer(utiltesting.NewClientBuilder()), opts...); err != nil {
+			return fmt.Errorf("%s reconciler: %w", f.kind(), err)
+		}
 	}
 	s.admitPod = func(ctx context.Context, p *corev1.Pod) error {
 		return pod.WhatIfAdmit(ctx, s.cl, s.queues, cfg.ManageJobsWithoutQueueName, nsSelector, p)

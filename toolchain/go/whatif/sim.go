@@ -74,7 +74,7 @@ type sim struct {
 	wlRec       *core.WorkloadReconciler
 	jobRec      reconcile.Reconciler
 	podRec      reconcile.Reconciler // nil without Kueue's pod integration
-	jsRec       reconcile.Reconciler // Kueue's JobSet reconciler (jobset.go)
+	families    []*family            // the kinds whose controllers kinds.go plays, with Kueue's reconcilers
 	lqRec       reconcile.Reconciler // Kueue's LocalQueue controller: only with admission fair sharing (afs.go)
 	lqQ         workQueue
 	lqDue       map[types.NamespacedName]float64         // each LocalQueue's pending timer (reconcileQueueAt)
@@ -84,13 +84,11 @@ type sim struct {
 	jobs        []*jobState
 	byJob       map[types.NamespacedName]int
 	byPod       map[types.NamespacedName]int
-	byJobSet    map[types.NamespacedName]int
 	byUID       map[types.UID]int
 	seen        map[types.NamespacedName]*kueue.Workload
 	holders     map[types.NamespacedName]bool        // the seen Workloads that hold quota now (holding)
 	seenJobs    map[types.NamespacedName]ctrl.Object // Jobs and Pods, as their informers last saw them
 	seenPods    map[types.NamespacedName]ctrl.Object
-	seenJobSets map[types.NamespacedName]ctrl.Object
 	owned       map[owner][]types.NamespacedName // a Job or Pod -> its Workloads
 	defaults    crdDefaults
 	reads       *reads
@@ -101,7 +99,6 @@ type sim struct {
 	wlQ         workQueue
 	jobQ        workQueue
 	podQ        workQueue
-	jsQ         workQueue
 	retry       map[int]bool // jobs whose pods wait for nodes, to try again: capacity was freed
 	events      evHeap
 	seq         int
@@ -235,8 +232,9 @@ func (s *sim) queue(k objKind) *workQueue {
 		return &s.podQ
 	case kindLocalQueue:
 		return &s.lqQ
-	case kindJobSet:
-		return &s.jsQ
+	}
+	if k >= kindFamily {
+		return &s.families[k-kindFamily].q
 	}
 	return &s.jobQ
 }
@@ -246,8 +244,8 @@ func (s *sim) ownerQueue(j *jobState) *workQueue {
 	switch {
 	case j.pod:
 		return &s.podQ
-	case j.jobSet:
-		return &s.jsQ
+	case j.family != nil:
+		return &j.family.q
 	}
 	return &s.jobQ
 }
@@ -258,8 +256,8 @@ func (s *sim) submit(j *jobState) error {
 	switch {
 	case j.pod:
 		return s.submitPod(j)
-	case j.jobSet:
-		return s.submitJobSet(j)
+	case j.family != nil:
+		return s.submitFamily(j)
 	}
 	var bj batchv1.Job
 	if err := json.Unmarshal(j.in.Manifest, &bj); err != nil {
@@ -290,8 +288,8 @@ func (s *sim) complete(j *jobState) error {
 	switch {
 	case j.pod:
 		err = s.completePod(j)
-	case j.jobSet:
-		err = s.completeJobSet(j)
+	case j.family != nil:
+		err = s.completeFamily(j)
 	default:
 		err = s.completeJob(j)
 	}
@@ -495,14 +493,14 @@ func (s *sim) settle() error {
 		limit = v
 	}
 	for step := 0; step < limit; step++ {
-		wls, jobs, pods, jobSets := s.dirty.take()
+		wls, jobs, pods, others := s.dirty.take()
 		if s.informed != nil && len(wls) > 0 {
 			s.informed(wls)
 		}
 		if err := s.inform(wls, jobs, pods); err != nil {
 			return err
 		}
-		if err := s.informJobSets(jobSets); err != nil {
+		if err := s.informFamilies(others); err != nil {
 			return err
 		}
 		retry := slices.Collect(maps.Keys(s.retry))
@@ -510,8 +508,9 @@ func (s *sim) settle() error {
 		if err := s.retryJobs(retry); err != nil {
 			return err
 		}
-		wq, jq, pq, lq, sq := s.wlQ.drain(), s.jobQ.drain(), s.podQ.drain(), s.lqQ.drain(), s.jsQ.drain()
-		if err := s.reconcileAll(wq, jq, pq, sq); err != nil {
+		wq, jq, pq, lq := s.wlQ.drain(), s.jobQ.drain(), s.podQ.drain(), s.lqQ.drain()
+		fq := s.drainFamilies()
+		if err := s.reconcileAll(wq, jq, pq, fq); err != nil {
 			return err
 		}
 		for _, k := range lq {
@@ -528,7 +527,7 @@ func (s *sim) settle() error {
 		if trace && step < 200 {
 			fmt.Fprintf(os.Stderr, "t=%v step=%d wls=%v jobs=%v wq=%v jq=%v\n", s.now, step, wls, jobs, wq, jq)
 		}
-		if len(wls)+len(jobs)+len(pods)+len(jobSets)+len(retry)+len(wq)+len(jq)+len(pq)+len(lq)+len(sq) > 0 {
+		if len(wls)+len(jobs)+len(pods)+len(others)+len(retry)+len(wq)+len(jq)+len(pq)+len(lq)+len(fq) > 0 {
 			continue
 		}
 		// Scheduling cycles first, the inadmissible workloads' requeue after: Kueue batches
@@ -539,7 +538,7 @@ func (s *sim) settle() error {
 			s.stats.Cycles++
 			s.sched.WhatIfCycle(s.ctx)
 			s.wg.Wait()
-			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+s.lqQ.len()+s.jsQ.len()+len(s.retry) > 0 || s.queueState() != before {
+			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+s.lqQ.len()+s.familiesQueued()+len(s.retry) > 0 || s.queueState() != before {
 				continue
 			}
 			// A fixed point: the cycle changed nothing (a StrictFIFO head that does not fit
@@ -610,7 +609,7 @@ func (s *sim) inform(wls, jobs, pods []types.NamespacedName) error {
 }
 
 // reconcileAll: the queued reconcile requests, by controller.
-func (s *sim) reconcileAll(wq, jq, pq, sq []types.NamespacedName) error {
+func (s *sim) reconcileAll(wq, jq, pq []types.NamespacedName, fq [][]types.NamespacedName) error {
 	for _, k := range wq {
 		if err := s.reconcile(s.wlRec, k, kindWorkload); err != nil {
 			return err
@@ -626,12 +625,36 @@ func (s *sim) reconcileAll(wq, jq, pq, sq []types.NamespacedName) error {
 			return err
 		}
 	}
-	for _, k := range sq {
-		if err := s.reconcile(s.jsRec, k, kindJobSet); err != nil {
-			return err
+	for i, keys := range fq {
+		f := s.families[i]
+		for _, k := range keys {
+			if err := s.reconcile(f.rec, k, f.obj); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// drainFamilies: each family's queued reconcile requests, in the families' order; none at all
+// (nil) when no family has any.
+func (s *sim) drainFamilies() [][]types.NamespacedName {
+	if s.familiesQueued() == 0 {
+		return nil
+	}
+	out := make([][]types.NamespacedName, len(s.families))
+	for i, f := range s.families {
+		out[i] = f.q.drain()
+	}
+	return out
+}
+
+func (s *sim) familiesQueued() int {
+	n := 0
+	for _, f := range s.families {
+		n += f.q.len()
+	}
+	return n
 }
 
 func (s *sim) results() []Result {

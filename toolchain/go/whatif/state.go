@@ -3,6 +3,7 @@ package main
 import (
 	"container/heap"
 	"context"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -13,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
-	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
@@ -26,18 +26,18 @@ type interval struct {
 }
 
 // podSet: the pods of one spec a job runs (a Job's or a Pod's one, a JobSet's one per
-// replicated job), the spec as it was when its first pod was bound.
+// replicated job, a PyTorchJob's one per replica type), the spec as it was when its first pod was bound.
 type podSet struct {
 	spec  corev1.PodSpec
 	count int
 }
 
-// jobState follows one job of the mix (a batch/v1 Job, a plain Pod or a JobSet) through the
-// replay.
+// jobState follows one job of the mix (a batch/v1 Job, a plain Pod, or a job of a family:
+// kinds.go) through the replay.
 type jobState struct {
 	in       JobInput
-	pod      bool // a plain Pod (Kueue's pod integration), not a Job
-	jobSet   bool // a JobSet (Kueue's jobset integration): jobset.go
+	pod      bool    // a plain Pod (Kueue's pod integration), not a Job
+	family   *family // a kind whose controller kinds.go plays (a JobSet, a PyTorchJob), else nil
 	key      types.NamespacedName
 	uid      types.UID
 	template corev1.PodTemplateSpec
@@ -146,7 +146,7 @@ const (
 	kindJob
 	kindPod
 	kindLocalQueue // only with admission fair sharing (afs.go)
-	kindJobSet
+	kindFamily     // the first family's (kinds.go); the next ones' follow
 )
 
 type target struct {
@@ -189,7 +189,7 @@ type dirty struct {
 	workloads map[types.NamespacedName]int // the order of its first write since the last take
 	jobs      map[types.NamespacedName]bool
 	pods      map[types.NamespacedName]bool
-	jobSets   map[types.NamespacedName]bool
+	others    map[reflect.Type]map[types.NamespacedName]bool // the families' kinds (kinds.go), by Go type
 }
 
 func (d *dirty) mark(obj ctrl.Object) {
@@ -205,32 +205,40 @@ func (d *dirty) mark(obj ctrl.Object) {
 		d.jobs[key] = true
 	case *corev1.Pod:
 		d.pods[key] = true
-	case *jobsetapi.JobSet:
-		d.jobSets[key] = true
+	default:
+		t := reflect.TypeOf(obj)
+		if d.others[t] == nil {
+			d.others[t] = map[types.NamespacedName]bool{}
+		}
+		d.others[t][key] = true
 	}
 }
 
 func (d *dirty) empty() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.workloads)+len(d.jobs)+len(d.pods)+len(d.jobSets) == 0
+	return len(d.workloads)+len(d.jobs)+len(d.pods)+len(d.others) == 0
 }
 
 func (d *dirty) reset() {
 	d.workloads, d.jobs, d.pods = map[types.NamespacedName]int{}, map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}
-	d.jobSets = map[types.NamespacedName]bool{}
+	d.others = map[reflect.Type]map[types.NamespacedName]bool{}
 }
 
-func (d *dirty) take() (wls, jobs, pods, jobSets []types.NamespacedName) {
+func (d *dirty) take() (wls, jobs, pods []types.NamespacedName, others map[reflect.Type][]types.NamespacedName) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	wls = make([]types.NamespacedName, len(d.workloads))
 	for k, i := range d.workloads {
 		wls[i] = k
 	}
-	jobs, pods, jobSets = sortedKeys(d.jobs), sortedKeys(d.pods), sortedKeys(d.jobSets)
+	jobs, pods = sortedKeys(d.jobs), sortedKeys(d.pods)
+	others = map[reflect.Type][]types.NamespacedName{}
+	for t, keys := range d.others {
+		others[t] = sortedKeys(keys)
+	}
 	d.reset()
-	return wls, jobs, pods, jobSets
+	return wls, jobs, pods, others
 }
 
 func sortedKeys(m map[types.NamespacedName]bool) []types.NamespacedName {
