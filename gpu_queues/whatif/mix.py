@@ -63,9 +63,9 @@ FRAMEWORKS: Final[dict[tuple[str, str], str]] = {
     ("sparkoperator.k8s.io", "SparkApplication"): "sparkoperator.k8s.io/sparkapplication",
 }
 # What an engine replays: Jobs and Pods on both (the sandbox's Job controller is
-# kube-controller-manager's, kwok plays every pod's kubelet), JobSets on the fast one only (it
-# plays the JobSet controller as far as Kueue reads it; the sandbox has no JobSet controller:
-# sandbox/replay/engine.py refuses them there). Other kinds need controllers neither has
+# kube-controller-manager's, kwok plays every pod's kubelet), JobSets on both (the fast one
+# plays the JobSet controller as far as Kueue reads it; the sandbox runs JobSet's own when
+# Kueue's integration is on: sandbox/jobset.py). Other kinds need controllers neither has
 # (Kubeflow, Ray, ...), or never finish (Deployment, StatefulSet).
 REPLAYABLE: Final = frozenset({"batch/job", "pod", "jobset.x-k8s.io/jobset"})
 REPLAYED: Final = "the what-if replays Jobs, Pods and JobSets"

@@ -322,10 +322,9 @@ def test_the_fast_engine_takes_single_pods_and_jobsets_and_leaves_pod_groups_to_
                                                         (4, "Pod")]  # fmt: skip
     assert "not pod groups" in (engine_input.not_fast(entries[2]) or "")
     assert engine_input.not_fast(entries[3]) is None
-    # The sandbox has no JobSet controller: there it is unsupported, saying which engine replays it.
+    # The sandbox runs JobSet's controller (sandbox/jobset.py): a JobSet is replayed there too.
     from sandbox.replay.engine import on_the_sandbox
 
     there = [on_the_sandbox(e) for e in entries]
-    assert [e.status for e in there] == ["ok", "ok", "ok", "unsupported", "ok"]
-    assert there[3].problem == "the sandbox has no JobSet controller; ENGINE=fast replays it"
-    assert there[3].manifest == {}
+    assert [e.status for e in there] == ["ok"] * 5
+    assert there[3].manifest == entries[3].manifest
