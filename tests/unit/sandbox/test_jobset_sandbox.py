@@ -28,7 +28,10 @@ metadata:
 webhooks:
 - admissionReviewVersions: [v1]
   clientConfig:
-    service: {name: webhook-service, namespace: system, path: /mutate-jobset-x-k8s-io-v1alpha2-jobset}
+    service:
+      name: webhook-service
+      namespace: system
+      path: /mutate-jobset-x-k8s-io-v1alpha2-jobset
   failurePolicy: Fail
   name: mjobset.kb.io
   sideEffects: None
