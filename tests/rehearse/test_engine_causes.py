@@ -275,14 +275,15 @@ def test_a_team_held_drained_and_started_again_mid_replay(tmp_path: Path):
     }, drained("drain"))  # fmt: skip
 
 
-def test_a_jobset_and_jobs_on_both_engines(tmp_path: Path):
-    """Issue 40: a JobSet replayed on the sandbox by JobSet's own controller (sandbox/jobset.py)
-    and on the fast engine by Kueue's jobset reconciler, beside Jobs. Kueue gives each pod set
-    (a replicated job) a flavor of its own. Flavors first and second, one 8-GPU node each,
-    quota 8 GPUs on each; a JobSet here is a leader (1 pod, 2 GPUs) and workers (2 pods, 3
-    GPUs each), 8 GPUs:
+def test_a_jobset_jobs_and_a_pod_on_both_engines(tmp_path: Path):
+    """Issue 40: a mix of every kind the sandbox replays. A JobSet goes through JobSet's own
+    controller on the sandbox (sandbox/jobset.py) and Kueue's jobset reconciler on the fast
+    engine, beside Jobs and a plain Pod. Kueue gives each pod set (a replicated job) a flavor of
+    its own. Flavors first and second, one 8-GPU node each, quota 8 GPUs on each; a JobSet here
+    is a leader (1 pod, 2 GPUs) and workers (2 pods, 3 GPUs each), 8 GPUs:
     - 0s: js1 on first, its three pods on first-0, to 10m.
     - 1m: j (4) finds first full: second. 2m: k (6) fits neither: waits. 3m: js2 waits.
+    - 4m: p (1 GPU) fits second's 4 free: admitted past the two waiting (BestEffortFIFO), to 9m.
     - 10m: js1 ends; k, the head, takes first (6 of 8). js2's leader would fit first's 2 GPUs
       but its workers (6) not second's 4 free: it waits, admitted whole or not at all.
     - 11m: j ends; js2's leader goes to first (2 free), its workers to second, and runs to 21m.
@@ -294,4 +295,5 @@ def test_a_jobset_and_jobs_on_both_engines(tmp_path: Path):
         "k": [(600, "admitted", "first"), (600, "ran", "first-0"), (960, "stopped", "")],
         "js2": [(660, "admitted", "first, second"), (660, "ran", "first-0, second-0, second-0"),
                 (1260, "stopped", "")],
+        "p": [(240, "admitted", "second"), (240, "ran", "second-0"), (540, "stopped", "")],
     })  # fmt: skip
