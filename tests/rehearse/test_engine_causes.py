@@ -297,3 +297,18 @@ def test_a_jobset_jobs_and_a_pod_on_both_engines(tmp_path: Path):
                 (1260, "stopped", "")],
         "p": [(240, "admitted", "second"), (240, "ran", "second-0"), (540, "stopped", "")],
     })  # fmt: skip
+
+
+def test_a_preempted_jobset_stops_and_runs_again_whole_on_both_engines(tmp_path: Path):
+    """A JobSet's eviction: Kueue suspends it; on the sandbox JobSet's controller then suspends
+    its Jobs and their pods go, on the fast engine its pods stop at once. One 8-GPU node, quota
+    8; train (low priority) is a leader (2 GPUs) and workers (2 pods x 3 GPUs):
+    - 0s: train runs, 30m of work. 5m: urgent (high, 4 GPUs, 10m) preempts it (InClusterQueue).
+    - 15m: urgent ends; train is admitted again and runs its whole 30m again, to 45m."""
+    same_story("jobset-preempted", tmp_path, {
+        "train": [(0, "admitted", "pool"), (0, "ran", "pool-0, pool-0, pool-0"),
+                  (300, "evicted", "Preempted (InClusterQueue)"), (300, "stopped", ""),
+                  (900, "admitted", "pool"), (900, "ran", "pool-0, pool-0, pool-0"),
+                  (2700, "stopped", "")],
+        "urgent": [(300, "admitted", "pool"), (300, "ran", "pool-0"), (900, "stopped", "")],
+    })  # fmt: skip
