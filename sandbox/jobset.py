@@ -26,6 +26,7 @@ from typing import Any, Final
 import yaml
 
 from gpu_queues.config.model import StackConfig
+from gpu_queues.config.multikueue_checks import DEFAULT_FRAMEWORKS
 from gpu_queues.whatif.engine_input import frameworks, manager_configuration
 from sandbox.control_plane import _module_dir, kubectl
 from sandbox.paths import BIN
@@ -43,7 +44,13 @@ CRD: Final = "jobsets.jobset.x-k8s.io"
 
 
 def wanted(config: StackConfig) -> bool:
-    """Whether the stack's Kueue runs its jobset integration."""
+    """Whether the stack's Kueue runs its jobset integration. A MultiKueue manager that lists no
+    integrations runs batch/job only (gpu_queues.components.multikueue.effective_kueue, which
+    this repeats rather than import Pulumi's SDK into the sandbox's start)."""
+    manager = config.multi_kueue.manager if config.multi_kueue else None
+    listed = config.kueue.manager.integrations
+    if manager is not None and (listed is None or listed.frameworks is None):
+        return FRAMEWORK in DEFAULT_FRAMEWORKS
     return FRAMEWORK in frameworks(manager_configuration(config))
 
 

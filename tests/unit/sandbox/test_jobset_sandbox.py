@@ -55,6 +55,14 @@ def test_a_stack_without_the_integration_runs_no_jobset_controller() -> None:
     assert not jobset.wanted(jobs_only)
 
 
+def test_a_multikueue_manager_listing_no_integrations_runs_none_as_the_program_limits_it() -> None:
+    manager = fake_cluster.load_stack(ROOT / "tests/e2e/stacks/Pulumi.local-mk-manager.yaml")
+    worker = fake_cluster.load_stack(ROOT / "tests/e2e/stacks/Pulumi.local-mk-worker-a.yaml")
+    assert manager.kueue.manager.integrations is None
+    assert not jobset.wanted(manager)  # batch/job only (effective_kueue)
+    assert jobset.wanted(worker)  # a worker keeps the release default
+
+
 def test_webhooks_are_dialled_at_the_manager_s_address_with_the_cluster_ca(
     tmp_path: Path,
 ) -> None:
