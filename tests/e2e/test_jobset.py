@@ -89,6 +89,19 @@ class JobSets:
                 return wl
         return None
 
+    def workloads(self) -> list[dict[str, Any]]:
+        return [
+            wl
+            for wl in self.k.workloads(NS)
+            if any(o["kind"] == "JobSet" for o in wl["metadata"].get("ownerReferences", []))
+        ]
+
+    def all_pods(self) -> list[Any]:
+        items: list[Any] = self.k.core.list_namespaced_pod(
+            NS, label_selector="jobset.sigs.k8s.io/jobset-name"
+        ).items
+        return items
+
     def pods(self, name: str) -> list[Any]:
         items: list[Any] = self.k.core.list_namespaced_pod(
             NS, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}"
@@ -103,15 +116,10 @@ def jobsets(cluster: KubeSession) -> Iterator[JobSets]:
     def wipe() -> None:
         for name in js.names():
             js.delete(name)
+        # Only what JobSets left: other modules' Jobs and pods in default are theirs to clean.
         cluster.wait(
-            "no jobsets, workloads or pods in default",
-            lambda: (
-                not (
-                    js.names()
-                    or cluster.workloads(NS)
-                    or cluster.core.list_namespaced_pod(NS).items
-                )
-            ),
+            "no jobsets, nor their workloads or pods, in default",
+            lambda: not (js.names() or js.workloads() or js.all_pods()),
         )
 
     wipe()
