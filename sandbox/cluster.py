@@ -25,8 +25,8 @@ from pathlib import Path
 from gpu_queues.config.model import StackConfig
 from gpu_queues.release.module import render_release, rendered_path
 from gpu_queues.whatif.nodes import FLAVOR_ANNOTATION
+from sandbox import jobset, topology
 from sandbox import shape as fake_cluster
-from sandbox import topology
 from sandbox.control_plane import https_ok, kubectl, start_control_plane
 from sandbox.paths import KUBECONFIG, KUBECTL, LOGS, ROOT, STATE
 from sandbox.pki import make_pki
@@ -100,6 +100,9 @@ def start_cluster(c: Cluster, stack: StackConfig, manifest: Path, alone: bool = 
 
     run("apply", "-f", "-", stdin=cloud_manifests(c, stack))
     wait_for(f"{c.name}'s fake nodes Ready", lambda: fake_cluster.nodes_ready(run))
+    if jobset.wanted(stack):
+        # Kueue's jobset integration needs JobSet's CRD and controller (sandbox/jobset.py).
+        jobset.start(c)
     if not stack.kueue.install:
         # The stack expects Kueue preinstalled: the cloud installed the same release.
         run("apply", "--server-side", "-f", str(manifest))
@@ -193,6 +196,7 @@ def down() -> None:
         KUBECONFIG,
         STATE / "kube-cache",  # kubectl's discovery cache (sandbox.sh sets KUBECACHEDIR)
         STATE / "kueue",
+        STATE / "jobset",
         STATE / "pulumi",
         STATE / "project",
         STATE / "clusters",

@@ -308,6 +308,14 @@ kwok() {
   # when the binaries came from the cache.
   module_dir kwok sigs.k8s.io/kwok >/dev/null
 }
+# JobSet's controller manager (pins.env: JOBSET_VERSION), built as its Makefile builds bin/manager
+# (main package at the module root, the version ldflags). The sandbox runs it beside Kueue and
+# installs JobSet's CRD from the module's config/, offline: the module stays in the module cache.
+jobset() {
+  local fl="-X sigs.k8s.io/jobset/pkg/version.GitVersion=$JOBSET_VERSION -X sigs.k8s.io/jobset/pkg/version.GitCommit=$JOBSET_VERSION"
+  build jobset jobset sigs.k8s.io/jobset "$fl"
+  module_dir jobset sigs.k8s.io/jobset >/dev/null
+}
 actionlint() { build actionlint actionlint github.com/rhysd/actionlint/cmd/actionlint ""; }
 pulumi() { build pulumi pulumi github.com/pulumi/pulumi/pkg/v3/cmd/pulumi "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION"; }
 
@@ -352,7 +360,7 @@ kubernetes_provider() {
   place "$out" "$name"
 }
 
-all=(pulumi language_python language_yaml kubernetes_provider etcd k8s kueue kwok actionlint staticcheck)
+all=(pulumi language_python language_yaml kubernetes_provider etcd k8s kueue kwok jobset actionlint staticcheck)
 # Steps run only when named, never part of a default build: on the what-if engine's module,
 # and Kueue's scheduler performance harness.
 steps=(whatif_prepare whatif_check kueue_harness)

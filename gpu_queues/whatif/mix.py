@@ -64,10 +64,12 @@ FRAMEWORKS: Final[dict[tuple[str, str], str]] = {
     ("sparkoperator.k8s.io", "SparkApplication"): "sparkoperator.k8s.io/sparkapplication",
 }
 # What an engine replays: Jobs and Pods on both (the sandbox's Job controller is
-# kube-controller-manager's, kwok plays every pod's kubelet), JobSets, PyTorchJobs and RayJobs
-# on the fast one only (it plays their controllers as far as Kueue reads them; the sandbox has
-# none of them: sandbox/replay/engine.py refuses them there). Other kinds need controllers
-# neither has (RayCluster, the other Kubeflow jobs, ...), or never finish (Deployment, ...).
+# kube-controller-manager's, kwok plays every pod's kubelet), JobSets on both (the fast one
+# plays the JobSet controller as far as Kueue reads it; the sandbox runs JobSet's own when
+# Kueue's integration is on: sandbox/jobset.py), PyTorchJobs and RayJobs on the fast one only
+# (it plays their controllers as far as Kueue reads them; the sandbox has neither:
+# sandbox/replay/engine.py refuses them there). Other kinds need controllers neither has
+# (RayCluster, the other Kubeflow jobs, ...), or never finish (Deployment, ...).
 REPLAYABLE: Final = frozenset(
     {"batch/job", "pod", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "ray.io/rayjob"}
 )

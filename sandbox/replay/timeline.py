@@ -79,6 +79,33 @@ END_QUIET = 0.2
 SECOND_START = 0.05
 WORKLOAD_CAP = 20.0
 KUEUE_API = "/apis/kueue.x-k8s.io/v1beta2"
+# Where the replay creates each kind it replays (the JobSet controller runs in the sandbox when
+# the stack's Kueue has the jobset integration: sandbox/jobset.py).
+COLLECTIONS = {
+    "Job": ("/apis/batch/v1", "jobs"),
+    "Pod": ("/api/v1", "pods"),
+    "JobSet": ("/apis/jobset.x-k8s.io/v1alpha2", "jobsets"),
+}
+WORKLOAD_OWNERS = tuple(COLLECTIONS)
+# JobSet's label on every pod of its child Jobs: the pods of a JobSet are one workload's.
+JOBSET_UID_LABEL = "jobset.sigs.k8s.io/jobset-uid"
+
+
+def workload_owner(wl: dict[str, Any]) -> dict[str, Any] | None:
+    """The replayed object a Workload belongs to (a Job, Pod or JobSet)."""
+    return next((ref for kind in WORKLOAD_OWNERS if (ref := owner(wl, kind))), None)
+
+
+def pod_key(pod: dict[str, Any]) -> str:
+    """The UID of the replayed object a pod runs for: its JobSet (through its child Job), its
+    Job, or the pod itself."""
+    jobset = ((pod.get("metadata") or {}).get("labels") or {}).get(JOBSET_UID_LABEL)
+    if jobset:
+        return str(jobset)
+    ref = owner(pod, "Job")
+    return str(ref.get("uid")) if ref else uid(pod)
+
+
 # An instant's events in order: the ends, the stack's changes, the submissions.
 ORDER = {"complete": 0, "change": 1, "submit": 2}
 
@@ -150,7 +177,7 @@ class Replay:
     def _workload_seen(self, wl: dict[str, Any]) -> None:
         """One Workload as a change left it (the informer's thread): note when it came to hold
         quota and when it lost it other than by finishing."""
-        ref = owner(wl, "Job") or owner(wl, "Pod")
+        ref = workload_owner(wl)
         if ref is None:
             return
         key, holds = str(ref.get("uid")), holds_quota(wl)
@@ -182,14 +209,12 @@ class Replay:
         workloads: dict[str, dict[str, Any]] = {}
         informer = self.informers["workloads"]
         for wl in informer.departed() + informer.snapshot():
-            for kind in ("Job", "Pod"):
-                ref = owner(wl, kind)
-                if ref is not None:
-                    workloads[str(ref.get("uid"))] = wl
+            ref = workload_owner(wl)
+            if ref is not None:
+                workloads[str(ref.get("uid"))] = wl
         pods: dict[str, list[dict[str, Any]]] = {}
         for pod in self.informers["pods"].snapshot():
-            ref = owner(pod, "Job")
-            pods.setdefault(str(ref.get("uid")) if ref else uid(pod), []).append(pod)
+            pods.setdefault(pod_key(pod), []).append(pod)
         return workloads, pods
 
     def _settled(self) -> tuple[bool, bool]:
@@ -249,8 +274,7 @@ class Replay:
         jobs: dict[str, list[dict[str, Any]]] = {}
         for pod in self.informers["pods"].snapshot():
             if gate.gated(pod) and not pod.get("metadata", {}).get("deletionTimestamp"):
-                ref = owner(pod, "Job")
-                jobs.setdefault(str(ref.get("uid")) if ref else uid(pod), []).append(pod)
+                jobs.setdefault(pod_key(pod), []).append(pod)
         if not jobs:
             return []
         first = min(jobs, key=lambda k: (order.get(k, 1 << 62), k))
@@ -316,8 +340,7 @@ class Replay:
         # A later second than the previous Workload's creation: Kueue's FIFO order is file
         # order (equal seconds are ordered by UID, at random).
         self.fresh_second(self.last_submit_second + 1)
-        group = "/apis/batch/v1" if e.kind == "Job" else "/api/v1"
-        plural = "jobs" if e.kind == "Job" else "pods"
+        group, plural = COLLECTIONS[e.kind]
         try:
             created = self.rest.create(f"{group}/namespaces/{e.namespace}/{plural}", e.manifest)
         except KubeError as exc:

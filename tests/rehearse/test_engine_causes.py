@@ -273,3 +273,42 @@ def test_a_team_held_drained_and_started_again_mid_replay(tmp_path: Path):
         "b1": [(0, "admitted", "pool"), (0, "ran", "pool-0"), (10800, "stopped", "")],
         "a3": [(5400, "admitted", "pool"), (5400, "ran", "pool-0"), (6600, "stopped", "")],
     }, drained("drain"))  # fmt: skip
+
+
+def test_a_jobset_jobs_and_a_pod_on_both_engines(tmp_path: Path):
+    """Issue 40: a mix of every kind the sandbox replays. A JobSet goes through JobSet's own
+    controller on the sandbox (sandbox/jobset.py) and Kueue's jobset reconciler on the fast
+    engine, beside Jobs and a plain Pod. Kueue gives each pod set (a replicated job) a flavor of
+    its own. Flavors first and second, one 8-GPU node each, quota 8 GPUs on each; a JobSet here
+    is a leader (1 pod, 2 GPUs) and workers (2 pods, 3 GPUs each), 8 GPUs:
+    - 0s: js1 on first, its three pods on first-0, to 10m.
+    - 1m: j (4) finds first full: second. 2m: k (6) fits neither: waits. 3m: js2 waits.
+    - 4m: p (1 GPU) fits second's 4 free: admitted past the two waiting (BestEffortFIFO), to 9m.
+    - 10m: js1 ends; k, the head, takes first (6 of 8). js2's leader would fit first's 2 GPUs
+      but its workers (6) not second's 4 free: it waits, admitted whole or not at all.
+    - 11m: j ends; js2's leader goes to first (2 free), its workers to second, and runs to 21m.
+    - 16m: k ends."""
+    same_story("jobset", tmp_path, {
+        "js1": [(0, "admitted", "first"), (0, "ran", "first-0, first-0, first-0"),
+                (600, "stopped", "")],
+        "j": [(60, "admitted", "second"), (60, "ran", "second-0"), (660, "stopped", "")],
+        "k": [(600, "admitted", "first"), (600, "ran", "first-0"), (960, "stopped", "")],
+        "js2": [(660, "admitted", "first, second"), (660, "ran", "first-0, second-0, second-0"),
+                (1260, "stopped", "")],
+        "p": [(240, "admitted", "second"), (240, "ran", "second-0"), (540, "stopped", "")],
+    })  # fmt: skip
+
+
+def test_a_preempted_jobset_stops_and_runs_again_whole_on_both_engines(tmp_path: Path):
+    """A JobSet's eviction: Kueue suspends it; on the sandbox JobSet's controller then suspends
+    its Jobs and their pods go, on the fast engine its pods stop at once. One 8-GPU node, quota
+    8; train (low priority) is a leader (2 GPUs) and workers (2 pods x 3 GPUs):
+    - 0s: train runs, 30m of work. 5m: urgent (high, 4 GPUs, 10m) preempts it (InClusterQueue).
+    - 15m: urgent ends; train is admitted again and runs its whole 30m again, to 45m."""
+    same_story("jobset-preempted", tmp_path, {
+        "train": [(0, "admitted", "pool"), (0, "ran", "pool-0, pool-0, pool-0"),
+                  (300, "evicted", "Preempted (InClusterQueue)"), (300, "stopped", ""),
+                  (900, "admitted", "pool"), (900, "ran", "pool-0, pool-0, pool-0"),
+                  (2700, "stopped", "")],
+        "urgent": [(300, "admitted", "pool"), (300, "ran", "pool-0"), (900, "stopped", "")],
+    })  # fmt: skip

@@ -58,6 +58,22 @@ def test_kueue_reports_its_pinned_version() -> None:
     assert f'"gitVersion":"{PINS["KUEUE_VERSION"]}"' in out, out[:2000]
 
 
+def test_jobset_reports_its_pinned_version(tmp_path: Path) -> None:
+    # No --version flag either: it logs its build info once it has a kubeconfig (one that points
+    # nowhere will do), then stops on the missing leader election namespace, reaching nothing.
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+    )
+    out = output(
+        tool("jobset"), f"--kubeconfig={kubeconfig}", "--metrics-bind-address=0",
+        "--health-probe-bind-address=127.0.0.1:0",
+    )  # fmt: skip
+    assert f'"gitVersion": "{PINS["JOBSET_VERSION"]}"' in out, out[:2000]
+
+
 def test_kubernetes_provider_plugin_is_installed_at_its_pin(tmp_path: Path) -> None:
     env = {**os.environ, "GPU_QUEUES_PULUMI_DIR": str(tmp_path)}
     out = subprocess.run(
