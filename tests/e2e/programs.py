@@ -5,9 +5,13 @@ in their directory, outside the repo."""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from sandbox import pulumi_stack, wheels
+from sandbox.paths import KUBECONFIG
+from sandbox.walkthrough import KubeSession
 
 
 def environment() -> dict[str, str]:
@@ -31,3 +35,27 @@ def run(
     if check:
         assert done.returncode == 0, f"{cmd[:4]}...\n{done.stdout}\n{done.stderr}"
     return done
+
+
+Pulumi = Callable[..., Any]
+"""A program's `pulumi ARGS [stdin=...] [check=...]` in its directory, on its stack."""
+
+
+def deploy(pulumi: Pulumi) -> subprocess.CompletedProcess[str]:
+    """The program's stack made, the sandbox's kubeconfig its secret `kubeconfig`, `pulumi up`
+    (not checked: the tests say what they expect of it)."""
+    pulumi("stack", "select", "--create")
+    pulumi("config", "set", "--secret", "kubeconfig", stdin=KUBECONFIG.read_text())
+    up: subprocess.CompletedProcess[str] = pulumi("up", "--yes", "--skip-preview", check=False)
+    return up
+
+
+def tear_down(pulumi: Pulumi, cluster: KubeSession, teams: Mapping[str, str]) -> None:
+    """The teams' Jobs deleted and their Workloads gone (by namespace), then the program's
+    stack destroyed and removed."""
+    for name, ns in teams.items():
+        for j in cluster.batch.list_namespaced_job(ns).items:
+            cluster.delete_job(j.metadata.name, ns)
+        cluster.wait(f"no workloads of {name}", lambda n=ns: not cluster.workloads(n), namespace=ns)
+    pulumi("destroy", "--yes", "--skip-preview")
+    pulumi("stack", "rm", "--yes")

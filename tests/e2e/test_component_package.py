@@ -30,9 +30,9 @@ import yaml
 
 from gpu_queues.tools import pulumi_cli
 from sandbox import wheels
-from sandbox.paths import KUBECONFIG, ROOT
+from sandbox.paths import ROOT
 from sandbox.walkthrough import KubeSession, condition, is_true, job
-from tests.e2e.programs import run
+from tests.e2e.programs import deploy, run, tear_down
 from tests.toolchain.test_component_sdk import generate_python_sdk
 
 pytestmark = pytest.mark.e2e
@@ -71,20 +71,13 @@ def program(cluster: KubeSession, tmp_path_factory: pytest.TempPathFactory) -> I
     made = Program(here, added, subprocess.CompletedProcess([], 1))
     assert added.returncode == 0, added.stdout + added.stderr
     installed = time.monotonic()
-    made.pulumi("stack", "select", "--create")
-    made.pulumi("config", "set", "--secret", "kubeconfig", stdin=KUBECONFIG.read_text())
-    made.up = made.pulumi("up", "--yes", "--skip-preview", check=False)
+    made.up = deploy(made.pulumi)
     print(
         f"YAML program: package add (the package's virtualenv) {installed - started:.0f}s, "
         f"pulumi up {time.monotonic() - installed:.0f}s"
     )
     yield made
-    for name, ns in TEAMS.items():
-        for j in cluster.batch.list_namespaced_job(ns).items:
-            cluster.delete_job(j.metadata.name, ns)
-        cluster.wait(f"no workloads of {name}", lambda n=ns: not cluster.workloads(n), namespace=ns)
-    made.pulumi("destroy", "--yes", "--skip-preview")
-    made.pulumi("stack", "rm", "--yes")
+    tear_down(made.pulumi, cluster, TEAMS)
     _forget_cached_schemas()
 
 
@@ -174,13 +167,12 @@ def test_a_python_program_deploys_through_the_generated_sdk(
     run([*pip, str(wheels.WHEELS), "-c", str(ROOT / "requirements.lock"), "pulumi", "wheel"], here)
     run([*pip, str(wheels.WHEELS), "--no-build-isolation", "--no-deps", str(sdk)], here)
 
-    def pulumi(*args: str, stdin: str | None = None) -> Any:
-        return run(pulumi_cli.argv(args, stack="sdk"), here, stdin)
+    def pulumi(*args: str, stdin: str | None = None, check: bool = True) -> Any:
+        return run(pulumi_cli.argv(args, stack="sdk"), here, stdin, check)
 
-    pulumi("stack", "select", "--create")
-    pulumi("config", "set", "--secret", "kubeconfig", stdin=KUBECONFIG.read_text())
+    up = deploy(pulumi)
     try:
-        pulumi("up", "--yes", "--skip-preview")
+        assert up.returncode == 0, up.stdout + up.stderr
         outputs = json.loads(pulumi("stack", "output", "--json").stdout)
         assert outputs["localQueues"] == {t: f"{ns}/{t}-queue" for t, (ns, _) in SDK_TEAMS.items()}
         for name, (_, gpus) in SDK_TEAMS.items():
@@ -191,5 +183,4 @@ def test_a_python_program_deploys_through_the_generated_sdk(
             quotas = {r["name"]: r["nominalQuota"] for r in flavor["resources"]}
             assert (flavor["name"], quotas["nvidia.com/gpu"]) == ("sdk-gpu", str(gpus)), cq
     finally:
-        pulumi("destroy", "--yes", "--skip-preview")
-        pulumi("stack", "rm", "--yes")
+        tear_down(pulumi, cluster, {t: ns for t, (ns, _) in SDK_TEAMS.items()})

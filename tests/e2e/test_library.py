@@ -26,9 +26,9 @@ import pytest
 from gpu_queues.pins import kueue_version
 from gpu_queues.tools import pulumi_cli
 from sandbox import wheels
-from sandbox.paths import KUBECONFIG, ROOT
+from sandbox.paths import ROOT
 from sandbox.walkthrough import KubeSession, condition, is_true, job
-from tests.e2e.programs import run
+from tests.e2e.programs import deploy, run, tear_down
 
 pytestmark = pytest.mark.e2e
 
@@ -74,20 +74,13 @@ def program(cluster: KubeSession, tmp_path_factory: pytest.TempPathFactory) -> I
     run(wheels.install_command(python), here)
     installed = time.monotonic()
     made = Program(here, python, subprocess.CompletedProcess([], 0))
-    made.pulumi("stack", "select", "--create")
-    made.pulumi("config", "set", "--secret", "kubeconfig", stdin=KUBECONFIG.read_text())
-    made.up = made.pulumi("up", "--yes", "--skip-preview", check=False)
+    made.up = deploy(made.pulumi)
     print(
         f"library program: virtualenv and install {installed - started:.0f}s, "
         f"pulumi up {time.monotonic() - installed:.0f}s"
     )
     yield made
-    for name, ns in TEAMS.items():
-        for j in cluster.batch.list_namespaced_job(ns).items:
-            cluster.delete_job(j.metadata.name, ns)
-        cluster.wait(f"no workloads of {name}", lambda n=ns: not cluster.workloads(n), namespace=ns)
-    made.pulumi("destroy", "--yes", "--skip-preview")
-    made.pulumi("stack", "rm", "--yes")
+    tear_down(made.pulumi, cluster, TEAMS)
 
 
 def test_the_package_installs_into_a_virtualenv_of_its_own(program: Program) -> None:

@@ -158,3 +158,35 @@ func replayed(t *testing.T, in *Input) ([]Result, Summary) {
 }
 
 func mustParse(q string) resource.Quantity { return resource.MustParse(q) }
+
+// runWant: what a truth expects of one workload: when it was admitted, the intervals it ran
+// (as JSON), and how many pods were placed for its run.
+type runWant struct {
+	admitted float64
+	ran      string
+	pods     int
+}
+
+// checkRuns holds each workload of results to its want, in order; every one must have
+// finished.
+func checkRuns(t *testing.T, results []Result, want []runWant) {
+	t.Helper()
+	for i, w := range want {
+		r := results[i]
+		if r.Problem != "" {
+			t.Fatalf("workload %d: %s", i, r.Problem)
+		}
+		if r.AdmittedAt == nil || *r.AdmittedAt != w.admitted {
+			t.Errorf("workload %d admitted at %v, want %v", i, r.AdmittedAt, w.admitted)
+		}
+		if got, _ := json.Marshal(r.Intervals); string(got) != w.ran {
+			t.Errorf("workload %d ran %s, want %s", i, got, w.ran)
+		}
+		if ran := ranStep(r); ran == nil || len(ran.Nodes) != w.pods {
+			t.Errorf("workload %d: its pods were placed as %v, want %d pods", i, ran, w.pods)
+		}
+		if r.Workload == nil || !workloadFinished(r.Workload) {
+			t.Errorf("workload %d: its Workload is not finished", i)
+		}
+	}
+}

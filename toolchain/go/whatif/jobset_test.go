@@ -44,33 +44,11 @@ func TestAJobSetRunsItsPodSetsAndAnotherWaitsForItsQuota(t *testing.T) {
 		gpuJob(t, 1, "beside", "2", 0, 200),            // 2 GPUs
 		gpuJobSet(t, 2, "second", false, 3, 2, 10, 50), // 6 GPUs: 2 are free until 100
 	))
-	want := []struct {
-		admitted float64
-		ran      []interval
-		pods     int
-	}{
-		{0, []interval{{Start: 0, End: f(100)}}, 5},
-		{0, []interval{{Start: 0, End: f(200)}}, 1},
-		{100, []interval{{Start: 100, End: f(150)}}, 6},
-	}
-	for i, w := range want {
-		r := results[i]
-		if r.Problem != "" {
-			t.Fatalf("workload %d: %s", i, r.Problem)
-		}
-		if r.AdmittedAt == nil || *r.AdmittedAt != w.admitted {
-			t.Errorf("workload %d admitted at %v, want %v", i, r.AdmittedAt, w.admitted)
-		}
-		if got, _ := json.Marshal(r.Intervals); string(got) != string(mustJSON(t, w.ran)) {
-			t.Errorf("workload %d ran %s, want %s", i, got, mustJSON(t, w.ran))
-		}
-		if ran := ranStep(r); ran == nil || len(ran.Nodes) != w.pods {
-			t.Errorf("workload %d: its pods were placed as %v, want %d pods", i, ran, w.pods)
-		}
-		if r.Workload == nil || !workloadFinished(r.Workload) {
-			t.Errorf("workload %d: its Workload is not finished", i)
-		}
-	}
+	checkRuns(t, results, []runWant{
+		{0, `[{"start":0,"end":100}]`, 5},
+		{0, `[{"start":0,"end":200}]`, 1},
+		{100, `[{"start":100,"end":150}]`, 6},
+	})
 	if n := len(results[0].Workload.Spec.PodSets); n != 2 {
 		t.Errorf("the first JobSet's Workload has %d pod sets, want 2 (leader, workers)", n)
 	}

@@ -47,33 +47,11 @@ func TestARayJobRunsItsGroupsAndAnotherWaitsForItsQuota(t *testing.T) {
 		gpuJob(t, 1, "beside", "2", 0, 200),  // 2 GPUs
 		gpuRayJob(t, 2, "second", 3, 10, 50), // 3 GPUs: 2 are free until 100
 	))
-	want := []struct {
-		admitted float64
-		ran      string
-		pods     int
-	}{
+	checkRuns(t, results, []runWant{
 		{0, `[{"start":0,"end":100}]`, 6},
 		{0, `[{"start":0,"end":200}]`, 1},
 		{100, `[{"start":100,"end":150}]`, 5},
-	}
-	for i, w := range want {
-		r := results[i]
-		if r.Problem != "" {
-			t.Fatalf("workload %d: %s", i, r.Problem)
-		}
-		if r.AdmittedAt == nil || *r.AdmittedAt != w.admitted {
-			t.Errorf("workload %d admitted at %v, want %v", i, r.AdmittedAt, w.admitted)
-		}
-		if got, _ := json.Marshal(r.Intervals); string(got) != w.ran {
-			t.Errorf("workload %d ran %s, want %s", i, got, w.ran)
-		}
-		if ran := ranStep(r); ran == nil || len(ran.Nodes) != w.pods {
-			t.Errorf("workload %d: its pods were placed as %v, want %d pods", i, ran, w.pods)
-		}
-		if r.Workload == nil || !workloadFinished(r.Workload) {
-			t.Errorf("workload %d: its Workload is not finished", i)
-		}
-	}
+	})
 	var names []string
 	for _, ps := range results[0].Workload.Spec.PodSets {
 		names = append(names, string(ps.Name))
