@@ -171,16 +171,18 @@ def stack(jobs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"config": config}
 
 
-def prepare(count: int, seed: int, work: Path) -> Path:
-    """The size's stack and mix, written once under work/n<count> (every run reads the same)."""
+def prepare(count: int, seed: int, work: Path) -> tuple[Path, dict[str, Any]]:
+    """The size's stack and mix, written once under work/n<count> (every run reads the same);
+    the folder and the stack's config."""
     root = work / f"n{count}"
     (root / "toolchain").mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "toolchain" / "pins.env", root / "toolchain" / "pins.env")
     jobs = mix(count, seed)
-    (root / "Pulumi.bench.yaml").write_text(yaml.safe_dump(stack(jobs), sort_keys=False))
+    made = stack(jobs)
+    (root / "Pulumi.bench.yaml").write_text(yaml.safe_dump(made, sort_keys=False))
     with (root / "mix.yaml").open("w") as out:
         yaml.dump_all(jobs, out, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
-    return root
+    return root, made["config"]
 
 
 def run_once(root: Path, engines: Path | None = None) -> dict[str, Any]:
@@ -231,8 +233,7 @@ def run_size(
 ) -> dict[str, Any]:
     """The size's runs: this checkout's engines, and with `against` the other engines in turn
     (A B A B ...), `pairs` times; the first run of this checkout's is the size's row."""
-    root = prepare(count, seed, work)
-    jobs_stack = yaml.safe_load((root / "Pulumi.bench.yaml").read_text())["config"]
+    root, config = prepare(count, seed, work)
     ours: list[dict[str, Any]] = []
     theirs: list[dict[str, Any]] = []
     for _ in range(pairs if against is not None else 1):
@@ -241,9 +242,9 @@ def run_size(
             theirs.append(run_once(root, against))
     row = dict(ours[0])
     row["n"] = count
-    row["teams"] = len(jobs_stack["gpu-queues:teams"])
-    row["cohorts"] = len(jobs_stack["gpu-queues:cohorts"])
-    row["gpus"] = int(jobs_stack["gpu-queues:flavors"][0]["nodes"]["count"]) * 8
+    row["teams"] = len(config["gpu-queues:teams"])
+    row["cohorts"] = len(config["gpu-queues:cohorts"])
+    row["gpus"] = int(config["gpu-queues:flavors"][0]["nodes"]["count"]) * 8
     if theirs:
         row["wall_ratio"] = [a["wall"] / b["wall"] for a, b in zip(ours, theirs, strict=True)]
         row["cpu_ratio"] = [a["cpu"] / b["cpu"] for a, b in zip(ours, theirs, strict=True)]
@@ -285,9 +286,20 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _size(text: str) -> int:
+    """A size on the command line: a whole number of workloads, at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of workloads") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n}: a size is at least 1 workload")
+    return n
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sandbox.bench.whatif_fast")
-    parser.add_argument("sizes", nargs="*", type=int, default=[1000, 5000, 20000, 50000])
+    parser.add_argument("sizes", nargs="*", type=_size, default=[1000, 5000, 20000, 50000])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, help="keep the stacks, mixes and reports here")
     parser.add_argument(
