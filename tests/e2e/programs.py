@@ -11,7 +11,7 @@ from typing import Any
 
 from sandbox import pulumi_stack, wheels
 from sandbox.paths import KUBECONFIG
-from sandbox.walkthrough import KubeSession
+from sandbox.walkthrough import KubeSession, condition, is_true
 
 
 def environment() -> dict[str, str]:
@@ -59,3 +59,21 @@ def tear_down(pulumi: Pulumi, cluster: KubeSession, teams: Mapping[str, str]) ->
         cluster.wait(f"no workloads of {name}", lambda n=ns: not cluster.workloads(n), namespace=ns)
     pulumi("destroy", "--yes", "--skip-preview")
     pulumi("stack", "rm", "--yes")
+
+
+def admitted(cluster: KubeSession, job: str, namespace: str, cluster_queue: str) -> None:
+    """The Job's Workload admitted, its quota reserved in `cluster_queue` (Kueue's message),
+    and the Job unsuspended."""
+    k = cluster
+    workload = k.wait(
+        f"{job} admitted",
+        lambda: (w := k.workload_for(job, namespace)) and is_true(w, "Admitted") and w,
+        namespace=namespace,
+    )
+    reserved = condition(workload, "QuotaReserved")
+    assert reserved and reserved["message"] == f"Quota reserved in ClusterQueue {cluster_queue}"
+    k.wait(
+        f"{job} unsuspended",
+        lambda: k.get_job(job, namespace).spec.suspend is False,
+        namespace=namespace,
+    )

@@ -31,8 +31,8 @@ import yaml
 from gpu_queues.tools import pulumi_cli
 from sandbox import wheels
 from sandbox.paths import ROOT
-from sandbox.walkthrough import KubeSession, condition, is_true, job
-from tests.e2e.programs import deploy, run, tear_down
+from sandbox.walkthrough import KubeSession, condition, job
+from tests.e2e.programs import admitted, deploy, run, tear_down
 from tests.toolchain.test_component_sdk import generate_python_sdk
 
 pytestmark = pytest.mark.e2e
@@ -120,18 +120,7 @@ def test_the_guide_job_is_admitted_and_the_second_held_with_kueues_message(
     assert program.up.returncode == 0, program.up.stdout + program.up.stderr
     k, ns = cluster, TEAMS["vision"]
     k.submit(job("yaml-job-a", namespace=ns, queue="vision-queue", claim=None))
-    admitted = k.wait(
-        "yaml-job-a admitted",
-        lambda: (w := k.workload_for("yaml-job-a", ns)) and is_true(w, "Admitted") and w,
-        namespace=ns,
-    )
-    reserved = condition(admitted, "QuotaReserved")
-    assert reserved and reserved["message"] == "Quota reserved in ClusterQueue vision-cq"
-    k.wait(
-        "yaml-job-a unsuspended",
-        lambda: k.get_job("yaml-job-a", ns).spec.suspend is False,
-        namespace=ns,
-    )
+    admitted(k, "yaml-job-a", ns, "vision-cq")
     k.submit(job("yaml-job-b", namespace=ns, queue="vision-queue", claim=None))
     held = k.wait(
         "yaml-job-b evaluated",

@@ -27,8 +27,8 @@ from gpu_queues.pins import kueue_version
 from gpu_queues.tools import pulumi_cli
 from sandbox import wheels
 from sandbox.paths import ROOT
-from sandbox.walkthrough import KubeSession, condition, is_true, job
-from tests.e2e.programs import deploy, run, tear_down
+from sandbox.walkthrough import KubeSession, job
+from tests.e2e.programs import admitted, deploy, run, tear_down
 
 pytestmark = pytest.mark.e2e
 
@@ -117,18 +117,7 @@ def test_the_teams_queues_admit_a_gpu_job(program: Program, cluster: KubeSession
     assert program.up.returncode == 0, program.up.stdout + program.up.stderr
     k, ns = cluster, TEAMS["vision"]
     k.submit(job("vision-train", namespace=ns, queue="vision-queue", gpus=4, claim=None))
-    admitted = k.wait(
-        "vision-train admitted",
-        lambda: (w := k.workload_for("vision-train", ns)) and is_true(w, "Admitted") and w,
-        namespace=ns,
-    )
-    reserved = condition(admitted, "QuotaReserved")
-    assert reserved and reserved["message"] == "Quota reserved in ClusterQueue vision-cq"
-    k.wait(
-        "vision-train unsuspended",
-        lambda: k.get_job("vision-train", ns).spec.suspend is False,
-        namespace=ns,
-    )
+    admitted(k, "vision-train", ns, "vision-cq")
     k.wait(
         "vision-train's pod Running",
         lambda: any(p.status.phase == "Running" for p in k.job_pods("vision-train", ns)),
