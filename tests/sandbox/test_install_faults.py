@@ -24,6 +24,7 @@ import pytest
 from sandbox.kueue_pod import PID_FILE_NAME, WORK
 from sandbox.paths import KUBECONFIG, KUBECTL, LOGS, ROOT, STATE
 from sandbox.procs import start_time
+from sandbox.pulumi_stack import PULUMI_DIR
 
 pytestmark = pytest.mark.sandbox
 
@@ -124,6 +125,21 @@ def first(path: Path, kind: str, typ: str) -> dict[str, Any] | None:
     """The first event of a kind (resourcePreEvent: a step starts; resOutputsEvent: it is
     done) for a resource type."""
     return next((e for e in events(path) if (step(e, kind) or {}).get("type") == typ), None)
+
+
+def creating() -> set[str]:
+    """The resource types of the creates the local stack's checkpoint file (the state on disk,
+    as a later command reads it) records as in flight."""
+    found: set[str] = set()
+    for checkpoint in (PULUMI_DIR / "backend").rglob("stacks/*/local.json"):
+        try:
+            deployment = json.loads(checkpoint.read_text()).get("checkpoint", {})
+        except (OSError, ValueError):  # being written
+            continue
+        for op in (deployment.get("latest") or {}).get("pending_operations") or []:
+            if op.get("type") == "creating":
+                found.add(op["resource"]["type"])
+    return found
 
 
 STARTED: list[subprocess.Popen[bytes]] = []  # killed, if still running, when a test ends
@@ -299,13 +315,24 @@ def test_an_up_killed_mid_install_converges_after_the_documented_recovery(
     event_log, log = tmp_path / "events.jsonl", tmp_path / "up.log"
     started = time.monotonic()
     up = start_up(event_log, log)
-    # The kill point: the first CRD has been created; many other install steps are in flight.
+    # The kill point: the first CRD has been created, so the cluster holds part of the install.
     wait_for(
         "a CRD created",
         lambda: first(event_log, "resOutputsEvent", CRD),
         timeout=240,
         meanwhile=running(up, log),
     )
+    if skip_checkpoints is not None:
+        # With checkpoints, also a create the state file on disk records as in flight. The
+        # engine logs a step's event before it writes the step's pending operation, and a CRD's
+        # create is over in milliseconds; the controller Deployment's lasts while Kueue rolls
+        # out (seconds), so the kill lands while it is still in flight.
+        wait_for(
+            "the controller Deployment's create recorded as in flight",
+            lambda: DEPLOYMENT in creating(),
+            timeout=240,
+            meanwhile=running(up, log),
+        )
     killed = kill_tree(up.pid)
     up.wait()
     at = time.monotonic() - started
@@ -330,8 +357,10 @@ def test_an_up_killed_mid_install_converges_after_the_documented_recovery(
         # stack: empty), though the cluster holds what that run created.
         assert recorded == [] and pending == []
     else:
-        # The engine's checkpoints recorded the creates in flight as pending operations.
+        # The engine's checkpoints recorded the creates in flight as pending operations, and
+        # the kill left them there.
         assert pending and all(p["type"] == "creating" for p in pending)
+        assert DEPLOYMENT in {p["resource"]["type"] for p in pending}
 
     # Without those steps, the next `up` is refused: the killed run's lock is there.
     again = pulumi("up", "--yes", "--skip-preview")
