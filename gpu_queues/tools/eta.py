@@ -36,7 +36,7 @@ from gpu_queues.kueue.client import KubeconfigError
 from gpu_queues.progress import Progress
 from gpu_queues.tools import status
 from gpu_queues.tools.eta_mix import DEFAULT_HISTORY, EtaError, Item, Plan, plan
-from gpu_queues.tools.record import Owners
+from gpu_queues.tools.owners import Owners
 from gpu_queues.whatif.durations import DurationError, format_duration, parse_duration
 from gpu_queues.whatif.engine_input import FastEngineError, frameworks, manager_configuration
 from gpu_queues.whatif.fast import replay_entries

@@ -31,13 +31,14 @@ from datetime import datetime
 from typing import Any, Final, Literal
 
 from gpu_queues.config.model import StackConfig
-from gpu_queues.tools.record import Unrecordable, workload_manifest
+from gpu_queues.tools.owners import RECORDED_KINDS, Unrecordable, recorded_owner, workload_manifest
 from gpu_queues.tools.status import Snapshot
 from gpu_queues.values import as_dict
 from gpu_queues.whatif.documents import MixDocument
 from gpu_queues.whatif.durations import DurationError, format_duration, parse_duration
 from gpu_queues.whatif.mix import ANNOTATION_DURATION, Catalog, Entry, check
-from gpu_queues.whatif.workloads import admitted_flavor, assigned_flavors, condition, owner
+from gpu_queues.whatif.podsets import pod_sets
+from gpu_queues.whatif.workloads import admitted_flavor, assigned_flavors, condition
 
 Basis = Literal["annotation", "median", "unknown"]
 State = Literal["admitted", "pending"]
@@ -156,25 +157,29 @@ def run_time(owner_obj: Mapping[str, Any] | None, team: str, plan: Plan, history
     )
 
 
-def pinned(manifest: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
-    """The manifest with its pods' node selector holding the flavor's node labels."""
-    template = as_dict(as_dict(manifest.get("spec")).get("template"))
-    spec = template.get("spec") if manifest.get("kind") == "Job" else manifest.get("spec")
-    if isinstance(spec, dict):
-        spec["nodeSelector"] = {**as_dict(spec.get("nodeSelector")), **labels}
+def pinned(manifest: dict[str, Any], labels: Mapping[str, dict[str, str]]) -> dict[str, Any]:
+    """The manifest with each pod set's pods' node selector holding the node labels of the
+    flavors its admission gave it (pod set name -> labels; podsets.py finds the pod sets)."""
+    for pod_set in pod_sets(str(manifest.get("kind")), manifest):
+        pin = labels.get(pod_set.name)
+        if pin:
+            pod_set.spec["nodeSelector"] = {**as_dict(pod_set.spec.get("nodeSelector")), **pin}
     return manifest
 
 
-def flavor_labels(config: StackConfig, wl: Mapping[str, Any]) -> dict[str, str] | None:
-    """The node labels of the flavors the workload's admission names; None when two of them
-    set one label differently (it is then not pinned)."""
+def flavor_labels(config: StackConfig, wl: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """Per pod set, the node labels of the flavors the workload's admission gave it; a pod set
+    whose flavors set one label differently is left out (it is then not pinned)."""
     by_name = {f.name: dict(f.node_labels or {}) for f in config.flavors}
-    out: dict[str, str] = {}
-    for flavors in assigned_flavors(wl).values():
+    out: dict[str, dict[str, str]] = {}
+    for pod_set, flavors in assigned_flavors(wl).items():
+        labels: dict[str, str] | None = {}
         for flavor in flavors.values():
             for key, value in by_name.get(flavor, {}).items():
-                if out.setdefault(str(key), str(value)) != str(value):
-                    return None
+                if labels is not None and labels.setdefault(str(key), str(value)) != str(value):
+                    labels = None
+        if labels:
+            out[pod_set] = labels
     return out
 
 
@@ -225,11 +230,11 @@ def plan(
         if reserved is None and as_dict(wl.get("spec")).get("active") is False:
             out.left_out.append(f"{namespace}/{workload}: deactivated, Kueue does not admit it")
             continue
-        ref = owner(wl, "Job") or owner(wl, "Pod")
+        ref = recorded_owner(wl)
         found = None
         problem = None
         if ref is None:
-            problem = "it has no Job or Pod owner: the fast engine replays Jobs"
+            problem = f"its owner is not one of the {RECORDED_KINDS} it reads"
         else:
             found = owners(str(ref.get("kind")), namespace, str(ref.get("name")))
             if found is None:
@@ -280,11 +285,10 @@ def _entry(
     catalog: Catalog,
 ) -> None:
     """The item's mix entry, or its problem."""
-    ref = owner(wl, "Job") or owner(wl, "Pod") or {}
+    ref = recorded_owner(wl) or {}
     kind = str(ref.get("kind"))
-    labels = as_dict(as_dict(as_dict(found).get("metadata")).get("labels"))
     try:
-        manifest = workload_manifest(wl, kind, item.namespace, item.name, labels)
+        manifest = workload_manifest(wl, kind, item.namespace, item.name, found)
     except Unrecordable as exc:
         item.problem = str(exc)
         return

@@ -1,12 +1,13 @@
-"""Record a real day: read the live cluster's Workloads and their Jobs (read-only, through the
+"""Record a real day: read the live cluster's Workloads and their owners (read-only, through the
 same connection as `gpuq status`) and write them as a what-if mix (gpu_queues/whatif/mix.py)
 that replays what the cluster was asked to admit.
 
     gpuq record [--stack NAME] [--project DIR] [--kubeconfig FILE] [--since 24h] --out DIR_OR_FILE
     make record STACK=prod SINCE=24h OUT=mix/
 
-Each Workload whose owner is a Job (or a plain Pod, Kueue's pod integration) and that was
-created within --since of now becomes one manifest, named as its owner (namespace/name):
+Each Workload whose owner is a Job, a plain Pod (Kueue's pod integration), a JobSet or a
+PyTorchJob (OWNER_PATHS) and that was created within --since of now becomes one manifest of
+its owner's kind, named as its owner (namespace/name):
   gpu-queues.dev/submit-at  the owner's creation, offset from the earliest one recorded
   gpu-queues.dev/duration   from its (last) admission (QuotaReserved) to Finished, to the
                             second (at least 1s); none when it had not finished, and then
@@ -14,7 +15,9 @@ created within --since of now becomes one manifest, named as its owner (namespac
   gpu-queues.dev/waiting    "true": waiting for quota when recorded; either runs to the end
                             of the replay once admitted
   kueue.x-k8s.io/queue-name and kueue.x-k8s.io/priority-class as on the Workload, and its pod
-  set's pods (parallelism) and pod template, with only what admission depends on.
+  set's pods (parallelism) and pod template, with only what admission depends on. A JobSet's
+  replicated jobs (a PyTorchJob's replica types) keep their replicas, parallelism and
+  completions from the owner, each pod template from the Workload's pod set of its name.
 
 What is kept of a pod template (Kueue's copy in the Workload's pod set, taken before Kueue
 injected a flavor's node selector): each container's and init container's name and resource
@@ -57,9 +60,19 @@ import yaml
 from gpu_queues.config.stackfile import ROOT
 from gpu_queues.invoked import prog
 from gpu_queues.kueue.client import KubeconfigError
-from gpu_queues.kueue.fields import is_dns_label, name_rule_problem
-from gpu_queues.kueue.quantity import QuantityError, parse_quantity
+from gpu_queues.kueue.fields import is_dns_label
 from gpu_queues.progress import Progress
+from gpu_queues.tools.owners import (
+    KEPT_NOTE,
+    RECORDED_KINDS,
+    Owners,
+    Unrecordable,
+    checked_name,
+    comment_text,
+    name_problem,
+    recorded_owner,
+    workload_manifest,
+)
 from gpu_queues.tools.record_out import HEADER, RecordError, write
 from gpu_queues.tools.status import KUEUE, StatusError, connect, team_queues
 from gpu_queues.values import as_dict, as_list, as_str
@@ -67,34 +80,12 @@ from gpu_queues.whatif.durations import DurationError, parse_duration
 from gpu_queues.whatif.mix import (
     ANNOTATION_DURATION,
     ANNOTATION_SUBMIT_AT,
-    PRIORITY_LABEL,
-    QUEUE_LABEL,
 )
-from gpu_queues.whatif.workloads import KubeError, Rest, condition, owner
+from gpu_queues.whatif.workloads import KubeError, Rest, condition
 
 ANNOTATION_RUNNING: Final = "gpu-queues.dev/running"
 ANNOTATION_WAITING: Final = "gpu-queues.dev/waiting"
-MIN_PARALLELISM: Final = "kueue.x-k8s.io/job-min-parallelism"  # Kueue's partial admission
-IMAGE_PLACEHOLDER: Final = "gpu-queues.invalid/recorded:image-dropped"
-WORKLOAD_PRIORITY_GROUP: Final = "kueue.x-k8s.io"
 DEFAULT_SINCE: Final = "24h"
-
-# Of a pod spec, what Kueue's flavor assignment and quota, and the scheduler's fit, read.
-_POD_KEPT: Final = ("restartPolicy", "priorityClassName", "nodeSelector", "tolerations")
-KEPT_NOTE: Final = (
-    "# Only what admission depends on is kept: each pod set's pods, its containers' and init\n"
-    "# containers' names and resource requests and limits, a sidecar's restartPolicy, and the\n"
-    "# pod's restartPolicy, nodeSelector, node affinity, tolerations and priorityClassName.\n"
-    "# Dropped: env values, args, commands, volumes (their sources) and volume mounts, secrets,\n"
-    "# image pull secrets, the service account, probes, ports, security contexts, labels and\n"
-    f"# annotations; every image is the placeholder {IMAGE_PLACEHOLDER}\n"
-    "# (images are not needed for admission).\n"
-)
-
-
-class Unrecordable(Exception):
-    """Why a Workload is not recorded (or replayed: gpu_queues/tools/eta.py reads Workloads into
-    manifests with `workload_manifest` and `Owners` too)."""
 
 
 @dataclass(frozen=True)
@@ -185,32 +176,6 @@ def file_name(namespace: str) -> str:
     return f"{namespace}.yaml"
 
 
-def comment_text(text: str) -> str:
-    """What the cluster sent, as one line of ASCII for a comment of the mix or a line on
-    stderr: a line break or control character cannot start a line or a document there."""
-    flat = " ".join(text.split())
-    return "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in flat)
-
-
-def name_problem(value: Any, rule: str, what: str) -> str | None:
-    """Why `value` cannot be written as `what` (one line of ASCII), or None when Kubernetes'
-    `rule` for it holds (gpu_queues.kueue.fields.NAME_RULES)."""
-    says = name_rule_problem(value, rule)
-    if says is None:
-        return None
-    shown = comment_text(repr(value))
-    shown = shown if len(shown) <= 80 else shown[:79] + "..."
-    return f"malformed: {what} {shown} is not {says}"
-
-
-def _name(value: Any, rule: str, what: str) -> str:
-    """`value`, checked by `rule`; Unrecordable when it fails."""
-    problem = name_problem(value, rule, what)
-    if problem is not None:
-        raise Unrecordable(problem)
-    return str(value)
-
-
 def _shown(name: str) -> str:
     """A name as read when it is plain (ASCII, no spaces), else quoted with its escapes."""
     return name if name == comment_text(name) and " " not in name else comment_text(repr(name))
@@ -259,30 +224,6 @@ def _true_since(wl: Mapping[str, Any], kind: str) -> float | None:
     if c is None or c.get("status") != "True":
         return None
     return _stamp(c.get("lastTransitionTime"), f"the {kind} condition's lastTransitionTime")
-
-
-class Owners:
-    """The owners of the Workloads, read once per namespace (Jobs) or one by one (Pods)."""
-
-    def __init__(self, rest: Rest) -> None:
-        self.rest = rest
-        self.jobs: dict[str, dict[str, dict[str, Any]]] = {}
-
-    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        if kind == "Job":
-            if namespace not in self.jobs:
-                listed = self.rest.get(f"/apis/batch/v1/namespaces/{namespace}/jobs")
-                self.jobs[namespace] = {
-                    str(as_dict(j.get("metadata")).get("name")): j
-                    for j in map(as_dict, as_list(as_dict(listed).get("items")))
-                }
-            return self.jobs[namespace].get(name)
-        try:
-            return as_dict(self.rest.get(f"/api/v1/namespaces/{namespace}/pods/{name}"))
-        except KubeError as exc:
-            if exc.status == 404:
-                return None
-            raise
 
 
 def record(
@@ -355,16 +296,16 @@ def _item(
 ) -> Item | None:
     """The Workload as a manifest of the mix; None when it was created before the window."""
     refs = as_list(as_dict(wl.get("metadata")).get("ownerReferences"))
-    ref = owner(wl, "Job") or owner(wl, "Pod")
+    ref = recorded_owner(wl)
     if ref is None:
         if not refs:
             raise Unrecordable("it has no owner (made directly, not by a Job): nothing to submit")
         kinds = ", ".join(sorted({str(as_dict(r).get("kind")) for r in refs}))
-        raise Unrecordable(f"its owner is a {kinds}; the mix records Jobs and Pods")
+        raise Unrecordable(f"its owner is a {kinds}; the mix records {RECORDED_KINDS}")
     kind, owner_name = str(ref.get("kind")), as_str(ref.get("name"))
     if not owner_name:
         raise Unrecordable("malformed: its ownerReference has no name")
-    _name(owner_name, "job" if kind == "Job" else "object", f"its {kind}'s name")
+    checked_name(owner_name, "job" if kind == "Job" else "object", f"its {kind}'s name")
     found = owners.get(kind, namespace, owner_name)
     if found is None:
         raise Unrecordable(f"its {kind} {namespace}/{owner_name} is no longer in the API (deleted)")
@@ -376,7 +317,7 @@ def _item(
     created = _stamp(owner_meta.get("creationTimestamp"), f"the {kind}'s creationTimestamp")
     if created < now - since:
         return None
-    manifest = workload_manifest(wl, kind, namespace, owner_name, as_dict(owner_meta.get("labels")))
+    manifest = workload_manifest(wl, kind, namespace, owner_name, found)
     annotations = manifest["metadata"]["annotations"]
     admitted = _true_since(wl, "QuotaReserved")
     finished = _true_since(wl, "Finished")
@@ -389,126 +330,6 @@ def _item(
     else:
         annotations[ANNOTATION_WAITING] = "true"
     return Item(namespace, owner_name, created, manifest, workload=name)
-
-
-def workload_manifest(
-    wl: dict[str, Any], kind: str, namespace: str, name: str, owner_labels: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The Workload's owner as the mix submits it: its one pod set's pods and pod template
-    (what admission reads), its queue and priority; Unrecordable when it cannot be."""
-    spec = as_dict(wl.get("spec"))
-    pod_sets = as_list(spec.get("podSets"))
-    if len(pod_sets) != 1:
-        raise Unrecordable(f"malformed: a {kind}'s Workload has {len(pod_sets)} pod sets, not one")
-    pod_set = as_dict(pod_sets[0])
-    pod_spec = _pod_spec(as_dict(pod_set.get("template")).get("spec"))
-    labels = {QUEUE_LABEL: _name(spec.get("queueName"), "label", "its queue")}
-    ref = as_dict(spec.get("priorityClassRef"))
-    priority = (
-        as_str(ref.get("name")) if ref.get("group") == WORKLOAD_PRIORITY_GROUP else None
-    ) or as_str(owner_labels.get(PRIORITY_LABEL))
-    if priority:
-        labels[PRIORITY_LABEL] = _name(priority, "label", "its priority class")
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels}
-    metadata["annotations"] = {}
-    if kind == "Pod":
-        pods = [
-            r
-            for r in as_list(as_dict(wl.get("metadata")).get("ownerReferences"))
-            if as_dict(r).get("kind") == "Pod"
-        ]
-        if len(pods) != 1 or pod_set.get("count", 1) != 1:
-            raise Unrecordable("a group of pods (one Workload of several Pods): not recorded")
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
-    count = pod_set.get("count", 1)
-    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-        raise Unrecordable(f"malformed: pod set count {count!r}")
-    min_count = pod_set.get("minCount")
-    if isinstance(min_count, int) and not isinstance(min_count, bool) and min_count < count:
-        metadata["annotations"][MIN_PARALLELISM] = str(min_count)
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": metadata,
-        # One wave of the pod set's pods: the duration is the whole run's.
-        "spec": {"parallelism": count, "completions": count, "template": {"spec": pod_spec}},
-    }
-
-
-def _pod_spec(raw: Any) -> dict[str, Any]:
-    """What admission and the scheduler's fit read of a pod spec; nothing else."""
-    spec = as_dict(raw)
-    out: dict[str, Any] = {}
-    for key in _POD_KEPT:
-        value = spec.get(key)
-        if value in (None, "", {}, []):
-            continue
-        if key == "nodeSelector":
-            value = {
-                _name(k, "key", "a node selector key"): _name(v, "value", "a node selector value")
-                for k, v in sorted(as_dict(value).items(), key=lambda kv: str(kv[0]))
-            }
-        elif key == "tolerations":
-            value = [_plain(t) for t in as_list(value)]
-        elif not isinstance(value, str):
-            raise Unrecordable(f"malformed: the pod's {key} {value!r}")
-        out[key] = value
-    node_affinity = as_dict(as_dict(spec.get("affinity")).get("nodeAffinity"))
-    if node_affinity:
-        out["affinity"] = {"nodeAffinity": _plain(node_affinity)}
-    for key in ("initContainers", "containers"):
-        containers = [_container(c, key == "initContainers") for c in as_list(spec.get(key))]
-        if containers:
-            out[key] = containers
-    if "containers" not in out:
-        raise Unrecordable("malformed: its pod set's template has no containers")
-    return out
-
-
-def _container(raw: Any, init: bool) -> dict[str, Any]:
-    c = as_dict(raw)
-    name = as_str(c.get("name"))
-    if not name:
-        raise Unrecordable("malformed: a container without a name")
-    _name(name, "container", "a container's name")
-    out: dict[str, Any] = {"name": name, "image": IMAGE_PLACEHOLDER}
-    if init and c.get("restartPolicy") == "Always":  # a sidecar: it counts with the containers
-        out["restartPolicy"] = "Always"
-    resources = as_dict(c.get("resources"))
-    kept = {}
-    for kind in ("requests", "limits"):
-        values = as_dict(resources.get(kind))
-        if values:
-            kept[kind] = {
-                _name(r, "key", f"container {name}'s resource"): _quantity(q, name)
-                for r, q in sorted(values.items(), key=lambda rq: str(rq[0]))
-            }
-    if kept:
-        out["resources"] = kept
-    return out
-
-
-def _quantity(value: Any, container: str) -> str:
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise Unrecordable(f"malformed: container {container}'s resource quantity {value!r}")
-    try:
-        parse_quantity(value)
-    except QuantityError as exc:
-        raise Unrecordable(
-            f"malformed: container {container}'s resource quantity: {comment_text(str(exc))}"
-        ) from None
-    return str(value)
-
-
-def _plain(value: Any) -> Any:
-    """A copy of plain data (tolerations, node affinity): mappings, lists, scalars."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    raise Unrecordable(f"malformed: {value!r}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -43,7 +43,7 @@ from gpu_queues.kueue.client import file_client
 from gpu_queues.tools import status
 from gpu_queues.tools.eta import DEFAULT_HORIZON, live_nodes, parse_horizon, predict, render
 from gpu_queues.tools.eta_mix import plan
-from gpu_queues.tools.record import Owners
+from gpu_queues.tools.owners import Owners
 from gpu_queues.tools.status import Snapshot
 from gpu_queues.whatif.durations import DurationError
 from gpu_queues.whatif.engine_input import frameworks, manager_configuration

@@ -230,3 +230,55 @@ def test_what_cannot_be_replayed_says_why_and_is_not_fed_to_the_engine() -> None
     }
     assert [e.name for e in mix.entries()] == ["ok"]
     assert mix.left_out == ["nlp/job-off-abcde: deactivated, Kueue does not admit it"]
+
+
+def test_an_admitted_jobset_keeps_each_pod_sets_flavor() -> None:
+    # Its leader (CPU) got the cpu flavor, its workers h100: each pod set's pods are pinned to
+    # the node labels of its own flavors, so the replay puts them where the cluster did.
+    cpu = Flavor("cpu").labels({"gpu-queues.dev/pool": "cpu"}).capacity(cpu=64, memory="256Gi")
+    h100 = Flavor("h100").labels({"gpu-queues.dev/pool": "h100"})
+    team = (
+        Team("vision").namespace("vision").cluster_queue("vision-cq").local_queue("vision-queue")
+        .quota("cpu", cpu=32, memory="128Gi", gpu=0).quota("h100", cpu=32, memory="256Gi", gpu=8)
+    )  # fmt: skip
+    cfg = load_config(
+        Stack().flavor(cpu).flavor(h100.capacity(cpu=64, memory="512Gi", gpu=8)).team(team).raw()
+    )
+    leader = {"name": "main", "image": "x", "resources": {"requests": {"cpu": "1"}}}
+    leader_spec = {**POD_SPEC, "containers": [leader]}
+    wl = (
+        Workload("jobset-js-abcde", "vision").created(iso(20))
+        .owner("JobSet", "js", "uid-js", "jobset.x-k8s.io/v1alpha2").queue("vision-queue")
+        .pod_set(leader_spec, name="leader").pod_set(POD_SPEC, count=2, name="workers")
+        .admission("vision-cq", {"name": "leader", "flavors": {"cpu": "cpu"}},
+                   {"name": "workers", "flavors": {"cpu": "h100", "nvidia.com/gpu": "h100"}})
+        .condition("QuotaReserved", "True", iso(10), "QuotaReserved", "")
+    ).obj()  # fmt: skip
+    js = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js", "namespace": "vision", "uid": "uid-js",
+                     "annotations": {"gpu-queues.dev/duration": "1m"}},
+        "spec": {"replicatedJobs": [
+            {"name": "leader", "template": {"spec": {"template": {"spec": leader_spec}}}},
+            {"name": "workers", "replicas": 2,
+             "template": {"spec": {"template": {"spec": POD_SPEC}}}},
+        ]},
+    }  # fmt: skip
+    snap = Snapshot(NOW, [("vision", "vision-cq")], {}, [(wl, "vision-cq", "vision")], {})
+    mix = plan(
+        snap,
+        lambda kind, ns, name: js if (kind, ns, name) == ("JobSet", "vision", "js") else None,
+        cfg,
+        Catalog.from_stack(cfg, ["batch/job", "jobset.x-k8s.io/jobset"]),
+        history=7 * DAY,
+    )
+    (item,) = mix.items
+    assert item.problem is None, item.problem
+    (entry,) = mix.entries()
+    selector = [
+        rj["template"]["spec"]["template"]["spec"]["nodeSelector"]
+        for rj in entry.manifest["spec"]["replicatedJobs"]
+    ]
+    assert selector == [{"gpu-queues.dev/pool": "cpu"}, {"gpu-queues.dev/pool": "h100"}]
+    assert (entry.kind, entry.gpus, entry.pods) == ("JobSet", 4, 3)

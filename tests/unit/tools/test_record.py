@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from gpu_queues.tools import record
+from gpu_queues.tools.owners import IMAGE_PLACEHOLDER
 from gpu_queues.whatif.documents import MixDocument
 from gpu_queues.whatif.mix import Catalog, TeamQueue, check
 from gpu_queues.whatif.workloads import KubeError
@@ -255,12 +256,12 @@ def test_a_day_becomes_a_mix_with_times_queues_priorities_and_requests() -> None
             "initContainers": [
                 {
                     "name": "fetch",
-                    "image": record.IMAGE_PLACEHOLDER,
+                    "image": IMAGE_PLACEHOLDER,
                     "resources": {"requests": {"cpu": "500m"}},
                 },
                 {
                     "name": "proxy",
-                    "image": record.IMAGE_PLACEHOLDER,
+                    "image": IMAGE_PLACEHOLDER,
                     "restartPolicy": "Always",
                     "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
                 },
@@ -268,7 +269,7 @@ def test_a_day_becomes_a_mix_with_times_queues_priorities_and_requests() -> None
             "containers": [
                 {
                     "name": "main",
-                    "image": record.IMAGE_PLACEHOLDER,
+                    "image": IMAGE_PLACEHOLDER,
                     "resources": {
                         "requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "2"},
                         "limits": {"nvidia.com/gpu": "2"},
@@ -301,7 +302,7 @@ def test_nothing_a_pod_must_not_carry_survives() -> None:
         head = content.split("\n---\n")[0]
         assert "Dropped: env values, args, commands, volumes (their sources)" in head
         assert "secrets,\n# image pull secrets" in head
-        assert record.IMAGE_PLACEHOLDER in head
+        assert IMAGE_PLACEHOLDER in head
 
 
 def test_the_recording_is_a_mix_the_what_if_reads_back() -> None:
@@ -355,7 +356,9 @@ def test_bad_input_is_a_comment_with_the_reason_never_a_traceback() -> None:
     no_owner = workload("orphan", "alpha", "2026-12-01T10:00:00Z", "o1")
     no_owner["metadata"]["ownerReferences"] = []
     jobset = workload("js", "alpha", "2026-12-01T10:00:00Z", "j1")
-    jobset["metadata"]["ownerReferences"][0]["kind"] = "JobSet"
+    jobset["metadata"]["ownerReferences"][0]["kind"] = "JobSet"  # and no JobSet js in the API
+    rayjob = workload("rj", "alpha", "2026-12-01T10:00:00Z", "r1")
+    rayjob["metadata"]["ownerReferences"][0].update(apiVersion="ray.io/v1", kind="RayJob")
     remade = workload("remade", "alpha", "2026-12-01T10:00:00Z", "old-uid")
     null_spec = workload("nullspec", "alpha", "2026-12-01T10:00:00Z", "n1")
     null_spec["spec"] = None
@@ -381,8 +384,8 @@ def test_bad_input_is_a_comment_with_the_reason_never_a_traceback() -> None:
     old_orphan = workload("old-orphan", "alpha", "2026-11-20T10:00:00Z", "o2")
     old_orphan["metadata"]["ownerReferences"] = []
     rest = cluster(
-        [good, no_owner, jobset, remade, null_spec, list_template, bad_time, number_name,
-         bad_quantity, never, nameless, not_a_mapping, old_orphan],
+        [good, no_owner, jobset, rayjob, remade, null_spec, list_template, bad_time,
+         number_name, bad_quantity, never, nameless, not_a_mapping, old_orphan],
         jobs,
     )  # fmt: skip
     rec = recorded(rest)
@@ -391,7 +394,10 @@ def test_bad_input_is_a_comment_with_the_reason_never_a_traceback() -> None:
     assert reasons == {
         "ok": None,
         "job-orphan-abcde": "it has no owner (made directly, not by a Job): nothing to submit",
-        "job-js-abcde": "its owner is a JobSet; the mix records Jobs and Pods",
+        "job-js-abcde": "its JobSet alpha/js is no longer in the API (deleted)",
+        "job-rj-abcde": (
+            "its owner is a RayJob; the mix records Jobs, Pods, JobSets and PyTorchJobs"
+        ),
         "job-remade-abcde": "its Job alpha/remade was deleted and made again (new uid)",
         "job-nullspec-abcde": "malformed: no spec.queueName",
         "job-listtpl-abcde": "malformed: its pod set's template has no containers",
@@ -412,6 +418,129 @@ def test_bad_input_is_a_comment_with_the_reason_never_a_traceback() -> None:
     assert "# not recorded: Workload alpha/job-orphan-abcde: it has no owner" in text
 
 
+def multi_pod_set_day(
+    kind: str, owner_spec: dict[str, Any], pod_sets: list[tuple[str, int]]
+) -> FakeRest:
+    """One finished workload of `kind` in alpha: its owner with `owner_spec` (the API's object,
+    a Job builder's pod template everywhere: it must not reach the recording) and its Workload
+    with `pod_sets` (name, count), each of pod_spec(gpus=1)."""
+    api = {"JobSet": "jobset.x-k8s.io/v1alpha2", "PyTorchJob": "kubeflow.org/v1"}[kind]
+    made = {
+        "apiVersion": api,
+        "kind": kind,
+        "metadata": {"name": "pretrain", "namespace": "alpha", "uid": "m1",
+                     "creationTimestamp": "2026-12-01T10:00:00Z",
+                     "labels": {"kueue.x-k8s.io/queue-name": "jobs"}},
+        "spec": owner_spec,
+    }  # fmt: skip
+    wl = (
+        Workload(f"{kind.lower()}-pretrain-abcde", "alpha").uid("wl-m1")
+        .created("2026-12-01T10:00:00Z").owner(kind, "pretrain", "m1", api).queue("jobs")
+    )  # fmt: skip
+    for name, count in pod_sets:
+        wl.pod_set(pod_spec(gpus=1), count=count, name=name)
+    wl.reserve_quota("alpha-cq", {"nvidia.com/gpu": "h100"}, "2026-12-01T10:00:05Z")
+    wl.admitted("2026-12-01T10:00:05Z").finished("2026-12-01T11:00:05Z")
+    rest = cluster([wl.obj()], [])
+    plural = {"JobSet": "jobsets", "PyTorchJob": "pytorchjobs"}[kind]
+    rest.objects[f"/apis/{api}/namespaces/alpha/{plural}"] = {"items": [made]}
+    return rest
+
+
+def replicated_job(name: str, replicas: int | None, parallelism: int | None) -> dict[str, Any]:
+    job_spec: dict[str, Any] = {"template": {"spec": pod_spec(gpus=1)}, "backoffLimit": 3}
+    if parallelism is not None:
+        job_spec.update(parallelism=parallelism, completions=parallelism)
+    out: dict[str, Any] = {"name": name, "template": {"spec": job_spec}}
+    if replicas is not None:
+        out["replicas"] = replicas
+    return out
+
+
+def test_a_jobset_is_recorded_as_its_replicated_jobs_with_the_workloads_templates() -> None:
+    # leader: 1 replica (the API's default) of 1 pod; workers: 2 replicas of a 2-pod Job, the
+    # Workload's 4 pods. 1 GPU a pod: 5 GPUs, 5 pods.
+    rest = multi_pod_set_day(
+        "JobSet",
+        {"replicatedJobs": [replicated_job("leader", None, None), replicated_job("workers", 2, 2)],
+         "network": {"enableDNSHostnames": True}},
+        [("leader", 1), ("workers", 4)],
+    )  # fmt: skip
+    rec = recorded(rest)
+    (item,) = rec.items
+    assert item.skipped is None and item.manifest is not None
+    manifest = item.manifest
+    assert (manifest["apiVersion"], manifest["kind"]) == ("jobset.x-k8s.io/v1alpha2", "JobSet")
+    assert manifest["metadata"]["annotations"] == {"gpu-queues.dev/duration": "1h"}
+    leader, workers = manifest["spec"]["replicatedJobs"]
+    assert leader["name"] == "leader" and "replicas" not in leader
+    assert "parallelism" not in leader["template"]["spec"]
+    assert (workers["replicas"], workers["template"]["spec"]["parallelism"]) == (2, 2)
+    assert workers["template"]["spec"]["completions"] == 2
+    assert set(manifest["spec"]) == {"replicatedJobs"}  # network, backoffLimit: not admission's
+    assert set(workers["template"]["spec"]) == {"parallelism", "completions", "template"}
+    pod = workers["template"]["spec"]["template"]["spec"]
+    assert pod["containers"][0]["image"] == IMAGE_PLACEHOLDER
+    text = "\n".join(rec.files(single=False).values())
+    for bit in SECRET_BITS:
+        assert bit not in text, bit
+    catalog = Catalog((TeamQueue("alpha", "alpha", "jobs", "alpha-cq"),),
+                      frameworks=frozenset({"batch/job", "jobset.x-k8s.io/jobset"}))  # fmt: skip
+    (read,) = [check(MixDocument("alpha.yaml#0", d), 0, catalog)
+               for d in docs(rec.files(single=False)["alpha.yaml"])]  # fmt: skip
+    assert (read.kind, read.status, read.gpus, read.pods, read.duration) == (
+        "JobSet", "ok", 5, 5, 3600.0
+    )  # fmt: skip
+
+
+def test_a_pytorchjob_is_recorded_as_its_replica_types() -> None:
+    def replica(replicas: int | None) -> dict[str, Any]:
+        spec = pod_spec(gpus=1)
+        spec["containers"][0]["name"] = "pytorch"
+        out: dict[str, Any] = {"restartPolicy": "OnFailure", "template": {"spec": spec}}
+        if replicas is not None:
+            out["replicas"] = replicas
+        return out
+
+    rest = multi_pod_set_day(
+        "PyTorchJob",
+        {"pytorchReplicaSpecs": {"Master": replica(None), "Worker": replica(3)}},
+        [("master", 1), ("worker", 3)],
+    )
+    for p in rest.objects[f"{KUEUE}/workloads"]["items"][0]["spec"]["podSets"]:
+        p["template"]["spec"]["containers"][0]["name"] = "pytorch"
+    (item,) = recorded(rest).items
+    assert item.skipped is None and item.manifest is not None
+    specs = item.manifest["spec"]["pytorchReplicaSpecs"]
+    assert list(specs) == ["Master", "Worker"]
+    assert "replicas" not in specs["Master"] and specs["Worker"]["replicas"] == 3
+    assert specs["Worker"]["template"]["spec"]["containers"][0]["name"] == "pytorch"
+    catalog = Catalog((TeamQueue("alpha", "alpha", "jobs", "alpha-cq"),),
+                      frameworks=frozenset({"kubeflow.org/pytorchjob"}))  # fmt: skip
+    read = check(MixDocument("alpha.yaml#0", item.manifest), 0, catalog)
+    assert (read.status, read.gpus, read.pods) == ("ok", 4, 4)
+
+
+def test_an_owner_changed_since_its_workload_was_made_is_a_comment() -> None:
+    # The JobSet now says 3 replicas of its workers (6 pods); the Workload Kueue admitted, 4.
+    rest = multi_pod_set_day(
+        "JobSet",
+        {"replicatedJobs": [replicated_job("leader", 1, 1), replicated_job("workers", 3, 2)]},
+        [("leader", 1), ("workers", 4)],
+    )
+    (item,) = recorded(rest).items
+    assert item.manifest is None
+    assert item.skipped == (
+        "its JobSet no longer matches its Workload: pod sets [('leader', 1), ('workers', 6)] "
+        "against the Workload's [('leader', 1), ('workers', 4)]"
+    )
+    # A replicated job's replicas that is not a number is named, never a traceback.
+    rest.objects["/apis/jobset.x-k8s.io/v1alpha2/namespaces/alpha/jobsets"]["items"][0]["spec"][
+        "replicatedJobs"][1]["replicas"] = "two"  # fmt: skip
+    (item,) = recorded(rest).items
+    assert item.skipped == "malformed: replicated job workers's replicas 'two'"
+
+
 def test_a_plain_pod_is_recorded_and_a_pod_group_is_not() -> None:
     wl = workload("nb", "alpha", "2026-12-01T10:00:00Z", "p1", admitted="2026-12-01T10:00:00Z",
                   count=1)  # fmt: skip
@@ -428,7 +557,7 @@ def test_a_plain_pod_is_recorded_and_a_pod_group_is_not() -> None:
     pod = next(i for i in rec.items if i.name == "nb")
     assert pod.manifest is not None
     assert (pod.manifest["apiVersion"], pod.manifest["kind"]) == ("v1", "Pod")
-    assert pod.manifest["spec"]["containers"][0]["image"] == record.IMAGE_PLACEHOLDER
+    assert pod.manifest["spec"]["containers"][0]["image"] == IMAGE_PLACEHOLDER
     assert "g-0" not in {i.name for i in rec.items if i.manifest is not None}
     assert any("a group of pods" in (i.skipped or "") for i in rec.items)
 

@@ -1,0 +1,336 @@
+"""A live Workload's owner as the what-if mix writes it: which owner kinds are read (Jobs,
+plain Pods, JobSets, PyTorchJobs), how they are read from the API (`Owners`, once per namespace
+and kind), and the manifest made of an owner and its Workload (`workload_manifest`), keeping
+only what admission depends on. `gpuq record` (record.py) writes these manifests to files;
+`gpuq status --eta` (eta_mix.py) replays them.
+
+The cluster's strings are not trusted: every name written is checked against Kubernetes' rules
+(gpu_queues/kueue/fields.py), and what cannot be written is `Unrecordable` with the reason as
+one line of ASCII.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from gpu_queues.kueue.fields import name_rule_problem
+from gpu_queues.kueue.quantity import QuantityError, parse_quantity
+from gpu_queues.values import as_dict, as_list, as_str
+from gpu_queues.whatif.mix import PRIORITY_LABEL, QUEUE_LABEL
+from gpu_queues.whatif.podsets import PYTORCH_REPLICA_TYPES
+from gpu_queues.whatif.podsets import pod_sets as pod_sets_of
+from gpu_queues.whatif.workloads import KubeError, Rest, owner
+
+MIN_PARALLELISM: Final = "kueue.x-k8s.io/job-min-parallelism"  # Kueue's partial admission
+
+
+IMAGE_PLACEHOLDER: Final = "gpu-queues.invalid/recorded:image-dropped"
+
+
+WORKLOAD_PRIORITY_GROUP: Final = "kueue.x-k8s.io"
+
+
+# Of a pod spec, what Kueue's flavor assignment and quota, and the scheduler's fit, read.
+_POD_KEPT: Final = ("restartPolicy", "priorityClassName", "nodeSelector", "tolerations")
+
+
+KEPT_NOTE: Final = (
+    "# Only what admission depends on is kept: each pod set's pods, its containers' and init\n"
+    "# containers' names and resource requests and limits, a sidecar's restartPolicy, and the\n"
+    "# pod's restartPolicy, nodeSelector, node affinity, tolerations and priorityClassName.\n"
+    "# Dropped: env values, args, commands, volumes (their sources) and volume mounts, secrets,\n"
+    "# image pull secrets, the service account, probes, ports, security contexts, labels and\n"
+    f"# annotations; every image is the placeholder {IMAGE_PLACEHOLDER}\n"
+    "# (images are not needed for admission).\n"
+)
+
+
+class Unrecordable(Exception):
+    """Why a Workload is not recorded (or replayed: gpu_queues/tools/eta.py reads Workloads into
+    manifests with `workload_manifest` and `Owners` too)."""
+
+
+def comment_text(text: str) -> str:
+    """What the cluster sent, as one line of ASCII for a comment of the mix or a line on
+    stderr: a line break or control character cannot start a line or a document there."""
+    flat = " ".join(text.split())
+    return "".join(c if " " <= c <= "~" else ascii(c)[1:-1] for c in flat)
+
+
+def name_problem(value: Any, rule: str, what: str) -> str | None:
+    """Why `value` cannot be written as `what` (one line of ASCII), or None when Kubernetes'
+    `rule` for it holds (gpu_queues.kueue.fields.NAME_RULES)."""
+    says = name_rule_problem(value, rule)
+    if says is None:
+        return None
+    shown = comment_text(repr(value))
+    shown = shown if len(shown) <= 80 else shown[:79] + "..."
+    return f"malformed: {what} {shown} is not {says}"
+
+
+def checked_name(value: Any, rule: str, what: str) -> str:
+    """`value`, checked by `rule`; Unrecordable when it fails."""
+    problem = name_problem(value, rule, what)
+    if problem is not None:
+        raise Unrecordable(problem)
+    return str(value)
+
+
+# The owner kinds recorded, and where the API lists (or, for a Pod, gets) them: Kueue's
+# integrations whose Workloads the what-if replays from a recording. Another owner (a RayJob, an
+# MPIJob, ...) is a comment naming it.
+OWNER_PATHS: Final[dict[str, str]] = {
+    "Job": "/apis/batch/v1/namespaces/{namespace}/jobs",
+    "Pod": "/api/v1/namespaces/{namespace}/pods/{name}",
+    "JobSet": "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{namespace}/jobsets",
+    "PyTorchJob": "/apis/kubeflow.org/v1/namespaces/{namespace}/pytorchjobs",
+}
+
+
+RECORDED_KINDS: Final = "Jobs, Pods, JobSets and PyTorchJobs"
+
+
+def recorded_owner(wl: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The Workload's ownerReference of a kind recorded (OWNER_PATHS), if it has one."""
+    return next((ref for kind in OWNER_PATHS if (ref := owner(wl, kind)) is not None), None)
+
+
+class Owners:
+    """The owners of the Workloads, read once per namespace and kind (a Pod: one by one)."""
+
+    def __init__(self, rest: Rest) -> None:
+        self.rest = rest
+        self.listed: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        path = OWNER_PATHS.get(kind)
+        if path is None:
+            return None
+        if "{name}" in path:
+            try:
+                return as_dict(self.rest.get(path.format(namespace=namespace, name=name)))
+            except KubeError as exc:
+                if exc.status == 404:
+                    return None
+                raise
+        if (kind, namespace) not in self.listed:
+            try:
+                listed = self.rest.get(path.format(namespace=namespace))
+            except KubeError as exc:
+                if exc.status != 404:  # 404: the kind's CRD is not installed: none of it
+                    raise
+                listed = {}
+            self.listed[kind, namespace] = {
+                str(as_dict(o.get("metadata")).get("name")): o
+                for o in map(as_dict, as_list(as_dict(listed).get("items")))
+            }
+        return self.listed[kind, namespace].get(name)
+
+
+def workload_manifest(
+    wl: dict[str, Any], kind: str, namespace: str, name: str, found: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The Workload's owner (`found`, as the API has it) as the mix submits it: its pod sets'
+    pods and pod templates (what admission reads, from the Workload), its queue and priority;
+    Unrecordable when it cannot be."""
+    spec = as_dict(wl.get("spec"))
+    pod_sets = [as_dict(p) for p in as_list(spec.get("podSets"))]
+    owner_meta = as_dict(as_dict(found).get("metadata"))
+    labels = {QUEUE_LABEL: checked_name(spec.get("queueName"), "label", "its queue")}
+    ref = as_dict(spec.get("priorityClassRef"))
+    priority = (
+        as_str(ref.get("name")) if ref.get("group") == WORKLOAD_PRIORITY_GROUP else None
+    ) or as_str(as_dict(owner_meta.get("labels")).get(PRIORITY_LABEL))
+    if priority:
+        labels[PRIORITY_LABEL] = checked_name(priority, "label", "its priority class")
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels}
+    metadata["annotations"] = {}
+    if kind in ("JobSet", "PyTorchJob"):
+        return _multi_pod_set(kind, metadata, pod_sets, as_dict(as_dict(found).get("spec")))
+    if len(pod_sets) != 1:
+        raise Unrecordable(f"malformed: a {kind}'s Workload has {len(pod_sets)} pod sets, not one")
+    pod_set = pod_sets[0]
+    pod_spec = _pod_spec(as_dict(pod_set.get("template")).get("spec"))
+    if kind == "Pod":
+        pods = [
+            r
+            for r in as_list(as_dict(wl.get("metadata")).get("ownerReferences"))
+            if as_dict(r).get("kind") == "Pod"
+        ]
+        if len(pods) != 1 or pod_set.get("count", 1) != 1:
+            raise Unrecordable("a group of pods (one Workload of several Pods): not recorded")
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
+    count = _count(pod_set)
+    min_count = pod_set.get("minCount")
+    if isinstance(min_count, int) and not isinstance(min_count, bool) and min_count < count:
+        metadata["annotations"][MIN_PARALLELISM] = str(min_count)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": metadata,
+        # One wave of the pod set's pods: the duration is the whole run's.
+        "spec": {"parallelism": count, "completions": count, "template": {"spec": pod_spec}},
+    }
+
+
+def _count(pod_set: Mapping[str, Any]) -> int:
+    count = pod_set.get("count", 1)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise Unrecordable(f"malformed: pod set count {count!r}")
+    return count
+
+
+def _number(value: Any, what: str) -> int | None:
+    """A replica count or a Job's parallelism or completions as the owner has it (None: unset,
+    its API's default applies)."""
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise Unrecordable(f"malformed: {what} {comment_text(repr(value))}")
+    return value
+
+
+def _multi_pod_set(
+    kind: str, metadata: dict[str, Any], pod_sets: list[dict[str, Any]], owner: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A JobSet or PyTorchJob: its shape (replicated jobs or replica types, their replicas and
+    a Job's parallelism and completions) from the owner, each pod set's template from the
+    Workload; the pod sets the mix counts of it (podsets.py's one rule) must be the Workload's,
+    name for name and count for count, or the owner changed since Kueue made its Workload."""
+    templates = {}
+    for p in pod_sets:
+        templates[str(p.get("name"))] = _pod_spec(as_dict(p.get("template")).get("spec"))
+    manifest: dict[str, Any]
+    if kind == "JobSet":
+        replicated = []
+        for raw in as_list(owner.get("replicatedJobs")):
+            rj = as_dict(raw)
+            rj_name = checked_name(rj.get("name"), "label", "a replicated job's name")
+            job = as_dict(as_dict(rj.get("template")).get("spec"))
+            job_spec: dict[str, Any] = {}
+            for key in ("parallelism", "completions"):
+                number = _number(job.get(key), f"replicated job {rj_name}'s {key}")
+                if number is not None:
+                    job_spec[key] = number
+            job_spec["template"] = {"spec": templates.get(rj_name, {})}
+            entry: dict[str, Any] = {"name": rj_name}
+            replicas = _number(rj.get("replicas"), f"replicated job {rj_name}'s replicas")
+            if replicas is not None:
+                entry["replicas"] = replicas
+            replicated.append({**entry, "template": {"spec": job_spec}})
+        manifest = {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": metadata,
+            "spec": {"replicatedJobs": replicated},
+        }
+    else:
+        replica_specs = {}
+        for replica_type, raw in as_dict(owner.get("pytorchReplicaSpecs")).items():
+            replica = as_dict(raw)
+            entry = {}
+            replicas = _number(replica.get("replicas"), f"replica type {replica_type}'s replicas")
+            if replicas is not None:
+                entry["replicas"] = replicas
+            pod_set = str(replica_type).lower()
+            entry["template"] = {"spec": templates.get(pod_set, {})}
+            known = [t for t in PYTORCH_REPLICA_TYPES if t.lower() == str(replica_type).lower()]
+            if not known:
+                raise Unrecordable(
+                    f"malformed: replica type {comment_text(repr(replica_type))} is not one of "
+                    f"{', '.join(PYTORCH_REPLICA_TYPES)}"
+                )
+            replica_specs[known[0]] = entry
+        manifest = {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": metadata,
+            "spec": {"pytorchReplicaSpecs": replica_specs},
+        }
+    counted = [(p.name, p.count) for p in pod_sets_of(kind, manifest)]
+    kept = [(str(p.get("name")), _count(p)) for p in pod_sets]
+    if counted != kept:
+        raise Unrecordable(
+            f"its {kind} no longer matches its Workload: pod sets {comment_text(repr(counted))} "
+            f"against the Workload's {comment_text(repr(kept))}"
+        )
+    return manifest
+
+
+def _pod_spec(raw: Any) -> dict[str, Any]:
+    """What admission and the scheduler's fit read of a pod spec; nothing else."""
+    spec = as_dict(raw)
+    out: dict[str, Any] = {}
+    for key in _POD_KEPT:
+        value = spec.get(key)
+        if value in (None, "", {}, []):
+            continue
+        if key == "nodeSelector":
+            value = {
+                checked_name(k, "key", "a node selector key"): checked_name(
+                    v, "value", "a node selector value"
+                )
+                for k, v in sorted(as_dict(value).items(), key=lambda kv: str(kv[0]))
+            }
+        elif key == "tolerations":
+            value = [_plain(t) for t in as_list(value)]
+        elif not isinstance(value, str):
+            raise Unrecordable(f"malformed: the pod's {key} {value!r}")
+        out[key] = value
+    node_affinity = as_dict(as_dict(spec.get("affinity")).get("nodeAffinity"))
+    if node_affinity:
+        out["affinity"] = {"nodeAffinity": _plain(node_affinity)}
+    for key in ("initContainers", "containers"):
+        containers = [_container(c, key == "initContainers") for c in as_list(spec.get(key))]
+        if containers:
+            out[key] = containers
+    if "containers" not in out:
+        raise Unrecordable("malformed: its pod set's template has no containers")
+    return out
+
+
+def _container(raw: Any, init: bool) -> dict[str, Any]:
+    c = as_dict(raw)
+    name = as_str(c.get("name"))
+    if not name:
+        raise Unrecordable("malformed: a container without a name")
+    checked_name(name, "container", "a container's name")
+    out: dict[str, Any] = {"name": name, "image": IMAGE_PLACEHOLDER}
+    if init and c.get("restartPolicy") == "Always":  # a sidecar: it counts with the containers
+        out["restartPolicy"] = "Always"
+    resources = as_dict(c.get("resources"))
+    kept = {}
+    for kind in ("requests", "limits"):
+        values = as_dict(resources.get(kind))
+        if values:
+            kept[kind] = {
+                checked_name(r, "key", f"container {name}'s resource"): _quantity(q, name)
+                for r, q in sorted(values.items(), key=lambda rq: str(rq[0]))
+            }
+    if kept:
+        out["resources"] = kept
+    return out
+
+
+def _quantity(value: Any, container: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise Unrecordable(f"malformed: container {container}'s resource quantity {value!r}")
+    try:
+        parse_quantity(value)
+    except QuantityError as exc:
+        raise Unrecordable(
+            f"malformed: container {container}'s resource quantity: {comment_text(str(exc))}"
+        ) from None
+    return str(value)
+
+
+def _plain(value: Any) -> Any:
+    """A copy of plain data (tolerations, node affinity): mappings, lists, scalars."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    raise Unrecordable(f"malformed: {value!r}")
