@@ -1,7 +1,9 @@
 """The what-if report's pictures and the tables beside them (issue 23, item 8): Mermaid
 `xychart-beta` charts, which a GitHub PR comment renders, of the GPUs in use per team and of
 the pending workloads over simulated time (with a base, both runs on one chart), the
-utilization of each ResourceFlavor's GPUs, and each team's p50, p90 and longest wait.
+utilization of each ResourceFlavor's GPUs, and each team's p50, p90 and longest wait; and,
+when the mix replays more than one workload kind, the GPU-hours each kind ran and waited
+(gpu_queues/whatif/kinds.py) with a chart of its GPUs waiting over time.
 
 The series are step functions of the workloads' runs (WorkloadResult.intervals) and
 submissions, sampled on at most MAX_POINTS points: the run's time is cut into equal buckets
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from gpu_queues.escape import mermaid, text
+from gpu_queues.whatif import kinds as by_kinds
 from gpu_queues.whatif.durations import format_duration
 from gpu_queues.whatif.report import ADMITTED, PENDING, Run, WorkloadResult, percentile
 
@@ -356,9 +359,61 @@ def flavor_table(new: Run, base: Run | None) -> list[str]:
     return lines
 
 
+def _kind_cells(figures: by_kinds.KindFigures | None) -> list[str]:
+    if figures is None:
+        return ["-"] * 5
+    hours = [by_kinds.gpu_hours(figures.run_hours), by_kinds.gpu_hours(figures.waited_hours)]
+    return [str(figures.workloads), str(figures.gpus), *hours, str(figures.never)]
+
+
+def kind_table(new: Run, base: Run | None) -> list[str]:
+    """GPU-hours by kind: per kind replayed (in either run), its workloads, the GPUs they ask
+    for, the GPU-hours they ran and waited (kinds.py's rules), and how many were never
+    admitted; with a base, `before → after`. Nothing when one kind was replayed (kinds.shown)."""
+    if not by_kinds.shown(new, base):
+        return []
+    now, before = by_kinds.by_kind(new), by_kinds.by_kind(base) if base is not None else {}
+    lines = [
+        "**GPU-hours by kind** (run: GPUs x the time they ran; waited: GPUs x the wait for the "
+        "first admission, one never admitted waiting until the end of the "
+        f"{format_duration(new.meta.end)} simulated)",
+        "",
+        "| Kind | Replayed | GPUs | GPU-hours run | GPU-hours waited | Never admitted |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for kind in by_kinds.kinds([base, new]):
+        cells = _kind_cells(now.get(kind))
+        if base is not None:
+            old = _kind_cells(before.get(kind))
+            cells = [_arrow(x, y) for x, y in zip(old, cells, strict=True)]
+        lines.append(f"| {text(kind)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def kind_chart(new: Run, base: Run | None) -> list[str]:
+    """GPUs waiting for their first admission per kind over simulated time, a line per kind
+    (and run): the area under a line is the kind's waited GPU-hours. Nothing when one kind
+    was replayed (kinds.shown)."""
+    if not by_kinds.shown(new, base):
+        return []
+    end = new.meta.end if base is None else max(new.meta.end, base.meta.end)
+    axis = Axis.over(end)
+    lines = []
+    for i, kind in enumerate(by_kinds.kinds([base, new])):
+        name, new_color, base_color = PALETTE[i % len(PALETTE)]
+        for suffix, run, column in _sides(new, base):
+            mine = [w for w in run.workloads if w.kind == kind]
+            values = sample(steps(by_kinds.waiting(mine)), axis)
+            color, says = (new_color, name) if column == 1 else (base_color, f"light {name}")
+            lines.append(Line(kind + suffix, values, color, says))
+    return _block(xychart("GPUs waiting per kind", "GPUs", axis, lines), lines, axis)
+
+
 def sections(new: Run, base: Run | None) -> list[str]:
     """What report.md shows between the team table and the workloads: the waits, the
-    flavors' utilization, and the two charts."""
+    flavors' utilization, the two charts, and with more than one kind replayed, the
+    GPU-hours by kind and its chart."""
+    by_kind = [*kind_table(new, base), "", *kind_chart(new, base)]
     return [
         *wait_table(new, base),
         "",
@@ -367,6 +422,7 @@ def sections(new: Run, base: Run | None) -> list[str]:
         *gpu_chart(new, base),
         "",
         *pending_chart(new, base),
+        *(["", *by_kind] if by_kinds.shown(new, base) else []),
     ]
 
 

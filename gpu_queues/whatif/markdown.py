@@ -1,5 +1,6 @@
 """The what-if report as Markdown readable in a PR comment: the clock line, the team table,
 the waits, the flavors' utilization and the charts (gpu_queues/whatif/charts.py), the
+GPU-hours by workload kind when more than one is replayed (gpu_queues/whatif/kinds.py), the
 workload table, and what changed between the base and the new config, kept within a PR
 comment's size (the runs and their figures are in gpu_queues/whatif/report.py). Every name,
 source and message in it went through gpu_queues.escape: a mix's names cannot add Markdown or

@@ -2,7 +2,11 @@
 (gpu_queues/advise) share: a team whose p90 wait gets more than 10% worse than the base's, a
 workload the base admitted that the change no longer admits (or admits onto no node), and one
 that finished on the base and is preempted or waiting again at the change's end (its wait,
-counted to its first admission, hides that).
+counted to its first admission, hides that). Besides, for the PR preview: a workload kind
+(JobSet, PyTorchJob, ...) whose waited GPU-hours get more than 10% worse, when the mix replays
+more than one kind (gpu_queues/whatif/kinds.py), so a change that hurts multi-node training
+more than single-GPU jobs says so; the advisor does not weigh that one (goal.regressed).
+One threshold, WORSE_BY, for the teams' waits and the kinds' (`worse`).
 
 A p90 wait of None means the percentile falls on a workload never admitted (report.py), so it
 is worse than any time; a team whose base p90 is None cannot get worse by this rule.
@@ -14,14 +18,21 @@ from typing import Final
 
 from gpu_queues.escape import code, text
 from gpu_queues.whatif.durations import format_duration
+from gpu_queues.whatif.kinds import KindFigures, by_kind, gpu_hours, shown
 from gpu_queues.whatif.report import ADMITTED, Run, TeamResult, WorkloadResult
 
 WORSE_BY: Final = 0.10
-"""How much worse a team's p90 wait may get before it counts as a regression (10%)."""
+"""How much worse a team's p90 wait, or a kind's waited GPU-hours, may get before it counts
+as a regression (10%)."""
 BEGIN: Final = "<!-- regressions -->"
 END: Final = "<!-- /regressions -->"
 """The markers around report.md's warning lines, which the PR comment lifts to its top
 (gpu_queues.tools.pr_comment)."""
+
+
+def worse(before: float, after: float, worse_by: float = WORSE_BY) -> bool:
+    """The one rule: whether `after` is more than `worse_by` worse (larger) than `before`."""
+    return after > before * (1 + worse_by)
 
 
 def p90_regressed(base: TeamResult, new: TeamResult, worse_by: float = WORSE_BY) -> bool:
@@ -30,7 +41,35 @@ def p90_regressed(base: TeamResult, new: TeamResult, worse_by: float = WORSE_BY)
         return False
     if new.wait_p90 is None:
         return new.workloads > 0
-    return new.wait_p90 > base.wait_p90 * (1 + worse_by)
+    return worse(base.wait_p90, new.wait_p90, worse_by)
+
+
+def kind_regressed(base: KindFigures, new: KindFigures, worse_by: float = WORSE_BY) -> bool:
+    """Whether a kind's waited GPU-hours on `new` are more than `worse_by` worse than on
+    `base`; a kind replayed on one side only cannot regress (nothing to compare)."""
+    if base.workloads == 0 or new.workloads == 0:
+        return False
+    return worse(base.waited_hours, new.waited_hours, worse_by)
+
+
+def kind_regressions(base: Run, new: Run, worse_by: float = WORSE_BY) -> list[str]:
+    """One warning line per kind whose waited GPU-hours regressed, in the change's order;
+    none when the runs replay a single kind (kinds.shown)."""
+    if not shown(new, base):
+        return []
+    source = code(base.meta.source)
+    before = by_kind(base)
+    lines = []
+    for kind, k in by_kind(new).items():
+        b = before.get(kind)
+        if b is None or not kind_regressed(b, k, worse_by):
+            continue
+        growth = f", +{(k.waited_hours / b.waited_hours - 1) * 100:.0f}%" if b.waited_hours else ""
+        lines.append(
+            f"⚠️ kind {text(kind)}: waited GPU-hours {gpu_hours(b.waited_hours)} → "
+            f"{gpu_hours(k.waited_hours)}{growth} (more than {worse_by:.0%} worse than {source})"
+        )
+    return lines
 
 
 def _wait(value: float | None) -> str:
@@ -38,8 +77,9 @@ def _wait(value: float | None) -> str:
 
 
 def regressions(base: Run, new: Run, worse_by: float = WORSE_BY) -> list[str]:
-    """One warning line per team whose p90 wait regressed, then per workload that no longer
-    fits (admitted on the base, never admitted or admitted onto no node on the change)."""
+    """One warning line per team whose p90 wait regressed, then per kind whose waited
+    GPU-hours did (kind_regressions), then per workload that no longer fits (admitted on the
+    base, never admitted or admitted onto no node on the change) or no longer finishes."""
     lines = []
     source = code(base.meta.source)  # Markdown lines: every name through gpu_queues.escape
     before = {t.team: t for t in base.teams}
@@ -54,6 +94,7 @@ def regressions(base: Run, new: Run, worse_by: float = WORSE_BY) -> list[str]:
             f"⚠️ team {text(t.team)}: p90 wait {_wait(b.wait_p90)} → {_wait(t.wait_p90)}{growth} "
             f"(more than {worse_by:.0%} worse than {source})"
         )
+    lines += kind_regressions(base, new, worse_by)
     for w in lost(base, new):
         if w.outcome == "unschedulable":
             lines.append(

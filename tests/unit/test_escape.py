@@ -85,13 +85,14 @@ def workload(name: str, team: str, outcome: str, **kw: object) -> WorkloadResult
     return WorkloadResult(
         name, team, name, outcome, team=team, cluster_queue=team, gpus=1,  # type: ignore[arg-type]
         intervals=[(0.0, 60.0)] if outcome == "finished" else [], flavor=name,
-        wait_seconds=0.0 if outcome == "finished" else None, message=name, **kw,  # type: ignore[arg-type]
+        wait_seconds=0.0 if outcome == "finished" else None, message=name, kind=name, **kw,  # type: ignore[arg-type]
     )  # fmt: skip
 
 
 def runs(names: list[str]) -> tuple[Run, Run]:
     """A base where each name's workload finished and a change where none is admitted: every
-    writer's line (regressions, changes, tables, charts) carries the names."""
+    writer's line (regressions, changes, tables, charts) carries the names, the workloads'
+    kinds too (a kind per name, each waiting longer: a warning, a row and a line per kind)."""
     team = names[0]
 
     def run(outcome: str, source: str) -> Run:
@@ -131,6 +132,7 @@ def test_the_what_if_report_shows_hostile_names_as_text() -> None:
     shown = plain_text(hostile)
     for name in HOSTILE:
         assert escape.one_line(name) in shown, name
+    assert hostile.count("⚠️ kind ") == len(HOSTILE) and "**GPU-hours by kind**" in hostile
     # the comment's markers are its own: one regressions block, sections whole
     assert hostile.count(BEGIN) == 1 and hostile.count(END) == 1
     tag = "<!-- what-if -->"

@@ -21,6 +21,7 @@ from gpu_queues.whatif.markdown import render
 from gpu_queues.whatif.report import Run
 from tests.golden import recording
 from tests.golden.test_golden import REPLAY
+from tests.unit.whatif import test_kinds as kinds
 from tests.unit.whatif.test_charts import _big, run, w
 
 pytestmark = pytest.mark.unit
@@ -101,6 +102,7 @@ def reports() -> dict[str, str]:
         "5,000 workloads, with a base": render(_big(5000, 12), _big(5000, 12, seed=2)),
         "a replay that ended at 0s": render(single, None),
         "no workloads, no teams": render(empty, None),
+        "kinds, with a base": render(kinds.HAND, kinds.BASE),
     }
 
 
@@ -117,7 +119,8 @@ def test_every_chart_of_the_report_renders_as_a_browser_draws_it() -> None:
         blocks = mermaid_blocks(md)
         assert len(blocks) == len(legends(md)), f"{name}: a chart without its legend"
         charts += [(name, block, colors) for block, colors in zip(blocks, legends(md), strict=True)]
-    assert len(charts) == 2 * 6 - 1  # two charts per report; none of no team
+    # two charts per report (none of no team), and the kinds' third where more than one is
+    assert len(charts) == 2 * 7 - 1 + 1
     results = mermaid_render([block for _, block, _ in charts])
     wrong = [
         f"{name}: {why}\n{block[:400]}"
