@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from gpu_queues.whatif.durations import DurationError, format_duration, parse_duration
-from gpu_queues.whatif.regressions import lost, p90_regressed, unfinished
+from gpu_queues.whatif.regressions import lost, p90_regressed, regressed_kinds, unfinished
 from gpu_queues.whatif.report import ADMITTED, PENDING, Run
 
 METRICS: Final = {"p50": 50.0, "median": 50.0, "p90": 90.0, "max": 100.0}
@@ -139,12 +139,13 @@ def figure(run: Run, team: str, metric: str) -> float:
 
 def regressed(base: Run, run: Run) -> list[str]:
     """What the PR preview would warn of (gpu_queues.whatif.regressions): the teams whose p90
-    wait is more than 10% worse than on `base`, then the workloads that no longer fit or no
-    longer finish."""
+    wait is more than 10% worse than on `base`, the kinds whose waited GPU-hours are, then the
+    workloads that no longer fit or no longer finish."""
     before = {t.team: t for t in base.teams}
     teams = [t.team for t in run.teams if t.team in before and p90_regressed(before[t.team], t)]
+    kinds = [f"kind {k.kind}" for _, k in regressed_kinds(base, run)]
     left = [*lost(base, run), *unfinished(base, run)]
-    return teams + [f"{w.namespace}/{w.name}" for w in left]
+    return teams + kinds + [f"{w.namespace}/{w.name}" for w in left]
 
 
 def clause_holds(run: Run, clause: Clause) -> bool:

@@ -52,18 +52,28 @@ def kind_regressed(base: KindFigures, new: KindFigures, worse_by: float = WORSE_
     return worse(base.waited_hours, new.waited_hours, worse_by)
 
 
-def kind_regressions(base: Run, new: Run, worse_by: float = WORSE_BY) -> list[str]:
-    """One warning line per kind whose waited GPU-hours regressed, in the change's order;
-    none when the runs replay a single kind (kinds.shown)."""
+def regressed_kinds(
+    base: Run, new: Run, worse_by: float = WORSE_BY
+) -> list[tuple[KindFigures, KindFigures]]:
+    """(base, change) figures of each kind whose waited GPU-hours regressed, in the change's
+    order; none when the runs replay a single kind (kinds.shown). The PR preview warns of
+    them and the advisor avoids them."""
     if not shown(new, base):
         return []
-    source = code(base.meta.source)
     before = by_kind(base)
+    return [
+        (before[kind], k)
+        for kind, k in by_kind(new).items()
+        if kind in before and kind_regressed(before[kind], k, worse_by)
+    ]
+
+
+def kind_regressions(base: Run, new: Run, worse_by: float = WORSE_BY) -> list[str]:
+    """One warning line per kind whose waited GPU-hours regressed (regressed_kinds)."""
+    source = code(base.meta.source)
     lines = []
-    for kind, k in by_kind(new).items():
-        b = before.get(kind)
-        if b is None or not kind_regressed(b, k, worse_by):
-            continue
+    for b, k in regressed_kinds(base, new, worse_by):
+        kind = k.kind
         growth = f", +{(k.waited_hours / b.waited_hours - 1) * 100:.0f}%" if b.waited_hours else ""
         lines.append(
             f"⚠️ kind {text(kind)}: waited GPU-hours {gpu_hours(b.waited_hours)} → "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpu_queues.advise.goal import DEFAULT, met, regressed
 from gpu_queues.tools.pr_comment import compose
 from gpu_queues.whatif.charts import kind_chart, kind_table, mermaid_blocks
 from gpu_queues.whatif.kinds import KindFigures, by_kind, gpu_hours, kinds, shown
@@ -285,3 +286,20 @@ def test_the_report_has_a_table_and_a_chart_by_kind_whose_area_is_the_waited_gpu
     assert values['"Pod"'] == [0] * len(values['"Pod"'])
     assert "Lines: blue: JobSet; orange: Job; green: Pod." in md
     assert kind_chart(HAND, BASE)[1].startswith("%%{init")
+
+
+def test_the_advisor_counts_a_kinds_regression_as_the_preview_warns_of_it():
+    """The advisor's objective avoids what the PR preview warns of, by the same rule: the
+    JobSets' waited GPU-hours +200% is one regression though no team's p90 moved."""
+    new = run(
+        "s",
+        [
+            w("train-1", "JobSet", "finished", gpus=16, wait=1800, ran=3600),
+            w("train-2", "JobSet", "finished", gpus=16, wait=3600, ran=3600),
+            *[w(f"small-{i}", "Job", "finished", gpus=1, wait=0, ran=600) for i in range(10)],
+        ],
+    )
+    assert regressed(BASE, new) == ["kind JobSet"]
+    assert not met(new, BASE, DEFAULT)
+    assert regressed(BASE, BASE) == [] and met(BASE, BASE, DEFAULT)
+    assert regressed(new, BASE) == ["kind Job"]  # the other way round: the Jobs 0 → 5
