@@ -465,6 +465,24 @@ class PyTorchJob(_Runnable):
         return self
 
 
+class MPIJob(_Runnable):
+    """A kubeflow.org/v2beta1 MPIJob as users write it: its Launcher and Worker replica types,
+    each a Job builder's pod template. The metadata setters are Job's; a pod's (limits, image)
+    are set on each replica's Job."""
+
+    def __init__(self, name: str, namespace: str | None) -> None:
+        super().__init__("kubeflow.org/v2beta1", "MPIJob", name, namespace)
+        self._obj["spec"] = {"slotsPerWorker": 1, "mpiReplicaSpecs": {}}
+
+    def replica(self, replica_type: str, job: Job, replicas: int | None = 1) -> Self:
+        """`replicas` pods (none given: left out) of the Job's pod template."""
+        replica: dict[str, Any] = {"template": job.obj()["spec"]["template"]}
+        if replicas is not None:
+            replica["replicas"] = replicas
+        self._obj["spec"]["mpiReplicaSpecs"][replica_type] = replica
+        return self
+
+
 class RayJob(_Runnable):
     """A ray.io/v1 RayJob as users write it: an entrypoint, a cluster deleted when the job ends
     (as Kueue requires), its head and worker groups each a Job builder's pod template. The

@@ -1,8 +1,8 @@
 """Kubernetes names, quantities and namespaces: the facts the API server enforces, as checks
 (the pydantic field types the config models use them as are in gpu_queues/kueue/fieldtypes.py).
 
-The rules follow k8s.io/apimachinery (validation.IsDNS1123Label/Subdomain, IsQualifiedName,
-IsValidLabelValue) and k8s.io/kubernetes (helper.IsExtendedResourceName,
+The rules follow k8s.io/apimachinery (validation.IsDNS1123Label/Subdomain, IsDNS1035Label,
+IsQualifiedName, IsValidLabelValue) and k8s.io/kubernetes (helper.IsExtendedResourceName,
 IsIntegerResourceName), so a value the config accepts is one the cluster accepts too.
 """
 
@@ -39,6 +39,11 @@ LABEL_VALUE_MAX: Final = 63
 
 def is_dns_label(value: str) -> bool:
     return len(value) <= 63 and bool(DNS_LABEL.fullmatch(value))
+
+
+def is_dns1035_label(value: str) -> bool:
+    """A DNS label that starts with a letter (IsDNS1035Label): what a Service's name must be."""
+    return is_dns_label(value) and value[0].isalpha()
 
 
 def is_dns_subdomain(value: str) -> bool:

@@ -37,7 +37,7 @@ from gpu_queues.whatif.mix import Entry
 from gpu_queues.whatif.nodes import NodeNameClash, nodes
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-FAST_KINDS = frozenset({"Job", "Pod", "JobSet", "PyTorchJob", "RayJob"})
+FAST_KINDS = frozenset({"Job", "Pod", "JobSet", "PyTorchJob", "RayJob", "MPIJob"})
 # A plain Pod that names a group is one pod of a gang Kueue admits together; the fast engine
 # replays single Pods only.
 POD_GROUP = "kueue.x-k8s.io/pod-group-name"
@@ -244,7 +244,7 @@ def unmodelled(config: StackConfig) -> str | None:
 def not_fast(e: Entry) -> str | None:
     """Why the fast engine does not replay a valid entry (None when it does)."""
     if e.kind not in FAST_KINDS:
-        kinds = "Jobs, Pods, JobSets, PyTorchJobs and RayJobs"
+        kinds = "Jobs, Pods, JobSets, PyTorchJobs, RayJobs and MPIJobs"
         return f"the fast engine replays {kinds}, not {e.kind}s"
     meta = e.manifest.get("metadata") or {}
     named = (m for k in ("labels", "annotations") if isinstance(m := meta.get(k), dict))

@@ -2,7 +2,8 @@
 (pkg/controller/jobs/<kind>: PodSets): a Job's one (its parallelism, at most its completions),
 a plain Pod's one, a JobSet's one per replicated job (its replicas times its Job's pods), a
 PyTorchJob's one per replica type, Master then Worker (its replicas), a RayJob's head, worker
-groups and submitter. What a workload holds
+groups and submitter, an MPIJob's one per replica type, Launcher then Worker (its replicas).
+What a workload holds
 while it runs (its GPUs, its pods) is summed over them, one rule for every kind.
 
 What a kind's own webhook refuses that Kueue would count wrong is `kind_problem`'s.
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from gpu_queues.kueue.fields import is_dns1035_label
 from gpu_queues.values import as_dict, as_list
 from gpu_queues.whatif.gpus import pod_gpus
 
@@ -50,12 +52,22 @@ PYTORCH_REPLICA_TYPES: Final = ("Master", "Worker")
 (pytorchjob.OrderedReplicaTypes)."""
 
 
+MPI_REPLICA_TYPES: Final = ("Launcher", "Worker")
+"""An MPIJob's replica types, in the order Kueue makes its pod sets of them
+(mpijob.orderedReplicaTypes). Unlike the training operator, the mpi-operator changes no case:
+only these keys are replica types, to it and to Kueue."""
+
+
 def pod_sets(kind: str, body: Mapping[str, Any]) -> list[PodSet]:
-    """The pod sets of a Job, Pod, JobSet, PyTorchJob or RayJob manifest (none for another
-    kind)."""
+    """The pod sets of a Job, Pod, JobSet, PyTorchJob, RayJob or MPIJob manifest (none for
+    another kind)."""
     spec = as_dict(body.get("spec"))
     if kind == "PyTorchJob":
         return _replica_sets(as_dict(spec.get("pytorchReplicaSpecs")), PYTORCH_REPLICA_TYPES)
+    if kind == "MPIJob":
+        specs = as_dict(spec.get("mpiReplicaSpecs"))
+        exact = {k: v for k, v in specs.items() if k in MPI_REPLICA_TYPES}
+        return _replica_sets(exact, MPI_REPLICA_TYPES)
     if kind == "RayJob":
         return _ray_sets(spec)
     if kind == "Pod":
@@ -173,6 +185,8 @@ def kind_problem(kind: str, body: Mapping[str, Any]) -> str | None:
         return pytorchjob_problem(body)
     if kind == "RayJob":
         return rayjob_problem(body)
+    if kind == "MPIJob":
+        return mpijob_problem(body)
     return None
 
 
@@ -230,6 +244,96 @@ def rayjob_problem(body: Mapping[str, Any]) -> str | None:
             value = as_dict(group).get(count)
             if isinstance(value, int) and value < 0:
                 return f"{where}.{count}: {value} must not be negative"
+    return None
+
+
+MPI_RESTART_POLICIES: Final = ("Never", "OnFailure")
+MPI_IMPLEMENTATIONS: Final = ("OpenMPI", "Intel", "MPICH")
+MPI_CLEAN_POD_POLICIES: Final = ("None", "Running", "All")
+MPI_MANAGERS: Final = ("kubeflow.org/mpi-operator", "kueue.x-k8s.io/multikueue")
+
+
+def mpijob_problem(body: Mapping[str, Any]) -> str | None:
+    """What the mpi-operator (v0.8, its CRD's enum and its controller's ValidateMPIJob after its
+    defaulter) refuses: a Launcher exactly (its replicas 1), Workers' replicas given and at least 1
+    (its defaulter makes none 0, which it refuses, where Kueue would count 1), a restartPolicy of
+    Never or OnFailure, a known mpiImplementation, cleanPodPolicy and managedBy, no negative
+    slotsPerWorker or run limits, a name its workers' hostnames can take; and a replica type
+    other than Launcher and Worker, which neither it nor Kueue runs. A refused MPIJob is admitted
+    by Kueue all the same and holds its quota with nothing running: invalid, not replayed."""
+    spec = as_dict(body.get("spec"))
+    specs = as_dict(spec.get("mpiReplicaSpecs"))
+    where = "spec.mpiReplicaSpecs"
+    for key, value in specs.items():
+        if key not in MPI_REPLICA_TYPES:
+            return (
+                f"{where}[{key}]: {key!r} is not an MPIJob replica type (Launcher or Worker, "
+                "in that case); neither the mpi-operator nor Kueue would run its pods"
+            )
+        problem = _mpi_replica_problem(key, as_dict(value), f"{where}[{key}]")
+        if problem:
+            return problem
+    if "Launcher" not in specs:
+        return f"{where}[Launcher]: is required (the mpi-operator runs the job from it)"
+    return _mpi_spec_problem(spec) or _mpi_name_problem(body, specs)
+
+
+def _mpi_replica_problem(key: str, replica: dict[str, Any], at: str) -> str | None:
+    replicas = replica.get("replicas")
+    if key == "Launcher" and replicas not in (None, 1):
+        return f"{at}.replicas: {replicas} must be 1 (one Launcher)"
+    if key == "Worker" and replicas is None:
+        return (
+            f"{at}.replicas: is required (the mpi-operator makes none 0 and refuses it; Kueue "
+            "would count 1)"
+        )
+    if key == "Worker" and _int(replicas, 1) < 1:
+        return f"{at}.replicas: {replicas} must be at least 1"
+    policy = replica.get("restartPolicy")
+    if policy is not None and policy not in MPI_RESTART_POLICIES:
+        return f"{at}.restartPolicy: {policy!r} is not one of {', '.join(MPI_RESTART_POLICIES)}"
+    containers = as_list(as_dict(as_dict(replica.get("template")).get("spec")).get("containers"))
+    for i, container in enumerate(containers):
+        if not as_dict(container).get("image"):
+            return (
+                f"{at}.template.spec.containers[{i}].image: is required (the mpi-operator's "
+                "pods would be refused without one)"
+            )
+    return None
+
+
+def _mpi_spec_problem(spec: dict[str, Any]) -> str | None:
+    run = as_dict(spec.get("runPolicy"))
+    for at, value, allowed in (
+        ("spec.mpiImplementation", spec.get("mpiImplementation"), MPI_IMPLEMENTATIONS),
+        ("spec.runPolicy.cleanPodPolicy", run.get("cleanPodPolicy"), MPI_CLEAN_POD_POLICIES),
+        ("spec.runPolicy.managedBy", run.get("managedBy"), MPI_MANAGERS),
+    ):
+        if value is not None and value not in allowed:
+            return f"{at}: {value!r} is not one of {', '.join(allowed)}"
+    for at, value in (
+        ("spec.slotsPerWorker", spec.get("slotsPerWorker")),
+        *((f"spec.runPolicy.{k}", run.get(k)) for k in MPI_RUN_LIMITS),
+    ):
+        if isinstance(value, int) and value < 0:
+            return f"{at}: {value} must not be negative"
+    return None
+
+
+MPI_RUN_LIMITS: Final = ("ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit")
+
+
+def _mpi_name_problem(body: Mapping[str, Any], specs: dict[str, Any]) -> str | None:
+    """The mpi-operator names its last worker's pod and service <name>-worker-<replicas - 1>,
+    which must be a DNS-1035 label."""
+    name = as_dict(body.get("metadata")).get("name")
+    workers = _int(as_dict(specs.get("Worker")).get("replicas"), 1)
+    host = f"{name}-worker-{max(workers, 1) - 1}"
+    if isinstance(name, str) and not is_dns1035_label(host):
+        return (
+            f"metadata.name: the mpi-operator's last worker would be {host!r}, not a DNS-1035 "
+            "label (a letter first, at most 63 characters)"
+        )
     return None
 
 

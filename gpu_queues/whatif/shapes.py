@@ -7,11 +7,10 @@ so a malformed manifest is an `invalid` row of the report and the rest of the mi
 
 A null is an absent field, as in the API server's decoding; a field the replay cannot do
 without that is absent (a Job's `spec.template`, a pod's `containers`, a JobSet's
-`spec.replicatedJobs[i].template`, a PyTorchJob's `spec.pytorchReplicaSpecs[Worker].template`)
-is refused. The rest (fields not listed here, a container
-without an image, ...) is left to the API server, which
-refuses what it cannot take when the replay submits the object (its message is the row's
-reason then).
+`spec.replicatedJobs[i].template`, a PyTorchJob's `spec.pytorchReplicaSpecs[Worker].template`,
+an MPIJob's `spec.mpiReplicaSpecs[Launcher].template`) is refused. The rest (fields not listed
+here, a container without an image, ...) is left to the API server, which refuses what it
+cannot take when the replay submits the object (its message is the row's reason then).
 
 What a container runs with (its command, args and env) may hold a secret: a problem there
 names the field and the type it has, never its value (`Hidden`).
@@ -217,6 +216,41 @@ PYTORCHJOB_SPEC: Final = Struct(
     },
     required=("pytorchReplicaSpecs",),
 )
+MPIJOB_SPEC: Final = Struct(
+    {
+        "mpiReplicaSpecs": MapOf(
+            Struct(
+                {"replicas": INT32, "restartPolicy": STR, "template": POD_TEMPLATE},
+                required=("template",),
+            )
+        ),
+        "slotsPerWorker": INT32,
+        "runLauncherAsWorker": BOOL,
+        "runPolicy": Struct(
+            {
+                "suspend": BOOL,
+                "managedBy": STR,
+                "cleanPodPolicy": STR,
+                "backoffLimit": INT32,
+                "activeDeadlineSeconds": INT,
+                "ttlSecondsAfterFinished": INT32,
+                "schedulingPolicy": Struct(
+                    {
+                        "minAvailable": INT32,
+                        "queue": STR,
+                        "minResources": MapOf(QUANTITY),
+                        "priorityClass": STR,
+                        "scheduleTimeoutSeconds": INT32,
+                    }
+                ),
+            }
+        ),
+        "sshAuthMountPath": STR,
+        "launcherCreationPolicy": STR,
+        "mpiImplementation": STR,
+    },
+    required=("mpiReplicaSpecs",),
+)
 RAY_CLUSTER_SPEC: Final = Struct(
     {
         "headGroupSpec": Struct(
@@ -285,6 +319,7 @@ BODIES: Final[Mapping[str, Struct]] = {
     "JobSet": Struct({"spec": JOBSET_SPEC, "status": Anything()}, required=("spec",)),
     "PyTorchJob": Struct({"spec": PYTORCHJOB_SPEC, "status": Anything()}, required=("spec",)),
     "RayJob": Struct({"spec": RAYJOB_SPEC, "status": Anything()}, required=("spec",)),
+    "MPIJob": Struct({"spec": MPIJOB_SPEC, "status": Anything()}, required=("spec",)),
 }
 """The rest of the kinds the replay submits (gpu_queues.whatif.mix.REPLAYABLE)."""
 
@@ -401,6 +436,6 @@ def head_problem(body: Mapping[str, Any]) -> str | None:
 
 def body_problem(body: Mapping[str, Any], kind: str) -> str | None:
     """The rest of an object the replay submits (a Job's spec, a Pod's, a JobSet's, a
-    PyTorchJob's, a RayJob's)."""
+    PyTorchJob's, a RayJob's, an MPIJob's)."""
     shape = BODIES.get(kind)
     return problem(body, shape) if shape is not None else None

@@ -29,7 +29,19 @@ from gpu_queues.whatif.changes import changed_over
 from gpu_queues.whatif.engine_input import frameworks
 from gpu_queues.whatif.mix import Catalog, load_mix
 from gpu_queues.whatif.report import Run, report_json
-from tests.builders import Flavor, Job, JobSet, Mix, Node, Pod, PyTorchJob, RayJob, Stack, Team
+from tests.builders import (
+    Flavor,
+    Job,
+    JobSet,
+    Mix,
+    MPIJob,
+    Node,
+    Pod,
+    PyTorchJob,
+    RayJob,
+    Stack,
+    Team,
+)
 from tests.rehearse.test_engine_causes import CASES, stack_text
 
 pytestmark = pytest.mark.toolchain
@@ -81,7 +93,7 @@ def pod(
 
 def replay(
     stack: Stack,
-    jobs: Sequence[Job | Pod | JobSet | PyTorchJob | RayJob | dict[str, Any]],
+    jobs: Sequence[Job | Pod | JobSet | PyTorchJob | RayJob | MPIJob | dict[str, Any]],
     tmp: Path,
     **kw: Any,
 ) -> Run:
@@ -1051,6 +1063,113 @@ def test_the_docs_rayjob_example_replays_on_staging_with_the_integration_as_its_
     (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
     assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
         "RayJob",
+        "finished",
+        "h100",
+        0,
+        4,
+    )
+    assert w.intervals == [(3600, 14400)]
+
+
+MPIJOBS = {"integrations": {"frameworks": ["batch/job", "kubeflow.org/mpijob"]}}
+
+
+def mpijob(
+    name: str, team: str, workers: int, *, at: int, runs: int, priority: str | None = None
+) -> MPIJob:
+    """An MPIJob in its team's queue: a Launcher and `workers` Workers, one GPU per pod,
+    submitted `at`, running `runs`."""
+    built = MPIJob(name, NS.format(team)).queue("gpu-queue").submit_at(at).duration(runs)
+    if priority:
+        built.priority_class(priority)
+    one_gpu = Job("pod", None).image("busybox").requests(cpu="100m", gpu="1").limits(gpu="1")
+    return built.replica("Launcher", one_gpu).replica("Worker", one_gpu, workers)
+
+
+def test_an_mpijob_is_admitted_whole_and_the_next_waits_to_the_second_it_ends(
+    tmp_path: Path,
+) -> None:
+    """Kueue's mpijob integration on the engine, worked out by hand. One queue of 8 GPUs
+    (BestEffortFIFO): MPIJob first at 0 s, a Launcher and 3 Workers of 1 GPU (4 GPUs), runs
+    600 s; Job beside (2 GPUs) at 0 s runs 1200 s; MPIJob second at 60 s, a Launcher and 4
+    Workers (5 GPUs), 2 GPUs free, waits until first ends at 600 s (540 s), then runs 600-900 s;
+    beside goes on as if the MPIJobs were Jobs."""
+    stack = one_queue("BestEffortFIFO").kueue(manager=MPIJOBS)
+    jobs: list[Job | Pod | MPIJob] = [
+        mpijob("first", "a", 3, at=0, runs=600),
+        job("beside", "a", 2, at=0, runs=1200),
+        mpijob("second", "a", 4, at=60, runs=300),
+    ]
+    run = by_name(replay(stack, jobs, tmp_path))
+    assert {n: (w.kind, w.outcome, w.wait_seconds, w.gpus) for n, w in run.items()} == {
+        "first": ("MPIJob", "finished", 0, 4),
+        "beside": ("Job", "finished", 0, 2),
+        "second": ("MPIJob", "finished", 540, 5),
+    }
+    assert [run[n].intervals for n in ("first", "beside", "second")] == [
+        [(0, 600)],
+        [(0, 1200)],
+        [(600, 900)],
+    ]
+
+
+def test_an_evicted_mpijob_stops_and_runs_again_as_a_job_of_its_pods_would(
+    tmp_path: Path,
+) -> None:
+    """Kueue suspends an MPIJob it preempts (runPolicy.suspend), and the engine removes its pods
+    at once, as for a Job: one queue of 4 GPUs preempting lower priorities; low (a Launcher and
+    3 Workers of 1 GPU) runs from 0 s, Job high (4 GPUs) at 60 s preempts it and runs 120 s; low
+    is admitted again at 180 s and runs its 600 s from then. The same mix with low as a Job of 4
+    pods has the same story."""
+    team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=4)
+    team.set(preemption={"withinClusterQueue": "LowerPriority"})
+    stack = (
+        Stack()
+        .kueue(manager=MPIJOBS)
+        .flavor(Flavor("gpu").capacity(cpu=64, memory="512Gi", gpu=4))
+        .set("priorityClasses", [{"name": "low", "value": 10}, {"name": "high", "value": 1000}])
+        .team(team)
+    )
+    high = job("high", "a", 4, at=60, runs=120, priority="high")
+    as_mpijob = by_name(replay(stack, [
+        mpijob("low", "a", 3, at=0, runs=600, priority="low"), high,
+    ], tmp_path))  # fmt: skip
+    as_job = by_name(replay(stack, [
+        job("low", "a", 1, at=0, runs=600, priority="low", pods=4), high,
+    ], tmp_path))  # fmt: skip
+    assert as_mpijob["low"].intervals == [(0, 60), (180, 780)]
+    assert as_mpijob["low"].preemptions == 1
+    for name in ("low", "high"):
+        assert as_mpijob[name].intervals == as_job[name].intervals
+        assert as_mpijob[name].outcome == as_job[name].outcome
+
+
+def test_the_docs_mpijob_example_replays_on_staging_with_the_integration_as_its_comment_says(
+    tmp_path: Path,
+) -> None:
+    """docs/examples/mixes/mpijob.yaml on staging as it stands: unsupported, naming
+    kubeflow.org/mpijob; with it added, research's 4 H100 are free, so the MPIJob is admitted
+    the second it is submitted (1h) and its pods run its 3h (to 4h) (staging waits for pods
+    ready: the engine's Running condition is what Kueue reads)."""
+    from sandbox.shape import load_stack
+
+    root = Path(__file__).resolve().parents[2]
+    example = root / "docs" / "examples" / "mixes" / "mpijob.yaml"
+    staging = (root / "Pulumi.staging.yaml").read_text()
+    (w,) = fast.replay_mix(
+        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
+    ).workloads
+    assert (w.kind, w.outcome) == ("MPIJob", "unsupported")
+    assert "integration kubeflow.org/mpijob is not enabled" in (w.message or ""), w.message
+    added = staging.replace(
+        "kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, kubeflow.org/mpijob]"
+    )
+    assert added != staging
+    (tmp_path / "Pulumi.staging.yaml").write_text(added)
+    config = load_stack(tmp_path / "Pulumi.staging.yaml")
+    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
+    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
+        "MPIJob",
         "finished",
         "h100",
         0,

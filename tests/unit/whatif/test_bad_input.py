@@ -2,8 +2,8 @@
 naming the field, never an exception, and the rest of the mix replays; a mix over the size
 limits is refused whole, before anything starts, unless a flag raises the limit.
 
-The fuzzing replaces every node of a valid Job, Pod, JobSet, PyTorchJob and RayJob, one at a
-time, by a null, a list, a number, a string and a mapping, then a few at a time at random."""
+The fuzzing replaces every node of a valid Job, Pod, JobSet, PyTorchJob, RayJob and MPIJob, one
+at a time, by a null, a list, a number, a string and a mapping, then a few at a time at random."""
 
 from __future__ import annotations
 
@@ -41,7 +41,14 @@ CATALOG = Catalog(
     queues=(TeamQueue("research", "team-research", "gpu-queue", "research-cq"),),
     priority_classes=frozenset({"high"}),
     frameworks=frozenset(
-        {"batch/job", "pod", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "ray.io/rayjob"}
+        {
+            "batch/job",
+            "pod",
+            "jobset.x-k8s.io/jobset",
+            "kubeflow.org/pytorchjob",
+            "ray.io/rayjob",
+            "kubeflow.org/mpijob",
+        }
     ),
 )
 META: dict[str, Any] = {
@@ -158,6 +165,27 @@ RAYJOB: dict[str, Any] = {
         },
     },
 }  # fmt: skip
+MPIJOB: dict[str, Any] = {
+    "apiVersion": "kubeflow.org/v2beta1",
+    "kind": "MPIJob",
+    "metadata": META,
+    "spec": {
+        "slotsPerWorker": 1,
+        "runLauncherAsWorker": False,
+        "mpiImplementation": "OpenMPI",
+        "runPolicy": {"suspend": False, "cleanPodPolicy": "Running"},
+        "mpiReplicaSpecs": {
+            "Launcher": {
+                "replicas": 1, "restartPolicy": "OnFailure", "template": {"spec": LEADER_POD},
+            },
+            "Worker": {
+                "replicas": 3,
+                "restartPolicy": "Never",
+                "template": {"metadata": {"labels": {"role": "worker"}}, "spec": POD_SPEC},
+            },
+        },
+    },
+}  # fmt: skip
 # Keys whose values are a mapping of names (shown as field[key]), not fields (field.key).
 NAMED = frozenset(
     {
@@ -167,6 +195,7 @@ NAMED = frozenset(
         "requests",
         "nodeSelector",
         "pytorchReplicaSpecs",
+        "mpiReplicaSpecs",
         "rayStartParams",
     }
 )
@@ -234,8 +263,8 @@ def sound(entry: Entry) -> str | None:
     return None
 
 
-VALID = [JOB, POD, JOBSET, PYTORCHJOB, RAYJOB]
-VALID_IDS = ["job", "pod", "jobset", "pytorchjob", "rayjob"]
+VALID = [JOB, POD, JOBSET, PYTORCHJOB, RAYJOB, MPIJOB]
+VALID_IDS = ["job", "pod", "jobset", "pytorchjob", "rayjob", "mpijob"]
 
 
 @pytest.mark.parametrize("valid", VALID, ids=VALID_IDS)
@@ -244,9 +273,10 @@ def test_the_valid_manifests_are_replayed(tmp_path: Path, valid: dict[str, Any])
     assert entry.status == "ok", entry.problem
     # A JobSet's workers: 2 replicas x 2 pods x 2 GPUs; its leader none. A PyTorchJob's
     # Workers: 3 pods x 2 GPUs; its Master none. A RayJob's workers: 2 pods x 2 GPUs; its head
-    # and its submitter none.
+    # and its submitter none. An MPIJob's Workers: 3 pods x 2 GPUs; its Launcher none.
     assert (entry.gpus, entry.pods) == {
-        "Job": (4, 2), "Pod": (2, 1), "JobSet": (8, 5), "PyTorchJob": (6, 4), "RayJob": (4, 4)
+        "Job": (4, 2), "Pod": (2, 1), "JobSet": (8, 5), "PyTorchJob": (6, 4), "RayJob": (4, 4),
+        "MPIJob": (6, 4),
     }[valid["kind"]]  # fmt: skip
 
 

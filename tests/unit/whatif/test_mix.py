@@ -24,7 +24,17 @@ from gpu_queues.whatif.mix import (
     load_mix,
     submission_order,
 )
-from tests.builders import Job, JobSet, Pod, PyTorchJob, RayJob, Stack, gpu_flavor, gpu_team
+from tests.builders import (
+    Job,
+    JobSet,
+    MPIJob,
+    Pod,
+    PyTorchJob,
+    RayJob,
+    Stack,
+    gpu_flavor,
+    gpu_team,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -452,6 +462,155 @@ def test_a_rayjob_on_a_stack_without_the_rayjob_integration_names_it_to_enable(
     (entry,) = mix(tmp_path, rayjob().obj())
     assert entry.status == "unsupported"
     assert "integration ray.io/rayjob is not enabled; add it to " in (entry.problem or "")
+
+
+WITH_MPI = Catalog(
+    CATALOG.queues, CATALOG.priority_classes, CATALOG.frameworks | {"kubeflow.org/mpijob"}
+)
+
+
+def mpijob(name: str = "allreduce", workers: int | None = 3) -> MPIJob:
+    """A Launcher (1 pod, cpu only) and `workers` Workers (2 GPUs each)."""
+    launcher = Job("launcher", None).image("x").requests(cpu="1")
+    worker = Job("worker", None).image("x").limits(gpu=2)
+    return (
+        MPIJob(name, "team-research")
+        .queue("gpu-queue")
+        .replica("Launcher", launcher)
+        .replica("Worker", worker.complete_after("5s"), replicas=workers)
+    )
+
+
+def mpi_mix(tmp_path: Path, *docs: Any) -> list[Entry]:
+    (tmp_path / "mix.yaml").write_text(yaml.safe_dump_all(docs))
+    return load_mix(tmp_path / "mix.yaml", WITH_MPI)
+
+
+def test_an_mpijob_holds_the_pods_and_gpus_of_its_launcher_and_workers(tmp_path: Path) -> None:
+    (entry,) = mpi_mix(tmp_path, mpijob().duration("1h").obj())
+    assert entry.status == "ok", entry.problem
+    assert (entry.kind, entry.gpus, entry.pods, entry.duration) == ("MPIJob", 6, 4, 3600.0)
+    worker = entry.manifest["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
+    assert COMPLETE_AFTER not in worker["metadata"]["annotations"]
+
+
+def test_an_mpijobs_launcher_counts_its_gpus_and_running_it_as_a_worker_changes_no_count(
+    tmp_path: Path,
+) -> None:
+    """Kueue counts the Launcher's pod set as written (runLauncherAsWorker only changes the
+    mpi-operator's hostfile), and a Launcher of no replicas given as one pod."""
+    body = mpijob(workers=2).obj()
+    launcher = body["spec"]["mpiReplicaSpecs"]["Launcher"]
+    del launcher["replicas"]
+    launcher["template"]["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": 1}}
+    body["spec"]["runLauncherAsWorker"] = True
+    (entry,) = mpi_mix(tmp_path, body)
+    assert (entry.status, entry.gpus, entry.pods) == ("ok", 5, 3), entry.problem
+
+
+WORKER_ONLY = {"template": {"spec": {"containers": [{"name": "mpi", "image": "x"}]}}}
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "words"),
+    [
+        (("Worker", "replicas"), "2",
+         "spec.mpiReplicaSpecs[Worker].replicas: must be an integer, not a string"),
+        (("Worker", "replicas"), 0, "spec.mpiReplicaSpecs[Worker].replicas: 0 must be at least 1"),
+        (("Worker", "replicas"), -1,
+         "spec.mpiReplicaSpecs[Worker].replicas: -1 must be at least 1"),
+        (("Worker", "replicas"), None,
+         "spec.mpiReplicaSpecs[Worker].replicas: is required (the mpi-operator makes none 0"),
+        (("Launcher", "replicas"), 2, "spec.mpiReplicaSpecs[Launcher].replicas: 2 must be 1"),
+        (("Launcher",), None, "spec.mpiReplicaSpecs[Launcher]: is required"),
+        (("Chief",), WORKER_ONLY,
+         "spec.mpiReplicaSpecs[Chief]: 'Chief' is not an MPIJob replica type"),
+        (("worker",), WORKER_ONLY,
+         "spec.mpiReplicaSpecs[worker]: 'worker' is not an MPIJob replica type (Launcher or "
+         "Worker, in that case)"),
+        (("Worker", "restartPolicy"), "Always",
+         "spec.mpiReplicaSpecs[Worker].restartPolicy: 'Always' is not one of Never, OnFailure"),
+        (("Worker", "template"), None, "spec.mpiReplicaSpecs[Worker].template: is required"),
+        (("Launcher", "template", "spec", "containers"), [],
+         "spec.mpiReplicaSpecs[Launcher].template.spec.containers: must not be empty"),
+        (("Worker", "template", "spec", "containers", 0, "image"), "",
+         "spec.mpiReplicaSpecs[Worker].template.spec.containers[0].image: is required"),
+        (("Worker", "template", "spec", "containers", 0, "resources", "limits", "nvidia.com/gpu"),
+         0.5, "spec.mpiReplicaSpecs[Worker].template.spec.containers[0].resources.limits"
+         "[nvidia.com/gpu]"),
+    ],
+)  # fmt: skip
+def test_a_malformed_mpijob_is_invalid_naming_the_field(
+    tmp_path: Path, path: tuple[Any, ...], value: Any, words: str
+) -> None:
+    body = mpijob().obj()
+    inner: Any = body["spec"]["mpiReplicaSpecs"]
+    for key in path[:-1]:
+        inner = inner[key]
+    if value is None and path[-1] != "template":
+        del inner[path[-1]]
+    else:
+        inner[path[-1]] = value
+    (entry,) = mpi_mix(tmp_path, body)
+    assert entry.status == "invalid"
+    assert words in (entry.problem or ""), entry.problem
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("slotsPerWorker", "1", "spec.slotsPerWorker: must be an integer, not a string"),
+        ("slotsPerWorker", -1, "spec.slotsPerWorker: -1 must not be negative"),
+        ("runLauncherAsWorker", "yes", "spec.runLauncherAsWorker: must be a boolean"),
+        ("mpiImplementation", "MVAPICH",
+         "spec.mpiImplementation: 'MVAPICH' is not one of OpenMPI, Intel, MPICH"),
+        ("runPolicy", {"cleanPodPolicy": "Some"},
+         "spec.runPolicy.cleanPodPolicy: 'Some' is not one of None, Running, All"),
+        ("runPolicy", {"backoffLimit": -2}, "spec.runPolicy.backoffLimit: -2 must not be negative"),
+        ("runPolicy", {"managedBy": "someone/else"},
+         "spec.runPolicy.managedBy: 'someone/else' is not one of kubeflow.org/mpi-operator"),
+        ("runPolicy", {"schedulingPolicy": {"minAvailable": True}},
+         "spec.runPolicy.schedulingPolicy.minAvailable: must be an integer, not a boolean"),
+        ("mpiReplicaSpecs", None, "spec.mpiReplicaSpecs: is required"),
+        ("mpiReplicaSpecs", {}, "spec.mpiReplicaSpecs[Launcher]: is required"),
+        ("mpiReplicaSpecs", [], "spec.mpiReplicaSpecs: must be a mapping, not a list ([])"),
+    ],
+)  # fmt: skip
+def test_an_mpijob_field_the_mpi_operator_refuses_is_invalid_naming_it(
+    tmp_path: Path, field: str, value: Any, words: str
+) -> None:
+    """Every field of the mpi-operator's MPIJobSpec has its type checked (the API server
+    refuses one of another type, and the engine could not decode it), and what its CRD's enums
+    and its controller's validation refuse is refused by field: Kueue would admit such a job,
+    and hold its quota, with nothing running."""
+    body = mpijob().obj()
+    body["spec"][field] = value
+    (entry,) = mpi_mix(tmp_path, body)
+    assert entry.status == "invalid"
+    assert words in (entry.problem or ""), entry.problem
+
+
+def test_an_mpijob_whose_workers_hostnames_the_mpi_operator_cannot_make_is_invalid(
+    tmp_path: Path,
+) -> None:
+    (entry,) = mpi_mix(tmp_path, mpijob(name="1st-run").obj())
+    assert entry.status == "invalid"
+    assert entry.problem == (
+        "metadata.name: the mpi-operator's last worker would be '1st-run-worker-2', not a "
+        "DNS-1035 label (a letter first, at most 63 characters)"
+    )
+
+
+def test_an_mpijob_on_a_stack_without_the_mpijob_integration_names_it_to_enable(
+    tmp_path: Path,
+) -> None:
+    (entry,) = mix(tmp_path, mpijob().obj())
+    assert entry.status == "unsupported"
+    assert entry.problem == (
+        "Kueue does not manage MPIJob on this stack: integration kubeflow.org/mpijob is "
+        "not enabled; add it to kueue.manager.integrations.frameworks (now: batch/job, "
+        "deployment, jobset.x-k8s.io/jobset, pod)"
+    )
 
 
 def test_a_folder_is_read_in_path_order_and_lists_are_expanded(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ func TestAFieldOfTheWrongTypeIsThatJobsProblemNotAFailedReplay(t *testing.T) {
 		{"job", gpuJob(t, 0, "bad", "1", 0, 100), "yes", []string{"spec", "template", "spec", "hostNetwork"}},
 		{"jobset", gpuJobSet(t, 0, "bad", false, 1, 1, 0, 100), "yes", []string{"spec", "network", "enableDNSHostnames"}},
 		{"pytorchjob", gpuPyTorchJob(t, 0, "bad", 1, 0, 100), 4, []string{"spec", "nprocPerNode"}},
+		{"mpijob", gpuMPIJob(t, 0, "bad", 1, 0, 100), "yes", []string{"spec", "runLauncherAsWorker"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.bad.Manifest = withField(t, c.bad.Manifest, c.value, c.path...)

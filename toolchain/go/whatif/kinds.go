@@ -1,14 +1,14 @@
 package main
 
 // Job kinds whose controller the engine plays only as far as Kueue reads it (JobSet in
-// jobset.go, the Kubeflow v1 jobs in kubeflow.go): Kueue's own reconciler for the kind makes its
-// Workload and suspends or unsuspends it; here, as the kind's controller, the kube-scheduler and
-// the kubelets would, an unsuspended job's pods (its pod sets, counted as Kueue's integration
-// counts them) are placed on the nodes and its status says they run; a suspended one's pods are
-// gone at once and its status says so; when its time is up its status says it succeeded, which
-// Kueue reads as finished. Its child objects and pods are not objects here: Kueue's integration
-// reads only the job. What differs by kind (its API, pod sets, templates and status) is a
-// jobKind; the rest is the one code below.
+// jobset.go, the Kubeflow v1 jobs in kubeflow.go, RayJob in ray.go, MPIJob in mpijob.go):
+// Kueue's own reconciler for the kind makes its Workload and suspends or unsuspends it; here,
+// as the kind's controller, the kube-scheduler and the kubelets would, an unsuspended job's pods
+// (its pod sets, counted as Kueue's integration counts them) are placed on the nodes and its
+// status says they run; a suspended one's pods are gone at once and its status says so; when
+// its time is up its status says it succeeded, which Kueue reads as finished. Its child objects
+// and pods are not objects here: Kueue's integration reads only the job. What differs by kind
+// (its API, pod sets, templates and status) is a jobKind; the rest is the one code below.
 
 import (
 	"context"
@@ -62,7 +62,9 @@ type jobKind interface {
 }
 
 // jobKinds: every kind the engine plays this way, in the order of their objKind.
-func jobKinds() []jobKind { return []jobKind{jobSetKind{}, pyTorchJobKind{}, rayJobKind{}} }
+func jobKinds() []jobKind {
+	return []jobKind{jobSetKind{}, pyTorchJobKind{}, rayJobKind{}, mpiJobKind{}}
+}
 
 // family: one jobKind in a replay: Kueue's reconciler for it, its reconcile requests, its jobs
 // by name and how its informer last saw them.

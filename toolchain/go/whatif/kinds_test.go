@@ -21,6 +21,7 @@ func TestAPreemptedJobOfEveryKindStopsAtOnceAndRunsAgainOnReadmission(t *testing
 		{"JobSet", gpuJobSet(t, 0, "low", false, 4, 2, 0, 100)},
 		{"PyTorchJob", gpuPyTorchJob(t, 0, "low", 7, 0, 100)},
 		{"RayJob", gpuRayJob(t, 0, "low", 8, 0, 100)},
+		{"MPIJob", gpuMPIJob(t, 0, "low", 7, 0, 100)},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			objs := gpuStack(t, "8", kueue.BestEffortFIFO)

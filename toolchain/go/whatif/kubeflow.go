@@ -124,7 +124,7 @@ func kubeflowCondition(st *kftraining.JobStatus, t kftraining.JobConditionType) 
 
 // setKubeflowPhase: the status the training operator writes: each replica type's pods active
 // (running) or succeeded (done), none when suspended; the Running, Suspended and Succeeded
-// conditions to match.
+// conditions to match. The mpi-operator writes an MPIJob's the same way (mpijob.go).
 func setKubeflowPhase(st *kftraining.JobStatus, specs map[kftraining.ReplicaType]*kftraining.ReplicaSpec, p jobPhase, now metav1.Time) {
 	st.ReplicaStatuses = map[kftraining.ReplicaType]*kftraining.ReplicaStatus{}
 	for t, r := range specs {

@@ -56,6 +56,11 @@ func TestBadInputIsRefusedNamingWhatIsWrong(t *testing.T) {
 			in.Jobs = []JobInput{{Kind: "PyTorchJob", Index: 4, Manifest: json.RawMessage(`7`)}}
 			return in
 		}, "PyTorchJob 4: "},
+		{"an MPIJob that is not one", func() any {
+			in := *good
+			in.Jobs = []JobInput{{Kind: "MPIJob", Index: 5, Manifest: json.RawMessage(`"mpi"`)}}
+			return in
+		}, "MPIJob 5: "},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,7 +26,7 @@ type interval struct {
 }
 
 // podSet: the pods of one spec a job runs (a Job's or a Pod's one, a JobSet's one per
-// replicated job, a PyTorchJob's one per replica type), the spec as it was when its first pod was bound.
+// replicated job, a PyTorchJob's or an MPIJob's one per replica type), the spec as it was when its first pod was bound.
 type podSet struct {
 	spec  corev1.PodSpec
 	count int
@@ -37,7 +37,7 @@ type podSet struct {
 type jobState struct {
 	in       JobInput
 	pod      bool    // a plain Pod (Kueue's pod integration), not a Job
-	family   *family // a kind whose controller kinds.go plays (a JobSet, a PyTorchJob), else nil
+	family   *family // a kind whose controller kinds.go plays (a JobSet, a PyTorchJob, ...), else nil
 	key      types.NamespacedName
 	uid      types.UID
 	template corev1.PodTemplateSpec

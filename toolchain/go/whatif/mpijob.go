@@ -1,0 +1,136 @@
+package main
+
+// MPIJobs (kubeflow.org/v2beta1, the mpi-operator's; Kueue's mpijob integration), as kinds.go
+// plays them: one pod set per replica type in Kueue's order (Launcher, then Worker), its
+// replicas' pods (1 where none is given, as Kueue counts them; runLauncherAsWorker changes no
+// count), each template with the node selectors Kueue put in. Its status is the Kubeflow v1
+// jobs' own schema (the mpi-operator's v2beta1 merged it from the training operator's common
+// types), so kubeflow.go's one rule writes and reads it: running, every replica active and the
+// Running condition true (what Kueue's mpijob reads as its pods ready); suspended, none active
+// and Suspended; done, Succeeded, which Kueue reads as finished. Its launcher Job, worker pods,
+// services and hostfile are not objects here: Kueue's integration reads only the MPIJob.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	kfmpi "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"sigs.k8s.io/kueue/pkg/controller/jobframework"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/mpijob"
+)
+
+type mpiJobKind struct{}
+
+func (mpiJobKind) kind() string                        { return kfmpi.Kind }
+func (mpiJobKind) gvk() schema.GroupVersionKind        { return kfmpi.SchemeGroupVersionKind }
+func (mpiJobKind) addToScheme(s *runtime.Scheme) error { return kfmpi.AddToScheme(s) }
+func (mpiJobKind) empty() ctrl.Object                  { return &kfmpi.MPIJob{} }
+func (mpiJobKind) setupIndexes(ctx context.Context, ix ctrl.FieldIndexer) error {
+	return mpijob.SetupIndexes(ctx, ix)
+}
+func (mpiJobKind) newReconciler(ctx context.Context, cl ctrl.Client, ix ctrl.FieldIndexer, opts ...jobframework.Option) (reconcile.Reconciler, error) {
+	return mpijob.NewReconciler(ctx, cl, ix, nopRecorder{}, opts...)
+}
+
+// decode: the MPIJob as the API server stores it, with the mpi-operator CRD's defaults
+// (launcherCreationPolicy AtStartup, mpiImplementation OpenMPI, runLauncherAsWorker false). The
+// mpi-operator's own defaulter (a Worker's replicas 0, a Launcher's 1) runs only on its
+// controller's copy, never written back, so Kueue reads replicas as the user wrote them.
+func (mpiJobKind) decode(manifest []byte) (ctrl.Object, error) {
+	var mj kfmpi.MPIJob
+	if err := decodeAs(manifest, &mj); err != nil {
+		return nil, err
+	}
+	if mj.Spec.LauncherCreationPolicy == "" {
+		mj.Spec.LauncherCreationPolicy = kfmpi.LauncherCreationPolicyAtStartup
+	}
+	if mj.Spec.MPIImplementation == "" {
+		mj.Spec.MPIImplementation = kfmpi.MPIImplementationOpenMPI
+	}
+	if mj.Spec.RunLauncherAsWorker == nil {
+		mj.Spec.RunLauncherAsWorker = ptr(false)
+	}
+	return &mj, nil
+}
+
+var mpiReplicaTypes = []kfmpi.MPIReplicaType{kfmpi.MPIReplicaTypeLauncher, kfmpi.MPIReplicaTypeWorker}
+
+// replicas: the job's replica specs present, in Kueue's pod set order.
+func (mpiJobKind) replicas(o ctrl.Object) []*kfmpi.ReplicaSpec {
+	var out []*kfmpi.ReplicaSpec
+	for _, t := range mpiReplicaTypes {
+		if r := o.(*kfmpi.MPIJob).Spec.MPIReplicaSpecs[t]; r != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (k mpiJobKind) podSets(o ctrl.Object) []podSet {
+	var sets []podSet
+	for _, r := range k.replicas(o) {
+		sets = append(sets, podSet{count: int(ptrOr(r.Replicas, 1))})
+	}
+	return sets
+}
+
+func (k mpiJobKind) specs(o ctrl.Object) []corev1.PodSpec {
+	var specs []corev1.PodSpec
+	for _, r := range k.replicas(o) {
+		specs = append(specs, r.Template.Spec)
+	}
+	return specs
+}
+
+func (mpiJobKind) suspended(o ctrl.Object) bool {
+	return ptrTrue(o.(*kfmpi.MPIJob).Spec.RunPolicy.Suspend)
+}
+func (mpiJobKind) suspend(o ctrl.Object) { o.(*kfmpi.MPIJob).Spec.RunPolicy.Suspend = ptr(true) }
+
+func (mpiJobKind) phase(o ctrl.Object) jobPhase {
+	st := asKubeflowStatus(o.(*kfmpi.MPIJob).Status)
+	return kubeflowPhase(&st)
+}
+
+// setPhase: what the mpi-operator writes, by kubeflow.go's rule for a Kubeflow v1 job's status.
+func (mpiJobKind) setPhase(o ctrl.Object, p jobPhase, now metav1.Time) {
+	mj := o.(*kfmpi.MPIJob)
+	specs := map[kftraining.ReplicaType]*kftraining.ReplicaSpec{}
+	for t, r := range mj.Spec.MPIReplicaSpecs {
+		if r != nil {
+			specs[kftraining.ReplicaType(t)] = &kftraining.ReplicaSpec{Replicas: r.Replicas}
+		}
+	}
+	st := asKubeflowStatus(mj.Status)
+	setKubeflowPhase(&st, specs, p, now)
+	mj.Status = convertStatus[kfmpi.JobStatus](st)
+}
+
+// asKubeflowStatus: an MPIJob's status as the Kubeflow v1 type of the same schema.
+func asKubeflowStatus(st kfmpi.JobStatus) kftraining.JobStatus {
+	return convertStatus[kftraining.JobStatus](st)
+}
+
+// convertStatus: a status into a type of the same JSON schema (the two JobStatus types share
+// theirs field for field; Go will not convert them directly, their enum fields' named types
+// differing).
+func convertStatus[To any](from any) To {
+	var to To
+	raw, err := json.Marshal(from)
+	if err == nil {
+		err = json.Unmarshal(raw, &to)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("a job status of one schema did not convert: %v", err))
+	}
+	return to
+}
