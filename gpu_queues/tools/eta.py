@@ -2,6 +2,7 @@
 live cluster is predicted to be admitted, and on which run-time estimates that rests.
 
     gpuq status --eta --stack NAME [--project DIR] [--history 7d] [--horizon 24h] [--json]
+                     [--submit job.yaml]
     gpuq eta --stack NAME ...                 (the same)
     make status STACK=prod ARGS=--eta
     python -m gpu_queues.tools.eta --stack NAME ...
@@ -24,7 +25,7 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -35,12 +36,13 @@ from gpu_queues.config.model import StackConfig
 from gpu_queues.kueue.client import KubeconfigError
 from gpu_queues.progress import Progress
 from gpu_queues.tools import status
-from gpu_queues.tools.eta_mix import DEFAULT_HISTORY, EtaError, Item, Plan, plan
+from gpu_queues.tools.eta_mix import DEFAULT_HISTORY, EtaError, Item, Plan, plan, run_time
 from gpu_queues.tools.owners import Owners
+from gpu_queues.whatif.documents import MixDocument, MixTooLarge, read_documents
 from gpu_queues.whatif.durations import DurationError, format_duration, parse_duration
 from gpu_queues.whatif.engine_input import FastEngineError, frameworks, manager_configuration
 from gpu_queues.whatif.fast import replay_entries
-from gpu_queues.whatif.mix import Catalog
+from gpu_queues.whatif.mix import Catalog, Entry, check
 from gpu_queues.whatif.report import Run, WorkloadResult
 from gpu_queues.whatif.workloads import KubeError, Rest, is_true
 
@@ -48,6 +50,9 @@ from gpu_queues.whatif.workloads import KubeError, Rest, is_true
 # workloads on prod, ten simulated days). Predictions before it are the same as without one
 # (tests/toolchain/test_eta_horizon.py).
 DEFAULT_HORIZON: Final = 86400.0
+ALONE: Final = 60.0
+"""Simulated seconds a --submit manifest is replayed alone: on an empty cluster Kueue admits it
+in its first scheduling cycle or never."""
 
 
 def parse_horizon(text: str) -> float | None:
@@ -101,12 +106,43 @@ class Prediction:
 
 
 @dataclass(frozen=True)
+class Submitted:
+    """A manifest not yet submitted (--submit): whether it can ever start on the stack, and
+    when it would if submitted now."""
+
+    entry: Entry
+    never: str | None
+    """Why it can never start (Kueue's words, from a replay of it alone on the empty cluster);
+    None when it can."""
+    prediction: Prediction | None
+    """Its estimate in a replay of the live snapshot with it added last (None: it never can)."""
+
+    def public(self, now: float) -> dict[str, Any]:
+        e = self.entry
+        out: dict[str, Any] = {
+            "name": e.name,
+            "namespace": e.namespace,
+            "kind": e.kind,
+            "clusterQueue": e.cluster_queue,
+            "gpus": e.gpus,
+            "canEverStart": self.never is None,
+            "never": self.never,
+        }
+        if self.prediction is not None:
+            p = self.prediction.public(now)
+            out.update({k: p[k] for k in ("predictedAdmission", "predictedAdmissionEpoch",
+                                          "inSeconds", "flavor", "runTime", "why")})  # fmt: skip
+        return out
+
+
+@dataclass(frozen=True)
 class Estimate:
     plan: Plan
     run: Run | None
     predictions: list[Prediction]
     assumptions: list[str]
     source: str
+    submitted: list[Submitted] = field(default_factory=list)
 
 
 def iso(seconds: float) -> str:
@@ -147,9 +183,11 @@ def predict(
     source: str,
     history: float = DEFAULT_HISTORY,
     horizon: float | None = DEFAULT_HORIZON,
+    submit: Sequence[MixDocument] = (),
 ) -> Estimate:
     """The snapshot's mix replayed forward (module docstring), `horizon` seconds ahead (None:
-    until nothing is left to happen)."""
+    until nothing is left to happen); with `submit`, each manifest not yet submitted answered
+    too (`submitted`)."""
     missing = sorted(
         {cq for wl, cq, _ in snapshot.workloads if cq in snapshot.unanswered and _pending(wl)}
     )
@@ -162,10 +200,15 @@ def predict(
     configuration = manager_configuration(config)
     catalog = Catalog.from_stack(config, frameworks(configuration))
     mix = plan(snapshot, owners, config, catalog, history)
+    new = [_new_item(doc, mix, catalog, history) for doc in submit]  # refused before any replay
     assumptions = _assumptions(config, mix, nodes, history, horizon)
+    submitted = [
+        _submitted(config, item, mix, configuration, nodes, source, horizon) for item in new
+    ]
     pending = [i for i in mix.items if i.state == "pending"]
     if not mix.entries():
-        return Estimate(mix, None, [_unreplayed(i) for i in pending], assumptions, source)
+        predictions = [_unreplayed(i) for i in pending]
+        return Estimate(mix, None, predictions, assumptions, source, submitted)
     run = replay_entries(
         config,
         mix.entries(),
@@ -183,7 +226,73 @@ def predict(
         predictions.append(
             _prediction(config, item, found, mix, run, horizon) if found else _unreplayed(item)
         )
-    return Estimate(mix, run, predictions, assumptions, source)
+    return Estimate(mix, run, predictions, assumptions, source, submitted)
+
+
+def _new_item(doc: MixDocument, mix: Plan, catalog: Catalog, history: float) -> Item:
+    """A manifest not yet submitted as the last pending item of the mix, created now; EtaError
+    when the stack refuses it or the cluster already has it."""
+    entry = check(doc, len(mix.items), catalog)
+    if entry.status != "ok":
+        raise EtaError(f"--submit {entry.source}: {entry.status}: {entry.problem}")
+    for other in mix.items:
+        if other.entry is not None and other.entry.key == entry.key:
+            raise EtaError(
+                f"--submit {entry.source}: a {entry.kind} {entry.namespace}/{entry.name} is "
+                "already in the cluster; --submit answers for one not yet submitted"
+            )
+    team, cq = entry.team or "", entry.cluster_queue or ""
+    runs = run_time(entry.manifest, team, mix, history)
+    return Item(
+        entry.name,
+        entry.namespace,
+        "(not submitted)",
+        team,
+        cq,
+        "pending",
+        mix.now,
+        runs,
+        entry=replace(entry, submit_at=0.0, duration=runs.seconds),
+    )
+
+
+def _submitted(
+    config: StackConfig,
+    item: Item,
+    mix: Plan,
+    configuration: str,
+    nodes: list[dict[str, Any]],
+    source: str,
+    horizon: float | None,
+) -> Submitted:
+    """Whether the new item can ever start: replayed alone on the cluster's nodes with nothing
+    else admitted, Kueue admits it at once or never (and then says which resource of which
+    flavor is short); if it can, when it would start: the live mix replayed with it added last,
+    as the newest workload of its ClusterQueue (a higher priority still goes first: Kueue
+    orders by it)."""
+    entry = item.entry
+    assert entry is not None
+    alone = replay_entries(
+        config, [replace(entry, index=0)], configuration, stack=source,
+        label=f"{entry.namespace}/{entry.name} alone", nodes=nodes or None, until=ALONE,
+    )  # fmt: skip
+    (w,) = alone.workloads
+    if w.wait_seconds is None:
+        never = f"Kueue does not admit it even alone on the empty cluster: {w.message}"
+        return Submitted(entry, never, None)
+    if w.outcome == "unschedulable":
+        never = f"Kueue admits it, but its pods fit no node of the cluster: {w.message}"
+        return Submitted(entry, never, None)
+    together = Plan(mix.now, [*mix.items, item], mix.history, mix.left_out)
+    run = replay_entries(
+        config, together.entries(), configuration, stack=source,
+        label=f"estimate with {entry.namespace}/{entry.name} added", nodes=nodes or None,
+        until=horizon,
+    )  # fmt: skip
+    found = next((r for r in run.workloads if (r.kind, r.namespace, r.name) == entry.key), None)
+    if found is None:
+        return Submitted(entry, None, _unreplayed(item))
+    return Submitted(entry, None, _prediction(config, item, found, together, run, horizon))
 
 
 def _pending(wl: dict[str, Any]) -> bool:
@@ -322,8 +431,27 @@ def render(estimate: Estimate) -> str:
                 f"{relies_text(p.relies_on) if p.at is not None else '-'} |"
             )
         lines.append("")
+    if estimate.submitted:
+        lines += ["If submitted now (--submit):", ""]
+        lines += [f"- {submitted_text(x, now)}" for x in estimate.submitted]
+        lines.append("")
     lines += ["Assumptions:", *[f"- {a}" for a in estimate.assumptions], ""]
     return "\n".join(lines)
+
+
+def submitted_text(x: Submitted, now: float) -> str:
+    e = x.entry
+    what = f"{e.namespace}/{e.name} ({e.kind}, {e.gpus} GPUs, ClusterQueue {e.cluster_queue})"
+    if x.never is not None:
+        return f"{what}: can never start on this stack: {x.never}"
+    p = x.prediction
+    if p is None or p.at is None:
+        return f"{what}: can start, but {p.why if p else 'was not replayed'}"
+    return (
+        f"{what}: would be admitted at {iso(p.at)} ({in_words(p.at - now)}) on flavor "
+        f"{flavor_text(p)}; its run time: {p.item.run_time.note}; relies on "
+        f"{relies_text(p.relies_on)}"
+    )
 
 
 def public(estimate: Estimate) -> dict[str, Any]:
@@ -332,6 +460,7 @@ def public(estimate: Estimate) -> dict[str, Any]:
         "now": iso(now),
         "source": estimate.source,
         "predictions": [p.public(now) for p in estimate.predictions],
+        "submitted": [x.public(now) for x in estimate.submitted],
         "assumptions": estimate.assumptions,
     }
 
@@ -348,6 +477,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="24h",
         help="how far ahead the replay looks (default 24h; none: until nothing is left to "
         "happen, the whole backlog)",
+    )
+    parser.add_argument(
+        "--submit",
+        type=Path,
+        help="a manifest (file or folder) not yet submitted: whether it can ever start on the "
+        "stack and, if so, when and on which flavor it would if submitted now",
     )
     args = parser.parse_args(argv)
     try:
@@ -368,7 +503,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     try:
-        return _run(args.stack, args.project, args.json, history, horizon)
+        submit = submissions(args.submit) if args.submit is not None else []
+        return _run(args.stack, args.project, args.json, history, horizon, submit)
     except (status.StatusError, KubeconfigError, EtaError, FastEngineError) as exc:
         print(f"status --eta: {exc}", file=sys.stderr)
     except (KubeError, OSError, urllib3.exceptions.HTTPError) as exc:
@@ -376,7 +512,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
-def _run(stack: str, project: Path, as_json: bool, history: float, horizon: float | None) -> int:
+def submissions(path: Path) -> list[MixDocument]:
+    """The --submit manifests, read as a mix is (its limits); EtaError when there are none."""
+    try:
+        docs = read_documents(path)
+    except MixTooLarge as exc:
+        raise EtaError(f"--submit {path}: {exc}") from None
+    if not docs:
+        raise EtaError(f"--submit {path}: no manifest in it")
+    return docs
+
+
+def _run(
+    stack: str,
+    project: Path,
+    as_json: bool,
+    history: float,
+    horizon: float | None,
+    submit: Sequence[MixDocument] = (),
+) -> int:
     config, _ = status.stack_config(stack, project)
     # On a terminal, a line says what it is doing: reading the cluster, then the replay.
     with Progress("status --eta") as progress:
@@ -389,7 +543,7 @@ def _run(stack: str, project: Path, as_json: bool, history: float, horizon: floa
         progress.update("replaying the queues forward on the fast engine")
         estimate = predict(
             config, snapshot, Owners(rest).get, nodes, source=f"live cluster of {source}",
-            history=history, horizon=horizon,
+            history=history, horizon=horizon, submit=submit,
         )  # fmt: skip
     print(json.dumps(public(estimate), indent=2) if as_json else render(estimate))
     return 0

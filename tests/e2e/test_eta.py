@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from sandbox import pulumi_stack as stack
 from sandbox.paths import ROOT
@@ -109,9 +110,9 @@ def deployed_eta_stack(cluster: KubeSession, stacks: Deployments) -> Iterator[No
         _wipe(cluster)
 
 
-def ask_eta() -> dict[str, Any]:
+def ask_eta(extra: str = "") -> dict[str, Any]:
     """`make status STACK=local-eta ARGS=--eta`, as a user asks it, its --json form."""
-    args = f"--eta --json --project {stack.SHADOW}"
+    args = f"--eta --json --project {stack.SHADOW} {extra}".strip()
     done = subprocess.run(
         ["make", "--no-print-directory", "status", f"STACK={STACK}", f"ARGS={args}"],
         cwd=ROOT, capture_output=True, text=True, check=False,
@@ -125,7 +126,7 @@ def ask_eta() -> dict[str, Any]:
 
 
 def test_predicted_admissions_match_the_real_ones_where_durations_are_known(
-    deployed_eta_stack: None, cluster: KubeSession
+    deployed_eta_stack: None, cluster: KubeSession, tmp_path: Path
 ) -> None:
     k = cluster
     t0 = time.monotonic()
@@ -154,6 +155,24 @@ def test_predicted_admissions_match_the_real_ones_where_durations_are_known(
     asked = time.monotonic()
     eta = ask_eta()
     took = time.monotonic() - asked
+    # Before anything moves on: two manifests not yet submitted (`ARGS="--eta --submit F"`).
+    # 6 GPUs in eta-a (at most 4): never, in Kueue's words; 1 GPU: it can, and the live
+    # estimates are answered as before beside it.
+    submit = tmp_path / "job.yaml"
+    submit.write_text(
+        yaml.safe_dump_all(
+            [manifest("e-huge", "eta-a", 6, "1m", None), manifest("e-tiny", "eta-a", 1, "1m", None)]
+        )
+    )
+    asked_too = ask_eta(f"--submit {submit}")
+    assert [p["name"] for p in asked_too["predictions"]] == [p["name"] for p in eta["predictions"]]
+    huge, tiny = asked_too["submitted"]
+    assert (huge["name"], huge["canEverStart"], tiny["name"], tiny["canEverStart"]) == (
+        "e-huge", False, "e-tiny", True
+    ), asked_too["submitted"]  # fmt: skip
+    assert "insufficient quota for nvidia.com/gpu in flavor eta-gpu" in huge["never"], huge
+    assert "maximum capacity (4)" in huge["never"], huge
+    assert tiny["predictedAdmission"] is not None or tiny["why"], tiny
     got = {p["name"]: p for p in eta["predictions"]}
     assert list(got) == ["e-mid", "e-last", "eb-next", "ec-next"], eta
     assert [(got[n]["positionInClusterQueue"], got[n]["flavor"]) for n in got] == [

@@ -36,11 +36,13 @@ from gpu_queues.tools.status import KUEUE
 from gpu_queues.whatif.durations import parse_duration
 from gpu_queues.whatif.markdown import render
 from gpu_queues.whatif.mix import COMPLETE_AFTER, Catalog, load_mix, submission_order
+from gpu_queues.whatif.podsets import pod_sets
 from gpu_queues.whatif.report import Run
 from gpu_queues.whatif.workloads import Rest, is_true
 from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECONFIG
 from sandbox.replay.engine import live_frameworks, replay_mix
+from sandbox.replay.timeline import COLLECTIONS
 from sandbox.shape import load_stack
 from sandbox.walkthrough import KubeSession
 from tests.e2e.deployments import Deployments
@@ -51,6 +53,7 @@ STACK = "local-record"
 SOURCE = Path(__file__).parent / "stacks" / f"Pulumi.{STACK}.yaml"
 MIX = Path(__file__).parent / "record" / "mix.yaml"
 NAMESPACES = ("rec-alpha", "rec-beta")
+JOBSET = ("jobset.x-k8s.io", "v1alpha2")
 HANDOFF = 3  # seconds a live handoff (a job ends or is preempted, the next admitted) may take
 
 # name: (outcome, flavor, wait in simulated seconds), worked out in record/mix.yaml
@@ -59,13 +62,19 @@ EXPECTED = {
     "r-sweep": ("admitted", "rec-gpu", 0),
     "r-big": ("finished", "rec-gpu", 0),
     "r-small": ("finished", "rec-gpu", 7),
+    "r-prep": ("finished", "rec-gpu", 0),
 }
 
 
 def _wipe(k: KubeSession) -> None:
     for ns in NAMESPACES:
+        for js in k.custom.list_namespaced_custom_object(*JOBSET, ns, "jobsets")["items"]:
+            k.custom.delete_namespaced_custom_object(
+                *JOBSET, ns, "jobsets", js["metadata"]["name"], propagation_policy="Background"
+            )
         for j in k.batch.list_namespaced_job(ns).items:
-            k.delete_job(j.metadata.name, ns)
+            if not j.metadata.owner_references:  # a JobSet's go with it
+                k.delete_job(j.metadata.name, ns)
         k.wait(f"no workloads in {ns}", lambda n=ns: not k.workloads(n), namespace=ns, timeout=90)
 
 
@@ -80,9 +89,10 @@ def run_in_wall_time(rest: Rest, mix: Path, catalog: Catalog) -> float:
         time.sleep(max(start + e.submit_at - time.time(), 0))
         manifest = copy.deepcopy(e.manifest)
         if e.duration is not None:
-            pod_meta = manifest["spec"]["template"].setdefault("metadata", {})
-            pod_meta.setdefault("annotations", {})[COMPLETE_AFTER] = f"{e.duration:.0f}s"
-        rest.create(f"/apis/batch/v1/namespaces/{e.namespace}/jobs", manifest)
+            for pod_set in pod_sets(e.kind, manifest):  # each template has its metadata
+                pod_set.meta.setdefault("annotations", {})[COMPLETE_AFTER] = f"{e.duration:.0f}s"
+        api, plural = COLLECTIONS[e.kind]
+        rest.create(f"{api}/namespaces/{e.namespace}/{plural}", manifest)
     ends = [e.name for e in entries if e.duration is not None]
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -152,8 +162,16 @@ def test_a_run_recorded_back_replays_as_the_mix_does(
     recorded = {d["metadata"]["name"]: d["metadata"]["annotations"] for d in docs}
     # Created at the mix's offsets of the wall clock, to the second; the sweep still running.
     assert {n: a[record.ANNOTATION_SUBMIT_AT] for n, a in recorded.items()} == {
-        "r-train": "0s", "r-sweep": "2s", "r-big": "6s", "r-small": "9s"
+        "r-train": "0s", "r-sweep": "2s", "r-prep": "3s", "r-big": "6s", "r-small": "9s"
     }  # fmt: skip
+    # The JobSet as a JobSet: its replicated jobs' shape from the JobSet as the API server
+    # stores it (its defaults written: the leader's replicas 1), its pods' from
+    # the Workload.
+    prep = next(d for d in docs if d["metadata"]["name"] == "r-prep")
+    assert prep["kind"] == "JobSet"
+    assert [(rj["name"], rj.get("replicas"), rj["template"]["spec"].get("parallelism"))
+            for rj in prep["spec"]["replicatedJobs"]] == [("leader", 1, None),
+                                                          ("workers", 2, 2)]  # fmt: skip
     assert recorded["r-sweep"] == {
         "gpu-queues.dev/submit-at": "2s",
         "gpu-queues.dev/running": "true",
@@ -174,7 +192,7 @@ def test_a_run_recorded_back_replays_as_the_mix_does(
         assert wait is not None and other is not None, shown
         assert abs(other - wait) <= HANDOFF, f"{name}: waited {other}s, the mix {wait}s\n{shown}"
     # the recorded durations: the mix's plus the live cluster's handoffs, to the second
-    for name, mix_duration in (("r-train", 20), ("r-big", 10), ("r-small", 6)):
+    for name, mix_duration in (("r-train", 20), ("r-big", 10), ("r-small", 6), ("r-prep", 8)):
         seconds = parse_duration(recorded[name][record.ANNOTATION_DURATION])
         assert mix_duration <= seconds <= mix_duration + HANDOFF, (name, recorded[name])
     print(
