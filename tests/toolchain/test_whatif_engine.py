@@ -873,6 +873,32 @@ def test_the_docs_jobset_example_replays_on_staging_as_its_comment_says() -> Non
     assert w.intervals == [(3600, 14400)]
 
 
+def test_a_head_left_with_flavors_to_try_is_tried_again_before_the_instant_ends(
+    tmp_path: Path,
+) -> None:
+    """Cross-check seed 600 (sandbox/crosscheck/generate.py), where the sandbox's real Kueue is
+    the judge: vision's JobSet j010 (a CPU leader and 2 workers of 8 GPUs) can never fit and
+    heads its BestEffortFIFO queue. When j008 ends at 3h44m, Kueue tries j010 on one flavor
+    after another (each failure puts it back into the heap with flavors left) before it goes
+    among the inadmissible and j011 is admitted, the same second. Two of those attempts wrote
+    the same message, so a cycle wrote nothing and left the queues as long as before: the
+    engine took that for rest and admitted j011 a minute late (at j013's submission), j012 7
+    minutes late, and never j019. The waits are the sandbox's."""
+    from gpu_queues.config.model import load_config
+    from gpu_queues.config.stackfile import parse_config
+    from sandbox.crosscheck.generate import generate
+
+    case = generate(600)
+    config = load_config(parse_config(case.stack_text, case.stack))
+    mix = tmp_path / "mix.yaml"
+    mix.write_text(case.mix_text)
+    run = by_name(fast.replay_mix(config, mix, stack=case.stack, label="seed 600"))
+    assert run["j010"].kind == "JobSet" and run["j010"].outcome == "pending"
+    assert {n: run[n].wait_seconds for n in ("j011", "j012", "j019")} == {
+        "j011": 2160, "j012": 7680, "j019": 5640
+    }  # fmt: skip
+
+
 PYTORCHJOBS = {"integrations": {"frameworks": ["batch/job", "kubeflow.org/pytorchjob"]}}
 
 

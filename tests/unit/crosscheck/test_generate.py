@@ -12,7 +12,7 @@ import yaml
 from gpu_queues.config.model import load_config
 from gpu_queues.config.stackfile import parse_config
 from gpu_queues.whatif.mix import Catalog, load_mix
-from sandbox.crosscheck.generate import ORG_FROM, generate
+from sandbox.crosscheck.generate import KINDS_FROM, ORG_FROM, generate
 
 pytestmark = pytest.mark.unit
 SEEDS = range(1, 61)
@@ -101,3 +101,33 @@ def test_organisation_seeds_are_valid_trees_with_quotas_and_weights(tmp_path: Pa
     assert all(count >= 3 for count in seen.values()), seen
     flat = yaml.safe_load(generate(ORG_FROM - 1).stack_text)["config"]
     assert "gpu-queues:cohorts" not in flat
+
+
+def test_kinds_seeds_mix_jobsets_of_the_same_pods_and_earlier_seeds_stay_jobs(tmp_path: Path):
+    """Seeds from KINDS_FROM on: some multi-pod jobs are JobSets (workers in replicas of a Job
+    of 1 or 2 pods, sometimes a leader of one pod and no GPU), each checked `ok` against its
+    stack with JobSet's integration on, their GPUs and pods those of the Job they stand for;
+    a seed below KINDS_FROM has Jobs only."""
+    seen = {"jobsets": 0, "leader": 0, "pairs": 0}
+    catalog_kinds = ["batch/job", "jobset.x-k8s.io/jobset"]
+    for seed in range(KINDS_FROM, KINDS_FROM + 20):
+        case = generate(seed)
+        config = load_config(parse_config(case.stack_text, case.stack))
+        mix = tmp_path / f"mix-{seed}.yaml"
+        mix.write_text(case.mix_text)
+        entries = load_mix(mix, Catalog.from_stack(config, catalog_kinds), tmp_path)
+        assert [e.problem for e in entries if e.status != "ok"] == []
+        for e in entries:
+            if e.kind != "JobSet":
+                continue
+            seen["jobsets"] += 1
+            jobs = e.manifest["spec"]["replicatedJobs"]
+            workers = jobs[-1]
+            per_job = workers["template"]["spec"].get("parallelism", 1)
+            seen["pairs"] += per_job == 2
+            seen["leader"] += jobs[0]["name"] == "leader"
+            assert 2 <= e.pods - (jobs[0]["name"] == "leader") == workers["replicas"] * per_job
+    assert all(count >= 5 for count in seen.values()), seen
+    for seed in (KINDS_FROM - 1, 1, ORG_FROM):
+        kinds = {d["kind"] for d in yaml.safe_load_all(generate(seed).mix_text) if d}
+        assert kinds == {"Job"}, seed

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
 )
 
 // What the clock's quiet test asks Kueue's queue manager, through its public dump functions.
@@ -44,4 +45,38 @@ func (s *sim) queueState() string {
 		fmt.Fprintf(&b, "%s:%d:%d;", name, len(heap[name]), len(inadmissible[name]))
 	}
 	return b.String()
+}
+
+// flavorsLeft: whether a head of the last scheduling cycle went back to its heap with flavors
+// left to try. With flavor fungibility, a head that fits none of the flavors it tried is put
+// back into the heap at once (Kueue's requeueIfNotPresent: its LastAssignment has pending
+// flavors) to try the next ones in the next cycle, which may write nothing new (its message
+// can read as the last attempt's) and leave every heap and inadmissible list as long as
+// before; only when none is left does it go among the inadmissible and let the next workload
+// be the head. Asked only of a cycle that changed nothing else, through the queue manager's
+// public functions (the heap's names; a ClusterQueue's pending workloads with their last
+// assignment).
+func (s *sim) flavorsLeft() bool {
+	heads := s.sched.WhatIfHeads()
+	if len(heads) == 0 {
+		return false
+	}
+	inHeap := map[workload.Reference]kueue.ClusterQueueReference{}
+	for cq, keys := range s.queues.Dump() {
+		for _, k := range keys {
+			inHeap[k] = cq
+		}
+	}
+	for _, h := range heads {
+		cq, ok := inHeap[h]
+		if !ok {
+			continue
+		}
+		for _, info := range s.queues.PendingWorkloadsInfo(cq) {
+			if workload.Key(info.Obj) == h && info.LastAssignment.PendingFlavors() {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -541,6 +541,11 @@ func (s *sim) settle() error {
 			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+s.lqQ.len()+s.familiesQueued()+len(s.retry) > 0 || s.queueState() != before {
 				continue
 			}
+			if s.flavorsLeft() {
+				// A head went back to its heap to try its next flavors: the next cycle differs,
+				// though this one wrote nothing new (its message may read as the last one's).
+				continue
+			}
 			// A fixed point: the cycle changed nothing (a StrictFIFO head that does not fit
 			// is put back at once and tried again and again).
 		}

@@ -3,7 +3,8 @@
 // Kueue's own scheduler tests do from inside the package. No public API serves: Start runs
 // cycles in a loop on a goroutine of its own, one cycle (schedule) and the admission routine's
 // wrapper (setAdmissionRoutineWrapper) are unexported, and no option makes admissions finish
-// within their cycle. The two orderings are for the rewrites in rewrites.tsv.
+// within their cycle, and nothing says which workloads a cycle took as heads. The two orderings
+// are for the rewrites in rewrites.tsv.
 package scheduler
 
 import (
@@ -14,6 +15,7 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/util/routine"
+	"sigs.k8s.io/kueue/pkg/workload"
 )
 
 // WhatIfCycle runs one scheduling cycle. The caller has made sure the queues have heads, so
@@ -42,14 +44,28 @@ func (w whatIfInline) Run(f func()) {
 var _ routine.Wrapper = whatIfInline{}
 
 // whatIfByUID: a cycle's heads in the order of their Workloads' UIDs, which the engine gives
-// in mix order (rewrites.tsv puts it in schedule()). A head is a workload.Info (a Head that
-// embeds one from v0.19): its Obj, found by name, works for both.
+// in mix order (rewrites.tsv puts it in schedule()), remembered for WhatIfHeads. A head is a
+// workload.Info (a Head that embeds one from v0.19): its Obj, found by name, works for both.
 func whatIfByUID[T any](heads []T) []T {
-	uid := func(h T) string {
-		return string(reflect.ValueOf(h).FieldByName("Obj").Interface().(*kueue.Workload).UID)
+	obj := func(h T) *kueue.Workload {
+		return reflect.ValueOf(h).FieldByName("Obj").Interface().(*kueue.Workload)
 	}
-	slices.SortStableFunc(heads, func(a, b T) int { return cmp.Compare(uid(a), uid(b)) })
+	slices.SortStableFunc(heads, func(a, b T) int { return cmp.Compare(obj(a).UID, obj(b).UID) })
+	whatIfHeads = whatIfHeads[:0]
+	for _, h := range heads {
+		whatIfHeads = append(whatIfHeads, workload.Key(obj(h)))
+	}
 	return heads
+}
+
+// whatIfHeads: the workloads the last cycle took as heads (the engine runs one scheduler, one
+// cycle at a time, on its own goroutine), for its test of rest (flavorsLeft in the engine's
+// queues.go).
+var whatIfHeads []workload.Reference
+
+// WhatIfHeads: the workloads the last WhatIfCycle took as heads.
+func (s *Scheduler) WhatIfHeads() []workload.Reference {
+	return whatIfHeads
 }
 
 // whatIfEntriesByUID: a fair-sharing tournament's candidates in the order of their
