@@ -1,7 +1,7 @@
 package main
 
 // Job kinds whose controller the engine plays only as far as Kueue reads it (JobSet in
-// jobset.go, the Kubeflow v1 jobs in kubeflow.go, RayJob in ray.go, MPIJob in mpijob.go):
+// jobset.go, the Kubeflow v1 jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob) in kubeflow.go, RayJob in ray.go, MPIJob in mpijob.go):
 // Kueue's own reconciler for the kind makes its Workload and suspends or unsuspends it; here,
 // as the kind's controller, the kube-scheduler and the kubelets would, an unsuspended job's pods
 // (its pod sets, counted as Kueue's integration counts them) are placed on the nodes and its
@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"reflect"
 
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,7 +64,9 @@ type jobKind interface {
 
 // jobKinds: every kind the engine plays this way, in the order of their objKind.
 func jobKinds() []jobKind {
-	return []jobKind{jobSetKind{}, pyTorchJobKind{}, rayJobKind{}, mpiJobKind{}}
+	return []jobKind{jobSetKind{}, kubeflowKindOf(kftraining.PyTorchJobKind), rayJobKind{}, mpiJobKind{},
+		kubeflowKindOf(kftraining.TFJobKind), kubeflowKindOf(kftraining.XGBoostJobKind),
+		kubeflowKindOf(kftraining.PaddleJobKind), kubeflowKindOf(kftraining.JAXJobKind)}
 }
 
 // family: one jobKind in a replay: Kueue's reconciler for it, its reconcile requests, its jobs
