@@ -45,6 +45,7 @@ func TestAFieldOfTheWrongTypeIsThatJobsProblemNotAFailedReplay(t *testing.T) {
 		{"xgboostjob", gpuKubeflowJobOf(t, "XGBoostJob", 0, "bad", 2, 0, 100), "yes", []string{"spec", "runPolicy", "backoffLimit"}},
 		{"paddlejob", gpuKubeflowJobOf(t, "PaddleJob", 0, "bad", 2, 0, 100), "yes", []string{"spec", "elasticPolicy", "minReplicas"}},
 		{"jaxjob", gpuKubeflowJobOf(t, "JAXJob", 0, "bad", 2, 0, 100), "yes", []string{"spec", "runPolicy", "activeDeadlineSeconds"}},
+		{"raycluster", gpuRayCluster(t, 0, "bad", 1, 0, 100), "yes", []string{"spec", "enableInTreeAutoscaling"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.bad.Manifest = withField(t, c.bad.Manifest, c.value, c.path...)

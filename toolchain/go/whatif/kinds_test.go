@@ -26,6 +26,7 @@ func TestAPreemptedJobOfEveryKindStopsAtOnceAndRunsAgainOnReadmission(t *testing
 		{"XGBoostJob", gpuKubeflowJobOf(t, "XGBoostJob", 0, "low", 8, 0, 100)},
 		{"PaddleJob", gpuKubeflowJobOf(t, "PaddleJob", 0, "low", 8, 0, 100)},
 		{"JAXJob", gpuKubeflowJobOf(t, "JAXJob", 0, "low", 8, 0, 100)},
+		{"RayCluster", gpuRayCluster(t, 0, "low", 8, 0, 100)},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			objs := gpuStack(t, "8", kueue.BestEffortFIFO)

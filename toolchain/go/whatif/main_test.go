@@ -87,6 +87,11 @@ func TestBadInputIsRefusedNamingWhatIsWrong(t *testing.T) {
 				`{"metadata":{"name":"p"},"spec":{"elasticPolicy":{},"paddleReplicaSpecs":{"Master":{}}}}`)}}
 			return in
 		}, "PaddleJob 10: the training operator's defaulting failed on it"},
+		{"a RayCluster that is not one", func() any {
+			in := *good
+			in.Jobs = []JobInput{{Kind: "RayCluster", Index: 11, Manifest: json.RawMessage(`false`)}}
+			return in
+		}, "RayCluster 11: "},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
