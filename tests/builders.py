@@ -538,6 +538,33 @@ class RayJob(_Runnable):
         return self
 
 
+class RayCluster(_Runnable):
+    """A ray.io/v1 RayCluster as users write it: its head and worker groups, each a Job
+    builder's pod template. The metadata setters are Job's; a pod's (limits, image) are set on
+    each group's Job."""
+
+    def __init__(self, name: str, namespace: str | None, head: Job) -> None:
+        super().__init__("ray.io/v1", "RayCluster", name, namespace)
+        self._obj["spec"] = {
+            "headGroupSpec": {"template": head.obj()["spec"]["template"]},
+            "workerGroupSpecs": [],
+        }
+
+    def workers(self, group: str, job: Job, replicas: int | None = 1) -> Self:
+        """A worker group of `replicas` pods (none given: KubeRay's default, 0) of the Job's
+        pod template."""
+        spec: dict[str, Any] = {"groupName": group, "template": job.obj()["spec"]["template"]}
+        if replicas is not None:
+            spec["replicas"] = replicas
+        self._obj["spec"]["workerGroupSpecs"].append(spec)
+        return self
+
+    def spec(self, **fields: Any) -> Self:
+        """RayCluster spec fields as written (enableInTreeAutoscaling, ...)."""
+        self._obj["spec"].update(copy.deepcopy(fields))
+        return self
+
+
 class Workload(_KueueObject):
     """Kueue's Workload, as Kueue writes one for a Job (MakeWorkload): spec.podSets, and in
     status the admission and the conditions, each set in the order called."""

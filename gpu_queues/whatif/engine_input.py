@@ -49,6 +49,7 @@ FAST_KINDS = frozenset(
         "XGBoostJob",
         "PaddleJob",
         "JAXJob",
+        "RayCluster",
     }
 )
 # A plain Pod that names a group is one pod of a gang Kueue admits together; the fast engine
@@ -258,8 +259,8 @@ def not_fast(e: Entry) -> str | None:
     """Why the fast engine does not replay a valid entry (None when it does)."""
     if e.kind not in FAST_KINDS:
         kinds = (
-            "Jobs, Pods, JobSets, PyTorchJobs, RayJobs, MPIJobs, TFJobs, XGBoostJobs, PaddleJobs "
-            "and JAXJobs"
+            "Jobs, Pods, JobSets, PyTorchJobs, RayJobs, MPIJobs, TFJobs, XGBoostJobs, PaddleJobs, "
+            "JAXJobs and RayClusters"
         )
         return f"the fast engine replays {kinds}, not {e.kind}s"
     meta = e.manifest.get("metadata") or {}

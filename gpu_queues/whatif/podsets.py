@@ -3,9 +3,9 @@
 a plain Pod's one, a JobSet's one per replicated job (its replicas times its Job's pods), a
 Kubeflow v1 job's one per replica type in Kueue's order, its replicas (a PyTorchJob's Master then
 Worker; a TFJob's Chief, Master, PS, Worker, Evaluator; ...: KUBEFLOW_V1), a RayJob's head,
-worker groups and submitter, an MPIJob's one per replica type, Launcher then Worker (its
-replicas). What a workload holds
-while it runs (its GPUs, its pods) is summed over them, one rule for every kind.
+worker groups and submitter, a RayCluster's head and worker groups, an MPIJob's one per replica
+type, Launcher then Worker (its replicas). What a workload holds while it runs (its GPUs, its
+pods) is summed over them, one rule for every kind.
 
 What a kind's own webhook refuses that Kueue would count wrong is `kind_problem`'s.
 """
@@ -99,6 +99,8 @@ def pod_sets(kind: str, body: Mapping[str, Any]) -> list[PodSet]:
         return _replica_sets(exact, MPI_REPLICA_TYPES)
     if kind == "RayJob":
         return _ray_sets(spec)
+    if kind == "RayCluster":
+        return _ray_cluster_sets(spec)
     if kind == "Pod":
         return [PodSet(MAIN, 1, as_dict(body.get("metadata")), spec)]
     if kind == "Job":
@@ -164,10 +166,21 @@ RAY_SUBMITTER_SPEC: Final = {
 
 
 def _ray_sets(spec: dict[str, Any]) -> list[PodSet]:
-    """A RayJob's pod sets as Kueue's rayjob integration makes them: the head (1 pod), each
-    worker group (its replicas, 0 by KubeRay's CRD default, times its numOfHosts), and in
-    K8sJobMode the submitter (1 pod)."""
-    cluster = as_dict(spec.get("rayClusterSpec"))
+    """A RayJob's pod sets as Kueue's rayjob integration makes them: its cluster's (below), and
+    in K8sJobMode the submitter (1 pod)."""
+    out = _ray_cluster_sets(as_dict(spec.get("rayClusterSpec")))
+    if spec.get("submissionMode", "K8sJobMode") in ("K8sJobMode", None):
+        submitter = spec.get("submitterPodTemplate")
+        template = as_dict(submitter)
+        pod = as_dict(template.get("spec")) if submitter is not None else RAY_SUBMITTER_SPEC
+        out.append(PodSet(SUBMITTER, 1, _meta(template), pod))
+    return out
+
+
+def _ray_cluster_sets(cluster: dict[str, Any]) -> list[PodSet]:
+    """A Ray cluster's pod sets as Kueue's raycluster code makes them (a RayCluster's, a
+    RayJob's cluster's): the head (1 pod), each worker group (its replicas, 0 by KubeRay's CRD
+    default, times its numOfHosts)."""
     head = as_dict(as_dict(cluster.get("headGroupSpec")).get("template"))
     out = [PodSet("head", 1, _meta(head), as_dict(head.get("spec")))]
     for group in as_list(cluster.get("workerGroupSpecs")):
@@ -183,11 +196,6 @@ def _ray_sets(spec: dict[str, Any]) -> list[PodSet]:
                 as_dict(template.get("spec")),
             )
         )
-    if spec.get("submissionMode", "K8sJobMode") in ("K8sJobMode", None):
-        submitter = spec.get("submitterPodTemplate")
-        template = as_dict(submitter)
-        pod = as_dict(template.get("spec")) if submitter is not None else RAY_SUBMITTER_SPEC
-        out.append(PodSet(SUBMITTER, 1, _meta(template), pod))
     return out
 
 
@@ -214,6 +222,8 @@ def kind_problem(kind: str, body: Mapping[str, Any]) -> str | None:
         return kubeflow_problem(kind, body)
     if kind == "RayJob":
         return rayjob_problem(body)
+    if kind == "RayCluster":
+        return raycluster_problem(body)
     if kind == "MPIJob":
         return mpijob_problem(body)
     return None
@@ -248,21 +258,37 @@ def rayjob_problem(body: Mapping[str, Any]) -> str | None:
     mode = spec.get("submissionMode")
     if mode is not None and mode not in RAY_SUBMISSION_MODES:
         return f"spec.submissionMode: {mode!r} is not one of {', '.join(RAY_SUBMISSION_MODES)}"
-    if as_dict(cluster).get("enableInTreeAutoscaling") is True:
+    submitter = 1 if mode in (None, "K8sJobMode") else 0
+    return _ray_cluster_problem(as_dict(cluster), "spec.rayClusterSpec", "RayJob", submitter)
+
+
+def raycluster_problem(body: Mapping[str, Any]) -> str | None:
+    """What Kueue's RayCluster webhook refuses (the release's raycluster ValidateCreate) and
+    KubeRay refuses or Kueue would count wrong: the cluster rules of rayjob_problem, on the
+    RayCluster's own spec."""
+    return _ray_cluster_problem(as_dict(body.get("spec")), "spec", "RayCluster", 0)
+
+
+def _ray_cluster_problem(cluster: dict[str, Any], at: str, kind: str, extra: int) -> str | None:
+    """A Ray cluster's spec (at `at`) as Kueue's raycluster webhook and KubeRay take it: no
+    in-tree autoscaling (Kueue allows it only with elastic workloads, which the what-if does
+    not replay), at most 8 pod sets (the head, each worker group and `extra` more), no worker
+    group named head, two of one name, negative replicas or numOfHosts."""
+    if cluster.get("enableInTreeAutoscaling") is True:
         return (
-            "spec.rayClusterSpec.enableInTreeAutoscaling: Kueue admits an autoscaled RayJob "
-            "only as an elastic workload, which the what-if does not replay"
+            f"{at}.enableInTreeAutoscaling: Kueue admits an autoscaled {kind} only as an "
+            "elastic workload, which the what-if does not replay"
         )
-    groups = as_list(as_dict(cluster).get("workerGroupSpecs"))
-    pod_sets = 1 + len(groups) + (1 if mode in (None, "K8sJobMode") else 0)
+    groups = as_list(cluster.get("workerGroupSpecs"))
+    pod_sets = 1 + len(groups) + extra
     if pod_sets > MAX_POD_SETS:
         return (
-            f"spec.rayClusterSpec.workerGroupSpecs: {len(groups)} groups make {pod_sets} pod "
+            f"{at}.workerGroupSpecs: {len(groups)} groups make {pod_sets} pod "
             f"sets; Kueue takes at most {MAX_POD_SETS}"
         )
     seen: set[str] = set()
     for i, group in enumerate(groups):
-        where = f"spec.rayClusterSpec.workerGroupSpecs[{i}]"
+        where = f"{at}.workerGroupSpecs[{i}]"
         name = as_dict(group).get("groupName")
         if name == "head":
             return f"{where}.groupName: 'head' is the head group's"

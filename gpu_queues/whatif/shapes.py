@@ -357,6 +357,7 @@ BODIES: Final[Mapping[str, Struct]] = {
     "PyTorchJob": Struct({"spec": PYTORCHJOB_SPEC, "status": Anything()}, required=("spec",)),
     "RayJob": Struct({"spec": RAYJOB_SPEC, "status": Anything()}, required=("spec",)),
     "MPIJob": Struct({"spec": MPIJOB_SPEC, "status": Anything()}, required=("spec",)),
+    "RayCluster": Struct({"spec": RAY_CLUSTER_SPEC, "status": Anything()}, required=("spec",)),
     "TFJob": Struct({"spec": TFJOB_SPEC, "status": Anything()}, required=("spec",)),
     "XGBoostJob": Struct({"spec": XGBOOSTJOB_SPEC, "status": Anything()}, required=("spec",)),
     "PaddleJob": Struct({"spec": PADDLEJOB_SPEC, "status": Anything()}, required=("spec",)),
@@ -477,7 +478,7 @@ def head_problem(body: Mapping[str, Any]) -> str | None:
 
 def body_problem(body: Mapping[str, Any], kind: str) -> str | None:
     """The rest of an object the replay submits (a Job's spec, a Pod's, a JobSet's, a
-    PyTorchJob's, a RayJob's, an MPIJob's, a TFJob's, an XGBoostJob's, a PaddleJob's, a
-    JAXJob's)."""
+    PyTorchJob's, a RayJob's, a RayCluster's, an MPIJob's, a TFJob's, an XGBoostJob's, a
+    PaddleJob's, a JAXJob's)."""
     shape = BODIES.get(kind)
     return problem(body, shape) if shape is not None else None

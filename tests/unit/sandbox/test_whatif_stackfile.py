@@ -316,15 +316,16 @@ def test_the_fast_engine_takes_single_pods_and_the_kinds_it_plays_and_leaves_pod
                entry(3, "JobSet", {}), entry(4, "Pod", ["not", "a", "map"]),
                entry(5, "PyTorchJob", {}), entry(6, "RayJob", {}),
                entry(7, "MPIJob", {}), entry(8, "TFJob", {}), entry(9, "XGBoostJob", {}),
-               entry(10, "PaddleJob", {}), entry(11, "JAXJob", {})]  # fmt: skip
+               entry(10, "PaddleJob", {}), entry(11, "JAXJob", {}),
+               entry(12, "RayCluster", {})]  # fmt: skip
     config = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
     sent = engine_input.engine_input(config, entries, "", None)["jobs"]
     assert [(j["index"], j["kind"]) for j in sent] == [(0, "Job"), (1, "Pod"), (3, "JobSet"),
                                                         (4, "Pod"), (5, "PyTorchJob"),
                                                         (6, "RayJob"), (7, "MPIJob"),
                                                         (8, "TFJob"), (9, "XGBoostJob"),
-                                                        (10, "PaddleJob"),
-                                                        (11, "JAXJob")]  # fmt: skip
+                                                        (10, "PaddleJob"), (11, "JAXJob"),
+                                                        (12, "RayCluster")]  # fmt: skip
     assert "not pod groups" in (engine_input.not_fast(entries[2]) or "")
     assert engine_input.not_fast(entries[3]) is None
     assert engine_input.not_fast(entries[5]) is None
@@ -337,7 +338,7 @@ def test_the_fast_engine_takes_single_pods_and_the_kinds_it_plays_and_leaves_pod
 
     there = [on_the_sandbox(e) for e in entries]
     assert [e.status for e in there] == [
-        "ok", "ok", "ok", "ok", "ok", *["unsupported"] * 7
+        "ok", "ok", "ok", "ok", "ok", *["unsupported"] * 8
     ]  # fmt: skip
     assert there[3].manifest == entries[3].manifest
     assert there[5].problem == "the sandbox has no PyTorchJob controller; ENGINE=fast replays it"

@@ -2,9 +2,9 @@
 naming the field, never an exception, and the rest of the mix replays; a mix over the size
 limits is refused whole, before anything starts, unless a flag raises the limit.
 
-The fuzzing replaces every node of a valid Job, Pod, JobSet, PyTorchJob, RayJob, MPIJob, TFJob
-and PaddleJob (the other Kubeflow v1 kinds share their checks), one at a time, by a null, a
-list, a number, a string and a mapping, then a few at a time at random."""
+The fuzzing replaces every node of a valid Job, Pod, JobSet, PyTorchJob, RayJob, MPIJob, TFJob,
+PaddleJob (the other Kubeflow v1 kinds share their checks) and RayCluster, one at a time, by a
+null, a list, a number, a string and a mapping, then a few at a time at random."""
 
 from __future__ import annotations
 
@@ -51,6 +51,7 @@ CATALOG = Catalog(
             "kubeflow.org/mpijob",
             "kubeflow.org/tfjob",
             "kubeflow.org/paddlejob",
+            "ray.io/raycluster",
         }
     ),
 )
@@ -189,6 +190,12 @@ MPIJOB: dict[str, Any] = {
         },
     },
 }  # fmt: skip
+RAYCLUSTER: dict[str, Any] = {
+    "apiVersion": "ray.io/v1",
+    "kind": "RayCluster",
+    "metadata": META,
+    "spec": RAYJOB["spec"]["rayClusterSpec"],
+}
 TFJOB: dict[str, Any] = {
     "apiVersion": "kubeflow.org/v1",
     "kind": "TFJob",
@@ -295,8 +302,10 @@ def sound(entry: Entry) -> str | None:
     return None
 
 
-VALID = [JOB, POD, JOBSET, PYTORCHJOB, RAYJOB, MPIJOB, TFJOB, PADDLEJOB]
-VALID_IDS = ["job", "pod", "jobset", "pytorchjob", "rayjob", "mpijob", "tfjob", "paddlejob"]
+VALID = [JOB, POD, JOBSET, PYTORCHJOB, RAYJOB, MPIJOB, TFJOB, PADDLEJOB, RAYCLUSTER]
+VALID_IDS = [
+    "job", "pod", "jobset", "pytorchjob", "rayjob", "mpijob", "tfjob", "paddlejob", "raycluster"
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("valid", VALID, ids=VALID_IDS)
@@ -306,10 +315,11 @@ def test_the_valid_manifests_are_replayed(tmp_path: Path, valid: dict[str, Any])
     # A JobSet's workers: 2 replicas x 2 pods x 2 GPUs; its leader none. A PyTorchJob's
     # Workers: 3 pods x 2 GPUs; its Master none. A RayJob's workers: 2 pods x 2 GPUs; its head
     # and its submitter none. An MPIJob's Workers: 3 pods x 2 GPUs; its Launcher none. A
-    # TFJob's workers: 2 pods x 2 GPUs; its PS none. A PaddleJob's Workers: 3 pods x 2 GPUs.
+    # TFJob's workers: 2 pods x 2 GPUs; its PS none. A PaddleJob's Workers: 3 pods x 2 GPUs. A
+    # RayCluster's workers: 2 pods x 2 GPUs; its head none (and no submitter).
     assert (entry.gpus, entry.pods) == {
         "Job": (4, 2), "Pod": (2, 1), "JobSet": (8, 5), "PyTorchJob": (6, 4), "RayJob": (4, 4),
-        "MPIJob": (6, 4), "TFJob": (4, 3), "PaddleJob": (6, 3),
+        "MPIJob": (6, 4), "TFJob": (4, 3), "PaddleJob": (6, 3), "RayCluster": (4, 3),
     }[valid["kind"]]  # fmt: skip
 
 

@@ -32,6 +32,7 @@ from tests.builders import (
     MPIJob,
     Pod,
     PyTorchJob,
+    RayCluster,
     RayJob,
     Stack,
     gpu_flavor,
@@ -348,6 +349,69 @@ def test_a_pytorchjob_on_a_stack_without_the_pytorchjob_integration_names_it_to_
         "not enabled; add it to kueue.manager.integrations.frameworks (now: batch/job, "
         "deployment, jobset.x-k8s.io/jobset, pod)"
     )
+
+
+WITH_RAYCLUSTER = Catalog(
+    CATALOG.queues, CATALOG.priority_classes, CATALOG.frameworks | {"ray.io/raycluster"}
+)
+
+
+def raycluster(name: str = "notebook", workers: int | None = 3) -> RayCluster:
+    """A head (1 pod, cpu only) and a worker group of `workers` pods (1 GPU each)."""
+    head = Job("head", None).image("x").requests(cpu="2")
+    worker = Job("worker", None).image("x").limits(gpu=1)
+    return (
+        RayCluster(name, "team-research", head)
+        .queue("gpu-queue")
+        .workers("gpu", worker.complete_after("5s"), replicas=workers)
+    )
+
+
+def raycluster_mix(tmp_path: Path, *docs: Any) -> list[Entry]:
+    (tmp_path / "mix.yaml").write_text(yaml.safe_dump_all(docs))
+    return load_mix(tmp_path / "mix.yaml", WITH_RAYCLUSTER)
+
+
+def test_a_raycluster_holds_its_head_and_workers_and_no_submitter(tmp_path: Path) -> None:
+    (entry,) = raycluster_mix(tmp_path, raycluster().duration("1h").obj())
+    assert entry.status == "ok", entry.problem
+    assert (entry.kind, entry.gpus, entry.pods, entry.duration) == ("RayCluster", 3, 4, 3600.0)
+    assert [s.name for s in pod_sets("RayCluster", entry.manifest)] == ["head", "gpu"]
+    (forever,) = raycluster_mix(tmp_path, raycluster(workers=None).obj())
+    assert (forever.status, forever.gpus, forever.pods) == ("ok", 0, 1), forever.problem
+    assert forever.duration is None  # runs until the end of the mix
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"enableInTreeAutoscaling": True},
+         "spec.enableInTreeAutoscaling: Kueue admits an autoscaled RayCluster only as an elastic"),
+        ({"enableInTreeAutoscaling": "yes"},
+         "spec.enableInTreeAutoscaling: must be a boolean, not a string"),
+        ({"headGroupSpec": None}, "spec.headGroupSpec: is required"),
+        ({"workerGroupSpecs": [{"groupName": "head", "template": {"spec": {"containers": [
+            {"name": "ray", "image": "x"}]}}}]},
+         "spec.workerGroupSpecs[0].groupName: 'head' is the head group's"),
+        ({"workerGroupSpecs": [{"groupName": f"g{i}", "template": {"spec": {"containers": [
+            {"name": "ray", "image": "x"}]}}} for i in range(8)]},
+         "spec.workerGroupSpecs: 8 groups make 9 pod sets; Kueue takes at most 8"),
+    ],
+)  # fmt: skip
+def test_a_raycluster_kueue_refuses_is_invalid_naming_the_field(
+    tmp_path: Path, change: dict[str, Any], words: str
+) -> None:
+    (entry,) = raycluster_mix(tmp_path, raycluster().spec(**change).obj())
+    assert entry.status == "invalid"
+    assert words in (entry.problem or ""), entry.problem
+
+
+def test_a_raycluster_on_a_stack_without_its_integration_names_it_to_enable(
+    tmp_path: Path,
+) -> None:
+    (entry,) = mix(tmp_path, raycluster().obj())
+    assert entry.status == "unsupported"
+    assert "integration ray.io/raycluster is not enabled" in (entry.problem or "")
 
 
 WITH_KUBEFLOW = Catalog(
