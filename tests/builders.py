@@ -31,7 +31,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import yaml
 
@@ -445,24 +445,48 @@ class JobSet(_Runnable):
         return self
 
 
-class PyTorchJob(_Runnable):
-    """A kubeflow.org/v1 PyTorchJob as users write it: replica types (Master, Worker), each a Job
-    builder's pod template, its one container named pytorch as the training operator wants. The
-    metadata setters are Job's; a pod's (limits, image) are set on each replica's Job."""
+class KubeflowJob(_Runnable):
+    """A kubeflow.org/v1 job of a Kubeflow v1 kind (PyTorchJob, TFJob, XGBoostJob, PaddleJob,
+    JAXJob) as users write it: its replica types, each a Job builder's pod template, its one
+    container named as the training operator wants it (tensorflow, xgboost, ...). The metadata
+    setters are Job's; a pod's (limits, image) are set on each replica's Job."""
 
-    def __init__(self, name: str, namespace: str | None) -> None:
-        super().__init__("kubeflow.org/v1", "PyTorchJob", name, namespace)
-        self._obj["spec"] = {"pytorchReplicaSpecs": {}}
+    # Each kind's replica specs field and the container its pods run in (training operator v1.9).
+    KINDS: ClassVar[dict[str, tuple[str, str]]] = {
+        "PyTorchJob": ("pytorchReplicaSpecs", "pytorch"),
+        "TFJob": ("tfReplicaSpecs", "tensorflow"),
+        "XGBoostJob": ("xgbReplicaSpecs", "xgboost"),
+        "PaddleJob": ("paddleReplicaSpecs", "paddle"),
+        "JAXJob": ("jaxReplicaSpecs", "jax"),
+    }
+
+    def __init__(self, kind: str, name: str, namespace: str | None) -> None:
+        super().__init__("kubeflow.org/v1", kind, name, namespace)
+        self._specs, self._container = self.KINDS[kind]
+        self._obj["spec"] = {self._specs: {}}
 
     def replica(self, replica_type: str, job: Job, replicas: int | None = 1) -> Self:
         """`replicas` pods (none given: the operator's default, 1) of the Job's pod template."""
         template = job.obj()["spec"]["template"]
-        template["spec"]["containers"][0]["name"] = "pytorch"
+        template["spec"]["containers"][0]["name"] = self._container
         replica: dict[str, Any] = {"restartPolicy": "OnFailure", "template": template}
         if replicas is not None:
             replica["replicas"] = replicas
-        self._obj["spec"]["pytorchReplicaSpecs"][replica_type] = replica
+        self._obj["spec"][self._specs][replica_type] = replica
         return self
+
+    def spec(self, **fields: Any) -> Self:
+        """Spec fields as written (runPolicy, elasticPolicy, ...), after the ones set so far."""
+        self._obj["spec"].update(copy.deepcopy(fields))
+        return self
+
+
+class PyTorchJob(KubeflowJob):
+    """A kubeflow.org/v1 PyTorchJob as users write it: replica types (Master, Worker), each a Job
+    builder's pod template, its one container named pytorch as the training operator wants."""
+
+    def __init__(self, name: str, namespace: str | None) -> None:
+        super().__init__("PyTorchJob", name, namespace)
 
 
 class MPIJob(_Runnable):
@@ -510,6 +534,33 @@ class RayJob(_Runnable):
 
     def spec(self, **fields: Any) -> Self:
         """RayJob spec fields as written (submissionMode, ...)."""
+        self._obj["spec"].update(copy.deepcopy(fields))
+        return self
+
+
+class RayCluster(_Runnable):
+    """A ray.io/v1 RayCluster as users write it: its head and worker groups, each a Job
+    builder's pod template. The metadata setters are Job's; a pod's (limits, image) are set on
+    each group's Job."""
+
+    def __init__(self, name: str, namespace: str | None, head: Job) -> None:
+        super().__init__("ray.io/v1", "RayCluster", name, namespace)
+        self._obj["spec"] = {
+            "headGroupSpec": {"template": head.obj()["spec"]["template"]},
+            "workerGroupSpecs": [],
+        }
+
+    def workers(self, group: str, job: Job, replicas: int | None = 1) -> Self:
+        """A worker group of `replicas` pods (none given: KubeRay's default, 0) of the Job's
+        pod template."""
+        spec: dict[str, Any] = {"groupName": group, "template": job.obj()["spec"]["template"]}
+        if replicas is not None:
+            spec["replicas"] = replicas
+        self._obj["spec"]["workerGroupSpecs"].append(spec)
+        return self
+
+    def spec(self, **fields: Any) -> Self:
+        """RayCluster spec fields as written (enableInTreeAutoscaling, ...)."""
         self._obj["spec"].update(copy.deepcopy(fields))
         return self
 

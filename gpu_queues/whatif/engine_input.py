@@ -37,7 +37,21 @@ from gpu_queues.whatif.mix import Entry
 from gpu_queues.whatif.nodes import NodeNameClash, nodes
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-FAST_KINDS = frozenset({"Job", "Pod", "JobSet", "PyTorchJob", "RayJob", "MPIJob"})
+FAST_KINDS = frozenset(
+    {
+        "Job",
+        "Pod",
+        "JobSet",
+        "PyTorchJob",
+        "RayJob",
+        "MPIJob",
+        "TFJob",
+        "XGBoostJob",
+        "PaddleJob",
+        "JAXJob",
+        "RayCluster",
+    }
+)
 # A plain Pod that names a group is one pod of a gang Kueue admits together; the fast engine
 # replays single Pods only.
 POD_GROUP = "kueue.x-k8s.io/pod-group-name"
@@ -244,7 +258,10 @@ def unmodelled(config: StackConfig) -> str | None:
 def not_fast(e: Entry) -> str | None:
     """Why the fast engine does not replay a valid entry (None when it does)."""
     if e.kind not in FAST_KINDS:
-        kinds = "Jobs, Pods, JobSets, PyTorchJobs, RayJobs and MPIJobs"
+        kinds = (
+            "Jobs, Pods, JobSets, PyTorchJobs, RayJobs, MPIJobs, TFJobs, XGBoostJobs, PaddleJobs, "
+            "JAXJobs and RayClusters"
+        )
         return f"the fast engine replays {kinds}, not {e.kind}s"
     meta = e.manifest.get("metadata") or {}
     named = (m for k in ("labels", "annotations") if isinstance(m := meta.get(k), dict))

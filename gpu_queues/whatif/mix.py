@@ -3,8 +3,9 @@ folder and checked against the stack, each one either ready to submit or refused
 reason (never an exception: a bad manifest is a row of the report, not a failed replay).
 
 A manifest is what a user would `kubectl apply`: a batch/v1 Job (or a Pod, a
-jobset.x-k8s.io/v1alpha2 JobSet, a kubeflow.org/v1 PyTorchJob, a ray.io/v1 RayJob or a
-kubeflow.org/v2beta1 MPIJob, when Kueue's integration for it is on) with its namespace,
+jobset.x-k8s.io/v1alpha2 JobSet, a kubeflow.org/v1 PyTorchJob, TFJob, XGBoostJob, PaddleJob or
+JAXJob, a ray.io/v1 RayJob or RayCluster or a kubeflow.org/v2beta1 MPIJob, when Kueue's
+integration for it is on) with its namespace,
 the `kueue.x-k8s.io/queue-name` label and, when the stack declares WorkloadPriorityClasses,
 `kueue.x-k8s.io/priority-class`. Two optional annotations drive the replay's clock:
   gpu-queues.dev/submit-at   offset from the start of the replay (e.g. 15m); default 0
@@ -66,10 +67,11 @@ FRAMEWORKS: Final[dict[tuple[str, str], str]] = {
 # What an engine replays: Jobs and Pods on both (the sandbox's Job controller is
 # kube-controller-manager's, kwok plays every pod's kubelet), JobSets on both (the fast one
 # plays the JobSet controller as far as Kueue reads it; the sandbox runs JobSet's own when
-# Kueue's integration is on: sandbox/jobset.py), PyTorchJobs, RayJobs and MPIJobs on the fast
-# one only (it plays their controllers as far as Kueue reads them; the sandbox has none of
-# them: sandbox/replay/engine.py refuses them there). Other kinds need controllers neither has
-# (RayCluster, the other Kubeflow jobs, ...), or never finish (Deployment, ...).
+# Kueue's integration is on: sandbox/jobset.py), the Kubeflow v1 jobs (PyTorchJobs, TFJobs,
+# XGBoostJobs, PaddleJobs, JAXJobs), RayJobs, RayClusters and MPIJobs on the fast one only (it
+# plays their controllers as far as Kueue reads them; the sandbox has none of them:
+# sandbox/replay/engine.py refuses them there). Other kinds need controllers neither has
+# (RayService, TrainJob, ...), or never finish (Deployment, ...).
 REPLAYABLE: Final = frozenset(
     {
         "batch/job",
@@ -78,9 +80,21 @@ REPLAYABLE: Final = frozenset(
         "kubeflow.org/pytorchjob",
         "ray.io/rayjob",
         "kubeflow.org/mpijob",
+        "kubeflow.org/tfjob",
+        "kubeflow.org/xgboostjob",
+        "kubeflow.org/paddlejob",
+        "kubeflow.org/jaxjob",
+        "ray.io/raycluster",
     }
 )
-REPLAYED: Final = "the what-if replays Jobs, Pods, JobSets, PyTorchJobs, RayJobs and MPIJobs"
+REPLAYED: Final = (
+    "the what-if replays Jobs, Pods, JobSets, PyTorchJobs, RayJobs, MPIJobs, TFJobs, "
+    "XGBoostJobs, PaddleJobs, JAXJobs and RayClusters"
+)
+# Kinds Kueue reads no end of (a RayCluster's Workload is never Finished by its own status): the
+# replay has their user delete them when their duration is up, and Kueue finishes the Workload
+# of an owner gone (OwnerNotFound), which for them is how they end, not a preemption.
+DELETED_WHEN_DONE: Final = frozenset({"RayCluster"})
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpu_queues.whatif.mix import Entry
+from gpu_queues.whatif.mix import DELETED_WHEN_DONE, Entry
 from gpu_queues.whatif.report import WorkloadResult
 from gpu_queues.whatif.workloads import classify, preemptions
 
@@ -46,7 +46,11 @@ def outcome(
         return base
     base.wait_seconds = None if admitted_at is None else admitted_at - e.submit_at
     base.preemptions = max(preemptions(wl), sum("Preempted" in x for x in evictions))
-    state, base.flavor, message = classify(wl, running, stuck, bool(evictions and base.preemptions))
+    # A kind deleted when its time is up (DELETED_WHEN_DONE) ends with its owner gone: finished.
+    gone_preempted = bool(evictions and base.preemptions) and e.kind not in DELETED_WHEN_DONE
+    state, base.flavor, message = classify(
+        wl, running, stuck, bool(evictions and base.preemptions), gone_preempted=gone_preempted
+    )
     base.outcome = state
     history = f"evicted {len(evictions)}x, last: {evictions[-1]}" if evictions else None
     if state in ("finished", "admitted"):

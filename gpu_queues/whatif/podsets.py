@@ -1,10 +1,11 @@
 """The pod sets Kueue makes of a workload of the mix, counted as its integrations count them
 (pkg/controller/jobs/<kind>: PodSets): a Job's one (its parallelism, at most its completions),
 a plain Pod's one, a JobSet's one per replicated job (its replicas times its Job's pods), a
-PyTorchJob's one per replica type, Master then Worker (its replicas), a RayJob's head, worker
-groups and submitter, an MPIJob's one per replica type, Launcher then Worker (its replicas).
-What a workload holds
-while it runs (its GPUs, its pods) is summed over them, one rule for every kind.
+Kubeflow v1 job's one per replica type in Kueue's order, its replicas (a PyTorchJob's Master then
+Worker; a TFJob's Chief, Master, PS, Worker, Evaluator; ...: KUBEFLOW_V1), a RayJob's head,
+worker groups and submitter, a RayCluster's head and worker groups, an MPIJob's one per replica
+type, Launcher then Worker (its replicas). What a workload holds while it runs (its GPUs, its
+pods) is summed over them, one rule for every kind.
 
 What a kind's own webhook refuses that Kueue would count wrong is `kind_problem`'s.
 """
@@ -47,7 +48,34 @@ def job_pods(spec: Mapping[str, Any]) -> int:
     return max(count, 0)
 
 
-PYTORCH_REPLICA_TYPES: Final = ("Master", "Worker")
+@dataclass(frozen=True)
+class KubeflowKind:
+    """A Kubeflow v1 job kind of the training operator (kubeflow.org/v1, v1.9): where its replica
+    specs are, its replica types in the order Kueue makes its pod sets of them (its
+    OrderedReplicaTypes), the container its pods run in, and what its webhook checks beyond the
+    rules every such kind shares (kubeflow_problem)."""
+
+    specs: str
+    types: tuple[str, ...]
+    container: str
+    one: str | None = None
+    """The replica type its webhook wants exactly one replica of, and present (XGBoostJob's)."""
+    run_policy: bool = True
+    """Whether its webhook checks spec.runPolicy.managedBy (every one's but JAXJob's)."""
+
+
+KUBEFLOW_V1: Final[Mapping[str, KubeflowKind]] = {
+    "PyTorchJob": KubeflowKind("pytorchReplicaSpecs", ("Master", "Worker"), "pytorch"),
+    "TFJob": KubeflowKind(
+        "tfReplicaSpecs", ("Chief", "Master", "PS", "Worker", "Evaluator"), "tensorflow"
+    ),
+    "XGBoostJob": KubeflowKind("xgbReplicaSpecs", ("Master", "Worker"), "xgboost", one="Master"),
+    "PaddleJob": KubeflowKind("paddleReplicaSpecs", ("Master", "Worker"), "paddle"),
+    "JAXJob": KubeflowKind("jaxReplicaSpecs", ("Worker",), "jax", run_policy=False),
+}
+"""The Kubeflow v1 kinds the what-if replays (Kueue's kubeflow/jobs/<kind> integrations)."""
+
+PYTORCH_REPLICA_TYPES: Final = KUBEFLOW_V1["PyTorchJob"].types
 """A PyTorchJob's replica types, in the order Kueue makes its pod sets of them
 (pytorchjob.OrderedReplicaTypes)."""
 
@@ -59,17 +87,20 @@ only these keys are replica types, to it and to Kueue."""
 
 
 def pod_sets(kind: str, body: Mapping[str, Any]) -> list[PodSet]:
-    """The pod sets of a Job, Pod, JobSet, PyTorchJob, RayJob or MPIJob manifest (none for
-    another kind)."""
+    """The pod sets of a Job, Pod, JobSet, Kubeflow v1 job (KUBEFLOW_V1), RayJob or MPIJob
+    manifest (none for another kind)."""
     spec = as_dict(body.get("spec"))
-    if kind == "PyTorchJob":
-        return _replica_sets(as_dict(spec.get("pytorchReplicaSpecs")), PYTORCH_REPLICA_TYPES)
+    if kind in KUBEFLOW_V1:
+        kubeflow = KUBEFLOW_V1[kind]
+        return _replica_sets(as_dict(spec.get(kubeflow.specs)), kubeflow.types)
     if kind == "MPIJob":
         specs = as_dict(spec.get("mpiReplicaSpecs"))
         exact = {k: v for k, v in specs.items() if k in MPI_REPLICA_TYPES}
         return _replica_sets(exact, MPI_REPLICA_TYPES)
     if kind == "RayJob":
         return _ray_sets(spec)
+    if kind == "RayCluster":
+        return _ray_cluster_sets(spec)
     if kind == "Pod":
         return [PodSet(MAIN, 1, as_dict(body.get("metadata")), spec)]
     if kind == "Job":
@@ -135,10 +166,21 @@ RAY_SUBMITTER_SPEC: Final = {
 
 
 def _ray_sets(spec: dict[str, Any]) -> list[PodSet]:
-    """A RayJob's pod sets as Kueue's rayjob integration makes them: the head (1 pod), each
-    worker group (its replicas, 0 by KubeRay's CRD default, times its numOfHosts), and in
-    K8sJobMode the submitter (1 pod)."""
-    cluster = as_dict(spec.get("rayClusterSpec"))
+    """A RayJob's pod sets as Kueue's rayjob integration makes them: its cluster's (below), and
+    in K8sJobMode the submitter (1 pod)."""
+    out = _ray_cluster_sets(as_dict(spec.get("rayClusterSpec")))
+    if spec.get("submissionMode", "K8sJobMode") in ("K8sJobMode", None):
+        submitter = spec.get("submitterPodTemplate")
+        template = as_dict(submitter)
+        pod = as_dict(template.get("spec")) if submitter is not None else RAY_SUBMITTER_SPEC
+        out.append(PodSet(SUBMITTER, 1, _meta(template), pod))
+    return out
+
+
+def _ray_cluster_sets(cluster: dict[str, Any]) -> list[PodSet]:
+    """A Ray cluster's pod sets as Kueue's raycluster code makes them (a RayCluster's, a
+    RayJob's cluster's): the head (1 pod), each worker group (its replicas, 0 by KubeRay's CRD
+    default, times its numOfHosts)."""
     head = as_dict(as_dict(cluster.get("headGroupSpec")).get("template"))
     out = [PodSet("head", 1, _meta(head), as_dict(head.get("spec")))]
     for group in as_list(cluster.get("workerGroupSpecs")):
@@ -154,11 +196,6 @@ def _ray_sets(spec: dict[str, Any]) -> list[PodSet]:
                 as_dict(template.get("spec")),
             )
         )
-    if spec.get("submissionMode", "K8sJobMode") in ("K8sJobMode", None):
-        submitter = spec.get("submitterPodTemplate")
-        template = as_dict(submitter)
-        pod = as_dict(template.get("spec")) if submitter is not None else RAY_SUBMITTER_SPEC
-        out.append(PodSet(SUBMITTER, 1, _meta(template), pod))
     return out
 
 
@@ -181,10 +218,12 @@ def kind_problem(kind: str, body: Mapping[str, Any]) -> str | None:
     without such rules, or a manifest that breaks none)."""
     if kind == "JobSet":
         return jobset_problem(body)
-    if kind == "PyTorchJob":
-        return pytorchjob_problem(body)
+    if kind in KUBEFLOW_V1:
+        return kubeflow_problem(kind, body)
     if kind == "RayJob":
         return rayjob_problem(body)
+    if kind == "RayCluster":
+        return raycluster_problem(body)
     if kind == "MPIJob":
         return mpijob_problem(body)
     return None
@@ -219,21 +258,37 @@ def rayjob_problem(body: Mapping[str, Any]) -> str | None:
     mode = spec.get("submissionMode")
     if mode is not None and mode not in RAY_SUBMISSION_MODES:
         return f"spec.submissionMode: {mode!r} is not one of {', '.join(RAY_SUBMISSION_MODES)}"
-    if as_dict(cluster).get("enableInTreeAutoscaling") is True:
+    submitter = 1 if mode in (None, "K8sJobMode") else 0
+    return _ray_cluster_problem(as_dict(cluster), "spec.rayClusterSpec", "RayJob", submitter)
+
+
+def raycluster_problem(body: Mapping[str, Any]) -> str | None:
+    """What Kueue's RayCluster webhook refuses (the release's raycluster ValidateCreate) and
+    KubeRay refuses or Kueue would count wrong: the cluster rules of rayjob_problem, on the
+    RayCluster's own spec."""
+    return _ray_cluster_problem(as_dict(body.get("spec")), "spec", "RayCluster", 0)
+
+
+def _ray_cluster_problem(cluster: dict[str, Any], at: str, kind: str, extra: int) -> str | None:
+    """A Ray cluster's spec (at `at`) as Kueue's raycluster webhook and KubeRay take it: no
+    in-tree autoscaling (Kueue allows it only with elastic workloads, which the what-if does
+    not replay), at most 8 pod sets (the head, each worker group and `extra` more), no worker
+    group named head, two of one name, negative replicas or numOfHosts."""
+    if cluster.get("enableInTreeAutoscaling") is True:
         return (
-            "spec.rayClusterSpec.enableInTreeAutoscaling: Kueue admits an autoscaled RayJob "
-            "only as an elastic workload, which the what-if does not replay"
+            f"{at}.enableInTreeAutoscaling: Kueue admits an autoscaled {kind} only as an "
+            "elastic workload, which the what-if does not replay"
         )
-    groups = as_list(as_dict(cluster).get("workerGroupSpecs"))
-    pod_sets = 1 + len(groups) + (1 if mode in (None, "K8sJobMode") else 0)
+    groups = as_list(cluster.get("workerGroupSpecs"))
+    pod_sets = 1 + len(groups) + extra
     if pod_sets > MAX_POD_SETS:
         return (
-            f"spec.rayClusterSpec.workerGroupSpecs: {len(groups)} groups make {pod_sets} pod "
+            f"{at}.workerGroupSpecs: {len(groups)} groups make {pod_sets} pod "
             f"sets; Kueue takes at most {MAX_POD_SETS}"
         )
     seen: set[str] = set()
     for i, group in enumerate(groups):
-        where = f"spec.rayClusterSpec.workerGroupSpecs[{i}]"
+        where = f"{at}.workerGroupSpecs[{i}]"
         name = as_dict(group).get("groupName")
         if name == "head":
             return f"{where}.groupName: 'head' is the head group's"
@@ -337,41 +392,93 @@ def _mpi_name_problem(body: Mapping[str, Any], specs: dict[str, Any]) -> str | N
     return None
 
 
-def pytorchjob_problem(body: Mapping[str, Any]) -> str | None:
-    """What the training operator's PyTorchJob webhooks (v1.9) refuse: a replica type other than
-    Master and Worker (in any case: its defaulter camel-cases them, so two keys may name one
-    type), one Master exactly, at least one Worker when replicas are given, a container named
-    pytorch with an image in each; and no replica type at all, of which Kueue would make a
-    Workload without pod sets."""
-    specs = as_dict(as_dict(body.get("spec")).get("pytorchReplicaSpecs"))
-    where = "spec.pytorchReplicaSpecs"
+KUBEFLOW_MANAGERS: Final = ("kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue")
+
+
+def _or(types: tuple[str, ...]) -> str:
+    return types[0] if len(types) == 1 else f"{', '.join(types[:-1])} or {types[-1]}"
+
+
+def kubeflow_problem(kind: str, body: Mapping[str, Any]) -> str | None:
+    """What the training operator's webhooks (v1.9) refuse for a Kubeflow v1 job, after its
+    defaulter (replica types camel-cased, so two keys may name one type; replicas 1 where none
+    is given), and Kueue would count wrong: a name that is no DNS-1035 label; an unknown
+    runPolicy.managedBy (JAXJob's webhook does not check it); a replica type the kind does not
+    have (Kueue makes no pod set of it: a TFJob's webhook lets one through and its pods would
+    run uncounted); a container without an image, and none named as the kind wants it; both a
+    Chief and a Master (TFJob); a Master of other than one replica, and fewer than one of
+    another type (PyTorchJob); no Master, or one of other than one replica (XGBoostJob); an
+    elasticPolicy without a Worker (PaddleJob: its defaulter fails on it); a negative replica
+    count (Kueue's Workload cannot hold it); and no replica type at all, of which Kueue would
+    make a Workload without pod sets."""
+    kubeflow = KUBEFLOW_V1[kind]
+    spec = as_dict(body.get("spec"))
+    specs = as_dict(spec.get(kubeflow.specs))
+    where = f"spec.{kubeflow.specs}"
     if not specs:
-        return f"{where}: must name a Master or a Worker"
+        named = tuple(f"{'an' if t[0] in 'AEIOU' else 'a'} {t}" for t in kubeflow.types)
+        return f"{where}: must name {_or(named)}"
     seen: dict[str, str] = {}
     for key, value in specs.items():
         at = f"{where}[{key}]"
-        replica_type = _replica_type(key, PYTORCH_REPLICA_TYPES)
+        replica_type = _replica_type(key, kubeflow.types)
         if replica_type is None:
-            return f"{at}: {key!r} is not a PyTorchJob replica type (Master or Worker)"
+            return f"{at}: {key!r} is not a {kind} replica type ({_or(kubeflow.types)})"
         if replica_type in seen:
             return f"{at}: names the replica type of {where}[{seen[replica_type]}] again"
         seen[replica_type] = key
-        replicas = as_dict(value).get("replicas")
-        if replica_type == "Master" and replicas not in (None, 1):
-            return f"{at}.replicas: {replicas} must be 1 (one Master)"
-        if isinstance(replicas, int) and replicas < 1:
-            return f"{at}.replicas: {replicas} must be at least 1"
-        containers = as_list(
-            as_dict(as_dict(as_dict(value).get("template")).get("spec")).get("containers")
+        problem = _kubeflow_replica_problem(kind, replica_type, as_dict(value), at)
+        if problem:
+            return problem
+    if kubeflow.one and kubeflow.one not in seen:
+        return (
+            f"{where}[{kubeflow.one}]: is required (the training operator refuses a {kind} "
+            "without one)"
         )
-        for i, container in enumerate(containers):
-            if not as_dict(container).get("image"):
-                return f"{at}.template.spec.containers[{i}].image: is required"
-        if not any(as_dict(c).get("name") == "pytorch" for c in containers):
-            return (
-                f"{at}.template.spec.containers: must have a container named pytorch (the "
-                "training operator runs the job in it)"
-            )
+    if kind == "TFJob" and {"Chief", "Master"} <= seen.keys():
+        return f"{where}: must not have both a Chief and a Master"
+    if kind == "PaddleJob" and spec.get("elasticPolicy") is not None and "Worker" not in seen:
+        return (
+            "spec.elasticPolicy: needs a Worker (the training operator's defaulting reads its "
+            "replicas)"
+        )
+    return _kubeflow_meta_problem(kubeflow, body)
+
+
+def _kubeflow_replica_problem(
+    kind: str, replica_type: str, replica: dict[str, Any], at: str
+) -> str | None:
+    replicas = replica.get("replicas")
+    one = "Master" if kind == "PyTorchJob" else KUBEFLOW_V1[kind].one
+    if replica_type == one and replicas not in (None, 1):
+        return f"{at}.replicas: {replicas} must be 1 (one {one})"
+    if kind == "PyTorchJob" and isinstance(replicas, int) and replicas < 1:
+        return f"{at}.replicas: {replicas} must be at least 1"
+    if isinstance(replicas, int) and replicas < 0:
+        return f"{at}.replicas: {replicas} must not be negative (Kueue's Workload cannot count it)"
+    containers = as_list(as_dict(as_dict(replica.get("template")).get("spec")).get("containers"))
+    for i, container in enumerate(containers):
+        if not as_dict(container).get("image"):
+            return f"{at}.template.spec.containers[{i}].image: is required"
+    name = KUBEFLOW_V1[kind].container
+    if not any(as_dict(c).get("name") == name for c in containers):
+        return (
+            f"{at}.template.spec.containers: must have a container named {name} (the "
+            "training operator runs the job in it)"
+        )
+    return None
+
+
+def _kubeflow_meta_problem(kubeflow: KubeflowKind, body: Mapping[str, Any]) -> str | None:
+    name = as_dict(body.get("metadata")).get("name")
+    if isinstance(name, str) and not is_dns1035_label(name):
+        return (
+            f"metadata.name: {name!r} is not a DNS-1035 label (a letter first, at most 63 "
+            "characters), as the training operator wants it"
+        )
+    manager = as_dict(as_dict(body.get("spec")).get("runPolicy")).get("managedBy")
+    if kubeflow.run_policy and manager is not None and manager not in KUBEFLOW_MANAGERS:
+        return f"spec.runPolicy.managedBy: {manager!r} is not one of {', '.join(KUBEFLOW_MANAGERS)}"
     return None
 
 

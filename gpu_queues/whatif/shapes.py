@@ -7,10 +7,11 @@ so a malformed manifest is an `invalid` row of the report and the rest of the mi
 
 A null is an absent field, as in the API server's decoding; a field the replay cannot do
 without that is absent (a Job's `spec.template`, a pod's `containers`, a JobSet's
-`spec.replicatedJobs[i].template`, a PyTorchJob's `spec.pytorchReplicaSpecs[Worker].template`,
-an MPIJob's `spec.mpiReplicaSpecs[Launcher].template`) is refused. The rest (fields not listed
-here, a container without an image, ...) is left to the API server, which refuses what it
-cannot take when the replay submits the object (its message is the row's reason then).
+`spec.replicatedJobs[i].template`, a PyTorchJob's `spec.pytorchReplicaSpecs[Worker].template`
+and each other Kubeflow v1 job's replica's, an MPIJob's `spec.mpiReplicaSpecs[Launcher].template`)
+is refused. The rest (fields not listed here, a container without an image, ...) is left to the
+API server, which refuses what it cannot take when the replay submits the object (its message
+is the row's reason then).
 
 What a container runs with (its command, args and env) may hold a secret: a problem there
 names the field and the type it has, never its value (`Hidden`).
@@ -170,33 +171,37 @@ JOBSET_SPEC: Final = Struct(
     },
     required=("replicatedJobs",),
 )
-PYTORCHJOB_SPEC: Final = Struct(
+KUBEFLOW_REPLICA_SPECS: Final = MapOf(
+    Struct(
+        {"replicas": INT32, "restartPolicy": STR, "template": POD_TEMPLATE},
+        required=("template",),
+    )
+)
+"""A Kubeflow v1 job's replica specs (the training operator's ReplicaSpec), by replica type."""
+KUBEFLOW_RUN_POLICY: Final = Struct(
     {
-        "pytorchReplicaSpecs": MapOf(
-            Struct(
-                {"replicas": INT32, "restartPolicy": STR, "template": POD_TEMPLATE},
-                required=("template",),
-            )
-        ),
-        "runPolicy": Struct(
+        "suspend": BOOL,
+        "managedBy": STR,
+        "cleanPodPolicy": STR,
+        "backoffLimit": INT32,
+        "activeDeadlineSeconds": INT,
+        "ttlSecondsAfterFinished": INT32,
+        "schedulingPolicy": Struct(
             {
-                "suspend": BOOL,
-                "managedBy": STR,
-                "cleanPodPolicy": STR,
-                "backoffLimit": INT32,
-                "activeDeadlineSeconds": INT,
-                "ttlSecondsAfterFinished": INT32,
-                "schedulingPolicy": Struct(
-                    {
-                        "minAvailable": INT32,
-                        "queue": STR,
-                        "minResources": MapOf(QUANTITY),
-                        "priorityClass": STR,
-                        "scheduleTimeoutSeconds": INT32,
-                    }
-                ),
+                "minAvailable": INT32,
+                "queue": STR,
+                "minResources": MapOf(QUANTITY),
+                "priorityClass": STR,
+                "scheduleTimeoutSeconds": INT32,
             }
         ),
+    }
+)
+"""A Kubeflow v1 job's run policy (the training operator's RunPolicy)."""
+PYTORCHJOB_SPEC: Final = Struct(
+    {
+        "pytorchReplicaSpecs": KUBEFLOW_REPLICA_SPECS,
+        "runPolicy": KUBEFLOW_RUN_POLICY,
         "elasticPolicy": Struct(
             {
                 "minReplicas": INT32,
@@ -215,6 +220,38 @@ PYTORCHJOB_SPEC: Final = Struct(
         "nprocPerNode": STR,
     },
     required=("pytorchReplicaSpecs",),
+)
+TFJOB_SPEC: Final = Struct(
+    {
+        "tfReplicaSpecs": KUBEFLOW_REPLICA_SPECS,
+        "runPolicy": KUBEFLOW_RUN_POLICY,
+        "successPolicy": STR,
+        "enableDynamicWorker": BOOL,
+    },
+    required=("tfReplicaSpecs",),
+)
+XGBOOSTJOB_SPEC: Final = Struct(
+    {"xgbReplicaSpecs": KUBEFLOW_REPLICA_SPECS, "runPolicy": KUBEFLOW_RUN_POLICY},
+    required=("xgbReplicaSpecs",),
+)
+PADDLEJOB_SPEC: Final = Struct(
+    {
+        "paddleReplicaSpecs": KUBEFLOW_REPLICA_SPECS,
+        "runPolicy": KUBEFLOW_RUN_POLICY,
+        "elasticPolicy": Struct(
+            {
+                "minReplicas": INT32,
+                "maxReplicas": INT32,
+                "maxRestarts": INT32,
+                "metrics": ListOf(Struct({"type": STR})),
+            }
+        ),
+    },
+    required=("paddleReplicaSpecs",),
+)
+JAXJOB_SPEC: Final = Struct(
+    {"jaxReplicaSpecs": KUBEFLOW_REPLICA_SPECS, "runPolicy": KUBEFLOW_RUN_POLICY},
+    required=("jaxReplicaSpecs",),
 )
 MPIJOB_SPEC: Final = Struct(
     {
@@ -320,6 +357,11 @@ BODIES: Final[Mapping[str, Struct]] = {
     "PyTorchJob": Struct({"spec": PYTORCHJOB_SPEC, "status": Anything()}, required=("spec",)),
     "RayJob": Struct({"spec": RAYJOB_SPEC, "status": Anything()}, required=("spec",)),
     "MPIJob": Struct({"spec": MPIJOB_SPEC, "status": Anything()}, required=("spec",)),
+    "RayCluster": Struct({"spec": RAY_CLUSTER_SPEC, "status": Anything()}, required=("spec",)),
+    "TFJob": Struct({"spec": TFJOB_SPEC, "status": Anything()}, required=("spec",)),
+    "XGBoostJob": Struct({"spec": XGBOOSTJOB_SPEC, "status": Anything()}, required=("spec",)),
+    "PaddleJob": Struct({"spec": PADDLEJOB_SPEC, "status": Anything()}, required=("spec",)),
+    "JAXJob": Struct({"spec": JAXJOB_SPEC, "status": Anything()}, required=("spec",)),
 }
 """The rest of the kinds the replay submits (gpu_queues.whatif.mix.REPLAYABLE)."""
 
@@ -436,6 +478,7 @@ def head_problem(body: Mapping[str, Any]) -> str | None:
 
 def body_problem(body: Mapping[str, Any], kind: str) -> str | None:
     """The rest of an object the replay submits (a Job's spec, a Pod's, a JobSet's, a
-    PyTorchJob's, a RayJob's, an MPIJob's)."""
+    PyTorchJob's, a RayJob's, a RayCluster's, an MPIJob's, a TFJob's, an XGBoostJob's, a
+    PaddleJob's, a JAXJob's)."""
     shape = BODIES.get(kind)
     return problem(body, shape) if shape is not None else None

@@ -221,15 +221,23 @@ def finished_done(wl: Mapping[str, Any]) -> bool:
 
 
 def classify(
-    wl: Mapping[str, Any], running: bool, stuck: str | None, preempted: bool
+    wl: Mapping[str, Any],
+    running: bool,
+    stuck: str | None,
+    preempted: bool,
+    *,
+    gone_preempted: bool | None = None,
 ) -> tuple[Outcome, str | None, str | None]:
     """(outcome, flavor, message) of a workload as it stands, in the report's terms:
     finished; admitted (its pods run); unschedulable (admitted, its pods fit no node: `stuck`
     is the scheduler's message); preempted (waiting again after a preemption, or gone: Kueue
     preempts a plain Pod by deleting it, nothing makes it again, and Kueue finishes the
-    Workload of an owner that is gone); pending."""
+    Workload of an owner that is gone); pending. `gone_preempted` (`preempted` unless given):
+    whether an owner gone after a preemption was gone for it (not so for a RayCluster the
+    replay deletes when its time is up: its Workload is then finished)."""
     finished = condition(wl, "Finished")
-    if preempted and finished and finished.get("reason") == OWNER_GONE:
+    gone = preempted if gone_preempted is None else gone_preempted
+    if gone and finished and finished.get("reason") == OWNER_GONE:
         why = eviction(wl)
         said = f"{why[0]}: {why[1]}" if why else "preempted"
         return "preempted", None, f"{said}; {POD_GONE}"

@@ -33,11 +33,13 @@ from tests.builders import (
     Flavor,
     Job,
     JobSet,
+    KubeflowJob,
     Mix,
     MPIJob,
     Node,
     Pod,
     PyTorchJob,
+    RayCluster,
     RayJob,
     Stack,
     Team,
@@ -93,7 +95,9 @@ def pod(
 
 def replay(
     stack: Stack,
-    jobs: Sequence[Job | Pod | JobSet | PyTorchJob | RayJob | MPIJob | dict[str, Any]],
+    jobs: Sequence[
+        Job | Pod | JobSet | PyTorchJob | RayJob | MPIJob | KubeflowJob | dict[str, Any]
+    ],
     tmp: Path,
     **kw: Any,
 ) -> Run:
@@ -1196,6 +1200,275 @@ def test_the_docs_mpijob_example_replays_on_staging_with_the_integration_as_its_
     (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
     assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
         "MPIJob",
+        "finished",
+        "h100",
+        0,
+        4,
+    )
+    assert w.intervals == [(3600, 14400)]
+
+
+KUBEFLOW = {
+    "integrations": {
+        "frameworks": [
+            "batch/job",
+            "kubeflow.org/tfjob",
+            "kubeflow.org/xgboostjob",
+            "kubeflow.org/paddlejob",
+            "kubeflow.org/jaxjob",
+        ]
+    }
+}
+# Each other Kubeflow v1 kind's replica types: the first one pod, the last the rest.
+KUBEFLOW_TYPES = {
+    "TFJob": ("Chief", "Worker"),
+    "XGBoostJob": ("Master", "Worker"),
+    "PaddleJob": ("Master", "Worker"),
+    "JAXJob": ("Worker",),
+}
+
+
+def kubeflowjob(
+    kind: str, name: str, team: str, pods: int, *, at: int, runs: int, priority: str | None = None
+) -> KubeflowJob:
+    """A Kubeflow v1 job in its team's queue of `pods` pods of one GPU each (one of its first
+    replica type, the rest of its last; a JAXJob's all Workers), submitted `at`, running
+    `runs`."""
+    built = KubeflowJob(kind, name, NS.format(team)).queue("gpu-queue").submit_at(at)
+    built.duration(runs)
+    if priority:
+        built.priority_class(priority)
+    one_gpu = Job("pod", None).image("busybox").requests(cpu="100m", gpu="1").limits(gpu="1")
+    *first, last = KUBEFLOW_TYPES[kind]
+    for replica_type in first:
+        built.replica(replica_type, one_gpu)
+    return built.replica(last, one_gpu, pods - len(first))
+
+
+@pytest.mark.parametrize("kind", list(KUBEFLOW_TYPES))
+def test_a_kubeflow_job_is_admitted_whole_and_the_next_waits_to_the_second_it_ends(
+    tmp_path: Path, kind: str
+) -> None:
+    """Kueue's integration of each other Kubeflow v1 kind on the engine, worked out by hand.
+    One queue of 8 GPUs (BestEffortFIFO): first at 0 s, 4 pods of 1 GPU (4 GPUs), runs 600 s;
+    Job beside (2 GPUs) at 0 s runs 1200 s; second at 60 s, 5 pods (5 GPUs), 2 GPUs free, waits
+    until first ends at 600 s (540 s), then runs 600-900 s; beside goes on as if they were
+    Jobs."""
+    stack = one_queue("BestEffortFIFO").kueue(manager=KUBEFLOW)
+    jobs: list[Job | KubeflowJob] = [
+        kubeflowjob(kind, "first", "a", 4, at=0, runs=600),
+        job("beside", "a", 2, at=0, runs=1200),
+        kubeflowjob(kind, "second", "a", 5, at=60, runs=300),
+    ]
+    run = by_name(replay(stack, jobs, tmp_path))
+    assert {n: (w.kind, w.outcome, w.wait_seconds, w.gpus) for n, w in run.items()} == {
+        "first": (kind, "finished", 0, 4),
+        "beside": ("Job", "finished", 0, 2),
+        "second": (kind, "finished", 540, 5),
+    }
+    assert [run[n].intervals for n in ("first", "beside", "second")] == [
+        [(0, 600)],
+        [(0, 1200)],
+        [(600, 900)],
+    ]
+
+
+@pytest.mark.parametrize("kind", list(KUBEFLOW_TYPES))
+def test_an_evicted_kubeflow_job_stops_and_runs_again_as_a_job_of_its_pods_would(
+    tmp_path: Path, kind: str
+) -> None:
+    """Kueue suspends a Kubeflow v1 job it preempts (runPolicy.suspend), and the engine removes
+    its pods at once, as for a Job: one queue of 4 GPUs preempting lower priorities; low (4 pods
+    of 1 GPU) runs from 0 s, Job high (4 GPUs) at 60 s preempts it and runs 120 s; low is
+    admitted again at 180 s and runs its 600 s from then. The same mix with low as a Job of 4
+    pods has the same story."""
+    team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=4)
+    team.set(preemption={"withinClusterQueue": "LowerPriority"})
+    stack = (
+        Stack()
+        .kueue(manager=KUBEFLOW)
+        .flavor(Flavor("gpu").capacity(cpu=64, memory="512Gi", gpu=4))
+        .set("priorityClasses", [{"name": "low", "value": 10}, {"name": "high", "value": 1000}])
+        .team(team)
+    )
+    high = job("high", "a", 4, at=60, runs=120, priority="high")
+    as_kind = by_name(replay(stack, [
+        kubeflowjob(kind, "low", "a", 4, at=0, runs=600, priority="low"), high,
+    ], tmp_path))  # fmt: skip
+    as_job = by_name(replay(stack, [
+        job("low", "a", 1, at=0, runs=600, priority="low", pods=4), high,
+    ], tmp_path))  # fmt: skip
+    assert as_kind["low"].intervals == [(0, 60), (180, 780)]
+    assert as_kind["low"].preemptions == 1
+    for name in ("low", "high"):
+        assert as_kind[name].intervals == as_job[name].intervals
+        assert as_kind[name].outcome == as_job[name].outcome
+
+
+def test_the_docs_tfjob_example_replays_on_staging_with_the_integration_as_its_comment_says(
+    tmp_path: Path,
+) -> None:
+    """docs/examples/mixes/tfjob.yaml on staging as it stands: unsupported, naming
+    kubeflow.org/tfjob; with it added, research's 4 H100 are free, so the TFJob (a PS and 4
+    Workers of one H100) is admitted the second it is submitted (1h) and its pods run its 3h (to
+    4h) (staging waits for pods ready: the engine's Running condition is what Kueue reads)."""
+    from sandbox.shape import load_stack
+
+    root = Path(__file__).resolve().parents[2]
+    example = root / "docs" / "examples" / "mixes" / "tfjob.yaml"
+    staging = (root / "Pulumi.staging.yaml").read_text()
+    (w,) = fast.replay_mix(
+        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
+    ).workloads
+    assert (w.kind, w.outcome) == ("TFJob", "unsupported")
+    assert "integration kubeflow.org/tfjob is not enabled" in (w.message or ""), w.message
+    added = staging.replace(
+        "kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, kubeflow.org/tfjob]"
+    )
+    assert added != staging
+    (tmp_path / "Pulumi.staging.yaml").write_text(added)
+    config = load_stack(tmp_path / "Pulumi.staging.yaml")
+    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
+    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
+        "TFJob",
+        "finished",
+        "h100",
+        0,
+        4,
+    )
+    assert w.intervals == [(3600, 14400)]
+
+
+RAYCLUSTERS = {"integrations": {"frameworks": ["batch/job", "ray.io/raycluster"]}}
+
+
+def raycluster(
+    name: str,
+    team: str,
+    workers: int,
+    *,
+    at: int,
+    runs: int | None = None,
+    priority: str | None = None,
+) -> RayCluster:
+    """A RayCluster in its team's queue: a head (1 cpu, no GPU) and `workers` worker pods of one
+    GPU, submitted `at`, kept `runs` (none: until the end of the replay)."""
+    head = Job("head", None).image("busybox").requests(cpu="1")
+    built = RayCluster(name, NS.format(team), head).queue("gpu-queue").submit_at(at)
+    if runs is not None:
+        built.duration(runs)
+    if priority:
+        built.priority_class(priority)
+    one_gpu = Job("pod", None).image("busybox").requests(cpu="100m", gpu="1").limits(gpu="1")
+    return built.workers("gpu", one_gpu, workers)
+
+
+def test_a_raycluster_runs_until_deleted_and_the_next_waits_to_the_second_it_is(
+    tmp_path: Path,
+) -> None:
+    """Kueue's raycluster integration on the engine, worked out by hand. Kueue reads no end of a
+    RayCluster: the replay deletes it when its duration is up, and Kueue finishes its Workload
+    (its owner gone) and frees its quota. One queue of 8 GPUs (BestEffortFIFO): first at 0 s, a
+    head and 4 workers of 1 GPU (4 GPUs), kept 600 s; Job beside (2 GPUs) at 0 s runs 1200 s;
+    second at 60 s, 5 workers (5 GPUs), 2 GPUs free, waits until first is deleted at 600 s
+    (540 s), then runs 600-900 s; beside goes on as if they were Jobs."""
+    stack = one_queue("BestEffortFIFO").kueue(manager=RAYCLUSTERS)
+    jobs: list[Job | RayCluster] = [
+        raycluster("first", "a", 4, at=0, runs=600),
+        job("beside", "a", 2, at=0, runs=1200),
+        raycluster("second", "a", 5, at=60, runs=300),
+    ]
+    run = by_name(replay(stack, jobs, tmp_path))
+    assert {n: (w.kind, w.outcome, w.wait_seconds, w.gpus) for n, w in run.items()} == {
+        "first": ("RayCluster", "finished", 0, 4),
+        "beside": ("Job", "finished", 0, 2),
+        "second": ("RayCluster", "finished", 540, 5),
+    }
+    assert [run[n].intervals for n in ("first", "beside", "second")] == [
+        [(0, 600)],
+        [(0, 1200)],
+        [(600, 900)],
+    ]
+
+
+def test_a_raycluster_without_a_duration_holds_its_quota_to_the_end_of_the_replay(
+    tmp_path: Path,
+) -> None:
+    """One queue of 8 GPUs: a RayCluster of 6 GPUs at 0 s and no duration runs to the end of
+    the replay (admitted, never deleted); a Job of 4 GPUs at 10 s never fits beside it (pending),
+    while a Job of 2 GPUs at 20 s runs its 100 s at once."""
+    stack = one_queue("BestEffortFIFO").kueue(manager=RAYCLUSTERS)
+    jobs: list[Job | RayCluster] = [
+        raycluster("kept", "a", 6, at=0),
+        job("big", "a", 4, at=10, runs=100),
+        job("small", "a", 2, at=20, runs=100),
+    ]
+    run = by_name(replay(stack, jobs, tmp_path))
+    assert {n: (w.outcome, w.wait_seconds) for n, w in run.items()} == {
+        "kept": ("admitted", 0),
+        "big": ("pending", None),
+        "small": ("finished", 0),
+    }
+    assert run["small"].intervals == [(20, 120)]
+
+
+def test_an_evicted_raycluster_stops_and_runs_again_and_is_finished_when_deleted(
+    tmp_path: Path,
+) -> None:
+    """Kueue suspends a RayCluster it preempts (spec.suspend), and the engine removes its pods
+    at once, as for a Job: one queue of 4 GPUs preempting lower priorities; low (a head and 4
+    workers of 1 GPU) runs from 0 s, Job high (4 GPUs) at 60 s preempts it and runs 120 s; low
+    is admitted again at 180 s and is kept its 600 s from then, to 780 s, when the replay
+    deletes it: finished (its owner gone for its time being up, not for the preemption). The
+    same mix with low as a Job of 4 pods runs the same."""
+    team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=4)
+    team.set(preemption={"withinClusterQueue": "LowerPriority"})
+    stack = (
+        Stack()
+        .kueue(manager=RAYCLUSTERS)
+        .flavor(Flavor("gpu").capacity(cpu=64, memory="512Gi", gpu=4))
+        .set("priorityClasses", [{"name": "low", "value": 10}, {"name": "high", "value": 1000}])
+        .team(team)
+    )
+    high = job("high", "a", 4, at=60, runs=120, priority="high")
+    as_cluster = by_name(replay(stack, [
+        raycluster("low", "a", 4, at=0, runs=600, priority="low"), high,
+    ], tmp_path))  # fmt: skip
+    as_job = by_name(replay(stack, [
+        job("low", "a", 1, at=0, runs=600, priority="low", pods=4), high,
+    ], tmp_path))  # fmt: skip
+    assert as_cluster["low"].intervals == [(0, 60), (180, 780)]
+    assert as_cluster["low"].preemptions == 1
+    for name in ("low", "high"):
+        assert as_cluster[name].intervals == as_job[name].intervals
+        assert as_cluster[name].outcome == as_job[name].outcome == "finished"
+
+
+def test_the_docs_raycluster_example_replays_on_staging_with_the_integration_as_its_comment_says(
+    tmp_path: Path,
+) -> None:
+    """docs/examples/mixes/raycluster.yaml on staging as it stands: unsupported, naming
+    ray.io/raycluster; with it added, research's 4 H100 are free, so the RayCluster is admitted
+    the second it is submitted (1h), its pods run its 3h (to 4h) and then it is deleted."""
+    from sandbox.shape import load_stack
+
+    root = Path(__file__).resolve().parents[2]
+    example = root / "docs" / "examples" / "mixes" / "raycluster.yaml"
+    staging = (root / "Pulumi.staging.yaml").read_text()
+    (w,) = fast.replay_mix(
+        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
+    ).workloads
+    assert (w.kind, w.outcome) == ("RayCluster", "unsupported")
+    assert "integration ray.io/raycluster is not enabled" in (w.message or ""), w.message
+    added = staging.replace(
+        "kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, ray.io/raycluster]"
+    )
+    assert added != staging
+    (tmp_path / "Pulumi.staging.yaml").write_text(added)
+    config = load_stack(tmp_path / "Pulumi.staging.yaml")
+    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
+    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
+        "RayCluster",
         "finished",
         "h100",
         0,

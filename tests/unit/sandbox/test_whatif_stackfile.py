@@ -315,27 +315,34 @@ def test_the_fast_engine_takes_single_pods_and_the_kinds_it_plays_and_leaves_pod
     entries = [entry(0, "Job", {}), entry(1, "Pod", {}), entry(2, "Pod", group),
                entry(3, "JobSet", {}), entry(4, "Pod", ["not", "a", "map"]),
                entry(5, "PyTorchJob", {}), entry(6, "RayJob", {}),
-               entry(7, "MPIJob", {})]  # fmt: skip
+               entry(7, "MPIJob", {}), entry(8, "TFJob", {}), entry(9, "XGBoostJob", {}),
+               entry(10, "PaddleJob", {}), entry(11, "JAXJob", {}),
+               entry(12, "RayCluster", {})]  # fmt: skip
     config = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
     sent = engine_input.engine_input(config, entries, "", None)["jobs"]
     assert [(j["index"], j["kind"]) for j in sent] == [(0, "Job"), (1, "Pod"), (3, "JobSet"),
                                                         (4, "Pod"), (5, "PyTorchJob"),
-                                                        (6, "RayJob"), (7, "MPIJob")]  # fmt: skip
+                                                        (6, "RayJob"), (7, "MPIJob"),
+                                                        (8, "TFJob"), (9, "XGBoostJob"),
+                                                        (10, "PaddleJob"), (11, "JAXJob"),
+                                                        (12, "RayCluster")]  # fmt: skip
     assert "not pod groups" in (engine_input.not_fast(entries[2]) or "")
     assert engine_input.not_fast(entries[3]) is None
     assert engine_input.not_fast(entries[5]) is None
     assert engine_input.not_fast(entries[6]) is None
-    assert engine_input.not_fast(entries[7]) is None
+    assert all(engine_input.not_fast(e) is None for e in entries[7:])
     # The sandbox runs JobSet's controller (sandbox/jobset.py): a JobSet is replayed there too;
-    # it has no PyTorchJob, RayJob or MPIJob controller: there they are unsupported, saying
-    # which engine replays them.
+    # it has no training operator, KubeRay or mpi-operator: there the Kubeflow v1 jobs, RayJobs
+    # and MPIJobs are unsupported, saying which engine replays them.
     from sandbox.replay.engine import on_the_sandbox
 
     there = [on_the_sandbox(e) for e in entries]
     assert [e.status for e in there] == [
-        "ok", "ok", "ok", "ok", "ok", "unsupported", "unsupported", "unsupported"
+        "ok", "ok", "ok", "ok", "ok", *["unsupported"] * 8
     ]  # fmt: skip
     assert there[3].manifest == entries[3].manifest
     assert there[5].problem == "the sandbox has no PyTorchJob controller; ENGINE=fast replays it"
     assert there[6].problem == "the sandbox has no RayJob controller; ENGINE=fast replays it"
     assert there[7].problem == "the sandbox has no MPIJob controller; ENGINE=fast replays it"
+    for e in there[8:]:
+        assert e.problem == f"the sandbox has no {e.kind} controller; ENGINE=fast replays it"

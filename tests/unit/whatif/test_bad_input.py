@@ -2,8 +2,9 @@
 naming the field, never an exception, and the rest of the mix replays; a mix over the size
 limits is refused whole, before anything starts, unless a flag raises the limit.
 
-The fuzzing replaces every node of a valid Job, Pod, JobSet, PyTorchJob, RayJob and MPIJob, one
-at a time, by a null, a list, a number, a string and a mapping, then a few at a time at random."""
+The fuzzing replaces every node of a valid Job, Pod, JobSet, PyTorchJob, RayJob, MPIJob, TFJob,
+PaddleJob (the other Kubeflow v1 kinds share their checks) and RayCluster, one at a time, by a
+null, a list, a number, a string and a mapping, then a few at a time at random."""
 
 from __future__ import annotations
 
@@ -48,6 +49,9 @@ CATALOG = Catalog(
             "kubeflow.org/pytorchjob",
             "ray.io/rayjob",
             "kubeflow.org/mpijob",
+            "kubeflow.org/tfjob",
+            "kubeflow.org/paddlejob",
+            "ray.io/raycluster",
         }
     ),
 )
@@ -186,6 +190,39 @@ MPIJOB: dict[str, Any] = {
         },
     },
 }  # fmt: skip
+RAYCLUSTER: dict[str, Any] = {
+    "apiVersion": "ray.io/v1",
+    "kind": "RayCluster",
+    "metadata": META,
+    "spec": RAYJOB["spec"]["rayClusterSpec"],
+}
+TFJOB: dict[str, Any] = {
+    "apiVersion": "kubeflow.org/v1",
+    "kind": "TFJob",
+    "metadata": META,
+    "spec": {
+        "runPolicy": {"suspend": False},
+        "successPolicy": "AllWorkers",
+        "tfReplicaSpecs": {
+            "PS": {"replicas": 1, "template": {"spec": {**LEADER_POD, "containers": [
+                {**LEADER_POD["containers"][0], "name": "tensorflow"}]}}},
+            "worker": {"replicas": 2, "template": {"spec": {**POD_SPEC, "containers": [
+                {**POD_SPEC["containers"][0], "name": "tensorflow"}]}}},
+        },
+    },
+}  # fmt: skip
+PADDLEJOB: dict[str, Any] = {
+    "apiVersion": "kubeflow.org/v1",
+    "kind": "PaddleJob",
+    "metadata": META,
+    "spec": {
+        "elasticPolicy": {"minReplicas": 2, "maxReplicas": 3},
+        "paddleReplicaSpecs": {
+            "Worker": {"replicas": 3, "template": {"spec": {**POD_SPEC, "containers": [
+                {**POD_SPEC["containers"][0], "name": "paddle"}]}}},
+        },
+    },
+}  # fmt: skip
 # Keys whose values are a mapping of names (shown as field[key]), not fields (field.key).
 NAMED = frozenset(
     {
@@ -196,6 +233,8 @@ NAMED = frozenset(
         "nodeSelector",
         "pytorchReplicaSpecs",
         "mpiReplicaSpecs",
+        "tfReplicaSpecs",
+        "paddleReplicaSpecs",
         "rayStartParams",
     }
 )
@@ -263,8 +302,10 @@ def sound(entry: Entry) -> str | None:
     return None
 
 
-VALID = [JOB, POD, JOBSET, PYTORCHJOB, RAYJOB, MPIJOB]
-VALID_IDS = ["job", "pod", "jobset", "pytorchjob", "rayjob", "mpijob"]
+VALID = [JOB, POD, JOBSET, PYTORCHJOB, RAYJOB, MPIJOB, TFJOB, PADDLEJOB, RAYCLUSTER]
+VALID_IDS = [
+    "job", "pod", "jobset", "pytorchjob", "rayjob", "mpijob", "tfjob", "paddlejob", "raycluster"
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("valid", VALID, ids=VALID_IDS)
@@ -273,10 +314,12 @@ def test_the_valid_manifests_are_replayed(tmp_path: Path, valid: dict[str, Any])
     assert entry.status == "ok", entry.problem
     # A JobSet's workers: 2 replicas x 2 pods x 2 GPUs; its leader none. A PyTorchJob's
     # Workers: 3 pods x 2 GPUs; its Master none. A RayJob's workers: 2 pods x 2 GPUs; its head
-    # and its submitter none. An MPIJob's Workers: 3 pods x 2 GPUs; its Launcher none.
+    # and its submitter none. An MPIJob's Workers: 3 pods x 2 GPUs; its Launcher none. A
+    # TFJob's workers: 2 pods x 2 GPUs; its PS none. A PaddleJob's Workers: 3 pods x 2 GPUs. A
+    # RayCluster's workers: 2 pods x 2 GPUs; its head none (and no submitter).
     assert (entry.gpus, entry.pods) == {
         "Job": (4, 2), "Pod": (2, 1), "JobSet": (8, 5), "PyTorchJob": (6, 4), "RayJob": (4, 4),
-        "MPIJob": (6, 4),
+        "MPIJob": (6, 4), "TFJob": (4, 3), "PaddleJob": (6, 3), "RayCluster": (4, 3),
     }[valid["kind"]]  # fmt: skip
 
 

@@ -24,12 +24,15 @@ from gpu_queues.whatif.mix import (
     load_mix,
     submission_order,
 )
+from gpu_queues.whatif.podsets import pod_sets
 from tests.builders import (
     Job,
     JobSet,
+    KubeflowJob,
     MPIJob,
     Pod,
     PyTorchJob,
+    RayCluster,
     RayJob,
     Stack,
     gpu_flavor,
@@ -346,6 +349,220 @@ def test_a_pytorchjob_on_a_stack_without_the_pytorchjob_integration_names_it_to_
         "not enabled; add it to kueue.manager.integrations.frameworks (now: batch/job, "
         "deployment, jobset.x-k8s.io/jobset, pod)"
     )
+
+
+WITH_RAYCLUSTER = Catalog(
+    CATALOG.queues, CATALOG.priority_classes, CATALOG.frameworks | {"ray.io/raycluster"}
+)
+
+
+def raycluster(name: str = "notebook", workers: int | None = 3) -> RayCluster:
+    """A head (1 pod, cpu only) and a worker group of `workers` pods (1 GPU each)."""
+    head = Job("head", None).image("x").requests(cpu="2")
+    worker = Job("worker", None).image("x").limits(gpu=1)
+    return (
+        RayCluster(name, "team-research", head)
+        .queue("gpu-queue")
+        .workers("gpu", worker.complete_after("5s"), replicas=workers)
+    )
+
+
+def raycluster_mix(tmp_path: Path, *docs: Any) -> list[Entry]:
+    (tmp_path / "mix.yaml").write_text(yaml.safe_dump_all(docs))
+    return load_mix(tmp_path / "mix.yaml", WITH_RAYCLUSTER)
+
+
+def test_a_raycluster_holds_its_head_and_workers_and_no_submitter(tmp_path: Path) -> None:
+    (entry,) = raycluster_mix(tmp_path, raycluster().duration("1h").obj())
+    assert entry.status == "ok", entry.problem
+    assert (entry.kind, entry.gpus, entry.pods, entry.duration) == ("RayCluster", 3, 4, 3600.0)
+    assert [s.name for s in pod_sets("RayCluster", entry.manifest)] == ["head", "gpu"]
+    (forever,) = raycluster_mix(tmp_path, raycluster(workers=None).obj())
+    assert (forever.status, forever.gpus, forever.pods) == ("ok", 0, 1), forever.problem
+    assert forever.duration is None  # runs until the end of the mix
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"enableInTreeAutoscaling": True},
+         "spec.enableInTreeAutoscaling: Kueue admits an autoscaled RayCluster only as an elastic"),
+        ({"enableInTreeAutoscaling": "yes"},
+         "spec.enableInTreeAutoscaling: must be a boolean, not a string"),
+        ({"headGroupSpec": None}, "spec.headGroupSpec: is required"),
+        ({"workerGroupSpecs": [{"groupName": "head", "template": {"spec": {"containers": [
+            {"name": "ray", "image": "x"}]}}}]},
+         "spec.workerGroupSpecs[0].groupName: 'head' is the head group's"),
+        ({"workerGroupSpecs": [{"groupName": f"g{i}", "template": {"spec": {"containers": [
+            {"name": "ray", "image": "x"}]}}} for i in range(8)]},
+         "spec.workerGroupSpecs: 8 groups make 9 pod sets; Kueue takes at most 8"),
+    ],
+)  # fmt: skip
+def test_a_raycluster_kueue_refuses_is_invalid_naming_the_field(
+    tmp_path: Path, change: dict[str, Any], words: str
+) -> None:
+    (entry,) = raycluster_mix(tmp_path, raycluster().spec(**change).obj())
+    assert entry.status == "invalid"
+    assert words in (entry.problem or ""), entry.problem
+
+
+def test_a_raycluster_on_a_stack_without_its_integration_names_it_to_enable(
+    tmp_path: Path,
+) -> None:
+    (entry,) = mix(tmp_path, raycluster().obj())
+    assert entry.status == "unsupported"
+    assert "integration ray.io/raycluster is not enabled" in (entry.problem or "")
+
+
+WITH_KUBEFLOW = Catalog(
+    CATALOG.queues,
+    CATALOG.priority_classes,
+    CATALOG.frameworks
+    | {"kubeflow.org/tfjob", "kubeflow.org/xgboostjob", "kubeflow.org/paddlejob"}
+    | {"kubeflow.org/jaxjob"},
+)
+# Each other Kubeflow v1 kind's replica types as a user writes them, each (type, replicas, GPUs
+# a pod): one pod of the first, cpu only, and GPU pods of the rest.
+KUBEFLOW_REPLICAS: dict[str, list[tuple[str, int | None, int]]] = {
+    "TFJob": [("Chief", 1, 0), ("PS", 2, 0), ("Worker", 3, 1), ("Evaluator", None, 1)],
+    "XGBoostJob": [("Master", 1, 0), ("Worker", 3, 1)],
+    "PaddleJob": [("Master", 1, 0), ("Worker", 3, 1)],
+    "JAXJob": [("Worker", 3, 1)],
+}
+
+
+def kubeflowjob(kind: str, name: str = "fit") -> KubeflowJob:
+    built = KubeflowJob(kind, name, "team-research").queue("gpu-queue")
+    for replica_type, replicas, gpus in KUBEFLOW_REPLICAS[kind]:
+        pod = Job("pod", None).image("x").requests(cpu="1")
+        built.replica(replica_type, pod.limits(gpu=gpus) if gpus else pod, replicas=replicas)
+    return built
+
+
+def kubeflow_mix(tmp_path: Path, *docs: Any) -> list[Entry]:
+    (tmp_path / "mix.yaml").write_text(yaml.safe_dump_all(docs))
+    return load_mix(tmp_path / "mix.yaml", WITH_KUBEFLOW)
+
+
+@pytest.mark.parametrize(
+    ("kind", "gpus", "pods", "sets"),
+    [
+        ("TFJob", 4, 7, ["chief", "ps", "worker", "evaluator"]),  # the Evaluator's 1 by default
+        ("XGBoostJob", 3, 4, ["master", "worker"]),
+        ("PaddleJob", 3, 4, ["master", "worker"]),
+        ("JAXJob", 3, 3, ["worker"]),
+    ],
+)
+def test_every_kubeflow_job_holds_the_pods_and_gpus_of_its_replica_types_in_kueues_order(
+    tmp_path: Path, kind: str, gpus: int, pods: int, sets: list[str]
+) -> None:
+    body = kubeflowjob(kind).duration("1h").obj()
+    specs = body["spec"][KubeflowJob.KINDS[kind][0]]
+    specs["worker"] = specs.pop("Worker")  # the training operator camel-cases it
+    (entry,) = kubeflow_mix(tmp_path, body)
+    assert entry.status == "ok", entry.problem
+    assert (entry.kind, entry.gpus, entry.pods, entry.duration) == (kind, gpus, pods, 3600.0)
+    assert [s.name for s in pod_sets(kind, entry.manifest)] == sets
+
+
+@pytest.mark.parametrize(
+    ("kind", "path", "value", "words"),
+    [
+        ("TFJob", ("Master",), {"template": {"spec": {"containers": [
+            {"name": "tensorflow", "image": "x"}]}}},
+         "spec.tfReplicaSpecs: must not have both a Chief and a Master"),
+        ("TFJob", ("Launcher",), {"template": {"spec": {"containers": [
+            {"name": "tensorflow", "image": "x"}]}}},
+         "spec.tfReplicaSpecs[Launcher]: 'Launcher' is not a TFJob replica type (Chief, Master, "
+         "PS, Worker or Evaluator)"),
+        ("TFJob", ("Worker", "replicas"), -1,
+         "spec.tfReplicaSpecs[Worker].replicas: -1 must not be negative"),
+        ("TFJob", ("PS", "template", "spec", "containers", 0, "name"), "main",
+         "spec.tfReplicaSpecs[PS].template.spec.containers: must have a container named "
+         "tensorflow"),
+        ("XGBoostJob", ("Master", "replicas"), 2,
+         "spec.xgbReplicaSpecs[Master].replicas: 2 must be 1 (one Master)"),
+        ("XGBoostJob", ("Master",), None, "spec.xgbReplicaSpecs[Master]: is required"),
+        ("XGBoostJob", ("worker",), {"template": {"spec": {"containers": [
+            {"name": "xgboost", "image": "x"}]}}},
+         "spec.xgbReplicaSpecs[worker]: names the replica type of spec.xgbReplicaSpecs[Worker] "
+         "again"),
+        ("PaddleJob", ("Chief",), {"template": {"spec": {"containers": [
+            {"name": "paddle", "image": "x"}]}}},
+         "spec.paddleReplicaSpecs[Chief]: 'Chief' is not a PaddleJob replica type (Master or "
+         "Worker)"),
+        ("PaddleJob", ("Worker", "template", "spec", "containers", 0, "image"), "",
+         "spec.paddleReplicaSpecs[Worker].template.spec.containers[0].image: is required"),
+        ("JAXJob", ("Master",), {"template": {"spec": {"containers": [
+            {"name": "jax", "image": "x"}]}}},
+         "spec.jaxReplicaSpecs[Master]: 'Master' is not a JAXJob replica type (Worker)"),
+        ("JAXJob", ("Worker", "template", "spec", "containers", 0, "name"), "main",
+         "spec.jaxReplicaSpecs[Worker].template.spec.containers: must have a container named jax"),
+        ("JAXJob", ("Worker", "replicas"), "3",
+         "spec.jaxReplicaSpecs[Worker].replicas: must be an integer, not a string"),
+    ],
+)  # fmt: skip
+def test_a_kubeflow_job_the_training_operator_refuses_is_invalid_naming_the_field(
+    tmp_path: Path, kind: str, path: tuple[Any, ...], value: Any, words: str
+) -> None:
+    body = kubeflowjob(kind).obj()
+    inner: Any = body["spec"][KubeflowJob.KINDS[kind][0]]
+    for key in path[:-1]:
+        inner = inner[key]
+    if value is None:
+        del inner[path[-1]]
+    else:
+        inner[path[-1]] = value
+    (entry,) = kubeflow_mix(tmp_path, body)
+    assert entry.status == "invalid"
+    assert words in (entry.problem or ""), entry.problem
+
+
+@pytest.mark.parametrize(
+    ("kind", "change", "words"),
+    [
+        ("TFJob", {"enableDynamicWorker": "yes"},
+         "spec.enableDynamicWorker: must be a boolean, not a string"),
+        ("TFJob", {"successPolicy": 1}, "spec.successPolicy: must be a string"),
+        ("XGBoostJob", {"runPolicy": {"backoffLimit": "3"}},
+         "spec.runPolicy.backoffLimit: must be an integer, not a string"),
+        ("PaddleJob", {"elasticPolicy": {"minReplicas": True}},
+         "spec.elasticPolicy.minReplicas: must be an integer, not a boolean"),
+        ("JAXJob", {"runPolicy": {"suspend": "no"}},
+         "spec.runPolicy.suspend: must be a boolean, not a string"),
+        ("TFJob", {"runPolicy": {"managedBy": "someone/else"}},
+         "spec.runPolicy.managedBy: 'someone/else' is not one of kubeflow.org/training-operator"),
+        ("PaddleJob", {"elasticPolicy": {}, "paddleReplicaSpecs": {"Master": {"template": {
+            "spec": {"containers": [{"name": "paddle", "image": "x"}]}}}}},
+         "spec.elasticPolicy: needs a Worker"),
+        ("JAXJob", {"jaxReplicaSpecs": {}}, "spec.jaxReplicaSpecs: must name a Worker"),
+    ],
+)  # fmt: skip
+def test_a_kubeflow_job_field_is_checked_for_its_type_and_what_its_webhook_refuses(
+    tmp_path: Path, kind: str, change: dict[str, Any], words: str
+) -> None:
+    (entry,) = kubeflow_mix(tmp_path, kubeflowjob(kind).spec(**change).obj())
+    assert entry.status == "invalid"
+    assert words in (entry.problem or ""), entry.problem
+
+
+@pytest.mark.parametrize("kind", ["TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "PyTorchJob"])
+def test_a_kubeflow_job_whose_name_is_no_dns1035_label_is_invalid(
+    tmp_path: Path, kind: str
+) -> None:
+    """The training operator's webhooks name each job's pods and services after it."""
+    built = pytorchjob("1-bert") if kind == "PyTorchJob" else kubeflowjob(kind, "1-fit")
+    (entry,) = (pytorch_mix if kind == "PyTorchJob" else kubeflow_mix)(tmp_path, built.obj())
+    assert entry.status == "invalid"
+    assert (entry.problem or "").startswith("metadata.name: "), entry.problem
+
+
+def test_a_kubeflow_job_on_a_stack_without_its_integration_names_it_to_enable(
+    tmp_path: Path,
+) -> None:
+    (entry,) = mix(tmp_path, kubeflowjob("TFJob").obj())
+    assert entry.status == "unsupported"
+    assert "integration kubeflow.org/tfjob is not enabled" in (entry.problem or "")
 
 
 WITH_RAY = Catalog(CATALOG.queues, CATALOG.priority_classes, CATALOG.frameworks | {"ray.io/rayjob"})

@@ -82,3 +82,7 @@ def test_a_preempted_plain_pod_whose_owner_is_gone_is_preempted_not_finished() -
     assert finished_done(finished_as("Succeeded"))
     # Gone without a preemption (its owner deleted): still the Finished Kueue says.
     assert classify(finished_as("OwnerNotFound"), False, None, False)[0] == "finished"
+    # A RayCluster the replay deletes when its time is up, after a preemption: its owner was
+    # gone for that, not for the preemption (outcome.py passes gone_preempted=False).
+    finished = classify(finished_as("OwnerNotFound"), False, None, True, gone_preempted=False)
+    assert finished[0] == "finished"

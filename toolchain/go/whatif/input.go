@@ -49,7 +49,8 @@ type Input struct {
 
 // JobInput is one batch/v1 Job (or plain Pod, or a job of a family: kinds.go) of the mix.
 type JobInput struct {
-	// Kind: "Job" (or empty), "Pod", or a family's kind ("JobSet", "PyTorchJob", "RayJob", "MPIJob").
+	// Kind: "Job" (or empty), "Pod", or a family's kind ("JobSet", "PyTorchJob", "RayJob",
+	// "MPIJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "RayCluster").
 	Kind string `json:"kind"`
 	// Index: the entry's place in the mix; the Job's and Workload's UIDs derive from it, so
 	// Kueue breaks ties of equal priority and creation time in mix order.

@@ -41,6 +41,11 @@ func TestAFieldOfTheWrongTypeIsThatJobsProblemNotAFailedReplay(t *testing.T) {
 		{"jobset", gpuJobSet(t, 0, "bad", false, 1, 1, 0, 100), "yes", []string{"spec", "network", "enableDNSHostnames"}},
 		{"pytorchjob", gpuPyTorchJob(t, 0, "bad", 1, 0, 100), 4, []string{"spec", "nprocPerNode"}},
 		{"mpijob", gpuMPIJob(t, 0, "bad", 1, 0, 100), "yes", []string{"spec", "runLauncherAsWorker"}},
+		{"tfjob", gpuKubeflowJobOf(t, "TFJob", 0, "bad", 2, 0, 100), "yes", []string{"spec", "enableDynamicWorker"}},
+		{"xgboostjob", gpuKubeflowJobOf(t, "XGBoostJob", 0, "bad", 2, 0, 100), "yes", []string{"spec", "runPolicy", "backoffLimit"}},
+		{"paddlejob", gpuKubeflowJobOf(t, "PaddleJob", 0, "bad", 2, 0, 100), "yes", []string{"spec", "elasticPolicy", "minReplicas"}},
+		{"jaxjob", gpuKubeflowJobOf(t, "JAXJob", 0, "bad", 2, 0, 100), "yes", []string{"spec", "runPolicy", "activeDeadlineSeconds"}},
+		{"raycluster", gpuRayCluster(t, 0, "bad", 1, 0, 100), "yes", []string{"spec", "enableInTreeAutoscaling"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.bad.Manifest = withField(t, c.bad.Manifest, c.value, c.path...)

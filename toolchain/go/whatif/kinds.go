@@ -1,14 +1,16 @@
 package main
 
 // Job kinds whose controller the engine plays only as far as Kueue reads it (JobSet in
-// jobset.go, the Kubeflow v1 jobs in kubeflow.go, RayJob in ray.go, MPIJob in mpijob.go):
-// Kueue's own reconciler for the kind makes its Workload and suspends or unsuspends it; here,
-// as the kind's controller, the kube-scheduler and the kubelets would, an unsuspended job's pods
-// (its pod sets, counted as Kueue's integration counts them) are placed on the nodes and its
-// status says they run; a suspended one's pods are gone at once and its status says so; when
-// its time is up its status says it succeeded, which Kueue reads as finished. Its child objects
-// and pods are not objects here: Kueue's integration reads only the job. What differs by kind
-// (its API, pod sets, templates and status) is a jobKind; the rest is the one code below.
+// jobset.go, the Kubeflow v1 jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob) in
+// kubeflow.go, RayJob and RayCluster in ray.go, MPIJob in mpijob.go): Kueue's own reconciler
+// for the kind makes its Workload and suspends or unsuspends it; here, as the kind's
+// controller, the kube-scheduler and the kubelets would, an unsuspended job's pods (its pod
+// sets, counted as Kueue's integration counts them) are placed on the nodes and its status says
+// they run; a suspended one's pods are gone at once and its status says so; when its time is
+// up its status says it succeeded, which Kueue reads as finished (a kind Kueue reads no end of,
+// a RayCluster, is deleted then, as its user would: deletedWhenDone). Its child objects and
+// pods are not objects here: Kueue's integration reads only the job. What differs by kind (its
+// API, pod sets, templates and status) is a jobKind; the rest is the one code below.
 
 import (
 	"context"
@@ -16,6 +18,7 @@ import (
 	"fmt"
 	"reflect"
 
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,8 +66,14 @@ type jobKind interface {
 
 // jobKinds: every kind the engine plays this way, in the order of their objKind.
 func jobKinds() []jobKind {
-	return []jobKind{jobSetKind{}, pyTorchJobKind{}, rayJobKind{}, mpiJobKind{}}
+	return []jobKind{jobSetKind{}, kubeflowKindOf(kftraining.PyTorchJobKind), rayJobKind{}, mpiJobKind{},
+		kubeflowKindOf(kftraining.TFJobKind), kubeflowKindOf(kftraining.XGBoostJobKind),
+		kubeflowKindOf(kftraining.PaddleJobKind), kubeflowKindOf(kftraining.JAXJobKind), rayClusterKind{}}
 }
+
+// deletedWhenDone: a kind Kueue reads no end of (a RayCluster: its Finished is never true).
+// When its time is up its user deletes it, and Kueue finishes the Workload of an owner gone.
+type deletedWhenDone interface{ deletedWhenDone() }
 
 // family: one jobKind in a replay: Kueue's reconciler for it, its reconcile requests, its jobs
 // by name and how its informer last saw them.
@@ -186,7 +195,8 @@ func (s *sim) familyPods(f *family, key types.NamespacedName) error {
 	return nil
 }
 
-// completeFamily: the job's time is up; its pods succeed and its status says it succeeded.
+// completeFamily: the job's time is up; its pods succeed and its status says it succeeded (or,
+// for a kind Kueue reads no end of, its user deletes it).
 func (s *sim) completeFamily(j *jobState) error {
 	obj := j.family.empty()
 	if err := s.get(j.key, obj); err != nil {
@@ -197,6 +207,9 @@ func (s *sim) completeFamily(j *jobState) error {
 	}
 	s.stop(j)
 	j.finished = true
+	if _, ok := j.family.jobKind.(deletedWhenDone); ok {
+		return s.cl.Delete(s.ctx, obj)
+	}
 	j.family.setPhase(obj, phaseSucceeded, metav1.NewTime(s.clock.Now()))
 	return s.cl.Status().Update(s.ctx, obj)
 }

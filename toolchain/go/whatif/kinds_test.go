@@ -22,6 +22,11 @@ func TestAPreemptedJobOfEveryKindStopsAtOnceAndRunsAgainOnReadmission(t *testing
 		{"PyTorchJob", gpuPyTorchJob(t, 0, "low", 7, 0, 100)},
 		{"RayJob", gpuRayJob(t, 0, "low", 8, 0, 100)},
 		{"MPIJob", gpuMPIJob(t, 0, "low", 7, 0, 100)},
+		{"TFJob", gpuKubeflowJobOf(t, "TFJob", 0, "low", 8, 0, 100)},
+		{"XGBoostJob", gpuKubeflowJobOf(t, "XGBoostJob", 0, "low", 8, 0, 100)},
+		{"PaddleJob", gpuKubeflowJobOf(t, "PaddleJob", 0, "low", 8, 0, 100)},
+		{"JAXJob", gpuKubeflowJobOf(t, "JAXJob", 0, "low", 8, 0, 100)},
+		{"RayCluster", gpuRayCluster(t, 0, "low", 8, 0, 100)},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			objs := gpuStack(t, "8", kueue.BestEffortFIFO)

@@ -1,13 +1,16 @@
 package main
 
-// Kubeflow v1 jobs (Kueue's kubeflow integrations; PyTorchJob), as kinds.go plays them: one pod
-// set per replica type in Kueue's order (Master, then Worker), its replicas' pods, each
+// Kubeflow v1 jobs (Kueue's kubeflow integrations: PyTorchJob, TFJob, XGBoostJob, PaddleJob,
+// JAXJob), as kinds.go plays them: one pod set per replica type in Kueue's order (a PyTorchJob's
+// Master then Worker; a TFJob's Chief, Master, PS, Worker, Evaluator; an XGBoostJob's and a
+// PaddleJob's Master then Worker; a JAXJob's Worker), its replicas' pods, each
 // template with the node selectors Kueue put in. Running, every replica active and the Running
 // condition true (what Kueue's kubeflowjob reads as its pods ready); suspended, none active
 // and Suspended; done, the Succeeded condition, which Kueue reads as finished.
 
 import (
 	"context"
+	"fmt"
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,37 +21,121 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/kubeflow/jobs/jaxjob"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/kubeflow/jobs/paddlejob"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/kubeflow/jobs/pytorchjob"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/kubeflow/jobs/tfjob"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/kubeflow/jobs/xgboostjob"
 )
 
-type pyTorchJobKind struct{}
+// kubeflowKind: one Kubeflow v1 job kind of the training operator (kubeflow.org/v1). They
+// differ only in their Go type, where their replica specs live, the replica types Kueue makes
+// pod sets of (in its order) and their defaulting; the rest is this one code for them all.
+type kubeflowKind struct {
+	name  string
+	order []kftraining.ReplicaType // Kueue's pod set order (its OrderedReplicaTypes)
+	new   func() ctrl.Object
+	// parts: the job's replica specs, run policy and status.
+	parts func(ctrl.Object) (map[kftraining.ReplicaType]*kftraining.ReplicaSpec, *kftraining.RunPolicy, *kftraining.JobStatus)
+	// defaults: the training operator's defaulting webhook (its SetDefaults_ for the kind).
+	defaults   func(ctrl.Object)
+	indexes    func(context.Context, ctrl.FieldIndexer) error
+	reconciler jobframework.ReconcilerFactory
+}
 
-func (pyTorchJobKind) kind() string { return kftraining.PyTorchJobKind }
-func (pyTorchJobKind) gvk() schema.GroupVersionKind {
-	return kftraining.SchemeGroupVersion.WithKind(kftraining.PyTorchJobKind)
-}
-func (pyTorchJobKind) addToScheme(s *runtime.Scheme) error { return kftraining.AddToScheme(s) }
-func (pyTorchJobKind) empty() ctrl.Object                  { return &kftraining.PyTorchJob{} }
-func (pyTorchJobKind) setupIndexes(ctx context.Context, ix ctrl.FieldIndexer) error {
-	return pytorchjob.SetupIndexes(ctx, ix)
-}
-func (pyTorchJobKind) newReconciler(ctx context.Context, cl ctrl.Client, ix ctrl.FieldIndexer, opts ...jobframework.Option) (reconcile.Reconciler, error) {
-	return pytorchjob.NewReconciler(ctx, cl, ix, nopRecorder{}, opts...)
+// kubeflowKinds: the Kubeflow v1 kinds the engine plays, each with its Kueue integration's
+// package (kubeflow/jobs/<kind>).
+func kubeflowKinds() []kubeflowKind {
+	return []kubeflowKind{
+		{name: kftraining.PyTorchJobKind, new: func() ctrl.Object { return &kftraining.PyTorchJob{} },
+			order: []kftraining.ReplicaType{kftraining.PyTorchJobReplicaTypeMaster, kftraining.PyTorchJobReplicaTypeWorker},
+			parts: func(o ctrl.Object) (map[kftraining.ReplicaType]*kftraining.ReplicaSpec, *kftraining.RunPolicy, *kftraining.JobStatus) {
+				j := o.(*kftraining.PyTorchJob)
+				return j.Spec.PyTorchReplicaSpecs, &j.Spec.RunPolicy, &j.Status
+			},
+			defaults:   func(o ctrl.Object) { kftraining.SetDefaults_PyTorchJob(o.(*kftraining.PyTorchJob)) },
+			indexes:    pytorchjob.SetupIndexes,
+			reconciler: pytorchjob.NewReconciler},
+		{name: kftraining.TFJobKind, new: func() ctrl.Object { return &kftraining.TFJob{} },
+			order: []kftraining.ReplicaType{kftraining.TFJobReplicaTypeChief, kftraining.TFJobReplicaTypeMaster,
+				kftraining.TFJobReplicaTypePS, kftraining.TFJobReplicaTypeWorker, kftraining.TFJobReplicaTypeEval},
+			parts: func(o ctrl.Object) (map[kftraining.ReplicaType]*kftraining.ReplicaSpec, *kftraining.RunPolicy, *kftraining.JobStatus) {
+				j := o.(*kftraining.TFJob)
+				return j.Spec.TFReplicaSpecs, &j.Spec.RunPolicy, &j.Status
+			},
+			defaults:   func(o ctrl.Object) { kftraining.SetDefaults_TFJob(o.(*kftraining.TFJob)) },
+			indexes:    tfjob.SetupIndexes,
+			reconciler: tfjob.NewReconciler},
+		{name: kftraining.XGBoostJobKind, new: func() ctrl.Object { return &kftraining.XGBoostJob{} },
+			order: []kftraining.ReplicaType{kftraining.XGBoostJobReplicaTypeMaster, kftraining.XGBoostJobReplicaTypeWorker},
+			parts: func(o ctrl.Object) (map[kftraining.ReplicaType]*kftraining.ReplicaSpec, *kftraining.RunPolicy, *kftraining.JobStatus) {
+				j := o.(*kftraining.XGBoostJob)
+				return j.Spec.XGBReplicaSpecs, &j.Spec.RunPolicy, &j.Status
+			},
+			defaults:   func(o ctrl.Object) { kftraining.SetDefaults_XGBoostJob(o.(*kftraining.XGBoostJob)) },
+			indexes:    xgboostjob.SetupIndexes,
+			reconciler: xgboostjob.NewReconciler},
+		{name: kftraining.PaddleJobKind, new: func() ctrl.Object { return &kftraining.PaddleJob{} },
+			order: []kftraining.ReplicaType{kftraining.PaddleJobReplicaTypeMaster, kftraining.PaddleJobReplicaTypeWorker},
+			parts: func(o ctrl.Object) (map[kftraining.ReplicaType]*kftraining.ReplicaSpec, *kftraining.RunPolicy, *kftraining.JobStatus) {
+				j := o.(*kftraining.PaddleJob)
+				return j.Spec.PaddleReplicaSpecs, &j.Spec.RunPolicy, &j.Status
+			},
+			defaults:   func(o ctrl.Object) { kftraining.SetDefaults_PaddleJob(o.(*kftraining.PaddleJob)) },
+			indexes:    paddlejob.SetupIndexes,
+			reconciler: paddlejob.NewReconciler},
+		{name: kftraining.JAXJobKind, new: func() ctrl.Object { return &kftraining.JAXJob{} },
+			order: []kftraining.ReplicaType{kftraining.JAXJobReplicaTypeWorker},
+			parts: func(o ctrl.Object) (map[kftraining.ReplicaType]*kftraining.ReplicaSpec, *kftraining.RunPolicy, *kftraining.JobStatus) {
+				j := o.(*kftraining.JAXJob)
+				return j.Spec.JAXReplicaSpecs, &j.Spec.RunPolicy, &j.Status
+			},
+			defaults:   func(o ctrl.Object) { kftraining.SetDefaults_JAXJob(o.(*kftraining.JAXJob)) },
+			indexes:    jaxjob.SetupIndexes,
+			reconciler: jaxjob.NewReconciler},
+	}
 }
 
-// decode: the PyTorchJob as the training operator's defaulting webhook leaves it (replica types
+// kubeflowKindOf: the Kubeflow v1 kind of that name.
+func kubeflowKindOf(name string) kubeflowKind {
+	for _, k := range kubeflowKinds() {
+		if k.name == name {
+			return k
+		}
+	}
+	panic("no Kubeflow v1 kind " + name)
+}
+
+func (k kubeflowKind) kind() string { return k.name }
+func (k kubeflowKind) gvk() schema.GroupVersionKind {
+	return kftraining.SchemeGroupVersion.WithKind(k.name)
+}
+func (kubeflowKind) addToScheme(s *runtime.Scheme) error { return kftraining.AddToScheme(s) }
+func (k kubeflowKind) empty() ctrl.Object                { return k.new() }
+func (k kubeflowKind) setupIndexes(ctx context.Context, ix ctrl.FieldIndexer) error {
+	return k.indexes(ctx, ix)
+}
+func (k kubeflowKind) newReconciler(ctx context.Context, cl ctrl.Client, ix ctrl.FieldIndexer, opts ...jobframework.Option) (reconcile.Reconciler, error) {
+	return k.reconciler(ctx, cl, ix, nopRecorder{}, opts...)
+}
+
+// decode: the job as the training operator's defaulting webhook leaves it (replica types
 // camel-cased, replicas 1 where none is given), which is what Kueue's webhook and reconciler
-// then read.
-func (pyTorchJobKind) decode(manifest []byte) (ctrl.Object, error) {
-	var pj kftraining.PyTorchJob
-	if err := decodeAs(manifest, &pj); err != nil {
+// then read. A job the defaulting fails on (a PaddleJob's elasticPolicy without a Worker: it
+// reads the Worker's replicas) is refused, as the webhook's recovered panic refuses it.
+func (k kubeflowKind) decode(manifest []byte) (obj ctrl.Object, err error) {
+	obj = k.new()
+	if err := decodeAs(manifest, obj); err != nil {
 		return nil, err
 	}
-	kftraining.SetDefaults_PyTorchJob(&pj)
-	return &pj, nil
+	defer func() {
+		if r := recover(); r != nil {
+			obj, err = nil, fmt.Errorf("the training operator's defaulting failed on it: %v", r)
+		}
+	}()
+	k.defaults(obj)
+	return obj, nil
 }
-
-var pyTorchReplicaTypes = []kftraining.ReplicaType{kftraining.PyTorchJobReplicaTypeMaster, kftraining.PyTorchJobReplicaTypeWorker}
 
 // replicas: the job's replica specs present, in Kueue's pod set order.
 func replicas(specs map[kftraining.ReplicaType]*kftraining.ReplicaSpec, order []kftraining.ReplicaType) []*kftraining.ReplicaSpec {
@@ -61,11 +148,12 @@ func replicas(specs map[kftraining.ReplicaType]*kftraining.ReplicaSpec, order []
 	return out
 }
 
-func (k pyTorchJobKind) replicas(o ctrl.Object) []*kftraining.ReplicaSpec {
-	return replicas(o.(*kftraining.PyTorchJob).Spec.PyTorchReplicaSpecs, pyTorchReplicaTypes)
+func (k kubeflowKind) replicas(o ctrl.Object) []*kftraining.ReplicaSpec {
+	specs, _, _ := k.parts(o)
+	return replicas(specs, k.order)
 }
 
-func (k pyTorchJobKind) podSets(o ctrl.Object) []podSet {
+func (k kubeflowKind) podSets(o ctrl.Object) []podSet {
 	var sets []podSet
 	for _, r := range k.replicas(o) {
 		sets = append(sets, podSet{count: int(ptrOr(r.Replicas, 1))})
@@ -73,7 +161,7 @@ func (k pyTorchJobKind) podSets(o ctrl.Object) []podSet {
 	return sets
 }
 
-func (k pyTorchJobKind) specs(o ctrl.Object) []corev1.PodSpec {
+func (k kubeflowKind) specs(o ctrl.Object) []corev1.PodSpec {
 	var specs []corev1.PodSpec
 	for _, r := range k.replicas(o) {
 		specs = append(specs, r.Template.Spec)
@@ -81,20 +169,23 @@ func (k pyTorchJobKind) specs(o ctrl.Object) []corev1.PodSpec {
 	return specs
 }
 
-func (pyTorchJobKind) suspended(o ctrl.Object) bool {
-	return ptrTrue(o.(*kftraining.PyTorchJob).Spec.RunPolicy.Suspend)
+func (k kubeflowKind) suspended(o ctrl.Object) bool {
+	_, run, _ := k.parts(o)
+	return ptrTrue(run.Suspend)
 }
-func (pyTorchJobKind) suspend(o ctrl.Object) {
-	o.(*kftraining.PyTorchJob).Spec.RunPolicy.Suspend = ptr(true)
-}
-
-func (pyTorchJobKind) phase(o ctrl.Object) jobPhase {
-	return kubeflowPhase(&o.(*kftraining.PyTorchJob).Status)
+func (k kubeflowKind) suspend(o ctrl.Object) {
+	_, run, _ := k.parts(o)
+	run.Suspend = ptr(true)
 }
 
-func (k pyTorchJobKind) setPhase(o ctrl.Object, p jobPhase, now metav1.Time) {
-	pj := o.(*kftraining.PyTorchJob)
-	setKubeflowPhase(&pj.Status, pj.Spec.PyTorchReplicaSpecs, p, now)
+func (k kubeflowKind) phase(o ctrl.Object) jobPhase {
+	_, _, st := k.parts(o)
+	return kubeflowPhase(st)
+}
+
+func (k kubeflowKind) setPhase(o ctrl.Object, p jobPhase, now metav1.Time) {
+	specs, _, st := k.parts(o)
+	setKubeflowPhase(st, specs, p, now)
 }
 
 // kubeflowPhase: what a Kubeflow v1 job's status says.

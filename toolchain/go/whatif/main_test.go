@@ -61,6 +61,37 @@ func TestBadInputIsRefusedNamingWhatIsWrong(t *testing.T) {
 			in.Jobs = []JobInput{{Kind: "MPIJob", Index: 5, Manifest: json.RawMessage(`"mpi"`)}}
 			return in
 		}, "MPIJob 5: "},
+		{"a TFJob that is not one", func() any {
+			in := *good
+			in.Jobs = []JobInput{{Kind: "TFJob", Index: 6, Manifest: json.RawMessage(`[]`)}}
+			return in
+		}, "TFJob 6: "},
+		{"an XGBoostJob that is not one", func() any {
+			in := *good
+			in.Jobs = []JobInput{{Kind: "XGBoostJob", Index: 7, Manifest: json.RawMessage(`true`)}}
+			return in
+		}, "XGBoostJob 7: "},
+		{"a PaddleJob that is not one", func() any {
+			in := *good
+			in.Jobs = []JobInput{{Kind: "PaddleJob", Index: 8, Manifest: json.RawMessage(`"paddle"`)}}
+			return in
+		}, "PaddleJob 8: "},
+		{"a JAXJob that is not one", func() any {
+			in := *good
+			in.Jobs = []JobInput{{Kind: "JAXJob", Index: 9, Manifest: json.RawMessage(`9`)}}
+			return in
+		}, "JAXJob 9: "},
+		{"a PaddleJob its defaulting fails on", func() any {
+			in := *good
+			in.Jobs = []JobInput{{Kind: "PaddleJob", Index: 10, Manifest: json.RawMessage(
+				`{"metadata":{"name":"p"},"spec":{"elasticPolicy":{},"paddleReplicaSpecs":{"Master":{}}}}`)}}
+			return in
+		}, "PaddleJob 10: the training operator's defaulting failed on it"},
+		{"a RayCluster that is not one", func() any {
+			in := *good
+			in.Jobs = []JobInput{{Kind: "RayCluster", Index: 11, Manifest: json.RawMessage(`false`)}}
+			return in
+		}, "RayCluster 11: "},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,7 +26,7 @@ type interval struct {
 }
 
 // podSet: the pods of one spec a job runs (a Job's or a Pod's one, a JobSet's one per
-// replicated job, a PyTorchJob's or an MPIJob's one per replica type), the spec as it was when its first pod was bound.
+// replicated job, a Kubeflow job's or an MPIJob's one per replica type), the spec as it was when its first pod was bound.
 type podSet struct {
 	spec  corev1.PodSpec
 	count int
