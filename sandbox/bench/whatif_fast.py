@@ -168,6 +168,13 @@ def stack(jobs: list[dict[str, Any]]) -> dict[str, Any]:
     cohorts = math.ceil(len(names) / COHORT_SIZE)
     nodes = max(4, math.ceil(gpu_hours(jobs) / 24 / 0.9 / 8))
     nodes += (-nodes) % len(names)  # a whole number of nodes' GPUs per team
+    # Every team can hold the mix's largest workload within its nominal quota and borrowing
+    # limit (a share and a half), or that workload could never start: a fleet that runs 16-node
+    # jobs has the nodes for them. Only a small mix with JobSets is made larger so (below 1,000
+    # workloads a share is a few nodes); the Jobs of 8 GPUs or fewer always fit.
+    largest = max((workload_gpus(j) for j in jobs), default=0)
+    while (share := nodes * 8 // len(names)) + share // 2 < largest:
+        nodes += len(names)
     share = nodes * 8 // len(names)
     members = []
     for i, name in enumerate(names):
