@@ -160,12 +160,16 @@ what-if: venv toolchain
 
 # The fast engine's speed (docs/what-if.md, Speed): generated fleets of SIZES workloads a day
 # (a team per 250, in cohorts of at most 8), each through the whole `make what-if` path; prints
-# the table. AGAINST=<folder of other gpuq-whatif-<release> builds>: each size paired with them
-# in turn (PAIRS times), their wall and CPU ratios.
+# the table. A share of the workloads are multi-node JobSets (JOBSETS, default 0.1; 0: Jobs
+# only). AGAINST=<folder of other gpuq-whatif-<release> builds>: each size paired with them in
+# turn (PAIRS times), their wall and CPU ratios; VS_JOBS_ONLY=1 instead: each size paired with
+# its Jobs-only mix on the same engines.
 SIZES ?= 1000 5000 20000 50000
 PAIRS ?= 1
 bench-what-if: venv toolchain
-	$(PY) -m sandbox.bench.whatif_fast $(SIZES) $(if $(AGAINST),--against $(AGAINST) --pairs $(PAIRS))
+	$(PY) -m sandbox.bench.whatif_fast $(SIZES) $(if $(JOBSETS),--jobsets $(JOBSETS)) \
+	  $(if $(AGAINST),--against $(AGAINST) --pairs $(PAIRS)) \
+	  $(if $(VS_JOBS_ONLY),--vs-jobs-only --pairs $(PAIRS))
 
 # Kueue's own scheduler performance harness against the fast engine (docs/what-if.md, Speed):
 # each of HARNESS_CONFIGS (test/performance/scheduler/configs/ of the pinned release) through

@@ -8,7 +8,7 @@ wall and CPU time: this machine's speed drifts by a third within an hour, a rati
 side by side does not.
 
     python -m sandbox.bench.whatif_fast [1000 5000 20000 50000] [--seed 1] [--out DIR]
-        [--against DIR] [--pairs 1]
+        [--jobsets 0.1] [--against DIR | --vs-jobs-only] [--pairs 1]
 
 The stack grows with N as fleets do: one team (a ClusterQueue) per 250 workloads a day, at
 least four, in cohorts of at most 8; each team an equal share of the GPUs as nominal quota, a
@@ -16,7 +16,12 @@ borrowing limit of half of it and a lending limit of half of it, reclaim within 
 and preemption of lower priorities within each queue; three priority classes. The GPUs are
 8-GPU nodes enough for the mix's GPU-hours at about 90% of the day, so every size is a cluster
 as busy per team, not a longer backlog per team. The mix: 1 to 8 GPUs, 30 minutes to 8 hours,
-a priority in three, submitted across the day, to the teams in turn.
+a priority in three, submitted across the day, to the teams in turn; a share of them
+(`--jobsets`, 10% by default) multi-node JobSets: a worker Job of 2 to 16 pods of 8 GPUs, each
+pod a whole node, half of them with a 1-pod CPU leader (the stack enables Kueue's
+jobset.x-k8s.io/jobset integration). `--jobsets 0` is the Jobs-only mix of before, the same
+bytes; `--vs-jobs-only` replays each size's Jobs-only mix too, in turn with it (A B A B,
+`--pairs` times), and prints the paired ratios.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import yaml
 
 from gpu_queues.config.stackfile import ROOT
 from gpu_queues.whatif.fast import ENGINE_DIR_ENV
+from gpu_queues.whatif.podsets import pod_sets
 
 WORKLOADS_PER_TEAM = 250
 MIN_TEAMS = 4
@@ -48,6 +54,16 @@ HOURS = (0.5, 1, 2, 4, 8)
 HOUR_WEIGHTS = (3, 4, 3, 2, 1)
 PRIORITIES = ("low", "normal", "high")
 DAY = 24 * 3600
+# Multi-node training: a share of the workloads (not of the GPU-hours) are JobSets whose worker
+# pods each take a whole 8-GPU node, 2 to 16 of them, the smaller the likelier. One in ten
+# workloads is the default: a fleet's multi-node runs are few beside its single-node jobs but
+# hold most of its GPU-hours (here about half: 10% of workloads of 34 GPUs on average against
+# 3 for a Job). Half of them have a leader, a 1-pod replicated job of CPU only.
+JOBSET_SHARE = 0.1
+JOBSET_PODS = (2, 4, 8, 16)
+JOBSET_POD_WEIGHTS = (8, 4, 2, 1)
+NODE_GPUS = 8
+JOBSET_FRAMEWORKS = ["batch/job", "jobset.x-k8s.io/jobset"]
 
 
 def teams(count: int) -> list[str]:
@@ -56,59 +72,94 @@ def teams(count: int) -> list[str]:
     return [f"t{i:04d}" for i in range(n)]
 
 
-def mix(count: int, seed: int) -> list[dict[str, Any]]:
+def _pod(name: str, requests: dict[str, str], gpus: int) -> dict[str, Any]:
+    resources: dict[str, Any] = {"requests": requests}
+    if gpus:
+        resources["limits"] = {"nvidia.com/gpu": str(gpus)}
+    return {
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": name, "image": "trainer", "resources": resources}],
+        }
+    }
+
+
+def _jobset(pods: int, leader: bool) -> dict[str, Any]:
+    """A JobSet's spec: a worker Job of `pods` pods of a whole node each, after a 1-pod CPU
+    leader when `leader`."""
+    worker = _pod("trainer", {"cpu": "32", "memory": "256Gi"}, NODE_GPUS)
+    replicated = [
+        {
+            "name": "workers",
+            "replicas": 1,
+            "template": {"spec": {"parallelism": pods, "completions": pods, "template": worker}},
+        }
+    ]
+    if leader:
+        coordinator = _pod("coordinator", {"cpu": "2", "memory": "8Gi"}, 0)
+        replicated.insert(
+            0, {"name": "leader", "replicas": 1, "template": {"spec": {"template": coordinator}}}
+        )
+    return {"replicatedJobs": replicated}
+
+
+def mix(count: int, seed: int, jobsets: float = JOBSET_SHARE) -> list[dict[str, Any]]:
+    """N workloads over one day, to the teams in turn; a share `jobsets` of them JobSets. Which
+    ones and their shapes come from a second generator, so the first draws what it always drew:
+    with `jobsets` 0 the mix is the Jobs-only one of before, and otherwise the same but for the
+    workloads that became JobSets (which keep their duration, priority and submission)."""
     rng = random.Random(seed)
+    shapes = random.Random(f"jobsets-{seed}")
     names = teams(count)
     jobs = []
     for i in range(count):
         team = names[i % len(names)]
         gpus = rng.choices(GPUS, GPU_WEIGHTS)[0]
         hours = rng.choices(HOURS, HOUR_WEIGHTS)[0]
+        multi = jobsets > 0 and shapes.random() < jobsets
+        meta = {
+            "name": f"{'jobset' if multi else 'job'}-{i:05d}",
+            "namespace": f"team-{team}",
+            "labels": {
+                "kueue.x-k8s.io/queue-name": "gpu-queue",
+                "kueue.x-k8s.io/priority-class": rng.choice(PRIORITIES),
+            },
+            "annotations": {
+                "gpu-queues.dev/submit-at": f"{rng.randrange(0, DAY, 60)}s",
+                "gpu-queues.dev/duration": f"{int(hours * 3600)}s",
+            },
+        }
+        if multi:
+            pods = shapes.choices(JOBSET_PODS, JOBSET_POD_WEIGHTS)[0]
+            spec = _jobset(pods, leader=shapes.random() < 0.5)
+            jobs.append(
+                {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": meta,
+                 "spec": spec}
+            )  # fmt: skip
+            continue
+        template = _pod("main", {"cpu": "4", "memory": "32Gi"}, gpus)
         jobs.append(
-            {
-                "apiVersion": "batch/v1",
-                "kind": "Job",
-                "metadata": {
-                    "name": f"job-{i:05d}",
-                    "namespace": f"team-{team}",
-                    "labels": {
-                        "kueue.x-k8s.io/queue-name": "gpu-queue",
-                        "kueue.x-k8s.io/priority-class": rng.choice(PRIORITIES),
-                    },
-                    "annotations": {
-                        "gpu-queues.dev/submit-at": f"{rng.randrange(0, DAY, 60)}s",
-                        "gpu-queues.dev/duration": f"{int(hours * 3600)}s",
-                    },
-                },
-                "spec": {
-                    "template": {
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "containers": [
-                                {
-                                    "name": "main",
-                                    "image": "trainer",
-                                    "resources": {
-                                        "requests": {"cpu": "4", "memory": "32Gi"},
-                                        "limits": {"nvidia.com/gpu": str(gpus)},
-                                    },
-                                }
-                            ],
-                        }
-                    }
-                },
-            }
-        )
+            {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+             "spec": {"template": template}}
+        )  # fmt: skip
     return jobs
+
+
+def workload_gpus(job: dict[str, Any]) -> int:
+    """GPUs a workload of the mix holds, over its pod sets."""
+    total = 0
+    for podset in pod_sets(job["kind"], job):
+        for container in podset.spec.get("containers") or []:
+            limits = (container.get("resources") or {}).get("limits") or {}
+            total += podset.count * int(limits.get("nvidia.com/gpu", 0))
+    return total
 
 
 def gpu_hours(jobs: list[dict[str, Any]]) -> float:
     total = 0.0
     for j in jobs:
-        gpus = int(
-            j["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
-        )
-        total += gpus * int(j["metadata"]["annotations"]["gpu-queues.dev/duration"][:-1]) / 3600
+        seconds = int(j["metadata"]["annotations"]["gpu-queues.dev/duration"][:-1])
+        total += workload_gpus(j) * seconds / 3600
     return total
 
 
@@ -117,6 +168,13 @@ def stack(jobs: list[dict[str, Any]]) -> dict[str, Any]:
     cohorts = math.ceil(len(names) / COHORT_SIZE)
     nodes = max(4, math.ceil(gpu_hours(jobs) / 24 / 0.9 / 8))
     nodes += (-nodes) % len(names)  # a whole number of nodes' GPUs per team
+    # Every team can hold the mix's largest workload within its nominal quota and borrowing
+    # limit (a share and a half), or that workload could never start: a fleet that runs 16-node
+    # jobs has the nodes for them. Only a small mix with JobSets is made larger so (below 1,000
+    # workloads a share is a few nodes); the Jobs of 8 GPUs or fewer always fit.
+    largest = max((workload_gpus(j) for j in jobs), default=0)
+    while (share := nodes * 8 // len(names)) + share // 2 < largest:
+        nodes += len(names)
     share = nodes * 8 // len(names)
     members = []
     for i, name in enumerate(names):
@@ -168,21 +226,35 @@ def stack(jobs: list[dict[str, Any]]) -> dict[str, Any]:
         ],
         "gpu-queues:teams": members,
     }
+    if any(j["kind"] == "JobSet" for j in jobs):
+        config["gpu-queues:kueue"] = {
+            "manager": {"integrations": {"frameworks": JOBSET_FRAMEWORKS}}
+        }
     return {"config": config}
 
 
-def prepare(count: int, seed: int, work: Path) -> tuple[Path, dict[str, Any]]:
-    """The size's stack and mix, written once under work/n<count> (every run reads the same);
-    the folder and the stack's config."""
-    root = work / f"n{count}"
+def prepare(
+    count: int, seed: int, work: Path, jobsets: float = JOBSET_SHARE
+) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+    """The size's stack and mix, written once under work/n<count> (work/n<count>-jobs-only for
+    the mix without JobSets; every run reads the same); the folder, the stack's config and the
+    mix's facts (JobSets, pods, GPU-hours)."""
+    root = work / (f"n{count}" if jobsets > 0 else f"n{count}-jobs-only")
     (root / "toolchain").mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "toolchain" / "pins.env", root / "toolchain" / "pins.env")
-    jobs = mix(count, seed)
+    jobs = mix(count, seed, jobsets)
     made = stack(jobs)
     (root / "Pulumi.bench.yaml").write_text(yaml.safe_dump(made, sort_keys=False))
     with (root / "mix.yaml").open("w") as out:
         yaml.dump_all(jobs, out, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
-    return root, made["config"]
+    multi = [j for j in jobs if j["kind"] == "JobSet"]
+    facts = {
+        "jobsets": len(multi),
+        "pods": sum(p.count for j in jobs for p in pod_sets(j["kind"], j)),
+        "gpu_hours": gpu_hours(jobs),
+        "jobset_gpu_hours": gpu_hours(multi),
+    }
+    return root, made["config"], facts
 
 
 def run_once(root: Path, engines: Path | None = None) -> dict[str, Any]:
@@ -228,30 +300,53 @@ def run_once(root: Path, engines: Path | None = None) -> dict[str, Any]:
     }
 
 
-def run_size(
-    count: int, seed: int, work: Path, against: Path | None = None, pairs: int = 1
+def _row(
+    runs: list[dict[str, Any]], count: int, config: dict[str, Any], facts: dict[str, Any]
 ) -> dict[str, Any]:
-    """The size's runs: this checkout's engines, and with `against` the other engines in turn
-    (A B A B ...), `pairs` times; the first run of this checkout's is the size's row."""
-    root, config = prepare(count, seed, work)
-    ours: list[dict[str, Any]] = []
-    theirs: list[dict[str, Any]] = []
-    for _ in range(pairs if against is not None else 1):
-        ours.append(run_once(root))
-        if against is not None:
-            theirs.append(run_once(root, against))
-    row = dict(ours[0])
+    """A mix's row: its median run by wall time (the first of two), and the stack's shape."""
+    row = dict(sorted(runs, key=lambda r: r["wall"])[(len(runs) - 1) // 2])
+    row.update(facts)
     row["n"] = count
     row["teams"] = len(config["gpu-queues:teams"])
     row["cohorts"] = len(config["gpu-queues:cohorts"])
     row["gpus"] = int(config["gpu-queues:flavors"][0]["nodes"]["count"]) * 8
+    return row
+
+
+def run_size(
+    count: int,
+    seed: int,
+    work: Path,
+    against: Path | None = None,
+    pairs: int = 1,
+    jobsets: float = JOBSET_SHARE,
+    vs_jobs_only: bool = False,
+) -> list[dict[str, Any]]:
+    """The size's runs: this checkout's engines on the mix, and in turn with them (A B A B ...,
+    `pairs` times) either the other engines of `against` on the same mix, or with
+    `vs_jobs_only` this checkout's on the size's Jobs-only mix; its rows (the Jobs-only mix's
+    second), the first with the paired ratios."""
+    root, config, facts = prepare(count, seed, work, jobsets)
+    other = prepare(count, seed, work, 0) if vs_jobs_only else None
+    ours: list[dict[str, Any]] = []
+    theirs: list[dict[str, Any]] = []
+    for _ in range(pairs if against is not None or other is not None else 1):
+        ours.append(run_once(root))
+        if against is not None:
+            theirs.append(run_once(root, against))
+        elif other is not None:
+            theirs.append(run_once(other[0]))
+    row = _row(ours, count, config, facts)
     if theirs:
         row["wall_ratio"] = [a["wall"] / b["wall"] for a, b in zip(ours, theirs, strict=True)]
         row["cpu_ratio"] = [a["cpu"] / b["cpu"] for a, b in zip(ours, theirs, strict=True)]
+    if against is not None:
         row["same_answer"] = all(
             a["report"] == b["report"] for a, b in zip(ours, theirs, strict=True)
         )
-    return row
+    if other is not None:
+        return [row, _row(theirs, count, other[1], other[2])]
+    return [row]
 
 
 def _ratios(values: list[float]) -> str:
@@ -261,27 +356,34 @@ def _ratios(values: list[float]) -> str:
 
 def table(rows: list[dict[str, Any]]) -> str:
     base = rows[0]["engine"] / max(rows[0]["cycles"], 1)
-    against = any("wall_ratio" in r for r in rows)
+    against = any("same_answer" in r for r in rows)
+    paired = any("wall_ratio" in r for r in rows)
     head = (
-        "| workloads | teams (cohorts) | GPUs | wall (whole make what-if) | per workload | "
-        "engine alone | cycles / workload | per cycle | per cycle vs smallest | peak memory | "
-        "evicted at least once |"
+        "| workloads | JobSets (their GPU-hours) | pods | teams (cohorts) | GPUs | "
+        "wall (whole make what-if) | per workload | engine alone | cycles / workload | "
+        "per cycle | per cycle vs first | peak memory | evicted at least once |"
     )
-    lines = [head + (" wall new/old | CPU new/old | same answer |" if against else "")]
-    lines.append("|" + " ---: |" * (11 + (3 if against else 0)))
+    if against:
+        head += " wall new/old | CPU new/old | same answer |"
+    elif paired:
+        head += " wall / Jobs only | CPU / Jobs only |"
+    lines = [head, "|" + " ---: |" * (head.count("|") - 1)]
     for r in rows:
         per_cycle = r["engine"] / max(r["cycles"], 1)
+        share = r["jobset_gpu_hours"] / max(r["gpu_hours"], 1e-9)
         line = (
-            f"| {r['n']:,} | {r['teams']} ({r['cohorts']}) | {r['gpus']:,} | {r['wall']:.1f}s | "
+            f"| {r['n']:,} | {r['jobsets']:,} ({share:.0%}) | {r['pods']:,} | "
+            f"{r['teams']} ({r['cohorts']}) | {r['gpus']:,} | {r['wall']:.1f}s | "
             f"{r['wall'] / r['n'] * 1000:.1f} ms | {r['engine']:.1f}s | "
             f"{r['cycles'] / r['n']:.2f} | {per_cycle * 1000:.2f} ms | {per_cycle / base:.2f}x | "
             f"{r['peak_mib']:.0f} MiB | {r['preempted']} |"
         )
-        if against:
-            line += (
-                f" {_ratios(r['wall_ratio'])} | {_ratios(r['cpu_ratio'])} | "
-                f"{'yes' if r['same_answer'] else 'no'} |"
-            )
+        if "wall_ratio" in r:
+            line += f" {_ratios(r['wall_ratio'])} | {_ratios(r['cpu_ratio'])} |"
+            if against:
+                line += f" {'yes' if r['same_answer'] else 'no'} |"
+        elif paired:
+            line += " | |"  # the Jobs-only mix's row: its ratios are the row above's
         lines.append(line)
     return "\n".join(lines)
 
@@ -297,26 +399,60 @@ def _size(text: str) -> int:
     return n
 
 
+def _share(text: str) -> float:
+    """A share of the workloads on the command line: 0 to 1."""
+    try:
+        share = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a share (0 to 1)") from None
+    if not 0 <= share <= 1:
+        raise argparse.ArgumentTypeError(f"{share}: a share is from 0 to 1")
+    return share
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sandbox.bench.whatif_fast")
     parser.add_argument("sizes", nargs="*", type=_size, default=[1000, 5000, 20000, 50000])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, help="keep the stacks, mixes and reports here")
     parser.add_argument(
+        "--jobsets",
+        type=_share,
+        default=JOBSET_SHARE,
+        help=f"the share of the workloads that are multi-node JobSets (default {JOBSET_SHARE}; "
+        "0: Jobs only, the mix before they were added)",
+    )
+    pair = parser.add_mutually_exclusive_group()
+    pair.add_argument(
         "--against",
         type=Path,
         help="a folder of other engines (gpuq-whatif-<release>) to pair with",
     )
-    parser.add_argument("--pairs", type=int, default=1, help="runs of each side with --against")
+    pair.add_argument(
+        "--vs-jobs-only",
+        action="store_true",
+        help="pair each size with its Jobs-only mix (--jobsets 0) on the same engines",
+    )
+    parser.add_argument(
+        "--pairs", type=int, default=1, help="runs of each side with --against or --vs-jobs-only"
+    )
     args = parser.parse_args(argv)
     if args.against is not None and not args.against.is_dir():
         parser.error(f"--against {args.against}: not a folder of engines")
+    if args.vs_jobs_only and args.jobsets == 0:
+        parser.error("--vs-jobs-only with --jobsets 0: both sides would be the Jobs-only mix")
     work = args.out or Path(tempfile.mkdtemp(prefix="gpuq-bench-whatif-"))
     rows = []
     for n in sorted(args.sizes):
-        rows.append(run_size(n, args.seed, work, args.against, max(1, args.pairs)))
-        r = rows[-1]
-        print(f"bench-what-if: N={n}: {r['wall']:.1f}s, {r['outcomes']}", file=sys.stderr)
+        made = run_size(
+            n, args.seed, work, args.against, max(1, args.pairs), args.jobsets, args.vs_jobs_only
+        )
+        rows += made
+        for r in made:
+            print(
+                f"bench-what-if: N={n}, {r['jobsets']} JobSets: {r['wall']:.1f}s, {r['outcomes']}",
+                file=sys.stderr,
+            )
     print(table(rows))
     if args.out is None:
         shutil.rmtree(work, ignore_errors=True)
