@@ -903,79 +903,6 @@ def test_a_head_left_with_flavors_to_try_is_tried_again_before_the_instant_ends(
     }  # fmt: skip
 
 
-PYTORCHJOBS = {"integrations": {"frameworks": ["batch/job", "kubeflow.org/pytorchjob"]}}
-
-
-def pytorchjob(
-    name: str, team: str, workers: int, *, at: int, runs: int, priority: str | None = None
-) -> PyTorchJob:
-    """A PyTorchJob in its team's queue: a Master and `workers` Workers, one GPU per pod,
-    submitted `at`, running `runs`."""
-    built = PyTorchJob(name, NS.format(team)).queue("gpu-queue").submit_at(at).duration(runs)
-    if priority:
-        built.priority_class(priority)
-    one_gpu = Job("pod", None).image("busybox").requests(cpu="100m", gpu="1").limits(gpu="1")
-    return built.replica("Master", one_gpu).replica("Worker", one_gpu, workers)
-
-
-def test_a_pytorchjob_is_admitted_whole_and_the_next_waits_to_the_second_it_ends(
-    tmp_path: Path,
-) -> None:
-    """Kueue's pytorchjob integration on the engine, worked out by hand. One queue of 8 GPUs
-    (BestEffortFIFO): PyTorchJob first at 0 s, a Master and 3 Workers of 1 GPU (4 GPUs), runs
-    600 s; Job beside (2 GPUs) at 0 s runs 1200 s; PyTorchJob second at 60 s, a Master and 4
-    Workers (5 GPUs), 2 GPUs free, waits until first ends at 600 s (540 s), then runs 600-900 s;
-    beside goes on as if the PyTorchJobs were Jobs."""
-    stack = one_queue("BestEffortFIFO").kueue(manager=PYTORCHJOBS)
-    jobs: list[Job | Pod | PyTorchJob] = [
-        pytorchjob("first", "a", 3, at=0, runs=600),
-        job("beside", "a", 2, at=0, runs=1200),
-        pytorchjob("second", "a", 4, at=60, runs=300),
-    ]
-    run = by_name(replay(stack, jobs, tmp_path))
-    assert {n: (w.kind, w.outcome, w.wait_seconds, w.gpus) for n, w in run.items()} == {
-        "first": ("PyTorchJob", "finished", 0, 4),
-        "beside": ("Job", "finished", 0, 2),
-        "second": ("PyTorchJob", "finished", 540, 5),
-    }
-    assert [run[n].intervals for n in ("first", "beside", "second")] == [
-        [(0, 600)],
-        [(0, 1200)],
-        [(600, 900)],
-    ]
-
-
-def test_an_evicted_pytorchjob_stops_and_runs_again_as_a_job_of_its_pods_would(
-    tmp_path: Path,
-) -> None:
-    """Kueue suspends a PyTorchJob it preempts (runPolicy.suspend), and the engine removes its
-    pods at once, as for a Job: one queue of 4 GPUs preempting lower priorities; low (a Master
-    and 3 Workers of 1 GPU) runs from 0 s, Job high (4 GPUs) at 60 s preempts it and runs
-    120 s; low is admitted again at 180 s and runs its 600 s from then. The same mix with low
-    as a Job of 4 pods has the same story."""
-    team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=4)
-    team.set(preemption={"withinClusterQueue": "LowerPriority"})
-    stack = (
-        Stack()
-        .kueue(manager=PYTORCHJOBS)
-        .flavor(Flavor("gpu").capacity(cpu=64, memory="512Gi", gpu=4))
-        .set("priorityClasses", [{"name": "low", "value": 10}, {"name": "high", "value": 1000}])
-        .team(team)
-    )
-    high = job("high", "a", 4, at=60, runs=120, priority="high")
-    as_pytorchjob = by_name(replay(stack, [
-        pytorchjob("low", "a", 3, at=0, runs=600, priority="low"), high,
-    ], tmp_path))  # fmt: skip
-    as_job = by_name(replay(stack, [
-        job("low", "a", 1, at=0, runs=600, priority="low", pods=4), high,
-    ], tmp_path))  # fmt: skip
-    assert as_pytorchjob["low"].intervals == [(0, 60), (180, 780)]
-    assert as_pytorchjob["low"].preemptions == 1
-    for name in ("low", "high"):
-        assert as_pytorchjob[name].intervals == as_job[name].intervals
-        assert as_pytorchjob[name].outcome == as_job[name].outcome
-
-
 def test_the_docs_pytorchjob_example_replays_on_staging_as_its_comment_says() -> None:
     """docs/examples/mixes/pytorchjob.yaml on staging, alone: research's 4 H100 are free, so the
     PyTorchJob is admitted the second it is submitted (1h) and its pods run its 3h (to 4h)
@@ -1101,79 +1028,6 @@ def test_the_docs_rayjob_example_replays_on_staging_with_the_integration_as_its_
     assert w.intervals == [(3600, 14400)]
 
 
-MPIJOBS = {"integrations": {"frameworks": ["batch/job", "kubeflow.org/mpijob"]}}
-
-
-def mpijob(
-    name: str, team: str, workers: int, *, at: int, runs: int, priority: str | None = None
-) -> MPIJob:
-    """An MPIJob in its team's queue: a Launcher and `workers` Workers, one GPU per pod,
-    submitted `at`, running `runs`."""
-    built = MPIJob(name, NS.format(team)).queue("gpu-queue").submit_at(at).duration(runs)
-    if priority:
-        built.priority_class(priority)
-    one_gpu = Job("pod", None).image("busybox").requests(cpu="100m", gpu="1").limits(gpu="1")
-    return built.replica("Launcher", one_gpu).replica("Worker", one_gpu, workers)
-
-
-def test_an_mpijob_is_admitted_whole_and_the_next_waits_to_the_second_it_ends(
-    tmp_path: Path,
-) -> None:
-    """Kueue's mpijob integration on the engine, worked out by hand. One queue of 8 GPUs
-    (BestEffortFIFO): MPIJob first at 0 s, a Launcher and 3 Workers of 1 GPU (4 GPUs), runs
-    600 s; Job beside (2 GPUs) at 0 s runs 1200 s; MPIJob second at 60 s, a Launcher and 4
-    Workers (5 GPUs), 2 GPUs free, waits until first ends at 600 s (540 s), then runs 600-900 s;
-    beside goes on as if the MPIJobs were Jobs."""
-    stack = one_queue("BestEffortFIFO").kueue(manager=MPIJOBS)
-    jobs: list[Job | Pod | MPIJob] = [
-        mpijob("first", "a", 3, at=0, runs=600),
-        job("beside", "a", 2, at=0, runs=1200),
-        mpijob("second", "a", 4, at=60, runs=300),
-    ]
-    run = by_name(replay(stack, jobs, tmp_path))
-    assert {n: (w.kind, w.outcome, w.wait_seconds, w.gpus) for n, w in run.items()} == {
-        "first": ("MPIJob", "finished", 0, 4),
-        "beside": ("Job", "finished", 0, 2),
-        "second": ("MPIJob", "finished", 540, 5),
-    }
-    assert [run[n].intervals for n in ("first", "beside", "second")] == [
-        [(0, 600)],
-        [(0, 1200)],
-        [(600, 900)],
-    ]
-
-
-def test_an_evicted_mpijob_stops_and_runs_again_as_a_job_of_its_pods_would(
-    tmp_path: Path,
-) -> None:
-    """Kueue suspends an MPIJob it preempts (runPolicy.suspend), and the engine removes its pods
-    at once, as for a Job: one queue of 4 GPUs preempting lower priorities; low (a Launcher and
-    3 Workers of 1 GPU) runs from 0 s, Job high (4 GPUs) at 60 s preempts it and runs 120 s; low
-    is admitted again at 180 s and runs its 600 s from then. The same mix with low as a Job of 4
-    pods has the same story."""
-    team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=4)
-    team.set(preemption={"withinClusterQueue": "LowerPriority"})
-    stack = (
-        Stack()
-        .kueue(manager=MPIJOBS)
-        .flavor(Flavor("gpu").capacity(cpu=64, memory="512Gi", gpu=4))
-        .set("priorityClasses", [{"name": "low", "value": 10}, {"name": "high", "value": 1000}])
-        .team(team)
-    )
-    high = job("high", "a", 4, at=60, runs=120, priority="high")
-    as_mpijob = by_name(replay(stack, [
-        mpijob("low", "a", 3, at=0, runs=600, priority="low"), high,
-    ], tmp_path))  # fmt: skip
-    as_job = by_name(replay(stack, [
-        job("low", "a", 1, at=0, runs=600, priority="low", pods=4), high,
-    ], tmp_path))  # fmt: skip
-    assert as_mpijob["low"].intervals == [(0, 60), (180, 780)]
-    assert as_mpijob["low"].preemptions == 1
-    for name in ("low", "high"):
-        assert as_mpijob[name].intervals == as_job[name].intervals
-        assert as_mpijob[name].outcome == as_job[name].outcome
-
-
 def test_the_docs_mpijob_example_replays_on_staging_with_the_integration_as_its_comment_says(
     tmp_path: Path,
 ) -> None:
@@ -1212,6 +1066,8 @@ KUBEFLOW = {
     "integrations": {
         "frameworks": [
             "batch/job",
+            "kubeflow.org/pytorchjob",
+            "kubeflow.org/mpijob",
             "kubeflow.org/tfjob",
             "kubeflow.org/xgboostjob",
             "kubeflow.org/paddlejob",
@@ -1219,8 +1075,11 @@ KUBEFLOW = {
         ]
     }
 }
-# Each other Kubeflow v1 kind's replica types: the first one pod, the last the rest.
+# Each kind with replica types (Kubeflow v1's and the MPIJob): the first one pod, the last the
+# rest; Kueue makes a pod set of each, in this order.
 KUBEFLOW_TYPES = {
+    "PyTorchJob": ("Master", "Worker"),
+    "MPIJob": ("Launcher", "Worker"),
     "TFJob": ("Chief", "Worker"),
     "XGBoostJob": ("Master", "Worker"),
     "PaddleJob": ("Master", "Worker"),
@@ -1230,11 +1089,16 @@ KUBEFLOW_TYPES = {
 
 def kubeflowjob(
     kind: str, name: str, team: str, pods: int, *, at: int, runs: int, priority: str | None = None
-) -> KubeflowJob:
-    """A Kubeflow v1 job in its team's queue of `pods` pods of one GPU each (one of its first
-    replica type, the rest of its last; a JAXJob's all Workers), submitted `at`, running
-    `runs`."""
-    built = KubeflowJob(kind, name, NS.format(team)).queue("gpu-queue").submit_at(at)
+) -> KubeflowJob | MPIJob:
+    """A job of a kind with replica types in its team's queue of `pods` pods of one GPU each
+    (one of its first replica type, the rest of its last; a JAXJob's all Workers), submitted
+    `at`, running `runs`."""
+    made = (
+        MPIJob(name, NS.format(team))
+        if kind == "MPIJob"
+        else KubeflowJob(kind, name, NS.format(team))
+    )
+    built = made.queue("gpu-queue").submit_at(at)
     built.duration(runs)
     if priority:
         built.priority_class(priority)
@@ -1249,13 +1113,14 @@ def kubeflowjob(
 def test_a_kubeflow_job_is_admitted_whole_and_the_next_waits_to_the_second_it_ends(
     tmp_path: Path, kind: str
 ) -> None:
-    """Kueue's integration of each other Kubeflow v1 kind on the engine, worked out by hand.
+    """Kueue's integration of each kind with replica types on the engine (PyTorchJob, MPIJob,
+    TFJob, XGBoostJob, PaddleJob, JAXJob), worked out by hand.
     One queue of 8 GPUs (BestEffortFIFO): first at 0 s, 4 pods of 1 GPU (4 GPUs), runs 600 s;
     Job beside (2 GPUs) at 0 s runs 1200 s; second at 60 s, 5 pods (5 GPUs), 2 GPUs free, waits
     until first ends at 600 s (540 s), then runs 600-900 s; beside goes on as if they were
     Jobs."""
     stack = one_queue("BestEffortFIFO").kueue(manager=KUBEFLOW)
-    jobs: list[Job | KubeflowJob] = [
+    jobs: list[Job | KubeflowJob | MPIJob] = [
         kubeflowjob(kind, "first", "a", 4, at=0, runs=600),
         job("beside", "a", 2, at=0, runs=1200),
         kubeflowjob(kind, "second", "a", 5, at=60, runs=300),
@@ -1277,9 +1142,9 @@ def test_a_kubeflow_job_is_admitted_whole_and_the_next_waits_to_the_second_it_en
 def test_an_evicted_kubeflow_job_stops_and_runs_again_as_a_job_of_its_pods_would(
     tmp_path: Path, kind: str
 ) -> None:
-    """Kueue suspends a Kubeflow v1 job it preempts (runPolicy.suspend), and the engine removes
-    its pods at once, as for a Job: one queue of 4 GPUs preempting lower priorities; low (4 pods
-    of 1 GPU) runs from 0 s, Job high (4 GPUs) at 60 s preempts it and runs 120 s; low is
+    """Kueue suspends a job with replica types it preempts (runPolicy.suspend), and the engine
+    removes its pods at once, as for a Job: one queue of 4 GPUs preempting lower priorities; low
+    (4 pods of 1 GPU) runs from 0 s, Job high (4 GPUs) at 60 s preempts it and runs 120 s; low is
     admitted again at 180 s and runs its 600 s from then. The same mix with low as a Job of 4
     pods has the same story."""
     team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=4)
