@@ -137,9 +137,10 @@ func (k kubeflowKind) decode(manifest []byte) (obj ctrl.Object, err error) {
 	return obj, nil
 }
 
-// replicas: the job's replica specs present, in Kueue's pod set order.
-func replicas(specs map[kftraining.ReplicaType]*kftraining.ReplicaSpec, order []kftraining.ReplicaType) []*kftraining.ReplicaSpec {
-	var out []*kftraining.ReplicaSpec
+// replicas: the job's replica specs present, in Kueue's pod set order (a Kubeflow v1 job's and
+// an MPIJob's: their replica types and specs are types of their own, alike).
+func replicas[T comparable, R any](specs map[T]*R, order []T) []*R {
+	var out []*R
 	for _, t := range order {
 		if r := specs[t]; r != nil {
 			out = append(out, r)
@@ -148,24 +149,35 @@ func replicas(specs map[kftraining.ReplicaType]*kftraining.ReplicaSpec, order []
 	return out
 }
 
+// replicaPodSets: a pod set of each replica spec (its replicas' pods, 1 when it gives none), and
+// each one's pod spec, from what part says of it (its replicas and its template).
+func replicaPodSets[R any](specs []*R, part func(*R) (*int32, corev1.PodSpec)) ([]podSet, []corev1.PodSpec) {
+	var sets []podSet
+	var pods []corev1.PodSpec
+	for _, r := range specs {
+		n, spec := part(r)
+		sets = append(sets, podSet{count: int(ptrOr(n, 1))})
+		pods = append(pods, spec)
+	}
+	return sets, pods
+}
+
+func kubeflowReplica(r *kftraining.ReplicaSpec) (*int32, corev1.PodSpec) {
+	return r.Replicas, r.Template.Spec
+}
+
 func (k kubeflowKind) replicas(o ctrl.Object) []*kftraining.ReplicaSpec {
 	specs, _, _ := k.parts(o)
 	return replicas(specs, k.order)
 }
 
 func (k kubeflowKind) podSets(o ctrl.Object) []podSet {
-	var sets []podSet
-	for _, r := range k.replicas(o) {
-		sets = append(sets, podSet{count: int(ptrOr(r.Replicas, 1))})
-	}
+	sets, _ := replicaPodSets(k.replicas(o), kubeflowReplica)
 	return sets
 }
 
 func (k kubeflowKind) specs(o ctrl.Object) []corev1.PodSpec {
-	var specs []corev1.PodSpec
-	for _, r := range k.replicas(o) {
-		specs = append(specs, r.Template.Spec)
-	}
+	_, specs := replicaPodSets(k.replicas(o), kubeflowReplica)
 	return specs
 }
 

@@ -64,30 +64,20 @@ func (mpiJobKind) decode(manifest []byte) (ctrl.Object, error) {
 
 var mpiReplicaTypes = []kfmpi.MPIReplicaType{kfmpi.MPIReplicaTypeLauncher, kfmpi.MPIReplicaTypeWorker}
 
+func mpiReplica(r *kfmpi.ReplicaSpec) (*int32, corev1.PodSpec) { return r.Replicas, r.Template.Spec }
+
 // replicas: the job's replica specs present, in Kueue's pod set order.
 func (mpiJobKind) replicas(o ctrl.Object) []*kfmpi.ReplicaSpec {
-	var out []*kfmpi.ReplicaSpec
-	for _, t := range mpiReplicaTypes {
-		if r := o.(*kfmpi.MPIJob).Spec.MPIReplicaSpecs[t]; r != nil {
-			out = append(out, r)
-		}
-	}
-	return out
+	return replicas(o.(*kfmpi.MPIJob).Spec.MPIReplicaSpecs, mpiReplicaTypes)
 }
 
 func (k mpiJobKind) podSets(o ctrl.Object) []podSet {
-	var sets []podSet
-	for _, r := range k.replicas(o) {
-		sets = append(sets, podSet{count: int(ptrOr(r.Replicas, 1))})
-	}
+	sets, _ := replicaPodSets(k.replicas(o), mpiReplica)
 	return sets
 }
 
 func (k mpiJobKind) specs(o ctrl.Object) []corev1.PodSpec {
-	var specs []corev1.PodSpec
-	for _, r := range k.replicas(o) {
-		specs = append(specs, r.Template.Spec)
-	}
+	_, specs := replicaPodSets(k.replicas(o), mpiReplica)
 	return specs
 }
 
