@@ -299,6 +299,30 @@ def test_a_jobset_jobs_and_a_pod_on_both_engines(tmp_path: Path):
     })  # fmt: skip
 
 
+def test_a_jobsets_pods_spread_a_jobs_do_not_on_both_engines(tmp_path: Path):
+    """Cross-check seed 601: JobSet's controller makes a headless Service selecting a JobSet's
+    pods (network.enableDNSHostnames, true unless said false), and kube-scheduler's
+    PodTopologySpread then scores them with its system default constraints (hostname maxSkew 3,
+    zone maxSkew 5; weight 2): it spreads them where the resource scores alone would stack
+    them. Two nodes of 8 CPUs, 32Gi and 8 GPUs; pods of 1 CPU, 4Gi and a GPU:
+    - 0s: load (2 CPUs, 8Gi) on twin-0 (a tie, by name), to 2h.
+    - 1m: js's first pod on twin-1 (LeastAllocated 87 against 62, BalancedAllocation 75 on
+      both, spread alike); its second: resources twin-1 75+75 = 150, twin-0 62+75 = 137, but
+      the spread's raw scores are twin-0 0*ln(4)+2 = 2, twin-1 round(1*ln(4)+2) = 3,
+      normalised 100 and 66, weighted 2: twin-0 337 against 282. To 11m.
+    - 20m: pair, a Job of two such pods: no Service selects them, both on twin-1 (162, then
+      150 against 137). To 30m.
+    - 40m: nodns, js again with enableDNSHostnames false: no Service, both on twin-1."""
+    same_story("spread", tmp_path, {
+        "load": [(0, "admitted", "twin"), (0, "ran", "twin-0"), (7200, "stopped", "")],
+        "js": [(60, "admitted", "twin"), (60, "ran", "twin-0, twin-1"), (660, "stopped", "")],
+        "pair": [(1200, "admitted", "twin"), (1200, "ran", "twin-1, twin-1"),
+                 (1800, "stopped", "")],
+        "nodns": [(2400, "admitted", "twin"), (2400, "ran", "twin-1, twin-1"),
+                  (3000, "stopped", "")],
+    })  # fmt: skip
+
+
 def test_a_preempted_jobset_stops_and_runs_again_whole_on_both_engines(tmp_path: Path):
     """A JobSet's eviction: Kueue suspends it; on the sandbox JobSet's controller then suspends
     its Jobs and their pods go, on the fast engine its pods stop at once. One 8-GPU node, quota

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -120,6 +121,25 @@ func (jobSetKind) setPhase(o ctrl.Object, p jobPhase, now metav1.Time) {
 			Message: "jobset completed successfully", LastTransitionTime: now,
 		})
 	}
+}
+
+// headlessService: the Service JobSet's controller makes for the JobSet
+// (createHeadlessSvcIfNecessary, sigs.k8s.io/jobset v0.12.0): when network.enableDNSHostnames
+// is true (JobSet's webhook defaults it to true when not given; the engine runs no webhook of
+// JobSet's, so not given counts as true), a headless Service named by network.subdomain (the
+// JobSet's name when not given) in its namespace, selecting jobset.sigs.k8s.io/jobset-name: its
+// name, the label the controller puts on each of its pods: its pods and no others.
+func (jobSetKind) headlessService(o ctrl.Object) (types.NamespacedName, string, bool) {
+	js := o.(*jobsetapi.JobSet)
+	nw := js.Spec.Network
+	if nw != nil && nw.EnableDNSHostnames != nil && !*nw.EnableDNSHostnames {
+		return types.NamespacedName{}, "", false
+	}
+	name := js.Name
+	if nw != nil && nw.Subdomain != "" {
+		name = nw.Subdomain
+	}
+	return types.NamespacedName{Namespace: js.Namespace, Name: name}, spreadGroup(js.Namespace, js.Name), true
 }
 
 func ptrTrue(b *bool) bool { return b != nil && *b }

@@ -153,7 +153,20 @@ func (s *sim) submitFamily(j *jobState) error {
 		return nil
 	}
 	j.submitted = true
+	// Its controller's Service, if it makes one, is made as it first sees the job, before any
+	// pod: the group the Service selects is the one the job's pods spread in (spread.go).
+	if m, ok := j.family.jobKind.(serviceMaker); ok {
+		if name, group, made := m.headlessService(obj); made && s.services.create(name, group) == group {
+			j.spread = group
+		}
+	}
 	return nil
+}
+
+// serviceMaker: a kind whose controller makes a Service selecting a job's pods: its name, the
+// group of pods it selects (spreadGroup) and whether it makes one for this job.
+type serviceMaker interface {
+	headlessService(o ctrl.Object) (types.NamespacedName, string, bool)
 }
 
 // familyPods: the kind's controller and the scheduler, for one job: an unsuspended one's pods

@@ -23,6 +23,8 @@ type node struct {
 	used    []int64  // by resource index, milli-units
 	nonZero [2]int64 // cpu and memory as the scheduler's scoring counts them (ask.nonZero)
 	pods    int64
+	// groups: its pods that a Service selects, by the group (spreadGroup) they belong to.
+	groups map[string]int64
 }
 
 // amount: a pod's request of one resource, by its index.
@@ -174,17 +176,8 @@ func (c *cluster) matches(spec *corev1.PodSpec) []int {
 }
 
 func (n *node) matches(spec *corev1.PodSpec) bool {
-	for k, v := range spec.NodeSelector {
-		if n.labels[k] != v {
-			return false
-		}
-	}
-	if a := spec.Affinity; a != nil && a.NodeAffinity != nil &&
-		a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-		if len(terms) > 0 && !anyTermMatches(terms, n.labels) {
-			return false
-		}
+	if !n.selectedBy(spec.NodeSelector, requiredTerms(spec)) {
+		return false
 	}
 	for i := range n.taints {
 		t := &n.taints[i]
@@ -196,6 +189,25 @@ func (n *node) matches(spec *corev1.PodSpec) bool {
 		}
 	}
 	return true
+}
+
+// requiredTerms: the pod's required node affinity terms (nil: none).
+func requiredTerms(spec *corev1.PodSpec) []corev1.NodeSelectorTerm {
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil &&
+		a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		return a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	}
+	return nil
+}
+
+// selectedBy: the node's labels match a pod's nodeSelector and required node affinity terms.
+func (n *node) selectedBy(selector map[string]string, required []corev1.NodeSelectorTerm) bool {
+	for k, v := range selector {
+		if n.labels[k] != v {
+			return false
+		}
+	}
+	return len(required) == 0 || anyTermMatches(required, n.labels)
 }
 
 func anyTermMatches(terms []corev1.NodeSelectorTerm, labels map[string]string) bool {
@@ -255,6 +267,13 @@ type ask struct {
 	bestEffort bool // nothing requested at all: BalancedAllocation does not score it
 	preferNo   []corev1.Toleration
 	preferred  []corev1.PreferredSchedulingTerm
+	// group: the Service-selected group its pods belong to ("" none); ownSpread: it has spread
+	// constraints of its own (then the scheduler applies no default ones); selector and
+	// required: its node selector and required node affinity terms (the spread's domains).
+	group     string
+	ownSpread bool
+	selector  map[string]string
+	required  []corev1.NodeSelectorTerm
 }
 
 // The scheduler's defaults for a container without a cpu or memory request, when it scores
@@ -265,8 +284,9 @@ const (
 	defaultMemory   = 200 * 1024 * 1024 * 1000
 )
 
-func (c *cluster) ask(spec *corev1.PodSpec) ask {
-	a := ask{req: c.request(spec)}
+func (c *cluster) ask(spec *corev1.PodSpec, group string) ask {
+	a := ask{req: c.request(spec), group: group, ownSpread: len(spec.TopologySpreadConstraints) > 0,
+		selector: spec.NodeSelector, required: requiredTerms(spec)}
 	a.nonZero = nonZeroRequests(spec)
 	a.bestEffort = a.nonZero == [2]int64{}
 	for _, t := range spec.Tolerations {
@@ -321,9 +341,9 @@ func nonZeroRequests(spec *corev1.PodSpec) [2]int64 {
 
 // The default profile's scoring plugins that tell these nodes apart, with their weights:
 // NodeResourcesFit (LeastAllocated over cpu and memory), NodeResourcesBalancedAllocation,
-// TaintToleration and NodeAffinity (preferred terms). ImageLocality, PodTopologySpread and
-// InterPodAffinity give every node the same score for these pods (no images, no spread
-// constraints or selecting services, no pod affinity), so they cannot change the choice.
+// TaintToleration, NodeAffinity (preferred terms) and, for pods a Service selects,
+// PodTopologySpread (spread.go). ImageLocality and InterPodAffinity give every node the same
+// score for these pods (no images, no pod affinity), so they cannot change the choice.
 const (
 	weightFit      = 1
 	weightBalanced = 1
@@ -449,11 +469,15 @@ func (c *cluster) best(cands []int, a *ask) int {
 		taints[k], affinity[k] = c.nodes[j].untoleratedPreferNo(a), c.nodes[j].preferredWeight(a)
 	}
 	taints, affinity = normalized(taints, true), normalized(affinity, false)
+	spread := c.spreadScores(feasible, a)
 	best, bestScore := -1, int64(-1)
 	for k, j := range feasible { // in name order: the first of equals stays
 		n := c.nodes[j]
 		s := weightFit*n.leastAllocated(a) + weightBalanced*n.balanced(a) +
 			weightTaints*taints[k] + weightAffinity*affinity[k]
+		if spread != nil {
+			s += weightSpread * spread[k]
+		}
 		if s > bestScore {
 			best, bestScore = j, s
 		}
@@ -468,14 +492,21 @@ func (n *node) take(a *ask, sign int64) {
 	n.nonZero[0] += sign * a.nonZero[0]
 	n.nonZero[1] += sign * a.nonZero[1]
 	n.pods += sign
+	if a.group != "" {
+		if n.groups == nil {
+			n.groups = map[string]int64{}
+		}
+		n.groups[a.group] += sign
+	}
 }
 
 // place binds up to count pods of spec, one after another, each to the node the scheduler
 // would choose, as kube-scheduler binds a job's pods one by one: the pods that fit keep their
 // nodes while the rest wait (no gang scheduling). It returns the nodes taken, and why the
-// rest do not fit when they do not all.
-func (c *cluster) place(spec *corev1.PodSpec, count int) (placement, string) {
-	a := c.ask(spec)
+// rest do not fit when they do not all. group: the Service-selected group the pods belong to
+// ("" none).
+func (c *cluster) place(spec *corev1.PodSpec, count int, group string) (placement, string) {
+	a := c.ask(spec, group)
 	cands := c.matches(spec)
 	var p placement
 	for len(p) < count {
@@ -493,7 +524,7 @@ func (c *cluster) place(spec *corev1.PodSpec, count int) (placement, string) {
 // stays pending, as it would), and keeps them there for the whole replay.
 func (c *cluster) settle(pods []corev1.PodSpec) {
 	for i := range pods {
-		c.place(&pods[i], 1)
+		c.place(&pods[i], 1, "")
 	}
 }
 
@@ -507,8 +538,8 @@ func (c *cluster) nodeNames(p placement) []string {
 	return out
 }
 
-func (c *cluster) release(spec *corev1.PodSpec, p placement) {
-	a := c.ask(spec)
+func (c *cluster) release(spec *corev1.PodSpec, p placement, group string) {
+	a := c.ask(spec, group)
 	for _, j := range p {
 		c.nodes[j].take(&a, -1)
 	}

@@ -88,12 +88,12 @@ func TestPlaceBindsEachPodToTheBestNodeThatFitsTiesByName(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCluster(tc.nodes)
 			spec := tc.spec
-			p, why := c.place(&spec, tc.count)
+			p, why := c.place(&spec, tc.count, "")
 			if got := names(c, p); !reflect.DeepEqual(got, tc.want) || why != tc.why {
 				t.Fatalf("place = %v, %q; want %v, %q", got, why, tc.want, tc.why)
 			}
 			// What is bound holds its node; nothing else does.
-			c.release(&spec, p)
+			c.release(&spec, p, "")
 			for _, n := range c.nodes {
 				for r, u := range n.used {
 					if u != 0 || n.pods != 0 || n.nonZero != [2]int64{} {
@@ -108,12 +108,12 @@ func TestPlaceBindsEachPodToTheBestNodeThatFitsTiesByName(t *testing.T) {
 func TestReleaseFreesWhatAPlacementTook(t *testing.T) {
 	c := newCluster([]corev1.Node{testNode("a", nil, nil, map[corev1.ResourceName]string{gpu: "8"})})
 	spec := podSpec(map[corev1.ResourceName]string{gpu: "8"}, nil)
-	p, _ := c.place(&spec, 1)
-	if again, _ := c.place(&spec, 1); again != nil {
+	p, _ := c.place(&spec, 1, "")
+	if again, _ := c.place(&spec, 1, ""); again != nil {
 		t.Fatalf("a full node took another 8 GPUs")
 	}
-	c.release(&spec, p)
-	if again, why := c.place(&spec, 1); again == nil {
+	c.release(&spec, p, "")
+	if again, why := c.place(&spec, 1, ""); again == nil {
 		t.Fatalf("the released node does not fit again: %s", why)
 	}
 }
@@ -206,7 +206,7 @@ func TestPodRequests(t *testing.T) {
 func TestLeastAllocatedCountsCPUAndMemoryAsTheSchedulerScoresThem(t *testing.T) {
 	c := newCluster([]corev1.Node{testNode("a", nil, nil, map[corev1.ResourceName]string{corev1.ResourceCPU: "10", corev1.ResourceMemory: "10Gi", gpu: "8"})})
 	spec := podSpec(map[corev1.ResourceName]string{corev1.ResourceCPU: "5", gpu: "8"}, nil)
-	a := c.ask(&spec)
+	a := c.ask(&spec, "")
 	// cpu half free after the pod (50); the container asks no memory, which the scheduler
 	// counts at 200Mi: (10240-200)*100/10240 = 98; GPUs are not scored: (50+98)/2 = 74.
 	if got := c.nodes[0].leastAllocated(&a); got != 74 {
@@ -222,7 +222,7 @@ func TestBalancedAllocationScoresTheChangeInBalance(t *testing.T) {
 	c := newCluster([]corev1.Node{testNode("a", nil, nil, alloc)})
 	even := podSpec(map[corev1.ResourceName]string{corev1.ResourceCPU: "5", corev1.ResourceMemory: "5Gi"}, nil)
 	lopsided := podSpec(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "1Gi"}, nil)
-	a, b := c.ask(&even), c.ask(&lopsided)
+	a, b := c.ask(&even, ""), c.ask(&lopsided, "")
 	// Empty node: balance 100 before; 100 after the even pod (50+(50+100-100)/2 = 75); the
 	// lopsided one leaves fractions 0.8 and 0.1: std 0.35, balance 65: 50+(50+65-100)/2 = 57.
 	if got := c.nodes[0].balanced(&a); got != 75 {
@@ -258,20 +258,20 @@ func TestBestWeighsPreferredTaintsAndAffinityOverRoom(t *testing.T) {
 	spec := podSpec(map[corev1.ResourceName]string{corev1.ResourceCPU: "1", gpu: "1"}, nil)
 	c := newCluster(nodes)
 	// a is first by name, but an untolerated PreferNoSchedule taint weighs 3 x 100 against it.
-	if p, _ := c.place(&spec, 1); !reflect.DeepEqual(names(c, p), []string{"b"}) {
+	if p, _ := c.place(&spec, 1, ""); !reflect.DeepEqual(names(c, p), []string{"b"}) {
 		t.Errorf("the tainted node won: %v", names(c, p))
 	}
 	tolerated := spec
 	tolerated.Tolerations = []corev1.Toleration{{Key: "spot", Operator: corev1.TolerationOpExists}}
 	c = newCluster(nodes)
-	if p, _ := c.place(&tolerated, 1); !reflect.DeepEqual(names(c, p), []string{"a"}) {
+	if p, _ := c.place(&tolerated, 1, ""); !reflect.DeepEqual(names(c, p), []string{"a"}) {
 		t.Errorf("tolerated, the first by name should win: %v", names(c, p))
 	}
 	preferred := tolerated
 	preferred.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
 		Weight: 10, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "rack", Operator: corev1.NodeSelectorOpIn, Values: []string{"r2"}}}}}}}}
 	c = newCluster(nodes)
-	if p, _ := c.place(&preferred, 1); !reflect.DeepEqual(names(c, p), []string{"b"}) {
+	if p, _ := c.place(&preferred, 1, ""); !reflect.DeepEqual(names(c, p), []string{"b"}) {
 		t.Errorf("the preferred node lost: %v", names(c, p))
 	}
 }
@@ -284,7 +284,7 @@ func TestSettledPodsHoldTheirNode(t *testing.T) {
 	job := podSpec(map[corev1.ResourceName]string{corev1.ResourceCPU: "16", corev1.ResourceMemory: "128Gi", gpu: "4"}, nil)
 	// The controller took a little of a100-0 (the first of two equal nodes), so the job's pod
 	// scores higher on a100-1.
-	if p, _ := c.place(&job, 1); !reflect.DeepEqual(names(c, p), []string{"a100-1"}) {
+	if p, _ := c.place(&job, 1, ""); !reflect.DeepEqual(names(c, p), []string{"a100-1"}) {
 		t.Errorf("placed on %v", names(c, p))
 	}
 }

@@ -62,7 +62,7 @@ func (s *sim) endOneByOne(j *jobState) error {
 		return strings.Compare(s.nodes.nodes[j.where[a]].name, s.nodes.nodes[j.where[b]].name)
 	})
 	for _, k := range order[:len(order)-1] {
-		s.nodes.release(&j.sets[j.whose[k]].spec, placement{j.where[k]})
+		s.nodes.release(&j.sets[j.whose[k]].spec, placement{j.where[k]}, j.spread)
 		if err := s.retryWaiting(); err != nil {
 			return err
 		}
@@ -82,7 +82,7 @@ func (s *sim) unbind(j *jobState) {
 			}
 		}
 		if len(p) > 0 {
-			s.nodes.release(&j.sets[k].spec, p)
+			s.nodes.release(&j.sets[k].spec, p, j.spread)
 		}
 	}
 	j.where, j.whose = nil, nil
@@ -194,7 +194,7 @@ func (s *sim) bind(i int, specs []corev1.PodSpec) bool {
 	why := ""
 	for k := range j.sets {
 		set := &j.sets[k]
-		more, short := s.nodes.place(&set.spec, set.count-countOf(j.whose, k))
+		more, short := s.nodes.place(&set.spec, set.count-countOf(j.whose, k), j.spread)
 		j.where = append(j.where, more...)
 		for range more {
 			j.whose = append(j.whose, k)

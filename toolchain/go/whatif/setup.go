@@ -60,6 +60,7 @@ func newSim(in *Input) (*sim, error) {
 		waiting:  map[int]bool{},
 		retry:    map[int]bool{},
 		toPlace:  map[int]bool{},
+		services: services{},
 	}
 	s.dirty.reset()
 	cfg, err := loadConfiguration(in.Configuration)

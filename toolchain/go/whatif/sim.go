@@ -108,6 +108,7 @@ type sim struct {
 	stats       Summary
 	waiting     map[int]bool // running-but-unplaced jobs (unsuspended, pods pending)
 	waitSeq     int          // jobs that began to wait for nodes so far (jobState.waitingSince)
+	services    services     // the Services jobs' controllers made (spread.go)
 	toPlace     map[int]bool // jobs whose new pods wait until Kueue is done with the instant (held)
 	admitSeq    int          // admissions so far (jobState.admittedSeq)
 	// requeuePeriod: how long after a change Kueue requeues the inadmissible workloads it may

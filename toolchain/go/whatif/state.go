@@ -69,6 +69,9 @@ type jobState struct {
 	workload    *types.NamespacedName
 	submitted   bool
 	problem     string
+	// spread: the group of its pods a Service selects ("" none; spread.go), for the scheduler's
+	// PodTopologySpread score.
+	spread string
 }
 
 // step: one change of a workload's hold on quota or of its pods, when it happened: admitted
