@@ -54,6 +54,7 @@ from gpu_queues.whatif.engine_input import (
     not_fast,
     topology_problem,
 )
+from gpu_queues.whatif.fits import never_fits
 from gpu_queues.whatif.mix import Catalog, Entry, load_mix
 from gpu_queues.whatif.outcome import not_replayed, outcome
 from gpu_queues.whatif.report import Run, RunMeta, WorkloadResult, team_results
@@ -256,7 +257,11 @@ def replay_entries(
         kueue_binary=shown(binary(version)),
         flavor_gpus=flavor_gpus(config),
         engine="fast",
-        notes=[*(notes or []), *change_notes(changes)],
+        notes=[
+            *(notes or []),
+            *never_fits(config, entries, document["nodes"]),
+            *change_notes(changes),
+        ],
     )
     for loop in summary.get("churn") or []:
         meta.notes.append(

@@ -1,5 +1,5 @@
-"""What GPUs a workload holds: per pod (its containers together, or its largest init
-container), and GPU-hours of a run.
+"""What a pod asks for (its containers together, or its largest init container) and the GPUs
+of it a workload holds, and GPU-hours of a run.
 """
 
 from __future__ import annotations
@@ -13,36 +13,46 @@ from gpu_queues.kueue.fields import is_gpu
 from gpu_queues.kueue.quantity import QuantityError, parse_quantity
 from gpu_queues.values import as_dict, as_list
 
-__all__ = ["gpu_hours", "is_gpu", "pod_gpus"]
+__all__ = ["gpu_hours", "is_gpu", "pod_gpus", "pod_requests"]
 
 
-def pod_gpus(pod_spec: Any) -> int:
-    """GPUs one pod holds: its containers' together, or its largest init container's.
-    An extended resource's request equals its limit; either may be written."""
+def pod_requests(pod_spec: Any) -> dict[str, Fraction]:
+    """What one pod asks for, per resource, as Kueue counts it: its containers' together, or its
+    largest init container's, whichever is more. A container's request is its `requests`
+    entry, else its `limits` one (the API server's default; an extended resource's request
+    equals its limit). A quantity that does not parse counts as nothing (the mix's checks
+    refuse it first)."""
 
-    def per_container(c: Any) -> int:
+    def per_container(c: Any) -> dict[str, Fraction]:
         res = c.get("resources") if isinstance(c, Mapping) else None
         if not isinstance(res, Mapping):
-            return 0
-        total = 0
-        for part in ("limits", "requests"):
+            return {}
+        got: dict[str, Fraction] = {}
+        for part in ("limits", "requests"):  # a request wins over a limit
             amounts = res.get(part)
             if not isinstance(amounts, Mapping):
                 continue
-            got = 0
             for name, value in amounts.items():
-                if is_gpu(str(name)):
-                    try:
-                        got += math.ceil(parse_quantity(value))
-                    except QuantityError:
-                        continue
-            total = max(total, got)
-        return total
+                try:
+                    got[str(name)] = parse_quantity(value)
+                except QuantityError:
+                    continue
+        return got
 
     spec = as_dict(pod_spec)
-    containers = [per_container(c) for c in as_list(spec.get("containers"))]
-    inits = [per_container(c) for c in as_list(spec.get("initContainers"))]
-    return max(sum(containers), max(inits, default=0))
+    total: dict[str, Fraction] = {}
+    for c in as_list(spec.get("containers")):
+        for name, value in per_container(c).items():
+            total[name] = total.get(name, Fraction(0)) + value
+    for c in as_list(spec.get("initContainers")):
+        for name, value in per_container(c).items():
+            total[name] = max(total.get(name, Fraction(0)), value)
+    return total
+
+
+def pod_gpus(pod_spec: Any) -> int:
+    """GPUs one pod holds (`pod_requests`, over every GPU resource)."""
+    return sum(math.ceil(v) for r, v in pod_requests(pod_spec).items() if is_gpu(r))
 
 
 def gpu_hours(gpus: int, seconds: float) -> Fraction:

@@ -30,6 +30,7 @@ from gpu_queues.whatif.changes import notes as change_notes
 from gpu_queues.whatif.documents import Limits, MixTooLarge
 from gpu_queues.whatif.durations import parse_duration
 from gpu_queues.whatif.engine_input import flavor_gpus, frameworks
+from gpu_queues.whatif.fits import never_fits
 from gpu_queues.whatif.limits import add_limit_flags, limits_of
 from gpu_queues.whatif.mix import Catalog, Entry, load_mix
 from gpu_queues.whatif.report import Run, RunMeta, team_results
@@ -134,6 +135,7 @@ def replay_mix(
         notes=[
             *(notes or []),
             *wall_clock_fairness(config),
+            *never_fits(config, entries),
             *change_notes(changes),
             *replay.notes,
         ],
