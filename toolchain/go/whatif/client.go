@@ -58,7 +58,7 @@ func (s *sim) newClient(in *Input) ([]ctrl.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	runtimes, err := decodeRuntimes(s.scheme, in.Runtimes)
+	runtimes, err := s.runtimeObjects(in.Runtimes)
 	if err != nil {
 		return nil, err
 	}

@@ -50,11 +50,15 @@ const (
 // client is made (clientReader).
 type trainJobKind struct{ c *lentClient }
 
-// lentClient: the replay's client and context, for the kinds that read through it.
+// lentClient: the replay's client and context, for the kinds that read through it; and the
+// runtimes the API refused (runtimeObjects), by kind, namespace and name.
 type lentClient struct {
-	ctx context.Context
-	cl  ctrl.Client
+	ctx     context.Context
+	cl      ctrl.Client
+	refused map[runtimeKey]error
 }
+
+type runtimeKey struct{ kind, namespace, name string }
 
 func (trainJobKind) kind() string                        { return "TrainJob" }
 func (trainJobKind) gvk() schema.GroupVersionKind        { return kftrainer.GroupVersion.WithKind("TrainJob") }
@@ -78,7 +82,7 @@ func (trainJobKind) newReconciler(ctx context.Context, cl ctrl.Client, _ ctrl.Fi
 	return trainjob.NewReconciler(ctx, cl, ix, nopRecorder{}, opts...)
 }
 
-func (k trainJobKind) useClient(ctx context.Context, cl ctrl.Client) { *k.c = lentClient{ctx, cl} }
+func (k trainJobKind) useClient(ctx context.Context, cl ctrl.Client) { k.c.ctx, k.c.cl = ctx, cl }
 
 // decode: the TrainJob as the API server stores it: its CRD's defaults for what Kueue reads
 // (runtimeRef's apiGroup trainer.kubeflow.org and kind ClusterTrainingRuntime, suspend false,
@@ -122,15 +126,28 @@ func (k trainJobKind) runtime(tj *kftrainer.TrainJob) (*kftrainer.JobSetTemplate
 	if trainjobutil.RuntimeRefIsClusterTrainingRuntime(ref) {
 		var ctr kftrainer.ClusterTrainingRuntime
 		if err := k.c.cl.Get(k.c.ctx, ctrl.ObjectKey{Name: ref.Name}, &ctr); err != nil {
-			return nil, fmt.Errorf("spec.runtimeRef: ClusterTrainingRuntime %q: %w", ref.Name, err)
+			return nil, k.c.lost(runtimeKey{kftrainer.ClusterTrainingRuntimeKind, "", ref.Name}, err)
 		}
 		return &ctr.Spec.Template, nil
 	}
 	var tr kftrainer.TrainingRuntime
 	if err := k.c.cl.Get(k.c.ctx, ctrl.ObjectKey{Namespace: tj.Namespace, Name: ref.Name}, &tr); err != nil {
-		return nil, fmt.Errorf("spec.runtimeRef: TrainingRuntime %s/%s: %w", tj.Namespace, ref.Name, err)
+		return nil, k.c.lost(runtimeKey{kftrainer.TrainingRuntimeKind, tj.Namespace, ref.Name}, err)
 	}
 	return &tr.Spec.Template, nil
+}
+
+// lost: why a TrainJob's runtime cannot be read, naming spec.runtimeRef: the API refused it
+// (its field of another type, which makes the TrainJob a row saying so), or it is not there.
+func (c *lentClient) lost(key runtimeKey, err error) error {
+	where := key.name
+	if key.namespace != "" {
+		where = key.namespace + "/" + key.name
+	}
+	if refused, ok := c.refused[key]; ok {
+		return fmt.Errorf("spec.runtimeRef: the API refused its %s %s: %w", key.kind, where, refused)
+	}
+	return fmt.Errorf("spec.runtimeRef: %s %q: %w", key.kind, where, err)
 }
 
 // kueuePodSets: the pod sets as Kueue's integration makes them (its PodSets, on the replay's
@@ -214,48 +231,81 @@ func (k trainJobKind) setPhase(o ctrl.Object, p jobPhase, now metav1.Time) {
 	}
 }
 
-// decodeRuntimes: the mix's ClusterTrainingRuntimes and TrainingRuntimes as the API server
-// stores them: a replicated job's replicas 1 when it gives none (the Trainer's CRDs' default,
-// JobSet's), which Kueue multiplies its pods by.
-func decodeRuntimes(scheme *runtime.Scheme, raws []json.RawMessage) ([]ctrl.Object, error) {
-	objs, err := decodeObjects(scheme, raws)
-	if err != nil {
-		return nil, fmt.Errorf("runtimes: %w", err)
-	}
-	for k, o := range objs {
-		var spec *kftrainer.TrainingRuntimeSpec
-		switch rt := o.(type) {
-		case *kftrainer.ClusterTrainingRuntime:
-			spec = &rt.Spec
-		case *kftrainer.TrainingRuntime:
-			spec = &rt.Spec
-			if rt.Namespace == "" {
-				rt.Namespace = "default"
-			}
-		default:
-			return nil, fmt.Errorf("runtime %d: a %T is no training runtime", k, o)
-		}
-		var given struct {
-			Spec struct {
-				Template struct {
-					Spec struct {
-						ReplicatedJobs []struct {
-							Replicas *int32 `json:"replicas"`
-						} `json:"replicatedJobs"`
-					} `json:"spec"`
-				} `json:"template"`
-			} `json:"spec"`
-		}
-		if err := json.Unmarshal(raws[k], &given); err != nil {
+// runtimeObjects: the mix's ClusterTrainingRuntimes and TrainingRuntimes as the API server
+// stores them (decodeRuntime). One with a field of another type than the Trainer's API gives
+// it is refused, as the API server would refuse it, and kept out: the TrainJobs on it are rows
+// saying so (lost), and the replay goes on.
+func (s *sim) runtimeObjects(raws []json.RawMessage) ([]ctrl.Object, error) {
+	refused := map[runtimeKey]error{}
+	var objs []ctrl.Object
+	for k, raw := range raws {
+		obj, key, err := decodeRuntime(raw)
+		switch {
+		case err != nil && fieldOfAnotherType(err):
+			refused[key] = err
+		case err != nil:
 			return nil, fmt.Errorf("runtime %d: %w", k, err)
+		default:
+			objs = append(objs, obj)
 		}
-		for i, rj := range given.Spec.Template.Spec.ReplicatedJobs {
-			if rj.Replicas == nil && i < len(spec.Template.Spec.ReplicatedJobs) {
-				spec.Template.Spec.ReplicatedJobs[i].Replicas = 1
-			}
-		}
+	}
+	if f := s.familyOf(trainJobKind{}.kind()); f != nil {
+		f.jobKind.(trainJobKind).c.refused = refused
 	}
 	return objs, nil
+}
+
+// decodeRuntime: one runtime with a replicated job's replicas 1 when it gives none (the
+// Trainer's CRDs' default, JobSet's), which Kueue multiplies its pods by; a TrainingRuntime in
+// namespace default when it names none.
+func decodeRuntime(raw json.RawMessage) (ctrl.Object, runtimeKey, error) {
+	var head struct {
+		metav1.TypeMeta   `json:",inline"`
+		metav1.ObjectMeta `json:"metadata"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return nil, runtimeKey{}, err
+	}
+	key := runtimeKey{head.Kind, "", head.Name}
+	var obj ctrl.Object
+	var spec *kftrainer.TrainingRuntimeSpec
+	switch head.Kind {
+	case kftrainer.ClusterTrainingRuntimeKind:
+		rt := &kftrainer.ClusterTrainingRuntime{}
+		obj, spec = rt, &rt.Spec
+	case kftrainer.TrainingRuntimeKind:
+		rt := &kftrainer.TrainingRuntime{}
+		obj, spec = rt, &rt.Spec
+		if key.namespace = head.Namespace; key.namespace == "" {
+			key.namespace = "default"
+		}
+	default:
+		return nil, key, fmt.Errorf("a %s is no training runtime", head.Kind)
+	}
+	if err := json.Unmarshal(raw, obj); err != nil {
+		return nil, key, err
+	}
+	obj.SetNamespace(key.namespace)
+	var given struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					ReplicatedJobs []struct {
+						Replicas *int32 `json:"replicas"`
+					} `json:"replicatedJobs"`
+				} `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(raw, &given); err != nil {
+		return nil, key, err
+	}
+	for i, rj := range given.Spec.Template.Spec.ReplicatedJobs {
+		if rj.Replicas == nil && i < len(spec.Template.Spec.ReplicatedJobs) {
+			spec.Template.Spec.ReplicatedJobs[i].Replicas = 1
+		}
+	}
+	return obj, key, nil
 }
 
 func ptrValue(p *int32) int32 {

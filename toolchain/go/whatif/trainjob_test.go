@@ -136,3 +136,24 @@ func TestATrainJobWithoutItsRuntimeIsRefusedNamingItsRuntimeRef(t *testing.T) {
 		t.Errorf("newSim: %v, want an error naming spec.runtimeRef and the runtime", err)
 	}
 }
+
+// A runtime with a field of another type than the Trainer's API gives it is refused, as the API
+// server would refuse it: the TrainJob on it is a row saying so, naming spec.runtimeRef, and the
+// rest of the mix replays (a TrainJob on another runtime runs its 10 s).
+func TestATrainJobOnARuntimeTheAPIRefusesIsARowAndTheRestReplays(t *testing.T) {
+	var bad map[string]any
+	if err := json.Unmarshal(trainRuntime(t, "bad", 2, false), &bad); err != nil {
+		t.Fatal(err)
+	}
+	bad["spec"].(map[string]any)["mlPolicy"] = map[string]any{"numNodes": "two"}
+	in := trainInput(t,
+		gpuTrainJob(t, 0, "refused", "bad", 2, "1", 0, 10),
+		gpuTrainJob(t, 1, "fine", "torch", 2, "1", 0, 10),
+	)
+	in.Runtimes = append(in.Runtimes, rawJSON(t, bad))
+	results, _ := replayed(t, in)
+	if p := results[0].Problem; !strings.Contains(p, `spec.runtimeRef: the API refused its ClusterTrainingRuntime bad`) {
+		t.Errorf("the TrainJob on the refused runtime: problem %q, want one naming spec.runtimeRef and the runtime", p)
+	}
+	checkRuns(t, results[1:], []runWant{{0, `[{"start":0,"end":10}]`, 2}})
+}
