@@ -12,12 +12,13 @@ How the Trainer (v2.2: its TrainingRuntime's newRuntimeInfo, its ML policy plugi
 builder) makes each replicated job's pods, which Kueue then counts as a JobSet's (replicas x
 pods at once):
 - a replicated job's pods are its parallelism (1 when unset), its replicas as the runtime gives
-  them (1 when unset);
-- the trainer step (the replicated job labelled trainer.kubeflow.org/trainjob-ancestor-step:
-  trainer) runs one Job (the builder sets its replicas to 1) of numNodes pods: the TrainJob's
-  spec.trainer.numNodes, else the runtime's mlPolicy.numNodes (1 when unset) when it has an
-  mlPolicy, else its parallelism; with an MPI policy whose runLauncherAsNode is true, the
-  replicated job named node runs the TrainJob's numNodes less one (at least 1);
+  them (1 when unset), but for the trainer and initializer steps (the replicated jobs labelled
+  trainer.kubeflow.org/trainjob-ancestor-step: trainer, dataset-initializer or
+  model-initializer), which the builder makes one Job each whatever the runtime says;
+- the trainer step runs numNodes pods: the TrainJob's spec.trainer.numNodes, else the
+  runtime's mlPolicy.numNodes (1 when unset) when it has an mlPolicy, else its parallelism;
+  with an MPI policy whose runLauncherAsNode is true, the replicated job named node runs the
+  TrainJob's numNodes less one (at least 1);
 - the trainer step's container named node gets the TrainJob's spec.trainer.resourcesPerNode in
   place of its own resources.
 The fast engine does not use this: it asks Kueue's own code (toolchain/go/whatif/trainjob.go).
@@ -40,6 +41,8 @@ NAMESPACED_RUNTIME: Final = "TrainingRuntime"
 RUNTIME_KINDS: Final = frozenset({CLUSTER_RUNTIME, NAMESPACED_RUNTIME})
 ANCESTOR_LABEL: Final = "trainer.kubeflow.org/trainjob-ancestor-step"
 TRAINER_STEP: Final = "trainer"
+ONE_JOB_STEPS: Final = frozenset({TRAINER_STEP, "dataset-initializer", "model-initializer"})
+"""The steps the Trainer's JobSet builder makes one Job of, whatever the runtime's replicas."""
 NODE: Final = "node"
 """The trainer step's container (and, with MPI, its replicated job) the Trainer overrides."""
 
@@ -139,11 +142,10 @@ def trainjob_pod_sets(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -
         template = copy.deepcopy(as_dict(job.get("template")))
         pod_spec = as_dict(template.get("spec"))
         pods, replicas = _int(job.get("parallelism"), 1), _int(replicated.get("replicas"), 1)
-        if (
-            as_dict(as_dict(job_template.get("metadata")).get("labels")).get(ANCESTOR_LABEL)
-            == TRAINER_STEP
-        ):
+        ancestor = as_dict(as_dict(job_template.get("metadata")).get("labels")).get(ANCESTOR_LABEL)
+        if ancestor in ONE_JOB_STEPS:
             replicas = 1
+        if ancestor == TRAINER_STEP:
             if isinstance(policy, dict):
                 pods = _int(policy.get("numNodes"), 1)
             if isinstance(wanted, int):

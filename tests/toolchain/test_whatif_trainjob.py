@@ -125,3 +125,59 @@ def test_the_docs_trainjob_example_replays_on_staging_with_the_integration_as_it
         4,
     )
     assert w.intervals == [(3600, 14400)]
+
+
+def runtime_of(name: str, policy: dict[str, Any], *steps: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": name},
+        "spec": {"mlPolicy": policy, "template": {"spec": {"replicatedJobs": list(steps)}}},
+    }
+
+
+def step(name: str, ancestor: str, container: str, gpus: int, **replicated: Any) -> dict[str, Any]:
+    res = {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": str(gpus)}
+    pod = {
+        "containers": [
+            {"name": container, "image": "x", "resources": {"requests": res, "limits": res}}
+        ]
+    }
+    return {
+        "name": name,
+        "template": {
+            "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": ancestor}},
+            "spec": {"template": {"spec": pod}},
+        },
+        **replicated,
+    }  # fmt: skip
+
+
+def test_the_reports_gpu_count_is_the_one_kueue_makes_of_each_runtime(tmp_path: Path) -> None:
+    """The report's count (gpu_queues/whatif/trainjob.py) against Kueue's own, on 8 GPUs: mpi,
+    an MPI runtime running its launcher as a node (numNodes 3: 2 node pods x 2 GPUs = 4), and
+    cached, a dataset initializer of 1 GPU (its replicas 2 in the runtime, one Job all the same:
+    the Trainer's builder makes it so) beside 3 trainer nodes of 1 GPU (4), fill them from 0,
+    so each is admitted at once only if Kueue counts no more than the report; small (1 GPU, at
+    0) waits for them to end at 100 only if Kueue counts no fewer."""
+    mpi = runtime_of(
+        "mpi",
+        {"numNodes": 1, "mpi": {"runLauncherAsNode": True}},
+        step("node", "trainer", "node", 2),
+    )
+    cached = runtime_of("cached", {"numNodes": 1, "torch": {}},
+                        step("cache", "dataset-initializer", "init", 1, replicas=2),
+                        step("node", "trainer", "node", 1))  # fmt: skip
+    jobs = [
+        trainjob("a", 3, 2, 0, 100),
+        trainjob("b", 3, 1, 0, 100),
+        trainjob("small", 1, 1, 0, 10),
+    ]
+    jobs[0]["spec"]["runtimeRef"]["name"] = "mpi"
+    jobs[1]["spec"]["runtimeRef"]["name"] = "cached"
+    w = by_name(replay(trainjob_queue(), [RUNTIME, mpi, cached, *jobs], tmp_path))
+    assert [(n, w[n].gpus, w[n].outcome, w[n].wait_seconds) for n in ("a", "b", "small")] == [
+        ("a", 4, "finished", 0),
+        ("b", 4, "finished", 0),
+        ("small", 1, "finished", 100),
+    ]

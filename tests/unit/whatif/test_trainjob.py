@@ -83,10 +83,12 @@ GPUS_2 = {"limits": {"nvidia.com/gpu": 2}}
          {}, (4, 2)),
         (runtime(step("node", "trainer", NODE_POD, parallelism=3), policy={"torch": {}}),
          {}, (2, 1)),
-        # The trainer step is one Job whatever its replicas; another step's replicas count.
+        # The trainer and initializer steps are one Job whatever their replicas; another step's
+        # replicas count.
         (runtime(step("node", "trainer", NODE_POD, replicas=4),
-                 step("cache", "dataset-initializer", LEADER_POD, replicas=3, parallelism=2)),
-         {"numNodes": 2}, (4, 8)),
+                 step("cache", "dataset-initializer", LEADER_POD, replicas=3, parallelism=2),
+                 step("launcher", "launcher", LEADER_POD, replicas=3, parallelism=2)),
+         {"numNodes": 2}, (4, 10)),
         # resourcesPerNode in place of the node container's resources: 1 GPU a node, 4 nodes.
         (runtime(step("node", "trainer", NODE_POD), policy={"numNodes": 4}),
          {"resourcesPerNode": {"limits": {"nvidia.com/gpu": 1}}}, (4, 4)),

@@ -46,6 +46,11 @@ const (
 	ancestorTrainer = "trainer"
 )
 
+// oneJobSteps: the steps the Trainer's JobSet builder makes one Job of, whatever the runtime's
+// replicas (its Builder.Trainer and Builder.Initializer; multiple replicas are a TODO of the
+// Trainer's): the trainer and the two initializers.
+var oneJobSteps = map[string]bool{ancestorTrainer: true, "dataset-initializer": true, "model-initializer": true}
+
 // trainJobKind reads through the client (the TrainJob's runtime), which it is lent once the
 // client is made (clientReader).
 type trainJobKind struct{ c *lentClient }
@@ -116,8 +121,27 @@ func (k trainJobKind) decode(manifest []byte) (ctrl.Object, error) {
 		if _, err := k.runtime(&tj); err != nil {
 			return nil, err
 		}
+		if _, err := k.tryPodSets(&tj); err != nil {
+			return nil, err
+		}
 	}
 	return &tj, nil
+}
+
+// tryPodSets: Kueue's PodSets for the TrainJob, or why it could not make them: its error, or
+// a panic of the Trainer's code on a runtime it did not expect (one its CRD's defaults would
+// have filled: decodeRuntime fills those Kueue's path reads).
+func (k trainJobKind) tryPodSets(tj *kftrainer.TrainJob) (sets []kueue.PodSet, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("spec.runtimeRef: Kueue could not make the pod sets from its runtime: %v", r)
+		}
+	}()
+	sets, err = (*trainjob.TrainJob)(tj.DeepCopy()).PodSets(k.c.ctx, k.c.cl)
+	if err != nil {
+		err = fmt.Errorf("spec.runtimeRef: Kueue could not make the pod sets from its runtime: %w", err)
+	}
+	return sets, err
 }
 
 // runtime: the template of the TrainJob's runtime, as Kueue's getRuntimeSpec reads it.
@@ -153,12 +177,10 @@ func (c *lentClient) lost(key runtimeKey, err error) error {
 // kueuePodSets: the pod sets as Kueue's integration makes them (its PodSets, on the replay's
 // client: the runtime's template with the TrainJob's overrides and runtime patches).
 func (k trainJobKind) kueuePodSets(o ctrl.Object) []kueue.PodSet {
-	tj := (*trainjob.TrainJob)(o.(*kftrainer.TrainJob).DeepCopy())
-	sets, err := tj.PodSets(k.c.ctx, k.c.cl)
+	sets, err := k.tryPodSets(o.(*kftrainer.TrainJob))
 	if err != nil {
-		// decode found its runtime, which no replay deletes: Kueue's reading can only fail on
-		// a runtime the Trainer would refuse too.
-		panic(fmt.Sprintf("TrainJob %s: Kueue could not make its pod sets: %v", o.GetName(), err))
+		// decode made them once, from a runtime no replay changes or deletes.
+		panic(fmt.Sprintf("TrainJob %s: %v", o.GetName(), err))
 	}
 	return sets
 }
@@ -207,10 +229,8 @@ func (k trainJobKind) setPhase(o ctrl.Object, p jobPhase, now metav1.Time) {
 	}
 	var out []kftrainer.JobStatus
 	for _, rj := range tmpl.Spec.ReplicatedJobs {
-		// The Trainer's JobSet builder makes the trainer step one Job whatever the runtime
-		// says (its Builder.Trainer; multiple replicas are a TODO of the Trainer's).
 		replicas := rj.Replicas
-		if rj.Template.Labels[ancestorLabel] == ancestorTrainer {
+		if oneJobSteps[rj.Template.Labels[ancestorLabel]] {
 			replicas = 1
 		}
 		st := kftrainer.JobStatus{Name: rj.Name, Ready: ptr(int32(0)), Active: ptr(int32(0)), Succeeded: ptr(int32(0)),
@@ -305,7 +325,41 @@ func decodeRuntime(raw json.RawMessage) (ctrl.Object, runtimeKey, error) {
 			spec.Template.Spec.ReplicatedJobs[i].Replicas = 1
 		}
 	}
+	defaultPolicies(spec)
 	return obj, key, nil
+}
+
+// defaultPolicies: the Trainer's CRD defaults of a runtime's ML and pod group policies, which
+// its plugins read without a nil check when Kueue builds the JobSet (the MPI plugin's
+// numProcPerNode: a runtime written without it, as users write them, would crash the code the
+// API server never lets it reach).
+func defaultPolicies(spec *kftrainer.TrainingRuntimeSpec) {
+	if p := spec.MLPolicy; p != nil && p.MPI != nil {
+		mpi := p.MPI
+		mpi.NumProcPerNode = orDefault(mpi.NumProcPerNode, 1)
+		if mpi.MPIImplementation == nil {
+			mpi.MPIImplementation = ptr(kftrainer.MPIImplementationOpenMPI)
+		}
+		if mpi.SSHAuthMountPath == nil {
+			mpi.SSHAuthMountPath = ptr("/root/.ssh")
+		}
+		if mpi.RunLauncherAsNode == nil {
+			mpi.RunLauncherAsNode = ptr(false)
+		}
+	}
+	if p := spec.MLPolicy; p != nil && p.Flux != nil {
+		p.Flux.NumProcPerNode = orDefault(p.Flux.NumProcPerNode, 1)
+	}
+	if g := spec.PodGroupPolicy; g != nil && g.Coscheduling != nil {
+		g.Coscheduling.ScheduleTimeoutSeconds = orDefault(g.Coscheduling.ScheduleTimeoutSeconds, 60)
+	}
+}
+
+func orDefault(p *int32, v int32) *int32 {
+	if p == nil {
+		return ptr(v)
+	}
+	return p
 }
 
 func ptrValue(p *int32) int32 {

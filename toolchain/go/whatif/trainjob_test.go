@@ -157,3 +157,21 @@ func TestATrainJobOnARuntimeTheAPIRefusesIsARowAndTheRestReplays(t *testing.T) {
 	}
 	checkRuns(t, results[1:], []runWant{{0, `[{"start":0,"end":10}]`, 2}})
 }
+
+// An MPI runtime as users write it (no numProcPerNode, which the Trainer's CRD defaults to 1 and
+// its MPI plugin reads without a nil check) running its launcher as a node: Kueue makes the node
+// step numNodes less one pods (3 - 1 = 2), and the TrainJob runs.
+func TestATrainJobOnAnMPIRuntimeWrittenWithoutItsDefaultsRuns(t *testing.T) {
+	var mpi map[string]any
+	if err := json.Unmarshal(trainRuntime(t, "mpi", 1, false), &mpi); err != nil {
+		t.Fatal(err)
+	}
+	mpi["spec"].(map[string]any)["mlPolicy"] = map[string]any{"numNodes": 1, "mpi": map[string]any{"runLauncherAsNode": true}}
+	in := trainInput(t, gpuTrainJob(t, 0, "ranks", "mpi", 3, "2", 0, 10))
+	in.Runtimes = append(in.Runtimes, rawJSON(t, mpi))
+	results, _ := replayed(t, in)
+	checkRuns(t, results, []runWant{{0, `[{"start":0,"end":10}]`, 2}})
+	if ps := results[0].Workload.Spec.PodSets; len(ps) != 1 || ps[0].Count != 2 {
+		t.Errorf("pod sets %v, want node's 2", ps)
+	}
+}
