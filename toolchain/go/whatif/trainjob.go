@@ -19,6 +19,7 @@ import (
 	"fmt"
 
 	kftrainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	trainerconst "github.com/kubeflow/trainer/v2/pkg/constants"
 	trainjobutil "github.com/kubeflow/trainer/v2/pkg/util/trainjob"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -39,17 +40,13 @@ import (
 // TrainJob without one).
 const kueueRuntimePatch = "kueue.x-k8s.io/manager"
 
-// ancestorLabel: the label of a runtime's replicated job naming its step; ancestorTrainer, the
-// trainer's (the Trainer's constants.LabelTrainJobAncestor and AncestorTrainer).
-const (
-	ancestorLabel   = "trainer.kubeflow.org/trainjob-ancestor-step"
-	ancestorTrainer = "trainer"
-)
-
-// oneJobSteps: the steps the Trainer's JobSet builder makes one Job of, whatever the runtime's
-// replicas (its Builder.Trainer and Builder.Initializer; multiple replicas are a TODO of the
-// Trainer's): the trainer and the two initializers.
-var oneJobSteps = map[string]bool{ancestorTrainer: true, "dataset-initializer": true, "model-initializer": true}
+// oneJobSteps: the steps (a runtime's replicated jobs by their LabelTrainJobAncestor) the
+// Trainer's JobSet builder makes one Job of, whatever the runtime's replicas (its
+// Builder.Trainer and Builder.Initializer; multiple replicas are a TODO of the Trainer's): the
+// trainer and the two initializers.
+var oneJobSteps = map[string]bool{
+	trainerconst.AncestorTrainer: true, trainerconst.DatasetInitializer: true, trainerconst.ModelInitializer: true,
+}
 
 // trainJobKind reads through the client (the TrainJob's runtime), which it is lent once the
 // client is made (clientReader).
@@ -230,7 +227,7 @@ func (k trainJobKind) setPhase(o ctrl.Object, p jobPhase, now metav1.Time) {
 	var out []kftrainer.JobStatus
 	for _, rj := range tmpl.Spec.ReplicatedJobs {
 		replicas := rj.Replicas
-		if oneJobSteps[rj.Template.Labels[ancestorLabel]] {
+		if oneJobSteps[rj.Template.Labels[trainerconst.LabelTrainJobAncestor]] {
 			replicas = 1
 		}
 		st := kftrainer.JobStatus{Name: rj.Name, Ready: ptr(int32(0)), Active: ptr(int32(0)), Succeeded: ptr(int32(0)),

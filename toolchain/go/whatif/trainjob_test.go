@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	kftrainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	trainerconst "github.com/kubeflow/trainer/v2/pkg/constants"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +23,7 @@ func trainRuntime(t *testing.T, name string, numNodes int32, initializer bool) j
 	t.Helper()
 	step := func(name, ancestor, container string) jobsetapi.ReplicatedJob {
 		return jobsetapi.ReplicatedJob{Name: name, Template: batchv1.JobTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{ancestorLabel: ancestor}},
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{trainerconst.LabelTrainJobAncestor: ancestor}},
 			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyNever,
 				Containers: []corev1.Container{{Name: container, Image: "x", Resources: corev1.ResourceRequirements{
@@ -34,7 +35,7 @@ func trainRuntime(t *testing.T, name string, numNodes int32, initializer bool) j
 	if initializer {
 		jobs = append(jobs, step("dataset-initializer", "dataset-initializer", "dataset-initializer"))
 	}
-	jobs = append(jobs, step("node", ancestorTrainer, "node"))
+	jobs = append(jobs, step("node", trainerconst.AncestorTrainer, "node"))
 	rt := &kftrainer.ClusterTrainingRuntime{
 		TypeMeta:   metav1.TypeMeta{APIVersion: kftrainer.GroupVersion.String(), Kind: kftrainer.ClusterTrainingRuntimeKind},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
