@@ -1,9 +1,9 @@
 """What a stack gives an engine to replay: the Kueue objects the program renders for it, the
 manager Configuration and CRDs of its Kueue release, its namespaces and the nodes it declares
-(gpu_queues.whatif.nodes), and the mix's entries the fast engine replays; and why a stack or an
-entry cannot be replayed honestly. The fast engine's driver (gpu_queues.whatif.fast) sends
-this; the sandbox's engine (sandbox/replay/engine.py) reads the integrations and GPUs the same
-way.
+(gpu_queues.whatif.nodes), and the mix's entries the fast engine replays (with the runtimes
+its TrainJobs name); and why a stack or an entry cannot be replayed honestly. The fast
+engine's driver (gpu_queues.whatif.fast) sends this; the sandbox's engine
+(sandbox/replay/engine.py) reads the integrations and GPUs the same way.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from gpu_queues.values import as_dict, as_list
 from gpu_queues.whatif.gpus import is_gpu
 from gpu_queues.whatif.mix import Entry
 from gpu_queues.whatif.nodes import NodeNameClash, nodes
+from gpu_queues.whatif.trainjob import distinct
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 FAST_KINDS = frozenset(
@@ -50,6 +51,7 @@ FAST_KINDS = frozenset(
         "PaddleJob",
         "JAXJob",
         "RayCluster",
+        "TrainJob",
     }
 )
 # A plain Pod that names a group is one pod of a gang Kueue admits together; the fast engine
@@ -260,7 +262,7 @@ def not_fast(e: Entry) -> str | None:
     if e.kind not in FAST_KINDS:
         kinds = (
             "Jobs, Pods, JobSets, PyTorchJobs, RayJobs, MPIJobs, TFJobs, XGBoostJobs, PaddleJobs, "
-            "JAXJobs and RayClusters"
+            "JAXJobs, RayClusters and TrainJobs"
         )
         return f"the fast engine replays {kinds}, not {e.kind}s"
     meta = e.manifest.get("metadata") or {}
@@ -293,6 +295,7 @@ def engine_input(
     if why:
         raise FastEngineError(why)
     index = {(e.namespace, e.name): e.index for e in entries}
+    replayed = [e for e in entries if e.status == "ok" and not_fast(e) is None]
     jobs = [
         {
             "index": e.index,
@@ -301,8 +304,7 @@ def engine_input(
             "submitAt": e.submit_at,
             "duration": -1 if e.duration is None else e.duration,
         }
-        for e in entries
-        if e.status == "ok" and not_fast(e) is None
+        for e in replayed
     ]
     return {
         "crds": release_crds(config.kueue.version),
@@ -311,6 +313,7 @@ def engine_input(
         "nodes": declared_nodes(config),
         "pods": controller_pods(config),
         "jobs": jobs,
+        "runtimes": distinct(e.runtime for e in replayed),
         "until": until or 0,
         "workloadUIDs": {
             str(e.index): uid

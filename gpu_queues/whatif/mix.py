@@ -4,8 +4,8 @@ reason (never an exception: a bad manifest is a row of the report, not a failed 
 
 A manifest is what a user would `kubectl apply`: a batch/v1 Job (or a Pod, a
 jobset.x-k8s.io/v1alpha2 JobSet, a kubeflow.org/v1 PyTorchJob, TFJob, XGBoostJob, PaddleJob or
-JAXJob, a ray.io/v1 RayJob or RayCluster or a kubeflow.org/v2beta1 MPIJob, when Kueue's
-integration for it is on) with its namespace,
+JAXJob, a ray.io/v1 RayJob or RayCluster, a kubeflow.org/v2beta1 MPIJob or a
+trainer.kubeflow.org/v1alpha1 TrainJob, when Kueue's integration for it is on) with its namespace,
 the `kueue.x-k8s.io/queue-name` label and, when the stack declares WorkloadPriorityClasses,
 `kueue.x-k8s.io/priority-class`. Two optional annotations drive the replay's clock:
   gpu-queues.dev/submit-at   offset from the start of the replay (e.g. 15m); default 0
@@ -14,7 +14,8 @@ the `kueue.x-k8s.io/queue-name` label and, when the stack declares WorkloadPrior
 Durations are numbers with units d, h, m, s, combined as in Go (1h30m, 90s, 1.5h, 1d).
 
 Reading the files is in documents.py, durations in durations.py, counting GPUs in gpus.py,
-a workload's pod sets in podsets.py.
+a workload's pod sets in podsets.py, a TrainJob's (and the runtime documents a mix carries for
+its TrainJobs, which are no rows) in trainjob.py.
 """
 
 from __future__ import annotations
@@ -30,8 +31,15 @@ from gpu_queues.kueue.fields import GO_DURATION_MAX_SECONDS, labels_problem, nam
 from gpu_queues.values import as_dict
 from gpu_queues.whatif.documents import Limits, MixDocument, read_documents
 from gpu_queues.whatif.durations import DurationError, parse_duration
-from gpu_queues.whatif.podsets import held, kind_problem, pod_sets
+from gpu_queues.whatif.podsets import PodSet, held, kind_problem, pod_sets
 from gpu_queues.whatif.shapes import body_problem, head_problem
+from gpu_queues.whatif.trainjob import (
+    Runtimes,
+    is_runtime,
+    runtime_key,
+    runtime_object,
+    trainjob_pod_sets,
+)
 
 ANNOTATION_SUBMIT_AT: Final = "gpu-queues.dev/submit-at"
 ANNOTATION_DURATION: Final = "gpu-queues.dev/duration"
@@ -68,10 +76,10 @@ FRAMEWORKS: Final[dict[tuple[str, str], str]] = {
 # kube-controller-manager's, kwok plays every pod's kubelet), JobSets on both (the fast one
 # plays the JobSet controller as far as Kueue reads it; the sandbox runs JobSet's own when
 # Kueue's integration is on: sandbox/jobset.py), the Kubeflow v1 jobs (PyTorchJobs, TFJobs,
-# XGBoostJobs, PaddleJobs, JAXJobs), RayJobs, RayClusters and MPIJobs on the fast one only (it
-# plays their controllers as far as Kueue reads them; the sandbox has none of them:
+# XGBoostJobs, PaddleJobs, JAXJobs), RayJobs, RayClusters, MPIJobs and TrainJobs on the fast one
+# only (it plays their controllers as far as Kueue reads them; the sandbox has none of them:
 # sandbox/replay/engine.py refuses them there). Other kinds need controllers neither has
-# (RayService, TrainJob, ...), or never finish (Deployment, ...).
+# (RayService, ...), or never finish (Deployment, ...).
 REPLAYABLE: Final = frozenset(
     {
         "batch/job",
@@ -85,11 +93,12 @@ REPLAYABLE: Final = frozenset(
         "kubeflow.org/paddlejob",
         "kubeflow.org/jaxjob",
         "ray.io/raycluster",
+        "trainer.kubeflow.org/trainjob",
     }
 )
 REPLAYED: Final = (
     "the what-if replays Jobs, Pods, JobSets, PyTorchJobs, RayJobs, MPIJobs, TFJobs, "
-    "XGBoostJobs, PaddleJobs, JAXJobs and RayClusters"
+    "XGBoostJobs, PaddleJobs, JAXJobs, RayClusters and TrainJobs"
 )
 # Kinds Kueue reads no end of (a RayCluster's Workload is never Finished by its own status): the
 # replay has their user delete them when their duration is up, and Kueue finishes the Workload
@@ -161,6 +170,8 @@ class Entry:
     """Pods that must run for the workload to run (over its pod sets: a Job's parallelism)."""
     manifest: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """The object to create (empty when not replayed)."""
+    runtime: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    """A TrainJob's runtime, as the engine creates it beside it (trainjob.py)."""
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -232,8 +243,11 @@ class _Head:
         )
 
 
-def check(doc: MixDocument, index: int, catalog: Catalog) -> Entry:
-    """One document against the stack: an Entry ready to submit, or refused with the reason."""
+def check(
+    doc: MixDocument, index: int, catalog: Catalog, runtimes: Runtimes | None = None
+) -> Entry:
+    """One document against the stack: an Entry ready to submit, or refused with the reason
+    (a TrainJob's runtime among the mix's `runtimes`)."""
     body = doc.body
     if doc.error is not None:
         return Entry(index, doc.source, "?", doc.source, "", None, "invalid", doc.error)
@@ -258,6 +272,7 @@ def check(doc: MixDocument, index: int, catalog: Catalog) -> Entry:
         shape = body_problem(body, head.kind) or kind_problem(head.kind, body)
         if shape is not None:
             raise _Refused(shape)
+        sets, runtime = _pod_sets(head, body, runtimes or Runtimes())
         match = _local_queue(head, catalog)
         _priority(head, catalog)
         submit_at, duration = _timing(head.annotations)
@@ -272,7 +287,7 @@ def check(doc: MixDocument, index: int, catalog: Catalog) -> Entry:
             refused.status,
             refused.problem,
         )
-    gpus, pods = held(pod_sets(head.kind, body))
+    gpus, pods = held(sets)
     return Entry(
         index,
         doc.source,
@@ -287,7 +302,22 @@ def check(doc: MixDocument, index: int, catalog: Catalog) -> Entry:
         gpus=gpus,
         pods=pods,
         manifest=_sanitised(body, head.namespace),
+        runtime=runtime,
     )
+
+
+def _pod_sets(
+    head: _Head, body: dict[str, Any], runtimes: Runtimes
+) -> tuple[list[PodSet], dict[str, Any] | None]:
+    """The object's pod sets, and for a TrainJob the runtime they come from (refused, naming
+    spec.runtimeRef, when the mix holds none)."""
+    if head.kind != "TrainJob":
+        return pod_sets(head.kind, body), None
+    try:
+        runtime = runtimes.named(body, head.namespace)
+    except LookupError as exc:
+        raise _Refused(str(exc)) from None
+    return trainjob_pod_sets(body, runtime), runtime
 
 
 def _framework(head: _Head, catalog: Catalog) -> str:
@@ -402,11 +432,11 @@ def _timing(annotations: dict[str, Any]) -> tuple[float, float | None]:
 UNCHECKED: Final = "the what-if could not check it"
 
 
-def _checked(doc: MixDocument, index: int, catalog: Catalog) -> Entry:
+def _checked(doc: MixDocument, index: int, catalog: Catalog, runtimes: Runtimes) -> Entry:
     """`check`, with a last resort: a document that breaks the checks themselves is a row
     all the same (the mix tests fuzz every field so that this is never reached)."""
     try:
-        return check(doc, index, catalog)
+        return check(doc, index, catalog, runtimes)
     except Exception as exc:  # a bug here must not cost the replay of the rest
         return Entry(
             index, doc.source, "?", doc.source, "", None, "invalid",
@@ -422,8 +452,13 @@ def load_mix(
     bytes) when the mix is over `limits`."""
     entries: list[Entry] = []
     seen: dict[tuple[str, str, str], str] = {}
-    for index, doc in enumerate(read_documents(path, root, limits)):
-        entry = _checked(doc, index, catalog)
+    docs = list(read_documents(path, root, limits))
+    runtimes, refused = _runtimes(docs)
+    for index, doc in enumerate(docs):
+        if is_runtime(doc.body):
+            entries.extend(refused.get(index, ()))
+            continue
+        entry = _checked(doc, index, catalog, runtimes)
         if entry.status == "ok":
             first = seen.setdefault(entry.key, entry.source)
             if first != entry.source:
@@ -445,3 +480,40 @@ def load_mix(
 def submission_order(entries: Iterable[Entry]) -> list[Entry]:
     """Replayable entries by submission time, then mix order."""
     return sorted((e for e in entries if e.status == "ok"), key=lambda e: (e.submit_at, e.index))
+
+
+def _runtimes(docs: list[MixDocument]) -> tuple[Runtimes, dict[int, list[Entry]]]:
+    """The mix's Trainer runtimes (trainjob.py), and a row for each refused one: its shape, its
+    names, a duplicate of an earlier one. A valid runtime is no row: it is no workload."""
+    found: dict[tuple[str, str, str], dict[str, Any]] = {}
+    sources: dict[tuple[str, str, str], str] = {}
+    refused: dict[int, list[Entry]] = {}
+    refused_keys: set[tuple[str, str, str]] = set()
+    for index, doc in enumerate(docs):
+        body = doc.body
+        if doc.error is not None or not is_runtime(body):
+            continue
+        head = _Head.of(body, doc.source)
+        problem = head_problem(body) or body_problem(body, head.kind)
+        if problem is None and not _str(head.meta.get("name")):
+            problem = "metadata.name is missing (TrainJobs name their runtime by it)"
+        if problem is None:
+            try:
+                _names(head)
+            except _Refused as names:
+                problem = names.problem
+        key = runtime_key(body, head.namespace)
+        if problem is None and key in found:
+            problem = (
+                f"a {head.kind} {head.name} comes earlier in the mix ({sources[key]}); "
+                "names must be unique"
+            )
+        if problem is not None:
+            refused[index] = [
+                Entry(index, doc.source, head.kind, head.name, head.namespace, None, "invalid",
+                      problem)
+            ]  # fmt: skip
+            refused_keys.add(key)
+            continue
+        found[key], sources[key] = runtime_object(body, head.namespace), doc.source
+    return Runtimes(found, frozenset(refused_keys - found.keys())), refused

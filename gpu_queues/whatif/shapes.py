@@ -348,6 +348,47 @@ RAYJOB_SPEC: Final = Struct(
         "deletionStrategy": Struct({}),
     },
 )
+TRAINJOB_SPEC: Final = Struct(
+    {
+        "runtimeRef": Struct({"name": STR, "apiGroup": STR, "kind": STR}, required=("name",)),
+        "initializer": Struct({}),
+        "trainer": Struct(
+            {
+                "image": STR,
+                "command": Hidden(ListOf(STR)),
+                "args": Hidden(ListOf(STR)),
+                "env": Hidden(ListOf(Struct({"name": STR, "value": STR}, required=("name",)))),
+                "numNodes": INT32,
+                "resourcesPerNode": RESOURCES,
+                "numProcPerNode": INT32,
+            }
+        ),
+        "runtimePatches": ListOf(Struct({"manager": STR})),
+        "suspend": BOOL,
+        "activeDeadlineSeconds": INT,
+        "managedBy": STR,
+    },
+    required=("runtimeRef",),
+)
+"""A Kubeflow Trainer v2 TrainJob's spec (trainer.kubeflow.org/v1alpha1, Trainer v2.2)."""
+TRAINING_RUNTIME_SPEC: Final = Struct(
+    {
+        "mlPolicy": Struct(
+            {
+                "numNodes": INT32,
+                "torch": Struct({}),
+                "mpi": Struct({"numProcPerNode": INT32, "runLauncherAsNode": BOOL}),
+                "jax": Struct({}),
+                "xgboost": Struct({}),
+                "flux": Struct({"numProcPerNode": INT32}),
+            }
+        ),
+        "podGroupPolicy": Struct({}),
+        "template": Struct({"metadata": OBJECT_META, "spec": JOBSET_SPEC}, required=("spec",)),
+    },
+    required=("template",),
+)
+"""A ClusterTrainingRuntime's or TrainingRuntime's spec: a JobSet template and its ML policy."""
 HEAD: Final = Struct({"apiVersion": STR, "kind": STR, "metadata": OBJECT_META})
 """What every document of a mix must have the shape of, whatever its kind."""
 BODIES: Final[Mapping[str, Struct]] = {
@@ -362,8 +403,12 @@ BODIES: Final[Mapping[str, Struct]] = {
     "XGBoostJob": Struct({"spec": XGBOOSTJOB_SPEC, "status": Anything()}, required=("spec",)),
     "PaddleJob": Struct({"spec": PADDLEJOB_SPEC, "status": Anything()}, required=("spec",)),
     "JAXJob": Struct({"spec": JAXJOB_SPEC, "status": Anything()}, required=("spec",)),
+    "TrainJob": Struct({"spec": TRAINJOB_SPEC, "status": Anything()}, required=("spec",)),
+    "ClusterTrainingRuntime": Struct({"spec": TRAINING_RUNTIME_SPEC}, required=("spec",)),
+    "TrainingRuntime": Struct({"spec": TRAINING_RUNTIME_SPEC}, required=("spec",)),
 }
-"""The rest of the kinds the replay submits (gpu_queues.whatif.mix.REPLAYABLE)."""
+"""The rest of the kinds the replay submits (gpu_queues.whatif.mix.REPLAYABLE), and the Trainer
+runtimes a mix carries for its TrainJobs (gpu_queues.whatif.trainjob)."""
 
 
 def _show(value: Any) -> str:
@@ -479,6 +524,6 @@ def head_problem(body: Mapping[str, Any]) -> str | None:
 def body_problem(body: Mapping[str, Any], kind: str) -> str | None:
     """The rest of an object the replay submits (a Job's spec, a Pod's, a JobSet's, a
     PyTorchJob's, a RayJob's, a RayCluster's, an MPIJob's, a TFJob's, an XGBoostJob's, a
-    PaddleJob's, a JAXJob's)."""
+    PaddleJob's, a JAXJob's, a TrainJob's, and a Trainer runtime's)."""
     shape = BODIES.get(kind)
     return problem(body, shape) if shape is not None else None

@@ -82,8 +82,9 @@ SANDBOX_KINDS = frozenset({"Job", "Pod", "JobSet"})
 
 def on_the_sandbox(entry: Entry) -> Entry:
     """The entry as the sandbox replays it: a kind whose controller the sandbox does not run
-    is unsupported here, though the fast engine may replay it (the Kubeflow v1 jobs, RayJobs
-    and MPIJobs: the fast engine plays their controllers as far as Kueue reads them)."""
+    is unsupported here, though the fast engine may replay it (the Kubeflow v1 jobs, RayJobs,
+    MPIJobs and TrainJobs: the fast engine plays their controllers as far as Kueue reads
+    them)."""
     if entry.status != "ok" or entry.kind in SANDBOX_KINDS:
         return entry
     why = f"the sandbox has no {entry.kind} controller; ENGINE=fast replays it"

@@ -6,6 +6,7 @@ code, which refuses what it cannot shape before any sandbox is touched."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -317,32 +318,39 @@ def test_the_fast_engine_takes_single_pods_and_the_kinds_it_plays_and_leaves_pod
                entry(5, "PyTorchJob", {}), entry(6, "RayJob", {}),
                entry(7, "MPIJob", {}), entry(8, "TFJob", {}), entry(9, "XGBoostJob", {}),
                entry(10, "PaddleJob", {}), entry(11, "JAXJob", {}),
-               entry(12, "RayCluster", {})]  # fmt: skip
+               entry(12, "RayCluster", {}), entry(13, "TrainJob", {})]  # fmt: skip
+    runtime = {"kind": "ClusterTrainingRuntime", "metadata": {"name": "torch"}}
+    entries[13] = dataclasses.replace(entries[13], runtime=runtime)
     config = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
-    sent = engine_input.engine_input(config, entries, "", None)["jobs"]
+    given = engine_input.engine_input(config, entries, "", None)
+    sent = given["jobs"]
+    # A TrainJob's runtime goes beside it, once.
+    assert given["runtimes"] == [runtime]
     assert [(j["index"], j["kind"]) for j in sent] == [(0, "Job"), (1, "Pod"), (3, "JobSet"),
                                                         (4, "Pod"), (5, "PyTorchJob"),
                                                         (6, "RayJob"), (7, "MPIJob"),
                                                         (8, "TFJob"), (9, "XGBoostJob"),
                                                         (10, "PaddleJob"), (11, "JAXJob"),
-                                                        (12, "RayCluster")]  # fmt: skip
+                                                        (12, "RayCluster"),
+                                                        (13, "TrainJob")]  # fmt: skip
     assert "not pod groups" in (engine_input.not_fast(entries[2]) or "")
     assert engine_input.not_fast(entries[3]) is None
     assert engine_input.not_fast(entries[5]) is None
     assert engine_input.not_fast(entries[6]) is None
     assert all(engine_input.not_fast(e) is None for e in entries[7:])
     # The sandbox runs JobSet's controller (sandbox/jobset.py): a JobSet is replayed there too;
-    # it has no training operator, KubeRay or mpi-operator: there the Kubeflow v1 jobs, RayJobs
-    # and MPIJobs are unsupported, saying which engine replays them.
+    # it has no training operator, KubeRay, mpi-operator or Trainer: there the Kubeflow v1 jobs,
+    # RayJobs, MPIJobs and TrainJobs are unsupported, saying which engine replays them.
     from sandbox.replay.engine import on_the_sandbox
 
     there = [on_the_sandbox(e) for e in entries]
     assert [e.status for e in there] == [
-        "ok", "ok", "ok", "ok", "ok", *["unsupported"] * 8
+        "ok", "ok", "ok", "ok", "ok", *["unsupported"] * 9
     ]  # fmt: skip
     assert there[3].manifest == entries[3].manifest
     assert there[5].problem == "the sandbox has no PyTorchJob controller; ENGINE=fast replays it"
     assert there[6].problem == "the sandbox has no RayJob controller; ENGINE=fast replays it"
     assert there[7].problem == "the sandbox has no MPIJob controller; ENGINE=fast replays it"
+    assert there[13].problem == "the sandbox has no TrainJob controller; ENGINE=fast replays it"
     for e in there[8:]:
         assert e.problem == f"the sandbox has no {e.kind} controller; ENGINE=fast replays it"

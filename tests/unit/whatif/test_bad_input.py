@@ -3,8 +3,9 @@ naming the field, never an exception, and the rest of the mix replays; a mix ove
 limits is refused whole, before anything starts, unless a flag raises the limit.
 
 The fuzzing replaces every node of a valid Job, Pod, JobSet, PyTorchJob, RayJob, MPIJob, TFJob,
-PaddleJob (the other Kubeflow v1 kinds share their checks) and RayCluster, one at a time, by a
-null, a list, a number, a string and a mapping, then a few at a time at random."""
+PaddleJob (the other Kubeflow v1 kinds share their checks), RayCluster and TrainJob (its
+runtime beside it in every mix; tests/unit/whatif/test_trainjob.py fuzzes the runtime), one at
+a time, by a null, a list, a number, a string and a mapping, then a few at a time at random."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ from tests.properties import examples
 
 pytestmark = pytest.mark.unit
 
+ANCESTOR: Final = "trainer.kubeflow.org/trainjob-ancestor-step"
+
 CATALOG = Catalog(
     queues=(TeamQueue("research", "team-research", "gpu-queue", "research-cq"),),
     priority_classes=frozenset({"high"}),
@@ -52,6 +55,7 @@ CATALOG = Catalog(
             "kubeflow.org/tfjob",
             "kubeflow.org/paddlejob",
             "ray.io/raycluster",
+            "trainer.kubeflow.org/trainjob",
         }
     ),
 )
@@ -190,6 +194,59 @@ MPIJOB: dict[str, Any] = {
         },
     },
 }  # fmt: skip
+NODE_POD: dict[str, Any] = {
+    **POD_SPEC, "containers": [{**POD_SPEC["containers"][0], "name": "node"}],
+}  # fmt: skip
+RUNTIME: dict[str, Any] = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "ClusterTrainingRuntime",
+    "metadata": {"name": "torch-distributed"},
+    "spec": {
+        "mlPolicy": {"numNodes": 1, "torch": {}},
+        "template": {
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        "name": "dataset-initializer",
+                        "template": {
+                            "metadata": {"labels": {ANCESTOR: "dataset-initializer"}},
+                            "spec": {"template": {"spec": LEADER_POD}},
+                        },
+                    },
+                    {
+                        "name": "node",
+                        "template": {
+                            "metadata": {"labels": {ANCESTOR: "trainer"}},
+                            "spec": {"template": {"spec": NODE_POD}},
+                        },
+                    },
+                ]
+            }
+        },
+    },
+}
+"""The runtime TRAINJOB names, in every mix `load` reads (no row of its own)."""
+TRAINJOB: dict[str, Any] = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "TrainJob",
+    "metadata": META,
+    "spec": {
+        "runtimeRef": {
+            "name": "torch-distributed",
+            "apiGroup": "trainer.kubeflow.org",
+            "kind": "ClusterTrainingRuntime",
+        },
+        "suspend": False,
+        "trainer": {
+            "image": "registry.example/train:1",
+            "command": ["torchrun", "train.py"],
+            "env": [{"name": "EPOCHS", "value": "3"}],
+            "numNodes": 3,
+            "numProcPerNode": 2,
+            "resourcesPerNode": {"limits": {"nvidia.com/gpu": 2}, "requests": {"cpu": "4"}},
+        },
+    },
+}
 RAYCLUSTER: dict[str, Any] = {
     "apiVersion": "ray.io/v1",
     "kind": "RayCluster",
@@ -282,8 +339,10 @@ def category(value: Any) -> str:
 
 
 def load(tmp_path: Path, *bodies: Any) -> list[Entry]:
+    """The bodies' rows, read from a mix that holds them and, last, the runtime TRAINJOB
+    names."""
     path = tmp_path / "mix.yaml"
-    path.write_text(yaml.safe_dump_all(list(bodies)))
+    path.write_text(yaml.safe_dump_all([*bodies, RUNTIME]))
     return load_mix(path, CATALOG)
 
 
@@ -302,9 +361,10 @@ def sound(entry: Entry) -> str | None:
     return None
 
 
-VALID = [JOB, POD, JOBSET, PYTORCHJOB, RAYJOB, MPIJOB, TFJOB, PADDLEJOB, RAYCLUSTER]
+VALID = [JOB, POD, JOBSET, PYTORCHJOB, RAYJOB, MPIJOB, TFJOB, PADDLEJOB, RAYCLUSTER, TRAINJOB]
 VALID_IDS = [
-    "job", "pod", "jobset", "pytorchjob", "rayjob", "mpijob", "tfjob", "paddlejob", "raycluster"
+    "job", "pod", "jobset", "pytorchjob", "rayjob", "mpijob", "tfjob", "paddlejob", "raycluster",
+    "trainjob",
 ]  # fmt: skip
 
 
@@ -316,10 +376,13 @@ def test_the_valid_manifests_are_replayed(tmp_path: Path, valid: dict[str, Any])
     # Workers: 3 pods x 2 GPUs; its Master none. A RayJob's workers: 2 pods x 2 GPUs; its head
     # and its submitter none. An MPIJob's Workers: 3 pods x 2 GPUs; its Launcher none. A
     # TFJob's workers: 2 pods x 2 GPUs; its PS none. A PaddleJob's Workers: 3 pods x 2 GPUs. A
-    # RayCluster's workers: 2 pods x 2 GPUs; its head none (and no submitter).
+    # RayCluster's workers: 2 pods x 2 GPUs; its head none (and no submitter). A TrainJob's
+    # trainer: its numNodes, 3 pods x its resourcesPerNode's 2 GPUs; its runtime's initializer
+    # one pod, none.
     assert (entry.gpus, entry.pods) == {
         "Job": (4, 2), "Pod": (2, 1), "JobSet": (8, 5), "PyTorchJob": (6, 4), "RayJob": (4, 4),
         "MPIJob": (6, 4), "TFJob": (4, 3), "PaddleJob": (6, 3), "RayCluster": (4, 3),
+        "TrainJob": (6, 4),
     }[valid["kind"]]  # fmt: skip
 
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -57,6 +58,11 @@ func (s *sim) newClient(in *Input) ([]ctrl.Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	runtimes, err := s.runtimeObjects(in.Runtimes)
+	if err != nil {
+		return nil, err
+	}
+	objs = append(objs, runtimes...)
 	if s.defaults, err = loadCRDDefaults(in.CRDs); err != nil {
 		return nil, err
 	}
@@ -75,6 +81,7 @@ func (s *sim) newClient(in *Input) ([]ctrl.Object, error) {
 	s.base = builder.WithObjects(objs...).Build()
 	s.reads = newReads()
 	s.cl = interceptor.NewClient(s.base, s.interceptors())
+	s.lendClient()
 	return objs, nil
 }
 
@@ -135,6 +142,11 @@ func (s *sim) interceptors() interceptor.Funcs {
 }
 
 func (s *sim) onCreate(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, opts ...ctrl.CreateOption) error {
+	// A dry run (Kueue's TrainJob PodSets makes one of a throwaway Workload for its
+	// defaults) gets the API server's defaults and nothing else: no object, no owner's entry.
+	if slices.Contains((&ctrl.CreateOptions{}).ApplyOptions(opts).DryRun, metav1.DryRunAll) {
+		return s.defaults.apply(s.scheme, obj)
+	}
 	s.simulatedTimes(obj)
 	s.stamp(obj)
 	if err := s.defaults.apply(s.scheme, obj); err != nil {

@@ -18,6 +18,9 @@ type Input struct {
 	// Objects: Namespaces, ResourceFlavors, Cohorts, ClusterQueues, LocalQueues,
 	// WorkloadPriorityClasses and PriorityClasses, as the program renders them.
 	Objects []json.RawMessage `json:"objects"`
+	// Runtimes: the ClusterTrainingRuntimes and TrainingRuntimes the mix's TrainJobs name
+	// (trainjob.go), objects of the cluster as the Trainer's install has them.
+	Runtimes []json.RawMessage `json:"runtimes"`
 	// CRDs: the release's CustomResourceDefinitions, for their schemas' defaults.
 	CRDs []json.RawMessage `json:"crds"`
 	// Configuration: Kueue's manager Configuration (config.kueue.x-k8s.io), as the stack's
@@ -50,7 +53,7 @@ type Input struct {
 // JobInput is one batch/v1 Job (or plain Pod, or a job of a family: kinds.go) of the mix.
 type JobInput struct {
 	// Kind: "Job" (or empty), "Pod", or a family's kind ("JobSet", "PyTorchJob", "RayJob",
-	// "MPIJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "RayCluster").
+	// "MPIJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "RayCluster", "TrainJob").
 	Kind string `json:"kind"`
 	// Index: the entry's place in the mix; the Job's and Workload's UIDs derive from it, so
 	// Kueue breaks ties of equal priority and creation time in mix order.

@@ -2,7 +2,7 @@ package main
 
 // Job kinds whose controller the engine plays only as far as Kueue reads it (JobSet in
 // jobset.go, the Kubeflow v1 jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob) in
-// kubeflow.go, RayJob and RayCluster in ray.go, MPIJob in mpijob.go): Kueue's own reconciler
+// kubeflow.go, RayJob and RayCluster in ray.go, MPIJob in mpijob.go, TrainJob in trainjob.go): Kueue's own reconciler
 // for the kind makes its Workload and suspends or unsuspends it; here, as the kind's
 // controller, the kube-scheduler and the kubelets would, an unsuspended job's pods (its pod
 // sets, counted as Kueue's integration counts them) are placed on the nodes and its status says
@@ -68,7 +68,23 @@ type jobKind interface {
 func jobKinds() []jobKind {
 	return []jobKind{jobSetKind{}, kubeflowKindOf(kftraining.PyTorchJobKind), rayJobKind{}, mpiJobKind{},
 		kubeflowKindOf(kftraining.TFJobKind), kubeflowKindOf(kftraining.XGBoostJobKind),
-		kubeflowKindOf(kftraining.PaddleJobKind), kubeflowKindOf(kftraining.JAXJobKind), rayClusterKind{}}
+		kubeflowKindOf(kftraining.PaddleJobKind), kubeflowKindOf(kftraining.JAXJobKind), rayClusterKind{},
+		trainJobKind{c: &lentClient{}}}
+}
+
+// clientReader: a kind whose pod sets Kueue's integration reads through the client (a
+// TrainJob's, from its runtime), lent the replay's client once it is made, before any job.
+type clientReader interface {
+	useClient(context.Context, ctrl.Client)
+}
+
+// lendClient: the replay's client to each kind that reads through it.
+func (s *sim) lendClient() {
+	for _, f := range s.families {
+		if r, ok := f.jobKind.(clientReader); ok {
+			r.useClient(s.ctx, s.cl)
+		}
+	}
 }
 
 // deletedWhenDone: a kind Kueue reads no end of (a RayCluster: its Finished is never true).

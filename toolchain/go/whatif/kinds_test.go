@@ -27,6 +27,7 @@ func TestAPreemptedJobOfEveryKindStopsAtOnceAndRunsAgainOnReadmission(t *testing
 		{"PaddleJob", gpuKubeflowJobOf(t, "PaddleJob", 0, "low", 8, 0, 100)},
 		{"JAXJob", gpuKubeflowJobOf(t, "JAXJob", 0, "low", 8, 0, 100)},
 		{"RayCluster", gpuRayCluster(t, 0, "low", 8, 0, 100)},
+		{"TrainJob", gpuTrainJob(t, 0, "low", "torch", 2, "4", 0, 100)},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			objs := gpuStack(t, "8", kueue.BestEffortFIFO)
@@ -42,7 +43,7 @@ func TestAPreemptedJobOfEveryKindStopsAtOnceAndRunsAgainOnReadmission(t *testing
 			high := gpuJob(t, 1, "high", "8", 60, 120)
 			high.Manifest = withLabel(t, high.Manifest, "kueue.x-k8s.io/priority-class", "high")
 			in := &Input{Objects: objs, CRDs: releaseCRDs(t), Configuration: releaseConfiguration(t), Nodes: gpuNodes(1),
-				Jobs: []JobInput{low, high}}
+				Jobs: []JobInput{low, high}, Runtimes: trainRuntimes(t)}
 			results, _ := replayed(t, in)
 			if got, want := string(mustJSON(t, results[0].Intervals)), `[{"start":0,"end":60},{"start":180,"end":280}]`; got != want {
 				t.Errorf("low ran %s, want %s", got, want)
