@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -14,6 +15,7 @@ import (
 	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 	testingjob "sigs.k8s.io/kueue/pkg/util/testingjobs/job"
 	testingjobset "sigs.k8s.io/kueue/pkg/util/testingjobs/jobset"
+	testingpod "sigs.k8s.io/kueue/pkg/util/testingjobs/pod"
 )
 
 // The topology the TAS truths replay on, as docs/topology.md lays a flavor's nodes out: 2
@@ -173,5 +175,27 @@ func TestAPodThatIsNoTASPodTakesRoomKueueCounts(t *testing.T) {
 	checkRuns(t, results, []runWant{{0, `[{"start":0,"end":30}]`, 2}})
 	if got := nodesRan(t, results[0]); !slices.Equal(got, []string{"gpu-2", "gpu-3"}) {
 		t.Errorf("its pods ran on %v, want rack-1's gpu-2 and gpu-3", got)
+	}
+}
+
+// A plain Pod (Kueue's pod integration) requiring a rack: Kueue's pod webhook gives every Pod
+// the topology gate, and only the topology ungater removes it from a Pod admitted by TAS; the
+// engine plays it (without, the Pod never ran). Among the fillers' racks each with one whole
+// node, Kueue takes rack-0 (first by its label values): gpu-1, at once.
+func TestAPlainPodAdmittedByTASIsUngatedOntoItsDomain(t *testing.T) {
+	p := testingpod.MakePod("solo", "team-a").Queue("gpu-queue").RequestAndLimit("nvidia.com/gpu", "8").
+		Annotation(kueue.PodSetRequiredTopologyAnnotation, rackLabel).Obj()
+	p.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	in := tasInput(t, append(fillers(t), JobInput{Kind: "Pod", Index: 5, Manifest: rawJSON(t, p), SubmitAt: 10, Duration: 30})...)
+	in.Configuration = strings.Replace(in.Configuration, "  - \"batch/job\"\n", "  - \"batch/job\"\n  - \"pod\"\n", 1)
+	results, _ := replayed(t, in)
+	if r := results[5]; r.AdmittedAt == nil || *r.AdmittedAt != 10 {
+		t.Fatalf("the Pod was admitted at %v, want 10 (%s)", r.AdmittedAt, r.Problem)
+	}
+	if got, _ := json.Marshal(results[5].Intervals); string(got) != `[{"start":10,"end":40}]` {
+		t.Errorf("the Pod ran %s, want from 10 to 40", got)
+	}
+	if got := nodesRan(t, results[5]); !slices.Equal(got, []string{"gpu-1"}) {
+		t.Errorf("the Pod ran on %v, want rack-0's gpu-1", got)
 	}
 }
