@@ -199,3 +199,55 @@ func TestAPlainPodAdmittedByTASIsUngatedOntoItsDomain(t *testing.T) {
 		t.Errorf("the Pod ran on %v, want rack-0's gpu-1", got)
 	}
 }
+
+// withSharedFlavor: the TAS stack with a second team, team-b, in one cohort with team-a, whose
+// flavor `shared` has 8 GPUs of quota, no topology and no node labels: its pods may land on
+// the TAS flavor's nodes, as pods that are not TAS pods.
+func withSharedFlavor(t *testing.T, in *Input) *Input {
+	t.Helper()
+	var cq kueue.ClusterQueue
+	for k, raw := range in.Objects {
+		if json.Unmarshal(raw, &cq) == nil && cq.Kind == "ClusterQueue" {
+			cq.Spec.CohortName = "all"
+			in.Objects[k] = rawJSON(t, &cq)
+		}
+	}
+	ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: "team-b", Labels: map[string]string{"kubernetes.io/metadata.name": "team-b"}}}
+	rf := utiltestingapi.MakeResourceFlavor("shared").Obj()
+	cqB := utiltestingapi.MakeClusterQueue("team-b").Cohort("all").ResourceGroup(
+		*utiltestingapi.MakeFlavorQuotas("shared").Resource(corev1.ResourceCPU, "8").Resource(corev1.ResourceMemory, "32Gi").
+			Resource("nvidia.com/gpu", "8").Obj()).Obj()
+	lq := utiltestingapi.MakeLocalQueue("gpu-queue", "team-b").ClusterQueue("team-b").Obj()
+	in.Objects = append(in.Objects, rawJSON(t, ns), withKind(t, rf), withKind(t, cqB), withKind(t, lq))
+	return in
+}
+
+// A pod of another flavor on a TAS flavor's node is no TAS pod, and Kueue's TAS cache counts it
+// while it runs, as the non-TAS usage controller adds and deletes it: team-b's `other` (8 GPUs,
+// to 50) lands on gpu-0, the first of equal nodes, so `first`, requiring a block for 4 whole-
+// node pods, goes to block-1 at 0; `second`, the same at 10, waits for block-0 until `other`
+// ends at 50 (its Workload's end requeues the cohort's waiting workloads).
+func TestAnotherFlavorsPodOnATASNodeHoldsItsDomainWhileItRuns(t *testing.T) {
+	other := tasJob(t, 0, "other", 1, "", "", "", 0, 50)
+	var j batchv1.Job
+	if err := json.Unmarshal(other.Manifest, &j); err != nil {
+		t.Fatal(err)
+	}
+	j.Namespace = "team-b"
+	other.Manifest = rawJSON(t, &j)
+	in := withSharedFlavor(t, tasInput(t, other,
+		tasJob(t, 1, "first", 4, kueue.PodSetRequiredTopologyAnnotation, blockLabel, "", 0, 100),
+		tasJob(t, 2, "second", 4, kueue.PodSetRequiredTopologyAnnotation, blockLabel, "", 10, 30)))
+	results, _ := replayed(t, in)
+	checkRuns(t, results, []runWant{
+		{0, `[{"start":0,"end":50}]`, 1},
+		{0, `[{"start":0,"end":100}]`, 4},
+		{50, `[{"start":50,"end":80}]`, 4},
+	})
+	for k, want := range [][]string{{"gpu-0"}, {"gpu-4", "gpu-5", "gpu-6", "gpu-7"}, {"gpu-0", "gpu-1", "gpu-2", "gpu-3"}} {
+		if got := nodesRan(t, results[k]); !slices.Equal(got, want) {
+			t.Errorf("workload %d ran on %v, want %v", k, got, want)
+		}
+	}
+}
