@@ -81,21 +81,6 @@ def flavor_gpus(config: StackConfig) -> dict[str, int]:
     }
 
 
-def topology_problem(config: StackConfig) -> str | None:
-    """Why the fast engine cannot replay the stack: it runs Kueue's scheduler but not its
-    topology-aware scheduling (no TAS cache of nodes, no ungater), so a flavor with a
-    topologyName would be replayed by quota alone and show placements no cluster makes.
-    None when no flavor names a topology (a Topology no flavor uses changes nothing)."""
-    used = sorted({f"{f.name} ({f.topology_name})" for f in config.flavors if f.topology_name})
-    if not used:
-        return None
-    return (
-        "the fast engine does not model topology-aware scheduling, and this stack's flavors "
-        f"use topologies: {', '.join(used)}; replay it with ENGINE=sandbox, on the real Kueue "
-        "and scheduler (docs/what-if.md)"
-    )
-
-
 def controller_pods(config: StackConfig, root: Path = ROOT) -> list[dict[str, Any]]:
     """The pod specs of Kueue's controller, one per replica, as the cluster runs them: they
     take room on a node like any pod (the scheduler puts them where its scores say, a GPU

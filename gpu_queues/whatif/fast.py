@@ -52,7 +52,6 @@ from gpu_queues.whatif.engine_input import (
     frameworks,
     manager_configuration,
     not_fast,
-    topology_problem,
 )
 from gpu_queues.whatif.fits import never_fits
 from gpu_queues.whatif.mix import Catalog, Entry, load_mix
@@ -214,8 +213,6 @@ def replay_entries(
     gpu_queues/tools/eta.py) on the fast engine of the stack's Kueue release, with the stack's
     `changes` at their instants, and sum it up."""
     version = config.kueue.version
-    if why := topology_problem(config):
-        raise FastEngineError(why)
     started = time.monotonic()
     document = engine_input(config, entries, configuration, until, workload_uids, placement_order)
     if nodes is not None:  # another cluster's nodes than the stack declares (the cross-check)
@@ -303,8 +300,8 @@ def replay(
     the instant in seconds or as a duration, the config as `config` is given
     (gpu_queues.whatif.changes says what a change may alter; ChangeError when it alters more).
 
-    FastEngineError when the engine cannot run the stack (not built, topology-aware
-    scheduling, provisioning checks), with what to do."""
+    FastEngineError when the engine cannot run the stack (not built, provisioning checks),
+    with what to do."""
     config = _stack_config(config)
     stop = parse_duration(until) if isinstance(until, str) else until
     shown_label = label or stack

@@ -35,7 +35,7 @@ from gpu_queues.release.stack_release import kueue_release_problem, stack_releas
 from gpu_queues.whatif import fast
 from gpu_queues.whatif.changes import ChangeError, StackChange, changed_over, parse_flag
 from gpu_queues.whatif.durations import parse_duration
-from gpu_queues.whatif.engine_input import FastEngineError, topology_problem, unmodelled
+from gpu_queues.whatif.engine_input import FastEngineError, unmodelled
 from gpu_queues.whatif.limits import limits_of
 from gpu_queues.whatif.nodes import NodeNameClash, nodes
 from gpu_queues.whatif.report import Run
@@ -227,11 +227,9 @@ def load_changes(side: ReplaySide, flags: Sequence[str], cwd: Path) -> ReplaySid
 
 
 def unbuilt_engine(side: ReplaySide) -> str | None:
-    """Why the side cannot run on the fast engine (its stack uses topology-aware scheduling,
-    or this machine has no fast engine of its Kueue release), else None."""
+    """Why the side cannot run on the fast engine (this machine has no fast engine of its
+    Kueue release), else None."""
     version = side.config.kueue.version
-    if tas := topology_problem(side.config):
-        return f"{side.label}: {tas}"
     missing = fast.binary_problem(version)
     if missing is None:
         return None

@@ -10,8 +10,8 @@ added to the sandbox as the simulated cloud shapes them (sandbox.shape: 8 kwok n
   with Kueue's own message, instead of being admitted to pods that cannot run together
   (kueue#4329).
 - The what-if's sandbox engine replays a mix on this stack (whatif/tas-mix: a rack filled, a
-  job no rack holds, one that prefers a rack and spreads over a block) with those outcomes;
-  the fast engine refuses the stack by name, as it does not model topology-aware scheduling.
+  job no rack holds, one that prefers a rack and spreads over a block) with those outcomes, and
+  the fast engine, which plays Kueue's own TAS, with the same ones.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import pytest
 
 from gpu_queues.config.model import StackConfig
 from gpu_queues.whatif import fast
-from gpu_queues.whatif.engine_input import FastEngineError
 from gpu_queues.whatif.nodes import flavor_nodes
 from sandbox import shape as fake_cluster
 from sandbox.paths import KUBECTL
@@ -167,19 +166,20 @@ def test_a_job_that_fits_in_no_rack_waits_with_kueues_message(tas: KubeSession) 
     assert tas.get_job("too-wide", NAMESPACE).spec.suspend is True
 
 
-def test_the_sandbox_engine_replays_the_tas_mix_and_the_fast_engine_refuses_it(
+def test_both_engines_replay_the_tas_mix_with_one_outcome(
     tas: KubeSession, config: StackConfig
 ) -> None:
     wipe(tas)
-    run = replay_mix(config, MIX, stack=STACK, label=STACK)
-    got = {r.name: (r.outcome, r.flavor) for r in run.workloads}
-    assert got == {
-        "r-rack": ("finished", "tas-gpu"),
-        "r-too-wide": ("pending", None),
-        "r-block": ("admitted", "tas-gpu"),
-    }, run.workloads
-    too_wide = next(r for r in run.workloads if r.name == "r-too-wide")
-    assert too_wide.message is not None
-    assert 'topology "gpu-topology" allows to fit only 2 out of 3 pod(s)' in too_wide.message
-    with pytest.raises(FastEngineError, match="does not model topology-aware scheduling"):
-        fast.replay_mix(config, MIX, stack=STACK, label=STACK)
+    for run in (
+        replay_mix(config, MIX, stack=STACK, label=STACK),
+        fast.replay_mix(config, MIX, stack=STACK, label=STACK),
+    ):
+        got = {r.name: (r.outcome, r.flavor, r.wait_seconds) for r in run.workloads}
+        assert got == {
+            "r-rack": ("finished", "tas-gpu", 0),
+            "r-too-wide": ("pending", None, None),
+            "r-block": ("admitted", "tas-gpu", 0),
+        }, run.workloads
+        too_wide = next(r for r in run.workloads if r.name == "r-too-wide")
+        assert too_wide.message is not None
+        assert 'topology "gpu-topology" allows to fit only 2 out of 3 pod(s)' in too_wide.message

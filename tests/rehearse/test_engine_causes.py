@@ -336,3 +336,26 @@ def test_a_preempted_jobset_stops_and_runs_again_whole_on_both_engines(tmp_path:
                   (2700, "stopped", "")],
         "urgent": [(300, "admitted", "pool"), (300, "ran", "pool-0"), (900, "stopped", "")],
     })  # fmt: skip
+
+
+def test_topology_aware_jobs_wait_for_their_domain_on_both_engines(tmp_path: Path):
+    """Topology-aware scheduling (docs/topology.md), which the fast engine plays with Kueue's
+    own TAS cache and the ungater's nodeSelector per domain: a pod set that requires a domain
+    waits for a whole one, with GPUs and quota to spare elsewhere; one that prefers it does
+    not. 2 blocks of 2 racks of 2 nodes of 8 GPUs (tas-0..7, a rack 2 nodes in name order),
+    quota 64 GPUs; fill-N (1 GPU, held to tas-N) leaves that node short of a whole-node pod:
+    - 0s: fill-0, fill-2 (to 2h), fill-4, fill-5 (to 1h30m), fill-6 (to 30m): no rack whole.
+    - 1m: rack (2 pods of 8, requires a rack) waits with 59 GPUs free.
+    - 2m: near (the same, prefers a rack) is admitted at once on block-0's whole nodes, tas-1
+      and tas-3 (block-1 has one, tas-7), to 1h02m.
+    - 3m: block (a JobSet of 2 x 2 workers of 8, requires a block) waits.
+    - 30m: fill-6 ends, rack-3 is whole: rack on tas-6, tas-7, to 50m.
+    - 1h30m: fill-4 and fill-5 end, block-1 is whole: block on tas-4..7, to 1h40m."""
+    same_story("topology", tmp_path, {
+        **{f"fill-{n}": [(0, "admitted", "tas"), (0, "ran", f"tas-{n}"), (end, "stopped", "")]
+           for n, end in ((0, 7200), (2, 7200), (4, 5400), (5, 5400), (6, 1800))},
+        "rack": [(1800, "admitted", "tas"), (1800, "ran", "tas-6, tas-7"), (3000, "stopped", "")],
+        "near": [(120, "admitted", "tas"), (120, "ran", "tas-1, tas-3"), (3720, "stopped", "")],
+        "block": [(5400, "admitted", "tas"), (5400, "ran", "tas-4, tas-5, tas-6, tas-7"),
+                  (6000, "stopped", "")],
+    })  # fmt: skip

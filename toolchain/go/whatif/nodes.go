@@ -521,11 +521,13 @@ func (c *cluster) place(spec *corev1.PodSpec, count int, group string) (placemen
 }
 
 // settle places the pods the cluster runs before any job (one each; a pod no node takes
-// stays pending, as it would), and keeps them there for the whole replay.
-func (c *cluster) settle(pods []corev1.PodSpec) {
+// stays pending, as it would), and keeps them there for the whole replay; where each went.
+func (c *cluster) settle(pods []corev1.PodSpec) []placement {
+	out := make([]placement, len(pods))
 	for i := range pods {
-		c.place(&pods[i], 1, "")
+		out[i], _ = c.place(&pods[i], 1, "")
 	}
+	return out
 }
 
 // nodeNames: the nodes of a placement, one per pod, in name order.

@@ -85,6 +85,7 @@ func (s *sim) podLife(key types.NamespacedName) error {
 	case len(p.Spec.SchedulingGates) > 0:
 		delete(s.waiting, i)
 		j.stuck = ""
+		return s.ungatePod(j, &p) // the topology ungater's part, when it has one (tas.go)
 	case !j.running:
 		if s.held(i) || !s.bind(i, []corev1.PodSpec{p.Spec}) {
 			return nil

@@ -62,7 +62,7 @@ func (s *sim) endOneByOne(j *jobState) error {
 		return strings.Compare(s.nodes.nodes[j.where[a]].name, s.nodes.nodes[j.where[b]].name)
 	})
 	for _, k := range order[:len(order)-1] {
-		s.nodes.release(&j.sets[j.whose[k]].spec, placement{j.where[k]}, j.spread)
+		s.unbindSet(j, j.whose[k], placement{j.where[k]})
 		if err := s.retryWaiting(); err != nil {
 			return err
 		}
@@ -82,10 +82,19 @@ func (s *sim) unbind(j *jobState) {
 			}
 		}
 		if len(p) > 0 {
-			s.nodes.release(&j.sets[k].spec, p, j.spread)
+			s.unbindSet(j, k, p)
 		}
 	}
 	j.where, j.whose = nil, nil
+}
+
+// unbindSet: the job's pods of pod set k on the nodes of p are gone (and from the TAS cache's
+// count of pods that are not TAS pods, when they are counted there).
+func (s *sim) unbindSet(j *jobState, k int, p placement) {
+	s.nodes.release(&j.sets[k].spec, p, j.spread)
+	if !j.sets[k].tas {
+		s.goneNonTAS(j, k, p)
+	}
 }
 
 // retryWaiting: the pods that wait for nodes, tried again now.
@@ -187,14 +196,17 @@ func (s *sim) wait(i int, why string) {
 func (s *sim) bind(i int, specs []corev1.PodSpec) bool {
 	j := s.jobs[i]
 	if len(j.where) == 0 {
+		tas, parts := s.tasSets(j, specs)
 		for k := range j.sets {
-			j.sets[k].spec = specs[k]
+			j.sets[k].spec, j.sets[k].tas, j.sets[k].parts = specs[k], false, nil
+			if tas != nil {
+				j.sets[k].tas, j.sets[k].parts = tas[k], parts[k]
+			}
 		}
 	}
 	why := ""
 	for k := range j.sets {
-		set := &j.sets[k]
-		more, short := s.nodes.place(&set.spec, set.count-countOf(j.whose, k), j.spread)
+		more, short := s.bindSet(j, k)
 		j.where = append(j.where, more...)
 		for range more {
 			j.whose = append(j.whose, k)
@@ -217,6 +229,38 @@ func (s *sim) bind(i int, specs []corev1.PodSpec) bool {
 		s.push(ev{at: s.now + j.in.Duration, kind: evFinish, idx: i, run: j.run})
 	}
 	return true
+}
+
+// bindSet: pod set k's pods that are not bound yet, placed; a pod set Kueue admitted by TAS
+// domain by domain, as the topology ungater sent them (tas.go; the pods of a domain already
+// bound are on its nodes, the domains' nodes apart). The nodes taken, and why the rest do not
+// fit.
+func (s *sim) bindSet(j *jobState, k int) (placement, string) {
+	set := &j.sets[k]
+	if set.parts == nil {
+		more, short := s.nodes.place(&set.spec, set.count-countOf(j.whose, k), j.spread)
+		if !set.tas {
+			s.placedNonTAS(j, k, &set.spec, more)
+		}
+		return more, short
+	}
+	var all placement
+	why := ""
+	for d := range set.parts {
+		part := &set.parts[d]
+		bound := 0
+		for n, w := range j.where {
+			if j.whose[n] == k && s.nodes.nodes[w].selectedBy(part.spec.NodeSelector, nil) {
+				bound++
+			}
+		}
+		more, short := s.nodes.place(&part.spec, part.count-bound, j.spread)
+		all = append(all, more...)
+		if why == "" {
+			why = short
+		}
+	}
+	return all, why
 }
 
 // place: the job's pods, waiting for nodes, tried again.

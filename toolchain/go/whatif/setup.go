@@ -91,7 +91,8 @@ func newSim(in *Input) (*sim, error) {
 	for rank, index := range in.PlacementOrder {
 		s.placement[index] = append(s.placement[index], rank)
 	}
-	s.nodes.settle(in.Pods)
+	s.loadTAS(objs, in.Nodes)
+	s.settleNodes(in.Pods)
 	if err := s.addJobs(in.Jobs); err != nil {
 		return nil, err
 	}
@@ -255,9 +256,15 @@ func requeuingTimestamp(cfg *configapi.Configuration) configapi.RequeuingTimesta
 }
 
 // load registers the stack's objects with the cache and the queue manager, as Kueue's
-// ResourceFlavor, Cohort, ClusterQueue and LocalQueue controllers do when they see them.
+// Topology, ResourceFlavor, Cohort, ClusterQueue and LocalQueue controllers do when they see
+// them.
 func (s *sim) load(objs []ctrl.Object) error {
 	log := logr.Discard()
+	for _, o := range objs {
+		if t, ok := o.(*kueue.Topology); ok { // as Kueue's TAS Topology controller does (tas.go)
+			s.cache.AddOrUpdateTopology(log, t)
+		}
+	}
 	for _, o := range objs {
 		if rf, ok := o.(*kueue.ResourceFlavor); ok {
 			s.cache.AddOrUpdateResourceFlavor(log, rf)

@@ -109,6 +109,7 @@ type sim struct {
 	waiting     map[int]bool // running-but-unplaced jobs (unsuspended, pods pending)
 	waitSeq     int          // jobs that began to wait for nodes so far (jobState.waitingSince)
 	services    services     // the Services jobs' controllers made (spread.go)
+	tas         *tasFeed     // the TAS cache's feed of pods that are not TAS pods; nil without a Topology (tas.go)
 	toPlace     map[int]bool // jobs whose new pods wait until Kueue is done with the instant (held)
 	admitSeq    int          // admissions so far (jobState.admittedSeq)
 	// requeuePeriod: how long after a change Kueue requeues the inadmissible workloads it may

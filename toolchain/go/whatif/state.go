@@ -30,6 +30,11 @@ type interval struct {
 type podSet struct {
 	spec  corev1.PodSpec
 	count int
+	// tas: its pods are TAS pods (Kueue's TAS cache counts them by its admission, not as
+	// pods); parts: where the topology ungater sends them, when Kueue admitted it by TAS
+	// (tas.go), else nil.
+	tas   bool
+	parts []domainPart
 }
 
 // jobState follows one job of the mix (a batch/v1 Job, a plain Pod, or a job of a family:
