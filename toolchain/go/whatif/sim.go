@@ -255,6 +255,8 @@ func (s *sim) ownerQueue(j *jobState) *workQueue {
 // through Kueue's own Pod webhooks.
 func (s *sim) submit(j *jobState) error {
 	switch {
+	case j.members != nil:
+		return s.submitGroup(j)
 	case j.pod:
 		return s.submitPod(j)
 	case j.family != nil:
@@ -287,6 +289,8 @@ func (s *sim) submit(j *jobState) error {
 func (s *sim) complete(j *jobState) error {
 	var err error
 	switch {
+	case j.members != nil:
+		err = s.completeGroup(j)
 	case j.pod:
 		err = s.completePod(j)
 	case j.family != nil:
@@ -394,8 +398,10 @@ func (s *sim) observe(key types.NamespacedName) error {
 		}
 		fmt.Fprintf(os.Stderr, "  wl %s rv=%s %v\n", key.Name, wl.ResourceVersion, cs)
 	}
+	seen := map[int]bool{} // a pod group's Workload is owned by each of its members
 	for _, ref := range wl.OwnerReferences {
-		if i, ok := s.byUID[ref.UID]; ok {
+		if i, ok := s.byUID[ref.UID]; ok && !seen[i] {
+			seen[i] = true
 			j := s.jobs[i]
 			j.workload = &key
 			s.ownerQueue(j).add(j.key)
@@ -609,7 +615,7 @@ func (s *sim) inform(wls, jobs, pods []types.NamespacedName) error {
 		if err := s.podLife(k); err != nil {
 			return err
 		}
-		s.podQ.add(k)
+		s.podQ.add(s.podRequest(k))
 	}
 	return nil
 }

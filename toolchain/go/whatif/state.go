@@ -35,8 +35,11 @@ type podSet struct {
 // jobState follows one job of the mix (a batch/v1 Job, a plain Pod, or a job of a family:
 // kinds.go) through the replay.
 type jobState struct {
-	in       JobInput
-	pod      bool    // a plain Pod (Kueue's pod integration), not a Job
+	in  JobInput
+	pod bool // a plain Pod (Kueue's pod integration), not a Job
+	// members: a pod group's Pods (podgroup.go), nil for any other job; key is then the pod
+	// reconciler's request for the group.
+	members  []types.NamespacedName
 	family   *family // a kind whose controller kinds.go plays (a JobSet, a PyTorchJob, ...), else nil
 	key      types.NamespacedName
 	uid      types.UID
