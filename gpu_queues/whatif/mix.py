@@ -14,7 +14,7 @@ the `kueue.x-k8s.io/queue-name` label and, when the stack declares WorkloadPrior
 Durations are numbers with units d, h, m, s, combined as in Go (1h30m, 90s, 1.5h, 1d).
 
 Reading the files is in documents.py, durations in durations.py, counting GPUs in gpus.py,
-a workload's pod sets in podsets.py.
+a workload's pod sets in podsets.py, pod groups (several Pods, one workload) in podgroups.py.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from gpu_queues.kueue.fields import GO_DURATION_MAX_SECONDS, labels_problem, nam
 from gpu_queues.values import as_dict
 from gpu_queues.whatif.documents import Limits, MixDocument, read_documents
 from gpu_queues.whatif.durations import DurationError, parse_duration
+from gpu_queues.whatif.podgroups import grouped
 from gpu_queues.whatif.podsets import held, kind_problem, pod_sets
 from gpu_queues.whatif.shapes import body_problem, head_problem
 
@@ -95,6 +96,13 @@ REPLAYED: Final = (
 # replay has their user delete them when their duration is up, and Kueue finishes the Workload
 # of an owner gone (OwnerNotFound), which for them is how they end, not a preemption.
 DELETED_WHEN_DONE: Final = frozenset({"RayCluster"})
+# What the Pods of a pod group must agree on, being one workload: its queue, when it is
+# submitted and how long it runs (the field as written, the Entry's attribute).
+GROUP_AGREES: Final = (
+    (f"metadata.labels[{QUEUE_LABEL}]", "queue"),
+    (f"metadata.annotations[{ANNOTATION_SUBMIT_AT}]", "submit_at"),
+    (f"metadata.annotations[{ANNOTATION_DURATION}]", "duration"),
+)
 
 
 @dataclass(frozen=True)
@@ -161,6 +169,9 @@ class Entry:
     """Pods that must run for the workload to run (over its pod sets: a Job's parallelism)."""
     manifest: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """The object to create (empty when not replayed)."""
+    members: tuple[dict[str, Any], ...] = field(default=(), compare=False, repr=False)
+    """A pod group's Pods, all created at its time (gpu_queues.whatif.podgroups); manifest is
+    the first of them. Empty for anything else."""
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -418,8 +429,9 @@ def load_mix(
     path: Path, catalog: Catalog, root: Path | None = None, limits: Limits | None = None
 ) -> list[Entry]:
     """Every manifest under `path`, checked; a duplicate (same kind, namespace and name) is
-    refused after its first appearance. MixTooLarge (before any file is read, for its
-    bytes) when the mix is over `limits`."""
+    refused after its first appearance; a pod group's Pods are one entry
+    (gpu_queues.whatif.podgroups). MixTooLarge (before any file is read, for its bytes) when
+    the mix is over `limits`."""
     entries: list[Entry] = []
     seen: dict[tuple[str, str, str], str] = {}
     for index, doc in enumerate(read_documents(path, root, limits)):
@@ -439,7 +451,7 @@ def load_mix(
                     f"in the mix ({first}); names must be unique",
                 )
         entries.append(entry)
-    return entries
+    return grouped(entries, GROUP_AGREES)
 
 
 def submission_order(entries: Iterable[Entry]) -> list[Entry]:

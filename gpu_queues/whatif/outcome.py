@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpu_queues.whatif.mix import DELETED_WHEN_DONE, Entry
+from gpu_queues.whatif.podgroups import missing
 from gpu_queues.whatif.report import WorkloadResult
 from gpu_queues.whatif.workloads import classify, preemptions
 
@@ -41,6 +42,12 @@ def outcome(
         intervals=list(intervals),
         timeline=list(timeline),
     )
+    if wl is None and not problem and (short := missing(e)):
+        base.message = (
+            f"Kueue makes no Workload for a pod group until all its pods exist: "
+            f"{short} of its {e.pods + short} are not in the mix"
+        )
+        return base
     if problem or wl is None:
         base.outcome, base.message = "invalid", problem or "Kueue made no Workload for it"
         return base
