@@ -353,5 +353,7 @@ def test_pod_groups_on_both_engines(tmp_path: Path):
         "h": [],
     })  # fmt: skip
     assert [(w.name, w.outcome) for w in real.workloads] == [
-        ("a", "finished"), ("g", "finished"), ("h", "pending")
+        ("a", "finished"),
+        ("g", "finished"),
+        ("h", "pending"),
     ]
