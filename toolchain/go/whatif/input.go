@@ -87,6 +87,8 @@ func (s *sim) addJobs(jobs []JobInput) error {
 		st := &jobState{in: j, uid: uidFor("job", j.Index), pod: j.Kind == "Pod"}
 		var err error
 		switch {
+		case j.Kind == "StatefulSet":
+			err = s.addStatefulSet(st, i)
 		case st.pod && len(j.Members) > 0:
 			if st.key, st.members, st.sets, err = decodeGroup(j); err == nil {
 				for k, m := range st.members {

@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
+	"sigs.k8s.io/kueue/pkg/controller/jobs/pod"
 	podconstants "sigs.k8s.io/kueue/pkg/controller/jobs/pod/constants"
 )
 
@@ -53,7 +54,14 @@ func groupRequest(namespace, group string) types.NamespacedName {
 // podRequest: the pod reconciler's request for an event of the pod at key: its group's when
 // it is a member of one, else its own.
 func (s *sim) podRequest(key types.NamespacedName) types.NamespacedName {
-	if i, ok := s.byPod[key]; ok && s.jobs[i].members != nil {
+	if p, ok := s.seenPods[key].(*corev1.Pod); ok {
+		// Kueue's own index of a pod's group (its GetPodGroupName moved between releases).
+		if group := pod.IndexPodGroupName(p); len(group) == 1 {
+			return groupRequest(p.Namespace, group[0])
+		}
+		return key
+	}
+	if i, ok := s.byPod[key]; ok && s.jobs[i].members != nil { // gone: the group it was of
 		return s.jobs[i].key
 	}
 	return key
@@ -109,6 +117,9 @@ func (s *sim) groupLife(i int) error {
 		s.stop(j)
 		delete(s.waiting, i)
 		j.stuck = ""
+		if j.set != nil { // its controller makes its deleted pods again
+			return s.makeSetPods(j)
+		}
 	case gated > 0:
 		delete(s.waiting, i)
 		j.stuck = ""
