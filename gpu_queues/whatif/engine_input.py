@@ -50,6 +50,7 @@ FAST_KINDS = frozenset(
         "PaddleJob",
         "JAXJob",
         "RayCluster",
+        "StatefulSet",
     }
 )
 
@@ -257,7 +258,7 @@ def not_fast(e: Entry) -> str | None:
     if e.kind not in FAST_KINDS:
         kinds = (
             "Jobs, Pods, JobSets, PyTorchJobs, RayJobs, MPIJobs, TFJobs, XGBoostJobs, PaddleJobs, "
-            "JAXJobs and RayClusters"
+            "JAXJobs, RayClusters and StatefulSets"
         )
         return f"the fast engine replays {kinds}, not {e.kind}s"
     return None

@@ -69,10 +69,11 @@ FRAMEWORKS: Final[dict[tuple[str, str], str]] = {
 # kube-controller-manager's, kwok plays every pod's kubelet), JobSets on both (the fast one
 # plays the JobSet controller as far as Kueue reads it; the sandbox runs JobSet's own when
 # Kueue's integration is on: sandbox/jobset.py), the Kubeflow v1 jobs (PyTorchJobs, TFJobs,
-# XGBoostJobs, PaddleJobs, JAXJobs), RayJobs, RayClusters and MPIJobs on the fast one only (it
-# plays their controllers as far as Kueue reads them; the sandbox has none of them:
-# sandbox/replay/engine.py refuses them there). Other kinds need controllers neither has
-# (RayService, TrainJob, ...), or never finish (Deployment, ...).
+# XGBoostJobs, PaddleJobs, JAXJobs), RayJobs, RayClusters, MPIJobs and StatefulSets on the fast
+# one only (it plays their controllers as far as Kueue reads them; the sandbox has none of the
+# first, and its replay does not yet make and delete StatefulSets: sandbox/replay/engine.py
+# refuses them there). Other kinds need controllers neither has (RayService, TrainJob, ...), or
+# are a Workload per pod (Deployment).
 REPLAYABLE: Final = frozenset(
     {
         "batch/job",
@@ -86,16 +87,19 @@ REPLAYABLE: Final = frozenset(
         "kubeflow.org/paddlejob",
         "kubeflow.org/jaxjob",
         "ray.io/raycluster",
+        "statefulset",
     }
 )
 REPLAYED: Final = (
     "the what-if replays Jobs, Pods, JobSets, PyTorchJobs, RayJobs, MPIJobs, TFJobs, "
-    "XGBoostJobs, PaddleJobs, JAXJobs and RayClusters"
+    "XGBoostJobs, PaddleJobs, JAXJobs, RayClusters and StatefulSets"
 )
-# Kinds Kueue reads no end of (a RayCluster's Workload is never Finished by its own status): the
-# replay has their user delete them when their duration is up, and Kueue finishes the Workload
-# of an owner gone (OwnerNotFound), which for them is how they end, not a preemption.
-DELETED_WHEN_DONE: Final = frozenset({"RayCluster"})
+# Kinds Kueue reads no end of (a RayCluster's Workload is never Finished by its own status; a
+# StatefulSet serves): the replay has their user delete them when their duration is up, and
+# Kueue finishes the Workload of an owner gone (OwnerNotFound), or, for a StatefulSet's group
+# Workload, which has no controller, the garbage collector deletes it; for them that is how they
+# end, not a preemption.
+DELETED_WHEN_DONE: Final = frozenset({"RayCluster", "StatefulSet"})
 # What the Pods of a pod group must agree on, being one workload: its queue, when it is
 # submitted and how long it runs (the field as written, the Entry's attribute).
 GROUP_AGREES: Final = (
@@ -324,8 +328,9 @@ def _framework(head: _Head, catalog: Catalog) -> str:
         )
     if framework not in REPLAYABLE:
         why = (
-            "it never finishes, and the what-if replays batch workloads"
-            if framework in ("deployment", "statefulset")
+            "Kueue admits each of its pods as a Workload of its own, and the report holds one "
+            "Workload a row (issue 40)"
+            if framework == "deployment"
             else f"neither engine plays a {kind} controller yet (issue 40)"
         )
         raise _Refused(f"{kind} is not replayed: {why}; {REPLAYED}", "unsupported")
