@@ -19,7 +19,9 @@ from tests.unit.whatif.test_mix import CATALOG
 pytestmark = pytest.mark.unit
 
 
-def member(name: str, group: str = "g", total: object = "2", gpus: int = 2, **notes: str) -> Any:
+def member(
+    name: str, group: str = "g", total: str | None = "2", gpus: int = 2, **notes: str
+) -> Any:
     """A pod of team-vision's group `group`, as its user writes it."""
     pod = Pod(name, "team-vision").queue("vision-jobs").limits(gpu=gpus).label(GROUP_LABEL, group)
     if total is not None:
@@ -27,6 +29,13 @@ def member(name: str, group: str = "g", total: object = "2", gpus: int = 2, **no
     for key, value in notes.items():
         pod.annotation(key, value)
     return pod.obj()
+
+
+def timed(name: str, key: str, value: str) -> Any:
+    """A pod of group g with one of the replay's annotations."""
+    body = member(name)
+    body["metadata"]["annotations"][key] = value
+    return body
 
 
 def entries(tmp_path: Path, *docs: Any) -> list[Any]:
@@ -76,10 +85,8 @@ def test_a_group_short_of_pods_waits_with_the_reason(tmp_path: Path) -> None:
         ([member("g-0", total="0"), member("g-1", total="0")], TOTAL_COUNT, "not a whole number"),
         ([member("g-0", total="2"), member("g-1", total="3")], TOTAL_COUNT, "differ ([2, 3])"),
         ([member("g-0", total="1"), member("g-1", total="1")], TOTAL_COUNT, "more than its"),
-        ([member("g-0", **{ANNOTATION_SUBMIT_AT: "1m"}), member("g-1")], ANNOTATION_SUBMIT_AT,
-         "differ"),
-        ([member("g-0", **{ANNOTATION_DURATION: "1h"}), member("g-1")], ANNOTATION_DURATION,
-         "differ"),
+        ([timed("g-0", ANNOTATION_SUBMIT_AT, "1m"), member("g-1")], ANNOTATION_SUBMIT_AT, "differ"),
+        ([timed("g-0", ANNOTATION_DURATION, "1h"), member("g-1")], ANNOTATION_DURATION, "differ"),
         ([member("g-0", group="Big"), member("g-1", group="Big")], GROUP_LABEL, "is not"),
     ],
 )  # fmt: skip
