@@ -52,11 +52,9 @@ FAST_KINDS = frozenset(
         "JAXJob",
         "RayCluster",
         "TrainJob",
+        "StatefulSet",
     }
 )
-# A plain Pod that names a group is one pod of a gang Kueue admits together; the fast engine
-# replays single Pods only.
-POD_GROUP = "kueue.x-k8s.io/pod-group-name"
 
 
 class FastEngineError(Exception):
@@ -247,13 +245,9 @@ def not_fast(e: Entry) -> str | None:
     if e.kind not in FAST_KINDS:
         kinds = (
             "Jobs, Pods, JobSets, PyTorchJobs, RayJobs, MPIJobs, TFJobs, XGBoostJobs, PaddleJobs, "
-            "JAXJobs, RayClusters and TrainJobs"
+            "JAXJobs, RayClusters, StatefulSets and TrainJobs"
         )
         return f"the fast engine replays {kinds}, not {e.kind}s"
-    meta = e.manifest.get("metadata") or {}
-    named = (m for k in ("labels", "annotations") if isinstance(m := meta.get(k), dict))
-    if e.kind == "Pod" and any(POD_GROUP in m for m in named):
-        return "the fast engine replays single Pods, not pod groups; ENGINE=sandbox does"
     return None
 
 
@@ -288,6 +282,7 @@ def engine_input(
             "manifest": e.manifest,
             "submitAt": e.submit_at,
             "duration": -1 if e.duration is None else e.duration,
+            **({"members": list(e.members)} if e.members else {}),
         }
         for e in replayed
     ]

@@ -157,6 +157,7 @@ def result_of(e: Entry, line: dict[str, Any]) -> WorkloadResult:
         problem=line.get("problem") or None,
         intervals=_intervals(line.get("intervals") or []),
         timeline=_timeline(line.get("timeline") or []),
+        deleted=bool(line.get("deleted")),
     )
     if line.get("firstAdmission"):
         result.first_flavor = admitted_flavor({"status": {"admission": line["firstAdmission"]}})

@@ -14,8 +14,9 @@ the `kueue.x-k8s.io/queue-name` label and, when the stack declares WorkloadPrior
 Durations are numbers with units d, h, m, s, combined as in Go (1h30m, 90s, 1.5h, 1d).
 
 Reading the files is in documents.py, durations in durations.py, counting GPUs in gpus.py,
-a workload's pod sets in podsets.py, a TrainJob's (and the runtime documents a mix carries for
-its TrainJobs, which are no rows) in trainjob.py.
+a workload's pod sets in podsets.py, pod groups (several Pods, one workload) in podgroups.py,
+a TrainJob's (and the runtime documents a mix carries for its TrainJobs, which are no rows) in
+trainjob.py.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from gpu_queues.kueue.fields import GO_DURATION_MAX_SECONDS, labels_problem, nam
 from gpu_queues.values import as_dict
 from gpu_queues.whatif.documents import Limits, MixDocument, read_documents
 from gpu_queues.whatif.durations import DurationError, parse_duration
+from gpu_queues.whatif.podgroups import grouped
 from gpu_queues.whatif.podsets import PodSet, held, kind_problem, pod_sets
 from gpu_queues.whatif.shapes import body_problem, head_problem
 from gpu_queues.whatif.trainjob import (
@@ -76,10 +78,11 @@ FRAMEWORKS: Final[dict[tuple[str, str], str]] = {
 # kube-controller-manager's, kwok plays every pod's kubelet), JobSets on both (the fast one
 # plays the JobSet controller as far as Kueue reads it; the sandbox runs JobSet's own when
 # Kueue's integration is on: sandbox/jobset.py), the Kubeflow v1 jobs (PyTorchJobs, TFJobs,
-# XGBoostJobs, PaddleJobs, JAXJobs), RayJobs, RayClusters, MPIJobs and TrainJobs on the fast one
-# only (it plays their controllers as far as Kueue reads them; the sandbox has none of them:
-# sandbox/replay/engine.py refuses them there). Other kinds need controllers neither has
-# (RayService, ...), or never finish (Deployment, ...).
+# XGBoostJobs, PaddleJobs, JAXJobs), RayJobs, RayClusters, MPIJobs, StatefulSets and TrainJobs on
+# the fast one only (it plays their controllers as far as Kueue reads them; the sandbox has none
+# of the Kubeflow, Ray or Trainer controllers, and its replay does not yet make and delete
+# StatefulSets: sandbox/replay/engine.py refuses them there). Other kinds need controllers
+# neither has (RayService, ...), or are a Workload per pod (Deployment).
 REPLAYABLE: Final = frozenset(
     {
         "batch/job",
@@ -94,16 +97,26 @@ REPLAYABLE: Final = frozenset(
         "kubeflow.org/jaxjob",
         "ray.io/raycluster",
         "trainer.kubeflow.org/trainjob",
+        "statefulset",
     }
 )
 REPLAYED: Final = (
     "the what-if replays Jobs, Pods, JobSets, PyTorchJobs, RayJobs, MPIJobs, TFJobs, "
-    "XGBoostJobs, PaddleJobs, JAXJobs, RayClusters and TrainJobs"
+    "XGBoostJobs, PaddleJobs, JAXJobs, RayClusters, StatefulSets and TrainJobs"
 )
-# Kinds Kueue reads no end of (a RayCluster's Workload is never Finished by its own status): the
-# replay has their user delete them when their duration is up, and Kueue finishes the Workload
-# of an owner gone (OwnerNotFound), which for them is how they end, not a preemption.
-DELETED_WHEN_DONE: Final = frozenset({"RayCluster"})
+# Kinds Kueue reads no end of (a RayCluster's Workload is never Finished by its own status; a
+# StatefulSet serves): the replay has their user delete them when their duration is up, and
+# Kueue finishes the Workload of an owner gone (OwnerNotFound), or, for a StatefulSet's group
+# Workload, which has no controller, the garbage collector deletes it; for them that is how they
+# end, not a preemption.
+DELETED_WHEN_DONE: Final = frozenset({"RayCluster", "StatefulSet"})
+# What the Pods of a pod group must agree on, being one workload: its queue, when it is
+# submitted and how long it runs (the field as written, the Entry's attribute).
+GROUP_AGREES: Final = (
+    (f"metadata.labels[{QUEUE_LABEL}]", "queue"),
+    (f"metadata.annotations[{ANNOTATION_SUBMIT_AT}]", "submit_at"),
+    (f"metadata.annotations[{ANNOTATION_DURATION}]", "duration"),
+)
 
 
 @dataclass(frozen=True)
@@ -172,6 +185,9 @@ class Entry:
     """The object to create (empty when not replayed)."""
     runtime: dict[str, Any] | None = field(default=None, compare=False, repr=False)
     """A TrainJob's runtime, as the engine creates it beside it (trainjob.py)."""
+    members: tuple[dict[str, Any], ...] = field(default=(), compare=False, repr=False)
+    """A pod group's Pods, all created at its time (gpu_queues.whatif.podgroups); manifest is
+    the first of them. Empty for anything else."""
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -343,8 +359,9 @@ def _framework(head: _Head, catalog: Catalog) -> str:
         )
     if framework not in REPLAYABLE:
         why = (
-            "it never finishes, and the what-if replays batch workloads"
-            if framework in ("deployment", "statefulset")
+            "Kueue admits each of its pods as a Workload of its own, and the report holds one "
+            "Workload a row (issue 40)"
+            if framework == "deployment"
             else f"neither engine plays a {kind} controller yet (issue 40)"
         )
         raise _Refused(f"{kind} is not replayed: {why}; {REPLAYED}", "unsupported")
@@ -448,8 +465,9 @@ def load_mix(
     path: Path, catalog: Catalog, root: Path | None = None, limits: Limits | None = None
 ) -> list[Entry]:
     """Every manifest under `path`, checked; a duplicate (same kind, namespace and name) is
-    refused after its first appearance. MixTooLarge (before any file is read, for its
-    bytes) when the mix is over `limits`."""
+    refused after its first appearance; a pod group's Pods are one entry
+    (gpu_queues.whatif.podgroups). MixTooLarge (before any file is read, for its bytes) when
+    the mix is over `limits`."""
     entries: list[Entry] = []
     seen: dict[tuple[str, str, str], str] = {}
     docs = list(read_documents(path, root, limits))
@@ -474,7 +492,7 @@ def load_mix(
                     f"in the mix ({first}); names must be unique",
                 )
         entries.append(entry)
-    return entries
+    return grouped(entries, GROUP_AGREES)
 
 
 def submission_order(entries: Iterable[Entry]) -> list[Entry]:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpu_queues.whatif.mix import DELETED_WHEN_DONE, Entry
+from gpu_queues.whatif.podgroups import missing
 from gpu_queues.whatif.report import WorkloadResult
-from gpu_queues.whatif.workloads import classify, preemptions
+from gpu_queues.whatif.workloads import admitted_flavor, classify, preemptions
 
 
 def outcome(
@@ -23,10 +24,13 @@ def outcome(
     problem: str | None,
     intervals: list[tuple[float, float | None]] | tuple[()] = (),
     timeline: list[tuple[float, str, str]] | tuple[()] = (),
+    deleted: bool = False,
 ) -> WorkloadResult:
     """The report's row for a replayed workload, from what either engine saw: its Workload at
     the end, whether its pods all run, the scheduler's message for a pod that fits no node,
-    its evictions ("reason: message", oldest first) and when it was first admitted."""
+    its evictions ("reason: message", oldest first) and when it was first admitted. `deleted`:
+    the Workload (`wl` as last seen) went with its owner, deleted by its user at its time
+    (DELETED_WHEN_DONE): it is finished."""
     base = WorkloadResult(
         e.name,
         e.namespace,
@@ -41,6 +45,12 @@ def outcome(
         intervals=list(intervals),
         timeline=list(timeline),
     )
+    if wl is None and not problem and (short := missing(e)):
+        base.message = (
+            f"Kueue makes no Workload for a pod group until all its pods exist: "
+            f"{short} of its {e.pods + short} are not in the mix"
+        )
+        return base
     if problem or wl is None:
         base.outcome, base.message = "invalid", problem or "Kueue made no Workload for it"
         return base
@@ -51,6 +61,8 @@ def outcome(
     state, base.flavor, message = classify(
         wl, running, stuck, bool(evictions and base.preemptions), gone_preempted=gone_preempted
     )
+    if deleted and e.kind in DELETED_WHEN_DONE:
+        state, base.flavor, message = "finished", admitted_flavor(wl), None
     base.outcome = state
     history = f"evicted {len(evictions)}x, last: {evictions[-1]}" if evictions else None
     if state in ("finished", "admitted"):

@@ -7,7 +7,8 @@ so a malformed manifest is an `invalid` row of the report and the rest of the mi
 
 A null is an absent field, as in the API server's decoding; a field the replay cannot do
 without that is absent (a Job's `spec.template`, a pod's `containers`, a JobSet's
-`spec.replicatedJobs[i].template`, a PyTorchJob's `spec.pytorchReplicaSpecs[Worker].template`
+`spec.replicatedJobs[i].template`, a StatefulSet's `spec.template` and `spec.selector`, a
+PyTorchJob's `spec.pytorchReplicaSpecs[Worker].template`
 and each other Kubeflow v1 job's replica's, an MPIJob's `spec.mpiReplicaSpecs[Launcher].template`)
 is refused. The rest (fields not listed here, a container without an image, ...) is left to the
 API server, which refuses what it cannot take when the replay submits the object (its message
@@ -170,6 +171,18 @@ JOBSET_SPEC: Final = Struct(
         "startupPolicy": Struct({}),
     },
     required=("replicatedJobs",),
+)
+STATEFULSET_SPEC: Final = Struct(
+    {
+        "replicas": INT32,
+        "selector": Struct(
+            {"matchLabels": MapOf(STR), "matchExpressions": ListOf(Struct({"key": STR}))}
+        ),
+        "template": POD_TEMPLATE,
+        "serviceName": STR,
+        "podManagementPolicy": STR,
+    },
+    required=("selector", "template"),
 )
 KUBEFLOW_REPLICA_SPECS: Final = MapOf(
     Struct(
@@ -406,6 +419,7 @@ BODIES: Final[Mapping[str, Struct]] = {
     "TrainJob": Struct({"spec": TRAINJOB_SPEC, "status": Anything()}, required=("spec",)),
     "ClusterTrainingRuntime": Struct({"spec": TRAINING_RUNTIME_SPEC}, required=("spec",)),
     "TrainingRuntime": Struct({"spec": TRAINING_RUNTIME_SPEC}, required=("spec",)),
+    "StatefulSet": Struct({"spec": STATEFULSET_SPEC, "status": Anything()}, required=("spec",)),
 }
 """The rest of the kinds the replay submits (gpu_queues.whatif.mix.REPLAYABLE), and the Trainer
 runtimes a mix carries for its TrainJobs (gpu_queues.whatif.trainjob)."""

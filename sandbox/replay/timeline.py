@@ -31,6 +31,7 @@ from gpu_queues.kueue.client import file_client
 from gpu_queues.whatif.changes import StackChange
 from gpu_queues.whatif.mix import COMPLETE_AFTER, Entry, submission_order
 from gpu_queues.whatif.outcome import not_replayed
+from gpu_queues.whatif.podgroups import missing
 from gpu_queues.whatif.report import WorkloadResult
 from gpu_queues.whatif.workloads import (
     KubeError,
@@ -142,6 +143,7 @@ class Replay:
         self.quota: dict[str, list[tuple[float, str, str, str]]] = {}
         self._holds: dict[str, bool] = {}
         self.workload_uids: dict[str, str] = {}  # by its owner's UID
+        self.member_of: dict[str, str] = {}  # a pod group's pods' UIDs -> its first's (_key)
         # Each owner's admissions' places among all, as the watch saw them (re-admissions
         # included): the last one is the order in which the gate lets their pods go, all of
         # them go to WorkloadResult.admission_order.
@@ -180,7 +182,7 @@ class Replay:
         ref = workload_owner(wl)
         if ref is None:
             return
-        key, holds = str(ref.get("uid")), holds_quota(wl)
+        key, holds = self._key(str(ref.get("uid"))), holds_quota(wl)
         with self._quota_lock:
             held = self._holds.get(key, False)
             self.workload_uids[key] = str((wl.get("metadata") or {}).get("uid") or "")
@@ -211,11 +213,15 @@ class Replay:
         for wl in informer.departed() + informer.snapshot():
             ref = workload_owner(wl)
             if ref is not None:
-                workloads[str(ref.get("uid"))] = wl
+                workloads[self._key(str(ref.get("uid")))] = wl
         pods: dict[str, list[dict[str, Any]]] = {}
         for pod in self.informers["pods"].snapshot():
-            pods.setdefault(pod_key(pod), []).append(pod)
+            pods.setdefault(self._key(pod_key(pod)), []).append(pod)
         return workloads, pods
+
+    def _key(self, owner_uid: str) -> str:
+        """The UID the replay knows a workload by, from one of its owners' (a group's pods')."""
+        return self.member_of.get(owner_uid, owner_uid)
 
     def _settled(self) -> tuple[bool, bool]:
         """(whether the cluster is at rest apart from timers, whether a workload waits)."""
@@ -228,6 +234,9 @@ class Replay:
             if t.uid is None or t.finished or t.problem:
                 continue
             wl = workloads.get(t.uid)
+            if wl is None and missing(t.entry):
+                waiting = True  # a pod group short of pods: Kueue makes no Workload for it
+                continue
             if wl is None:
                 return False, True  # Kueue has not made its Workload yet
             if t.completing and holds_quota(wl):
@@ -274,7 +283,7 @@ class Replay:
         jobs: dict[str, list[dict[str, Any]]] = {}
         for pod in self.informers["pods"].snapshot():
             if gate.gated(pod) and not pod.get("metadata", {}).get("deletionTimestamp"):
-                jobs.setdefault(pod_key(pod), []).append(pod)
+                jobs.setdefault(self._key(pod_key(pod)), []).append(pod)
         if not jobs:
             return []
         first = min(jobs, key=lambda k: (order.get(k, 1 << 62), k))
@@ -341,13 +350,17 @@ class Replay:
         # order (equal seconds are ordered by UID, at random).
         self.fresh_second(self.last_submit_second + 1)
         group, plural = COLLECTIONS[e.kind]
-        try:
-            created = self.rest.create(f"{group}/namespaces/{e.namespace}/{plural}", e.manifest)
+        path = f"{group}/namespaces/{e.namespace}/{plural}"
+        try:  # a pod group's pods all at its time
+            made = [self.rest.create(path, m) for m in e.members or (e.manifest,)]
         except KubeError as exc:
             t.problem = f"the API server refused it: {exc}"
             return
-        t.uid, t.submitted = uid(created), True
+        t.uid, t.submitted = uid(made[0]), True
+        self.member_of.update((uid(m), t.uid) for m in made)
         self.by_uid[t.uid] = t
+        if missing(e):
+            return  # Kueue makes no Workload for a group short of pods
         deadline = time.monotonic() + WORKLOAD_CAP
         while time.monotonic() < deadline:
             workloads, _ = self._index()

@@ -359,3 +359,24 @@ def test_topology_aware_jobs_wait_for_their_domain_on_both_engines(tmp_path: Pat
         "block": [(5400, "admitted", "tas"), (5400, "ran", "tas-4, tas-5, tas-6, tas-7"),
                   (6000, "stopped", "")],
     })  # fmt: skip
+
+
+def test_pod_groups_on_both_engines(tmp_path: Path):
+    """Issue 40: a pod group (plain Pods of one kueue.x-k8s.io/pod-group-name) is one
+    workload: Kueue makes one Workload once all its pods exist, admits it whole and ungates
+    its pods together. One 8-GPU node, quota 8:
+    - 0s: a (a Job, 6 GPUs) runs to 10m.
+    - 1m: g (two pods of 2 GPUs): one pod would fit beside a (6+2), the group does not
+      (6+4): it waits, is admitted when a ends at 10m, both pods on pool-0, and runs to 15m.
+    - 2m: h names 3 pods and the mix has 2: Kueue makes no Workload for it; it waits and
+      holds nothing (pending on both engines, with the reason)."""
+    real = same_story("podgroup", tmp_path, {
+        "a": [(0, "admitted", "pool"), (0, "ran", "pool-0"), (600, "stopped", "")],
+        "g": [(600, "admitted", "pool"), (600, "ran", "pool-0, pool-0"), (900, "stopped", "")],
+        "h": [],
+    })  # fmt: skip
+    assert [(w.name, w.outcome) for w in real.workloads] == [
+        ("a", "finished"),
+        ("g", "finished"),
+        ("h", "pending"),
+    ]

@@ -1340,3 +1340,35 @@ def test_the_docs_raycluster_example_replays_on_staging_with_the_integration_as_
         4,
     )
     assert w.intervals == [(3600, 14400)]
+
+
+def test_the_docs_statefulset_example_replays_on_staging_with_the_integration_as_its_comment_says(
+    tmp_path: Path,
+) -> None:
+    """docs/examples/mixes/statefulset.yaml on staging as it stands: unsupported, naming
+    statefulset; with it added, research's 4 H100 are free, so the StatefulSet (two replicas of
+    one H100, one Workload) is admitted the second it is submitted (1h), serves its 3h (to 4h)
+    and, deleted then by its user, is finished."""
+    from sandbox.shape import load_stack
+
+    root = Path(__file__).resolve().parents[2]
+    example = root / "docs" / "examples" / "mixes" / "statefulset.yaml"
+    staging = (root / "Pulumi.staging.yaml").read_text()
+    (w,) = fast.replay_mix(
+        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
+    ).workloads
+    assert (w.kind, w.outcome) == ("StatefulSet", "unsupported")
+    assert "integration statefulset is not enabled" in (w.message or ""), w.message
+    added = staging.replace("kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, statefulset]")
+    assert added != staging
+    (tmp_path / "Pulumi.staging.yaml").write_text(added)
+    config = load_stack(tmp_path / "Pulumi.staging.yaml")
+    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
+    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
+        "StatefulSet",
+        "finished",
+        "h100",
+        0,
+        2,
+    )
+    assert w.intervals == [(3600, 14400)]

@@ -303,7 +303,7 @@ def test_the_fast_engine_refuses_a_stack_with_provisioning_checks_too() -> None:
     assert engine_input.unmodelled(fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")) is None
 
 
-def test_the_fast_engine_takes_single_pods_and_the_kinds_it_plays_and_leaves_pod_groups() -> None:
+def test_the_fast_engine_takes_pods_pod_groups_and_the_kinds_it_plays() -> None:
     from gpu_queues.whatif import engine_input
     from gpu_queues.whatif.mix import Entry
 
@@ -312,8 +312,9 @@ def test_the_fast_engine_takes_single_pods_and_the_kinds_it_plays_and_leaves_pod
         return Entry(index, f"mix.yaml#{index + 1}", kind, f"w{index}", "ns", "q",
                      manifest={"kind": kind, "metadata": meta})  # fmt: skip
 
-    group = {"kueue.x-k8s.io/pod-group-name": "g"}
-    entries = [entry(0, "Job", {}), entry(1, "Pod", {}), entry(2, "Pod", group),
+    group = entry(2, "Pod", {"kueue.x-k8s.io/pod-group-name": "g"})
+    group = dataclasses.replace(group, members=(group.manifest, group.manifest))
+    entries = [entry(0, "Job", {}), entry(1, "Pod", {}), group,
                entry(3, "JobSet", {}), entry(4, "Pod", ["not", "a", "map"]),
                entry(5, "PyTorchJob", {}), entry(6, "RayJob", {}),
                entry(7, "MPIJob", {}), entry(8, "TFJob", {}), entry(9, "XGBoostJob", {}),
@@ -326,14 +327,14 @@ def test_the_fast_engine_takes_single_pods_and_the_kinds_it_plays_and_leaves_pod
     sent = given["jobs"]
     # A TrainJob's runtime goes beside it, once.
     assert given["runtimes"] == [runtime]
-    assert [(j["index"], j["kind"]) for j in sent] == [(0, "Job"), (1, "Pod"), (3, "JobSet"),
-                                                        (4, "Pod"), (5, "PyTorchJob"),
-                                                        (6, "RayJob"), (7, "MPIJob"),
-                                                        (8, "TFJob"), (9, "XGBoostJob"),
-                                                        (10, "PaddleJob"), (11, "JAXJob"),
-                                                        (12, "RayCluster"),
-                                                        (13, "TrainJob")]  # fmt: skip
-    assert "not pod groups" in (engine_input.not_fast(entries[2]) or "")
+    assert [(j["index"], j["kind"]) for j in sent] == [
+        (0, "Job"), (1, "Pod"), (2, "Pod"), (3, "JobSet"), (4, "Pod"), (5, "PyTorchJob"),
+        (6, "RayJob"), (7, "MPIJob"), (8, "TFJob"), (9, "XGBoostJob"), (10, "PaddleJob"),
+        (11, "JAXJob"), (12, "RayCluster"), (13, "TrainJob"),
+    ]  # fmt: skip
+    # A pod group (gpu_queues.whatif.podgroups) goes as one job with its pods as members.
+    assert [len(j.get("members", [])) for j in sent[:3]] == [0, 0, 2]
+    assert engine_input.not_fast(entries[2]) is None
     assert engine_input.not_fast(entries[3]) is None
     assert engine_input.not_fast(entries[5]) is None
     assert engine_input.not_fast(entries[6]) is None

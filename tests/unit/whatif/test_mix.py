@@ -881,7 +881,7 @@ def test_submission_order_is_submit_time_then_mix_order(tmp_path: Path) -> None:
          "kueue.manager.integrations.frameworks"),
         ({"apiVersion": "apps/v1", "kind": "Deployment",
           "metadata": {"name": "d", "namespace": "team-research"}}, "unsupported",
-         "it never finishes"),
+         "each of its pods as a Workload of its own"),
         ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}, "unsupported",
          "ConfigMap (v1) is not a workload Kueue manages"),
         ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"namespace": "x"}}, "invalid",

@@ -62,6 +62,9 @@ type JobInput struct {
 	SubmitAt float64         `json:"submitAt"`
 	// Duration: seconds its pods run; negative: until the end.
 	Duration float64 `json:"duration"`
+	// Members: a pod group's Pods (Kind "Pod"; podgroup.go), each one's manifest, created
+	// together at SubmitAt and run for Duration; Manifest is unused.
+	Members []json.RawMessage `json:"members,omitempty"`
 }
 
 func decodeObjects(scheme *runtime.Scheme, raws []json.RawMessage) ([]client.Object, error) {
@@ -87,6 +90,15 @@ func (s *sim) addJobs(jobs []JobInput) error {
 		st := &jobState{in: j, uid: uidFor("job", j.Index), pod: j.Kind == "Pod"}
 		var err error
 		switch {
+		case j.Kind == "StatefulSet":
+			err = s.addStatefulSet(st, i)
+		case st.pod && len(j.Members) > 0:
+			if st.key, st.members, st.sets, err = decodeGroup(j); err == nil {
+				for k, m := range st.members {
+					s.byPod[m] = i
+					s.byUID[memberUID(st, k)] = i
+				}
+			}
 		case st.pod:
 			if st.key, st.template, err = decodePod(j); err == nil {
 				st.count = 1

@@ -18,26 +18,34 @@ import (
 
 // submitPod creates the Pod as the API server would: through Kueue's Pod webhooks.
 func (s *sim) submitPod(j *jobState) error {
+	made, err := s.createPod(j, j.in.Manifest, j.uid)
+	j.submitted = made
+	return err
+}
+
+// createPod creates one Pod of the job from its manifest, with its UID, through Kueue's Pod
+// webhooks; whether it was made (if not, the job's problem says why).
+func (s *sim) createPod(j *jobState, manifest []byte, uid types.UID) (bool, error) {
 	var p corev1.Pod
-	if err := json.Unmarshal(j.in.Manifest, &p); err != nil {
-		return err
+	if err := json.Unmarshal(manifest, &p); err != nil {
+		return false, err
 	}
 	if p.Namespace == "" {
 		p.Namespace = "default"
 	}
-	p.UID = j.uid
+	p.UID = uid
 	p.ResourceVersion = ""
 	p.Status = corev1.PodStatus{Phase: corev1.PodPending}
+	defaultPod(&p)
 	if err := s.admitPod(s.ctx, &p); err != nil {
 		j.problem = fmt.Sprintf("Kueue's pod webhook refused it: %v", err)
-		return nil
+		return false, nil
 	}
 	if err := s.cl.Create(s.ctx, &p); err != nil {
 		j.problem = fmt.Sprintf("the API refused it: %v", err)
-		return nil
+		return false, nil
 	}
-	j.submitted = true
-	return nil
+	return true, nil
 }
 
 // completePod: the pod's time is up; its containers exit 0 and it succeeds.
@@ -48,14 +56,19 @@ func (s *sim) completePod(j *jobState) error {
 	}
 	s.stop(j)
 	j.finished = true
+	return s.succeedPod(&p)
+}
+
+// succeedPod: the kubelet's status of a pod whose containers exited 0.
+func (s *sim) succeedPod(p *corev1.Pod) error {
 	now := metav1.NewTime(s.clock.Now())
 	p.Status.Phase = corev1.PodSucceeded
-	setPodCondition(&p, corev1.PodReady, corev1.ConditionFalse, "PodCompleted", now)
-	setPodCondition(&p, corev1.ContainersReady, corev1.ConditionFalse, "PodCompleted", now)
-	p.Status.ContainerStatuses = containerStatuses(&p, corev1.ContainerState{
+	setPodCondition(p, corev1.PodReady, corev1.ConditionFalse, "PodCompleted", now)
+	setPodCondition(p, corev1.ContainersReady, corev1.ConditionFalse, "PodCompleted", now)
+	p.Status.ContainerStatuses = containerStatuses(p, corev1.ContainerState{
 		Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: now, FinishedAt: now},
 	})
-	return s.cl.Status().Update(s.ctx, &p)
+	return s.cl.Status().Update(s.ctx, p)
 }
 
 // podLife: kube-scheduler and the kubelet, for one plain Pod: a gated pod waits, an ungated
@@ -66,6 +79,9 @@ func (s *sim) podLife(key types.NamespacedName) error {
 		return nil
 	}
 	j := s.jobs[i]
+	if j.members != nil {
+		return s.groupLife(i)
+	}
 	var p corev1.Pod
 	if err := s.get(key, &p); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -90,16 +106,21 @@ func (s *sim) podLife(key types.NamespacedName) error {
 		if s.held(i) || !s.bind(i, []corev1.PodSpec{p.Spec}) {
 			return nil
 		}
-		now := metav1.NewTime(s.clock.Now())
-		p.Status.Phase = corev1.PodRunning
-		p.Status.StartTime = &now
-		for _, c := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady} {
-			setPodCondition(&p, c, corev1.ConditionTrue, "", now)
-		}
-		p.Status.ContainerStatuses = containerStatuses(&p, corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}})
-		return s.cl.Status().Update(s.ctx, &p)
+		return s.runPod(&p)
 	}
 	return nil
+}
+
+// runPod: the kubelet's status of a pod bound to its node: running, ready.
+func (s *sim) runPod(p *corev1.Pod) error {
+	now := metav1.NewTime(s.clock.Now())
+	p.Status.Phase = corev1.PodRunning
+	p.Status.StartTime = &now
+	for _, c := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady} {
+		setPodCondition(p, c, corev1.ConditionTrue, "", now)
+	}
+	p.Status.ContainerStatuses = containerStatuses(p, corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}})
+	return s.cl.Status().Update(s.ctx, p)
 }
 
 func setPodCondition(p *corev1.Pod, t corev1.PodConditionType, status corev1.ConditionStatus, reason string, now metav1.Time) {
@@ -121,4 +142,23 @@ func containerStatuses(p *corev1.Pod, state corev1.ContainerState) []corev1.Cont
 		out = append(out, corev1.ContainerStatus{Name: c.Name, Image: c.Image, State: state, Ready: state.Running != nil})
 	}
 	return out
+}
+
+// defaultPod: what the API server's defaulting gives a Pod before any webhook sees it, as far
+// as Kueue reads it: a container's limit without a request is its request too (a Pod's, not a
+// template's: Kueue's role hash of a group's pods reads the requests alone).
+func defaultPod(p *corev1.Pod) {
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for k := range cs {
+			r := &cs[k].Resources
+			for name, q := range r.Limits {
+				if _, ok := r.Requests[name]; !ok {
+					if r.Requests == nil {
+						r.Requests = corev1.ResourceList{}
+					}
+					r.Requests[name] = q.DeepCopy()
+				}
+			}
+		}
+	}
 }

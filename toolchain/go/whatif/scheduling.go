@@ -266,6 +266,8 @@ func (s *sim) bindSet(j *jobState, k int) (placement, string) {
 // place: the job's pods, waiting for nodes, tried again.
 func (s *sim) place(j *jobState) error {
 	switch {
+	case j.members != nil:
+		return s.groupLife(s.byPod[j.members[0]])
 	case j.pod:
 		return s.podLife(j.key)
 	case j.family != nil:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/job"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/pod"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/statefulset"
 	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/metrics"
 	"sigs.k8s.io/kueue/pkg/scheduler"
@@ -49,6 +51,7 @@ func newSim(in *Input) (*sim, error) {
 		clock:    testingclock.NewFakeClock(epoch),
 		byJob:    map[types.NamespacedName]int{},
 		byPod:    map[types.NamespacedName]int{},
+		sts:      statefulSets{by: map[types.NamespacedName]int{}, seen: map[types.NamespacedName]ctrl.Object{}},
 		byUID:    map[types.UID]int{},
 		seen:     map[types.NamespacedName]*kueue.Workload{},
 		holders:  map[types.NamespacedName]bool{},
@@ -212,6 +215,15 @@ func (s *sim) newJobControllers(cfg *configapi.Configuration) error {
 	}
 	s.admitPod = func(ctx context.Context, p *corev1.Pod) error {
 		return pod.WhatIfAdmit(ctx, s.cl, s.queues, cfg.ManageJobsWithoutQueueName, nsSelector, p)
+	}
+	if s.sts.rec, err = statefulset.NewReconciler(s.ctx, s.cl, nil, nopRecorder{}, opts...); err != nil {
+		return err
+	}
+	if s.sts.podRec, err = statefulset.NewPodReconciler(s.ctx, s.cl, nil, nopRecorder{}, opts...); err != nil {
+		return err
+	}
+	s.sts.admit = func(ctx context.Context, sts *appsv1.StatefulSet) error {
+		return statefulset.WhatIfAdmit(ctx, s.cl, s.queues, cfg.ManageJobsWithoutQueueName, nsSelector, sts)
 	}
 	return nil
 }

@@ -74,6 +74,7 @@ type sim struct {
 	wlRec       *core.WorkloadReconciler
 	jobRec      reconcile.Reconciler
 	podRec      reconcile.Reconciler // nil without Kueue's pod integration
+	sts         statefulSets
 	families    []*family            // the kinds whose controllers kinds.go plays, with Kueue's reconcilers
 	lqRec       reconcile.Reconciler // Kueue's LocalQueue controller: only with admission fair sharing (afs.go)
 	lqQ         workQueue
@@ -234,6 +235,10 @@ func (s *sim) queue(k objKind) *workQueue {
 		return &s.podQ
 	case kindLocalQueue:
 		return &s.lqQ
+	case kindStatefulSet:
+		return &s.sts.q
+	case kindStatefulSetPod:
+		return &s.sts.podQ
 	}
 	if k >= kindFamily {
 		return &s.families[k-kindFamily].q
@@ -256,6 +261,10 @@ func (s *sim) ownerQueue(j *jobState) *workQueue {
 // through Kueue's own Pod webhooks.
 func (s *sim) submit(j *jobState) error {
 	switch {
+	case j.set != nil:
+		return s.submitStatefulSet(j)
+	case j.members != nil:
+		return s.submitGroup(j)
 	case j.pod:
 		return s.submitPod(j)
 	case j.family != nil:
@@ -288,6 +297,10 @@ func (s *sim) submit(j *jobState) error {
 func (s *sim) complete(j *jobState) error {
 	var err error
 	switch {
+	case j.set != nil:
+		err = s.completeStatefulSet(j)
+	case j.members != nil:
+		err = s.completeGroup(j)
 	case j.pod:
 		err = s.completePod(j)
 	case j.family != nil:
@@ -395,10 +408,12 @@ func (s *sim) observe(key types.NamespacedName) error {
 		}
 		fmt.Fprintf(os.Stderr, "  wl %s rv=%s %v\n", key.Name, wl.ResourceVersion, cs)
 	}
+	seen := map[int]bool{} // a pod group's Workload is owned by each of its members
 	for _, ref := range wl.OwnerReferences {
-		if i, ok := s.byUID[ref.UID]; ok {
+		if i, ok := s.byUID[ref.UID]; ok && !seen[i] {
+			seen[i] = true
 			j := s.jobs[i]
-			j.workload = &key
+			j.workload, j.last = &key, wl
 			s.ownerQueue(j).add(j.key)
 			s.track(j, wl)
 		}
@@ -505,6 +520,9 @@ func (s *sim) settle() error {
 		if err := s.informFamilies(others); err != nil {
 			return err
 		}
+		if err := s.informStatefulSets(others); err != nil {
+			return err
+		}
 		retry := slices.Collect(maps.Keys(s.retry))
 		clear(s.retry)
 		if err := s.retryJobs(retry); err != nil {
@@ -513,6 +531,10 @@ func (s *sim) settle() error {
 		wq, jq, pq, lq := s.wlQ.drain(), s.jobQ.drain(), s.podQ.drain(), s.lqQ.drain()
 		fq := s.drainFamilies()
 		if err := s.reconcileAll(wq, jq, pq, fq); err != nil {
+			return err
+		}
+		sq, err := s.reconcileStatefulSets()
+		if err != nil {
 			return err
 		}
 		for _, k := range lq {
@@ -529,7 +551,7 @@ func (s *sim) settle() error {
 		if trace && step < 200 {
 			fmt.Fprintf(os.Stderr, "t=%v step=%d wls=%v jobs=%v wq=%v jq=%v\n", s.now, step, wls, jobs, wq, jq)
 		}
-		if len(wls)+len(jobs)+len(pods)+len(others)+len(retry)+len(wq)+len(jq)+len(pq)+len(lq)+len(fq) > 0 {
+		if len(wls)+len(jobs)+len(pods)+len(others)+len(retry)+len(wq)+len(jq)+len(pq)+len(lq)+len(fq)+sq > 0 {
 			continue
 		}
 		// Scheduling cycles first, the inadmissible workloads' requeue after: Kueue batches
@@ -540,7 +562,7 @@ func (s *sim) settle() error {
 			s.stats.Cycles++
 			s.sched.WhatIfCycle(s.ctx)
 			s.wg.Wait()
-			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+s.lqQ.len()+s.familiesQueued()+len(s.retry) > 0 || s.queueState() != before {
+			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+s.lqQ.len()+s.familiesQueued()+s.sts.q.len()+s.sts.podQ.len()+len(s.retry) > 0 || s.queueState() != before {
 				continue
 			}
 			if s.flavorsLeft() {
@@ -610,7 +632,8 @@ func (s *sim) inform(wls, jobs, pods []types.NamespacedName) error {
 		if err := s.podLife(k); err != nil {
 			return err
 		}
-		s.podQ.add(k)
+		s.podQ.add(s.podRequest(k))
+		s.setPodChanged(k)
 	}
 	return nil
 }
@@ -680,7 +703,11 @@ func (s *sim) results() []Result {
 		}
 		if j.workload != nil {
 			wl := &kueue.Workload{}
-			if err := s.get(*j.workload, wl); err == nil {
+			err := s.get(*j.workload, wl)
+			if apierrors.IsNotFound(err) && j.set != nil && j.finished && j.last != nil {
+				wl, err, r.Deleted = j.last.DeepCopy(), nil, true
+			}
+			if err == nil {
 				wl.ManagedFields = nil
 				r.Workload = wl
 			}

@@ -40,8 +40,17 @@ type podSet struct {
 // jobState follows one job of the mix (a batch/v1 Job, a plain Pod, or a job of a family:
 // kinds.go) through the replay.
 type jobState struct {
-	in       JobInput
-	pod      bool    // a plain Pod (Kueue's pod integration), not a Job
+	in  JobInput
+	pod bool // a plain Pod (Kueue's pod integration), not a Job
+	// members: a pod group's Pods (podgroup.go), nil for any other job; key is then the pod
+	// reconciler's request for the group.
+	members []types.NamespacedName
+	// set: a StatefulSet's name (statefulset.go; its pods are members), nil for any other
+	// job; made: how many pods its controller has made for it.
+	set  *types.NamespacedName
+	made int
+	// last: its Workload as the replay last saw it (kept for the report once it is deleted).
+	last     *kueue.Workload
 	family   *family // a kind whose controller kinds.go plays (a JobSet, a PyTorchJob, ...), else nil
 	key      types.NamespacedName
 	uid      types.UID
@@ -106,6 +115,9 @@ type Result struct {
 	AllRunning     bool                 `json:"allRunning"`
 	Stuck          string               `json:"stuck,omitempty"`
 	Problem        string               `json:"problem,omitempty"`
+	// Deleted: its Workload is gone, deleted with its owner when its time was up (a
+	// StatefulSet's: statefulset.go); Workload is the last the replay saw of it.
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 // Summary is the last line of the output: the clock's figures.
@@ -154,7 +166,9 @@ const (
 	kindJob
 	kindPod
 	kindLocalQueue // only with admission fair sharing (afs.go)
-	kindFamily     // the first family's (kinds.go); the next ones' follow
+	kindStatefulSet
+	kindStatefulSetPod // Kueue's StatefulSet pod reconciler's (statefulset.go)
+	kindFamily         // the first family's (kinds.go); the next ones' follow
 )
 
 type target struct {
