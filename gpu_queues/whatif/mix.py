@@ -4,8 +4,9 @@ reason (never an exception: a bad manifest is a row of the report, not a failed 
 
 A manifest is what a user would `kubectl apply`: a batch/v1 Job (or a Pod, a
 jobset.x-k8s.io/v1alpha2 JobSet, a kubeflow.org/v1 PyTorchJob, TFJob, XGBoostJob, PaddleJob or
-JAXJob, a ray.io/v1 RayJob or RayCluster or a kubeflow.org/v2beta1 MPIJob, when Kueue's
-integration for it is on) with its namespace,
+JAXJob, a ray.io/v1 RayJob or RayCluster, a kubeflow.org/v2beta1 MPIJob or a
+leaderworkerset.x-k8s.io/v1 LeaderWorkerSet, when Kueue's integration for it is on) with its
+namespace,
 the `kueue.x-k8s.io/queue-name` label and, when the stack declares WorkloadPriorityClasses,
 `kueue.x-k8s.io/priority-class`. Two optional annotations drive the replay's clock:
   gpu-queues.dev/submit-at   offset from the start of the replay (e.g. 15m); default 0
@@ -70,8 +71,10 @@ FRAMEWORKS: Final[dict[tuple[str, str], str]] = {
 # Kueue's integration is on: sandbox/jobset.py), the Kubeflow v1 jobs (PyTorchJobs, TFJobs,
 # XGBoostJobs, PaddleJobs, JAXJobs), RayJobs, RayClusters and MPIJobs on the fast one only (it
 # plays their controllers as far as Kueue reads them; the sandbox has none of them:
-# sandbox/replay/engine.py refuses them there). Other kinds need controllers neither has
-# (RayService, TrainJob, ...), or never finish (Deployment, ...).
+# sandbox/replay/engine.py refuses them there), LeaderWorkerSets on the sandbox only (it runs
+# LWS's own controller when Kueue's integration is on: sandbox/lws.py; the fast engine plays
+# no StatefulSets). Other kinds need controllers neither has (RayService, TrainJob, ...), or
+# never finish (Deployment, ...).
 REPLAYABLE: Final = frozenset(
     {
         "batch/job",
@@ -85,16 +88,18 @@ REPLAYABLE: Final = frozenset(
         "kubeflow.org/paddlejob",
         "kubeflow.org/jaxjob",
         "ray.io/raycluster",
+        "leaderworkerset.x-k8s.io/leaderworkerset",
     }
 )
 REPLAYED: Final = (
     "the what-if replays Jobs, Pods, JobSets, PyTorchJobs, RayJobs, MPIJobs, TFJobs, "
-    "XGBoostJobs, PaddleJobs, JAXJobs and RayClusters"
+    "XGBoostJobs, PaddleJobs, JAXJobs, RayClusters and LeaderWorkerSets"
 )
-# Kinds Kueue reads no end of (a RayCluster's Workload is never Finished by its own status): the
+# Kinds Kueue reads no end of (a RayCluster's Workload is never Finished by its own status; a
+# LeaderWorkerSet serves until it is deleted, its pods restarted by their StatefulSets): the
 # replay has their user delete them when their duration is up, and Kueue finishes the Workload
 # of an owner gone (OwnerNotFound), which for them is how they end, not a preemption.
-DELETED_WHEN_DONE: Final = frozenset({"RayCluster"})
+DELETED_WHEN_DONE: Final = frozenset({"RayCluster", "LeaderWorkerSet"})
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,10 @@ so a malformed manifest is an `invalid` row of the report and the rest of the mi
 A null is an absent field, as in the API server's decoding; a field the replay cannot do
 without that is absent (a Job's `spec.template`, a pod's `containers`, a JobSet's
 `spec.replicatedJobs[i].template`, a PyTorchJob's `spec.pytorchReplicaSpecs[Worker].template`
-and each other Kubeflow v1 job's replica's, an MPIJob's `spec.mpiReplicaSpecs[Launcher].template`)
-is refused. The rest (fields not listed here, a container without an image, ...) is left to the
-API server, which refuses what it cannot take when the replay submits the object (its message
-is the row's reason then).
+and each other Kubeflow v1 job's replica's, an MPIJob's `spec.mpiReplicaSpecs[Launcher].template`,
+a LeaderWorkerSet's `spec.leaderWorkerTemplate.workerTemplate`) is refused. The rest (fields
+not listed here, a container without an image, ...) is left to the API server, which refuses
+what it cannot take when the replay submits the object (its message is the row's reason then).
 
 What a container runs with (its command, args and env) may hold a secret: a problem there
 names the field and the type it has, never its value (`Hidden`).
@@ -348,6 +348,26 @@ RAYJOB_SPEC: Final = Struct(
         "deletionStrategy": Struct({}),
     },
 )
+LWS_SPEC: Final = Struct(
+    {
+        "replicas": INT32,
+        "leaderWorkerTemplate": Struct(
+            {
+                "leaderTemplate": POD_TEMPLATE,
+                "workerTemplate": POD_TEMPLATE,
+                "size": INT32,
+                "restartPolicy": STR,
+                "subGroupPolicy": Struct({"subGroupSize": INT32}),
+                "volumeClaimTemplates": ListOf(Struct({})),
+            },
+            required=("workerTemplate",),
+        ),
+        "rolloutStrategy": Struct({}),
+        "startupPolicy": STR,
+        "networkConfig": Struct({"subdomainPolicy": STR}),
+    },
+    required=("leaderWorkerTemplate",),
+)
 HEAD: Final = Struct({"apiVersion": STR, "kind": STR, "metadata": OBJECT_META})
 """What every document of a mix must have the shape of, whatever its kind."""
 BODIES: Final[Mapping[str, Struct]] = {
@@ -362,6 +382,7 @@ BODIES: Final[Mapping[str, Struct]] = {
     "XGBoostJob": Struct({"spec": XGBOOSTJOB_SPEC, "status": Anything()}, required=("spec",)),
     "PaddleJob": Struct({"spec": PADDLEJOB_SPEC, "status": Anything()}, required=("spec",)),
     "JAXJob": Struct({"spec": JAXJOB_SPEC, "status": Anything()}, required=("spec",)),
+    "LeaderWorkerSet": Struct({"spec": LWS_SPEC, "status": Anything()}, required=("spec",)),
 }
 """The rest of the kinds the replay submits (gpu_queues.whatif.mix.REPLAYABLE)."""
 
@@ -479,6 +500,6 @@ def head_problem(body: Mapping[str, Any]) -> str | None:
 def body_problem(body: Mapping[str, Any], kind: str) -> str | None:
     """The rest of an object the replay submits (a Job's spec, a Pod's, a JobSet's, a
     PyTorchJob's, a RayJob's, a RayCluster's, an MPIJob's, a TFJob's, an XGBoostJob's, a
-    PaddleJob's, a JAXJob's)."""
+    PaddleJob's, a JAXJob's, a LeaderWorkerSet's)."""
     shape = BODIES.get(kind)
     return problem(body, shape) if shape is not None else None

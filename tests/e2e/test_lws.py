@@ -3,16 +3,22 @@ StatefulSet, each leader pod's worker StatefulSet and their pods, the Kueue the 
 installs admits its group through its leaderworkerset integration (on in the release's default
 Configuration: one Workload per group, a leader pod set and a worker pod set of size - 1
 pods), holds the next LWS with its quota message (its pods made, but gated) and admits it once
-the first is gone; kwok plays the pods."""
+the first is gone; kwok plays the pods. Then the what-if's sandbox engine replays a mix of
+LWSs and a Job worked out by hand (whatif/lws-mix/mix.yaml says the story)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gpu_queues.whatif.fast import replay_mix as fast_replay
+from sandbox.replay.engine import replay_mix
+from sandbox.shape import load_stack
 from sandbox.walkthrough import QUEUE_LABEL, KubeSession, condition, is_true
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.e2e
 
@@ -21,6 +27,7 @@ NS = "default"
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 # Kueue's gate on a pod of a group it has not admitted (podconstants.SchedulingGateName).
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
+MIX = Path(__file__).parent / "whatif" / "lws-mix"
 # leader 1 pod x 1 GPU + workers 2 pods x 2 GPUs = 5 of the flavor's 8: a second needs 2 more.
 HELD_MESSAGE = (
     "couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu "
@@ -148,3 +155,34 @@ def test_kueue_admits_an_lws_group_and_holds_the_next_with_its_quota_message(
     lws.delete("serve-a")
     k.wait("serve-b admitted", lambda: is_true(lws.workload("serve-b"), "Admitted"), timeout=90)
     k.wait("serve-b's three pods Running", lambda: len(lws.running("serve-b")) == 3, timeout=90)
+
+
+def test_the_sandbox_engine_replays_lwss_deleting_each_when_its_time_is_up(
+    sets: LeaderWorkerSets,
+) -> None:
+    k = sets.k
+    config = load_stack(ROOT / "Pulumi.local.yaml")
+    try:
+        run = replay_mix(config, MIX, stack="local", label="local")
+    finally:
+        if any(j.metadata.name == "batch-a" for j in k.batch.list_namespaced_job(NS).items):
+            k.delete_job("batch-a", NS)
+    got = {r.name: (r.outcome, r.flavor, r.wait_seconds) for r in run.workloads}
+    assert got == {
+        "serve-a": ("finished", "gpu-flavor", 0),
+        "batch-a": ("finished", "gpu-flavor", 1740),  # admitted at 30m, submitted at 1m
+        "serve-b": ("admitted", "gpu-flavor", 2280),  # admitted at 40m, submitted at 2m
+        "serve-wide": ("unsupported", None, None),
+        "serve-bad": ("invalid", None, None),
+    }, run.workloads
+    by_name = {r.name: r for r in run.workloads}
+    assert by_name["serve-a"].intervals == [(0, 1800)]  # deleted at its 30m: GPU time ends
+    assert by_name["batch-a"].intervals == [(1800, 2400)]
+    assert by_name["serve-a"].gpus == by_name["serve-b"].gpus == 5
+    assert (by_name["serve-wide"].message or "").startswith("spec.replicas: 2 groups;")
+    assert (by_name["serve-bad"].message or "").startswith("spec.leaderWorkerTemplate.size: 0")
+    assert not sets.workloads("serve-a")  # gone with its LWS
+    # The fast engine leaves every LWS to this one, naming it.
+    fast = {r.name: r for r in fast_replay(config, MIX, stack="local", label="local").workloads}
+    assert (fast["serve-a"].outcome, fast["batch-a"].outcome) == ("unsupported", "finished")
+    assert "ENGINE=sandbox" in (fast["serve-a"].message or "")

@@ -3,7 +3,8 @@ naming the field, never an exception, and the rest of the mix replays; a mix ove
 limits is refused whole, before anything starts, unless a flag raises the limit.
 
 The fuzzing replaces every node of a valid Job, Pod, JobSet, PyTorchJob, RayJob, MPIJob, TFJob,
-PaddleJob (the other Kubeflow v1 kinds share their checks) and RayCluster, one at a time, by a
+PaddleJob (the other Kubeflow v1 kinds share their checks), RayCluster and LeaderWorkerSet, one
+at a time, by a
 null, a list, a number, a string and a mapping, then a few at a time at random."""
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ CATALOG = Catalog(
             "kubeflow.org/mpijob",
             "kubeflow.org/tfjob",
             "kubeflow.org/paddlejob",
+            "leaderworkerset.x-k8s.io/leaderworkerset",
             "ray.io/raycluster",
         }
     ),
@@ -190,6 +192,21 @@ MPIJOB: dict[str, Any] = {
         },
     },
 }  # fmt: skip
+LWS: dict[str, Any] = {
+    "apiVersion": "leaderworkerset.x-k8s.io/v1",
+    "kind": "LeaderWorkerSet",
+    "metadata": META,
+    "spec": {
+        "replicas": 2,
+        "startupPolicy": "LeaderCreated",
+        "leaderWorkerTemplate": {
+            "size": 4,
+            "restartPolicy": "RecreateGroupOnPodRestart",
+            "leaderTemplate": {"spec": LEADER_POD},
+            "workerTemplate": {"metadata": {"labels": {"role": "worker"}}, "spec": POD_SPEC},
+        },
+    },
+}
 RAYCLUSTER: dict[str, Any] = {
     "apiVersion": "ray.io/v1",
     "kind": "RayCluster",
@@ -302,9 +319,10 @@ def sound(entry: Entry) -> str | None:
     return None
 
 
-VALID = [JOB, POD, JOBSET, PYTORCHJOB, RAYJOB, MPIJOB, TFJOB, PADDLEJOB, RAYCLUSTER]
+VALID = [JOB, POD, JOBSET, PYTORCHJOB, RAYJOB, MPIJOB, TFJOB, PADDLEJOB, RAYCLUSTER, LWS]
 VALID_IDS = [
-    "job", "pod", "jobset", "pytorchjob", "rayjob", "mpijob", "tfjob", "paddlejob", "raycluster"
+    "job", "pod", "jobset", "pytorchjob", "rayjob", "mpijob", "tfjob", "paddlejob", "raycluster",
+    "lws",
 ]  # fmt: skip
 
 
@@ -316,10 +334,12 @@ def test_the_valid_manifests_are_replayed(tmp_path: Path, valid: dict[str, Any])
     # Workers: 3 pods x 2 GPUs; its Master none. A RayJob's workers: 2 pods x 2 GPUs; its head
     # and its submitter none. An MPIJob's Workers: 3 pods x 2 GPUs; its Launcher none. A
     # TFJob's workers: 2 pods x 2 GPUs; its PS none. A PaddleJob's Workers: 3 pods x 2 GPUs. A
-    # RayCluster's workers: 2 pods x 2 GPUs; its head none (and no submitter).
+    # RayCluster's workers: 2 pods x 2 GPUs; its head none (and no submitter). An LWS's 2
+    # groups (a Workload each): 3 workers x 2 GPUs and a leader of none, each.
     assert (entry.gpus, entry.pods) == {
         "Job": (4, 2), "Pod": (2, 1), "JobSet": (8, 5), "PyTorchJob": (6, 4), "RayJob": (4, 4),
         "MPIJob": (6, 4), "TFJob": (4, 3), "PaddleJob": (6, 3), "RayCluster": (4, 3),
+        "LeaderWorkerSet": (12, 8),
     }[valid["kind"]]  # fmt: skip
 
 
