@@ -90,8 +90,8 @@ only these keys are replica types, to it and to Kueue."""
 
 
 def pod_sets(kind: str, body: Mapping[str, Any]) -> list[PodSet]:
-    """The pod sets of a Job, Pod, JobSet, Kubeflow v1 job (KUBEFLOW_V1), RayJob or MPIJob
-    manifest (none for another kind)."""
+    """The pod sets of a Job, Pod, JobSet, Kubeflow v1 job (KUBEFLOW_V1), RayJob, RayCluster,
+    MPIJob or LeaderWorkerSet manifest (none for another kind)."""
     spec = as_dict(body.get("spec"))
     if kind in KUBEFLOW_V1:
         kubeflow = KUBEFLOW_V1[kind]
@@ -542,7 +542,14 @@ def lws_problem(body: Mapping[str, Any]) -> str | None:
     """What LWS's own webhook (v0.8, generalValidate) and CRD refuse and Kueue's leaderworkerset
     webhook refuses, which a replay would count wrong: negative replicas, more than Kueue's
     1,000,000 (a Workload per group), a size below 1 (a group of no pods), replicas x size over
-    int32 (LWS's bound), a restartPolicy or startupPolicy outside the CRD's enums."""
+    int32 (LWS's bound), a restartPolicy or startupPolicy outside the CRD's enums, a name that is
+    no DNS-1035 label (LWS names its headless Service after it)."""
+    name = as_dict(body.get("metadata")).get("name")
+    if isinstance(name, str) and not is_dns1035_label(name):
+        return (
+            f"metadata.name: {name!r} is not a DNS-1035 label (a letter first, at most 63 "
+            "characters): LWS names its headless Service after it"
+        )
     spec = as_dict(body.get("spec"))
     lwt = as_dict(spec.get("leaderWorkerTemplate"))
     replicas, size = _int(spec.get("replicas"), 1), _int(lwt.get("size"), 1)

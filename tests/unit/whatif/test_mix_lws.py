@@ -136,6 +136,17 @@ def test_a_malformed_lws_is_invalid_naming_the_field(
     assert not entry.manifest
 
 
+def test_an_lws_whose_name_is_no_dns_1035_label_is_invalid(tmp_path: Path) -> None:
+    body = lws()
+    body["metadata"]["name"] = "1st-serve"  # a Job's name may start with a digit; an LWS's not
+    entry = load(tmp_path, body)
+    assert (entry.status, entry.problem) == (
+        "invalid",
+        "metadata.name: '1st-serve' is not a DNS-1035 label (a letter first, at most 63 "
+        "characters): LWS names its headless Service after it",
+    )
+
+
 def test_an_lws_on_a_stack_without_the_integration_names_it_to_enable(tmp_path: Path) -> None:
     jobs_only = Catalog(QUEUES, frameworks=frozenset({"batch/job"}))
     entry = load(tmp_path, lws(), jobs_only)
