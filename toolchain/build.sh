@@ -316,6 +316,13 @@ jobset() {
   build jobset jobset sigs.k8s.io/jobset "$fl"
   module_dir jobset sigs.k8s.io/jobset >/dev/null
 }
+# LeaderWorkerSet's controller manager (pins.env: LWS_VERSION), built as its Makefile builds
+# bin/manager (main package cmd/, the version ldflags); the sandbox installs its CRD from the
+# module's config/, offline, as for JobSet.
+lws() {
+  build lws lws sigs.k8s.io/lws/cmd "-X sigs.k8s.io/lws/pkg/version.GitVersion=$LWS_VERSION -X sigs.k8s.io/lws/pkg/version.GitCommit=$LWS_VERSION"
+  module_dir lws sigs.k8s.io/lws >/dev/null
+}
 actionlint() { build actionlint actionlint github.com/rhysd/actionlint/cmd/actionlint ""; }
 pulumi() { build pulumi pulumi github.com/pulumi/pulumi/pkg/v3/cmd/pulumi "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION"; }
 
@@ -360,7 +367,7 @@ kubernetes_provider() {
   place "$out" "$name"
 }
 
-all=(pulumi language_python language_yaml kubernetes_provider etcd k8s kueue kwok jobset actionlint staticcheck)
+all=(pulumi language_python language_yaml kubernetes_provider etcd k8s kueue kwok jobset lws actionlint staticcheck)
 # Steps run only when named, never part of a default build: on the what-if engine's module,
 # and Kueue's scheduler performance harness.
 steps=(whatif_prepare whatif_check kueue_harness)

@@ -62,6 +62,9 @@ wrapper kwok 1.26.0
 # JobSet's controller manager (sandbox): no replaces; its main package is the module root.
 wrapper jobset 1.26.0
 ( cd "$here/go/jobset"; go mod edit -require="sigs.k8s.io/jobset@$JOBSET_VERSION" -tool=sigs.k8s.io/jobset; go mod tidy )
+# LeaderWorkerSet's controller manager (sandbox): no replaces; its main package is cmd/.
+wrapper lws 1.26.0
+( cd "$here/go/lws"; go mod edit -require="sigs.k8s.io/lws@$LWS_VERSION" -tool=sigs.k8s.io/lws/cmd; go mod tidy )
 # pulumi-yaml's language host: its own module graph (pins.env says why), no replaces.
 wrapper pulumi-language-yaml 1.26.0
 ( cd "$here/go/pulumi-language-yaml"; go mod edit -require="github.com/pulumi/pulumi-yaml@$PULUMI_YAML_VERSION" -tool=github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml; go mod tidy )

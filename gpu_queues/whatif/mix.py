@@ -5,7 +5,8 @@ reason (never an exception: a bad manifest is a row of the report, not a failed 
 A manifest is what a user would `kubectl apply`: a batch/v1 Job (or a Pod, a
 jobset.x-k8s.io/v1alpha2 JobSet, a kubeflow.org/v1 PyTorchJob, TFJob, XGBoostJob, PaddleJob or
 JAXJob, a ray.io/v1 RayJob or RayCluster, a kubeflow.org/v2beta1 MPIJob or a
-trainer.kubeflow.org/v1alpha1 TrainJob, when Kueue's integration for it is on) with its namespace,
+trainer.kubeflow.org/v1alpha1 TrainJob, an apps/v1 StatefulSet or a leaderworkerset.x-k8s.io/v1
+LeaderWorkerSet, when Kueue's integration for it is on) with its namespace,
 the `kueue.x-k8s.io/queue-name` label and, when the stack declares WorkloadPriorityClasses,
 `kueue.x-k8s.io/priority-class`. Two optional annotations drive the replay's clock:
   gpu-queues.dev/submit-at   offset from the start of the replay (e.g. 15m); default 0
@@ -81,8 +82,9 @@ FRAMEWORKS: Final[dict[tuple[str, str], str]] = {
 # XGBoostJobs, PaddleJobs, JAXJobs), RayJobs, RayClusters, MPIJobs, StatefulSets and TrainJobs on
 # the fast one only (it plays their controllers as far as Kueue reads them; the sandbox has none
 # of the Kubeflow, Ray or Trainer controllers, and its replay does not yet make and delete
-# StatefulSets: sandbox/replay/engine.py refuses them there). Other kinds need controllers
-# neither has (RayService, ...), or are a Workload per pod (Deployment).
+# StatefulSets: sandbox/replay/engine.py refuses them there), LeaderWorkerSets on the sandbox
+# only (it runs LWS's own controller when Kueue's integration is on: sandbox/lws.py). Other
+# kinds need controllers neither has (RayService, ...), or are a Workload per pod (Deployment).
 REPLAYABLE: Final = frozenset(
     {
         "batch/job",
@@ -98,18 +100,20 @@ REPLAYABLE: Final = frozenset(
         "ray.io/raycluster",
         "trainer.kubeflow.org/trainjob",
         "statefulset",
+        "leaderworkerset.x-k8s.io/leaderworkerset",
     }
 )
 REPLAYED: Final = (
     "the what-if replays Jobs, Pods, JobSets, PyTorchJobs, RayJobs, MPIJobs, TFJobs, "
-    "XGBoostJobs, PaddleJobs, JAXJobs, RayClusters, StatefulSets and TrainJobs"
+    "XGBoostJobs, PaddleJobs, JAXJobs, RayClusters, StatefulSets, TrainJobs and LeaderWorkerSets"
 )
 # Kinds Kueue reads no end of (a RayCluster's Workload is never Finished by its own status; a
-# StatefulSet serves): the replay has their user delete them when their duration is up, and
-# Kueue finishes the Workload of an owner gone (OwnerNotFound), or, for a StatefulSet's group
-# Workload, which has no controller, the garbage collector deletes it; for them that is how they
+# StatefulSet or a LeaderWorkerSet serves until it is deleted): the replay has their user delete
+# them when their duration is up, and Kueue finishes the Workload of an owner gone
+# (OwnerNotFound), or, for a StatefulSet's group Workload, which has no controller, and an
+# LWS's, which has no finalizer, the garbage collector deletes it; for them that is how they
 # end, not a preemption.
-DELETED_WHEN_DONE: Final = frozenset({"RayCluster", "StatefulSet"})
+DELETED_WHEN_DONE: Final = frozenset({"RayCluster", "StatefulSet", "LeaderWorkerSet"})
 # What the Pods of a pod group must agree on, being one workload: its queue, when it is
 # submitted and how long it runs (the field as written, the Entry's attribute).
 GROUP_AGREES: Final = (

@@ -4,8 +4,10 @@ a plain Pod's one, a JobSet's one per replicated job (its replicas times its Job
 Kubeflow v1 job's one per replica type in Kueue's order, its replicas (a PyTorchJob's Master then
 Worker; a TFJob's Chief, Master, PS, Worker, Evaluator; ...: KUBEFLOW_V1), a RayJob's head,
 worker groups and submitter, a RayCluster's head and worker groups, an MPIJob's one per replica
-type, Launcher then Worker (its replicas), a StatefulSet's one of its replicas. What a workload
-holds while it runs (its GPUs, its pods) is summed over them, one rule for every kind.
+type, Launcher then Worker (its replicas), a StatefulSet's one of its replicas, a
+LeaderWorkerSet's leader (1 pod) and workers (its size - 1) in each of its groups (its
+replicas). What a workload holds while it runs (its GPUs, its pods) is summed over them, one
+rule for every kind.
 
 What a kind's own webhook refuses that Kueue would count wrong is `kind_problem`'s.
 """
@@ -33,6 +35,8 @@ class PodSet:
     count: int
     meta: dict[str, Any]
     spec: dict[str, Any]
+    copies: int = 1
+    """How many Workloads have it: an LWS's groups (Kueue makes a Workload of each), else 1."""
 
 
 def _int(value: Any, default: int) -> int:
@@ -87,8 +91,8 @@ only these keys are replica types, to it and to Kueue."""
 
 
 def pod_sets(kind: str, body: Mapping[str, Any]) -> list[PodSet]:
-    """The pod sets of a Job, Pod, JobSet, Kubeflow v1 job (KUBEFLOW_V1), RayJob or MPIJob
-    manifest (none for another kind)."""
+    """The pod sets of a Job, Pod, JobSet, Kubeflow v1 job (KUBEFLOW_V1), RayJob, RayCluster,
+    MPIJob or LeaderWorkerSet manifest (none for another kind)."""
     spec = as_dict(body.get("spec"))
     if kind in KUBEFLOW_V1:
         kubeflow = KUBEFLOW_V1[kind]
@@ -101,6 +105,8 @@ def pod_sets(kind: str, body: Mapping[str, Any]) -> list[PodSet]:
         return _ray_sets(spec)
     if kind == "RayCluster":
         return _ray_cluster_sets(spec)
+    if kind == "LeaderWorkerSet":
+        return _lws_sets(spec)
     if kind == "Pod":
         return [PodSet(MAIN, 1, as_dict(body.get("metadata")), spec)]
     if kind == "StatefulSet":  # Kueue's one group pod set of its replicas (1 when not given)
@@ -203,6 +209,29 @@ def _ray_cluster_sets(cluster: dict[str, Any]) -> list[PodSet]:
     return out
 
 
+LWS_LEADER: Final = "leader"
+LWS_WORKER: Final = "worker"
+
+
+def _lws_sets(spec: dict[str, Any]) -> list[PodSet]:
+    """A LeaderWorkerSet's pod sets as Kueue's leaderworkerset integration makes them
+    (podSets): with a leaderTemplate, the leader (1 pod) and the workers (size - 1, worker
+    named); without, one `main` pod set of size pods of the worker template. Every group (its
+    replicas, 1 by the CRD's default) is a Workload of these (copies)."""
+    lwt = as_dict(spec.get("leaderWorkerTemplate"))
+    groups = max(_int(spec.get("replicas"), 1), 0)
+    size = _int(lwt.get("size"), 1)
+    worker = as_dict(lwt.get("workerTemplate"))
+    out = []
+    leader = lwt.get("leaderTemplate")
+    if isinstance(leader, dict):
+        out.append(PodSet(LWS_LEADER, 1, _meta(leader), as_dict(leader.get("spec")), groups))
+        size -= 1
+    name = LWS_WORKER if out else MAIN
+    out.append(PodSet(name, max(size, 0), _meta(worker), as_dict(worker.get("spec")), groups))
+    return out
+
+
 def _meta(template: dict[str, Any]) -> dict[str, Any]:
     """The template's metadata mapping (an empty one, not the manifest's, when it has none:
     there is nothing to edit then)."""
@@ -214,7 +243,8 @@ def _meta(template: dict[str, Any]) -> dict[str, Any]:
 
 def held(sets: list[PodSet]) -> tuple[int, int]:
     """(GPUs, pods) the workload holds while all its pods run."""
-    return sum(pod_gpus(s.spec) * s.count for s in sets), sum(s.count for s in sets)
+    gpus = sum(pod_gpus(s.spec) * s.count * s.copies for s in sets)
+    return gpus, sum(s.count * s.copies for s in sets)
 
 
 def kind_problem(kind: str, body: Mapping[str, Any]) -> str | None:
@@ -232,6 +262,8 @@ def kind_problem(kind: str, body: Mapping[str, Any]) -> str | None:
         return mpijob_problem(body)
     if kind == "StatefulSet":
         return statefulset_problem(body)
+    if kind == "LeaderWorkerSet":
+        return lws_problem(body)
     return None
 
 
@@ -510,4 +542,45 @@ def jobset_problem(body: Mapping[str, Any]) -> str | None:
         if name in seen:
             return f"{where}.name: {name!r} is the name of an earlier replicated job"
         seen.add(str(name))
+    return None
+
+
+LWS_MAX_REPLICAS: Final = 1_000_000
+"""Kueue's bound on an LWS's replicas (maxLeaderWorkerSetReplicas: a Workload per group)."""
+INT32_MAX: Final = 2**31 - 1
+LWS_RESTARTS: Final = ("Default", "RecreateGroupOnPodRestart", "None")
+LWS_STARTUPS: Final = ("LeaderCreated", "LeaderReady")
+"""The enums of LWS's CRD (v0.8) the what-if checks: leaderWorkerTemplate's restartPolicy,
+the spec's startupPolicy."""
+
+
+def lws_problem(body: Mapping[str, Any]) -> str | None:
+    """What LWS's own webhook (v0.8, generalValidate) and CRD refuse and Kueue's leaderworkerset
+    webhook refuses, which a replay would count wrong: negative replicas, more than Kueue's
+    1,000,000 (a Workload per group), a size below 1 (a group of no pods), replicas x size over
+    int32 (LWS's bound), a restartPolicy or startupPolicy outside the CRD's enums, a name that is
+    no DNS-1035 label (LWS names its headless Service after it)."""
+    name = as_dict(body.get("metadata")).get("name")
+    if isinstance(name, str) and not is_dns1035_label(name):
+        return (
+            f"metadata.name: {name!r} is not a DNS-1035 label (a letter first, at most 63 "
+            "characters): LWS names its headless Service after it"
+        )
+    spec = as_dict(body.get("spec"))
+    lwt = as_dict(spec.get("leaderWorkerTemplate"))
+    replicas, size = _int(spec.get("replicas"), 1), _int(lwt.get("size"), 1)
+    if replicas < 0:
+        return f"spec.replicas: {replicas} must be equal or greater than 0"
+    if replicas > LWS_MAX_REPLICAS:
+        return f"spec.replicas: {replicas} must be at most {LWS_MAX_REPLICAS:,} (Kueue's bound)"
+    if size < 1:
+        return f"spec.leaderWorkerTemplate.size: {size} must be equal or greater than 1"
+    if replicas * size > INT32_MAX:
+        return f"spec.replicas: {replicas} groups of {size} pods exceed {INT32_MAX} pods"
+    for at, value, allowed in (
+        ("spec.leaderWorkerTemplate.restartPolicy", lwt.get("restartPolicy"), LWS_RESTARTS),
+        ("spec.startupPolicy", spec.get("startupPolicy"), LWS_STARTUPS),
+    ):
+        if value is not None and value not in allowed:
+            return f"{at}: {value!r} is not one of {', '.join(allowed)}"
     return None

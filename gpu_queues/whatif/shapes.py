@@ -8,11 +8,11 @@ so a malformed manifest is an `invalid` row of the report and the rest of the mi
 A null is an absent field, as in the API server's decoding; a field the replay cannot do
 without that is absent (a Job's `spec.template`, a pod's `containers`, a JobSet's
 `spec.replicatedJobs[i].template`, a StatefulSet's `spec.template` and `spec.selector`, a
-PyTorchJob's `spec.pytorchReplicaSpecs[Worker].template`
-and each other Kubeflow v1 job's replica's, an MPIJob's `spec.mpiReplicaSpecs[Launcher].template`)
-is refused. The rest (fields not listed here, a container without an image, ...) is left to the
-API server, which refuses what it cannot take when the replay submits the object (its message
-is the row's reason then).
+PyTorchJob's `spec.pytorchReplicaSpecs[Worker].template` and each other Kubeflow v1 job's
+replica's, an MPIJob's `spec.mpiReplicaSpecs[Launcher].template`, a LeaderWorkerSet's
+`spec.leaderWorkerTemplate.workerTemplate`) is refused. The rest (fields not listed here, a
+container without an image, ...) is left to the API server, which refuses what it cannot take
+when the replay submits the object (its message is the row's reason then).
 
 What a container runs with (its command, args and env) may hold a secret: a problem there
 names the field and the type it has, never its value (`Hidden`).
@@ -402,6 +402,26 @@ TRAINING_RUNTIME_SPEC: Final = Struct(
     required=("template",),
 )
 """A ClusterTrainingRuntime's or TrainingRuntime's spec: a JobSet template and its ML policy."""
+LWS_SPEC: Final = Struct(
+    {
+        "replicas": INT32,
+        "leaderWorkerTemplate": Struct(
+            {
+                "leaderTemplate": POD_TEMPLATE,
+                "workerTemplate": POD_TEMPLATE,
+                "size": INT32,
+                "restartPolicy": STR,
+                "subGroupPolicy": Struct({"subGroupSize": INT32}),
+                "volumeClaimTemplates": ListOf(Struct({})),
+            },
+            required=("workerTemplate",),
+        ),
+        "rolloutStrategy": Struct({}),
+        "startupPolicy": STR,
+        "networkConfig": Struct({"subdomainPolicy": STR}),
+    },
+    required=("leaderWorkerTemplate",),
+)
 HEAD: Final = Struct({"apiVersion": STR, "kind": STR, "metadata": OBJECT_META})
 """What every document of a mix must have the shape of, whatever its kind."""
 BODIES: Final[Mapping[str, Struct]] = {
@@ -420,6 +440,7 @@ BODIES: Final[Mapping[str, Struct]] = {
     "ClusterTrainingRuntime": Struct({"spec": TRAINING_RUNTIME_SPEC}, required=("spec",)),
     "TrainingRuntime": Struct({"spec": TRAINING_RUNTIME_SPEC}, required=("spec",)),
     "StatefulSet": Struct({"spec": STATEFULSET_SPEC, "status": Anything()}, required=("spec",)),
+    "LeaderWorkerSet": Struct({"spec": LWS_SPEC, "status": Anything()}, required=("spec",)),
 }
 """The rest of the kinds the replay submits (gpu_queues.whatif.mix.REPLAYABLE), and the Trainer
 runtimes a mix carries for its TrainJobs (gpu_queues.whatif.trainjob)."""
@@ -538,6 +559,6 @@ def head_problem(body: Mapping[str, Any]) -> str | None:
 def body_problem(body: Mapping[str, Any], kind: str) -> str | None:
     """The rest of an object the replay submits (a Job's spec, a Pod's, a JobSet's, a
     PyTorchJob's, a RayJob's, a RayCluster's, an MPIJob's, a TFJob's, an XGBoostJob's, a
-    PaddleJob's, a JAXJob's, a TrainJob's, and a Trainer runtime's)."""
+    PaddleJob's, a JAXJob's, a TrainJob's, a Trainer runtime's, a LeaderWorkerSet's)."""
     shape = BODIES.get(kind)
     return problem(body, shape) if shape is not None else None

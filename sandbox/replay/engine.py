@@ -33,6 +33,7 @@ from gpu_queues.whatif.engine_input import flavor_gpus, frameworks
 from gpu_queues.whatif.fits import never_fits
 from gpu_queues.whatif.limits import add_limit_flags, limits_of
 from gpu_queues.whatif.mix import Catalog, Entry, load_mix
+from gpu_queues.whatif.podsets import pod_sets
 from gpu_queues.whatif.report import Run, RunMeta, team_results
 from gpu_queues.whatif.workloads import Rest
 from sandbox import shape as fake_cluster
@@ -74,27 +75,46 @@ def quiet_for(config: StackConfig) -> float:
     return LONG_REQUEUE_QUIET if gates.get(LONG_REQUEUE_GATE) else DEFAULT_QUIET
 
 
-# Job: kube-controller-manager's Job controller; JobSet: JobSet's own controller, which the
-# sandbox runs when the stack's Kueue has the jobset integration (sandbox/jobset.py), the only
-# way a JobSet reaches the mix (gpu_queues.whatif.mix checks the integration first).
-SANDBOX_KINDS = frozenset({"Job", "Pod", "JobSet"})
+# Job: kube-controller-manager's Job controller; JobSet, LeaderWorkerSet: their own controllers,
+# which the sandbox runs when the stack's Kueue has their integrations (sandbox/jobset.py,
+# sandbox/lws.py), the only way they reach the mix (gpu_queues.whatif.mix checks the
+# integration first).
+SANDBOX_KINDS = frozenset({"Job", "Pod", "JobSet", "LeaderWorkerSet"})
 
 
 def on_the_sandbox(entry: Entry) -> Entry:
     """The entry as the sandbox replays it: a kind whose controller the sandbox does not run
     is unsupported here, though the fast engine may replay it (the Kubeflow v1 jobs, RayJobs,
     MPIJobs and TrainJobs: the fast engine plays their controllers as far as Kueue reads
-    them)."""
-    if entry.status != "ok" or entry.kind in SANDBOX_KINDS:
+    them); so is an LWS of other than one group (lws_groups_problem), and a StatefulSet."""
+    if entry.status != "ok":
         return entry
-    why = f"the sandbox has no {entry.kind} controller; ENGINE=fast replays it"
+    why = lws_groups_problem(entry) if entry.kind == "LeaderWorkerSet" else None
+    if entry.kind not in SANDBOX_KINDS:
+        why = f"the sandbox has no {entry.kind} controller; ENGINE=fast replays it"
     if entry.kind == "StatefulSet":  # kube-controller-manager's runs there; the replay lags
         why = (
             "the sandbox's replay does not make StatefulSets yet (kube-controller-manager's "
             "controller would make their pods, but the replay neither tracks a serving "
             "workload's pods nor deletes it at its time); ENGINE=fast replays it"
         )
+    if why is None:
+        return entry
     return dataclasses.replace(entry, status="unsupported", problem=why, manifest={})
+
+
+def lws_groups_problem(entry: Entry) -> str | None:
+    """Kueue makes one Workload per group of an LWS (its replicas), each admitted on its own,
+    and the report follows one Workload per row: the replay takes an LWS of one group only."""
+    groups = {ps.copies for ps in pod_sets(entry.kind, entry.manifest)}
+    if groups == {1}:
+        return None
+    (n,) = groups
+    return (
+        f"spec.replicas: {n} groups; Kueue admits each group of an LWS as a Workload of its own "
+        "and the replay follows one Workload per row, so it replays an LWS of one group "
+        "(replicas 1); give each group an LWS of its own"
+    )
 
 
 def replay_mix(

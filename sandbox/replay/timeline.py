@@ -29,7 +29,7 @@ from typing import Any
 
 from gpu_queues.kueue.client import file_client
 from gpu_queues.whatif.changes import StackChange
-from gpu_queues.whatif.mix import COMPLETE_AFTER, Entry, submission_order
+from gpu_queues.whatif.mix import COMPLETE_AFTER, DELETED_WHEN_DONE, Entry, submission_order
 from gpu_queues.whatif.outcome import not_replayed
 from gpu_queues.whatif.podgroups import missing
 from gpu_queues.whatif.report import WorkloadResult
@@ -42,11 +42,11 @@ from gpu_queues.whatif.workloads import (
     holds_quota,
     is_terminal,
     is_true,
-    owner,
     pod_phase,
 )
 from sandbox.paths import KUBECONFIG
 from sandbox.replay import gate
+from sandbox.replay.owners import COLLECTIONS, ended_by_deletion, pod_key, workload_owner
 from sandbox.replay.tracked import (
     Tracked,
     all_running,
@@ -80,33 +80,7 @@ END_QUIET = 0.2
 SECOND_START = 0.05
 WORKLOAD_CAP = 20.0
 KUEUE_API = "/apis/kueue.x-k8s.io/v1beta2"
-# Where the replay creates each kind it replays (the JobSet controller runs in the sandbox when
-# the stack's Kueue has the jobset integration: sandbox/jobset.py).
-COLLECTIONS = {
-    "Job": ("/apis/batch/v1", "jobs"),
-    "Pod": ("/api/v1", "pods"),
-    "JobSet": ("/apis/jobset.x-k8s.io/v1alpha2", "jobsets"),
-}
-WORKLOAD_OWNERS = tuple(COLLECTIONS)
-# JobSet's label on every pod of its child Jobs: the pods of a JobSet are one workload's.
-JOBSET_UID_LABEL = "jobset.sigs.k8s.io/jobset-uid"
-
-
-def workload_owner(wl: dict[str, Any]) -> dict[str, Any] | None:
-    """The replayed object a Workload belongs to (a Job, Pod or JobSet)."""
-    return next((ref for kind in WORKLOAD_OWNERS if (ref := owner(wl, kind))), None)
-
-
-def pod_key(pod: dict[str, Any]) -> str:
-    """The UID of the replayed object a pod runs for: its JobSet (through its child Job), its
-    Job, or the pod itself."""
-    jobset = ((pod.get("metadata") or {}).get("labels") or {}).get(JOBSET_UID_LABEL)
-    if jobset:
-        return str(jobset)
-    ref = owner(pod, "Job")
-    return str(ref.get("uid")) if ref else uid(pod)
-
-
+BACKGROUND = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
 # An instant's events in order: the ends, the stack's changes, the submissions.
 ORDER = {"complete": 0, "change": 1, "submit": 2}
 
@@ -165,6 +139,7 @@ class Replay:
         self.tracked = [Tracked(e) for e in submission_order(entries)]
         gate.install(self.rest, {t.entry.namespace for t in self.tracked})
         self.by_uid: dict[str, Tracked] = {}
+        self.lws_uids: dict[tuple[str, str], str] = {}  # (namespace, name) -> UID (pod_key)
         self.now = 0.0
         self.events: list[tuple[float, int, str, int, int]] = []  # (time, order, kind, i, run)
         self.settles: list[float] = []
@@ -207,16 +182,22 @@ class Replay:
     def _index(self) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
         """Workloads by their owner's UID, pods by their owner's UID (the Job, or the pod
         itself for plain pods). A Workload the garbage collector deleted (its plain Pod was
-        deleted on preemption) stays as it was last."""
+        deleted on preemption) stays as it was last; one of a kind the replay deleted when its
+        time was up is finished (ended_by_deletion)."""
         workloads: dict[str, dict[str, Any]] = {}
         informer = self.informers["workloads"]
-        for wl in informer.departed() + informer.snapshot():
+        live = informer.snapshot()
+        for wl in informer.departed() + live:
             ref = workload_owner(wl)
             if ref is not None:
                 workloads[self._key(str(ref.get("uid")))] = wl
+        owned = {self._key(str((workload_owner(wl) or {}).get("uid"))) for wl in live}
+        for key in set(workloads) - owned:
+            if (t := self.by_uid.get(key)) and t.completing and t.entry.kind in DELETED_WHEN_DONE:
+                workloads[key] = ended_by_deletion(workloads[key])
         pods: dict[str, list[dict[str, Any]]] = {}
         for pod in self.informers["pods"].snapshot():
-            pods.setdefault(self._key(pod_key(pod)), []).append(pod)
+            pods.setdefault(self._key(pod_key(pod, self.lws_uids)), []).append(pod)
         return workloads, pods
 
     def _key(self, owner_uid: str) -> str:
@@ -283,7 +264,7 @@ class Replay:
         jobs: dict[str, list[dict[str, Any]]] = {}
         for pod in self.informers["pods"].snapshot():
             if gate.gated(pod) and not pod.get("metadata", {}).get("deletionTimestamp"):
-                jobs.setdefault(self._key(pod_key(pod)), []).append(pod)
+                jobs.setdefault(self._key(pod_key(pod, self.lws_uids)), []).append(pod)
         if not jobs:
             return []
         first = min(jobs, key=lambda k: (order.get(k, 1 << 62), k))
@@ -359,6 +340,8 @@ class Replay:
         t.uid, t.submitted = uid(made[0]), True
         self.member_of.update((uid(m), t.uid) for m in made)
         self.by_uid[t.uid] = t
+        if e.kind == "LeaderWorkerSet":
+            self.lws_uids[(e.namespace, e.name)] = t.uid
         if missing(e):
             return  # Kueue makes no Workload for a group short of pods
         deadline = time.monotonic() + WORKLOAD_CAP
@@ -385,7 +368,12 @@ class Replay:
         for a node, the pods end in the order of their nodes' names, and the next pod (of
         this job or the next job ending at the instant) only after the scheduler has tried
         the waiting pods on the end of the one before (the fast engine does the same:
-        toolchain/go/whatif/sim.go, complete)."""
+        toolchain/go/whatif/sim.go, complete). A kind that never ends by itself
+        (DELETED_WHEN_DONE) is deleted instead, as its user would."""
+        if t.entry.kind in DELETED_WHEN_DONE:
+            t.completing = True
+            self._delete(t)
+            return
         _, pods = self._index()
         t.completing = True
         ending = sorted(
@@ -410,6 +398,17 @@ class Replay:
                     raise
             if one_by_one:
                 self._until_ended(uid(pod))
+
+    def _delete(self, t: Tracked) -> None:
+        """Delete the replayed object; the garbage collector deletes what it made (an LWS's
+        StatefulSets and their pods, its Workloads)."""
+        group, plural = COLLECTIONS[t.entry.kind]
+        path = f"{group}/namespaces/{t.entry.namespace}/{plural}/{t.entry.name}"
+        try:
+            self.rest.request("DELETE", path, BACKGROUND)
+        except KubeError as exc:
+            if exc.status != 404:
+                raise
 
     def _a_pod_waits_for_a_node(self) -> bool:
         """Some pod the scheduler may try (not gated, not bound, not ending) is there."""
@@ -503,7 +502,8 @@ class Replay:
             )
             t.evictions = [said for _, event, _, said in steps if event == "evicted"]
             t.admitted_at = next((at for at, event, *_ in steps if event == "admitted"), None)
-            if t.completing and any(not is_terminal(p) for p in mine):
+            ending = t.entry.kind not in DELETED_WHEN_DONE  # else deleted, its pods going
+            if ending and t.completing and any(not is_terminal(p) for p in mine):
                 self.complete(t)  # pods made after the end (further completions) end too
             running = holds_quota(wl) and all_running(t, mine)
             pods_now = running_pods(mine)

@@ -74,6 +74,12 @@ def test_jobset_reports_its_pinned_version(tmp_path: Path) -> None:
     assert f'"gitVersion": "{PINS["JOBSET_VERSION"]}"' in out, out[:2000]
 
 
+def test_lws_reports_its_pinned_version() -> None:
+    # Its main has a --version flag, which prints the ldflags' version and exits at once.
+    out = output(tool("lws"), "--version")
+    assert f"Version: {PINS['LWS_VERSION']}" in out.splitlines(), out[:2000]
+
+
 def test_kubernetes_provider_plugin_is_installed_at_its_pin(tmp_path: Path) -> None:
     env = {**os.environ, "GPU_QUEUES_PULUMI_DIR": str(tmp_path)}
     out = subprocess.run(

@@ -12,7 +12,7 @@ import pytest
 from gpu_queues.config.model import Integrations
 from sandbox import jobset
 from sandbox import shape as fake_cluster
-from sandbox.replay.timeline import pod_key, workload_owner
+from sandbox.replay.owners import pod_key, workload_owner
 from sandbox.topology import Cluster
 from tests.conftest import ROOT
 

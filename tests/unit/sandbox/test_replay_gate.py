@@ -129,6 +129,7 @@ def test_the_gate_lets_jobs_go_in_the_order_of_their_last_admission():
     replay.now, replay._holds, replay.quota, replay.workload_uids = 0.0, {}, {}, {}
     replay.admission_order, replay._admitted, replay._quota_lock = {}, 0, threading.Lock()
     replay.member_of = {}
+    replay.lws_uids = {}  # no LeaderWorkerSets (pod_key)
     seen = [("a", True), ("b", True), ("a", False), ("b", False), ("b", True), ("a", True)]
     for job, holds in seen:
         replay._workload_seen(workload(job, holds))

@@ -4,9 +4,9 @@ limits is refused whole, before anything starts, unless a flag raises the limit.
 
 The fuzzing replaces every node of a valid Job, Pod, JobSet, PyTorchJob, RayJob, MPIJob, TFJob,
 PaddleJob (the other Kubeflow v1 kinds share their checks), RayCluster, StatefulSet, pod group
-(of one Pod) and TrainJob (its runtime beside it in every mix; tests/unit/whatif/test_trainjob.py
-fuzzes the runtime), one at a time, by a null, a list, a number, a string and a mapping, then a
-few at a time at random."""
+(of one Pod), LeaderWorkerSet and TrainJob (its runtime beside it in every mix;
+tests/unit/whatif/test_trainjob.py fuzzes the runtime), one at a time, by a null, a list, a
+number, a string and a mapping, then a few at a time at random."""
 
 from __future__ import annotations
 
@@ -55,6 +55,7 @@ CATALOG = Catalog(
             "kubeflow.org/mpijob",
             "kubeflow.org/tfjob",
             "kubeflow.org/paddlejob",
+            "leaderworkerset.x-k8s.io/leaderworkerset",
             "ray.io/raycluster",
             "trainer.kubeflow.org/trainjob",
             "statefulset",
@@ -249,6 +250,21 @@ TRAINJOB: dict[str, Any] = {
         },
     },
 }
+LWS: dict[str, Any] = {
+    "apiVersion": "leaderworkerset.x-k8s.io/v1",
+    "kind": "LeaderWorkerSet",
+    "metadata": META,
+    "spec": {
+        "replicas": 2,
+        "startupPolicy": "LeaderCreated",
+        "leaderWorkerTemplate": {
+            "size": 4,
+            "restartPolicy": "RecreateGroupOnPodRestart",
+            "leaderTemplate": {"spec": LEADER_POD},
+            "workerTemplate": {"metadata": {"labels": {"role": "worker"}}, "spec": POD_SPEC},
+        },
+    },
+}
 RAYCLUSTER: dict[str, Any] = {
     "apiVersion": "ray.io/v1",
     "kind": "RayCluster",
@@ -385,10 +401,10 @@ def sound(entry: Entry) -> str | None:
 
 
 VALID = [JOB, POD, JOBSET, PYTORCHJOB, RAYJOB, MPIJOB, TFJOB, PADDLEJOB, RAYCLUSTER, STATEFULSET,
-         POD_IN_GROUP, TRAINJOB]  # fmt: skip
+         POD_IN_GROUP, TRAINJOB, LWS]  # fmt: skip
 VALID_IDS = [
     "job", "pod", "jobset", "pytorchjob", "rayjob", "mpijob", "tfjob", "paddlejob", "raycluster",
-    "statefulset", "pod-group", "trainjob",
+    "statefulset", "pod-group", "trainjob", "lws",
 ]  # fmt: skip
 
 
@@ -402,11 +418,12 @@ def test_the_valid_manifests_are_replayed(tmp_path: Path, valid: dict[str, Any])
     # TFJob's workers: 2 pods x 2 GPUs; its PS none. A PaddleJob's Workers: 3 pods x 2 GPUs. A
     # RayCluster's workers: 2 pods x 2 GPUs; its head none (and no submitter). A StatefulSet's
     # 2 replicas x 2 GPUs. A pod group of one pod: the pod's. A TrainJob's trainer: its numNodes,
-    # 3 pods x its resourcesPerNode's 2 GPUs; its runtime's initializer one pod, none.
+    # 3 pods x its resourcesPerNode's 2 GPUs; its runtime's initializer one pod, none. An LWS's 2
+    # groups (a Workload each): 3 workers x 2 GPUs and a leader of none, each.
     assert (entry.gpus, entry.pods) == {
         "Job": (4, 2), "Pod": (2, 1), "JobSet": (8, 5), "PyTorchJob": (6, 4), "RayJob": (4, 4),
         "MPIJob": (6, 4), "TFJob": (4, 3), "PaddleJob": (6, 3), "RayCluster": (4, 3),
-        "StatefulSet": (4, 2), "TrainJob": (6, 4),
+        "StatefulSet": (4, 2), "TrainJob": (6, 4), "LeaderWorkerSet": (12, 8),
     }[valid["kind"]]  # fmt: skip
 
 

@@ -1,0 +1,188 @@
+"""A LeaderWorkerSet on the sandbox: the real LWS controller (sandbox/lws.py) makes its leader
+StatefulSet, each leader pod's worker StatefulSet and their pods, the Kueue the local stack
+installs admits its group through its leaderworkerset integration (on in the release's default
+Configuration: one Workload per group, a leader pod set and a worker pod set of size - 1
+pods), holds the next LWS with its quota message (its pods made, but gated) and admits it once
+the first is gone; kwok plays the pods. Then the what-if's sandbox engine replays a mix of
+LWSs and a Job worked out by hand (whatif/lws-mix/mix.yaml says the story)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpu_queues.whatif.fast import replay_mix as fast_replay
+from sandbox.replay.engine import replay_mix
+from sandbox.shape import load_stack
+from sandbox.walkthrough import QUEUE_LABEL, KubeSession, condition, is_true
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.e2e
+
+LWS = ("leaderworkerset.x-k8s.io", "v1")
+NS = "default"
+NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+# Kueue's gate on a pod of a group it has not admitted (podconstants.SchedulingGateName).
+ADMISSION_GATE = "kueue.x-k8s.io/admission"
+MIX = Path(__file__).parent / "whatif" / "lws-mix"
+# leader 1 pod x 1 GPU + workers 2 pods x 2 GPUs = 5 of the flavor's 8: a second needs 2 more.
+HELD_MESSAGE = (
+    "couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu "
+    "in flavor gpu-flavor, 2 more needed"
+)
+
+
+def template(name: str, gpus: int) -> dict[str, Any]:
+    container = {
+        "name": name,
+        "image": "vllm/vllm-openai:v0.6.0",
+        "command": ["sleep", "infinity"],
+        "resources": {
+            "requests": {"cpu": "1", "memory": "4Gi"},
+            "limits": {"nvidia.com/gpu": str(gpus)},
+        },
+    }
+    return {"spec": {"containers": [container]}}
+
+
+def leader_worker_set(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": name, "namespace": NS, "labels": {QUEUE_LABEL: "gpu-queue"}},
+        "spec": {
+            "replicas": 1,
+            "leaderWorkerTemplate": {
+                "size": 3,
+                "leaderTemplate": template("leader", 1),
+                "workerTemplate": template("worker", 2),
+            },
+        },
+    }
+
+
+class LeaderWorkerSets:
+    def __init__(self, k: KubeSession) -> None:
+        self.k = k
+
+    def create(self, name: str) -> None:
+        self.k.custom.create_namespaced_custom_object(
+            *LWS, NS, "leaderworkersets", leader_worker_set(name)
+        )
+
+    def delete(self, name: str) -> None:
+        self.k.custom.delete_namespaced_custom_object(
+            *LWS, NS, "leaderworkersets", name, propagation_policy="Background"
+        )
+
+    def names(self) -> list[str]:
+        items = self.k.custom.list_namespaced_custom_object(*LWS, NS, "leaderworkersets")["items"]
+        return [str(j["metadata"]["name"]) for j in items]
+
+    def workloads(self, name: str | None = None) -> list[dict[str, Any]]:
+        return [
+            wl
+            for wl in self.k.workloads(NS)
+            if any(
+                o["kind"] == "LeaderWorkerSet" and name in (None, o["name"])
+                for o in wl["metadata"].get("ownerReferences", [])
+            )
+        ]
+
+    def workload(self, name: str) -> dict[str, Any] | None:
+        return next(iter(self.workloads(name)), None)
+
+    def pods(self, name: str | None = None) -> list[Any]:
+        selector = NAME_LABEL if name is None else f"{NAME_LABEL}={name}"
+        items: list[Any] = self.k.core.list_namespaced_pod(NS, label_selector=selector).items
+        return items
+
+    def running(self, name: str) -> list[Any]:
+        return [p for p in self.pods(name) if p.status.phase == "Running"]
+
+
+@pytest.fixture
+def sets(cluster: KubeSession) -> Iterator[LeaderWorkerSets]:
+    lws = LeaderWorkerSets(cluster)
+
+    def wipe() -> None:
+        for name in lws.names():
+            lws.delete(name)
+        # Only what LWSs left: other modules' objects in default are theirs to clean.
+        cluster.wait(
+            "no leaderworkersets, nor their workloads or pods, in default",
+            lambda: not (lws.names() or lws.workloads() or lws.pods()),
+        )
+
+    wipe()
+    yield lws
+    wipe()
+
+
+def test_kueue_admits_an_lws_group_and_holds_the_next_with_its_quota_message(
+    sets: LeaderWorkerSets,
+) -> None:
+    lws, k = sets, sets.k
+    lws.create("serve-a")
+    wl_a = k.wait(
+        "serve-a admitted", lambda: (w := lws.workload("serve-a")) and is_true(w, "Admitted") and w
+    )
+    assert len(lws.workloads("serve-a")) == 1  # one group (replicas 1), one Workload
+    assert [ps["name"] for ps in wl_a["spec"]["podSets"]] == ["leader", "worker"]
+    assert [ps["count"] for ps in wl_a["spec"]["podSets"]] == [1, 2]
+    flavors = [a["flavors"] for a in wl_a["status"]["admission"]["podSetAssignments"]]
+    on_the_flavor = {"cpu": "gpu-flavor", "memory": "gpu-flavor", "nvidia.com/gpu": "gpu-flavor"}
+    assert flavors == [on_the_flavor] * 2
+    # The LWS controller made the leader's and the workers' StatefulSets, the StatefulSet
+    # controller their pods, Kueue ungated them; kwok runs them on the GPU node.
+    running = k.wait(
+        "serve-a's three pods Running", lambda: (r := lws.running("serve-a")) and len(r) == 3 and r
+    )
+    roles = sorted(p.metadata.labels["leaderworkerset.sigs.k8s.io/worker-index"] for p in running)
+    assert roles == ["0", "1", "2"]  # the leader is worker 0
+
+    lws.create("serve-b")
+    held = k.wait("serve-b evaluated", lambda: condition(lws.workload("serve-b"), "QuotaReserved"))
+    assert (held["status"], held["reason"]) == ("False", "Pending")
+    assert held["message"] == HELD_MESSAGE
+    waiting = k.wait("serve-b's leader pod made", lambda: lws.pods("serve-b"))
+    assert not [p for p in waiting if p.status.phase == "Running"]
+    assert all(ADMISSION_GATE in [g.name for g in p.spec.scheduling_gates or []] for p in waiting)
+
+    lws.delete("serve-a")
+    k.wait("serve-b admitted", lambda: is_true(lws.workload("serve-b"), "Admitted"), timeout=90)
+    k.wait("serve-b's three pods Running", lambda: len(lws.running("serve-b")) == 3, timeout=90)
+
+
+def test_the_sandbox_engine_replays_lwss_deleting_each_when_its_time_is_up(
+    sets: LeaderWorkerSets,
+) -> None:
+    k = sets.k
+    config = load_stack(ROOT / "Pulumi.local.yaml")
+    try:
+        run = replay_mix(config, MIX, stack="local", label="local")
+    finally:
+        if any(j.metadata.name == "batch-a" for j in k.batch.list_namespaced_job(NS).items):
+            k.delete_job("batch-a", NS)
+    got = {r.name: (r.outcome, r.flavor, r.wait_seconds) for r in run.workloads}
+    assert got == {
+        "serve-a": ("finished", "gpu-flavor", 0),
+        "batch-a": ("finished", "gpu-flavor", 1740),  # admitted at 30m, submitted at 1m
+        "serve-b": ("admitted", "gpu-flavor", 2280),  # admitted at 40m, submitted at 2m
+        "serve-wide": ("unsupported", None, None),
+        "serve-bad": ("invalid", None, None),
+    }, run.workloads
+    by_name = {r.name: r for r in run.workloads}
+    assert by_name["serve-a"].intervals == [(0, 1800)]  # deleted at its 30m: GPU time ends
+    assert by_name["batch-a"].intervals == [(1800, 2400)]
+    assert by_name["serve-a"].gpus == by_name["serve-b"].gpus == 5
+    assert (by_name["serve-wide"].message or "").startswith("spec.replicas: 2 groups;")
+    assert (by_name["serve-bad"].message or "").startswith("spec.leaderWorkerTemplate.size: 0")
+    assert not sets.workloads("serve-a")  # gone with its LWS
+    # The fast engine leaves every LWS to this one, naming it.
+    fast = {r.name: r for r in fast_replay(config, MIX, stack="local", label="local").workloads}
+    assert (fast["serve-a"].outcome, fast["batch-a"].outcome) == ("unsupported", "finished")
+    assert "ENGINE=sandbox" in (fast["serve-a"].message or "")
