@@ -539,7 +539,7 @@ func (s *sim) settle() error {
 			s.stats.Cycles++
 			s.sched.WhatIfCycle(s.ctx)
 			s.wg.Wait()
-			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+s.lqQ.len()+s.familiesQueued()+len(s.retry) > 0 || s.queueState() != before {
+			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+s.lqQ.len()+s.familiesQueued()+len(s.retry) > 0 || !maps.Equal(s.queueState(), before) {
 				continue
 			}
 			if s.flavorsLeft() {

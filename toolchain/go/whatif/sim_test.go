@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 	testingjob "sigs.k8s.io/kueue/pkg/util/testingjobs/job"
 )
@@ -193,11 +195,11 @@ func TestHoldingNamesTheWorkloadsWithQuotaThatHaveNotFinished(t *testing.T) {
 func TestQueueStateCountsEachClusterQueuesHeapAndInadmissibleWorkloads(t *testing.T) {
 	cases := []struct {
 		strategy kueue.QueueingStrategy
-		state    string
+		state    qcache.WhatIfCounts
 		heads    bool
 	}{
-		{kueue.BestEffortFIFO, "team-a:0:1;", false},
-		{kueue.StrictFIFO, "team-a:1:0;", true},
+		{kueue.BestEffortFIFO, qcache.WhatIfCounts{Inadmissible: 1}, false},
+		{kueue.StrictFIFO, qcache.WhatIfCounts{Heap: 1}, true},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.strategy), func(t *testing.T) {
@@ -206,8 +208,8 @@ func TestQueueStateCountsEachClusterQueuesHeapAndInadmissibleWorkloads(t *testin
 				t.Fatal(err)
 			}
 			s.setNow(0)
-			if s.queueState() != "" || s.hasHeads() {
-				t.Fatalf("before any submission: state %q, heads %v", s.queueState(), s.hasHeads())
+			if len(s.queueState()) != 0 || s.hasHeads() {
+				t.Fatalf("before any submission: state %v, heads %v", s.queueState(), s.hasHeads())
 			}
 			if err := s.apply(ev{kind: evSubmit, idx: 0}); err != nil {
 				t.Fatal(err)
@@ -215,8 +217,9 @@ func TestQueueStateCountsEachClusterQueuesHeapAndInadmissibleWorkloads(t *testin
 			if err := s.settle(); err != nil {
 				t.Fatal(err)
 			}
-			if got := s.queueState(); got != tc.state || s.hasHeads() != tc.heads {
-				t.Errorf("state %q, heads %v; want %q, %v", got, s.hasHeads(), tc.state, tc.heads)
+			want := map[kueue.ClusterQueueReference]qcache.WhatIfCounts{"team-a": tc.state}
+			if got := s.queueState(); !maps.Equal(got, want) || s.hasHeads() != tc.heads {
+				t.Errorf("state %v, heads %v; want %v, %v", got, s.hasHeads(), want, tc.heads)
 			}
 		})
 	}
@@ -285,3 +288,4 @@ func priorityJob(t *testing.T, index int, name, class, gpus string, at float64) 
 	j.TypeMeta = metav1.TypeMeta{APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "Job"}
 	return JobInput{Kind: "Job", Index: index, Manifest: rawJSON(t, j), SubmitAt: at, Duration: 100}
 }
+
