@@ -89,7 +89,8 @@ type sim struct {
 	holders     map[types.NamespacedName]bool        // the seen Workloads that hold quota now (holding)
 	seenJobs    map[types.NamespacedName]ctrl.Object // Jobs and Pods, as their informers last saw them
 	seenPods    map[types.NamespacedName]ctrl.Object
-	owned       map[owner][]types.NamespacedName // a Job or Pod -> its Workloads
+	owned       map[owner][]types.NamespacedName  // a Job or Pod -> its Workloads
+	loading     map[string][]types.NamespacedName // while load runs: the stack's LocalQueues by ClusterQueue (loadingQueues)
 	defaults    crdDefaults
 	reads       *reads
 	tracker     clienttesting.ObjectTracker

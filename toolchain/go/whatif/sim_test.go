@@ -13,9 +13,11 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
 	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 	testingjob "sigs.k8s.io/kueue/pkg/util/testingjobs/job"
 )
@@ -289,3 +291,48 @@ func priorityJob(t *testing.T, index int, name, class, gpus string, at float64) 
 	return JobInput{Kind: "Job", Index: index, Manifest: rawJSON(t, j), SubmitAt: at, Duration: 100}
 }
 
+// While the engine loads the stack, the LocalQueues of a ClusterQueue come from its own index
+// instead of the in-memory client's List; the answer must be the List's, in its order:
+// team-a's four LocalQueues (gpu-queue, zz and b in team-a, aa in team-b, given in that order)
+// are listed b, gpu-queue, zz, aa; team-b has one in team-a; a third ClusterQueue has none.
+func TestTheStacksLocalQueuesOfAClusterQueueAreListedAsTheClientListsThem(t *testing.T) {
+	objs := gpuStack(t, "8", kueue.BestEffortFIFO)
+	for _, lq := range []*kueue.LocalQueue{
+		utiltestingapi.MakeLocalQueue("zz", "team-a").ClusterQueue("team-a").Obj(),
+		utiltestingapi.MakeLocalQueue("aa", "team-b").ClusterQueue("team-a").Obj(),
+		utiltestingapi.MakeLocalQueue("other", "team-a").ClusterQueue("team-b").Obj(),
+		utiltestingapi.MakeLocalQueue("b", "team-a").ClusterQueue("team-a").Obj(),
+	} {
+		objs = append(objs, withKind(t, lq))
+	}
+	s, err := newSim(&Input{Objects: objs, CRDs: releaseCRDs(t), Configuration: releaseConfiguration(t), Nodes: gpuNodes(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := decodeObjects(s.scheme, objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cq := range []string{"team-a", "team-b", "none"} {
+		opts := []ctrl.ListOption{ctrl.MatchingFields{indexer.QueueClusterQueueKey: cq}}
+		var want, got kueue.LocalQueueList
+		if err := s.base.List(s.ctx, &want, opts...); err != nil {
+			t.Fatal(err)
+		}
+		s.loading = stackQueues(stored)
+		err := s.cl.List(s.ctx, &got, opts...)
+		s.loading = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := func(l kueue.LocalQueueList) (out []string) {
+			for _, q := range l.Items {
+				out = append(out, q.Namespace+"/"+q.Name+":"+string(q.Spec.ClusterQueue))
+			}
+			return out
+		}
+		if !slices.Equal(names(got), names(want)) || len(want.Items) != len(got.Items) {
+			t.Errorf("%s: listed %v while loading, the client lists %v", cq, names(got), names(want))
+		}
+	}
+}
