@@ -22,9 +22,9 @@ def as_str(value: Any) -> str | None:
 def tree_copy(value: Any) -> Any:
     """A copy of a YAML or JSON document's tree: every dict and list new, every other value
     (strings, numbers, timestamps: immutable) shared. What copy.deepcopy gives of such a tree,
-    but for an alias, which becomes two copies, without deepcopy's memo and dispatch: a fifth
-    of its time over the 50,000 Jobs of a large mix. The tree is bounded in depth by the reader
-    (yamlio.Bounds.max_depth)."""
+    but for an alias, which becomes two copies, without deepcopy's memo and dispatch: 0.6-0.8x
+    its CPU time over 5,000 Jobs of Kueue's large-scale configuration. The tree is bounded in
+    depth by the reader (yamlio.Bounds.max_depth)."""
     if isinstance(value, dict):
         return {k: tree_copy(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -203,7 +203,7 @@ def _group(api_version: str) -> str:
 def _sanitised(body: dict[str, Any], namespace: str) -> dict[str, Any]:
     """The object as the replay creates it: no server-set fields, the namespace set, and the
     sandbox's completion lever removed (the replay pulls it when the job's time is up)."""
-    obj = tree_copy(body)
+    obj: dict[str, Any] = tree_copy(body)
     obj.pop("status", None)
     meta = as_dict(obj.get("metadata"))
     obj["metadata"] = meta
