@@ -82,6 +82,30 @@ def manifest_files(path: Path) -> list[Path]:
     return [path]
 
 
+# The documents of the texts last read, by text: the what-if counts a mix's workloads before
+# anything starts (limits.mix_size_problem) and reads it again to replay it (mix.load_mix), and
+# the advisor replays one mix many times; each read parsed and checked every file again (a
+# third of the command's time over the 27 MB of Kueue's large-scale configuration). Keyed by
+# the text itself, not the file's size and time, so an edited file is never answered from an
+# older read: reading the bytes again is cheap beside parsing them. A text that failed is
+# parsed again, so its error is the reader's. No caller changes a document (mix.check copies
+# one before it writes).
+_last_read: dict[tuple[str, int], list[Any]] = {}
+
+
+def _load(file: Path, shown: str, max_bytes: int) -> list[Any]:
+    """Every document of `file` as yamlio.load_all gives them (its exceptions, and
+    NotReadable), from _last_read when the file's text is one read before."""
+    text = read_text(file, shown, max_bytes)
+    key = (text, max_bytes)
+    if key not in _last_read:
+        loaded = yamlio.load_all(text, shown, yamlio.Bounds(max_bytes=max_bytes))
+        if len(_last_read) >= 64:
+            _last_read.clear()
+        _last_read[key] = loaded
+    return _last_read[key]
+
+
 def read_documents(
     path: Path, root: Path | None = None, limits: Limits | None = None
 ) -> list[MixDocument]:
@@ -93,12 +117,10 @@ def read_documents(
     for file in check_size(path, limits):
         shown = str(file.relative_to(root)) if root and file.is_relative_to(root) else str(file)
         try:
-            text = read_text(file, shown, limits.max_bytes)
+            loaded = _load(file, shown, limits.max_bytes)
         except NotReadable as exc:
             docs.append(MixDocument(shown, None, str(exc)))
             continue
-        try:
-            loaded = yamlio.load_all(text, shown, yamlio.Bounds(max_bytes=limits.max_bytes))
         except yamlio.YamlRefused as exc:
             docs.append(MixDocument(shown, None, str(exc)))
             continue

@@ -22,15 +22,15 @@ trainjob.py.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from gpu_queues.config.model import StackConfig
 from gpu_queues.kueue.fields import GO_DURATION_MAX_SECONDS, labels_problem, name_problem
-from gpu_queues.values import as_dict
+from gpu_queues.values import as_dict, tree_copy
 from gpu_queues.whatif.documents import Limits, MixDocument, read_documents
 from gpu_queues.whatif.durations import DurationError, parse_duration
 from gpu_queues.whatif.podgroups import grouped
@@ -159,7 +159,29 @@ class Catalog:
 
     def teams_in(self, namespace: str) -> list[TeamQueue]:
         """The queues in `namespace` (of the one team that owns it)."""
-        return [q for q in self.queues if q.namespace == namespace]
+        return list(self._queues_by_namespace.get(namespace, ()))
+
+    def owner(self, namespace: str) -> str | None:
+        """The team that owns `namespace`, with a LocalQueue there or not (the first of
+        `owners` to name it)."""
+        return self._owner_by_namespace.get(namespace)
+
+    # Each document's check asks both of its namespace: a scan of every queue and owner per
+    # document was 50,000 x 1,000 teams on Kueue's large-scale configuration (docs/what-if.md,
+    # Speed). Computed once per catalog (frozen, so they cannot go stale).
+    @cached_property
+    def _queues_by_namespace(self) -> dict[str, tuple[TeamQueue, ...]]:
+        grouped: dict[str, list[TeamQueue]] = {}
+        for q in self.queues:
+            grouped.setdefault(q.namespace, []).append(q)
+        return {ns: tuple(qs) for ns, qs in grouped.items()}
+
+    @cached_property
+    def _owner_by_namespace(self) -> dict[str, str]:
+        owners: dict[str, str] = {}
+        for ns, team in self.owners:
+            owners.setdefault(ns, team)
+        return owners
 
 
 @dataclass(frozen=True)
@@ -212,7 +234,7 @@ def _group(api_version: str) -> str:
 def _sanitised(body: dict[str, Any], namespace: str) -> dict[str, Any]:
     """The object as the replay creates it: no server-set fields, the namespace set, and the
     sandbox's completion lever removed (the replay pulls it when the job's time is up)."""
-    obj = copy.deepcopy(body)
+    obj: dict[str, Any] = tree_copy(body)
     obj.pop("status", None)
     meta = as_dict(obj.get("metadata"))
     obj["metadata"] = meta
@@ -392,7 +414,7 @@ def _local_queue(head: _Head, catalog: Catalog) -> TeamQueue:
     """The team queue the object names: a LocalQueue of a team that owns its namespace."""
     namespace, queue = head.namespace, head.queue
     owners = catalog.teams_in(namespace)
-    owner = next((team for ns, team in catalog.owners if ns == namespace), None)
+    owner = catalog.owner(namespace)
     if not owners and owner is not None:
         queues = ", ".join(
             f"{q.local_queue} in {q.namespace}" for q in catalog.queues if q.team == owner

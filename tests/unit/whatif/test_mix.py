@@ -13,7 +13,10 @@ import yaml
 
 from gpu_queues.config.model import load_config
 from gpu_queues.config.stackfile import parse_config
+from gpu_queues.whatif import documents
+from gpu_queues.whatif.documents import Limits
 from gpu_queues.whatif.durations import DurationError, format_duration, parse_duration
+from gpu_queues.whatif.limits import mix_size_problem
 from gpu_queues.whatif.mix import (
     ANNOTATION_DURATION,
     ANNOTATION_SUBMIT_AT,
@@ -918,6 +921,37 @@ def test_a_second_workload_with_the_same_name_is_refused(tmp_path: Path) -> None
     )
     assert [e.status for e in entries] == ["ok", "invalid", "ok"]
     assert "comes earlier in the mix (" in (entries[1].problem or "")
+
+
+def test_a_mix_counted_and_then_loaded_is_parsed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The what-if counts a mix's workloads before anything starts and reads it again to
+    replay it: one parse of each file's text serves both (documents._last_read)."""
+    parses: list[str] = []
+    parse = documents.yamlio.load_all
+
+    def counted(text: str, *args: Any, **kwargs: Any) -> list[Any]:
+        parses.append(text)
+        return parse(text, *args, **kwargs)
+
+    monkeypatch.setattr(documents.yamlio, "load_all", counted)
+    path = tmp_path / "counted-once.yaml"
+    path.write_text(yaml.safe_dump_all([job("a"), job("b", gpus=1)]))
+    assert mix_size_problem(path, Limits()) is None
+    entries = load_mix(path, CATALOG)
+    assert [(e.name, e.status, e.gpus) for e in entries] == [("a", "ok", 2), ("b", "ok", 1)]
+    assert len(parses) == 1
+
+
+def test_a_mix_file_rewritten_between_two_reads_is_read_anew(tmp_path: Path) -> None:
+    """The same size, written within the file system's timestamp tick: the second read sees
+    the new text, as the parse is kept by the text itself."""
+    path = tmp_path / "rewritten.yaml"
+    path.write_text(yaml.safe_dump(job("aaaa")))
+    assert [e.name for e in load_mix(path, CATALOG)] == ["aaaa"]
+    path.write_text(yaml.safe_dump(job("bbbb")))
+    assert [e.name for e in load_mix(path, CATALOG)] == ["bbbb"]
 
 
 # --- any stack ---------------------------------------------------------------------------

@@ -163,6 +163,11 @@ func (s *sim) onList(ctx context.Context, c ctrl.WithWatch, list ctrl.ObjectList
 			return err
 		}
 	}
+	if lqs, ok := list.(*kueue.LocalQueueList); ok {
+		if done, err := s.loadingQueues(ctx, lqs, opts); done {
+			return err
+		}
+	}
 	return c.List(ctx, list, opts...)
 }
 

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -24,6 +26,7 @@ import (
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/config"
 	"sigs.k8s.io/kueue/pkg/controller/core"
+	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/job"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/pod"
@@ -299,6 +302,8 @@ func (s *sim) load(objs []ctrl.Object) error {
 			}
 		}
 	}
+	s.loading = stackQueues(objs)
+	defer func() { s.loading = nil }()
 	for _, o := range objs {
 		if cq, ok := o.(*kueue.ClusterQueue); ok {
 			if err := s.cache.AddClusterQueue(s.ctx, cq); err != nil {
@@ -310,4 +315,50 @@ func (s *sim) load(objs []ctrl.Object) error {
 		}
 	}
 	return nil
+}
+
+// stackQueues: the stack's LocalQueues by the ClusterQueue they name, each list in the order the
+// in-memory client lists objects (namespace, then name).
+func stackQueues(objs []ctrl.Object) map[string][]types.NamespacedName {
+	byCQ := map[string][]types.NamespacedName{}
+	for _, o := range objs {
+		if lq, ok := o.(*kueue.LocalQueue); ok {
+			cq := string(lq.Spec.ClusterQueue)
+			byCQ[cq] = append(byCQ[cq], types.NamespacedName{Namespace: lq.Namespace, Name: lq.Name})
+		}
+	}
+	for _, keys := range byCQ {
+		slices.SortFunc(keys, func(a, b types.NamespacedName) int {
+			return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+		})
+	}
+	return byCQ
+}
+
+// loadingQueues answers, while load runs, the one List Kueue's cache and queue manager each
+// make when a ClusterQueue is added ("the LocalQueues whose spec.clusterQueue is this one"),
+// from stackQueues, with the LocalQueues as stored: the in-memory client's List decodes every
+// stored LocalQueue from JSON and sorts them on each call, so a stack of 1,000 ClusterQueues
+// and as many LocalQueues decoded two million (a fifth of the set-up of Kueue's large-scale
+// configuration). Only while load runs: then the client holds the stack's LocalQueues as given,
+// and no change of the stack has moved one (changes.go).
+func (s *sim) loadingQueues(ctx context.Context, list *kueue.LocalQueueList, opts []ctrl.ListOption) (bool, error) {
+	lo := &ctrl.ListOptions{}
+	lo.ApplyOptions(opts)
+	if s.loading == nil || lo.FieldSelector == nil || lo.LabelSelector != nil || lo.Namespace != "" || lo.Limit != 0 {
+		return false, nil
+	}
+	cq, ok := lo.FieldSelector.RequiresExactMatch(indexer.QueueClusterQueueKey)
+	if !ok || len(lo.FieldSelector.Requirements()) != 1 {
+		return false, nil
+	}
+	list.Items = nil
+	for _, key := range s.loading[cq] {
+		var lq kueue.LocalQueue
+		if err := s.reads.get(ctx, s.base, key, &lq); err != nil {
+			return true, err
+		}
+		list.Items = append(list.Items, lq)
+	}
+	return true, nil
 }

@@ -90,7 +90,8 @@ type sim struct {
 	holders     map[types.NamespacedName]bool        // the seen Workloads that hold quota now (holding)
 	seenJobs    map[types.NamespacedName]ctrl.Object // Jobs and Pods, as their informers last saw them
 	seenPods    map[types.NamespacedName]ctrl.Object
-	owned       map[owner][]types.NamespacedName // a Job or Pod -> its Workloads
+	owned       map[owner][]types.NamespacedName  // a Job or Pod -> its Workloads
+	loading     map[string][]types.NamespacedName // while load runs: the stack's LocalQueues by ClusterQueue (loadingQueues)
 	defaults    crdDefaults
 	reads       *reads
 	tracker     clienttesting.ObjectTracker
@@ -562,7 +563,7 @@ func (s *sim) settle() error {
 			s.stats.Cycles++
 			s.sched.WhatIfCycle(s.ctx)
 			s.wg.Wait()
-			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+s.lqQ.len()+s.familiesQueued()+s.sts.q.len()+s.sts.podQ.len()+len(s.retry) > 0 || s.queueState() != before {
+			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+s.lqQ.len()+s.familiesQueued()+s.sts.q.len()+s.sts.podQ.len()+len(s.retry) > 0 || !maps.Equal(s.queueState(), before) {
 				continue
 			}
 			if s.flavorsLeft() {

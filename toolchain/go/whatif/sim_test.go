@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -12,8 +13,11 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
 	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 	testingjob "sigs.k8s.io/kueue/pkg/util/testingjobs/job"
 )
@@ -193,11 +197,11 @@ func TestHoldingNamesTheWorkloadsWithQuotaThatHaveNotFinished(t *testing.T) {
 func TestQueueStateCountsEachClusterQueuesHeapAndInadmissibleWorkloads(t *testing.T) {
 	cases := []struct {
 		strategy kueue.QueueingStrategy
-		state    string
+		state    qcache.WhatIfCounts
 		heads    bool
 	}{
-		{kueue.BestEffortFIFO, "team-a:0:1;", false},
-		{kueue.StrictFIFO, "team-a:1:0;", true},
+		{kueue.BestEffortFIFO, qcache.WhatIfCounts{Inadmissible: 1}, false},
+		{kueue.StrictFIFO, qcache.WhatIfCounts{Heap: 1}, true},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.strategy), func(t *testing.T) {
@@ -206,8 +210,8 @@ func TestQueueStateCountsEachClusterQueuesHeapAndInadmissibleWorkloads(t *testin
 				t.Fatal(err)
 			}
 			s.setNow(0)
-			if s.queueState() != "" || s.hasHeads() {
-				t.Fatalf("before any submission: state %q, heads %v", s.queueState(), s.hasHeads())
+			if len(s.queueState()) != 0 || s.hasHeads() {
+				t.Fatalf("before any submission: state %v, heads %v", s.queueState(), s.hasHeads())
 			}
 			if err := s.apply(ev{kind: evSubmit, idx: 0}); err != nil {
 				t.Fatal(err)
@@ -215,8 +219,9 @@ func TestQueueStateCountsEachClusterQueuesHeapAndInadmissibleWorkloads(t *testin
 			if err := s.settle(); err != nil {
 				t.Fatal(err)
 			}
-			if got := s.queueState(); got != tc.state || s.hasHeads() != tc.heads {
-				t.Errorf("state %q, heads %v; want %q, %v", got, s.hasHeads(), tc.state, tc.heads)
+			want := map[kueue.ClusterQueueReference]qcache.WhatIfCounts{"team-a": tc.state}
+			if got := s.queueState(); !maps.Equal(got, want) || s.hasHeads() != tc.heads {
+				t.Errorf("state %v, heads %v; want %v, %v", got, s.hasHeads(), want, tc.heads)
 			}
 		})
 	}
@@ -284,4 +289,50 @@ func priorityJob(t *testing.T, index int, name, class, gpus string, at float64) 
 		RequestAndLimit("nvidia.com/gpu", gpus).Request(corev1.ResourceCPU, "1").Obj()
 	j.TypeMeta = metav1.TypeMeta{APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "Job"}
 	return JobInput{Kind: "Job", Index: index, Manifest: rawJSON(t, j), SubmitAt: at, Duration: 100}
+}
+
+// While the engine loads the stack, the LocalQueues of a ClusterQueue come from its own index
+// instead of the in-memory client's List; the answer must be the List's, in its order:
+// team-a's four LocalQueues (gpu-queue, zz and b in team-a, aa in team-b, given in that order)
+// are listed b, gpu-queue, zz, aa; team-b has one in team-a; a third ClusterQueue has none.
+func TestTheStacksLocalQueuesOfAClusterQueueAreListedAsTheClientListsThem(t *testing.T) {
+	objs := gpuStack(t, "8", kueue.BestEffortFIFO)
+	for _, lq := range []*kueue.LocalQueue{
+		utiltestingapi.MakeLocalQueue("zz", "team-a").ClusterQueue("team-a").Obj(),
+		utiltestingapi.MakeLocalQueue("aa", "team-b").ClusterQueue("team-a").Obj(),
+		utiltestingapi.MakeLocalQueue("other", "team-a").ClusterQueue("team-b").Obj(),
+		utiltestingapi.MakeLocalQueue("b", "team-a").ClusterQueue("team-a").Obj(),
+	} {
+		objs = append(objs, withKind(t, lq))
+	}
+	s, err := newSim(&Input{Objects: objs, CRDs: releaseCRDs(t), Configuration: releaseConfiguration(t), Nodes: gpuNodes(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := decodeObjects(s.scheme, objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cq := range []string{"team-a", "team-b", "none"} {
+		opts := []ctrl.ListOption{ctrl.MatchingFields{indexer.QueueClusterQueueKey: cq}}
+		var want, got kueue.LocalQueueList
+		if err := s.base.List(s.ctx, &want, opts...); err != nil {
+			t.Fatal(err)
+		}
+		s.loading = stackQueues(stored)
+		err := s.cl.List(s.ctx, &got, opts...)
+		s.loading = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := func(l kueue.LocalQueueList) (out []string) {
+			for _, q := range l.Items {
+				out = append(out, q.Namespace+"/"+q.Name+":"+string(q.Spec.ClusterQueue))
+			}
+			return out
+		}
+		if !slices.Equal(names(got), names(want)) || len(want.Items) != len(got.Items) {
+			t.Errorf("%s: listed %v while loading, the client lists %v", cq, names(got), names(want))
+		}
+	}
 }

@@ -1,0 +1,72 @@
+// Added to sigs.k8s.io/kueue/pkg/cache/queue at build time (toolchain/build.sh whatif_kueue):
+// what the engine's quiet test asks the queue manager after every scheduling cycle, counted
+// instead of listed. No public API serves: Dump and DumpInadmissible give the counts as a key
+// string per pending workload (the test ran them twice a cycle: 15% of the CPU of a
+// 15,000-workload replay); Pending gives a ClusterQueue's total alone, where the test needs
+// the heap's and the inadmissible list's apart (a workload moved from one to the other is a
+// change); and no public function finds the heap a workload is in but through a sorted
+// snapshot of its ClusterQueue (PendingWorkloadsInfo).
+package queue
+
+import (
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
+)
+
+// WhatIfCounts: how many workloads a ClusterQueue has in its heap and among its inadmissible
+// ones; the lengths of its entries in Dump and DumpInadmissible.
+type WhatIfCounts struct{ Heap, Inadmissible int }
+
+// WhatIfQueueCounts: each ClusterQueue with a workload in its heap or among its inadmissible
+// ones, and how many; the ClusterQueues Dump and DumpInadmissible name, with the lengths of
+// their lists. One read per ClusterQueue, none per workload.
+func (m *Manager) WhatIfQueueCounts() map[kueue.ClusterQueueReference]WhatIfCounts {
+	m.Lock()
+	defer m.Unlock()
+	counts := map[kueue.ClusterQueueReference]WhatIfCounts{}
+	for name, cq := range m.hm.ClusterQueues() {
+		cq.rwm.RLock()
+		c := WhatIfCounts{Heap: cq.heap.Len(), Inadmissible: cq.inadmissibleWorkloads.len()}
+		cq.rwm.RUnlock()
+		if c != (WhatIfCounts{}) {
+			counts[name] = c
+		}
+	}
+	return counts
+}
+
+// WhatIfHasHeads: whether an active ClusterQueue (active says which) has a workload in its
+// heap: one of Dump's ClusterQueues that heads() pops from.
+func (m *Manager) WhatIfHasHeads(active func(kueue.ClusterQueueReference) bool) bool {
+	m.Lock()
+	defer m.Unlock()
+	for name, cq := range m.hm.ClusterQueues() {
+		cq.rwm.RLock()
+		n := cq.heap.Len()
+		cq.rwm.RUnlock()
+		if n > 0 && active(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// WhatIfInHeap: the workload of key in its ClusterQueue's heap (what Dump lists and
+// PendingWorkloadsInfo returns of it), or nil. Its ClusterQueue is its LocalQueue's, found as
+// Kueue's own delete finds it (deleteWorkloadWithoutLock): a workload goes only into the heap
+// of the ClusterQueue of the LocalQueue it is assigned to.
+func (m *Manager) WhatIfInHeap(key workload.Reference) *workload.Info {
+	m.Lock()
+	defer m.Unlock()
+	lq := m.localQueues[m.workloadAssignedQueues[key]]
+	if lq == nil {
+		return nil
+	}
+	cq := m.hm.ClusterQueue(lq.ClusterQueue)
+	if cq == nil {
+		return nil
+	}
+	cq.rwm.RLock()
+	defer cq.rwm.RUnlock()
+	return cq.heap.GetByKey(key)
+}
