@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -81,38 +82,40 @@ type sim struct {
 	lqDue       map[types.NamespacedName]float64         // each LocalQueue's pending timer (reconcileQueueAt)
 	afterCycles workQueue                                // workload reconciles for after the instant's cycles (changes.go)
 	admitPod    func(context.Context, *corev1.Pod) error // Kueue's Pod webhooks
-	nodes       *cluster
-	jobs        []*jobState
-	byJob       map[types.NamespacedName]int
-	byPod       map[types.NamespacedName]int
-	byUID       map[types.UID]int
-	seen        map[types.NamespacedName]*kueue.Workload
-	holders     map[types.NamespacedName]bool        // the seen Workloads that hold quota now (holding)
-	seenJobs    map[types.NamespacedName]ctrl.Object // Jobs and Pods, as their informers last saw them
-	seenPods    map[types.NamespacedName]ctrl.Object
-	owned       map[owner][]types.NamespacedName // a Job or Pod -> its Workloads
-	defaults    crdDefaults
-	reads       *reads
-	tracker     clienttesting.ObjectTracker
-	statusTypes map[schema.GroupVersionKind]bool
-	scheme      *runtime.Scheme
-	dirty       dirty
-	wlQ         workQueue
-	jobQ        workQueue
-	podQ        workQueue
-	retry       map[int]bool // jobs whose pods wait for nodes, to try again: capacity was freed
-	events      evHeap
-	seq         int
-	now         float64
-	until       float64
-	wg          sync.WaitGroup
-	stats       Summary
-	waiting     map[int]bool // running-but-unplaced jobs (unsuspended, pods pending)
-	waitSeq     int          // jobs that began to wait for nodes so far (jobState.waitingSince)
-	services    services     // the Services jobs' controllers made (spread.go)
-	tas         *tasFeed     // the TAS cache's feed of pods that are not TAS pods; nil without a Topology (tas.go)
-	toPlace     map[int]bool // jobs whose new pods wait until Kueue is done with the instant (held)
-	admitSeq    int          // admissions so far (jobState.admittedSeq)
+	// admitDeployment: Kueue's Deployment webhooks (deployment.go).
+	admitDeployment func(context.Context, *appsv1.Deployment) error
+	nodes           *cluster
+	jobs            []*jobState
+	byJob           map[types.NamespacedName]int
+	byPod           map[types.NamespacedName]int
+	byUID           map[types.UID]int
+	seen            map[types.NamespacedName]*kueue.Workload
+	holders         map[types.NamespacedName]bool        // the seen Workloads that hold quota now (holding)
+	seenJobs        map[types.NamespacedName]ctrl.Object // Jobs and Pods, as their informers last saw them
+	seenPods        map[types.NamespacedName]ctrl.Object
+	owned           map[owner][]types.NamespacedName // a Job or Pod -> its Workloads
+	defaults        crdDefaults
+	reads           *reads
+	tracker         clienttesting.ObjectTracker
+	statusTypes     map[schema.GroupVersionKind]bool
+	scheme          *runtime.Scheme
+	dirty           dirty
+	wlQ             workQueue
+	jobQ            workQueue
+	podQ            workQueue
+	retry           map[int]bool // jobs whose pods wait for nodes, to try again: capacity was freed
+	events          evHeap
+	seq             int
+	now             float64
+	until           float64
+	wg              sync.WaitGroup
+	stats           Summary
+	waiting         map[int]bool // running-but-unplaced jobs (unsuspended, pods pending)
+	waitSeq         int          // jobs that began to wait for nodes so far (jobState.waitingSince)
+	services        services     // the Services jobs' controllers made (spread.go)
+	tas             *tasFeed     // the TAS cache's feed of pods that are not TAS pods; nil without a Topology (tas.go)
+	toPlace         map[int]bool // jobs whose new pods wait until Kueue is done with the instant (held)
+	admitSeq        int          // admissions so far (jobState.admittedSeq)
 	// requeuePeriod: how long after a change Kueue requeues the inadmissible workloads it may
 	// let in (its batch period: 1 s; 10 s with SchedulerLongRequeueInterval).
 	requeuePeriod time.Duration
@@ -212,7 +215,7 @@ func (s *sim) apply(e ev) error {
 		return s.submit(s.jobs[e.idx])
 	case evFinish:
 		j := s.jobs[e.idx]
-		if j.running && j.run == e.run && !j.finished {
+		if (j.running || j.deploy != nil) && j.run == e.run && !j.finished {
 			return s.complete(j)
 		}
 	case evTimer:
@@ -263,6 +266,8 @@ func (s *sim) submit(j *jobState) error {
 	switch {
 	case j.set != nil:
 		return s.submitStatefulSet(j)
+	case j.deploy != nil:
+		return s.submitDeployment(j)
 	case j.members != nil:
 		return s.submitGroup(j)
 	case j.pod:
@@ -299,6 +304,8 @@ func (s *sim) complete(j *jobState) error {
 	switch {
 	case j.set != nil:
 		err = s.completeStatefulSet(j)
+	case j.deploy != nil: // its row: its pods serve until it is deleted
+		err = s.deleteDeployment(j)
 	case j.members != nil:
 		err = s.completeGroup(j)
 	case j.pod:
@@ -634,6 +641,9 @@ func (s *sim) inform(wls, jobs, pods []types.NamespacedName) error {
 		}
 		s.podQ.add(s.podRequest(k))
 		s.setPodChanged(k)
+		if err := s.replicaChanged(k); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -690,6 +700,9 @@ func (s *sim) familiesQueued() int {
 func (s *sim) results() []Result {
 	out := make([]Result, 0, len(s.jobs))
 	for _, j := range s.jobs {
+		if isReplica(j) { // its Deployment's row tells of it
+			continue
+		}
 		r := Result{Type: "workload", Index: j.in.Index, AdmittedAt: j.admittedAt, FirstAdmission: j.first, RunSeconds: j.runSeconds,
 			Intervals: j.intervals, Evictions: j.evictions, Timeline: j.timeline, AllRunning: j.running, Stuck: j.stuck, Problem: j.problem}
 		if r.Intervals == nil {
@@ -700,6 +713,9 @@ func (s *sim) results() []Result {
 		}
 		if r.Timeline == nil {
 			r.Timeline = []step{}
+		}
+		if j.deploy != nil {
+			r = s.deploymentResult(j, r)
 		}
 		if j.workload != nil {
 			wl := &kueue.Workload{}

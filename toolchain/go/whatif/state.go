@@ -50,7 +50,10 @@ type jobState struct {
 	set  *types.NamespacedName
 	made int
 	// last: its Workload as the replay last saw it (kept for the report once it is deleted).
-	last     *kueue.Workload
+	last *kueue.Workload
+	// deploy: a Deployment's (deployment.go): on its row, and on each pod made for it (a
+	// plain Pod), else nil.
+	deploy   *deployment
 	family   *family // a kind whose controller kinds.go plays (a JobSet, a PyTorchJob, ...), else nil
 	key      types.NamespacedName
 	uid      types.UID
@@ -118,6 +121,8 @@ type Result struct {
 	// Deleted: its Workload is gone, deleted with its owner when its time was up (a
 	// StatefulSet's: statefulset.go); Workload is the last the replay saw of it.
 	Deleted bool `json:"deleted,omitempty"`
+	// Replicas: a Deployment's current pods' Workloads (deployment_result.go), one a replica.
+	Replicas []*kueue.Workload `json:"replicas,omitempty"`
 }
 
 // Summary is the last line of the output: the clock's figures.
