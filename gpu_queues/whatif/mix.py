@@ -78,11 +78,11 @@ FRAMEWORKS: Final[dict[tuple[str, str], str]] = {
 # kube-controller-manager's, kwok plays every pod's kubelet), JobSets on both (the fast one
 # plays the JobSet controller as far as Kueue reads it; the sandbox runs JobSet's own when
 # Kueue's integration is on: sandbox/jobset.py), the Kubeflow v1 jobs (PyTorchJobs, TFJobs,
-# XGBoostJobs, PaddleJobs, JAXJobs), RayJobs, RayClusters, MPIJobs, StatefulSets and TrainJobs on
-# the fast one only (it plays their controllers as far as Kueue reads them; the sandbox has none
-# of the Kubeflow, Ray or Trainer controllers, and its replay does not yet make and delete
-# StatefulSets: sandbox/replay/engine.py refuses them there). Other kinds need controllers
-# neither has (RayService, ...), or are a Workload per pod (Deployment).
+# XGBoostJobs, PaddleJobs, JAXJobs), RayJobs, RayClusters, MPIJobs, StatefulSets, Deployments
+# and TrainJobs on the fast one only (it plays their controllers as far as Kueue reads them; the
+# sandbox has none of the Kubeflow, Ray or Trainer controllers, and its replay does not yet make
+# and delete StatefulSets and Deployments: sandbox/replay/engine.py refuses them there). Other
+# kinds need controllers neither has (RayService, ...).
 REPLAYABLE: Final = frozenset(
     {
         "batch/job",
@@ -98,18 +98,19 @@ REPLAYABLE: Final = frozenset(
         "ray.io/raycluster",
         "trainer.kubeflow.org/trainjob",
         "statefulset",
+        "deployment",
     }
 )
 REPLAYED: Final = (
     "the what-if replays Jobs, Pods, JobSets, PyTorchJobs, RayJobs, MPIJobs, TFJobs, "
-    "XGBoostJobs, PaddleJobs, JAXJobs, RayClusters, StatefulSets and TrainJobs"
+    "XGBoostJobs, PaddleJobs, JAXJobs, RayClusters, StatefulSets, Deployments and TrainJobs"
 )
 # Kinds Kueue reads no end of (a RayCluster's Workload is never Finished by its own status; a
-# StatefulSet serves): the replay has their user delete them when their duration is up, and
-# Kueue finishes the Workload of an owner gone (OwnerNotFound), or, for a StatefulSet's group
-# Workload, which has no controller, the garbage collector deletes it; for them that is how they
-# end, not a preemption.
-DELETED_WHEN_DONE: Final = frozenset({"RayCluster", "StatefulSet"})
+# StatefulSet and a Deployment serve): the replay has their user delete them when their duration
+# is up, and Kueue finishes the Workload of an owner gone (OwnerNotFound), or, for a
+# StatefulSet's group Workload and a Deployment's pods' Workloads, which have no controller, the
+# garbage collector deletes them; for them that is how they end, not a preemption.
+DELETED_WHEN_DONE: Final = frozenset({"RayCluster", "StatefulSet", "Deployment"})
 # What the Pods of a pod group must agree on, being one workload: its queue, when it is
 # submitted and how long it runs (the field as written, the Entry's attribute).
 GROUP_AGREES: Final = (
@@ -358,12 +359,7 @@ def _framework(head: _Head, catalog: Catalog) -> str:
             "unsupported",
         )
     if framework not in REPLAYABLE:
-        why = (
-            "Kueue admits each of its pods as a Workload of its own, and the report holds one "
-            "Workload a row (issue 40)"
-            if framework == "deployment"
-            else f"neither engine plays a {kind} controller yet (issue 40)"
-        )
+        why = f"neither engine plays a {kind} controller yet (issue 40)"
         raise _Refused(f"{kind} is not replayed: {why}; {REPLAYED}", "unsupported")
     return framework
 

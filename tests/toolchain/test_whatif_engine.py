@@ -1372,3 +1372,38 @@ def test_the_docs_statefulset_example_replays_on_staging_with_the_integration_as
         2,
     )
     assert w.intervals == [(3600, 14400)]
+
+
+def test_the_docs_deployment_example_replays_on_staging_with_the_integration_as_its_comment_says(
+    tmp_path: Path,
+) -> None:
+    """docs/examples/mixes/deployment.yaml on staging as it stands: unsupported, naming
+    deployment; with it added, research's 4 H100 are free, so both pods of the Deployment (two
+    replicas of one H100, a Workload each) are admitted the second it is submitted (1h); it
+    serves its 3h (to 4h) and, deleted then by its user, is finished, its 2 GPUs' 6 GPU-hours
+    its pods' (3h each)."""
+    from sandbox.shape import load_stack
+
+    root = Path(__file__).resolve().parents[2]
+    example = root / "docs" / "examples" / "mixes" / "deployment.yaml"
+    staging = (root / "Pulumi.staging.yaml").read_text()
+    (w,) = fast.replay_mix(
+        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
+    ).workloads
+    assert (w.kind, w.outcome) == ("Deployment", "unsupported")
+    assert "integration deployment is not enabled" in (w.message or ""), w.message
+    added = staging.replace("kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, deployment]")
+    assert added != staging
+    (tmp_path / "Pulumi.staging.yaml").write_text(added)
+    config = load_stack(tmp_path / "Pulumi.staging.yaml")
+    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
+    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus, w.message) == (
+        "Deployment",
+        "finished",
+        "h100",
+        0,
+        2,
+        None,
+    )
+    assert w.intervals == [(3600, 14400)]
+    assert w.gpu_seconds * w.gpus == 2 * 3 * 3600
