@@ -1407,3 +1407,50 @@ def test_the_docs_deployment_example_replays_on_staging_with_the_integration_as_
     )
     assert w.intervals == [(3600, 14400)]
     assert w.gpu_seconds * w.gpus == 2 * 3 * 3600
+
+
+def serving(name: str, replicas: int, gpus: int, *, at: int, runs: int | None) -> dict[str, Any]:
+    """Team a's Deployment of `replicas` pods of `gpus` GPUs each, submitted `at`, serving
+    `runs` seconds (to the end without)."""
+    labels = {"app": name}
+    notes = {"gpu-queues.dev/submit-at": f"{at}s"}
+    if runs is not None:
+        notes["gpu-queues.dev/duration"] = f"{runs}s"
+    container = {
+        "name": "serve",
+        "image": "busybox",
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "128Mi"},
+            "limits": {"nvidia.com/gpu": str(gpus)},
+        },
+    }
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": NS.format("a"), "annotations": notes,
+                         "labels": {"kueue.x-k8s.io/queue-name": "gpu-queue"}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [container]}}}}  # fmt: skip
+
+
+def test_a_deployment_is_one_row_pending_until_its_last_replica_is_admitted(
+    tmp_path: Path,
+) -> None:
+    """8 GPUs. Job a (4) runs 0-600 s; Deployment web (3 pods of 2, at 60 s): two pods fit
+    beside a at once, the third waits for a's end, at 600 s: its row's wait is 540 s, and it is
+    deleted 300 s after all three ran (900 s), finished; its GPU-hours are its pods' runs (840
+    + 840 + 300 s of 2 GPUs). Until --until 500 it is pending, 2 of its 3 pods admitted, with
+    Kueue's message for the third."""
+    stack = one_queue("BestEffortFIFO").kueue(
+        manager={"integrations": {"frameworks": ["batch/job", "deployment"]}}
+    )
+    mix = [job("a", "a", 4, at=0, runs=600), serving("web", 3, 2, at=60, runs=300)]
+    w = by_name(replay(stack, mix, tmp_path))["web"]
+    assert (w.kind, w.outcome, w.wait_seconds, w.gpus, w.flavor) == (
+        "Deployment", "finished", 540, 6, "gpu"
+    )  # fmt: skip
+    assert w.intervals == [(600, 900)]
+    assert w.gpu_seconds * w.gpus == 2 * (840 + 840 + 300)
+    early = by_name(replay(stack, mix, tmp_path, until=500))["web"]
+    assert (early.outcome, early.wait_seconds) == ("pending", None)
+    assert (early.message or "").startswith("2 of 3 pods admitted: couldn't assign flavors")
+    assert "insufficient unused quota for nvidia.com/gpu" in (early.message or ""), early.message
