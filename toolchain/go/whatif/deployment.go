@@ -165,6 +165,18 @@ func (s *sim) replicaChanged(key types.NamespacedName) error {
 	return nil
 }
 
+// current: each replica's last pod's job (none before it is submitted, or when Kueue's
+// webhook refused it).
+func (d *deployment) current(s *sim) []*jobState {
+	var out []*jobState
+	for _, slot := range d.slots {
+		if len(slot) > 0 {
+			out = append(out, s.jobs[slot[len(slot)-1]])
+		}
+	}
+	return out
+}
+
 // allRan: every replica has had a pod running.
 func (d *deployment) allRan(s *sim) bool {
 	for _, slot := range d.slots {
@@ -180,8 +192,7 @@ func (d *deployment) allRan(s *sim) bool {
 func (s *sim) deleteDeployment(j *jobState) error {
 	d := j.deploy
 	d.gone, j.finished = true, true
-	for _, slot := range d.slots {
-		rj := s.jobs[slot[len(slot)-1]]
+	for _, rj := range d.current(s) {
 		s.stop(rj)
 		rj.finished = true
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: rj.key.Namespace, Name: rj.key.Name}}

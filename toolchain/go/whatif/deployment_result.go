@@ -44,9 +44,9 @@ func (s *sim) deploymentResult(j *jobState, r Result) Result {
 	}
 	slices.SortStableFunc(r.Timeline, func(a, b step) int { return cmp.Compare(a.At, b.At) })
 	r.Intervals = together(runs)
-	r.AllRunning, r.Deleted = !d.gone && len(d.slots) > 0, d.gone
-	for _, slot := range d.slots {
-		rj := s.jobs[slot[len(slot)-1]]
+	current := d.current(s)
+	r.AllRunning, r.Deleted = !d.gone && len(current) == d.replicas, d.gone
+	for _, rj := range current {
 		wl := s.replicaWorkload(rj)
 		r.AllRunning = r.AllRunning && rj.running
 		if rj.stuck != "" && r.Stuck == "" {

@@ -160,3 +160,23 @@ func TestAPreemptedReplicaIsMadeAgainUnderANewNameAndAdmittedAgain(t *testing.T)
 	}
 	checkRuns(t, results[1:], []runWant{{admitted: 60, ran: `[{"start":60,"end":180}]`, pods: 1}})
 }
+
+// A Deployment the replay never submits (it comes after the end) or Kueue's webhook refuses
+// (its queue name is no name) has no pods: a row with nothing admitted, or the refusal.
+func TestADeploymentWithNoPodsIsARowOfItsOwn(t *testing.T) {
+	late := gpuDeployment(t, 0, "late", 2, "2", 7200, -1)
+	bad := gpuDeployment(t, 1, "bad", 2, "2", 0, -1)
+	bad.Manifest = withLabel(t, bad.Manifest, "kueue.x-k8s.io/queue-name", "not a name!")
+	in := &Input{Objects: gpuStack(t, "8", kueue.BestEffortFIFO), CRDs: releaseCRDs(t), Configuration: releaseConfiguration(t),
+		Nodes: gpuNodes(1), Jobs: []JobInput{late, bad}, Until: 3600}
+	results, _ := replayed(t, in)
+	if len(results) != 2 {
+		t.Fatalf("%d lines, want the two Deployments'", len(results))
+	}
+	if r := results[0]; r.AdmittedAt != nil || r.AllRunning || r.Workload != nil || r.Problem != "" {
+		t.Errorf("the late Deployment: admitted at %v, running %v, problem %q; want nothing", r.AdmittedAt, r.AllRunning, r.Problem)
+	}
+	if r := results[1]; !strings.Contains(r.Problem, "Deployment webhook refused it") || r.Workload != nil {
+		t.Errorf("the refused Deployment: problem %q; want Kueue's Deployment webhook's refusal", r.Problem)
+	}
+}
