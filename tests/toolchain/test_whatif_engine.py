@@ -1454,3 +1454,33 @@ def test_a_deployment_is_one_row_pending_until_its_last_replica_is_admitted(
     assert (early.outcome, early.wait_seconds) == ("pending", None)
     assert (early.message or "").startswith("2 of 3 pods admitted: couldn't assign flavors")
     assert "insufficient unused quota for nvidia.com/gpu" in (early.message or ""), early.message
+
+
+def test_a_deployment_whose_replica_kueue_preempted_gets_it_back_and_counts_the_preemption(
+    tmp_path: Path,
+) -> None:
+    """One queue of 8 GPUs that preempts lower priorities. Deployment web (low, two pods of 4)
+    from 0 s; Job high (4) at 60 s preempts one of its pods and runs 120 s. Until 120 s the
+    ReplicaSet's new pod waits: the row is preempted, 1 of its 2 pods admitted. Then it is
+    admitted at 180 s, and web serves on (admitted, its wait 0, one preemption): its pods ran
+    0-600 and 0-60 plus 180-600 s of 4 GPUs each."""
+    team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=8)
+    team.set(preemption={"withinClusterQueue": "LowerPriority"})
+    stack = (
+        Stack()
+        .flavor(Flavor("gpu").capacity(cpu=64, memory="512Gi", gpu=8))
+        .set("priorityClasses", [{"name": "low", "value": 10}, {"name": "high", "value": 1000}])
+        .team(team)
+        .kueue(manager={"integrations": {"frameworks": ["batch/job", "deployment"]}})
+    )
+    web = serving("web", 2, 4, at=0, runs=None)
+    web["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "low"
+    mix = [web, job("high", "a", 4, at=60, runs=120, priority="high")]
+    early = by_name(replay(stack, mix, tmp_path, until=120))["web"]
+    assert (early.outcome, early.preemptions) == ("preempted", 1)
+    assert (early.message or "").startswith("1 of 2 pods admitted; "), early.message
+    w = by_name(replay(stack, mix, tmp_path, until=600))["web"]
+    assert (w.outcome, w.wait_seconds, w.preemptions, w.flavor) == ("admitted", 0, 1, "gpu")
+    assert "InClusterQueue" in (w.message or ""), w.message
+    assert w.intervals == [(0, 60), (180, None)]
+    assert w.gpu_seconds * w.gpus == 4 * (600 + 60 + 420)
