@@ -12,6 +12,7 @@ package main
 // garbage collector would, their Workloads (a pod's Workload has no other owner).
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -25,6 +26,11 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
+
+// deployments: Kueue's Deployment webhooks, as the API server calls them.
+type deployments struct {
+	admit func(context.Context, *appsv1.Deployment) error
+}
 
 // deployment: a Deployment of the mix. Its row is the job row; each pod made for it is a
 // job of the replay of its own (a plain Pod), in slots: slots[k] are the jobs of replica k,
@@ -77,7 +83,7 @@ func (s *sim) submitDeployment(j *jobState) error {
 		return err
 	}
 	d.UID, d.ResourceVersion = j.uid, ""
-	if err := s.admitDeployment(s.ctx, d); err != nil {
+	if err := s.deploys.admit(s.ctx, d); err != nil {
 		j.problem = fmt.Sprintf("Kueue's Deployment webhook refused it: %v", err)
 		return nil
 	}

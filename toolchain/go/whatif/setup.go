@@ -223,7 +223,7 @@ func (s *sim) newJobControllers(cfg *configapi.Configuration) error {
 	if s.sts.podRec, err = statefulset.NewPodReconciler(s.ctx, s.cl, nil, nopRecorder{}, opts...); err != nil {
 		return err
 	}
-	s.admitDeployment = func(ctx context.Context, d *appsv1.Deployment) error {
+	s.deploys.admit = func(ctx context.Context, d *appsv1.Deployment) error {
 		return deploymentjob.WhatIfAdmit(ctx, s.cl, s.queues, cfg.ManageJobsWithoutQueueName, nsSelector, d)
 	}
 	s.sts.admit = func(ctx context.Context, sts *appsv1.StatefulSet) error {

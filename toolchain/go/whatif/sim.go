@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -76,46 +75,45 @@ type sim struct {
 	jobRec      reconcile.Reconciler
 	podRec      reconcile.Reconciler // nil without Kueue's pod integration
 	sts         statefulSets
+	deploys     deployments
 	families    []*family            // the kinds whose controllers kinds.go plays, with Kueue's reconcilers
 	lqRec       reconcile.Reconciler // Kueue's LocalQueue controller: only with admission fair sharing (afs.go)
 	lqQ         workQueue
 	lqDue       map[types.NamespacedName]float64         // each LocalQueue's pending timer (reconcileQueueAt)
 	afterCycles workQueue                                // workload reconciles for after the instant's cycles (changes.go)
 	admitPod    func(context.Context, *corev1.Pod) error // Kueue's Pod webhooks
-	// admitDeployment: Kueue's Deployment webhooks (deployment.go).
-	admitDeployment func(context.Context, *appsv1.Deployment) error
-	nodes           *cluster
-	jobs            []*jobState
-	byJob           map[types.NamespacedName]int
-	byPod           map[types.NamespacedName]int
-	byUID           map[types.UID]int
-	seen            map[types.NamespacedName]*kueue.Workload
-	holders         map[types.NamespacedName]bool        // the seen Workloads that hold quota now (holding)
-	seenJobs        map[types.NamespacedName]ctrl.Object // Jobs and Pods, as their informers last saw them
-	seenPods        map[types.NamespacedName]ctrl.Object
-	owned           map[owner][]types.NamespacedName // a Job or Pod -> its Workloads
-	defaults        crdDefaults
-	reads           *reads
-	tracker         clienttesting.ObjectTracker
-	statusTypes     map[schema.GroupVersionKind]bool
-	scheme          *runtime.Scheme
-	dirty           dirty
-	wlQ             workQueue
-	jobQ            workQueue
-	podQ            workQueue
-	retry           map[int]bool // jobs whose pods wait for nodes, to try again: capacity was freed
-	events          evHeap
-	seq             int
-	now             float64
-	until           float64
-	wg              sync.WaitGroup
-	stats           Summary
-	waiting         map[int]bool // running-but-unplaced jobs (unsuspended, pods pending)
-	waitSeq         int          // jobs that began to wait for nodes so far (jobState.waitingSince)
-	services        services     // the Services jobs' controllers made (spread.go)
-	tas             *tasFeed     // the TAS cache's feed of pods that are not TAS pods; nil without a Topology (tas.go)
-	toPlace         map[int]bool // jobs whose new pods wait until Kueue is done with the instant (held)
-	admitSeq        int          // admissions so far (jobState.admittedSeq)
+	nodes       *cluster
+	jobs        []*jobState
+	byJob       map[types.NamespacedName]int
+	byPod       map[types.NamespacedName]int
+	byUID       map[types.UID]int
+	seen        map[types.NamespacedName]*kueue.Workload
+	holders     map[types.NamespacedName]bool        // the seen Workloads that hold quota now (holding)
+	seenJobs    map[types.NamespacedName]ctrl.Object // Jobs and Pods, as their informers last saw them
+	seenPods    map[types.NamespacedName]ctrl.Object
+	owned       map[owner][]types.NamespacedName // a Job or Pod -> its Workloads
+	defaults    crdDefaults
+	reads       *reads
+	tracker     clienttesting.ObjectTracker
+	statusTypes map[schema.GroupVersionKind]bool
+	scheme      *runtime.Scheme
+	dirty       dirty
+	wlQ         workQueue
+	jobQ        workQueue
+	podQ        workQueue
+	retry       map[int]bool // jobs whose pods wait for nodes, to try again: capacity was freed
+	events      evHeap
+	seq         int
+	now         float64
+	until       float64
+	wg          sync.WaitGroup
+	stats       Summary
+	waiting     map[int]bool // running-but-unplaced jobs (unsuspended, pods pending)
+	waitSeq     int          // jobs that began to wait for nodes so far (jobState.waitingSince)
+	services    services     // the Services jobs' controllers made (spread.go)
+	tas         *tasFeed     // the TAS cache's feed of pods that are not TAS pods; nil without a Topology (tas.go)
+	toPlace     map[int]bool // jobs whose new pods wait until Kueue is done with the instant (held)
+	admitSeq    int          // admissions so far (jobState.admittedSeq)
 	// requeuePeriod: how long after a change Kueue requeues the inadmissible workloads it may
 	// let in (its batch period: 1 s; 10 s with SchedulerLongRequeueInterval).
 	requeuePeriod time.Duration

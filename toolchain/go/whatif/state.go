@@ -50,10 +50,7 @@ type jobState struct {
 	set  *types.NamespacedName
 	made int
 	// last: its Workload as the replay last saw it (kept for the report once it is deleted).
-	last *kueue.Workload
-	// deploy: a Deployment's (deployment.go): on its row, and on each pod made for it (a
-	// plain Pod), else nil.
-	deploy   *deployment
+	last     *kueue.Workload
 	family   *family // a kind whose controller kinds.go plays (a JobSet, a PyTorchJob, ...), else nil
 	key      types.NamespacedName
 	uid      types.UID
@@ -89,6 +86,9 @@ type jobState struct {
 	// spread: the group of its pods a Service selects ("" none; spread.go), for the scheduler's
 	// PodTopologySpread score.
 	spread string
+	// deploy: a Deployment's (deployment.go): on its row, and on each pod made for it (a
+	// plain Pod), else nil.
+	deploy *deployment
 }
 
 // step: one change of a workload's hold on quota or of its pods, when it happened: admitted
