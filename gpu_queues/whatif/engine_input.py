@@ -53,6 +53,7 @@ FAST_KINDS = frozenset(
         "RayCluster",
         "TrainJob",
         "StatefulSet",
+        "Deployment",
     }
 )
 
@@ -245,7 +246,7 @@ def not_fast(e: Entry) -> str | None:
     if e.kind not in FAST_KINDS:
         kinds = (
             "Jobs, Pods, JobSets, PyTorchJobs, RayJobs, MPIJobs, TFJobs, XGBoostJobs, PaddleJobs, "
-            "JAXJobs, RayClusters, StatefulSets and TrainJobs"
+            "JAXJobs, RayClusters, StatefulSets, Deployments and TrainJobs"
         )
         if e.kind == "LeaderWorkerSet":
             # Kueue's integration admits an LWS's groups but its pods come from StatefulSets,

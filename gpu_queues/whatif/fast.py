@@ -55,7 +55,7 @@ from gpu_queues.whatif.engine_input import (
 )
 from gpu_queues.whatif.fits import never_fits
 from gpu_queues.whatif.mix import Catalog, Entry, load_mix
-from gpu_queues.whatif.outcome import not_replayed, outcome
+from gpu_queues.whatif.outcome import not_replayed, outcome, replicas_row
 from gpu_queues.whatif.report import Run, RunMeta, WorkloadResult, team_results
 from gpu_queues.whatif.workloads import admitted_flavor, eviction
 
@@ -161,6 +161,8 @@ def result_of(e: Entry, line: dict[str, Any]) -> WorkloadResult:
     )
     if line.get("firstAdmission"):
         result.first_flavor = admitted_flavor({"status": {"admission": line["firstAdmission"]}})
+    if e.kind == "Deployment":
+        result = replicas_row(e, result, line.get("replicas") or [], line.get("admittedAt"))
     return result
 
 

@@ -79,12 +79,12 @@ FRAMEWORKS: Final[dict[tuple[str, str], str]] = {
 # kube-controller-manager's, kwok plays every pod's kubelet), JobSets on both (the fast one
 # plays the JobSet controller as far as Kueue reads it; the sandbox runs JobSet's own when
 # Kueue's integration is on: sandbox/jobset.py), the Kubeflow v1 jobs (PyTorchJobs, TFJobs,
-# XGBoostJobs, PaddleJobs, JAXJobs), RayJobs, RayClusters, MPIJobs, StatefulSets and TrainJobs on
-# the fast one only (it plays their controllers as far as Kueue reads them; the sandbox has none
-# of the Kubeflow, Ray or Trainer controllers, and its replay does not yet make and delete
-# StatefulSets: sandbox/replay/engine.py refuses them there), LeaderWorkerSets on the sandbox
-# only (it runs LWS's own controller when Kueue's integration is on: sandbox/lws.py). Other
-# kinds need controllers neither has (RayService, ...), or are a Workload per pod (Deployment).
+# XGBoostJobs, PaddleJobs, JAXJobs), RayJobs, RayClusters, MPIJobs, StatefulSets, Deployments
+# and TrainJobs on the fast one only (it plays their controllers as far as Kueue reads them; the
+# sandbox has none of the Kubeflow, Ray or Trainer controllers, and its replay does not yet make
+# and delete StatefulSets and Deployments: sandbox/replay/engine.py refuses them there),
+# LeaderWorkerSets on the sandbox only (it runs LWS's own controller when Kueue's integration is
+# on: sandbox/lws.py). Other kinds need controllers neither has (RayService, ...).
 REPLAYABLE: Final = frozenset(
     {
         "batch/job",
@@ -101,19 +101,21 @@ REPLAYABLE: Final = frozenset(
         "trainer.kubeflow.org/trainjob",
         "statefulset",
         "leaderworkerset.x-k8s.io/leaderworkerset",
+        "deployment",
     }
 )
 REPLAYED: Final = (
     "the what-if replays Jobs, Pods, JobSets, PyTorchJobs, RayJobs, MPIJobs, TFJobs, "
-    "XGBoostJobs, PaddleJobs, JAXJobs, RayClusters, StatefulSets, TrainJobs and LeaderWorkerSets"
+    "XGBoostJobs, PaddleJobs, JAXJobs, RayClusters, StatefulSets, Deployments, TrainJobs and "
+    "LeaderWorkerSets"
 )
 # Kinds Kueue reads no end of (a RayCluster's Workload is never Finished by its own status; a
-# StatefulSet or a LeaderWorkerSet serves until it is deleted): the replay has their user delete
-# them when their duration is up, and Kueue finishes the Workload of an owner gone
-# (OwnerNotFound), or, for a StatefulSet's group Workload, which has no controller, and an
-# LWS's, which has no finalizer, the garbage collector deletes it; for them that is how they
-# end, not a preemption.
-DELETED_WHEN_DONE: Final = frozenset({"RayCluster", "StatefulSet", "LeaderWorkerSet"})
+# StatefulSet, a Deployment or a LeaderWorkerSet serves until it is deleted): the replay has
+# their user delete them when their duration is up, and Kueue finishes the Workload of an owner
+# gone (OwnerNotFound), or, for a StatefulSet's group Workload and a Deployment's pods'
+# Workloads, which have no controller, and an LWS's, which has no finalizer, the garbage
+# collector deletes them; for them that is how they end, not a preemption.
+DELETED_WHEN_DONE: Final = frozenset({"RayCluster", "StatefulSet", "Deployment", "LeaderWorkerSet"})
 # What the Pods of a pod group must agree on, being one workload: its queue, when it is
 # submitted and how long it runs (the field as written, the Entry's attribute).
 GROUP_AGREES: Final = (
@@ -384,12 +386,7 @@ def _framework(head: _Head, catalog: Catalog) -> str:
             "unsupported",
         )
     if framework not in REPLAYABLE:
-        why = (
-            "Kueue admits each of its pods as a Workload of its own, and the report holds one "
-            "Workload a row (issue 40)"
-            if framework == "deployment"
-            else f"neither engine plays a {kind} controller yet (issue 40)"
-        )
+        why = f"neither engine plays a {kind} controller yet (issue 40)"
         raise _Refused(f"{kind} is not replayed: {why}; {REPLAYED}", "unsupported")
     return framework
 

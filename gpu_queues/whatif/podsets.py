@@ -4,7 +4,8 @@ a plain Pod's one, a JobSet's one per replicated job (its replicas times its Job
 Kubeflow v1 job's one per replica type in Kueue's order, its replicas (a PyTorchJob's Master then
 Worker; a TFJob's Chief, Master, PS, Worker, Evaluator; ...: KUBEFLOW_V1), a RayJob's head,
 worker groups and submitter, a RayCluster's head and worker groups, an MPIJob's one per replica
-type, Launcher then Worker (its replicas), a StatefulSet's one of its replicas, a
+type, Launcher then Worker (its replicas), a StatefulSet's one of its replicas, a Deployment's
+one of its replicas (each a Workload of its own to Kueue, the report's one row), a
 LeaderWorkerSet's leader (1 pod) and workers (its size - 1) in each of its groups (its
 replicas). What a workload holds while it runs (its GPUs, its pods) is summed over them, one
 rule for every kind.
@@ -109,7 +110,9 @@ def pod_sets(kind: str, body: Mapping[str, Any]) -> list[PodSet]:
         return _lws_sets(spec)
     if kind == "Pod":
         return [PodSet(MAIN, 1, as_dict(body.get("metadata")), spec)]
-    if kind == "StatefulSet":  # Kueue's one group pod set of its replicas (1 when not given)
+    # A StatefulSet's: Kueue's one group pod set of its replicas; a Deployment's: its replicas,
+    # each a Workload of one pod to Kueue (1 when not given).
+    if kind in ("StatefulSet", "Deployment"):
         template = as_dict(spec.get("template"))
         replicas = _int(spec.get("replicas"), 1)
         return [PodSet(MAIN, replicas, _meta(template), as_dict(template.get("spec")))]
@@ -260,19 +263,19 @@ def kind_problem(kind: str, body: Mapping[str, Any]) -> str | None:
         return raycluster_problem(body)
     if kind == "MPIJob":
         return mpijob_problem(body)
-    if kind == "StatefulSet":
-        return statefulset_problem(body)
+    if kind in ("StatefulSet", "Deployment"):
+        return replicas_problem(kind, body)
     if kind == "LeaderWorkerSet":
         return lws_problem(body)
     return None
 
 
-def statefulset_problem(body: Mapping[str, Any]) -> str | None:
-    """A StatefulSet's replicas below 1: the API server refuses a negative count, and of 0
-    Kueue makes no Workload (there is nothing to queue)."""
+def replicas_problem(kind: str, body: Mapping[str, Any]) -> str | None:
+    """A StatefulSet's or a Deployment's replicas below 1: the API server refuses a negative
+    count, and of 0 Kueue makes no Workload (there is nothing to queue)."""
     replicas = as_dict(body.get("spec")).get("replicas", 1)
     if isinstance(replicas, int) and replicas < 1:
-        return f"spec.replicas: {replicas}: a StatefulSet of no pods has no Workload to queue"
+        return f"spec.replicas: {replicas}: a {kind} of no pods has no Workload to queue"
     return None
 
 

@@ -7,8 +7,8 @@ so a malformed manifest is an `invalid` row of the report and the rest of the mi
 
 A null is an absent field, as in the API server's decoding; a field the replay cannot do
 without that is absent (a Job's `spec.template`, a pod's `containers`, a JobSet's
-`spec.replicatedJobs[i].template`, a StatefulSet's `spec.template` and `spec.selector`, a
-PyTorchJob's `spec.pytorchReplicaSpecs[Worker].template` and each other Kubeflow v1 job's
+`spec.replicatedJobs[i].template`, a StatefulSet's or a Deployment's `spec.template` and
+`spec.selector`, a PyTorchJob's `spec.pytorchReplicaSpecs[Worker].template` and each other Kubeflow v1 job's
 replica's, an MPIJob's `spec.mpiReplicaSpecs[Launcher].template`, a LeaderWorkerSet's
 `spec.leaderWorkerTemplate.workerTemplate`) is refused. The rest (fields not listed here, a
 container without an image, ...) is left to the API server, which refuses what it cannot take
@@ -172,15 +172,27 @@ JOBSET_SPEC: Final = Struct(
     },
     required=("replicatedJobs",),
 )
+LABEL_SELECTOR: Final = Struct(
+    {"matchLabels": MapOf(STR), "matchExpressions": ListOf(Struct({"key": STR}))}
+)
 STATEFULSET_SPEC: Final = Struct(
     {
         "replicas": INT32,
-        "selector": Struct(
-            {"matchLabels": MapOf(STR), "matchExpressions": ListOf(Struct({"key": STR}))}
-        ),
+        "selector": LABEL_SELECTOR,
         "template": POD_TEMPLATE,
         "serviceName": STR,
         "podManagementPolicy": STR,
+    },
+    required=("selector", "template"),
+)
+DEPLOYMENT_SPEC: Final = Struct(
+    {
+        "replicas": INT32,
+        "selector": LABEL_SELECTOR,
+        "template": POD_TEMPLATE,
+        "minReadySeconds": INT32,
+        "revisionHistoryLimit": INT32,
+        "progressDeadlineSeconds": INT32,
     },
     required=("selector", "template"),
 )
@@ -441,6 +453,7 @@ BODIES: Final[Mapping[str, Struct]] = {
     "TrainingRuntime": Struct({"spec": TRAINING_RUNTIME_SPEC}, required=("spec",)),
     "StatefulSet": Struct({"spec": STATEFULSET_SPEC, "status": Anything()}, required=("spec",)),
     "LeaderWorkerSet": Struct({"spec": LWS_SPEC, "status": Anything()}, required=("spec",)),
+    "Deployment": Struct({"spec": DEPLOYMENT_SPEC, "status": Anything()}, required=("spec",)),
 }
 """The rest of the kinds the replay submits (gpu_queues.whatif.mix.REPLAYABLE), and the Trainer
 runtimes a mix carries for its TrainJobs (gpu_queues.whatif.trainjob)."""

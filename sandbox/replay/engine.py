@@ -86,15 +86,16 @@ def on_the_sandbox(entry: Entry) -> Entry:
     """The entry as the sandbox replays it: a kind whose controller the sandbox does not run
     is unsupported here, though the fast engine may replay it (the Kubeflow v1 jobs, RayJobs,
     MPIJobs and TrainJobs: the fast engine plays their controllers as far as Kueue reads
-    them); so is an LWS of other than one group (lws_groups_problem), and a StatefulSet."""
+    them); so is an LWS of other than one group (lws_groups_problem), and StatefulSets and
+    Deployments, whose controllers it has but whose serving pods its replay does not follow."""
     if entry.status != "ok":
         return entry
     why = lws_groups_problem(entry) if entry.kind == "LeaderWorkerSet" else None
     if entry.kind not in SANDBOX_KINDS:
         why = f"the sandbox has no {entry.kind} controller; ENGINE=fast replays it"
-    if entry.kind == "StatefulSet":  # kube-controller-manager's runs there; the replay lags
+    if entry.kind in ("StatefulSet", "Deployment"):  # kube-controller-manager's runs there
         why = (
-            "the sandbox's replay does not make StatefulSets yet (kube-controller-manager's "
+            f"the sandbox's replay does not make {entry.kind}s yet (kube-controller-manager's "
             "controller would make their pods, but the replay neither tracks a serving "
             "workload's pods nor deletes it at its time); ENGINE=fast replays it"
         )

@@ -1372,3 +1372,115 @@ def test_the_docs_statefulset_example_replays_on_staging_with_the_integration_as
         2,
     )
     assert w.intervals == [(3600, 14400)]
+
+
+def test_the_docs_deployment_example_replays_on_staging_with_the_integration_as_its_comment_says(
+    tmp_path: Path,
+) -> None:
+    """docs/examples/mixes/deployment.yaml on staging as it stands: unsupported, naming
+    deployment; with it added, research's 4 H100 are free, so both pods of the Deployment (two
+    replicas of one H100, a Workload each) are admitted the second it is submitted (1h); it
+    serves its 3h (to 4h) and, deleted then by its user, is finished, its 2 GPUs' 6 GPU-hours
+    its pods' (3h each)."""
+    from sandbox.shape import load_stack
+
+    root = Path(__file__).resolve().parents[2]
+    example = root / "docs" / "examples" / "mixes" / "deployment.yaml"
+    staging = (root / "Pulumi.staging.yaml").read_text()
+    (w,) = fast.replay_mix(
+        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
+    ).workloads
+    assert (w.kind, w.outcome) == ("Deployment", "unsupported")
+    assert "integration deployment is not enabled" in (w.message or ""), w.message
+    added = staging.replace("kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, deployment]")
+    assert added != staging
+    (tmp_path / "Pulumi.staging.yaml").write_text(added)
+    config = load_stack(tmp_path / "Pulumi.staging.yaml")
+    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
+    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus, w.message) == (
+        "Deployment",
+        "finished",
+        "h100",
+        0,
+        2,
+        None,
+    )
+    assert w.intervals == [(3600, 14400)]
+    assert w.gpu_seconds * w.gpus == 2 * 3 * 3600
+
+
+def serving(name: str, replicas: int, gpus: int, *, at: int, runs: int | None) -> dict[str, Any]:
+    """Team a's Deployment of `replicas` pods of `gpus` GPUs each, submitted `at`, serving
+    `runs` seconds (to the end without)."""
+    labels = {"app": name}
+    notes = {"gpu-queues.dev/submit-at": f"{at}s"}
+    if runs is not None:
+        notes["gpu-queues.dev/duration"] = f"{runs}s"
+    container = {
+        "name": "serve",
+        "image": "busybox",
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "128Mi"},
+            "limits": {"nvidia.com/gpu": str(gpus)},
+        },
+    }
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": NS.format("a"), "annotations": notes,
+                         "labels": {"kueue.x-k8s.io/queue-name": "gpu-queue"}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [container]}}}}  # fmt: skip
+
+
+def test_a_deployment_is_one_row_pending_until_its_last_replica_is_admitted(
+    tmp_path: Path,
+) -> None:
+    """8 GPUs. Job a (4) runs 0-600 s; Deployment web (3 pods of 2, at 60 s): two pods fit
+    beside a at once, the third waits for a's end, at 600 s: its row's wait is 540 s, and it is
+    deleted 300 s after all three ran (900 s), finished; its GPU-hours are its pods' runs (840
+    + 840 + 300 s of 2 GPUs). Until --until 500 it is pending, 2 of its 3 pods admitted, with
+    Kueue's message for the third."""
+    stack = one_queue("BestEffortFIFO").kueue(
+        manager={"integrations": {"frameworks": ["batch/job", "deployment"]}}
+    )
+    mix = [job("a", "a", 4, at=0, runs=600), serving("web", 3, 2, at=60, runs=300)]
+    w = by_name(replay(stack, mix, tmp_path))["web"]
+    assert (w.kind, w.outcome, w.wait_seconds, w.gpus, w.flavor) == (
+        "Deployment", "finished", 540, 6, "gpu"
+    )  # fmt: skip
+    assert w.intervals == [(600, 900)]
+    assert w.gpu_seconds * w.gpus == 2 * (840 + 840 + 300)
+    early = by_name(replay(stack, mix, tmp_path, until=500))["web"]
+    assert (early.outcome, early.wait_seconds) == ("pending", None)
+    assert (early.message or "").startswith("2 of 3 pods admitted: couldn't assign flavors")
+    assert "insufficient unused quota for nvidia.com/gpu" in (early.message or ""), early.message
+
+
+def test_a_deployment_whose_replica_kueue_preempted_gets_it_back_and_counts_the_preemption(
+    tmp_path: Path,
+) -> None:
+    """One queue of 8 GPUs that preempts lower priorities. Deployment web (low, two pods of 4)
+    from 0 s; Job high (4) at 60 s preempts one of its pods and runs 120 s. Until 120 s the
+    ReplicaSet's new pod waits: the row is preempted, 1 of its 2 pods admitted. Then it is
+    admitted at 180 s, and web serves on (admitted, its wait 0, one preemption): its pods ran
+    0-600 and 0-60 plus 180-600 s of 4 GPUs each."""
+    team = Team("a").namespace(NS.format("a")).quota("gpu", cpu=64, memory="512Gi", gpu=8)
+    team.set(preemption={"withinClusterQueue": "LowerPriority"})
+    stack = (
+        Stack()
+        .flavor(Flavor("gpu").capacity(cpu=64, memory="512Gi", gpu=8))
+        .set("priorityClasses", [{"name": "low", "value": 10}, {"name": "high", "value": 1000}])
+        .team(team)
+        .kueue(manager={"integrations": {"frameworks": ["batch/job", "deployment"]}})
+    )
+    web = serving("web", 2, 4, at=0, runs=None)
+    web["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "low"
+    mix = [web, job("high", "a", 4, at=60, runs=120, priority="high")]
+    early = by_name(replay(stack, mix, tmp_path, until=120))["web"]
+    assert (early.outcome, early.preemptions) == ("preempted", 1)
+    assert (early.message or "").startswith("1 of 2 pods admitted; "), early.message
+    w = by_name(replay(stack, mix, tmp_path, until=600))["web"]
+    assert (w.outcome, w.wait_seconds, w.preemptions, w.flavor) == ("admitted", 0, 1, "gpu")
+    assert "InClusterQueue" in (w.message or ""), w.message
+    assert w.intervals == [(0, 60), (180, None)]
+    assert w.gpu_seconds * w.gpus == 4 * (600 + 60 + 420)

@@ -3,8 +3,8 @@ naming the field, never an exception, and the rest of the mix replays; a mix ove
 limits is refused whole, before anything starts, unless a flag raises the limit.
 
 The fuzzing replaces every node of a valid Job, Pod, JobSet, PyTorchJob, RayJob, MPIJob, TFJob,
-PaddleJob (the other Kubeflow v1 kinds share their checks), RayCluster, StatefulSet, pod group
-(of one Pod), LeaderWorkerSet and TrainJob (its runtime beside it in every mix;
+PaddleJob (the other Kubeflow v1 kinds share their checks), RayCluster, StatefulSet, Deployment,
+pod group (of one Pod), LeaderWorkerSet and TrainJob (its runtime beside it in every mix;
 tests/unit/whatif/test_trainjob.py fuzzes the runtime), one at a time, by a null, a list, a
 number, a string and a mapping, then a few at a time at random."""
 
@@ -59,6 +59,7 @@ CATALOG = Catalog(
             "ray.io/raycluster",
             "trainer.kubeflow.org/trainjob",
             "statefulset",
+            "deployment",
         }
     ),
 )
@@ -309,6 +310,16 @@ STATEFULSET: dict[str, Any] = {
         "template": {"metadata": {"labels": {"app": "train"}}, "spec": POD_SPEC},
     },
 }
+DEPLOYMENT: dict[str, Any] = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": META,
+    "spec": {
+        "replicas": 2,
+        "selector": {"matchLabels": {"app": "train"}},
+        "template": {"metadata": {"labels": {"app": "train"}}, "spec": POD_SPEC},
+    },
+}
 # A pod group of one pod (gpu_queues.whatif.podgroups): its group label and total count fuzzed.
 POD_IN_GROUP: dict[str, Any] = {
     **POD,
@@ -401,10 +412,10 @@ def sound(entry: Entry) -> str | None:
 
 
 VALID = [JOB, POD, JOBSET, PYTORCHJOB, RAYJOB, MPIJOB, TFJOB, PADDLEJOB, RAYCLUSTER, STATEFULSET,
-         POD_IN_GROUP, TRAINJOB, LWS]  # fmt: skip
+         DEPLOYMENT, POD_IN_GROUP, TRAINJOB, LWS]  # fmt: skip
 VALID_IDS = [
     "job", "pod", "jobset", "pytorchjob", "rayjob", "mpijob", "tfjob", "paddlejob", "raycluster",
-    "statefulset", "pod-group", "trainjob", "lws",
+    "statefulset", "deployment", "pod-group", "trainjob", "lws",
 ]  # fmt: skip
 
 
@@ -417,13 +428,14 @@ def test_the_valid_manifests_are_replayed(tmp_path: Path, valid: dict[str, Any])
     # and its submitter none. An MPIJob's Workers: 3 pods x 2 GPUs; its Launcher none. A
     # TFJob's workers: 2 pods x 2 GPUs; its PS none. A PaddleJob's Workers: 3 pods x 2 GPUs. A
     # RayCluster's workers: 2 pods x 2 GPUs; its head none (and no submitter). A StatefulSet's
-    # 2 replicas x 2 GPUs. A pod group of one pod: the pod's. A TrainJob's trainer: its numNodes,
-    # 3 pods x its resourcesPerNode's 2 GPUs; its runtime's initializer one pod, none. An LWS's 2
-    # groups (a Workload each): 3 workers x 2 GPUs and a leader of none, each.
+    # 2 replicas x 2 GPUs, as a Deployment's. A pod group of one pod: the pod's. A TrainJob's
+    # trainer: its numNodes, 3 pods x its resourcesPerNode's 2 GPUs; its runtime's initializer
+    # one pod, none. An LWS's 2 groups (a Workload each): 3 workers x 2 GPUs and a leader of
+    # none, each.
     assert (entry.gpus, entry.pods) == {
         "Job": (4, 2), "Pod": (2, 1), "JobSet": (8, 5), "PyTorchJob": (6, 4), "RayJob": (4, 4),
         "MPIJob": (6, 4), "TFJob": (4, 3), "PaddleJob": (6, 3), "RayCluster": (4, 3),
-        "StatefulSet": (4, 2), "TrainJob": (6, 4), "LeaderWorkerSet": (12, 8),
+        "StatefulSet": (4, 2), "Deployment": (4, 2), "TrainJob": (6, 4), "LeaderWorkerSet": (12, 8),
     }[valid["kind"]]  # fmt: skip
 
 

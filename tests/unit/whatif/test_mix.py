@@ -883,8 +883,8 @@ def test_submission_order_is_submit_time_then_mix_order(tmp_path: Path) -> None:
          "integration kubeflow.org/pytorchjob is not enabled; add it to "
          "kueue.manager.integrations.frameworks"),
         ({"apiVersion": "apps/v1", "kind": "Deployment",
-          "metadata": {"name": "d", "namespace": "team-research"}}, "unsupported",
-         "each of its pods as a Workload of its own"),
+          "metadata": {"name": "d", "namespace": "team-research"}}, "invalid",
+         "spec: is required"),
         ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}, "unsupported",
          "ConfigMap (v1) is not a workload Kueue manages"),
         ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"namespace": "x"}}, "invalid",

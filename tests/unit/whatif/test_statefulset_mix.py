@@ -1,6 +1,6 @@
-"""StatefulSets and Deployments in a mix: a StatefulSet is one workload of its replicas (the
-fast engine replays it; the sandbox's replay does not yet), malformed replicas or template an
-invalid row naming the field; a Deployment is unsupported, saying why."""
+"""StatefulSets in a mix: a StatefulSet is one workload of its replicas (the fast engine
+replays it; the sandbox's replay does not yet), malformed replicas or template an invalid row
+naming the field. Deployments: test_deployment_mix."""
 
 from __future__ import annotations
 
@@ -80,10 +80,3 @@ def test_a_malformed_statefulset_is_invalid_naming_the_field(
 def test_a_statefulset_without_its_integration_names_it_to_enable(tmp_path: Path) -> None:
     (e,) = entries(tmp_path, statefulset(), catalog=CATALOG)
     assert e.status == "unsupported" and "integration statefulset is not enabled" in str(e.problem)
-
-
-def test_a_deployment_is_unsupported_saying_why(tmp_path: Path) -> None:
-    deployment = {**statefulset(), "kind": "Deployment"}
-    (e,) = entries(tmp_path, deployment)
-    assert e.status == "unsupported"
-    assert "each of its pods as a Workload of its own" in (e.problem or "")

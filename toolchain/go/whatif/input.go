@@ -92,6 +92,8 @@ func (s *sim) addJobs(jobs []JobInput) error {
 		switch {
 		case j.Kind == "StatefulSet":
 			err = s.addStatefulSet(st, i)
+		case j.Kind == "Deployment":
+			err = s.addDeployment(st, i)
 		case st.pod && len(j.Members) > 0:
 			if st.key, st.members, st.sets, err = decodeGroup(j); err == nil {
 				for k, m := range st.members {

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/controller/core"
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
+	deploymentjob "sigs.k8s.io/kueue/pkg/controller/jobs/deployment"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/job"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/pod"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/statefulset"
@@ -224,6 +225,9 @@ func (s *sim) newJobControllers(cfg *configapi.Configuration) error {
 	}
 	if s.sts.podRec, err = statefulset.NewPodReconciler(s.ctx, s.cl, nil, nopRecorder{}, opts...); err != nil {
 		return err
+	}
+	s.deploys.admit = func(ctx context.Context, d *appsv1.Deployment) error {
+		return deploymentjob.WhatIfAdmit(ctx, s.cl, s.queues, cfg.ManageJobsWithoutQueueName, nsSelector, d)
 	}
 	s.sts.admit = func(ctx context.Context, sts *appsv1.StatefulSet) error {
 		return statefulset.WhatIfAdmit(ctx, s.cl, s.queues, cfg.ManageJobsWithoutQueueName, nsSelector, sts)

@@ -75,6 +75,7 @@ type sim struct {
 	jobRec      reconcile.Reconciler
 	podRec      reconcile.Reconciler // nil without Kueue's pod integration
 	sts         statefulSets
+	deploys     deployments
 	families    []*family            // the kinds whose controllers kinds.go plays, with Kueue's reconcilers
 	lqRec       reconcile.Reconciler // Kueue's LocalQueue controller: only with admission fair sharing (afs.go)
 	lqQ         workQueue
@@ -213,7 +214,7 @@ func (s *sim) apply(e ev) error {
 		return s.submit(s.jobs[e.idx])
 	case evFinish:
 		j := s.jobs[e.idx]
-		if j.running && j.run == e.run && !j.finished {
+		if (j.running || j.deploy != nil) && j.run == e.run && !j.finished {
 			return s.complete(j)
 		}
 	case evTimer:
@@ -264,6 +265,8 @@ func (s *sim) submit(j *jobState) error {
 	switch {
 	case j.set != nil:
 		return s.submitStatefulSet(j)
+	case j.deploy != nil:
+		return s.submitDeployment(j)
 	case j.members != nil:
 		return s.submitGroup(j)
 	case j.pod:
@@ -300,6 +303,8 @@ func (s *sim) complete(j *jobState) error {
 	switch {
 	case j.set != nil:
 		err = s.completeStatefulSet(j)
+	case j.deploy != nil: // its row: its pods serve until it is deleted
+		err = s.deleteDeployment(j)
 	case j.members != nil:
 		err = s.completeGroup(j)
 	case j.pod:
@@ -635,6 +640,9 @@ func (s *sim) inform(wls, jobs, pods []types.NamespacedName) error {
 		}
 		s.podQ.add(s.podRequest(k))
 		s.setPodChanged(k)
+		if err := s.replicaChanged(k); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -691,6 +699,9 @@ func (s *sim) familiesQueued() int {
 func (s *sim) results() []Result {
 	out := make([]Result, 0, len(s.jobs))
 	for _, j := range s.jobs {
+		if isReplica(j) { // its Deployment's row tells of it
+			continue
+		}
 		r := Result{Type: "workload", Index: j.in.Index, AdmittedAt: j.admittedAt, FirstAdmission: j.first, RunSeconds: j.runSeconds,
 			Intervals: j.intervals, Evictions: j.evictions, Timeline: j.timeline, AllRunning: j.running, Stuck: j.stuck, Problem: j.problem}
 		if r.Intervals == nil {
@@ -701,6 +712,9 @@ func (s *sim) results() []Result {
 		}
 		if r.Timeline == nil {
 			r.Timeline = []step{}
+		}
+		if j.deploy != nil {
+			r = s.deploymentResult(j, r)
 		}
 		if j.workload != nil {
 			wl := &kueue.Workload{}

@@ -86,6 +86,9 @@ type jobState struct {
 	// spread: the group of its pods a Service selects ("" none; spread.go), for the scheduler's
 	// PodTopologySpread score.
 	spread string
+	// deploy: a Deployment's (deployment.go): on its row, and on each pod made for it (a
+	// plain Pod), else nil.
+	deploy *deployment
 }
 
 // step: one change of a workload's hold on quota or of its pods, when it happened: admitted
@@ -118,6 +121,8 @@ type Result struct {
 	// Deleted: its Workload is gone, deleted with its owner when its time was up (a
 	// StatefulSet's: statefulset.go); Workload is the last the replay saw of it.
 	Deleted bool `json:"deleted,omitempty"`
+	// Replicas: a Deployment's current pods' Workloads (deployment_result.go), one a replica.
+	Replicas []*kueue.Workload `json:"replicas,omitempty"`
 }
 
 // Summary is the last line of the output: the clock's figures.
