@@ -8,11 +8,11 @@ so a malformed manifest is an `invalid` row of the report and the rest of the mi
 A null is an absent field, as in the API server's decoding; a field the replay cannot do
 without that is absent (a Job's `spec.template`, a pod's `containers`, a JobSet's
 `spec.replicatedJobs[i].template`, a StatefulSet's or a Deployment's `spec.template` and
-`spec.selector`, a PyTorchJob's `spec.pytorchReplicaSpecs[Worker].template` and each other Kubeflow v1 job's
-replica's, an MPIJob's `spec.mpiReplicaSpecs[Launcher].template`, a LeaderWorkerSet's
-`spec.leaderWorkerTemplate.workerTemplate`) is refused. The rest (fields not listed here, a
-container without an image, ...) is left to the API server, which refuses what it cannot take
-when the replay submits the object (its message is the row's reason then).
+`spec.selector`, a PyTorchJob's `spec.pytorchReplicaSpecs[Worker].template` and each other
+Kubeflow v1 job's replica's, an MPIJob's `spec.mpiReplicaSpecs[Launcher].template`, a
+LeaderWorkerSet's `spec.leaderWorkerTemplate.workerTemplate`) is refused. The rest (fields not
+listed here, a container without an image, ...) is left to the API server, which refuses what it
+cannot take when the replay submits the object (its message is the row's reason then).
 
 What a container runs with (its command, args and env) may hold a secret: a problem there
 names the field and the type it has, never its value (`Hidden`).
