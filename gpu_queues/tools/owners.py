@@ -1,8 +1,9 @@
 """A live Workload's owner as the what-if mix writes it: which owner kinds are read (Jobs,
 plain Pods, JobSets, PyTorchJobs), how they are read from the API (`Owners`, once per namespace
-and kind), and the manifest made of an owner and its Workload (`workload_manifest`), keeping
-only what admission depends on. `gpuq record` (record.py) writes these manifests to files;
-`gpuq status --eta` (eta_mix.py) replays them.
+and kind), and the manifest made of an owner and its Workload (`workload_manifest`; a pod
+group's Pods, `pod_group_manifests`), keeping only what admission depends on. `gpuq record`
+(record.py) writes these manifests to files; `gpuq status --eta` (eta_mix.py) replays them (a
+pod group's not yet: it is a row saying so).
 
 The cluster's strings are not trusted: every name written is checked against Kubernetes' rules
 (gpu_queues/kueue/fields.py), and what cannot be written is `Unrecordable` with the reason as
@@ -11,18 +12,24 @@ one line of ASCII.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from gpu_queues.kueue.fields import name_rule_problem
 from gpu_queues.kueue.quantity import QuantityError, parse_quantity
 from gpu_queues.values import as_dict, as_list, as_str
 from gpu_queues.whatif.mix import PRIORITY_LABEL, QUEUE_LABEL
+from gpu_queues.whatif.podgroups import GROUP_LABEL, TOTAL_COUNT
 from gpu_queues.whatif.podsets import PYTORCH_REPLICA_TYPES
 from gpu_queues.whatif.podsets import pod_sets as pod_sets_of
 from gpu_queues.whatif.workloads import KubeError, Rest, owner
 
 MIN_PARALLELISM: Final = "kueue.x-k8s.io/job-min-parallelism"  # Kueue's partial admission
+
+
+# Kueue's pod webhook writes it on each Pod of a group: the name of the group Workload's pod
+# set the pod counts in (its role: a hash of what admission reads of its spec).
+ROLE_HASH: Final = "kueue.x-k8s.io/role-hash"
 
 
 IMAGE_PLACEHOLDER: Final = "gpu-queues.invalid/recorded:image-dropped"
@@ -134,18 +141,8 @@ def workload_manifest(
     """The Workload's owner (`found`, as the API has it) as the mix submits it: its pod sets'
     pods and pod templates (what admission reads, from the Workload), its queue and priority;
     Unrecordable when it cannot be."""
-    spec = as_dict(wl.get("spec"))
-    pod_sets = [as_dict(p) for p in as_list(spec.get("podSets"))]
-    owner_meta = as_dict(as_dict(found).get("metadata"))
-    labels = {QUEUE_LABEL: checked_name(spec.get("queueName"), "label", "its queue")}
-    ref = as_dict(spec.get("priorityClassRef"))
-    priority = (
-        as_str(ref.get("name")) if ref.get("group") == WORKLOAD_PRIORITY_GROUP else None
-    ) or as_str(as_dict(owner_meta.get("labels")).get(PRIORITY_LABEL))
-    if priority:
-        labels[PRIORITY_LABEL] = checked_name(priority, "label", "its priority class")
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels}
-    metadata["annotations"] = {}
+    pod_sets = [as_dict(p) for p in as_list(as_dict(wl.get("spec")).get("podSets"))]
+    metadata = _metadata(wl, namespace, name, found)
     if kind in ("JobSet", "PyTorchJob"):
         return _multi_pod_set(kind, metadata, pod_sets, as_dict(as_dict(found).get("spec")))
     if len(pod_sets) != 1:
@@ -153,13 +150,8 @@ def workload_manifest(
     pod_set = pod_sets[0]
     pod_spec = _pod_spec(as_dict(pod_set.get("template")).get("spec"))
     if kind == "Pod":
-        pods = [
-            r
-            for r in as_list(as_dict(wl.get("metadata")).get("ownerReferences"))
-            if as_dict(r).get("kind") == "Pod"
-        ]
-        if len(pods) != 1 or pod_set.get("count", 1) != 1:
-            raise Unrecordable("a group of pods (one Workload of several Pods): not recorded")
+        if len(pod_owners(wl)) != 1 or pod_set.get("count", 1) != 1:
+            raise Unrecordable("a group of pods (one Workload of several Pods): not read here")
         return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
     count = _count(pod_set)
     min_count = pod_set.get("minCount")
@@ -172,6 +164,79 @@ def workload_manifest(
         # One wave of the pod set's pods: the duration is the whole run's.
         "spec": {"parallelism": count, "completions": count, "template": {"spec": pod_spec}},
     }
+
+
+def _metadata(
+    wl: Mapping[str, Any], namespace: str, name: str, found: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """An owner's metadata in the mix: its name, and the Workload's queue and priority (else
+    the owner's priority label); no annotations yet."""
+    spec = as_dict(wl.get("spec"))
+    owner_meta = as_dict(as_dict(found).get("metadata"))
+    labels = {QUEUE_LABEL: checked_name(spec.get("queueName"), "label", "its queue")}
+    ref = as_dict(spec.get("priorityClassRef"))
+    priority = (
+        as_str(ref.get("name")) if ref.get("group") == WORKLOAD_PRIORITY_GROUP else None
+    ) or as_str(as_dict(owner_meta.get("labels")).get(PRIORITY_LABEL))
+    if priority:
+        labels[PRIORITY_LABEL] = checked_name(priority, "label", "its priority class")
+    return {"name": name, "namespace": namespace, "labels": labels, "annotations": {}}
+
+
+def pod_owners(wl: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The Workload's ownerReferences to Pods: one for a plain Pod, every member's for a pod
+    group (Kueue adds each Pod of the group as an owner of its one Workload)."""
+    refs = as_list(as_dict(wl.get("metadata")).get("ownerReferences"))
+    return [as_dict(r) for r in refs if as_dict(r).get("kind") == "Pod"]
+
+
+def group_of(pod: Mapping[str, Any] | None) -> str | None:
+    """The pod group a Pod belongs to, by the label Kueue reads (None: a single Pod)."""
+    name = as_dict(as_dict(as_dict(pod).get("metadata")).get("labels")).get(GROUP_LABEL)
+    return name if isinstance(name, str) and name else None
+
+
+def pod_group_manifests(
+    wl: dict[str, Any], namespace: str, pods: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """A pod group's Workload and its Pods (`pods`, as the API has them, in the Workload's
+    owner order) as the mix submits the group: one Pod document per member, named as it,
+    its template from the Workload's pod set of its role (the pod's ROLE_HASH; a Workload of
+    one pod set needs none), its group label and total count kept, the queue and priority
+    the Workload's. Each role's pods must be its pod set's count and the total count the
+    number of pods, or the group changed since Kueue made its Workload: Unrecordable."""
+    listed = as_list(as_dict(wl.get("spec")).get("podSets"))
+    pod_sets = {str(as_dict(p).get("name")): as_dict(p) for p in listed}
+    group = checked_name(group_of(pods[0]), "object", "its pod group's name")
+    out, roles, totals = [], {}, set()
+    for pod in pods:
+        meta = as_dict(pod.get("metadata"))
+        name = checked_name(meta.get("name"), "object", "a pod's name")
+        annotations = as_dict(meta.get("annotations"))
+        if group_of(pod) != group:
+            raise Unrecordable(f"its Pod {name} is not of pod group {group}")
+        role = annotations.get(ROLE_HASH) if len(pod_sets) != 1 else next(iter(pod_sets))
+        if role not in pod_sets:
+            raise Unrecordable(
+                f"malformed: its Pod {name}'s {ROLE_HASH} {comment_text(repr(role))} names none "
+                f"of its Workload's pod sets"
+            )
+        roles[role] = roles.get(role, 0) + 1
+        totals.add(annotations.get(TOTAL_COUNT))
+        metadata = _metadata(wl, namespace, name, pod)
+        metadata["labels"][GROUP_LABEL] = group
+        metadata["annotations"][TOTAL_COUNT] = str(len(pods))
+        spec = _pod_spec(as_dict(pod_sets[role].get("template")).get("spec"))
+        out.append({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
+    kept = sorted((n, _count(p)) for n, p in pod_sets.items())
+    if sorted(roles.items()) != kept or totals != {str(len(pods))}:
+        raise Unrecordable(
+            f"its pod group {group} no longer matches its Workload: {len(pods)} pods of total "
+            f"count {comment_text(repr(sorted(map(str, totals))))}, roles "
+            f"{comment_text(repr(sorted(roles.items())))} against the Workload's "
+            f"{comment_text(repr(kept))}"
+        )
+    return out
 
 
 def _count(pod_set: Mapping[str, Any]) -> int:

@@ -541,7 +541,8 @@ def test_an_owner_changed_since_its_workload_was_made_is_a_comment() -> None:
     assert item.skipped == "malformed: replicated job workers's replicas 'two'"
 
 
-def test_a_plain_pod_is_recorded_and_a_pod_group_is_not() -> None:
+def test_a_plain_pod_is_recorded_and_pods_sharing_a_workload_without_a_group_are_not() -> None:
+    # (A labelled pod group is recorded: test_record_podgroups.py.)
     wl = workload("nb", "alpha", "2026-12-01T10:00:00Z", "p1", admitted="2026-12-01T10:00:00Z",
                   count=1)  # fmt: skip
     wl["metadata"]["ownerReferences"][0].update(apiVersion="v1", kind="Pod")
