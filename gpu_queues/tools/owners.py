@@ -199,8 +199,8 @@ def group_of(pod: Mapping[str, Any] | None) -> str | None:
 def pod_group_manifests(
     wl: dict[str, Any], namespace: str, pods: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
-    """A pod group's Workload and its Pods (`pods`, as the API has them, in the Workload's
-    owner order) as the mix submits the group: one Pod document per member, named as it,
+    """A pod group's Workload and its Pods (`pods`, as the API has them) as the mix submits
+    the group: one Pod document per member (by name), named as it,
     its template from the Workload's pod set of its role (the pod's ROLE_HASH; a Workload of
     one pod set needs none), its group label and total count kept, the queue and priority
     the Workload's. Each role's pods must be its pod set's count and the total count the
@@ -209,7 +209,8 @@ def pod_group_manifests(
     pod_sets = {str(as_dict(p).get("name")): as_dict(p) for p in listed}
     group = checked_name(group_of(pods[0]), "object", "its pod group's name")
     out, roles, totals = [], {}, set()
-    for pod in pods:
+    # By name: the Workload's owners are in the order Kueue's cache listed the pods.
+    for pod in sorted(pods, key=lambda p: str(as_dict(p.get("metadata")).get("name"))):
         meta = as_dict(pod.get("metadata"))
         name = checked_name(meta.get("name"), "object", "a pod's name")
         annotations = as_dict(meta.get("annotations"))
