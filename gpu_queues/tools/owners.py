@@ -1,9 +1,9 @@
 """A live Workload's owner as the what-if mix writes it: which owner kinds are read (Jobs,
-plain Pods, JobSets, PyTorchJobs), how they are read from the API (`Owners`, once per namespace
-and kind), and the manifest made of an owner and its Workload (`workload_manifest`; a pod
-group's Pods, `pod_group_manifests`), keeping only what admission depends on. `gpuq record`
-(record.py) writes these manifests to files; `gpuq status --eta` (eta_mix.py) replays them (a
-pod group's not yet: it is a row saying so).
+plain Pods and pod groups, JobSets, MPIJobs, the Kubeflow v1 jobs), how they are read from the
+API (`Owners`, once per namespace and kind), and the manifest made of an owner and its
+Workload (`workload_manifest`; a pod group's Pods, `pod_group_manifests`), keeping only what
+admission depends on. `gpuq record` (record.py) writes these manifests to files; `gpuq status
+--eta` (eta_mix.py) replays them (a pod group's not yet: it is a row saying so).
 
 The cluster's strings are not trusted: every name written is checked against Kubernetes' rules
 (gpu_queues/kueue/fields.py), and what cannot be written is `Unrecordable` with the reason as
@@ -20,7 +20,7 @@ from gpu_queues.kueue.quantity import QuantityError, parse_quantity
 from gpu_queues.values import as_dict, as_list, as_str
 from gpu_queues.whatif.mix import PRIORITY_LABEL, QUEUE_LABEL
 from gpu_queues.whatif.podgroups import GROUP_LABEL, TOTAL_COUNT
-from gpu_queues.whatif.podsets import PYTORCH_REPLICA_TYPES
+from gpu_queues.whatif.podsets import KUBEFLOW_V1, MPI_REPLICA_TYPES
 from gpu_queues.whatif.podsets import pod_sets as pod_sets_of
 from gpu_queues.whatif.workloads import KubeError, Rest, owner
 
@@ -84,18 +84,32 @@ def checked_name(value: Any, rule: str, what: str) -> str:
     return str(value)
 
 
+# The kinds whose shape is replica specs by replica type (the Kubeflow v1 jobs', the
+# training operator's; an MPIJob's, the mpi-operator's): their apiVersion, where the specs are,
+# and the replica types in Kueue's order (podsets.py's, the mix's one rule of their pod sets).
+REPLICA_KINDS: Final[Mapping[str, tuple[str, str, tuple[str, ...]]]] = {
+    **{kind: ("kubeflow.org/v1", k.specs, k.types) for kind, k in KUBEFLOW_V1.items()},
+    "MPIJob": ("kubeflow.org/v2beta1", "mpiReplicaSpecs", MPI_REPLICA_TYPES),
+}
+
+
 # The owner kinds recorded, and where the API lists (or, for a Pod, gets) them: Kueue's
-# integrations whose Workloads the what-if replays from a recording. Another owner (a RayJob, an
-# MPIJob, ...) is a comment naming it.
+# integrations whose Workloads the what-if replays from a recording. Another owner (a RayJob,
+# a StatefulSet, ...) is a comment naming it.
 OWNER_PATHS: Final[dict[str, str]] = {
     "Job": "/apis/batch/v1/namespaces/{namespace}/jobs",
     "Pod": "/api/v1/namespaces/{namespace}/pods/{name}",
     "JobSet": "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{namespace}/jobsets",
-    "PyTorchJob": "/apis/kubeflow.org/v1/namespaces/{namespace}/pytorchjobs",
+    **{
+        kind: f"/apis/{api}/namespaces/{{namespace}}/{kind.lower()}s"
+        for kind, (api, _, _) in REPLICA_KINDS.items()
+    },
 }
 
 
-RECORDED_KINDS: Final = "Jobs, Pods, JobSets and PyTorchJobs"
+RECORDED_KINDS: Final = (
+    "Jobs, Pods, JobSets, MPIJobs and the Kubeflow v1 jobs (" + ", ".join(KUBEFLOW_V1) + ")"
+)
 
 
 def recorded_owner(wl: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -143,7 +157,7 @@ def workload_manifest(
     Unrecordable when it cannot be."""
     pod_sets = [as_dict(p) for p in as_list(as_dict(wl.get("spec")).get("podSets"))]
     metadata = _metadata(wl, namespace, name, found)
-    if kind in ("JobSet", "PyTorchJob"):
+    if kind == "JobSet" or kind in REPLICA_KINDS:
         return _multi_pod_set(kind, metadata, pod_sets, as_dict(as_dict(found).get("spec")))
     if len(pod_sets) != 1:
         raise Unrecordable(f"malformed: a {kind}'s Workload has {len(pod_sets)} pod sets, not one")
@@ -260,10 +274,11 @@ def _number(value: Any, what: str) -> int | None:
 def _multi_pod_set(
     kind: str, metadata: dict[str, Any], pod_sets: list[dict[str, Any]], owner: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """A JobSet or PyTorchJob: its shape (replicated jobs or replica types, their replicas and
-    a Job's parallelism and completions) from the owner, each pod set's template from the
-    Workload; the pod sets the mix counts of it (podsets.py's one rule) must be the Workload's,
-    name for name and count for count, or the owner changed since Kueue made its Workload."""
+    """A JobSet or a kind of replica specs (REPLICA_KINDS): its shape (replicated jobs or
+    replica types, their replicas and a Job's parallelism and completions) from the owner,
+    each pod set's template from the Workload; the pod sets the mix counts of it (podsets.py's
+    one rule) must be the Workload's, name for name and count for count, or the owner changed
+    since Kueue made its Workload."""
     templates = {}
     for p in pod_sets:
         templates[str(p.get("name"))] = _pod_spec(as_dict(p.get("template")).get("spec"))
@@ -292,8 +307,9 @@ def _multi_pod_set(
             "spec": {"replicatedJobs": replicated},
         }
     else:
+        api, specs, types = REPLICA_KINDS[kind]
         replica_specs = {}
-        for replica_type, raw in as_dict(owner.get("pytorchReplicaSpecs")).items():
+        for replica_type, raw in as_dict(owner.get(specs)).items():
             replica = as_dict(raw)
             entry = {}
             replicas = _number(replica.get("replicas"), f"replica type {replica_type}'s replicas")
@@ -301,18 +317,21 @@ def _multi_pod_set(
                 entry["replicas"] = replicas
             pod_set = str(replica_type).lower()
             entry["template"] = {"spec": templates.get(pod_set, {})}
-            known = [t for t in PYTORCH_REPLICA_TYPES if t.lower() == str(replica_type).lower()]
+            # The training operator camel-cases a replica type; the mpi-operator takes only its own.
+            known = [
+                t for t in types if t == replica_type or (kind != "MPIJob" and t.lower() == pod_set)
+            ]
             if not known:
                 raise Unrecordable(
                     f"malformed: replica type {comment_text(repr(replica_type))} is not one of "
-                    f"{', '.join(PYTORCH_REPLICA_TYPES)}"
+                    f"{', '.join(types)}"
                 )
             replica_specs[known[0]] = entry
         manifest = {
-            "apiVersion": "kubeflow.org/v1",
-            "kind": "PyTorchJob",
+            "apiVersion": api,
+            "kind": kind,
             "metadata": metadata,
-            "spec": {"pytorchReplicaSpecs": replica_specs},
+            "spec": {specs: replica_specs},
         }
     counted = [(p.name, p.count) for p in pod_sets_of(kind, manifest)]
     kept = [(str(p.get("name")), _count(p)) for p in pod_sets]

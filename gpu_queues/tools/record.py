@@ -5,8 +5,9 @@ that replays what the cluster was asked to admit.
     gpuq record [--stack NAME] [--project DIR] [--kubeconfig FILE] [--since 24h] --out DIR_OR_FILE
     make record STACK=prod SINCE=24h OUT=mix/
 
-Each Workload whose owner is a Job, a plain Pod (Kueue's pod integration), a JobSet or a
-PyTorchJob (OWNER_PATHS) and that was created within --since of now becomes one manifest of
+Each Workload whose owner is a Job, a plain Pod (Kueue's pod integration), a JobSet, an
+MPIJob or a Kubeflow v1 job (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob: OWNER_PATHS) and
+that was created within --since of now becomes one manifest of
 its owner's kind, named as its owner (namespace/name):
   gpu-queues.dev/submit-at  the owner's creation, offset from the earliest one recorded
   gpu-queues.dev/duration   from its (last) admission (QuotaReserved) to Finished, to the
@@ -16,7 +17,7 @@ its owner's kind, named as its owner (namespace/name):
                             of the replay once admitted
   kueue.x-k8s.io/queue-name and kueue.x-k8s.io/priority-class as on the Workload, and its pod
   set's pods (parallelism) and pod template, with only what admission depends on. A JobSet's
-  replicated jobs (a PyTorchJob's replica types) keep their replicas, parallelism and
+  replicated jobs (an MPIJob's or Kubeflow job's replica types) keep their replicas, parallelism and
   completions from the owner, each pod template from the Workload's pod set of its name.
 A pod group (Pods labelled kueue.x-k8s.io/pod-group-name: one Workload, owned by each) becomes
 its Pods, each with the template of its role's pod set and the group's label and total count,

@@ -1,0 +1,160 @@
+"""`gpuq record` of the kinds of replica specs beyond the PyTorchJob (the other Kubeflow v1 jobs
+and MPIJobs) from hand-made owner and Workload pairs: the sandbox runs no training operator or
+mpi-operator, so no round trip covers them (tests/e2e/test_record.py covers Jobs, JobSets and
+pod groups). Each owner comes back as its kind with its replica types' replicas from the owner
+and each template from the Workload's pod set, and the what-if reads it back as Kueue counts
+it; an owner that no longer matches its Workload, or a replica type its operator does not
+know, is a comment naming why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpu_queues.tools.owners import IMAGE_PLACEHOLDER
+from gpu_queues.whatif.documents import MixDocument
+from gpu_queues.whatif.mix import Catalog, TeamQueue, check
+from tests.builders import Workload
+from tests.unit.tools.test_record import SECRET_BITS, FakeRest, cluster, docs, pod_spec, recorded
+
+pytestmark = pytest.mark.unit
+
+# kind: (apiVersion, the API's plural, where its replica specs are, Kueue's framework, the
+# container its operator runs the job in)
+KINDS = {
+    "TFJob": ("kubeflow.org/v1", "tfjobs", "tfReplicaSpecs", "kubeflow.org/tfjob", "tensorflow"),
+    "XGBoostJob": ("kubeflow.org/v1", "xgboostjobs", "xgbReplicaSpecs", "kubeflow.org/xgboostjob",
+                   "xgboost"),
+    "PaddleJob": ("kubeflow.org/v1", "paddlejobs", "paddleReplicaSpecs", "kubeflow.org/paddlejob",
+                  "paddle"),
+    "JAXJob": ("kubeflow.org/v1", "jaxjobs", "jaxReplicaSpecs", "kubeflow.org/jaxjob", "jax"),
+    "MPIJob": ("kubeflow.org/v2beta1", "mpijobs", "mpiReplicaSpecs", "kubeflow.org/mpijob",
+               "launcher-or-worker"),
+}  # fmt: skip
+
+
+def kind_pod_spec(kind: str) -> dict[str, Any]:
+    """pod_spec(gpus=1) with its main container named as the kind's operator wants it."""
+    spec = pod_spec(gpus=1)
+    spec["containers"][0]["name"] = KINDS[kind][4]
+    return spec
+
+
+def owner_day(kind: str, replicas: dict[str, int], pod_sets: list[tuple[str, int]]) -> FakeRest:
+    """alpha's `kind` "big", its replica types' replicas as the API stores them (each template
+    the user's, with what a recording must drop), and its Workload of `pod_sets` (name, count),
+    each pod 1 GPU, finished after an hour."""
+    api, plural, specs, _, _ = KINDS[kind]
+    made = {
+        "apiVersion": api,
+        "kind": kind,
+        "metadata": {"name": "big", "namespace": "alpha", "uid": "o1",
+                     "creationTimestamp": "2026-12-01T10:00:00Z",
+                     "labels": {"kueue.x-k8s.io/queue-name": "jobs"}},
+        "spec": {
+            "runPolicy": {"cleanPodPolicy": "None"},
+            specs: {t: {"replicas": n, "restartPolicy": "OnFailure",
+                        "template": {"spec": kind_pod_spec(kind)}} for t, n in replicas.items()},
+        },
+    }  # fmt: skip
+    wl = (
+        Workload(f"{kind.lower()}-big-abcde", "alpha").uid("wl-o1").created("2026-12-01T10:00:00Z")
+        .owner(kind, "big", "o1", api).queue("jobs")
+    )  # fmt: skip
+    for name, count in pod_sets:
+        wl.pod_set(kind_pod_spec(kind), count=count, name=name)
+    wl.reserve_quota("alpha-cq", {"nvidia.com/gpu": "h100"}, "2026-12-01T10:00:05Z")
+    wl.admitted("2026-12-01T10:00:05Z").finished("2026-12-01T11:00:05Z")
+    rest = cluster([wl.obj()], [])
+    rest.objects[f"/apis/{api}/namespaces/alpha/{plural}"] = {"items": [made]}
+    return rest
+
+
+@pytest.mark.parametrize(
+    ("kind", "replicas", "pod_sets", "types"),
+    [
+        ("TFJob", {"Chief": 1, "PS": 2, "Worker": 4}, [("chief", 1), ("ps", 2), ("worker", 4)],
+         ["Chief", "PS", "Worker"]),
+        # the training operator camel-cases a type Kueue reads lower-cased; the record, as Kueue
+        ("XGBoostJob", {"master": 1, "Worker": 3}, [("master", 1), ("worker", 3)],
+         ["Master", "Worker"]),
+        ("PaddleJob", {"Master": 1, "Worker": 2}, [("master", 1), ("worker", 2)],
+         ["Master", "Worker"]),
+        ("JAXJob", {"Worker": 4}, [("worker", 4)], ["Worker"]),
+        ("MPIJob", {"Launcher": 1, "Worker": 3}, [("launcher", 1), ("worker", 3)],
+         ["Launcher", "Worker"]),
+    ],
+)  # fmt: skip
+def test_a_kind_of_replica_specs_is_recorded_as_its_kind_and_read_back_as_kueue_counts_it(
+    kind: str, replicas: dict[str, int], pod_sets: list[tuple[str, int]], types: list[str]
+) -> None:
+    api, _, specs, framework, _ = KINDS[kind]
+    rec = recorded(owner_day(kind, replicas, pod_sets))
+    (item,) = rec.items
+    assert item.skipped is None and item.manifest is not None
+    (written,) = docs(rec.files(single=False)["alpha.yaml"])
+    assert (written["apiVersion"], written["kind"], written["metadata"]["name"]) == (
+        api, kind, "big"
+    )  # fmt: skip
+    got = written["spec"][specs]
+    assert list(got) == types
+    assert [got[t]["replicas"] for t in types] == [n for _, n in pod_sets]
+    for t in types:  # only the replicas and the Workload's template: no restartPolicy of its own
+        assert set(got[t]) == {"replicas", "template"}
+        assert got[t]["template"]["spec"]["containers"][0]["image"] == IMAGE_PLACEHOLDER
+    text = rec.files(single=False)["alpha.yaml"]
+    for bit in (*SECRET_BITS, "cleanPodPolicy", "OnFailure"):
+        assert bit not in text, bit
+    catalog = Catalog((TeamQueue("alpha", "alpha", "jobs", "alpha-cq"),),
+                      frameworks=frozenset({framework}))  # fmt: skip
+    read = check(MixDocument("alpha.yaml#0", written), 0, catalog)
+    pods = sum(n for _, n in pod_sets)
+    assert (read.status, read.problem, read.gpus, read.pods, read.duration) == (
+        "ok", None, pods, pods, 3600.0
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kind", "replicas", "pod_sets", "why"),
+    [
+        # scaled since Kueue made its Workload
+        ("TFJob", {"Chief": 1, "Worker": 6}, [("chief", 1), ("worker", 4)],
+         "its TFJob no longer matches its Workload: pod sets [('chief', 1), ('worker', 6)] "
+         "against the Workload's [('chief', 1), ('worker', 4)]"),
+        # the mpi-operator changes no case: a lower-case key is no replica type to it or Kueue
+        ("MPIJob", {"launcher": 1, "Worker": 2}, [("worker", 2)],
+         "malformed: replica type 'launcher' is not one of Launcher, Worker"),
+        ("JAXJob", {"Worker": -1}, [("worker", 1)], "malformed: replica type Worker's replicas -1"),
+        ("PaddleJob", {"Chief": 1}, [("chief", 1)],
+         "malformed: replica type 'Chief' is not one of Master, Worker"),
+    ],
+)  # fmt: skip
+def test_an_owner_that_is_not_its_workload_is_a_comment(
+    kind: str, replicas: dict[str, int], pod_sets: list[tuple[str, int]], why: str
+) -> None:
+    rec = recorded(owner_day(kind, replicas, pod_sets))
+    (item,) = rec.items
+    assert (item.manifest, item.skipped) == (None, why)
+    assert (
+        f"# not recorded: Workload alpha/{kind.lower()}-big-abcde: {why}"
+        in rec.files(single=False)["alpha.yaml"]
+    )
+
+
+def test_a_replica_kind_whose_crd_is_not_installed_is_a_comment_saying_its_owner_is_gone() -> None:
+    rest = owner_day("MPIJob", {"Launcher": 1, "Worker": 1}, [("launcher", 1), ("worker", 1)])
+    del rest.objects["/apis/kubeflow.org/v2beta1/namespaces/alpha/mpijobs"]  # the API's 404
+    (item,) = recorded(rest).items
+    assert item.skipped == "its MPIJob alpha/big is no longer in the API (deleted)"
+
+
+def test_the_kinds_recorded_are_named_where_another_owner_is_refused() -> None:
+    rest = owner_day("JAXJob", {"Worker": 1}, [("worker", 1)])
+    wl: dict[str, Any] = rest.objects["/apis/kueue.x-k8s.io/v1beta2/workloads"]["items"][0]
+    wl["metadata"]["ownerReferences"][0].update(kind="RayCluster", apiVersion="ray.io/v1")
+    (item,) = recorded(rest).items
+    assert item.skipped == (
+        "its owner is a RayCluster; the mix records Jobs, Pods, JobSets, MPIJobs and the "
+        "Kubeflow v1 jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob)"
+    )
