@@ -20,7 +20,7 @@ from gpu_queues.kueue.quantity import QuantityError, parse_quantity
 from gpu_queues.values import as_dict, as_list, as_str
 from gpu_queues.whatif.mix import PRIORITY_LABEL, QUEUE_LABEL
 from gpu_queues.whatif.podgroups import GROUP_LABEL, TOTAL_COUNT
-from gpu_queues.whatif.podsets import KUBEFLOW_V1, MPI_REPLICA_TYPES
+from gpu_queues.whatif.podsets import KUBEFLOW_V1, MPI_REPLICA_TYPES, SUBMITTER
 from gpu_queues.whatif.podsets import pod_sets as pod_sets_of
 from gpu_queues.whatif.workloads import KubeError, Rest, owner
 
@@ -93,9 +93,14 @@ REPLICA_KINDS: Final[Mapping[str, tuple[str, str, tuple[str, ...]]]] = {
 }
 
 
+# The Ray kinds (KubeRay's): a RayCluster's head and worker groups, a RayJob's cluster's and
+# its submitter.
+RAY_KINDS: Final = ("RayJob", "RayCluster")
+
+
 # The owner kinds recorded, and where the API lists (or, for a Pod, gets) them: Kueue's
-# integrations whose Workloads the what-if replays from a recording. Another owner (a RayJob,
-# a StatefulSet, ...) is a comment naming it.
+# integrations whose Workloads the what-if replays from a recording. Another owner (a
+# StatefulSet, a Deployment, ...) is a comment naming it.
 OWNER_PATHS: Final[dict[str, str]] = {
     "Job": "/apis/batch/v1/namespaces/{namespace}/jobs",
     "Pod": "/api/v1/namespaces/{namespace}/pods/{name}",
@@ -104,11 +109,14 @@ OWNER_PATHS: Final[dict[str, str]] = {
         kind: f"/apis/{api}/namespaces/{{namespace}}/{kind.lower()}s"
         for kind, (api, _, _) in REPLICA_KINDS.items()
     },
+    **{kind: f"/apis/ray.io/v1/namespaces/{{namespace}}/{kind.lower()}s" for kind in RAY_KINDS},
 }
 
 
 RECORDED_KINDS: Final = (
-    "Jobs, Pods, JobSets, MPIJobs and the Kubeflow v1 jobs (" + ", ".join(KUBEFLOW_V1) + ")"
+    "Jobs, Pods, JobSets, MPIJobs, RayJobs, RayClusters and the Kubeflow v1 jobs ("
+    + ", ".join(KUBEFLOW_V1)
+    + ")"
 )
 
 
@@ -157,7 +165,7 @@ def workload_manifest(
     Unrecordable when it cannot be."""
     pod_sets = [as_dict(p) for p in as_list(as_dict(wl.get("spec")).get("podSets"))]
     metadata = _metadata(wl, namespace, name, found)
-    if kind == "JobSet" or kind in REPLICA_KINDS:
+    if kind == "JobSet" or kind in REPLICA_KINDS or kind in RAY_KINDS:
         return _multi_pod_set(kind, metadata, pod_sets, as_dict(as_dict(found).get("spec")))
     if len(pod_sets) != 1:
         raise Unrecordable(f"malformed: a {kind}'s Workload has {len(pod_sets)} pod sets, not one")
@@ -274,65 +282,22 @@ def _number(value: Any, what: str) -> int | None:
 def _multi_pod_set(
     kind: str, metadata: dict[str, Any], pod_sets: list[dict[str, Any]], owner: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """A JobSet or a kind of replica specs (REPLICA_KINDS): its shape (replicated jobs or
-    replica types, their replicas and a Job's parallelism and completions) from the owner,
-    each pod set's template from the Workload; the pod sets the mix counts of it (podsets.py's
-    one rule) must be the Workload's, name for name and count for count, or the owner changed
-    since Kueue made its Workload."""
+    """A JobSet, a kind of replica specs (REPLICA_KINDS) or a Ray kind (RAY_KINDS): its shape
+    (replicated jobs, replica types or worker groups, their replicas, a Job's parallelism and
+    completions) from the owner, each pod set's template from the Workload; the pod sets the
+    mix counts of it (podsets.py's one rule) must be the Workload's, name for name and count
+    for count, or the owner changed since Kueue made its Workload."""
     templates = {}
     for p in pod_sets:
         templates[str(p.get("name"))] = _pod_spec(as_dict(p.get("template")).get("spec"))
-    manifest: dict[str, Any]
     if kind == "JobSet":
-        replicated = []
-        for raw in as_list(owner.get("replicatedJobs")):
-            rj = as_dict(raw)
-            rj_name = checked_name(rj.get("name"), "label", "a replicated job's name")
-            job = as_dict(as_dict(rj.get("template")).get("spec"))
-            job_spec: dict[str, Any] = {}
-            for key in ("parallelism", "completions"):
-                number = _number(job.get(key), f"replicated job {rj_name}'s {key}")
-                if number is not None:
-                    job_spec[key] = number
-            job_spec["template"] = {"spec": templates.get(rj_name, {})}
-            entry: dict[str, Any] = {"name": rj_name}
-            replicas = _number(rj.get("replicas"), f"replicated job {rj_name}'s replicas")
-            if replicas is not None:
-                entry["replicas"] = replicas
-            replicated.append({**entry, "template": {"spec": job_spec}})
-        manifest = {
-            "apiVersion": "jobset.x-k8s.io/v1alpha2",
-            "kind": "JobSet",
-            "metadata": metadata,
-            "spec": {"replicatedJobs": replicated},
-        }
+        api, spec = "jobset.x-k8s.io/v1alpha2", _jobset_spec(owner, templates)
+    elif kind in RAY_KINDS:
+        api, spec = "ray.io/v1", _ray_spec(kind, owner, templates)
     else:
         api, specs, types = REPLICA_KINDS[kind]
-        replica_specs = {}
-        for replica_type, raw in as_dict(owner.get(specs)).items():
-            replica = as_dict(raw)
-            entry = {}
-            replicas = _number(replica.get("replicas"), f"replica type {replica_type}'s replicas")
-            if replicas is not None:
-                entry["replicas"] = replicas
-            pod_set = str(replica_type).lower()
-            entry["template"] = {"spec": templates.get(pod_set, {})}
-            # The training operator camel-cases a replica type; the mpi-operator takes only its own.
-            known = [
-                t for t in types if t == replica_type or (kind != "MPIJob" and t.lower() == pod_set)
-            ]
-            if not known:
-                raise Unrecordable(
-                    f"malformed: replica type {comment_text(repr(replica_type))} is not one of "
-                    f"{', '.join(types)}"
-                )
-            replica_specs[known[0]] = entry
-        manifest = {
-            "apiVersion": api,
-            "kind": kind,
-            "metadata": metadata,
-            "spec": {specs: replica_specs},
-        }
+        spec = {specs: _replica_specs(kind, as_dict(owner.get(specs)), types, templates)}
+    manifest = {"apiVersion": api, "kind": kind, "metadata": metadata, "spec": spec}
     counted = [(p.name, p.count) for p in pod_sets_of(kind, manifest)]
     kept = [(str(p.get("name")), _count(p)) for p in pod_sets]
     if counted != kept:
@@ -341,6 +306,79 @@ def _multi_pod_set(
             f"against the Workload's {comment_text(repr(kept))}"
         )
     return manifest
+
+
+def _jobset_spec(owner: Mapping[str, Any], templates: Mapping[str, Any]) -> dict[str, Any]:
+    """A JobSet's replicated jobs: names, replicas, their Job's parallelism and completions."""
+    replicated = []
+    for raw in as_list(owner.get("replicatedJobs")):
+        rj = as_dict(raw)
+        rj_name = checked_name(rj.get("name"), "label", "a replicated job's name")
+        job = as_dict(as_dict(rj.get("template")).get("spec"))
+        job_spec = _numbers(job, ("parallelism", "completions"), f"replicated job {rj_name}'s")
+        job_spec["template"] = {"spec": templates.get(rj_name, {})}
+        entry: dict[str, Any] = {"name": rj_name}
+        entry.update(_numbers(rj, ("replicas",), f"replicated job {rj_name}'s"))
+        replicated.append({**entry, "template": {"spec": job_spec}})
+    return {"replicatedJobs": replicated}
+
+
+def _replica_specs(
+    kind: str, specs: Mapping[str, Any], types: tuple[str, ...], templates: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A Kubeflow v1 job's or MPIJob's replica specs: each type's replicas."""
+    out = {}
+    for replica_type, raw in specs.items():
+        entry = _numbers(as_dict(raw), ("replicas",), f"replica type {replica_type}'s")
+        pod_set = str(replica_type).lower()
+        entry["template"] = {"spec": templates.get(pod_set, {})}
+        # The training operator camel-cases a replica type; the mpi-operator takes only its own.
+        known = [
+            t for t in types if t == replica_type or (kind != "MPIJob" and t.lower() == pod_set)
+        ]
+        if not known:
+            raise Unrecordable(
+                f"malformed: replica type {comment_text(repr(replica_type))} is not one of "
+                f"{', '.join(types)}"
+            )
+        out[known[0]] = entry
+    return out
+
+
+def _ray_spec(kind: str, owner: Mapping[str, Any], templates: Mapping[str, Any]) -> dict[str, Any]:
+    """A RayCluster's spec, or a RayJob's: its cluster's head and worker groups (each group's
+    name, replicas and numOfHosts), and a RayJob's submission mode, its submitter's template
+    from the Workload's and the cluster deleted when it ends (Kueue's webhook wants it so)."""
+    cluster = as_dict(owner.get("rayClusterSpec")) if kind == "RayJob" else as_dict(owner)
+    groups = []
+    for raw in as_list(cluster.get("workerGroupSpecs")):
+        group = as_dict(raw)
+        name = checked_name(group.get("groupName"), "label", "a worker group's name")
+        entry: dict[str, Any] = {"groupName": name}
+        entry.update(_numbers(group, ("replicas", "numOfHosts"), f"worker group {name}'s"))
+        groups.append({**entry, "template": {"spec": templates.get(name, {})}})
+    ray: dict[str, Any] = {"headGroupSpec": {"template": {"spec": templates.get("head", {})}}}
+    if groups:
+        ray["workerGroupSpecs"] = groups
+    if kind == "RayCluster":
+        return ray
+    spec: dict[str, Any] = {"shutdownAfterJobFinishes": True, "rayClusterSpec": ray}
+    mode = owner.get("submissionMode")
+    if mode is not None:
+        spec["submissionMode"] = checked_name(mode, "label", "its submissionMode")
+    if SUBMITTER in templates:
+        spec["submitterPodTemplate"] = {"spec": templates[SUBMITTER]}
+    return spec
+
+
+def _numbers(owner: Mapping[str, Any], keys: tuple[str, ...], whose: str) -> dict[str, Any]:
+    """The counts of `keys` the owner sets (unset: its API's default applies)."""
+    out = {}
+    for key in keys:
+        number = _number(owner.get(key), f"{whose} {key}")
+        if number is not None:
+            out[key] = number
+    return out
 
 
 def _pod_spec(raw: Any) -> dict[str, Any]:

@@ -6,8 +6,8 @@ that replays what the cluster was asked to admit.
     make record STACK=prod SINCE=24h OUT=mix/
 
 Each Workload whose owner is a Job, a plain Pod (Kueue's pod integration), a JobSet, an
-MPIJob or a Kubeflow v1 job (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob: OWNER_PATHS) and
-that was created within --since of now becomes one manifest of
+MPIJob, a RayJob, a RayCluster or a Kubeflow v1 job (PyTorchJob, TFJob, XGBoostJob, PaddleJob,
+JAXJob: OWNER_PATHS) and that was created within --since of now becomes one manifest of
 its owner's kind, named as its owner (namespace/name):
   gpu-queues.dev/submit-at  the owner's creation, offset from the earliest one recorded
   gpu-queues.dev/duration   from its (last) admission (QuotaReserved) to Finished, to the
@@ -17,8 +17,9 @@ its owner's kind, named as its owner (namespace/name):
                             of the replay once admitted
   kueue.x-k8s.io/queue-name and kueue.x-k8s.io/priority-class as on the Workload, and its pod
   set's pods (parallelism) and pod template, with only what admission depends on. A JobSet's
-  replicated jobs (an MPIJob's or Kubeflow job's replica types) keep their replicas, parallelism and
-  completions from the owner, each pod template from the Workload's pod set of its name.
+  replicated jobs (an MPIJob's or Kubeflow job's replica types, a Ray kind's worker groups)
+  keep their replicas, parallelism and completions (numOfHosts) from the owner, each pod
+  template from the Workload's pod set of its name.
 A pod group (Pods labelled kueue.x-k8s.io/pod-group-name: one Workload, owned by each) becomes
 its Pods, each with the template of its role's pod set and the group's label and total count,
 all with the group's times: submit-at its last pod's creation (when Kueue could queue it), and

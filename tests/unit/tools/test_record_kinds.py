@@ -1,10 +1,11 @@
-"""`gpuq record` of the kinds of replica specs beyond the PyTorchJob (the other Kubeflow v1 jobs
-and MPIJobs) from hand-made owner and Workload pairs: the sandbox runs no training operator or
-mpi-operator, so no round trip covers them (tests/e2e/test_record.py covers Jobs, JobSets and
-pod groups). Each owner comes back as its kind with its replica types' replicas from the owner
-and each template from the Workload's pod set, and the what-if reads it back as Kueue counts
-it; an owner that no longer matches its Workload, or a replica type its operator does not
-know, is a comment naming why."""
+"""`gpuq record` of the kinds beyond the PyTorchJob whose Workloads the fast engine replays (the
+other Kubeflow v1 jobs, MPIJobs, RayJobs and RayClusters) from hand-made owner and Workload
+pairs: the sandbox runs no training operator, mpi-operator or KubeRay, so no round trip covers
+them (tests/e2e/test_record.py covers Jobs, JobSets and pod groups). Each owner comes back as
+its kind with its replica types' (worker groups') replicas from the owner and each template
+from the Workload's pod set, and the what-if reads it back as Kueue counts it; an owner that no
+longer matches its Workload, or a replica type its operator does not know, is a comment naming
+why."""
 
 from __future__ import annotations
 
@@ -152,9 +153,109 @@ def test_a_replica_kind_whose_crd_is_not_installed_is_a_comment_saying_its_owner
 def test_the_kinds_recorded_are_named_where_another_owner_is_refused() -> None:
     rest = owner_day("JAXJob", {"Worker": 1}, [("worker", 1)])
     wl: dict[str, Any] = rest.objects["/apis/kueue.x-k8s.io/v1beta2/workloads"]["items"][0]
-    wl["metadata"]["ownerReferences"][0].update(kind="RayCluster", apiVersion="ray.io/v1")
+    wl["metadata"]["ownerReferences"][0].update(kind="StatefulSet", apiVersion="apps/v1")
     (item,) = recorded(rest).items
     assert item.skipped == (
-        "its owner is a RayCluster; the mix records Jobs, Pods, JobSets, MPIJobs and the "
-        "Kubeflow v1 jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob)"
+        "its owner is a StatefulSet; the mix records Jobs, Pods, JobSets, MPIJobs, RayJobs, "
+        "RayClusters and the Kubeflow v1 jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob)"
+    )
+
+
+def ray_day(kind: str, workers: int, pod_sets: list[tuple[str, int]]) -> FakeRest:
+    """alpha's `kind` "ray" (KubeRay's API as it stores it: a head, a worker group "gpu" of
+    `workers` replicas of 2 hosts; a RayJob's entrypoint and no submitter template, so Kueue
+    gave the submitter its default pod) and its Workload of `pod_sets` (name, count), each pod
+    1 GPU but the submitter's."""
+    ray = {
+        "rayVersion": "2.9.0",
+        "headGroupSpec": {"rayStartParams": {"dashboard-host": "0.0.0.0"},
+                          "template": {"spec": pod_spec(gpus=1)}},
+        "workerGroupSpecs": [{"groupName": "gpu", "replicas": workers, "minReplicas": 0,
+                              "maxReplicas": 8, "numOfHosts": 2, "rayStartParams": {},
+                              "template": {"spec": pod_spec(gpus=1)}}],
+    }  # fmt: skip
+    spec: dict[str, Any] = ray
+    if kind == "RayJob":
+        spec = {"entrypoint": "python train.py --lr 0.1", "shutdownAfterJobFinishes": True,
+                "rayClusterSpec": ray}  # fmt: skip
+    made = {
+        "apiVersion": "ray.io/v1",
+        "kind": kind,
+        "metadata": {"name": "ray", "namespace": "alpha", "uid": "r1",
+                     "creationTimestamp": "2026-12-01T10:00:00Z",
+                     "labels": {"kueue.x-k8s.io/queue-name": "jobs"}},
+        "spec": spec,
+    }  # fmt: skip
+    wl = (
+        Workload(f"{kind.lower()}-ray-abcde", "alpha").uid("wl-r1").created("2026-12-01T10:00:00Z")
+        .owner(kind, "ray", "r1", "ray.io/v1").queue("jobs")
+    )  # fmt: skip
+    submitter = {"restartPolicy": "Never", "containers": [
+        {"name": "ray-job-submitter", "image": "rayproject/ray:2.9.0",
+         "resources": {"requests": {"cpu": "500m", "memory": "200Mi"}}}]}  # fmt: skip
+    for name, count in pod_sets:
+        wl.pod_set(submitter if name == "submitter" else pod_spec(gpus=1), count=count, name=name)
+    wl.reserve_quota("alpha-cq", {"nvidia.com/gpu": "h100"}, "2026-12-01T10:00:05Z")
+    wl.admitted("2026-12-01T10:00:05Z").finished("2026-12-01T11:00:05Z")
+    rest = cluster([wl.obj()], [])
+    rest.objects[f"/apis/ray.io/v1/namespaces/alpha/{kind.lower()}s"] = {"items": [made]}
+    return rest
+
+
+@pytest.mark.parametrize(
+    ("kind", "pod_sets", "gpus", "pods"),
+    [
+        ("RayJob", [("head", 1), ("gpu", 6), ("submitter", 1)], 7, 8),
+        ("RayCluster", [("head", 1), ("gpu", 6)], 7, 7),
+    ],
+)
+def test_a_ray_kind_is_recorded_as_its_groups_and_read_back_as_kueue_counts_it(
+    kind: str, pod_sets: list[tuple[str, int]], gpus: int, pods: int
+) -> None:
+    rec = recorded(ray_day(kind, 3, pod_sets))
+    (item,) = rec.items
+    assert item.skipped is None
+    (written,) = docs(rec.files(single=False)["alpha.yaml"])
+    assert (written["apiVersion"], written["kind"]) == ("ray.io/v1", kind)
+    spec = written["spec"]
+    cluster = spec["rayClusterSpec"] if kind == "RayJob" else spec
+    (group,) = cluster["workerGroupSpecs"]
+    assert {k: v for k, v in group.items() if k != "template"} == {
+        "groupName": "gpu", "replicas": 3, "numOfHosts": 2
+    }  # fmt: skip
+    assert set(cluster) == {"headGroupSpec", "workerGroupSpecs"}
+    if kind == "RayJob":
+        # what Kueue's webhook wants of a managed RayJob, and the submitter Kueue counted
+        assert spec["shutdownAfterJobFinishes"] is True
+        submitter = spec["submitterPodTemplate"]["spec"]["containers"][0]
+        assert submitter["resources"] == {"requests": {"cpu": "500m", "memory": "200Mi"}}
+        assert submitter["image"] == IMAGE_PLACEHOLDER
+    text = rec.files(single=False)["alpha.yaml"]
+    for bit in (*SECRET_BITS, "entrypoint", "rayStartParams", "maxReplicas", "rayproject"):
+        assert bit not in text, bit
+    framework = {"RayJob": "ray.io/rayjob", "RayCluster": "ray.io/raycluster"}[kind]
+    catalog = Catalog((TeamQueue("alpha", "alpha", "jobs", "alpha-cq"),),
+                      frameworks=frozenset({framework}))  # fmt: skip
+    read = check(MixDocument("alpha.yaml#0", written), 0, catalog)
+    assert (read.status, read.problem, read.gpus, read.pods) == ("ok", None, gpus, pods)
+
+
+def test_a_ray_kind_that_is_not_its_workload_is_a_comment() -> None:
+    # scaled from 3 workers (6 pods) to 4 since Kueue made its Workload
+    rec = recorded(ray_day("RayCluster", 4, [("head", 1), ("gpu", 6)]))
+    (item,) = rec.items
+    assert item.skipped == (
+        "its RayCluster no longer matches its Workload: pod sets [('head', 1), ('gpu', 8)] "
+        "against the Workload's [('head', 1), ('gpu', 6)]"
+    )
+    rest = ray_day("RayJob", 3, [("head", 1), ("gpu", 6), ("submitter", 1)])
+    owner = rest.objects["/apis/ray.io/v1/namespaces/alpha/rayjobs"]["items"][0]
+    owner["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["numOfHosts"] = "two"
+    (item,) = recorded(rest).items
+    assert item.skipped == "malformed: worker group gpu's numOfHosts 'two'"
+    owner["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["groupName"] = "GPU group"
+    (item,) = recorded(rest).items
+    assert item.skipped == (  # Kueue names a pod set after it
+        "malformed: a worker group's name 'GPU group' is not a name usable as a label value (a "
+        "DNS-1123 subdomain of at most 63 characters)"
     )
