@@ -230,7 +230,9 @@ def pod_group_manifests(
     listed = as_list(as_dict(wl.get("spec")).get("podSets"))
     pod_sets = {str(as_dict(p).get("name")): as_dict(p) for p in listed}
     group = checked_name(group_of(pods[0]), "object", "its pod group's name")
-    out, roles, totals = [], {}, set()
+    out: list[dict[str, Any]] = []
+    roles: dict[str, int] = {}
+    totals: set[str] = set()
     # By name: the Workload's owners are in the order Kueue's cache listed the pods.
     for pod in sorted(pods, key=lambda p: str(as_dict(p.get("metadata")).get("name"))):
         meta = as_dict(pod.get("metadata"))
@@ -239,13 +241,14 @@ def pod_group_manifests(
         if group_of(pod) != group:
             raise Unrecordable(f"its Pod {name} is not of pod group {group}")
         role = annotations.get(ROLE_HASH) if len(pod_sets) != 1 else next(iter(pod_sets))
-        if role not in pod_sets:
+        if not isinstance(role, str) or role not in pod_sets:
             raise Unrecordable(
                 f"malformed: its Pod {name}'s {ROLE_HASH} {comment_text(repr(role))} names none "
                 f"of its Workload's pod sets"
             )
         roles[role] = roles.get(role, 0) + 1
-        totals.add(annotations.get(TOTAL_COUNT))
+        total = annotations.get(TOTAL_COUNT)
+        totals.add(total if isinstance(total, str) else comment_text(repr(total)))
         metadata = _metadata(wl, namespace, name, pod)
         metadata["labels"][GROUP_LABEL] = group
         metadata["annotations"][TOTAL_COUNT] = str(len(pods))

@@ -112,6 +112,14 @@ def test_a_group_of_one_pod_set_needs_no_role_hash() -> None:
                   "[('1a2b3c4d', 1), ('9f8e7d6c', 3)]"),
         ("label", "its Pod g-w1 is not of pod group g"),
         ("created", "malformed: the Pod's creationTimestamp 'soon' is not a time"),
+        # what no API server sends, but one behind a proxy might: a comment, never a traceback
+        ("role-list", "malformed: its Pod g-w1's kueue.x-k8s.io/role-hash ['a'] names none of "
+                      "its Workload's pod sets"),
+        ("total-map", "its pod group g no longer matches its Workload: 3 pods of total count "
+                      "['3', \"{'n': 3}\"], roles [('1a2b3c4d', 1), ('9f8e7d6c', 2)] against "
+                      "the Workload's [('1a2b3c4d', 1), ('9f8e7d6c', 2)]"),
+        ("name-gone", "malformed: a pod's name None is not an object name (a DNS-1123 subdomain: "
+                      "at most 253 of a-z, 0-9, '-' and '.')"),
     ],
 )  # fmt: skip
 def test_a_group_that_no_longer_matches_its_workload_is_a_comment(change: str, why: str) -> None:
@@ -130,6 +138,12 @@ def test_a_group_that_no_longer_matches_its_workload_is_a_comment(change: str, w
         meta["labels"][GROUP_LABEL] = "h"
     elif change == "created":
         meta["creationTimestamp"] = "soon"
+    elif change == "role-list":
+        meta["annotations"][ROLE_HASH] = ["a"]
+    elif change == "total-map":
+        meta["annotations"][TOTAL_COUNT] = {"n": 3}
+    elif change == "name-gone":
+        del meta["name"]
     rec = recorded(rest)
     (item,) = rec.items
     assert (item.manifest, item.skipped, item.documents()) == (None, why, ())
