@@ -319,6 +319,11 @@ def _item(
         kinds = ", ".join(sorted({str(as_dict(r).get("kind")) for r in refs}))
         raise Unrecordable(f"its owner is a {kinds}; the mix records {RECORDED_KINDS}")
     kind = str(ref.get("kind"))
+    others = sorted({str(as_dict(r).get("kind")) for r in refs} - {kind})
+    if kind == "Pod" and others:
+        # Kueue's StatefulSet (LeaderWorkerSet) integration makes its pods a group whose
+        # Workload the StatefulSet owns too: its pods are no group a user wrote.
+        raise Unrecordable(f"its owner is a {', '.join(others)}; the mix records {RECORDED_KINDS}")
     found = _owner(ref, namespace, owners)
     owner_name = str(ref.get("name"))
     members: tuple[dict[str, Any], ...] = ()

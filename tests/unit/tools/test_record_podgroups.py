@@ -148,3 +148,16 @@ def test_a_group_that_no_longer_matches_its_workload_is_a_comment(change: str, w
     (item,) = rec.items
     assert (item.manifest, item.skipped, item.documents()) == (None, why, ())
     assert f"# not recorded: Workload alpha/g: {why}" in rec.files(single=False)["alpha.yaml"]
+
+
+def test_the_pods_of_a_statefulset_are_not_recorded_as_a_group_of_their_own() -> None:
+    # Kueue's StatefulSet integration labels its pods a group and the StatefulSet owns their
+    # Workload too: they are the StatefulSet's, which the recording does not read yet.
+    rest = group_day()
+    wl = rest.objects["/apis/kueue.x-k8s.io/v1beta2/workloads"]["items"][0]
+    wl["metadata"]["ownerReferences"].insert(
+        0, {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "g", "uid": "uid-sts"}
+    )
+    (item,) = recorded(rest).items
+    assert item.documents() == ()
+    assert (item.skipped or "").startswith("its owner is a StatefulSet; the mix records Jobs, Pods")
