@@ -100,9 +100,11 @@ RAY_KINDS: Final = ("RayJob", "RayCluster")
 
 # The owner kinds recorded, and where the API lists (or, for a Pod, gets) them: Kueue's
 # integrations whose Workloads the what-if replays from a recording. Another owner (a
-# StatefulSet, a Deployment, ...) is a comment naming it.
+# Deployment, a LeaderWorkerSet, ...) is a comment naming it.
 OWNER_PATHS: Final[dict[str, str]] = {
     "Job": "/apis/batch/v1/namespaces/{namespace}/jobs",
+    # Before Pod: a StatefulSet's Workload is owned by its pods too (Kueue makes them a group).
+    "StatefulSet": "/apis/apps/v1/namespaces/{namespace}/statefulsets",
     "Pod": "/api/v1/namespaces/{namespace}/pods/{name}",
     "JobSet": "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{namespace}/jobsets",
     **{
@@ -114,7 +116,7 @@ OWNER_PATHS: Final[dict[str, str]] = {
 
 
 RECORDED_KINDS: Final = (
-    "Jobs, Pods, JobSets, MPIJobs, RayJobs, RayClusters and the Kubeflow v1 jobs ("
+    "Jobs, Pods, JobSets, StatefulSets, MPIJobs, RayJobs, RayClusters and the Kubeflow v1 jobs ("
     + ", ".join(KUBEFLOW_V1)
     + ")"
 )
@@ -165,6 +167,8 @@ def workload_manifest(
     Unrecordable when it cannot be."""
     pod_sets = [as_dict(p) for p in as_list(as_dict(wl.get("spec")).get("podSets"))]
     metadata = _metadata(wl, namespace, name, found)
+    if kind == "StatefulSet":
+        return _statefulset(metadata, pod_sets, as_dict(as_dict(found).get("spec")))
     if kind == "JobSet" or kind in REPLICA_KINDS or kind in RAY_KINDS:
         return _multi_pod_set(kind, metadata, pod_sets, as_dict(as_dict(found).get("spec")))
     if len(pod_sets) != 1:
@@ -307,6 +311,39 @@ def _multi_pod_set(
         raise Unrecordable(
             f"its {kind} no longer matches its Workload: pod sets {comment_text(repr(counted))} "
             f"against the Workload's {comment_text(repr(kept))}"
+        )
+    return manifest
+
+
+def _statefulset(
+    metadata: dict[str, Any], pod_sets: list[dict[str, Any]], owner: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A StatefulSet: its replicas and selector from the owner, of its pods' labels only those
+    the selector reads (the API wants the template to match it), the pod template from the
+    Workload's one pod set (Kueue's group of its replicas, named by their role hash); the
+    replicas must be the pod set's count, or it was scaled since Kueue made its Workload."""
+    if len(pod_sets) != 1:
+        raise Unrecordable(f"malformed: a StatefulSet's Workload has {len(pod_sets)} pod sets")
+    selector = as_dict(owner.get("selector"))
+    read = set(map(str, as_dict(selector.get("matchLabels"))))
+    read |= {str(as_dict(e).get("key")) for e in as_list(selector.get("matchExpressions"))}
+    template = as_dict(owner.get("template"))
+    labels = {
+        checked_name(k, "key", "a pod label key"): checked_name(v, "value", "a pod label value")
+        for k, v in sorted(as_dict(as_dict(template.get("metadata")).get("labels")).items())
+        if k in read
+    }
+    pod = _pod_spec(as_dict(pod_sets[0].get("template")).get("spec"))
+    spec = _numbers(owner, ("replicas",), "its")
+    spec["selector"] = _plain(selector)
+    spec["template"] = {"metadata": {"labels": labels}, "spec": pod}
+    manifest = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": metadata}
+    manifest["spec"] = spec
+    (counted,) = [p.count for p in pod_sets_of("StatefulSet", manifest)]
+    if counted != _count(pod_sets[0]):
+        raise Unrecordable(
+            f"its StatefulSet no longer matches its Workload: {counted} replicas against the "
+            f"Workload's {_count(pod_sets[0])} pods"
         )
     return manifest
 

@@ -5,10 +5,10 @@ that replays what the cluster was asked to admit.
     gpuq record [--stack NAME] [--project DIR] [--kubeconfig FILE] [--since 24h] --out DIR_OR_FILE
     make record STACK=prod SINCE=24h OUT=mix/
 
-Each Workload whose owner is a Job, a plain Pod (Kueue's pod integration), a JobSet, an
-MPIJob, a RayJob, a RayCluster or a Kubeflow v1 job (PyTorchJob, TFJob, XGBoostJob, PaddleJob,
-JAXJob: OWNER_PATHS) and that was created within --since of now becomes one manifest of
-its owner's kind, named as its owner (namespace/name):
+Each Workload whose owner is a Job, a plain Pod (Kueue's pod integration), a JobSet, a
+StatefulSet, an MPIJob, a RayJob, a RayCluster or a Kubeflow v1 job (PyTorchJob, TFJob,
+XGBoostJob, PaddleJob, JAXJob: OWNER_PATHS) and that was created within --since of now
+becomes one manifest of its owner's kind, named as its owner (namespace/name):
   gpu-queues.dev/submit-at  the owner's creation, offset from the earliest one recorded
   gpu-queues.dev/duration   from its (last) admission (QuotaReserved) to Finished, to the
                             second (at least 1s); none when it had not finished, and then
@@ -321,8 +321,8 @@ def _item(
     kind = str(ref.get("kind"))
     others = sorted({str(as_dict(r).get("kind")) for r in refs} - {kind})
     if kind == "Pod" and others:
-        # Kueue's StatefulSet (LeaderWorkerSet) integration makes its pods a group whose
-        # Workload the StatefulSet owns too: its pods are no group a user wrote.
+        # Kueue's LeaderWorkerSet integration makes its pods a group whose Workload it owns
+        # too: they are no group a user wrote (a StatefulSet's are read as it: OWNER_PATHS).
         raise Unrecordable(f"its owner is a {', '.join(others)}; the mix records {RECORDED_KINDS}")
     found = _owner(ref, namespace, owners)
     owner_name = str(ref.get("name"))

@@ -1,10 +1,11 @@
 """`gpuq record` of the kinds beyond the PyTorchJob whose Workloads the fast engine replays (the
-other Kubeflow v1 jobs, MPIJobs, RayJobs and RayClusters) from hand-made owner and Workload
-pairs: the sandbox runs no training operator, mpi-operator or KubeRay, so no round trip covers
-them (tests/e2e/test_record.py covers Jobs, JobSets and pod groups). Each owner comes back as
-its kind with its replica types' (worker groups') replicas from the owner and each template
-from the Workload's pod set, and the what-if reads it back as Kueue counts it; an owner that no
-longer matches its Workload, or a replica type its operator does not know, is a comment naming
+other Kubeflow v1 jobs, MPIJobs, RayJobs, RayClusters and StatefulSets) from hand-made owner
+and Workload pairs: the sandbox runs no training operator, mpi-operator or KubeRay, and its
+replay does not make StatefulSets yet, so no round trip covers them (tests/e2e/test_record.py
+covers Jobs, JobSets and pod groups). Each owner comes back as its kind with its replica
+types' (worker groups', a StatefulSet's) replicas from the owner and each template from the
+Workload's pod set, and the what-if reads it back as Kueue counts it; an owner that no longer
+matches its Workload, or a replica type its operator does not know, is a comment naming
 why."""
 
 from __future__ import annotations
@@ -153,11 +154,12 @@ def test_a_replica_kind_whose_crd_is_not_installed_is_a_comment_saying_its_owner
 def test_the_kinds_recorded_are_named_where_another_owner_is_refused() -> None:
     rest = owner_day("JAXJob", {"Worker": 1}, [("worker", 1)])
     wl: dict[str, Any] = rest.objects["/apis/kueue.x-k8s.io/v1beta2/workloads"]["items"][0]
-    wl["metadata"]["ownerReferences"][0].update(kind="StatefulSet", apiVersion="apps/v1")
+    wl["metadata"]["ownerReferences"][0].update(kind="Deployment", apiVersion="apps/v1")
     (item,) = recorded(rest).items
     assert item.skipped == (
-        "its owner is a StatefulSet; the mix records Jobs, Pods, JobSets, MPIJobs, RayJobs, "
-        "RayClusters and the Kubeflow v1 jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob)"
+        "its owner is a Deployment; the mix records Jobs, Pods, JobSets, StatefulSets, MPIJobs, "
+        "RayJobs, RayClusters and the Kubeflow v1 jobs (PyTorchJob, TFJob, XGBoostJob, "
+        "PaddleJob, JAXJob)"
     )
 
 
@@ -258,4 +260,65 @@ def test_a_ray_kind_that_is_not_its_workload_is_a_comment() -> None:
     assert item.skipped == (  # Kueue names a pod set after it
         "malformed: a worker group's name 'GPU group' is not a name usable as a label value (a "
         "DNS-1123 subdomain of at most 63 characters)"
+    )
+
+
+def statefulset_day(replicas: int, count: int) -> FakeRest:
+    """alpha's StatefulSet "serve" of `replicas` (its pods labelled app and team, selected by
+    app) and the Workload Kueue made of its pods, a group of `count`: owned by the StatefulSet
+    and by each pod, its one pod set named by their role hash; admitted, still serving."""
+    made = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "serve", "namespace": "alpha", "uid": "s1",
+                     "creationTimestamp": "2026-12-01T10:00:00Z",
+                     "labels": {"kueue.x-k8s.io/queue-name": "jobs"}},
+        "spec": {"replicas": replicas, "serviceName": "serve",
+                 "selector": {"matchLabels": {"app": "serve"}},
+                 "template": {"metadata": {"labels": {"app": "serve", "team": "s3cr3t"}},
+                              "spec": pod_spec(gpus=2)}},
+    }  # fmt: skip
+    wl = (
+        Workload("statefulset-serve-abcde", "alpha").uid("wl-s1")
+        .created("2026-12-01T10:00:00Z").owner("StatefulSet", "serve", "s1", "apps/v1")
+        .queue("jobs").pod_set(pod_spec(gpus=2), count=count, name="5e6f7a8b")
+    )  # fmt: skip
+    for i in range(count):
+        wl.owner("Pod", f"serve-{i}", f"p{i}", api_version="v1")
+    wl.reserve_quota("alpha-cq", {"nvidia.com/gpu": "h100"}, "2026-12-01T10:00:05Z")
+    wl.admitted("2026-12-01T10:00:05Z")
+    rest = cluster([wl.obj()], [])
+    rest.objects["/apis/apps/v1/namespaces/alpha/statefulsets"] = {"items": [made]}
+    return rest
+
+
+def test_a_statefulset_is_recorded_as_itself_not_as_a_group_of_its_pods() -> None:
+    rec = recorded(statefulset_day(3, 3))
+    (item,) = rec.items
+    assert item.skipped is None and item.members == ()
+    (written,) = docs(rec.files(single=False)["alpha.yaml"])
+    assert (written["kind"], written["metadata"]["name"]) == ("StatefulSet", "serve")
+    assert written["metadata"]["annotations"] == {
+        "gpu-queues.dev/submit-at": "0s", "gpu-queues.dev/running": "true"
+    }  # fmt: skip
+    spec = written["spec"]
+    assert (spec["replicas"], spec["selector"]) == (3, {"matchLabels": {"app": "serve"}})
+    # of the pods' labels, the one the selector reads; the template the Workload's
+    assert spec["template"]["metadata"] == {"labels": {"app": "serve"}}
+    assert spec["template"]["spec"]["containers"][0]["image"] == IMAGE_PLACEHOLDER
+    assert "serviceName" not in spec
+    for bit in SECRET_BITS:
+        assert bit not in rec.files(single=False)["alpha.yaml"], bit
+    catalog = Catalog((TeamQueue("alpha", "alpha", "jobs", "alpha-cq"),),
+                      frameworks=frozenset({"statefulset"}))  # fmt: skip
+    read = check(MixDocument("alpha.yaml#0", written), 0, catalog)
+    assert (read.status, read.problem, read.gpus, read.pods, read.duration) == (
+        "ok", None, 6, 3, None
+    )  # fmt: skip
+
+
+def test_a_statefulset_scaled_since_its_workload_was_made_is_a_comment() -> None:
+    (item,) = recorded(statefulset_day(5, 3)).items
+    assert item.skipped == (
+        "its StatefulSet no longer matches its Workload: 5 replicas against the Workload's 3 pods"
     )

@@ -150,14 +150,17 @@ def test_a_group_that_no_longer_matches_its_workload_is_a_comment(change: str, w
     assert f"# not recorded: Workload alpha/g: {why}" in rec.files(single=False)["alpha.yaml"]
 
 
-def test_the_pods_of_a_statefulset_are_not_recorded_as_a_group_of_their_own() -> None:
-    # Kueue's StatefulSet integration labels its pods a group and the StatefulSet owns their
-    # Workload too: they are the StatefulSet's, which the recording does not read yet.
+def test_pods_of_a_group_another_kind_owns_too_are_not_recorded_as_a_group() -> None:
+    # Kueue's LeaderWorkerSet integration labels its pods a group and the LeaderWorkerSet owns
+    # their Workload too: they are its pods, not a group a user wrote (a StatefulSet's are read
+    # as the StatefulSet: test_record_kinds.py).
     rest = group_day()
     wl = rest.objects["/apis/kueue.x-k8s.io/v1beta2/workloads"]["items"][0]
-    wl["metadata"]["ownerReferences"].insert(
-        0, {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "g", "uid": "uid-sts"}
-    )
+    wl["metadata"]["ownerReferences"].insert(0, {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "g",
+        "uid": "uid-lws"})  # fmt: skip
     (item,) = recorded(rest).items
     assert item.documents() == ()
-    assert (item.skipped or "").startswith("its owner is a StatefulSet; the mix records Jobs, Pods")
+    assert (item.skipped or "").startswith(
+        "its owner is a LeaderWorkerSet; the mix records Jobs, Pods"
+    )
