@@ -1,8 +1,9 @@
 """A live Workload's owner as the what-if mix writes it: which owner kinds are read (Jobs,
-plain Pods, JobSets, PyTorchJobs), how they are read from the API (`Owners`, once per namespace
-and kind), and the manifest made of an owner and its Workload (`workload_manifest`), keeping
-only what admission depends on. `gpuq record` (record.py) writes these manifests to files;
-`gpuq status --eta` (eta_mix.py) replays them.
+plain Pods and pod groups, JobSets, MPIJobs, the Kubeflow v1 jobs), how they are read from the
+API (`Owners`, once per namespace and kind), and the manifest made of an owner and its
+Workload (`workload_manifest`; a pod group's Pods, `pod_group_manifests`), keeping only what
+admission depends on. `gpuq record` (record.py) writes these manifests to files; `gpuq status
+--eta` (eta_mix.py) replays them (a pod group's not yet: it is a row saying so).
 
 The cluster's strings are not trusted: every name written is checked against Kubernetes' rules
 (gpu_queues/kueue/fields.py), and what cannot be written is `Unrecordable` with the reason as
@@ -11,18 +12,24 @@ one line of ASCII.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from gpu_queues.kueue.fields import name_rule_problem
 from gpu_queues.kueue.quantity import QuantityError, parse_quantity
 from gpu_queues.values import as_dict, as_list, as_str
 from gpu_queues.whatif.mix import PRIORITY_LABEL, QUEUE_LABEL
-from gpu_queues.whatif.podsets import PYTORCH_REPLICA_TYPES
+from gpu_queues.whatif.podgroups import GROUP_LABEL, TOTAL_COUNT
+from gpu_queues.whatif.podsets import KUBEFLOW_V1, MPI_REPLICA_TYPES, SUBMITTER
 from gpu_queues.whatif.podsets import pod_sets as pod_sets_of
 from gpu_queues.whatif.workloads import KubeError, Rest, owner
 
 MIN_PARALLELISM: Final = "kueue.x-k8s.io/job-min-parallelism"  # Kueue's partial admission
+
+
+# Kueue's pod webhook writes it on each Pod of a group: the name of the group Workload's pod
+# set the pod counts in (its role: a hash of what admission reads of its spec).
+ROLE_HASH: Final = "kueue.x-k8s.io/role-hash"
 
 
 IMAGE_PLACEHOLDER: Final = "gpu-queues.invalid/recorded:image-dropped"
@@ -77,18 +84,42 @@ def checked_name(value: Any, rule: str, what: str) -> str:
     return str(value)
 
 
-# The owner kinds recorded, and where the API lists (or, for a Pod, gets) them: Kueue's
-# integrations whose Workloads the what-if replays from a recording. Another owner (a RayJob, an
-# MPIJob, ...) is a comment naming it.
-OWNER_PATHS: Final[dict[str, str]] = {
-    "Job": "/apis/batch/v1/namespaces/{namespace}/jobs",
-    "Pod": "/api/v1/namespaces/{namespace}/pods/{name}",
-    "JobSet": "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{namespace}/jobsets",
-    "PyTorchJob": "/apis/kubeflow.org/v1/namespaces/{namespace}/pytorchjobs",
+# The kinds whose shape is replica specs by replica type (the Kubeflow v1 jobs', the
+# training operator's; an MPIJob's, the mpi-operator's): their apiVersion, where the specs are,
+# and the replica types in Kueue's order (podsets.py's, the mix's one rule of their pod sets).
+REPLICA_KINDS: Final[Mapping[str, tuple[str, str, tuple[str, ...]]]] = {
+    **{kind: ("kubeflow.org/v1", k.specs, k.types) for kind, k in KUBEFLOW_V1.items()},
+    "MPIJob": ("kubeflow.org/v2beta1", "mpiReplicaSpecs", MPI_REPLICA_TYPES),
 }
 
 
-RECORDED_KINDS: Final = "Jobs, Pods, JobSets and PyTorchJobs"
+# The Ray kinds (KubeRay's): a RayCluster's head and worker groups, a RayJob's cluster's and
+# its submitter.
+RAY_KINDS: Final = ("RayJob", "RayCluster")
+
+
+# The owner kinds recorded, and where the API lists (or, for a Pod, gets) them: Kueue's
+# integrations whose Workloads the what-if replays from a recording. Another owner (a
+# Deployment, a LeaderWorkerSet, ...) is a comment naming it.
+OWNER_PATHS: Final[dict[str, str]] = {
+    "Job": "/apis/batch/v1/namespaces/{namespace}/jobs",
+    # Before Pod: a StatefulSet's Workload is owned by its pods too (Kueue makes them a group).
+    "StatefulSet": "/apis/apps/v1/namespaces/{namespace}/statefulsets",
+    "Pod": "/api/v1/namespaces/{namespace}/pods/{name}",
+    "JobSet": "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{namespace}/jobsets",
+    **{
+        kind: f"/apis/{api}/namespaces/{{namespace}}/{kind.lower()}s"
+        for kind, (api, _, _) in REPLICA_KINDS.items()
+    },
+    **{kind: f"/apis/ray.io/v1/namespaces/{{namespace}}/{kind.lower()}s" for kind in RAY_KINDS},
+}
+
+
+RECORDED_KINDS: Final = (
+    "Jobs, Pods, JobSets, StatefulSets, MPIJobs, RayJobs, RayClusters and the Kubeflow v1 jobs ("
+    + ", ".join(KUBEFLOW_V1)
+    + ")"
+)
 
 
 def recorded_owner(wl: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -134,32 +165,19 @@ def workload_manifest(
     """The Workload's owner (`found`, as the API has it) as the mix submits it: its pod sets'
     pods and pod templates (what admission reads, from the Workload), its queue and priority;
     Unrecordable when it cannot be."""
-    spec = as_dict(wl.get("spec"))
-    pod_sets = [as_dict(p) for p in as_list(spec.get("podSets"))]
-    owner_meta = as_dict(as_dict(found).get("metadata"))
-    labels = {QUEUE_LABEL: checked_name(spec.get("queueName"), "label", "its queue")}
-    ref = as_dict(spec.get("priorityClassRef"))
-    priority = (
-        as_str(ref.get("name")) if ref.get("group") == WORKLOAD_PRIORITY_GROUP else None
-    ) or as_str(as_dict(owner_meta.get("labels")).get(PRIORITY_LABEL))
-    if priority:
-        labels[PRIORITY_LABEL] = checked_name(priority, "label", "its priority class")
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels}
-    metadata["annotations"] = {}
-    if kind in ("JobSet", "PyTorchJob"):
+    pod_sets = [as_dict(p) for p in as_list(as_dict(wl.get("spec")).get("podSets"))]
+    metadata = _metadata(wl, namespace, name, found)
+    if kind == "StatefulSet":
+        return _statefulset(metadata, pod_sets, as_dict(as_dict(found).get("spec")))
+    if kind == "JobSet" or kind in REPLICA_KINDS or kind in RAY_KINDS:
         return _multi_pod_set(kind, metadata, pod_sets, as_dict(as_dict(found).get("spec")))
     if len(pod_sets) != 1:
         raise Unrecordable(f"malformed: a {kind}'s Workload has {len(pod_sets)} pod sets, not one")
     pod_set = pod_sets[0]
     pod_spec = _pod_spec(as_dict(pod_set.get("template")).get("spec"))
     if kind == "Pod":
-        pods = [
-            r
-            for r in as_list(as_dict(wl.get("metadata")).get("ownerReferences"))
-            if as_dict(r).get("kind") == "Pod"
-        ]
-        if len(pods) != 1 or pod_set.get("count", 1) != 1:
-            raise Unrecordable("a group of pods (one Workload of several Pods): not recorded")
+        if len(pod_owners(wl)) != 1 or pod_set.get("count", 1) != 1:
+            raise Unrecordable("a group of pods (one Workload of several Pods): not read here")
         return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
     count = _count(pod_set)
     min_count = pod_set.get("minCount")
@@ -172,6 +190,83 @@ def workload_manifest(
         # One wave of the pod set's pods: the duration is the whole run's.
         "spec": {"parallelism": count, "completions": count, "template": {"spec": pod_spec}},
     }
+
+
+def _metadata(
+    wl: Mapping[str, Any], namespace: str, name: str, found: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """An owner's metadata in the mix: its name, and the Workload's queue and priority (else
+    the owner's priority label); no annotations yet."""
+    spec = as_dict(wl.get("spec"))
+    owner_meta = as_dict(as_dict(found).get("metadata"))
+    labels = {QUEUE_LABEL: checked_name(spec.get("queueName"), "label", "its queue")}
+    ref = as_dict(spec.get("priorityClassRef"))
+    priority = (
+        as_str(ref.get("name")) if ref.get("group") == WORKLOAD_PRIORITY_GROUP else None
+    ) or as_str(as_dict(owner_meta.get("labels")).get(PRIORITY_LABEL))
+    if priority:
+        labels[PRIORITY_LABEL] = checked_name(priority, "label", "its priority class")
+    return {"name": name, "namespace": namespace, "labels": labels, "annotations": {}}
+
+
+def pod_owners(wl: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The Workload's ownerReferences to Pods: one for a plain Pod, every member's for a pod
+    group (Kueue adds each Pod of the group as an owner of its one Workload)."""
+    refs = as_list(as_dict(wl.get("metadata")).get("ownerReferences"))
+    return [as_dict(r) for r in refs if as_dict(r).get("kind") == "Pod"]
+
+
+def group_of(pod: Mapping[str, Any] | None) -> str | None:
+    """The pod group a Pod belongs to, by the label Kueue reads (None: a single Pod)."""
+    name = as_dict(as_dict(as_dict(pod).get("metadata")).get("labels")).get(GROUP_LABEL)
+    return name if isinstance(name, str) and name else None
+
+
+def pod_group_manifests(
+    wl: dict[str, Any], namespace: str, pods: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """A pod group's Workload and its Pods (`pods`, as the API has them) as the mix submits
+    the group: one Pod document per member (by name), named as it,
+    its template from the Workload's pod set of its role (the pod's ROLE_HASH; a Workload of
+    one pod set needs none), its group label and total count kept, the queue and priority
+    the Workload's. Each role's pods must be its pod set's count and the total count the
+    number of pods, or the group changed since Kueue made its Workload: Unrecordable."""
+    listed = as_list(as_dict(wl.get("spec")).get("podSets"))
+    pod_sets = {str(as_dict(p).get("name")): as_dict(p) for p in listed}
+    group = checked_name(group_of(pods[0]), "object", "its pod group's name")
+    out: list[dict[str, Any]] = []
+    roles: dict[str, int] = {}
+    totals: set[str] = set()
+    # By name: the Workload's owners are in the order Kueue's cache listed the pods.
+    for pod in sorted(pods, key=lambda p: str(as_dict(p.get("metadata")).get("name"))):
+        meta = as_dict(pod.get("metadata"))
+        name = checked_name(meta.get("name"), "object", "a pod's name")
+        annotations = as_dict(meta.get("annotations"))
+        if group_of(pod) != group:
+            raise Unrecordable(f"its Pod {name} is not of pod group {group}")
+        role = annotations.get(ROLE_HASH) if len(pod_sets) != 1 else next(iter(pod_sets))
+        if not isinstance(role, str) or role not in pod_sets:
+            raise Unrecordable(
+                f"malformed: its Pod {name}'s {ROLE_HASH} {comment_text(repr(role))} names none "
+                f"of its Workload's pod sets"
+            )
+        roles[role] = roles.get(role, 0) + 1
+        total = annotations.get(TOTAL_COUNT)
+        totals.add(total if isinstance(total, str) else comment_text(repr(total)))
+        metadata = _metadata(wl, namespace, name, pod)
+        metadata["labels"][GROUP_LABEL] = group
+        metadata["annotations"][TOTAL_COUNT] = str(len(pods))
+        spec = _pod_spec(as_dict(pod_sets[role].get("template")).get("spec"))
+        out.append({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
+    kept = sorted((n, _count(p)) for n, p in pod_sets.items())
+    if sorted(roles.items()) != kept or totals != {str(len(pods))}:
+        raise Unrecordable(
+            f"its pod group {group} no longer matches its Workload: {len(pods)} pods of total "
+            f"count {comment_text(repr(sorted(map(str, totals))))}, roles "
+            f"{comment_text(repr(sorted(roles.items())))} against the Workload's "
+            f"{comment_text(repr(kept))}"
+        )
+    return out
 
 
 def _count(pod_set: Mapping[str, Any]) -> int:
@@ -194,60 +289,22 @@ def _number(value: Any, what: str) -> int | None:
 def _multi_pod_set(
     kind: str, metadata: dict[str, Any], pod_sets: list[dict[str, Any]], owner: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """A JobSet or PyTorchJob: its shape (replicated jobs or replica types, their replicas and
-    a Job's parallelism and completions) from the owner, each pod set's template from the
-    Workload; the pod sets the mix counts of it (podsets.py's one rule) must be the Workload's,
-    name for name and count for count, or the owner changed since Kueue made its Workload."""
+    """A JobSet, a kind of replica specs (REPLICA_KINDS) or a Ray kind (RAY_KINDS): its shape
+    (replicated jobs, replica types or worker groups, their replicas, a Job's parallelism and
+    completions) from the owner, each pod set's template from the Workload; the pod sets the
+    mix counts of it (podsets.py's one rule) must be the Workload's, name for name and count
+    for count, or the owner changed since Kueue made its Workload."""
     templates = {}
     for p in pod_sets:
         templates[str(p.get("name"))] = _pod_spec(as_dict(p.get("template")).get("spec"))
-    manifest: dict[str, Any]
     if kind == "JobSet":
-        replicated = []
-        for raw in as_list(owner.get("replicatedJobs")):
-            rj = as_dict(raw)
-            rj_name = checked_name(rj.get("name"), "label", "a replicated job's name")
-            job = as_dict(as_dict(rj.get("template")).get("spec"))
-            job_spec: dict[str, Any] = {}
-            for key in ("parallelism", "completions"):
-                number = _number(job.get(key), f"replicated job {rj_name}'s {key}")
-                if number is not None:
-                    job_spec[key] = number
-            job_spec["template"] = {"spec": templates.get(rj_name, {})}
-            entry: dict[str, Any] = {"name": rj_name}
-            replicas = _number(rj.get("replicas"), f"replicated job {rj_name}'s replicas")
-            if replicas is not None:
-                entry["replicas"] = replicas
-            replicated.append({**entry, "template": {"spec": job_spec}})
-        manifest = {
-            "apiVersion": "jobset.x-k8s.io/v1alpha2",
-            "kind": "JobSet",
-            "metadata": metadata,
-            "spec": {"replicatedJobs": replicated},
-        }
+        api, spec = "jobset.x-k8s.io/v1alpha2", _jobset_spec(owner, templates)
+    elif kind in RAY_KINDS:
+        api, spec = "ray.io/v1", _ray_spec(kind, owner, templates)
     else:
-        replica_specs = {}
-        for replica_type, raw in as_dict(owner.get("pytorchReplicaSpecs")).items():
-            replica = as_dict(raw)
-            entry = {}
-            replicas = _number(replica.get("replicas"), f"replica type {replica_type}'s replicas")
-            if replicas is not None:
-                entry["replicas"] = replicas
-            pod_set = str(replica_type).lower()
-            entry["template"] = {"spec": templates.get(pod_set, {})}
-            known = [t for t in PYTORCH_REPLICA_TYPES if t.lower() == str(replica_type).lower()]
-            if not known:
-                raise Unrecordable(
-                    f"malformed: replica type {comment_text(repr(replica_type))} is not one of "
-                    f"{', '.join(PYTORCH_REPLICA_TYPES)}"
-                )
-            replica_specs[known[0]] = entry
-        manifest = {
-            "apiVersion": "kubeflow.org/v1",
-            "kind": "PyTorchJob",
-            "metadata": metadata,
-            "spec": {"pytorchReplicaSpecs": replica_specs},
-        }
+        api, specs, types = REPLICA_KINDS[kind]
+        spec = {specs: _replica_specs(kind, as_dict(owner.get(specs)), types, templates)}
+    manifest = {"apiVersion": api, "kind": kind, "metadata": metadata, "spec": spec}
     counted = [(p.name, p.count) for p in pod_sets_of(kind, manifest)]
     kept = [(str(p.get("name")), _count(p)) for p in pod_sets]
     if counted != kept:
@@ -256,6 +313,112 @@ def _multi_pod_set(
             f"against the Workload's {comment_text(repr(kept))}"
         )
     return manifest
+
+
+def _statefulset(
+    metadata: dict[str, Any], pod_sets: list[dict[str, Any]], owner: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A StatefulSet: its replicas and selector from the owner, of its pods' labels only those
+    the selector reads (the API wants the template to match it), the pod template from the
+    Workload's one pod set (Kueue's group of its replicas, named by their role hash); the
+    replicas must be the pod set's count, or it was scaled since Kueue made its Workload."""
+    if len(pod_sets) != 1:
+        raise Unrecordable(f"malformed: a StatefulSet's Workload has {len(pod_sets)} pod sets")
+    selector = as_dict(owner.get("selector"))
+    read = set(map(str, as_dict(selector.get("matchLabels"))))
+    read |= {str(as_dict(e).get("key")) for e in as_list(selector.get("matchExpressions"))}
+    template = as_dict(owner.get("template"))
+    labels = {
+        checked_name(k, "key", "a pod label key"): checked_name(v, "value", "a pod label value")
+        for k, v in sorted(as_dict(as_dict(template.get("metadata")).get("labels")).items())
+        if k in read
+    }
+    pod = _pod_spec(as_dict(pod_sets[0].get("template")).get("spec"))
+    spec = _numbers(owner, ("replicas",), "its")
+    spec["selector"] = _plain(selector)
+    spec["template"] = {"metadata": {"labels": labels}, "spec": pod}
+    manifest = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": metadata}
+    manifest["spec"] = spec
+    (counted,) = [p.count for p in pod_sets_of("StatefulSet", manifest)]
+    if counted != _count(pod_sets[0]):
+        raise Unrecordable(
+            f"its StatefulSet no longer matches its Workload: {counted} replicas against the "
+            f"Workload's {_count(pod_sets[0])} pods"
+        )
+    return manifest
+
+
+def _jobset_spec(owner: Mapping[str, Any], templates: Mapping[str, Any]) -> dict[str, Any]:
+    """A JobSet's replicated jobs: names, replicas, their Job's parallelism and completions."""
+    replicated = []
+    for raw in as_list(owner.get("replicatedJobs")):
+        rj = as_dict(raw)
+        rj_name = checked_name(rj.get("name"), "label", "a replicated job's name")
+        job = as_dict(as_dict(rj.get("template")).get("spec"))
+        job_spec = _numbers(job, ("parallelism", "completions"), f"replicated job {rj_name}'s")
+        job_spec["template"] = {"spec": templates.get(rj_name, {})}
+        entry: dict[str, Any] = {"name": rj_name}
+        entry.update(_numbers(rj, ("replicas",), f"replicated job {rj_name}'s"))
+        replicated.append({**entry, "template": {"spec": job_spec}})
+    return {"replicatedJobs": replicated}
+
+
+def _replica_specs(
+    kind: str, specs: Mapping[str, Any], types: tuple[str, ...], templates: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A Kubeflow v1 job's or MPIJob's replica specs: each type's replicas."""
+    out = {}
+    for replica_type, raw in specs.items():
+        entry = _numbers(as_dict(raw), ("replicas",), f"replica type {replica_type}'s")
+        pod_set = str(replica_type).lower()
+        entry["template"] = {"spec": templates.get(pod_set, {})}
+        # The training operator camel-cases a replica type; the mpi-operator takes only its own.
+        known = [
+            t for t in types if t == replica_type or (kind != "MPIJob" and t.lower() == pod_set)
+        ]
+        if not known:
+            raise Unrecordable(
+                f"malformed: replica type {comment_text(repr(replica_type))} is not one of "
+                f"{', '.join(types)}"
+            )
+        out[known[0]] = entry
+    return out
+
+
+def _ray_spec(kind: str, owner: Mapping[str, Any], templates: Mapping[str, Any]) -> dict[str, Any]:
+    """A RayCluster's spec, or a RayJob's: its cluster's head and worker groups (each group's
+    name, replicas and numOfHosts), and a RayJob's submission mode, its submitter's template
+    from the Workload's and the cluster deleted when it ends (Kueue's webhook wants it so)."""
+    cluster = as_dict(owner.get("rayClusterSpec")) if kind == "RayJob" else as_dict(owner)
+    groups = []
+    for raw in as_list(cluster.get("workerGroupSpecs")):
+        group = as_dict(raw)
+        name = checked_name(group.get("groupName"), "label", "a worker group's name")
+        entry: dict[str, Any] = {"groupName": name}
+        entry.update(_numbers(group, ("replicas", "numOfHosts"), f"worker group {name}'s"))
+        groups.append({**entry, "template": {"spec": templates.get(name, {})}})
+    ray: dict[str, Any] = {"headGroupSpec": {"template": {"spec": templates.get("head", {})}}}
+    if groups:
+        ray["workerGroupSpecs"] = groups
+    if kind == "RayCluster":
+        return ray
+    spec: dict[str, Any] = {"shutdownAfterJobFinishes": True, "rayClusterSpec": ray}
+    mode = owner.get("submissionMode")
+    if mode is not None:
+        spec["submissionMode"] = checked_name(mode, "label", "its submissionMode")
+    if SUBMITTER in templates:
+        spec["submitterPodTemplate"] = {"spec": templates[SUBMITTER]}
+    return spec
+
+
+def _numbers(owner: Mapping[str, Any], keys: tuple[str, ...], whose: str) -> dict[str, Any]:
+    """The counts of `keys` the owner sets (unset: its API's default applies)."""
+    out = {}
+    for key in keys:
+        number = _number(owner.get(key), f"{whose} {key}")
+        if number is not None:
+            out[key] = number
+    return out
 
 
 def _pod_spec(raw: Any) -> dict[str, Any]:

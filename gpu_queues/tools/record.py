@@ -5,9 +5,10 @@ that replays what the cluster was asked to admit.
     gpuq record [--stack NAME] [--project DIR] [--kubeconfig FILE] [--since 24h] --out DIR_OR_FILE
     make record STACK=prod SINCE=24h OUT=mix/
 
-Each Workload whose owner is a Job, a plain Pod (Kueue's pod integration), a JobSet or a
-PyTorchJob (OWNER_PATHS) and that was created within --since of now becomes one manifest of
-its owner's kind, named as its owner (namespace/name):
+Each Workload whose owner is a Job, a plain Pod (Kueue's pod integration), a JobSet, a
+StatefulSet, an MPIJob, a RayJob, a RayCluster or a Kubeflow v1 job (PyTorchJob, TFJob,
+XGBoostJob, PaddleJob, JAXJob: OWNER_PATHS) and that was created within --since of now
+becomes one manifest of its owner's kind, named as its owner (namespace/name):
   gpu-queues.dev/submit-at  the owner's creation, offset from the earliest one recorded
   gpu-queues.dev/duration   from its (last) admission (QuotaReserved) to Finished, to the
                             second (at least 1s); none when it had not finished, and then
@@ -16,8 +17,13 @@ its owner's kind, named as its owner (namespace/name):
                             of the replay once admitted
   kueue.x-k8s.io/queue-name and kueue.x-k8s.io/priority-class as on the Workload, and its pod
   set's pods (parallelism) and pod template, with only what admission depends on. A JobSet's
-  replicated jobs (a PyTorchJob's replica types) keep their replicas, parallelism and
-  completions from the owner, each pod template from the Workload's pod set of its name.
+  replicated jobs (an MPIJob's or Kubeflow job's replica types, a Ray kind's worker groups)
+  keep their replicas, parallelism and completions (numOfHosts) from the owner, each pod
+  template from the Workload's pod set of its name.
+A pod group (Pods labelled kueue.x-k8s.io/pod-group-name: one Workload, owned by each) becomes
+its Pods, each with the template of its role's pod set and the group's label and total count,
+all with the group's times: submit-at its last pod's creation (when Kueue could queue it), and
+the Workload's duration (gpu_queues/whatif/podgroups.py reads them back as one workload).
 
 What is kept of a pod template (Kueue's copy in the Workload's pod set, taken before Kueue
 injected a flavor's node selector): each container's and init container's name and resource
@@ -69,7 +75,10 @@ from gpu_queues.tools.owners import (
     Unrecordable,
     checked_name,
     comment_text,
+    group_of,
     name_problem,
+    pod_group_manifests,
+    pod_owners,
     recorded_owner,
     workload_manifest,
 )
@@ -99,6 +108,12 @@ class Item:
     manifest: dict[str, Any] | None = None
     skipped: str | None = None
     workload: str = ""
+    members: tuple[dict[str, Any], ...] = ()
+    """A pod group's Pod documents, written in place of `manifest` (its first)."""
+
+    def documents(self) -> tuple[dict[str, Any], ...]:
+        """What is written of it: its manifest, or a pod group's Pods; none when skipped."""
+        return self.members or ((self.manifest,) if self.manifest is not None else ())
 
     def key(self, single: bool) -> tuple[float, str, str]:
         # The replay submits in (submit-at, file, document) order: the same order here.
@@ -141,10 +156,11 @@ class Recording:
         for name, items in sorted(groups.items()):
             docs = []
             for item in items:
-                if item.manifest is None or start is None:
+                if start is None:
                     continue
-                manifest = _with_submit_at(item.manifest, item.created - start)
-                docs.append(yaml.safe_dump(manifest, sort_keys=False, width=100))
+                for doc in item.documents():
+                    manifest = _with_submit_at(doc, item.created - start)
+                    docs.append(yaml.safe_dump(manifest, sort_keys=False, width=100))
             out[name] = self.header(start, items) + "---\n".join(docs)
         return out
 
@@ -302,6 +318,38 @@ def _item(
             raise Unrecordable("it has no owner (made directly, not by a Job): nothing to submit")
         kinds = ", ".join(sorted({str(as_dict(r).get("kind")) for r in refs}))
         raise Unrecordable(f"its owner is a {kinds}; the mix records {RECORDED_KINDS}")
+    kind = str(ref.get("kind"))
+    others = sorted({str(as_dict(r).get("kind")) for r in refs} - {kind})
+    if kind == "Pod" and others:
+        # Kueue's LeaderWorkerSet integration makes its pods a group whose Workload it owns
+        # too: they are no group a user wrote (a StatefulSet's are read as it: OWNER_PATHS).
+        raise Unrecordable(f"its owner is a {', '.join(others)}; the mix records {RECORDED_KINDS}")
+    found = _owner(ref, namespace, owners)
+    owner_name = str(ref.get("name"))
+    members: tuple[dict[str, Any], ...] = ()
+    if kind == "Pod" and group_of(found) is not None:
+        # A pod group: the Workload, named after the group, is owned by each of its Pods.
+        # It was queued once its last Pod existed, when Kueue made it: that is its submit-at.
+        pods = [_owner(r, namespace, owners) for r in pod_owners(wl)]
+        created = max(_created(p, "Pod") for p in pods)
+        if created < now - since:
+            return None
+        members = tuple(pod_group_manifests(wl, namespace, pods))
+        owner_name, manifest = str(group_of(found)), members[0]
+    else:
+        created = _created(found, kind)
+        if created < now - since:
+            return None
+        manifest = workload_manifest(wl, kind, namespace, owner_name, found)
+    durations = _run(wl)
+    for doc in members or (manifest,):
+        doc["metadata"]["annotations"].update(durations)
+    return Item(namespace, owner_name, created, manifest, workload=name, members=members)
+
+
+def _owner(ref: Mapping[str, Any], namespace: str, owners: Owners) -> dict[str, Any]:
+    """The owner an ownerReference names, as the API has it now; Unrecordable when it is not
+    there or was made again."""
     kind, owner_name = str(ref.get("kind")), as_str(ref.get("name"))
     if not owner_name:
         raise Unrecordable("malformed: its ownerReference has no name")
@@ -314,11 +362,17 @@ def _item(
         raise Unrecordable(
             f"its {kind} {namespace}/{owner_name} was deleted and made again (new uid)"
         )
-    created = _stamp(owner_meta.get("creationTimestamp"), f"the {kind}'s creationTimestamp")
-    if created < now - since:
-        return None
-    manifest = workload_manifest(wl, kind, namespace, owner_name, found)
-    annotations = manifest["metadata"]["annotations"]
+    return found
+
+
+def _created(found: Mapping[str, Any], kind: str) -> float:
+    meta = as_dict(found.get("metadata"))
+    return _stamp(meta.get("creationTimestamp"), f"the {kind}'s creationTimestamp")
+
+
+def _run(wl: Mapping[str, Any]) -> dict[str, str]:
+    """How the Workload ran, as the mix's annotations: its duration, or running or waiting."""
+    annotations = {}
     admitted = _true_since(wl, "QuotaReserved")
     finished = _true_since(wl, "Finished")
     if finished is not None:
@@ -329,7 +383,7 @@ def _item(
         annotations[ANNOTATION_RUNNING] = "true"
     else:
         annotations[ANNOTATION_WAITING] = "true"
-    return Item(namespace, owner_name, created, manifest, workload=name)
+    return annotations
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -63,7 +63,9 @@ EXPECTED = {
     "r-big": ("finished", "rec-gpu", 0),
     "r-small": ("finished", "rec-gpu", 7),
     "r-prep": ("finished", "rec-gpu", 0),
+    "r-group": ("finished", "rec-gpu", 0),
 }
+GROUP = ("r-group-launcher", "r-group-w0", "r-group-w1")
 
 
 def _wipe(k: KubeSession) -> None:
@@ -75,11 +77,15 @@ def _wipe(k: KubeSession) -> None:
         for j in k.batch.list_namespaced_job(ns).items:
             if not j.metadata.owner_references:  # a JobSet's go with it
                 k.delete_job(j.metadata.name, ns)
+        for pod in k.core.list_namespaced_pod(ns).items:
+            if not pod.metadata.owner_references:  # a pod group's (a Job's go with it)
+                k.core.delete_namespaced_pod(pod.metadata.name, ns)
         k.wait(f"no workloads in {ns}", lambda n=ns: not k.workloads(n), namespace=ns, timeout=90)
 
 
 def run_in_wall_time(rest: Rest, mix: Path, catalog: Catalog) -> float:
-    """Create each Job of the mix at its submit-at of the wall clock, its pods ending their
+    """Create each Job of the mix (a pod group's Pods together) at its submit-at of the wall
+    clock, its pods ending their
     duration after they run (kwok's complete-after stage); return when every job with a
     duration has finished and nothing has changed for a few seconds. The start, wall time."""
     entries = submission_order(load_mix(mix, catalog))
@@ -87,20 +93,23 @@ def run_in_wall_time(rest: Rest, mix: Path, catalog: Catalog) -> float:
     start = int(time.time()) + 1.2  # a fifth into a second: creation seconds are exact
     for e in entries:
         time.sleep(max(start + e.submit_at - time.time(), 0))
-        manifest = copy.deepcopy(e.manifest)
-        if e.duration is not None:
-            for pod_set in pod_sets(e.kind, manifest):  # each template has its metadata
-                pod_set.meta.setdefault("annotations", {})[COMPLETE_AFTER] = f"{e.duration:.0f}s"
-        api, plural = COLLECTIONS[e.kind]
-        rest.create(f"{api}/namespaces/{e.namespace}/{plural}", manifest)
+        for member in e.members or (e.manifest,):
+            manifest = copy.deepcopy(member)
+            if e.duration is not None:
+                for pod_set in pod_sets(e.kind, manifest):  # each template has its metadata
+                    meta = pod_set.meta.setdefault("annotations", {})
+                    meta[COMPLETE_AFTER] = f"{e.duration:.0f}s"
+            api, plural = COLLECTIONS[e.kind]
+            rest.create(f"{api}/namespaces/{e.namespace}/{plural}", manifest)
     ends = [e.name for e in entries if e.duration is not None]
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         finished = set()
         for ns in NAMESPACES:
             for wl in rest.get(f"{KUEUE}/namespaces/{ns}/workloads")["items"]:
-                if is_true(wl, "Finished"):
+                if is_true(wl, "Finished"):  # a pod group's Workload is named after it
                     finished.add(wl["metadata"]["ownerReferences"][0]["name"])
+                    finished.add(wl["metadata"]["name"])
         if finished >= set(ends):
             time.sleep(3)  # what the last end lets in (the sweep comes back)
             return start
@@ -129,7 +138,9 @@ def test_a_run_recorded_back_replays_as_the_mix_does(
     started = time.monotonic()
     rest = Rest(file_client(KUBECONFIG))
     config = load_stack(SOURCE)
-    catalog = Catalog.from_stack(config, live_frameworks(rest))
+    frameworks = live_frameworks(rest)
+    assert "pod" in frameworks, f"the sandbox's Kueue runs no pod integration: {frameworks}"
+    catalog = Catalog.from_stack(config, frameworks)
     run_in_wall_time(rest, MIX, catalog)
     ran = time.monotonic() - started
 
@@ -162,7 +173,8 @@ def test_a_run_recorded_back_replays_as_the_mix_does(
     recorded = {d["metadata"]["name"]: d["metadata"]["annotations"] for d in docs}
     # Created at the mix's offsets of the wall clock, to the second; the sweep still running.
     assert {n: a[record.ANNOTATION_SUBMIT_AT] for n, a in recorded.items()} == {
-        "r-train": "0s", "r-sweep": "2s", "r-prep": "3s", "r-big": "6s", "r-small": "9s"
+        "r-train": "0s", "r-sweep": "2s", "r-prep": "3s", "r-big": "6s", "r-small": "9s",
+        **dict.fromkeys(GROUP, "26s"),
     }  # fmt: skip
     # The JobSet as a JobSet: its replicated jobs' shape from the JobSet as the API server
     # stores it (its defaults written: the leader's replicas 1), its pods' from
@@ -172,6 +184,18 @@ def test_a_run_recorded_back_replays_as_the_mix_does(
     assert [(rj["name"], rj.get("replicas"), rj["template"]["spec"].get("parallelism"))
             for rj in prep["spec"]["replicatedJobs"]] == [("leader", 1, None),
                                                           ("workers", 2, 2)]  # fmt: skip
+    # The pod group as its Pods, each with its role's template (the launcher without a GPU)
+    # and the group's label, total count and times.
+    group = [d for d in docs if d["metadata"]["name"] in GROUP]
+    assert [(d["kind"], d["metadata"]["labels"].get("kueue.x-k8s.io/pod-group-name"),
+             d["metadata"]["annotations"].get("kueue.x-k8s.io/pod-group-total-count"),
+             d["spec"]["containers"][0]["resources"].get("limits"))
+            for d in group] == [
+        ("Pod", "r-group", "3", None),
+        ("Pod", "r-group", "3", {"nvidia.com/gpu": "1"}),
+        ("Pod", "r-group", "3", {"nvidia.com/gpu": "1"}),
+    ]  # fmt: skip
+    assert len({recorded[n][record.ANNOTATION_DURATION] for n in GROUP}) == 1
     assert recorded["r-sweep"] == {
         "gpu-queues.dev/submit-at": "2s",
         "gpu-queues.dev/running": "true",
@@ -192,7 +216,8 @@ def test_a_run_recorded_back_replays_as_the_mix_does(
         assert wait is not None and other is not None, shown
         assert abs(other - wait) <= HANDOFF, f"{name}: waited {other}s, the mix {wait}s\n{shown}"
     # the recorded durations: the mix's plus the live cluster's handoffs, to the second
-    for name, mix_duration in (("r-train", 20), ("r-big", 10), ("r-small", 6), ("r-prep", 8)):
+    for name, mix_duration in (("r-train", 20), ("r-big", 10), ("r-small", 6), ("r-prep", 8),
+                               ("r-group-w0", 5)):  # fmt: skip
         seconds = parse_duration(recorded[name][record.ANNOTATION_DURATION])
         assert mix_duration <= seconds <= mix_duration + HANDOFF, (name, recorded[name])
     print(
