@@ -203,7 +203,7 @@ def topology_request(template: Mapping[str, Any]) -> tuple[tuple[str, str], ...]
         raise HarnessConfigError(
             f"workloads[].tasConstraint: {constraint!r} is not one of {', '.join(TAS_ANNOTATIONS)}"
         )
-    request = ((TAS_ANNOTATIONS[constraint], str(level)),)
+    request: tuple[tuple[str, str], ...] = ((TAS_ANNOTATIONS[constraint], str(level)),)
     if constraint == "balanced":  # Kueue refuses a slice request without its size
         size = _int(template.get("sliceSize"), "workloads[].sliceSize", minimum=1)
         request += ((SLICE_SIZE, str(size)),)

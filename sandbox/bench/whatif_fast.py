@@ -21,8 +21,8 @@ a priority in three, submitted across the day, to the teams in turn; a share of 
 (`--jobsets`, 10% by default) multi-node JobSets: a worker Job of 2 to 16 pods of 8 GPUs, each
 pod a whole node, half of them with a 1-pod CPU leader (the stack enables Kueue's
 jobset.x-k8s.io/jobset integration). `--jobsets 0` is the Jobs-only mix of before, the same
-bytes; `--vs-jobs-only` replays each size's Jobs-only mix too, in turn with it (A B A B,
-`--pairs` times), and prints the paired ratios.
+bytes (with `--topology 0`, the stack too); `--vs-jobs-only` replays each size's Jobs-only
+mix too, in turn with it (A B A B, `--pairs` times), and prints the paired ratios.
 
 The GPU flavor is topology-aware (`--topology 1`, the default), as a training fleet's is: its
 nodes in racks of 4 and blocks of up to 8 racks (a Topology of block, rack and hostname, the
@@ -374,7 +374,7 @@ def _row(
 
 
 # What a paired run's other side leaves out of the size's mix and fleet (`run_size`'s `vs`).
-VS = {"Jobs only": {"jobsets": 0.0}, "no topology": {"topology": False}}
+VS: dict[str, dict[str, Any]] = {"Jobs only": {"jobsets": 0.0}, "no topology": {"topology": False}}
 
 
 def run_size(

@@ -210,7 +210,7 @@ BEFORE_TOPOLOGY = {
 def test_the_fast_bench_without_topology_is_the_stack_and_mix_of_before(
     jobsets: float, tmp_path: Path
 ) -> None:
-    """TOPOLOGY=0 writes the bytes of before; with the topology, the same mix but for the
+    """TAS=0 (--topology 0) writes the bytes of before; with the topology, the same mix but for the
     JobSets' workers' annotations and the same fleet but for the Topology."""
     from sandbox.bench import whatif_fast as bench
 
