@@ -163,13 +163,17 @@ what-if: venv toolchain
 # the table. A share of the workloads are multi-node JobSets (JOBSETS, default 0.1; 0: Jobs
 # only). AGAINST=<folder of other gpuq-whatif-<release> builds>: each size paired with them in
 # turn (PAIRS times), their wall and CPU ratios; VS_JOBS_ONLY=1 instead: each size paired with
-# its Jobs-only mix on the same engines.
+# its Jobs-only mix on the same engines. The GPU flavor is in blocks and racks, the JobSets
+# asking for one (TAS=0: none, the stack and mix before; not TOPOLOGY, which names the
+# sandbox's shape); VS_NO_TAS=1: each size paired with its mix and fleet without the topology.
 SIZES ?= 1000 5000 20000 50000
 PAIRS ?= 1
 bench-what-if: venv toolchain
 	$(PY) -m sandbox.bench.whatif_fast $(SIZES) $(if $(JOBSETS),--jobsets $(JOBSETS)) \
+	  $(if $(TAS),--topology $(TAS)) \
 	  $(if $(AGAINST),--against $(AGAINST) --pairs $(PAIRS)) \
-	  $(if $(VS_JOBS_ONLY),--vs-jobs-only --pairs $(PAIRS))
+	  $(if $(VS_JOBS_ONLY),--vs-jobs-only --pairs $(PAIRS)) \
+	  $(if $(VS_NO_TAS),--vs-no-topology --pairs $(PAIRS))
 
 # Kueue's own scheduler performance harness against the fast engine (docs/what-if.md, Speed):
 # each of HARNESS_CONFIGS (test/performance/scheduler/configs/ of the pinned release) through

@@ -34,9 +34,19 @@ What the what-if cannot take as the harness gives it, and what stands in for it:
 - Without a topology the engine still places pods on nodes: enough identical nodes that they
   never stop an admitted job (twice the sum of the nominal quotas, each node at least twice
   the largest request, so a pod always finds one; 110 pods a node). With a topology, the
-  harness's nodes; the engine does not model topology-aware scheduling (docs/what-if.md,
-  Engines), so the flavor names no Topology and the jobs ask for no topology: the tas
-  configuration is replayed for its quotas and its pods, not its placement in racks.
+  harness's nodes, and its Topology as the stack's (`topologies`, the flavor's
+  `topologyName`, `nodes.topology` with each level's count, per domain of the level above as
+  the generator nests them); each Job's pod template asks what the generator's `tasConstraint`
+  puts on its Workload's pod set, as the annotation Kueue's Job integration reads into the
+  same request: `required` and `preferred` the podset-required- and -preferred-topology of
+  `tasLevel`; `balanced` (no annotation of that name in the release: the generator gives it
+  a slice request, `SliceRequiredTopologyRequest` and `SliceSizeTopologyRequest`, and no
+  required or preferred one) podset-slice-required-topology of `tasLevel` with
+  podset-slice-size `sliceSize`. `convert(..., topology=False)` leaves the topology out (the
+  flavor, the nodes and the pods the same), to measure what it costs.
+- The harness labels the hostname level `<level name>-<i>` (`node-0` in every rack); the
+  stack's nodes carry their own names there, as on a cluster. Kueue keys a domain by the
+  values of every level, so the domains are the same.
 """
 
 from __future__ import annotations
@@ -53,6 +63,16 @@ DEFAULT_FLAVOR = "rf"  # the generator's flavor when resourceFlavor is not given
 NODE_LABEL_VALUE = "tas"  # the value the harness's nodes and its flavor's nodeLabel carry
 DEFAULT_NODE_CPU = "96"  # the harness's node capacity when the node level gives none
 DEFAULT_NODE_MEMORY = "256Gi"
+HOSTNAME = "kubernetes.io/hostname"  # a level Kueue and the stack count by node, not by number
+# The annotations Kueue's Job integration reads into the pod set's topology request that the
+# generator gives each tasConstraint (runner/generator: Required-, Preferred- and
+# SliceRequiredTopologyRequest); "balanced" adds podset-slice-size from sliceSize.
+TAS_ANNOTATIONS = {
+    "required": "kueue.x-k8s.io/podset-required-topology",
+    "preferred": "kueue.x-k8s.io/podset-preferred-topology",
+    "balanced": "kueue.x-k8s.io/podset-slice-required-topology",
+}
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
 PODS_PER_NODE = 110  # gpu_queues.whatif.nodes: what every node the engine places pods on holds
 CLASS_LABEL = "kueue.x-k8s.io/performance-scheduler-class"  # the harness's own label
 
@@ -84,6 +104,8 @@ class Workload:
     pods: int
     request: str
     """cpu per pod, as the generator gives it"""
+    topology: tuple[tuple[str, str], ...] = ()
+    """the pod template's topology annotations (TAS: the class's tasConstraint)"""
 
     @property
     def cpu_millis(self) -> int:
@@ -100,7 +122,8 @@ class Converted:
     workloads: list[Workload]
     """in the order of `jobs`"""
     topology: bool
-    """the configuration asks for topology-aware scheduling, which the engine leaves out"""
+    """the stack has the configuration's Topology and the Jobs their topology requests (the
+    configuration has a topology, converted with topology=True)"""
 
 
 def millis(value: object) -> Fraction:
@@ -154,6 +177,7 @@ def _job(w: Workload, queue: str) -> dict[str, Any]:
             "parallelism": w.pods,
             "completions": w.pods,
             "template": {
+                **({"metadata": {"annotations": dict(w.topology)}} if w.topology else {}),
                 "spec": {
                     "restartPolicy": "Never",
                     "containers": [
@@ -163,9 +187,40 @@ def _job(w: Workload, queue: str) -> dict[str, Any]:
                             "resources": {"requests": {"cpu": str(w.request)}},
                         }
                     ],
-                }
+                },
             },
         },
+    }
+
+
+def topology_request(template: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """A workload template's topology annotations: none without a `tasLevel` (the generator
+    then makes a pod set without a request, as for an empty `tasConstraint`)."""
+    level, constraint = template.get("tasLevel"), template.get("tasConstraint")
+    if not level or not constraint:
+        return ()
+    if constraint not in TAS_ANNOTATIONS:
+        raise HarnessConfigError(
+            f"workloads[].tasConstraint: {constraint!r} is not one of {', '.join(TAS_ANNOTATIONS)}"
+        )
+    request: tuple[tuple[str, str], ...] = ((TAS_ANNOTATIONS[constraint], str(level)),)
+    if constraint == "balanced":  # Kueue refuses a slice request without its size
+        size = _int(template.get("sliceSize"), "workloads[].sliceSize", minimum=1)
+        request += ((SLICE_SIZE, str(size)),)
+    return request
+
+
+def _topology(topology: Mapping[str, Any], flavor: dict[str, Any]) -> dict[str, Any]:
+    """The stack's Topology of the harness's, and the flavor naming it, its nodes split by
+    each level's count (but a hostname level's: one domain a node)."""
+    levels = _list(topology.get("levels"), "topology.levels")
+    flavor["topologyName"] = str(topology.get("name"))
+    flavor["nodes"]["topology"] = {
+        str(lv["name"]): lv["count"] for lv in levels if lv.get("nodeLabel") != HOSTNAME
+    }
+    return {
+        "name": flavor["topologyName"],
+        "levels": [{"name": str(lv["name"]), "nodeLabel": str(lv["nodeLabel"])} for lv in levels],
     }
 
 
@@ -200,8 +255,9 @@ def _nodes(
     }
 
 
-def convert(generator: Mapping[str, Any]) -> Converted:
-    """The stack and the mix of one generator.yaml (as YAML reads it)."""
+def convert(generator: Mapping[str, Any], topology: bool = True) -> Converted:
+    """The stack and the mix of one generator.yaml (as YAML reads it); with `topology` False,
+    without its topology (the same nodes, pods and times)."""
     if not isinstance(generator, Mapping):
         raise HarnessConfigError("a generator config is a mapping")
     flavor_cfg = generator.get("resourceFlavor") or {}
@@ -260,6 +316,7 @@ def convert(generator: Mapping[str, Any]) -> Converted:
                                         priority=int(t.get("priority") or 0),
                                         pods=_int(t.get("podCount") or 1, "podCount", minimum=1),
                                         request=str(t.get("request")),
+                                        topology=topology_request(t) if topology else (),
                                     )
                                 )
     if not queues:
@@ -278,10 +335,14 @@ def convert(generator: Mapping[str, Any]) -> Converted:
         team["resourceGroups"][0]["flavors"][0]["resources"]["memory"] = {
             "nominalQuota": f"{memory_gi}Gi"
         }
-    topology = generator.get("topology") is not None
-    if topology and flavor_cfg.get("nodeLabel"):
+    harness_topology = generator.get("topology")
+    if harness_topology is not None and flavor_cfg.get("nodeLabel"):
         flavor_entry["nodeLabels"] = {str(flavor_cfg["nodeLabel"]): NODE_LABEL_VALUE}
-    config = {
+    kept = topology and harness_topology is not None
+    config: dict[str, Any] = {}
+    if topology and harness_topology is not None:
+        config["gpu-queues:topologies"] = [_topology(harness_topology, flavor_entry)]
+    config |= {
         "gpu-queues:flavors": [flavor_entry],
         "gpu-queues:cohorts": [{"name": c} for c in cohorts],
         "gpu-queues:priorityClasses": [
@@ -289,4 +350,4 @@ def convert(generator: Mapping[str, Any]) -> Converted:
         ],
         "gpu-queues:teams": teams,
     }
-    return Converted({"config": config}, jobs, queues, workloads, topology)
+    return Converted({"config": config}, jobs, queues, workloads, kept)

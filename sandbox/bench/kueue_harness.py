@@ -3,7 +3,7 @@ engine on the same configurations, on this machine, in one run (`make bench-kueu
 docs/what-if.md, Speed).
 
     python -m sandbox.bench.kueue_harness [baseline tas large-scale] [--out DIR]
-        [--engine-only | --harness-only] [--timeout 60m] [--profile]
+        [--engine-only | --harness-only] [--timeout 60m] [--profile] [--no-topology]
 
 For each configuration of the pinned release's harness (test/performance/scheduler/configs/
 <name>/generator.yaml in the sigs.k8s.io/kueue module):
@@ -17,9 +17,11 @@ For each configuration of the pinned release's harness (test/performance/schedul
   recording's cap: this 2-core machine is slower than Kueue's CI). It runs in a network
   namespace of its own (`unshare --net`, loopback only), as everything here that serves.
 - The what-if: the same configuration converted (sandbox/bench/harness_config.py) to a stack
-  and a mix of Jobs, replayed through the whole `make what-if` path (sandbox.replay.cli, fast
-  engine) in a process of its own; the run's per-workload timelines are kept (a wrapper around
-  the command's replay, after which nothing of the path is left but writing the report).
+  and a mix of Jobs (tas with its Topology and each class's topology request; without them
+  with --no-topology, to see what topology-aware scheduling costs the engine), replayed
+  through the whole `make what-if` path (sandbox.replay.cli, fast engine) in a process of its
+  own; the run's per-workload timelines are kept (a wrapper around the command's replay, after
+  which nothing of the path is left but writing the report).
 
 Printed per configuration: each side's wall time (the harness's whole run and minimalkueue's
 own, the figure Kueue's CI checks), their ratio, peak memory, and the harness's summary
@@ -57,8 +59,7 @@ WHY_THEY_DIFFER = (
     "its API calls and the runner's reconciles in wall time, and its workloads are created late "
     "when the API server is busy; the engine's cycles take no simulated time (a workload "
     "admitted in the cycle after its creation waits 0 s) and its submissions are on time, so "
-    "its waits are what Kueue's rules alone make of the load. The engine also leaves out "
-    "topology-aware scheduling (tas: quotas and pods only, no racks)."
+    "its waits are what Kueue's rules alone make of the load."
 )
 # The child: `make what-if`'s own command, with each side's Run kept for the figures.
 CHILD = "sandbox.bench.kueue_harness_child"
@@ -372,6 +373,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--profile", action="store_true", help="the engine's CPU profile: <out>/<config>/engine/"
     )
+    parser.add_argument(
+        "--no-topology",
+        action="store_true",
+        help="the what-if without the configuration's topology (tas: the same nodes and pods)",
+    )
     args = parser.parse_args(argv)
     work = (args.out or Path(tempfile.mkdtemp(prefix="gpuq-bench-harness-"))).resolve()
     version = kueue_version()
@@ -386,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
         generator = yaml.safe_load(
             (module / "test/performance/scheduler/configs" / name / "generator.yaml").read_text()
         )
-        converted = convert(generator)
+        converted = convert(generator, topology=not args.no_topology)
         engine: dict[str, Any] = {"error": "not run (--harness-only)"}
         harness: dict[str, Any] = {"error": binaries if isinstance(binaries, str) else ""}
         if not args.harness_only:

@@ -8,7 +8,8 @@ wall and CPU time: this machine's speed drifts by a third within an hour, a rati
 side by side does not.
 
     python -m sandbox.bench.whatif_fast [1000 5000 20000 50000] [--seed 1] [--out DIR]
-        [--jobsets 0.1] [--against DIR | --vs-jobs-only] [--pairs 1]
+        [--jobsets 0.1] [--topology 1] [--against DIR | --vs-jobs-only | --vs-no-topology]
+        [--pairs 1]
 
 The stack grows with N as fleets do: one team (a ClusterQueue) per 250 workloads a day, at
 least four, in cohorts of at most 8; each team an equal share of the GPUs as nominal quota, a
@@ -20,8 +21,16 @@ a priority in three, submitted across the day, to the teams in turn; a share of 
 (`--jobsets`, 10% by default) multi-node JobSets: a worker Job of 2 to 16 pods of 8 GPUs, each
 pod a whole node, half of them with a 1-pod CPU leader (the stack enables Kueue's
 jobset.x-k8s.io/jobset integration). `--jobsets 0` is the Jobs-only mix of before, the same
-bytes; `--vs-jobs-only` replays each size's Jobs-only mix too, in turn with it (A B A B,
-`--pairs` times), and prints the paired ratios.
+bytes (with `--topology 0`, the stack too); `--vs-jobs-only` replays each size's Jobs-only
+mix too, in turn with it (A B A B, `--pairs` times), and prints the paired ratios.
+
+The GPU flavor is topology-aware (`--topology 1`, the default), as a training fleet's is: its
+nodes in racks of 4 and blocks of up to 8 racks (a Topology of block, rack and hostname, the
+nodes labelled as gpu_queues/whatif/nodes.py labels them), the node count a whole number of
+racks; a JobSet whose workers fit in a rack requires one (2 and 4 pods), a larger one prefers
+a block (8 and 16 pods); the Jobs ask for nothing (Kueue places them in the flavor's topology
+all the same). `--topology 0` is the stack and mix of before, the same bytes;
+`--vs-no-topology` replays each size's mix without the topology too, in turn with it.
 """
 
 from __future__ import annotations
@@ -64,6 +73,20 @@ JOBSET_PODS = (2, 4, 8, 16)
 JOBSET_POD_WEIGHTS = (8, 4, 2, 1)
 NODE_GPUS = 8
 JOBSET_FRAMEWORKS = ["batch/job", "jobset.x-k8s.io/jobset"]
+# The topology: 8-GPU servers draw about 10 kW each, so an air-cooled rack holds 4 of them
+# (32 GPUs); a block is the racks under one set of leaf switches, up to 8 (32 nodes, 256
+# GPUs). A JobSet that fits in a rack requires one (its all-reduce stays on the rack's
+# switch); a larger one prefers a block and spreads wider only when no block has room.
+TOPOLOGY = "gpu-topology"
+RACK_NODES = 4
+BLOCK_RACKS = 8
+LEVELS = (
+    ("block", "cloud.example.com/topology-block"),
+    ("rack", "cloud.example.com/topology-rack"),
+    ("host", "kubernetes.io/hostname"),
+)
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
 
 
 def teams(count: int) -> list[str]:
@@ -84,10 +107,19 @@ def _pod(name: str, requests: dict[str, str], gpus: int) -> dict[str, Any]:
     }
 
 
-def _jobset(pods: int, leader: bool) -> dict[str, Any]:
+def topology_request(pods: int) -> dict[str, str]:
+    """A JobSet's workers' topology annotation: a rack if they fit in one, else a block."""
+    if pods <= RACK_NODES:
+        return {REQUIRED: dict(LEVELS)["rack"]}
+    return {PREFERRED: dict(LEVELS)["block"]}
+
+
+def _jobset(pods: int, leader: bool, topology: bool) -> dict[str, Any]:
     """A JobSet's spec: a worker Job of `pods` pods of a whole node each, after a 1-pod CPU
-    leader when `leader`."""
+    leader when `leader`; with `topology`, the workers ask for a rack or a block."""
     worker = _pod("trainer", {"cpu": "32", "memory": "256Gi"}, NODE_GPUS)
+    if topology:
+        worker["metadata"] = {"annotations": topology_request(pods)}
     replicated = [
         {
             "name": "workers",
@@ -103,11 +135,14 @@ def _jobset(pods: int, leader: bool) -> dict[str, Any]:
     return {"replicatedJobs": replicated}
 
 
-def mix(count: int, seed: int, jobsets: float = JOBSET_SHARE) -> list[dict[str, Any]]:
+def mix(
+    count: int, seed: int, jobsets: float = JOBSET_SHARE, topology: bool = True
+) -> list[dict[str, Any]]:
     """N workloads over one day, to the teams in turn; a share `jobsets` of them JobSets. Which
     ones and their shapes come from a second generator, so the first draws what it always drew:
     with `jobsets` 0 the mix is the Jobs-only one of before, and otherwise the same but for the
-    workloads that became JobSets (which keep their duration, priority and submission)."""
+    workloads that became JobSets (which keep their duration, priority and submission). Their
+    topology requests draw nothing: without `topology` the mix is the same but for them."""
     rng = random.Random(seed)
     shapes = random.Random(f"jobsets-{seed}")
     names = teams(count)
@@ -131,7 +166,7 @@ def mix(count: int, seed: int, jobsets: float = JOBSET_SHARE) -> list[dict[str, 
         }
         if multi:
             pods = shapes.choices(JOBSET_PODS, JOBSET_POD_WEIGHTS)[0]
-            spec = _jobset(pods, leader=shapes.random() < 0.5)
+            spec = _jobset(pods, leader=shapes.random() < 0.5, topology=topology)
             jobs.append(
                 {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": meta,
                  "spec": spec}
@@ -163,18 +198,40 @@ def gpu_hours(jobs: list[dict[str, Any]]) -> float:
     return total
 
 
-def stack(jobs: list[dict[str, Any]]) -> dict[str, Any]:
+def racks_per_block(nodes: int) -> int:
+    """The most racks up to BLOCK_RACKS that divide the nodes' racks evenly (a topology's
+    counts must divide the flavor's nodes: docs/topology.md)."""
+    racks = nodes // RACK_NODES
+    return max(d for d in range(1, BLOCK_RACKS + 1) if racks % d == 0)
+
+
+def _topology(flavor: dict[str, Any]) -> list[dict[str, Any]]:
+    """The stack's Topology, and the flavor placed by it: its nodes in blocks of racks."""
+    nodes = flavor["nodes"]["count"]
+    per_block = racks_per_block(nodes)
+    flavor["topologyName"] = TOPOLOGY
+    flavor["nodes"]["topology"] = {"block": nodes // RACK_NODES // per_block, "rack": per_block}
+    levels = [{"name": name, "nodeLabel": label} for name, label in LEVELS]
+    return [{"name": TOPOLOGY, "levels": levels}]
+
+
+def stack(jobs: list[dict[str, Any]], topology: bool = True) -> dict[str, Any]:
+    """The fleet of the mix `jobs`; with `topology`, its GPU flavor topology-aware and its
+    node count a whole number of racks too."""
     names = teams(len(jobs))
     cohorts = math.ceil(len(names) / COHORT_SIZE)
     nodes = max(4, math.ceil(gpu_hours(jobs) / 24 / 0.9 / 8))
-    nodes += (-nodes) % len(names)  # a whole number of nodes' GPUs per team
+    # A whole number of nodes' GPUs per team (and of racks with a topology: no more nodes at
+    # the sizes that make a multiple of 4 teams, 1,000 and up to 20,000 among them).
+    step = math.lcm(len(names), RACK_NODES) if topology else len(names)
+    nodes += (-nodes) % step
     # Every team can hold the mix's largest workload within its nominal quota and borrowing
     # limit (a share and a half), or that workload could never start: a fleet that runs 16-node
     # jobs has the nodes for them. Only a small mix with JobSets is made larger so (below 1,000
     # workloads a share is a few nodes); the Jobs of 8 GPUs or fewer always fit.
     largest = max((workload_gpus(j) for j in jobs), default=0)
     while (share := nodes * 8 // len(names)) + share // 2 < largest:
-        nodes += len(names)
+        nodes += step
     share = nodes * 8 // len(names)
     members = []
     for i, name in enumerate(names):
@@ -207,17 +264,14 @@ def stack(jobs: list[dict[str, Any]]) -> dict[str, Any]:
                 "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
             }
         )
-    config = {
-        "gpu-queues:flavors": [
-            {
-                "name": "gpu",
-                "nodeLabels": {"node-pool": "gpu"},
-                "nodes": {
-                    "count": nodes,
-                    "resources": {"cpu": 96, "memory": "1Ti", "nvidia.com/gpu": 8},
-                },
-            }
-        ],
+    flavor = {
+        "name": "gpu",
+        "nodeLabels": {"node-pool": "gpu"},
+        "nodes": {"count": nodes, "resources": {"cpu": 96, "memory": "1Ti", "nvidia.com/gpu": 8}},
+    }
+    config: dict[str, Any] = {"gpu-queues:topologies": _topology(flavor)} if topology else {}
+    config |= {
+        "gpu-queues:flavors": [flavor],
         "gpu-queues:cohorts": [{"name": f"pool-{k}"} for k in range(cohorts)],
         "gpu-queues:priorityClasses": [
             {"name": "low", "value": 10},
@@ -234,16 +288,19 @@ def stack(jobs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def prepare(
-    count: int, seed: int, work: Path, jobsets: float = JOBSET_SHARE
+    count: int, seed: int, work: Path, jobsets: float = JOBSET_SHARE, topology: bool = True
 ) -> tuple[Path, dict[str, Any], dict[str, Any]]:
-    """The size's stack and mix, written once under work/n<count> (work/n<count>-jobs-only for
-    the mix without JobSets; every run reads the same); the folder, the stack's config and the
-    mix's facts (JobSets, pods, GPU-hours)."""
-    root = work / (f"n{count}" if jobsets > 0 else f"n{count}-jobs-only")
+    """The size's stack and mix, written once under work/n<count> (with -jobs-only for the mix
+    without JobSets, -no-topology for the fleet without one; every run reads the same); the
+    folder, the stack's config and the mix's facts (JobSets, pods, GPU-hours)."""
+    name = (
+        f"n{count}" + ("" if jobsets > 0 else "-jobs-only") + ("" if topology else "-no-topology")
+    )
+    root = work / name
     (root / "toolchain").mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "toolchain" / "pins.env", root / "toolchain" / "pins.env")
-    jobs = mix(count, seed, jobsets)
-    made = stack(jobs)
+    jobs = mix(count, seed, jobsets, topology)
+    made = stack(jobs, topology)
     (root / "Pulumi.bench.yaml").write_text(yaml.safe_dump(made, sort_keys=False))
     with (root / "mix.yaml").open("w") as out:
         yaml.dump_all(jobs, out, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
@@ -309,8 +366,15 @@ def _row(
     row["n"] = count
     row["teams"] = len(config["gpu-queues:teams"])
     row["cohorts"] = len(config["gpu-queues:cohorts"])
-    row["gpus"] = int(config["gpu-queues:flavors"][0]["nodes"]["count"]) * 8
+    nodes = config["gpu-queues:flavors"][0]["nodes"]
+    row["gpus"] = int(nodes["count"]) * 8
+    split = nodes.get("topology")
+    row["topology"] = f"{split['block']} x {split['rack']} x {RACK_NODES}" if split else "none"
     return row
+
+
+# What a paired run's other side leaves out of the size's mix and fleet (`run_size`'s `vs`).
+VS: dict[str, dict[str, Any]] = {"Jobs only": {"jobsets": 0.0}, "no topology": {"topology": False}}
 
 
 def run_size(
@@ -319,15 +383,16 @@ def run_size(
     work: Path,
     against: Path | None = None,
     pairs: int = 1,
-    jobsets: float = JOBSET_SHARE,
-    vs_jobs_only: bool = False,
+    shape: dict[str, Any] | None = None,
+    vs: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The size's runs: this checkout's engines on the mix, and in turn with them (A B A B ...,
-    `pairs` times) either the other engines of `against` on the same mix, or with
-    `vs_jobs_only` this checkout's on the size's Jobs-only mix; its rows (the Jobs-only mix's
-    second), the first with the paired ratios."""
-    root, config, facts = prepare(count, seed, work, jobsets)
-    other = prepare(count, seed, work, 0) if vs_jobs_only else None
+    """The size's runs: this checkout's engines on the mix (`shape`: prepare's jobsets and
+    topology), and in turn with them (A B A B ..., `pairs` times) either the other engines of
+    `against` on the same mix, or with `vs` (a key of VS) this checkout's on the size's mix
+    without that; its rows (the other mix's second), the first with the paired ratios."""
+    shape = shape or {}
+    root, config, facts = prepare(count, seed, work, **shape)
+    other = prepare(count, seed, work, **{**shape, **VS[vs]}) if vs is not None else None
     ours: list[dict[str, Any]] = []
     theirs: list[dict[str, Any]] = []
     for _ in range(pairs if against is not None or other is not None else 1):
@@ -338,6 +403,7 @@ def run_size(
             theirs.append(run_once(other[0]))
     row = _row(ours, count, config, facts)
     if theirs:
+        row["vs"] = vs or "old"
         row["wall_ratio"] = [a["wall"] / b["wall"] for a, b in zip(ours, theirs, strict=True)]
         row["cpu_ratio"] = [a["cpu"] / b["cpu"] for a, b in zip(ours, theirs, strict=True)]
     if against is not None:
@@ -357,23 +423,24 @@ def _ratios(values: list[float]) -> str:
 def table(rows: list[dict[str, Any]]) -> str:
     base = rows[0]["engine"] / max(rows[0]["cycles"], 1)
     against = any("same_answer" in r for r in rows)
-    paired = any("wall_ratio" in r for r in rows)
+    paired = next((r["vs"] for r in rows if "vs" in r), None)
     head = (
         "| workloads | JobSets (their GPU-hours) | pods | teams (cohorts) | GPUs | "
+        "topology (blocks x racks x nodes) | "
         "wall (whole make what-if) | per workload | engine alone | cycles / workload | "
         "per cycle | per cycle vs first | peak memory | evicted at least once |"
     )
     if against:
         head += " wall new/old | CPU new/old | same answer |"
     elif paired:
-        head += " wall / Jobs only | CPU / Jobs only |"
+        head += f" wall / {paired} | CPU / {paired} |"
     lines = [head, "|" + " ---: |" * (head.count("|") - 1)]
     for r in rows:
         per_cycle = r["engine"] / max(r["cycles"], 1)
         share = r["jobset_gpu_hours"] / max(r["gpu_hours"], 1e-9)
         line = (
             f"| {r['n']:,} | {r['jobsets']:,} ({share:.0%}) | {r['pods']:,} | "
-            f"{r['teams']} ({r['cohorts']}) | {r['gpus']:,} | {r['wall']:.1f}s | "
+            f"{r['teams']} ({r['cohorts']}) | {r['gpus']:,} | {r['topology']} | {r['wall']:.1f}s | "
             f"{r['wall'] / r['n'] * 1000:.1f} ms | {r['engine']:.1f}s | "
             f"{r['cycles'] / r['n']:.2f} | {per_cycle * 1000:.2f} ms | {per_cycle / base:.2f}x | "
             f"{r['peak_mib']:.0f} MiB | {r['preempted']} |"
@@ -383,7 +450,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             if against:
                 line += f" {'yes' if r['same_answer'] else 'no'} |"
         elif paired:
-            line += " | |"  # the Jobs-only mix's row: its ratios are the row above's
+            line += " | |"  # the other mix's row: its ratios are the row above's
         lines.append(line)
     return "\n".join(lines)
 
@@ -422,6 +489,14 @@ def main(argv: list[str] | None = None) -> int:
         help=f"the share of the workloads that are multi-node JobSets (default {JOBSET_SHARE}; "
         "0: Jobs only, the mix before they were added)",
     )
+    parser.add_argument(
+        "--topology",
+        type=int,
+        choices=(0, 1),
+        default=1,
+        help="1 (default): the GPU flavor in blocks and racks, the JobSets asking for one; "
+        "0: no topology, the stack and mix before it was added",
+    )
     pair = parser.add_mutually_exclusive_group()
     pair.add_argument(
         "--against",
@@ -430,27 +505,38 @@ def main(argv: list[str] | None = None) -> int:
     )
     pair.add_argument(
         "--vs-jobs-only",
-        action="store_true",
+        action="store_const",
+        const="Jobs only",
+        dest="vs",
         help="pair each size with its Jobs-only mix (--jobsets 0) on the same engines",
     )
+    pair.add_argument(
+        "--vs-no-topology",
+        action="store_const",
+        const="no topology",
+        dest="vs",
+        help="pair each size with its mix and fleet without the topology (--topology 0)",
+    )
     parser.add_argument(
-        "--pairs", type=int, default=1, help="runs of each side with --against or --vs-jobs-only"
+        "--pairs", type=int, default=1, help="runs of each side with --against or --vs-..."
     )
     args = parser.parse_args(argv)
     if args.against is not None and not args.against.is_dir():
         parser.error(f"--against {args.against}: not a folder of engines")
-    if args.vs_jobs_only and args.jobsets == 0:
+    if args.vs == "Jobs only" and args.jobsets == 0:
         parser.error("--vs-jobs-only with --jobsets 0: both sides would be the Jobs-only mix")
+    if args.vs == "no topology" and not args.topology:
+        parser.error("--vs-no-topology with --topology 0: neither side would have a topology")
     work = args.out or Path(tempfile.mkdtemp(prefix="gpuq-bench-whatif-"))
     rows = []
     for n in sorted(args.sizes):
-        made = run_size(
-            n, args.seed, work, args.against, max(1, args.pairs), args.jobsets, args.vs_jobs_only
-        )
+        shape = {"jobsets": args.jobsets, "topology": bool(args.topology)}
+        made = run_size(n, args.seed, work, args.against, max(1, args.pairs), shape, args.vs)
         rows += made
         for r in made:
             print(
-                f"bench-what-if: N={n}, {r['jobsets']} JobSets: {r['wall']:.1f}s, {r['outcomes']}",
+                f"bench-what-if: N={n}, {r['jobsets']} JobSets, topology {r['topology']}: "
+                f"{r['wall']:.1f}s, {r['outcomes']}",
                 file=sys.stderr,
             )
     print(table(rows))

@@ -150,16 +150,35 @@ def test_nodes_never_stop_an_admission_without_a_topology() -> None:
     assert nodes["count"] * 110 > quota / 1000  # quota full of 1-cpu pods
 
 
-def test_the_tas_config_keeps_its_nodes_and_pods_without_the_topology(tmp_path: Path) -> None:
+def test_the_tas_config_keeps_its_nodes_pods_and_topology(tmp_path: Path) -> None:
+    """The harness's 1 x 2 x 3 nodes, its Topology's levels in order, the flavor naming it and
+    its nodes split as the generator nests them (the hostname level a node each); each Job's
+    pods ask what its class's tasConstraint asks, by the annotation Kueue's Job integration
+    reads into the same pod-set request."""
     converted = convert(yaml.safe_load(TAS))
     assert converted.topology
-    (flavor,) = converted.stack["config"]["gpu-queues:flavors"]
+    config = converted.stack["config"]
+    (flavor,) = config["gpu-queues:flavors"]
     assert flavor == {
         "name": "tas-flavor",
-        "nodes": {"count": 6, "resources": {"cpu": "96", "memory": "256Gi"}},
+        "nodes": {
+            "count": 6,
+            "resources": {"cpu": "96", "memory": "256Gi"},
+            "topology": {"block": 1, "rack": 2},
+        },
         "nodeLabels": {"tas-node-group": "tas"},
+        "topologyName": "default-topology",
     }
-    assert "topologyName" not in flavor  # the fast engine refuses topology-aware scheduling
+    assert config["gpu-queues:topologies"] == [
+        {
+            "name": "default-topology",
+            "levels": [
+                {"name": "block", "nodeLabel": "cloud.provider.com/topology-block"},
+                {"name": "rack", "nodeLabel": "cloud.provider.com/topology-rack"},
+                {"name": "node", "nodeLabel": "kubernetes.io/hostname"},
+            ],
+        }
+    ]
     entries = replayable(converted, tmp_path)
     assert len(entries) == 2 * 3
     assert [e.submit_at for e in entries if e.namespace == "cq-0-0-cohort-0"] == pytest.approx(
@@ -168,9 +187,69 @@ def test_the_tas_config_keeps_its_nodes_and_pods_without_the_topology(tmp_path: 
     assert {w.cpu_millis for w in converted.workloads} == {5000}  # 4 pods x 1250m
     job = converted.jobs[0]
     assert job["spec"]["parallelism"] == 4
-    assert job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] == {
-        "cpu": "1250m"
+    template = job["spec"]["template"]
+    assert template["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "1250m"}
+    assert template["metadata"]["annotations"] == {
+        "kueue.x-k8s.io/podset-required-topology": "cloud.provider.com/topology-rack"
     }
+
+
+def test_the_tas_config_without_its_topology_is_the_same_nodes_and_pods() -> None:
+    """topology=False, to measure what TAS costs: the same flavor but for its Topology, the
+    same Jobs but for their pods' topology annotations."""
+    kept, left = convert(yaml.safe_load(TAS)), convert(yaml.safe_load(TAS), topology=False)
+    assert not left.topology and "gpu-queues:topologies" not in left.stack["config"]
+    (flavor,) = kept.stack["config"]["gpu-queues:flavors"]
+    del flavor["topologyName"], flavor["nodes"]["topology"]
+    assert left.stack["config"]["gpu-queues:flavors"] == [flavor]
+    for job in kept.jobs:
+        del job["spec"]["template"]["metadata"]
+    assert left.jobs == kept.jobs
+
+
+@pytest.mark.parametrize(
+    ("constraint", "extra", "annotations"),
+    [
+        ("preferred", {}, {"kueue.x-k8s.io/podset-preferred-topology": "rack-label"}),
+        (
+            "balanced",
+            {"sliceSize": 2},
+            {
+                "kueue.x-k8s.io/podset-slice-required-topology": "rack-label",
+                "kueue.x-k8s.io/podset-slice-size": "2",
+            },
+        ),
+    ],
+)
+def test_each_tas_constraint_is_the_request_the_generator_makes(
+    constraint: str, extra: dict[str, Any], annotations: dict[str, str], tmp_path: Path
+) -> None:
+    """`balanced` has no annotation of that name: the generator gives its pod set a slice
+    request (each slice of sliceSize pods in one domain of tasLevel) and no other."""
+    generator = yaml.safe_load(TAS)
+    generator["topology"]["levels"][1]["nodeLabel"] = "rack-label"
+    template = generator["cohorts"][0]["queuesSets"][0]["workloadsSets"][0]["workloads"][0]
+    template.update(tasConstraint=constraint, tasLevel="rack-label", **extra)
+    converted = convert(generator)
+    replayable(converted, tmp_path)
+    for job in converted.jobs:
+        assert job["spec"]["template"]["metadata"]["annotations"] == annotations
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"tasConstraint": "packed"}, "tasConstraint"),
+        ({"tasConstraint": "balanced"}, "sliceSize"),  # Kueue refuses a slice without a size
+    ],
+)
+def test_a_tas_request_it_cannot_convert_is_refused_by_name(
+    change: dict[str, Any], field: str
+) -> None:
+    generator = yaml.safe_load(TAS)
+    generator["cohorts"][0]["queuesSets"][0]["workloadsSets"][0]["workloads"][0].update(change)
+    with pytest.raises(HarnessConfigError, match=field):
+        convert(generator)
 
 
 def test_milliseconds_are_seconds_the_mix_reads() -> None:
