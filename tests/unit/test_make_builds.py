@@ -100,8 +100,9 @@ case "$1" in
   env) echo go0.0-fake ;;
   mod) ;;
   list) d=$FAKE_GO_LOG.module  # a module folder for the what-if engine's copy
-        mkdir -p "$d/pkg/scheduler/flavorassigner" "$d/pkg/cache/hierarchy" \
-          "$d/pkg/controller/core" "$d/pkg/controller/jobs/pod" "$d/pkg/scheduler/preemption"
+        mkdir -p "$d/pkg/scheduler/flavorassigner" "$d/pkg/cache/hierarchy" "$d/pkg/cache/queue" \
+          "$d/pkg/controller/core" "$d/pkg/controller/jobs/pod" "$d/pkg/scheduler/preemption" \
+          "$d/pkg/controller/jobs/statefulset" "$d/pkg/controller/jobs/deployment"
         # the lines the engine's rewrites (toolchain/go/whatif/overlay/rewrites.tsv) look for
         # (FAKE_GO_MOVED: a release that moved the first of them)
         s="$d/pkg/scheduler" c="$d/pkg/cache/hierarchy/cohort.go"
@@ -269,7 +270,8 @@ def test_a_release_that_moved_the_code_fails_the_engine_build(tmp_path: Path) ->
 def test_each_overlay_file_goes_to_the_package_its_first_line_names(tmp_path: Path) -> None:
     assert build_kueue(tmp_path, kueue_version()).returncode == 0
     placed = sorted((tmp_path / "go.log.overlay").read_text().split())
-    packages = ("cache/hierarchy", "controller/core", "controller/jobs/pod", "scheduler",
+    packages = ("cache/hierarchy", "cache/queue", "controller/core", "controller/jobs/deployment",
+                "controller/jobs/pod", "controller/jobs/statefulset", "scheduler",
                 "scheduler/flavorassigner")  # fmt: skip
     assert placed == sorted(f"pkg/{p}/zz_whatif.go" for p in packages)
 
