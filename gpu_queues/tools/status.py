@@ -21,11 +21,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import urllib3
 
@@ -35,6 +35,7 @@ from gpu_queues.config.stackfile import ROOT, StackFileError, parse_config
 from gpu_queues.kueue import stop
 from gpu_queues.kueue.client import KubeconfigError, api_client, file_client
 from gpu_queues.tools import pulumi_cli
+from gpu_queues.tools.owners import Owners, recorded_owner
 from gpu_queues.values import as_dict, as_list, as_str
 from gpu_queues.whatif.markdown import team_table, workload_table
 from gpu_queues.whatif.report import Run, RunMeta, WorkloadResult, team_results
@@ -43,7 +44,6 @@ from gpu_queues.whatif.workloads import (
     Rest,
     classify,
     condition,
-    owner,
     pod_unschedulable,
     preemptions,
     workload_gpus,
@@ -209,19 +209,56 @@ def read_status(rest: Rest, teams: list[tuple[str, str]] | None, now: float, sou
     return Run(results, team_results(results, snap.teams), meta_)
 
 
+# The owners between a pod and its Workload's owner: a JobSet's Jobs, an LWS's or a pod
+# group's StatefulSet, a RayJob's RayCluster. A pending pod is filed under each of them.
+BETWEEN: Final = ("Job", "StatefulSet", "RayCluster")
+
+
 def _pending_pods(rest: Rest, workloads: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Pending pods of the workloads' namespaces by their owner's uid (a Job's, or their own)."""
+    """Pending pods of the workloads' namespaces by the uid of each of their owners, up the
+    chain (BETWEEN), and their own: whichever of them owns a Workload finds them."""
     namespaces = {w["metadata"]["namespace"] for w in workloads}
+    owners = Owners(rest)
     pods: dict[str, list[dict[str, Any]]] = {}
     for ns in sorted(namespaces):
         # Pending pods only: the scheduler's message is all a status needs from them.
         for pod in rest.get(f"/api/v1/namespaces/{ns}/pods?fieldSelector=status.phase%3DPending")[
             "items"
         ]:
-            ref = owner(pod, "Job")
-            key = str(ref.get("uid")) if ref else str(pod["metadata"].get("uid"))
-            pods.setdefault(key, []).append(pod)
+            for uid in _up_the_chain(owners, ns, pod):
+                pods.setdefault(uid, []).append(pod)
     return pods
+
+
+def _up_the_chain(owners: Owners, namespace: str, obj: Mapping[str, Any]) -> list[str]:
+    """The object's uid and its owners' (through those BETWEEN, at most three deep)."""
+    uids = [str(as_dict(obj.get("metadata")).get("uid"))]
+    for _ in range(3):
+        refs = [as_dict(r) for r in as_list(as_dict(obj.get("metadata")).get("ownerReferences"))]
+        uids += [str(r.get("uid")) for r in refs if r.get("uid")]
+        ref = next((r for r in refs if r.get("kind") in BETWEEN), None)
+        try:
+            found = ref and owners.get(str(ref["kind"]), namespace, str(ref.get("name")))
+        except KubeError:  # not ours to read (403): the pod stays under the owners it names
+            found = None
+        if not found:
+            break
+        obj = found
+    return uids
+
+
+def _workload_owner(wl: Mapping[str, Any]) -> tuple[str, str, list[str]]:
+    """(kind, name, owner uids) the row names: the owner of a kind recorded, else Kueue's
+    controller reference; a pod group (a Workload of several Pods) by the Workload's name,
+    which Kueue gives the group's."""
+    refs = [as_dict(r) for r in as_list(as_dict(wl.get("metadata")).get("ownerReferences"))]
+    ref = recorded_owner(wl) or next((r for r in refs if r.get("controller")), None)
+    ref = ref or (refs[0] if refs else {})
+    kind = str(ref.get("kind") or "Workload")
+    name = str(ref.get("name") or wl["metadata"]["name"])
+    if kind == "Pod" and sum(r.get("kind") == "Pod" for r in refs) > 1:
+        name = str(wl["metadata"]["name"])
+    return kind, name, [str(r.get("uid")) for r in refs if r.get("uid")]
 
 
 def _result(
@@ -235,10 +272,15 @@ def _result(
     """One workload: its outcome, where it waits in the queues, how long, its GPU time."""
     meta = wl["metadata"]
     queue = wl.get("spec", {}).get("queueName")
-    ref = owner(wl, "Job") or owner(wl, "Pod") or {}
-    mine = pods.get(str(ref.get("uid")), [])
+    kind, owner_name, uids = _workload_owner(wl)
+    mine = [pod for uid in uids for pod in pods.get(uid, [])]
     stuck = next((m for p in mine if (m := pod_unschedulable(p))), None)
-    outcome, flavor, message = classify(wl, stuck is None, stuck, preemptions(wl) > 0)
+    # Only a Pod is gone for a preemption (Kueue deletes it); any other owner gone after one
+    # (a RayCluster, a Job) was deleted by its user, and its Workload finished.
+    preempted = preemptions(wl) > 0
+    outcome, flavor, message = classify(
+        wl, stuck is None, stuck, preempted, gone_preempted=preempted and kind == "Pod"
+    )
     name = f"{meta['namespace']}/{meta['name']}"
     if name in positions:
         cq_pos, lq_pos = positions[name]
@@ -256,14 +298,14 @@ def _result(
         if outcome != "unschedulable":
             run_seconds = max((end or now) - admitted, 0.0)
     return WorkloadResult(
-        str(ref.get("name") or meta["name"]),
+        owner_name,
         meta["namespace"],
         queue,
         outcome,
         flavor=flavor,
         message=message,
         wait_seconds=wait,
-        kind=str(ref.get("kind") or "Workload"),
+        kind=kind,
         team=team,
         cluster_queue=cq,
         gpus=workload_gpus(wl),

@@ -232,3 +232,118 @@ def test_a_team_with_two_local_queues_shows_the_workloads_of_both() -> None:
     shown = status.render(run)
     assert "team-research-eval" in shown and "eval-queue" in shown
     assert "team-vision" not in shown
+
+
+def _owned(wl: object, *refs: dict[str, object]) -> dict[str, object]:
+    """The workload, owned by `refs` instead of its Job."""
+    owned = dict(wl)  # type: ignore[call-overload]
+    owned["metadata"] = {**owned["metadata"], "ownerReferences": list(refs)}
+    return owned
+
+
+def _ref(kind: str, name: str, controller: bool = True) -> dict[str, object]:
+    return {"kind": kind, "name": name, "uid": f"uid-{name}", "controller": controller}
+
+
+def _unschedulable_pod(name: str, *refs: dict[str, object]) -> dict[str, object]:
+    return {
+        "metadata": {"name": name, "uid": f"uid-{name}", "ownerReferences": list(refs)},
+        "status": {
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": f"0/4 nodes are available ({name})",
+                }
+            ],
+        },
+    }
+
+
+def _evicted_then_gone(wl: dict[str, object]) -> dict[str, object]:
+    """The workload preempted once, then finished because its owner is gone."""
+    conditions = [
+        {"type": "Evicted", "status": "False", "reason": "Preempted", "message": "preempted"},
+        {
+            "type": "Finished",
+            "status": "True",
+            "reason": "OwnerNotFound",
+            "lastTransitionTime": "2026-12-05T10:30:00Z",
+            "message": "owner gone",
+        },
+        {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": ""},
+    ]
+    wl["status"] = {
+        "conditions": conditions,
+        "schedulingStats": {"evictions": [{"reason": "Preempted", "count": 1}]},
+    }
+    return wl
+
+
+class Kinds:
+    """A team's cluster of every shape of owner: a JobSet whose pod (owned by one of its Jobs)
+    the scheduler cannot place; a pod group (a Workload owned by its two Pods); a RayCluster
+    its user deleted after an earlier preemption; a plain Pod Kueue preempted (deleted)."""
+
+    def get(self, path: str) -> object:
+        train = _owned(
+            _workload("ml", "train", "q", True, "2026-12-05T10:00:00Z"), _ref("JobSet", "train")
+        )
+        group = _owned(
+            _workload("ml", "grp", "q", False, "2026-12-05T10:01:00Z"),
+            _ref("Pod", "grp-0", False),
+            _ref("Pod", "grp-1", False),
+        )
+        group["metadata"]["name"] = "grp"  # type: ignore[index]
+        ray = _owned(
+            _workload("ml", "ray", "q", False, "2026-12-05T10:02:00Z"), _ref("RayCluster", "ray")
+        )
+        pod = _owned(_workload("ml", "p", "q", False, "2026-12-05T10:03:00Z"), _ref("Pod", "p"))
+        answers: dict[str, object] = {
+            f"{status.KUEUE}/localqueues": {
+                "items": [
+                    {
+                        "metadata": {"name": "q", "namespace": "ml"},
+                        "spec": {"clusterQueue": "ml-cq"},
+                    }
+                ]
+            },
+            f"{status.KUEUE}/workloads": {
+                "items": [train, group, _evicted_then_gone(ray), _evicted_then_gone(pod)]
+            },
+            f"{status.VISIBILITY}/clusterqueues/ml-cq/pendingworkloads": {"items": []},
+            "/api/v1/namespaces/ml/pods?fieldSelector=status.phase%3DPending": {
+                "items": [_unschedulable_pod("train-workers-0-0", _ref("Job", "train-workers-0"))]
+            },
+            "/apis/batch/v1/namespaces/ml/jobs": {
+                "items": [
+                    {
+                        "metadata": {
+                            "name": "train-workers-0",
+                            "uid": "uid-train-workers-0",
+                            "ownerReferences": [_ref("JobSet", "train")],
+                        }
+                    }
+                ]
+            },
+        }
+        return answers[path]
+
+
+def test_every_owner_kind_is_named_and_read_as_kueue_treats_it() -> None:
+    run = status.read_status(Kinds(), [("ml", "ml-cq")], 1796464800.0, "test")
+    rows = {w.name: w for w in run.workloads}
+    assert sorted(rows) == ["grp", "p", "ray", "train"]
+    # The JobSet's pod is found through its Job: admitted, but its pods fit no node.
+    train = rows["train"]
+    assert (train.kind, train.outcome) == ("JobSet", "unschedulable")
+    assert train.message == "0/4 nodes are available (train-workers-0-0)"
+    # A pod group is named by its Workload (the group's name), its kind Pod.
+    assert (rows["grp"].kind, rows["grp"].outcome) == ("Pod", "pending")
+    # Deleted by its user after a preemption: finished, not "preempted" (Kueue suspends a
+    # RayCluster to preempt it; only a plain Pod is deleted for one).
+    assert (rows["ray"].kind, rows["ray"].outcome) == ("RayCluster", "finished")
+    assert (rows["p"].kind, rows["p"].outcome) == ("Pod", "preempted")
+    assert "nothing makes a plain Pod again" in (rows["p"].message or "")
