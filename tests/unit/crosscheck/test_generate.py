@@ -11,8 +11,9 @@ import yaml
 
 from gpu_queues.config.model import load_config
 from gpu_queues.config.stackfile import parse_config
+from gpu_queues.kueue.versions import release
 from gpu_queues.whatif.mix import Catalog, load_mix
-from sandbox.crosscheck.generate import KINDS_FROM, ORG_FROM, generate
+from sandbox.crosscheck.generate import EVERY_KIND_FROM, KINDS_FROM, ORG_FROM, generate
 
 pytestmark = pytest.mark.unit
 SEEDS = range(1, 61)
@@ -131,3 +132,31 @@ def test_kinds_seeds_mix_jobsets_of_the_same_pods_and_earlier_seeds_stay_jobs(tm
     for seed in (KINDS_FROM - 1, 1, ORG_FROM):
         kinds = {d["kind"] for d in yaml.safe_load_all(generate(seed).mix_text) if d}
         assert kinds == {"Job"}, seed
+
+
+def test_every_kind_seeds_mix_each_kind_both_engines_replay_of_the_same_pods(tmp_path: Path):
+    """Seeds from EVERY_KIND_FROM on: multi-pod jobs become JobSets, pod groups,
+    LeaderWorkerSets, StatefulSets or Deployments of the same pods, each `ok` against its
+    stack with the release's default integrations (every one of these on); a pod group is one
+    entry of its Pods; the serving kinds keep the job's duration; earlier seeds unchanged."""
+    rel = release("v0.18.3")
+    assert rel is not None
+    frameworks = rel.default_frameworks
+    seen: dict[str, int] = {}
+    for seed in range(EVERY_KIND_FROM, EVERY_KIND_FROM + 20):
+        case = generate(seed)
+        config = load_config(parse_config(case.stack_text, case.stack))
+        mix = tmp_path / f"mix-{seed}.yaml"
+        mix.write_text(case.mix_text)
+        entries = load_mix(mix, Catalog.from_stack(config, frameworks), tmp_path)
+        assert [e.problem for e in entries if e.status != "ok"] == []
+        assert len(entries) == case.jobs
+        for e in entries:
+            seen[e.kind] = seen.get(e.kind, 0) + 1
+            if e.kind != "Job":
+                assert 2 <= e.pods <= 5, (seed, e.name)  # a JobSet may add a leader
+                assert e.duration is not None and e.duration > 0
+    kinds = {"Job", "JobSet", "Pod", "LeaderWorkerSet", "StatefulSet", "Deployment"}
+    assert set(seen) == kinds and all(n >= 5 for n in seen.values()), seen
+    below = {d["kind"] for d in yaml.safe_load_all(generate(EVERY_KIND_FROM - 1).mix_text) if d}
+    assert below <= {"Job", "JobSet"}
