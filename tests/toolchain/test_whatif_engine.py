@@ -903,6 +903,39 @@ def test_a_head_left_with_flavors_to_try_is_tried_again_before_the_instant_ends(
     }  # fmt: skip
 
 
+def test_an_evicted_job_holds_its_quota_while_kueue_goes_on_scheduling(tmp_path: Path) -> None:
+    """Cross-check seed 602, where the sandbox's real Kueue is the judge (fair sharing on). At
+    4h22m nlp/j033 ends on a100, and vision/j046 (high, 8 GPUs) preempts vision/j048 (mid, 4)
+    within vision's ClusterQueue. On the cluster j048's quota is not free at once: Kueue's stop
+    is refused until the Job controller has reset the Job's startTime, and it retries with
+    backoff (about a second on the sandbox), running cycle after cycle meanwhile, in which nlp's
+    queue comes round to j040 (4 GPUs), admitted in the quota j033 freed. Then j046 no longer
+    fits, and j048 is admitted again the same second. The engine stopped j048's pods at once and
+    admitted j046 (wait 1h33m), j040 waiting an hour more on h100. The figures are the
+    sandbox's."""
+    from gpu_queues.config.model import load_config
+    from gpu_queues.config.stackfile import parse_config
+    from sandbox.crosscheck.generate import generate
+
+    case = generate(602)
+    config = load_config(parse_config(case.stack_text, case.stack))
+    mix = tmp_path / "mix.yaml"
+    mix.write_text(case.mix_text)
+    run = by_name(fast.replay_mix(config, mix, stack=case.stack, label="seed 602"))
+    at = 15720.0  # 4h22m
+    assert run["j040"].timeline[0] == (at, "admitted", "a100")
+    assert (run["j040"].flavor, run["j040"].wait_seconds) == ("a100", 6120)
+    assert [t for t in run["j048"].timeline if t[0] == at] == [
+        (at, "evicted", "Preempted (InClusterQueue)"),
+        (at, "admitted", "a100"),
+        (at, "ran", "a100-2"),
+    ]
+    assert (run["j046"].timeline[0], run["j046"].wait_seconds) == (
+        (20400.0, "admitted", "a100"),
+        10260,
+    )
+
+
 def test_the_docs_pytorchjob_example_replays_on_staging_as_its_comment_says() -> None:
     """docs/examples/mixes/pytorchjob.yaml on staging, alone: research's 4 H100 are free, so the
     PyTorchJob is admitted the second it is submitted (1h) and its pods run its 3h (to 4h)

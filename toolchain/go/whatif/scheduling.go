@@ -308,10 +308,7 @@ func (s *sim) pods(key types.NamespacedName) error {
 	case j.finished:
 		delete(s.waiting, i)
 	case suspended && (len(j.where) > 0 || bj.Status.Active > 0):
-		s.stop(j)
-		delete(s.waiting, i)
-		bj.Status.Active, bj.Status.Ready = 0, ptr(int32(0))
-		return s.cl.Status().Update(s.ctx, &bj)
+		s.stopping[i] = true // its pods stop once Kueue is done with the instant (stopping.go)
 	case suspended:
 		delete(s.waiting, i)
 		delete(s.toPlace, i)

@@ -67,6 +67,7 @@ func newSim(in *Input) (*sim, error) {
 		waiting:  map[int]bool{},
 		retry:    map[int]bool{},
 		toPlace:  map[int]bool{},
+		stopping: map[int]bool{},
 		services: services{},
 	}
 	s.dirty.reset()

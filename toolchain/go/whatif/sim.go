@@ -114,6 +114,7 @@ type sim struct {
 	services    services     // the Services jobs' controllers made (spread.go)
 	tas         *tasFeed     // the TAS cache's feed of pods that are not TAS pods; nil without a Topology (tas.go)
 	toPlace     map[int]bool // jobs whose new pods wait until Kueue is done with the instant (held)
+	stopping    map[int]bool // suspended jobs whose pods run until Kueue is done with the instant (stopping.go)
 	admitSeq    int          // admissions so far (jobState.admittedSeq)
 	// requeuePeriod: how long after a change Kueue requeues the inadmissible workloads it may
 	// let in (its batch period: 1 s; 10 s with SchedulerLongRequeueInterval).
@@ -576,8 +577,7 @@ func (s *sim) settle() error {
 				// though this one wrote nothing new (its message may read as the last one's).
 				continue
 			}
-			// A fixed point: the cycle changed nothing (a StrictFIFO head that does not fit
-			// is put back at once and tried again and again).
+			// A fixed point: the cycle changed nothing (a StrictFIFO head that fits nowhere).
 		}
 		if s.afterCycles.len() > 0 {
 			for _, k := range s.afterCycles.drain() {
@@ -589,6 +589,12 @@ func (s *sim) settle() error {
 			// The requeue comes a batch period after what set it off, on Kueue's clock as on a
 			// cluster's (and the sandbox's): what it admits is the more recent by that much.
 			s.clock.SetTime(s.clock.Now().Add(s.requeuePeriod))
+			continue
+		}
+		if len(s.stopping) > 0 {
+			if err := s.stopSuspended(); err != nil {
+				return err
+			}
 			continue
 		}
 		// Kueue is done with the instant: the pods of the jobs it admitted go to the
