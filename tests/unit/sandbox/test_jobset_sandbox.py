@@ -1,6 +1,7 @@
 """sandbox/jobset.py without a cluster: when the sandbox runs JobSet's controller, how its
-webhooks are reached and configured, and how the replay tells a JobSet's pods (through its child
-Jobs) from a Job's."""
+webhooks are reached (its Configuration is the one every operator has:
+tests/unit/sandbox/test_operators.py), and how the replay tells a JobSet's pods (through its
+child Jobs) from a Job's."""
 
 from __future__ import annotations
 
@@ -76,15 +77,6 @@ def test_webhooks_are_dialled_at_the_manager_s_address_with_the_cluster_ca(
         "caBundle": base64.b64encode(b"CA").decode(),
     }
     assert hook["failurePolicy"] == "Fail"
-
-
-def test_the_manager_binds_the_cluster_address_only_and_rotates_no_certs() -> None:
-    cfg = jobset.configuration(CLUSTER, Path("/certs"))
-    assert cfg["internalCertManagement"] == {"enable": False}
-    assert cfg["leaderElection"] == {"leaderElect": False}
-    assert cfg["webhook"] == {"port": 9444, "host": "127.0.0.2", "certDir": "/certs"}
-    assert cfg["health"] == {"healthProbeBindAddress": "127.0.0.2:8181"}
-    assert cfg["metrics"] == {"bindAddress": "0"}  # off
 
 
 def test_a_jobset_s_pods_are_its_own_through_its_child_jobs() -> None:

@@ -1,6 +1,7 @@
 """sandbox/lws.py without a cluster: when the sandbox runs LeaderWorkerSet's controller, how its
-webhooks are reached (the release's patches applied) and how it is configured; and how the
-sandbox's replay takes an LWS (one group only, its pods by its name, its end its deletion)."""
+webhooks are reached (the release's patches applied; its Configuration is the one every
+operator has: tests/unit/sandbox/test_operators.py); and how the sandbox's replay takes an LWS
+(one group only, its pods by its name, its end its deletion)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from gpu_queues.config.model import Integrations
 from gpu_queues.whatif.mix import Entry
 from gpu_queues.whatif.workloads import holds_quota, is_true
-from sandbox import jobset, lws
+from sandbox import lws
 from sandbox import shape as fake_cluster
 from sandbox.replay.engine import on_the_sandbox
 from sandbox.replay.owners import ended_by_deletion, pod_key, workload_owner
@@ -106,21 +107,6 @@ def test_a_patch_that_is_not_a_webhook_replacement_is_refused(tmp_path: Path) ->
     (tmp_path / "mutating-patch.yaml").write_text("- op: remove\n  path: /webhooks/1\n")
     with pytest.raises(ValueError, match="cannot apply remove /webhooks/1"):
         lws.webhook_configurations(CLUSTER, b"CA", source)
-
-
-def test_the_manager_binds_the_cluster_address_only_and_rotates_no_certs() -> None:
-    cfg = lws.configuration(CLUSTER, Path("/certs"))
-    assert cfg["apiVersion"] == "config.lws.x-k8s.io/v1alpha1"
-    assert cfg["internalCertManagement"] == {"enable": False}
-    assert cfg["leaderElection"] == {"leaderElect": False}
-    assert cfg["webhook"] == {"port": 9445, "host": "127.0.0.2", "certDir": "/certs"}
-    assert cfg["health"] == {"healthProbeBindAddress": "127.0.0.2:8182"}
-    assert cfg["metrics"] == {"bindAddress": "0"}  # off
-
-
-def test_jobset_and_lws_listen_on_ports_of_their_own() -> None:
-    taken = {9443, 8081, jobset.WEBHOOK_PORT, jobset.HEALTH_PORT}  # Kueue's, JobSet's
-    assert not {lws.WEBHOOK_PORT, lws.HEALTH_PORT} & taken
 
 
 def lws_entry(replicas: int | None) -> Entry:
