@@ -180,3 +180,22 @@ func TestADeploymentWithNoPodsIsARowOfItsOwn(t *testing.T) {
 		t.Errorf("the refused Deployment: problem %q; want Kueue's Deployment webhook's refusal", r.Problem)
 	}
 }
+
+// Replicas not given are 1, as the API server stores them, for a Deployment and a StatefulSet
+// alike (defaultReplicas); given, they are kept.
+func TestReplicasNotGivenAreOneAndGivenAreKept(t *testing.T) {
+	for _, c := range []struct {
+		manifest string
+		want     int32
+	}{{`{"metadata":{"name":"s"},"spec":{}}`, 1}, {`{"metadata":{"name":"s"},"spec":{"replicas":3}}`, 3}} {
+		in := JobInput{Manifest: []byte(c.manifest)}
+		d, err := decodeDeployment(in)
+		if err != nil || d.Spec.Replicas == nil || *d.Spec.Replicas != c.want || d.Namespace != "default" {
+			t.Errorf("the Deployment %s: %v, %v; want %d replicas in default", c.manifest, d, err, c.want)
+		}
+		sts, err := decodeStatefulSet(in)
+		if err != nil || sts.Spec.Replicas == nil || *sts.Spec.Replicas != c.want {
+			t.Errorf("the StatefulSet %s: %v, %v; want %d replicas", c.manifest, sts, err, c.want)
+		}
+	}
+}
