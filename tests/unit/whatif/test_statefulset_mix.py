@@ -8,43 +8,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from gpu_queues.whatif.engine_input import not_fast
-from gpu_queues.whatif.mix import Catalog, Entry, load_mix
 from sandbox.replay.engine import on_the_sandbox
+from tests.unit.whatif.serving import entries, serving
 from tests.unit.whatif.test_mix import CATALOG
 
 pytestmark = pytest.mark.unit
 
-SERVING = Catalog(CATALOG.queues, CATALOG.priority_classes,
-                  CATALOG.frameworks | {"statefulset", "deployment"})  # fmt: skip
-
 
 def statefulset(**spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "replicas": 3,
-        "selector": {"matchLabels": {"app": "serve"}},
-        "template": {
-            "metadata": {"labels": {"app": "serve"}},
-            "spec": {"containers": [{"name": "s", "image": "x",
-                                     "resources": {"limits": {"nvidia.com/gpu": 2}}}]},
-        },
-    }  # fmt: skip
-    body.update(spec)
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": {"name": "serve", "namespace": "team-vision",
-                     "labels": {"kueue.x-k8s.io/queue-name": "vision-jobs"}},
-        "spec": {k: v for k, v in body.items() if v is not None},
-    }  # fmt: skip
-
-
-def entries(tmp_path: Path, *docs: Any, catalog: Catalog = SERVING) -> list[Entry]:
-    path = tmp_path / "mix.yaml"
-    path.write_text(yaml.safe_dump_all(docs))
-    return load_mix(path, catalog)
+    return serving("StatefulSet", **spec)
 
 
 def test_a_statefulset_holds_the_gpus_of_all_its_replicas_on_the_fast_engine(
