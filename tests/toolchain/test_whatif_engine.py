@@ -28,7 +28,7 @@ from gpu_queues.whatif import engine_input, fast
 from gpu_queues.whatif.changes import changed_over
 from gpu_queues.whatif.engine_input import frameworks
 from gpu_queues.whatif.mix import Catalog, load_mix
-from gpu_queues.whatif.report import Run, report_json
+from gpu_queues.whatif.report import Run, WorkloadResult, report_json
 from tests.builders import (
     Flavor,
     Job,
@@ -997,27 +997,35 @@ def test_an_evicted_rayjob_stops_and_runs_again_as_a_job_of_its_pods_would(
         assert as_rayjob[name].outcome == as_job[name].outcome
 
 
+def staging_example_with(kind: str, framework: str, tmp_path: Path) -> WorkloadResult:
+    """The one row of docs/examples/mixes/<kind>.yaml replayed on staging with `framework`
+    added to its integrations, as the example's comment says to; first, on staging as it
+    stands, that the row is `kind`'s, unsupported, naming `framework`."""
+    from sandbox.shape import load_stack
+
+    root = Path(__file__).resolve().parents[2]
+    example = root / "docs" / "examples" / "mixes" / f"{kind.lower()}.yaml"
+    staging = (root / "Pulumi.staging.yaml").read_text()
+    (w,) = fast.replay_mix(
+        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
+    ).workloads
+    assert (w.kind, w.outcome) == (kind, "unsupported")
+    assert f"integration {framework} is not enabled" in (w.message or ""), w.message
+    added = staging.replace("kubeflow.org/pytorchjob]", f"kubeflow.org/pytorchjob, {framework}]")
+    assert added != staging
+    (tmp_path / "Pulumi.staging.yaml").write_text(added)
+    config = load_stack(tmp_path / "Pulumi.staging.yaml")
+    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
+    return w
+
+
 def test_the_docs_rayjob_example_replays_on_staging_with_the_integration_as_its_comment_says(
     tmp_path: Path,
 ) -> None:
     """docs/examples/mixes/rayjob.yaml on staging as it stands: unsupported, naming
     ray.io/rayjob; with it added, research's 4 H100 are free, so the RayJob is admitted the
     second it is submitted (1h) and its pods run its 3h (to 4h)."""
-    from sandbox.shape import load_stack
-
-    root = Path(__file__).resolve().parents[2]
-    example = root / "docs" / "examples" / "mixes" / "rayjob.yaml"
-    staging = (root / "Pulumi.staging.yaml").read_text()
-    (w,) = fast.replay_mix(
-        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
-    ).workloads
-    assert (w.kind, w.outcome) == ("RayJob", "unsupported")
-    assert "integration ray.io/rayjob is not enabled" in (w.message or ""), w.message
-    added = staging.replace("kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, ray.io/rayjob]")
-    assert added != staging
-    (tmp_path / "Pulumi.staging.yaml").write_text(added)
-    config = load_stack(tmp_path / "Pulumi.staging.yaml")
-    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
+    w = staging_example_with("RayJob", "ray.io/rayjob", tmp_path)
     assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
         "RayJob",
         "finished",
@@ -1035,23 +1043,7 @@ def test_the_docs_mpijob_example_replays_on_staging_with_the_integration_as_its_
     kubeflow.org/mpijob; with it added, research's 4 H100 are free, so the MPIJob is admitted
     the second it is submitted (1h) and its pods run its 3h (to 4h) (staging waits for pods
     ready: the engine's Running condition is what Kueue reads)."""
-    from sandbox.shape import load_stack
-
-    root = Path(__file__).resolve().parents[2]
-    example = root / "docs" / "examples" / "mixes" / "mpijob.yaml"
-    staging = (root / "Pulumi.staging.yaml").read_text()
-    (w,) = fast.replay_mix(
-        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
-    ).workloads
-    assert (w.kind, w.outcome) == ("MPIJob", "unsupported")
-    assert "integration kubeflow.org/mpijob is not enabled" in (w.message or ""), w.message
-    added = staging.replace(
-        "kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, kubeflow.org/mpijob]"
-    )
-    assert added != staging
-    (tmp_path / "Pulumi.staging.yaml").write_text(added)
-    config = load_stack(tmp_path / "Pulumi.staging.yaml")
-    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
+    w = staging_example_with("MPIJob", "kubeflow.org/mpijob", tmp_path)
     assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
         "MPIJob",
         "finished",
@@ -1177,23 +1169,7 @@ def test_the_docs_tfjob_example_replays_on_staging_with_the_integration_as_its_c
     kubeflow.org/tfjob; with it added, research's 4 H100 are free, so the TFJob (a PS and 4
     Workers of one H100) is admitted the second it is submitted (1h) and its pods run its 3h (to
     4h) (staging waits for pods ready: the engine's Running condition is what Kueue reads)."""
-    from sandbox.shape import load_stack
-
-    root = Path(__file__).resolve().parents[2]
-    example = root / "docs" / "examples" / "mixes" / "tfjob.yaml"
-    staging = (root / "Pulumi.staging.yaml").read_text()
-    (w,) = fast.replay_mix(
-        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
-    ).workloads
-    assert (w.kind, w.outcome) == ("TFJob", "unsupported")
-    assert "integration kubeflow.org/tfjob is not enabled" in (w.message or ""), w.message
-    added = staging.replace(
-        "kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, kubeflow.org/tfjob]"
-    )
-    assert added != staging
-    (tmp_path / "Pulumi.staging.yaml").write_text(added)
-    config = load_stack(tmp_path / "Pulumi.staging.yaml")
-    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
+    w = staging_example_with("TFJob", "kubeflow.org/tfjob", tmp_path)
     assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
         "TFJob",
         "finished",
@@ -1315,23 +1291,7 @@ def test_the_docs_raycluster_example_replays_on_staging_with_the_integration_as_
     """docs/examples/mixes/raycluster.yaml on staging as it stands: unsupported, naming
     ray.io/raycluster; with it added, research's 4 H100 are free, so the RayCluster is admitted
     the second it is submitted (1h), its pods run its 3h (to 4h) and then it is deleted."""
-    from sandbox.shape import load_stack
-
-    root = Path(__file__).resolve().parents[2]
-    example = root / "docs" / "examples" / "mixes" / "raycluster.yaml"
-    staging = (root / "Pulumi.staging.yaml").read_text()
-    (w,) = fast.replay_mix(
-        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
-    ).workloads
-    assert (w.kind, w.outcome) == ("RayCluster", "unsupported")
-    assert "integration ray.io/raycluster is not enabled" in (w.message or ""), w.message
-    added = staging.replace(
-        "kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, ray.io/raycluster]"
-    )
-    assert added != staging
-    (tmp_path / "Pulumi.staging.yaml").write_text(added)
-    config = load_stack(tmp_path / "Pulumi.staging.yaml")
-    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
+    w = staging_example_with("RayCluster", "ray.io/raycluster", tmp_path)
     assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
         "RayCluster",
         "finished",
@@ -1349,21 +1309,7 @@ def test_the_docs_statefulset_example_replays_on_staging_with_the_integration_as
     statefulset; with it added, research's 4 H100 are free, so the StatefulSet (two replicas of
     one H100, one Workload) is admitted the second it is submitted (1h), serves its 3h (to 4h)
     and, deleted then by its user, is finished."""
-    from sandbox.shape import load_stack
-
-    root = Path(__file__).resolve().parents[2]
-    example = root / "docs" / "examples" / "mixes" / "statefulset.yaml"
-    staging = (root / "Pulumi.staging.yaml").read_text()
-    (w,) = fast.replay_mix(
-        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
-    ).workloads
-    assert (w.kind, w.outcome) == ("StatefulSet", "unsupported")
-    assert "integration statefulset is not enabled" in (w.message or ""), w.message
-    added = staging.replace("kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, statefulset]")
-    assert added != staging
-    (tmp_path / "Pulumi.staging.yaml").write_text(added)
-    config = load_stack(tmp_path / "Pulumi.staging.yaml")
-    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
+    w = staging_example_with("StatefulSet", "statefulset", tmp_path)
     assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
         "StatefulSet",
         "finished",
@@ -1382,21 +1328,7 @@ def test_the_docs_deployment_example_replays_on_staging_with_the_integration_as_
     replicas of one H100, a Workload each) are admitted the second it is submitted (1h); it
     serves its 3h (to 4h) and, deleted then by its user, is finished, its 2 GPUs' 6 GPU-hours
     its pods' (3h each)."""
-    from sandbox.shape import load_stack
-
-    root = Path(__file__).resolve().parents[2]
-    example = root / "docs" / "examples" / "mixes" / "deployment.yaml"
-    staging = (root / "Pulumi.staging.yaml").read_text()
-    (w,) = fast.replay_mix(
-        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
-    ).workloads
-    assert (w.kind, w.outcome) == ("Deployment", "unsupported")
-    assert "integration deployment is not enabled" in (w.message or ""), w.message
-    added = staging.replace("kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, deployment]")
-    assert added != staging
-    (tmp_path / "Pulumi.staging.yaml").write_text(added)
-    config = load_stack(tmp_path / "Pulumi.staging.yaml")
-    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
+    w = staging_example_with("Deployment", "deployment", tmp_path)
     assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus, w.message) == (
         "Deployment",
         "finished",
