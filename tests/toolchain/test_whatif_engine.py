@@ -997,10 +997,12 @@ def test_an_evicted_rayjob_stops_and_runs_again_as_a_job_of_its_pods_would(
         assert as_rayjob[name].outcome == as_job[name].outcome
 
 
-def staging_example_with(kind: str, framework: str, tmp_path: Path) -> WorkloadResult:
+def staging_example_with(kind: str, framework: str, gpus: int, tmp_path: Path) -> WorkloadResult:
     """The one row of docs/examples/mixes/<kind>.yaml replayed on staging with `framework`
     added to its integrations, as the example's comment says to; first, on staging as it
-    stands, that the row is `kind`'s, unsupported, naming `framework`."""
+    stands, that the row is `kind`'s, unsupported, naming `framework`. Every such example is
+    submitted at 1h for 3h, asking for no more than research's 4 free H100: its row is
+    admitted the second it is submitted, holds its `gpus` and runs to 4h."""
     from sandbox.shape import load_stack
 
     root = Path(__file__).resolve().parents[2]
@@ -1016,6 +1018,14 @@ def staging_example_with(kind: str, framework: str, tmp_path: Path) -> WorkloadR
     (tmp_path / "Pulumi.staging.yaml").write_text(added)
     config = load_stack(tmp_path / "Pulumi.staging.yaml")
     (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
+    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
+        kind,
+        "finished",
+        "h100",
+        0,
+        gpus,
+    )
+    assert w.intervals == [(3600, 14400)]
     return w
 
 
@@ -1025,15 +1035,7 @@ def test_the_docs_rayjob_example_replays_on_staging_with_the_integration_as_its_
     """docs/examples/mixes/rayjob.yaml on staging as it stands: unsupported, naming
     ray.io/rayjob; with it added, research's 4 H100 are free, so the RayJob is admitted the
     second it is submitted (1h) and its pods run its 3h (to 4h)."""
-    w = staging_example_with("RayJob", "ray.io/rayjob", tmp_path)
-    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
-        "RayJob",
-        "finished",
-        "h100",
-        0,
-        4,
-    )
-    assert w.intervals == [(3600, 14400)]
+    staging_example_with("RayJob", "ray.io/rayjob", 4, tmp_path)
 
 
 def test_the_docs_mpijob_example_replays_on_staging_with_the_integration_as_its_comment_says(
@@ -1043,15 +1045,7 @@ def test_the_docs_mpijob_example_replays_on_staging_with_the_integration_as_its_
     kubeflow.org/mpijob; with it added, research's 4 H100 are free, so the MPIJob is admitted
     the second it is submitted (1h) and its pods run its 3h (to 4h) (staging waits for pods
     ready: the engine's Running condition is what Kueue reads)."""
-    w = staging_example_with("MPIJob", "kubeflow.org/mpijob", tmp_path)
-    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
-        "MPIJob",
-        "finished",
-        "h100",
-        0,
-        4,
-    )
-    assert w.intervals == [(3600, 14400)]
+    staging_example_with("MPIJob", "kubeflow.org/mpijob", 4, tmp_path)
 
 
 KUBEFLOW = {
@@ -1169,15 +1163,7 @@ def test_the_docs_tfjob_example_replays_on_staging_with_the_integration_as_its_c
     kubeflow.org/tfjob; with it added, research's 4 H100 are free, so the TFJob (a PS and 4
     Workers of one H100) is admitted the second it is submitted (1h) and its pods run its 3h (to
     4h) (staging waits for pods ready: the engine's Running condition is what Kueue reads)."""
-    w = staging_example_with("TFJob", "kubeflow.org/tfjob", tmp_path)
-    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
-        "TFJob",
-        "finished",
-        "h100",
-        0,
-        4,
-    )
-    assert w.intervals == [(3600, 14400)]
+    staging_example_with("TFJob", "kubeflow.org/tfjob", 4, tmp_path)
 
 
 RAYCLUSTERS = {"integrations": {"frameworks": ["batch/job", "ray.io/raycluster"]}}
@@ -1291,15 +1277,7 @@ def test_the_docs_raycluster_example_replays_on_staging_with_the_integration_as_
     """docs/examples/mixes/raycluster.yaml on staging as it stands: unsupported, naming
     ray.io/raycluster; with it added, research's 4 H100 are free, so the RayCluster is admitted
     the second it is submitted (1h), its pods run its 3h (to 4h) and then it is deleted."""
-    w = staging_example_with("RayCluster", "ray.io/raycluster", tmp_path)
-    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
-        "RayCluster",
-        "finished",
-        "h100",
-        0,
-        4,
-    )
-    assert w.intervals == [(3600, 14400)]
+    staging_example_with("RayCluster", "ray.io/raycluster", 4, tmp_path)
 
 
 def test_the_docs_statefulset_example_replays_on_staging_with_the_integration_as_its_comment_says(
@@ -1309,15 +1287,7 @@ def test_the_docs_statefulset_example_replays_on_staging_with_the_integration_as
     statefulset; with it added, research's 4 H100 are free, so the StatefulSet (two replicas of
     one H100, one Workload) is admitted the second it is submitted (1h), serves its 3h (to 4h)
     and, deleted then by its user, is finished."""
-    w = staging_example_with("StatefulSet", "statefulset", tmp_path)
-    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
-        "StatefulSet",
-        "finished",
-        "h100",
-        0,
-        2,
-    )
-    assert w.intervals == [(3600, 14400)]
+    staging_example_with("StatefulSet", "statefulset", 2, tmp_path)
 
 
 def test_the_docs_deployment_example_replays_on_staging_with_the_integration_as_its_comment_says(
@@ -1328,16 +1298,8 @@ def test_the_docs_deployment_example_replays_on_staging_with_the_integration_as_
     replicas of one H100, a Workload each) are admitted the second it is submitted (1h); it
     serves its 3h (to 4h) and, deleted then by its user, is finished, its 2 GPUs' 6 GPU-hours
     its pods' (3h each)."""
-    w = staging_example_with("Deployment", "deployment", tmp_path)
-    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus, w.message) == (
-        "Deployment",
-        "finished",
-        "h100",
-        0,
-        2,
-        None,
-    )
-    assert w.intervals == [(3600, 14400)]
+    w = staging_example_with("Deployment", "deployment", 2, tmp_path)
+    assert w.message is None
     assert w.gpu_seconds * w.gpus == 2 * 3 * 3600
 
 

@@ -99,15 +99,7 @@ def test_the_docs_trainjob_example_replays_on_staging_with_the_integration_as_it
     trainer.kubeflow.org/trainjob (and its runtime no row); with it added, research's 4 H100 are
     free, so the TrainJob is admitted the second it is submitted (1h) and its pods run its 3h
     (to 4h)."""
-    w = staging_example_with("TrainJob", "trainer.kubeflow.org/trainjob", tmp_path)
-    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
-        "TrainJob",
-        "finished",
-        "h100",
-        0,
-        4,
-    )
-    assert w.intervals == [(3600, 14400)]
+    staging_example_with("TrainJob", "trainer.kubeflow.org/trainjob", 4, tmp_path)
 
 
 def runtime_of(name: str, policy: dict[str, Any], *steps: dict[str, Any]) -> dict[str, Any]:
