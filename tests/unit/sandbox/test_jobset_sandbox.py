@@ -1,7 +1,6 @@
-"""sandbox/jobset.py without a cluster: when the sandbox runs JobSet's controller, how its
-webhooks are reached (its Configuration is the one every operator has:
-tests/unit/sandbox/test_operators.py), and how the replay tells a JobSet's pods (through its
-child Jobs) from a Job's."""
+"""sandbox/jobset.py without a cluster: how JobSet's controller's webhooks are reached (when it
+runs and its Configuration are every operator's: tests/unit/sandbox/test_operators.py), and how
+the replay tells a JobSet's pods (through its child Jobs) from a Job's."""
 
 from __future__ import annotations
 
@@ -10,12 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gpu_queues.config.model import Integrations
 from sandbox import jobset
-from sandbox import shape as fake_cluster
 from sandbox.replay.owners import pod_key, workload_owner
 from sandbox.topology import Cluster
-from tests.conftest import ROOT
 
 pytestmark = pytest.mark.unit
 
@@ -37,31 +33,6 @@ webhooks:
   name: mjobset.kb.io
   sideEffects: None
 """
-
-
-def test_the_local_stack_runs_jobset_as_the_release_default_enables_it() -> None:
-    config = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
-    assert config.kueue.manager.integrations is None  # the release's default Configuration
-    assert jobset.wanted(config)
-
-
-def test_a_stack_without_the_integration_runs_no_jobset_controller() -> None:
-    config = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
-    manager = config.kueue.manager.model_copy(
-        update={"integrations": Integrations(frameworks=["batch/job"])}
-    )
-    jobs_only = config.model_copy(
-        update={"kueue": config.kueue.model_copy(update={"manager": manager})}
-    )
-    assert not jobset.wanted(jobs_only)
-
-
-def test_a_multikueue_manager_listing_no_integrations_runs_none_as_the_program_limits_it() -> None:
-    manager = fake_cluster.load_stack(ROOT / "tests/e2e/stacks/Pulumi.local-mk-manager.yaml")
-    worker = fake_cluster.load_stack(ROOT / "tests/e2e/stacks/Pulumi.local-mk-worker-a.yaml")
-    assert manager.kueue.manager.integrations is None
-    assert not jobset.wanted(manager)  # batch/job only (effective_kueue)
-    assert jobset.wanted(worker)  # a worker keeps the release default
 
 
 def test_webhooks_are_dialled_at_the_manager_s_address_with_the_cluster_ca(

@@ -1,7 +1,7 @@
-"""sandbox/lws.py without a cluster: when the sandbox runs LeaderWorkerSet's controller, how its
-webhooks are reached (the release's patches applied; its Configuration is the one every
-operator has: tests/unit/sandbox/test_operators.py); and how the sandbox's replay takes an LWS
-(one group only, its pods by its name, its end its deletion)."""
+"""sandbox/lws.py without a cluster: how LeaderWorkerSet's controller's webhooks are reached
+(the release's patches applied; when it runs and its Configuration are every operator's:
+tests/unit/sandbox/test_operators.py); and how the sandbox's replay takes an LWS (one group
+only, its pods by its name, its end its deletion)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from gpu_queues.config.model import Integrations
 from gpu_queues.whatif.mix import Entry
 from gpu_queues.whatif.workloads import holds_quota, is_true
 from sandbox import lws
-from sandbox import shape as fake_cluster
 from sandbox.replay.engine import on_the_sandbox
 from sandbox.replay.owners import ended_by_deletion, pod_key, workload_owner
 from sandbox.topology import Cluster
-from tests.conftest import ROOT
 
 pytestmark = pytest.mark.unit
 
@@ -55,28 +52,6 @@ PATCH = """- op: replace
       matchExpressions: [{key: leaderworkerset.sigs.k8s.io/name, operator: Exists}]
     sideEffects: None
 """
-
-
-def test_the_local_stack_runs_lws_as_the_release_default_enables_it() -> None:
-    config = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
-    assert config.kueue.manager.integrations is None  # the release's default Configuration
-    assert lws.wanted(config)
-
-
-def test_a_stack_without_the_integration_runs_no_lws_controller() -> None:
-    config = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
-    manager = config.kueue.manager.model_copy(
-        update={"integrations": Integrations(frameworks=["batch/job", "jobset.x-k8s.io/jobset"])}
-    )
-    without = config.model_copy(
-        update={"kueue": config.kueue.model_copy(update={"manager": manager})}
-    )
-    assert not lws.wanted(without)
-
-
-def test_a_multikueue_manager_listing_no_integrations_runs_none_as_the_program_limits_it() -> None:
-    manager = fake_cluster.load_stack(ROOT / "tests/e2e/stacks/Pulumi.local-mk-manager.yaml")
-    assert not lws.wanted(manager)  # batch/job only (effective_kueue)
 
 
 def test_webhooks_are_dialled_at_the_manager_s_address_with_the_release_s_patches(
