@@ -1,4 +1,4 @@
-"""The serving workloads the mix tests write (test_deployment_mix, test_statefulset_mix): a
+"""The serving workloads the mix tests write (test_serving_mix, test_deployment_mix): a
 Deployment or StatefulSet of team-vision, three replicas of 2 GPUs unless a test says
 otherwise, read as a mix with both integrations on."""
 
