@@ -11,11 +11,9 @@ import pytest
 
 from sandbox import jobset
 from sandbox.replay.owners import pod_key, workload_owner
-from sandbox.topology import Cluster
+from tests.unit.sandbox.test_operators import CLUSTER
 
 pytestmark = pytest.mark.unit
-
-CLUSTER = Cluster("c", "127.0.0.2", "10.245.0.0/16", Path("/x"), "s", Path("/x/s.yaml"))
 
 MANIFESTS = """---
 apiVersion: admissionregistration.k8s.io/v1

@@ -15,11 +15,9 @@ from gpu_queues.whatif.workloads import holds_quota, is_true
 from sandbox import lws
 from sandbox.replay.engine import on_the_sandbox
 from sandbox.replay.owners import ended_by_deletion, pod_key, workload_owner
-from sandbox.topology import Cluster
+from tests.unit.sandbox.test_operators import CLUSTER
 
 pytestmark = pytest.mark.unit
-
-CLUSTER = Cluster("c", "127.0.0.2", "10.245.0.0/16", Path("/x"), "s", Path("/x/s.yaml"))
 
 MANIFESTS = """---
 apiVersion: admissionregistration.k8s.io/v1
