@@ -93,10 +93,13 @@ lint-shell: venv
 lint-go:
 	bash toolchain/whatif.sh lint
 
-# The GitHub workflows: actionlint (built from its pinned module; a link once cached) runs
-# that same shellcheck on every `run:` step.
+# The GitHub workflows: actionlint runs that same shellcheck on every `run:` step. It is built
+# from its pinned module (a link once cached) only when .toolchain/bin has none at the pin (the
+# first line of its -version is ACTIONLINT_VERSION): a fresh clone, or a pin moved. Otherwise
+# build.sh would link it again on every lint, into a .toolchain/bin other checkouts may share.
+ACTIONLINT_BUILT = $(shell .toolchain/bin/actionlint -version 2>/dev/null | head -n 1)
 lint-workflows: venv
-	bash toolchain/build.sh actionlint
+	$(if $(filter $(ACTIONLINT_VERSION),$(ACTIONLINT_BUILT)),,bash toolchain/build.sh actionlint)
 	.toolchain/bin/actionlint -shellcheck $(CURDIR)/$(VENV)/bin/shellcheck
 
 # --- the sandbox: a simulated GPU cluster in a network namespace of its own ---------------

@@ -27,6 +27,8 @@ WEBHOOK_PORT: Final = 9444
 HEALTH_PORT: Final = 8181
 # Kustomize's namePrefix in the module's config/default: the names the release installs.
 NAME_PREFIX: Final = "jobset-"
+# The group of its manager's Configuration (config.jobset.x-k8s.io/v1alpha1).
+CONFIG_GROUP: Final = "config.jobset.x-k8s.io"
 CRD: Final = "jobsets.jobset.x-k8s.io"
 
 
@@ -47,22 +49,8 @@ def webhooks_file() -> Path:
     return module() / "config" / "components" / "webhook" / "manifests.yaml"
 
 
-def configuration(c: Cluster, cert_dir: Path) -> dict[str, Any]:
-    """The manager's Configuration (config.jobset.x-k8s.io/v1alpha1): one replica, no cert
-    rotation, every server on the cluster's address."""
-    return {
-        "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
-        "kind": "Configuration",
-        "leaderElection": {"leaderElect": False},
-        "internalCertManagement": {"enable": False},
-        "webhook": {"port": WEBHOOK_PORT, "host": c.address, "certDir": str(cert_dir)},
-        "health": {"healthProbeBindAddress": f"{c.address}:{HEALTH_PORT}"},
-        "metrics": {"bindAddress": "0"},
-    }
-
-
 OPERATOR: Final = Operator(
-    "jobset", CRD, crd_file, webhooks_file, NAME_PREFIX, WEBHOOK_PORT, HEALTH_PORT, configuration
+    "jobset", CRD, crd_file, webhooks_file, NAME_PREFIX, WEBHOOK_PORT, HEALTH_PORT, CONFIG_GROUP
 )
 
 

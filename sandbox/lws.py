@@ -34,6 +34,8 @@ WEBHOOK_PORT: Final = 9445
 HEALTH_PORT: Final = 8182
 # Kustomize's namePrefix in the module's config/default: the names the release installs.
 NAME_PREFIX: Final = "lws-"
+# The group of its manager's Configuration (config.lws.x-k8s.io/v1alpha1).
+CONFIG_GROUP: Final = "config.lws.x-k8s.io"
 CRD: Final = "leaderworkersets.leaderworkerset.x-k8s.io"
 # The release's patches of the webhook manifests (config/webhook/kustomization.yaml), by the
 # kind of the WebhookConfiguration each patches.
@@ -60,22 +62,8 @@ def webhooks_file() -> Path:
     return module() / "config" / "webhook" / "manifests.yaml"
 
 
-def configuration(c: Cluster, cert_dir: Path) -> dict[str, Any]:
-    """The manager's Configuration (config.lws.x-k8s.io/v1alpha1): one replica, no cert
-    rotation, every server on the cluster's address."""
-    return {
-        "apiVersion": "config.lws.x-k8s.io/v1alpha1",
-        "kind": "Configuration",
-        "leaderElection": {"leaderElect": False},
-        "internalCertManagement": {"enable": False},
-        "webhook": {"port": WEBHOOK_PORT, "host": c.address, "certDir": str(cert_dir)},
-        "health": {"healthProbeBindAddress": f"{c.address}:{HEALTH_PORT}"},
-        "metrics": {"bindAddress": "0"},
-    }
-
-
 OPERATOR: Final = Operator(
-    "lws", CRD, crd_file, webhooks_file, NAME_PREFIX, WEBHOOK_PORT, HEALTH_PORT, configuration
+    "lws", CRD, crd_file, webhooks_file, NAME_PREFIX, WEBHOOK_PORT, HEALTH_PORT, CONFIG_GROUP
 )
 
 

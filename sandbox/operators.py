@@ -50,7 +50,7 @@ def integration_on(config: StackConfig, framework: str) -> bool:
 @dataclass(frozen=True)
 class Operator:
     """One operator: its binary and process name, its CRD, its webhooks' manifests and the
-    names the release gives them, its ports, and its manager's Configuration."""
+    names the release gives them, its ports, and its manager's Configuration's API group."""
 
     name: str
     crd: str
@@ -61,8 +61,22 @@ class Operator:
     """Kustomize's namePrefix in the module's config/default: the names the release installs."""
     webhook_port: int
     health_port: int
-    configuration: Callable[[Cluster, Path], dict[str, Any]]
-    """The manager's Configuration, given the cluster and the certificates' folder."""
+    config_group: str
+    """The API group of the manager's Configuration (`<group>/v1alpha1`, config.<operator's
+    group>): the operators' Configurations have one shape and differ only in it and the ports."""
+
+    def configuration(self, c: Cluster, cert_dir: Path) -> dict[str, Any]:
+        """The manager's Configuration: one replica, no cert rotation, every server on the
+        cluster's address, the webhook server's certificate in `cert_dir`."""
+        return {
+            "apiVersion": f"{self.config_group}/v1alpha1",
+            "kind": "Configuration",
+            "leaderElection": {"leaderElect": False},
+            "internalCertManagement": {"enable": False},
+            "webhook": {"port": self.webhook_port, "host": c.address, "certDir": str(cert_dir)},
+            "health": {"healthProbeBindAddress": f"{c.address}:{self.health_port}"},
+            "metrics": {"bindAddress": "0"},
+        }
 
     def webhook_configurations(
         self, c: Cluster, ca: bytes, docs: list[dict[str, Any]]

@@ -259,7 +259,7 @@ def replay_entries(
         engine="fast",
         notes=[
             *(notes or []),
-            *never_fits(config, entries, document["nodes"]),
+            *never_fits(config, entries, document["nodes"], document["objects"]),
             *change_notes(changes),
         ],
     )

@@ -192,9 +192,17 @@ def _ask(one: Mapping[str, Fraction]) -> str:
 
 
 def never_fits(
-    config: StackConfig, entries: Iterable[Entry], nodes: list[dict[str, Any]] | None = None
+    config: StackConfig,
+    entries: Iterable[Entry],
+    nodes: list[dict[str, Any]] | None = None,
+    objects: Iterable[Mapping[str, Any]] | None = None,
 ) -> list[str]:
     """A line for each entry that can never run on the stack, in mix order; `nodes`: another
-    cluster's nodes than the stack declares (the cross-check's)."""
-    ceilings = Ceilings(kueue_objects(config), declared_nodes(config) if nodes is None else nodes)
+    cluster's nodes than the stack declares (the cross-check's); `objects`: the stack's objects
+    when the caller has rendered them already (the fast engine's input, whose Namespaces
+    Ceilings passes over), so they are not rendered twice."""
+    ceilings = Ceilings(
+        kueue_objects(config) if objects is None else objects,
+        declared_nodes(config) if nodes is None else nodes,
+    )
     return [why for e in entries if (why := ceilings.never(e))]

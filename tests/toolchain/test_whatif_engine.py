@@ -28,7 +28,7 @@ from gpu_queues.whatif import engine_input, fast
 from gpu_queues.whatif.changes import changed_over
 from gpu_queues.whatif.engine_input import frameworks
 from gpu_queues.whatif.mix import Catalog, load_mix
-from gpu_queues.whatif.report import Run, report_json
+from gpu_queues.whatif.report import Run, WorkloadResult, report_json
 from tests.builders import (
     Flavor,
     Job,
@@ -1030,35 +1030,45 @@ def test_an_evicted_rayjob_stops_and_runs_again_as_a_job_of_its_pods_would(
         assert as_rayjob[name].outcome == as_job[name].outcome
 
 
+def staging_example_with(kind: str, framework: str, gpus: int, tmp_path: Path) -> WorkloadResult:
+    """The one row of docs/examples/mixes/<kind>.yaml replayed on staging with `framework`
+    added to its integrations, as the example's comment says to; first, on staging as it
+    stands, that the row is `kind`'s, unsupported, naming `framework`. Every such example is
+    submitted at 1h for 3h, asking for no more than research's 4 free H100: its row is
+    admitted the second it is submitted, holds its `gpus` and runs to 4h."""
+    from sandbox.shape import load_stack
+
+    root = Path(__file__).resolve().parents[2]
+    example = root / "docs" / "examples" / "mixes" / f"{kind.lower()}.yaml"
+    staging = (root / "Pulumi.staging.yaml").read_text()
+    (w,) = fast.replay_mix(
+        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
+    ).workloads
+    assert (w.kind, w.outcome) == (kind, "unsupported")
+    assert f"integration {framework} is not enabled" in (w.message or ""), w.message
+    added = staging.replace("kubeflow.org/pytorchjob]", f"kubeflow.org/pytorchjob, {framework}]")
+    assert added != staging
+    (tmp_path / "Pulumi.staging.yaml").write_text(added)
+    config = load_stack(tmp_path / "Pulumi.staging.yaml")
+    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
+    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
+        kind,
+        "finished",
+        "h100",
+        0,
+        gpus,
+    )
+    assert w.intervals == [(3600, 14400)]
+    return w
+
+
 def test_the_docs_rayjob_example_replays_on_staging_with_the_integration_as_its_comment_says(
     tmp_path: Path,
 ) -> None:
     """docs/examples/mixes/rayjob.yaml on staging as it stands: unsupported, naming
     ray.io/rayjob; with it added, research's 4 H100 are free, so the RayJob is admitted the
     second it is submitted (1h) and its pods run its 3h (to 4h)."""
-    from sandbox.shape import load_stack
-
-    root = Path(__file__).resolve().parents[2]
-    example = root / "docs" / "examples" / "mixes" / "rayjob.yaml"
-    staging = (root / "Pulumi.staging.yaml").read_text()
-    (w,) = fast.replay_mix(
-        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
-    ).workloads
-    assert (w.kind, w.outcome) == ("RayJob", "unsupported")
-    assert "integration ray.io/rayjob is not enabled" in (w.message or ""), w.message
-    added = staging.replace("kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, ray.io/rayjob]")
-    assert added != staging
-    (tmp_path / "Pulumi.staging.yaml").write_text(added)
-    config = load_stack(tmp_path / "Pulumi.staging.yaml")
-    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
-    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
-        "RayJob",
-        "finished",
-        "h100",
-        0,
-        4,
-    )
-    assert w.intervals == [(3600, 14400)]
+    staging_example_with("RayJob", "ray.io/rayjob", 4, tmp_path)
 
 
 def test_the_docs_mpijob_example_replays_on_staging_with_the_integration_as_its_comment_says(
@@ -1068,31 +1078,7 @@ def test_the_docs_mpijob_example_replays_on_staging_with_the_integration_as_its_
     kubeflow.org/mpijob; with it added, research's 4 H100 are free, so the MPIJob is admitted
     the second it is submitted (1h) and its pods run its 3h (to 4h) (staging waits for pods
     ready: the engine's Running condition is what Kueue reads)."""
-    from sandbox.shape import load_stack
-
-    root = Path(__file__).resolve().parents[2]
-    example = root / "docs" / "examples" / "mixes" / "mpijob.yaml"
-    staging = (root / "Pulumi.staging.yaml").read_text()
-    (w,) = fast.replay_mix(
-        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
-    ).workloads
-    assert (w.kind, w.outcome) == ("MPIJob", "unsupported")
-    assert "integration kubeflow.org/mpijob is not enabled" in (w.message or ""), w.message
-    added = staging.replace(
-        "kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, kubeflow.org/mpijob]"
-    )
-    assert added != staging
-    (tmp_path / "Pulumi.staging.yaml").write_text(added)
-    config = load_stack(tmp_path / "Pulumi.staging.yaml")
-    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
-    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
-        "MPIJob",
-        "finished",
-        "h100",
-        0,
-        4,
-    )
-    assert w.intervals == [(3600, 14400)]
+    staging_example_with("MPIJob", "kubeflow.org/mpijob", 4, tmp_path)
 
 
 KUBEFLOW = {
@@ -1210,31 +1196,7 @@ def test_the_docs_tfjob_example_replays_on_staging_with_the_integration_as_its_c
     kubeflow.org/tfjob; with it added, research's 4 H100 are free, so the TFJob (a PS and 4
     Workers of one H100) is admitted the second it is submitted (1h) and its pods run its 3h (to
     4h) (staging waits for pods ready: the engine's Running condition is what Kueue reads)."""
-    from sandbox.shape import load_stack
-
-    root = Path(__file__).resolve().parents[2]
-    example = root / "docs" / "examples" / "mixes" / "tfjob.yaml"
-    staging = (root / "Pulumi.staging.yaml").read_text()
-    (w,) = fast.replay_mix(
-        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
-    ).workloads
-    assert (w.kind, w.outcome) == ("TFJob", "unsupported")
-    assert "integration kubeflow.org/tfjob is not enabled" in (w.message or ""), w.message
-    added = staging.replace(
-        "kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, kubeflow.org/tfjob]"
-    )
-    assert added != staging
-    (tmp_path / "Pulumi.staging.yaml").write_text(added)
-    config = load_stack(tmp_path / "Pulumi.staging.yaml")
-    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
-    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
-        "TFJob",
-        "finished",
-        "h100",
-        0,
-        4,
-    )
-    assert w.intervals == [(3600, 14400)]
+    staging_example_with("TFJob", "kubeflow.org/tfjob", 4, tmp_path)
 
 
 RAYCLUSTERS = {"integrations": {"frameworks": ["batch/job", "ray.io/raycluster"]}}
@@ -1348,31 +1310,7 @@ def test_the_docs_raycluster_example_replays_on_staging_with_the_integration_as_
     """docs/examples/mixes/raycluster.yaml on staging as it stands: unsupported, naming
     ray.io/raycluster; with it added, research's 4 H100 are free, so the RayCluster is admitted
     the second it is submitted (1h), its pods run its 3h (to 4h) and then it is deleted."""
-    from sandbox.shape import load_stack
-
-    root = Path(__file__).resolve().parents[2]
-    example = root / "docs" / "examples" / "mixes" / "raycluster.yaml"
-    staging = (root / "Pulumi.staging.yaml").read_text()
-    (w,) = fast.replay_mix(
-        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
-    ).workloads
-    assert (w.kind, w.outcome) == ("RayCluster", "unsupported")
-    assert "integration ray.io/raycluster is not enabled" in (w.message or ""), w.message
-    added = staging.replace(
-        "kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, ray.io/raycluster]"
-    )
-    assert added != staging
-    (tmp_path / "Pulumi.staging.yaml").write_text(added)
-    config = load_stack(tmp_path / "Pulumi.staging.yaml")
-    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
-    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
-        "RayCluster",
-        "finished",
-        "h100",
-        0,
-        4,
-    )
-    assert w.intervals == [(3600, 14400)]
+    staging_example_with("RayCluster", "ray.io/raycluster", 4, tmp_path)
 
 
 def test_the_docs_statefulset_example_replays_on_staging_with_the_integration_as_its_comment_says(
@@ -1382,29 +1320,7 @@ def test_the_docs_statefulset_example_replays_on_staging_with_the_integration_as
     statefulset; with it added, research's 4 H100 are free, so the StatefulSet (two replicas of
     one H100, one Workload) is admitted the second it is submitted (1h), serves its 3h (to 4h)
     and, deleted then by its user, is finished."""
-    from sandbox.shape import load_stack
-
-    root = Path(__file__).resolve().parents[2]
-    example = root / "docs" / "examples" / "mixes" / "statefulset.yaml"
-    staging = (root / "Pulumi.staging.yaml").read_text()
-    (w,) = fast.replay_mix(
-        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
-    ).workloads
-    assert (w.kind, w.outcome) == ("StatefulSet", "unsupported")
-    assert "integration statefulset is not enabled" in (w.message or ""), w.message
-    added = staging.replace("kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, statefulset]")
-    assert added != staging
-    (tmp_path / "Pulumi.staging.yaml").write_text(added)
-    config = load_stack(tmp_path / "Pulumi.staging.yaml")
-    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
-    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
-        "StatefulSet",
-        "finished",
-        "h100",
-        0,
-        2,
-    )
-    assert w.intervals == [(3600, 14400)]
+    staging_example_with("StatefulSet", "statefulset", 2, tmp_path)
 
 
 def test_the_docs_deployment_example_replays_on_staging_with_the_integration_as_its_comment_says(
@@ -1415,30 +1331,8 @@ def test_the_docs_deployment_example_replays_on_staging_with_the_integration_as_
     replicas of one H100, a Workload each) are admitted the second it is submitted (1h); it
     serves its 3h (to 4h) and, deleted then by its user, is finished, its 2 GPUs' 6 GPU-hours
     its pods' (3h each)."""
-    from sandbox.shape import load_stack
-
-    root = Path(__file__).resolve().parents[2]
-    example = root / "docs" / "examples" / "mixes" / "deployment.yaml"
-    staging = (root / "Pulumi.staging.yaml").read_text()
-    (w,) = fast.replay_mix(
-        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
-    ).workloads
-    assert (w.kind, w.outcome) == ("Deployment", "unsupported")
-    assert "integration deployment is not enabled" in (w.message or ""), w.message
-    added = staging.replace("kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, deployment]")
-    assert added != staging
-    (tmp_path / "Pulumi.staging.yaml").write_text(added)
-    config = load_stack(tmp_path / "Pulumi.staging.yaml")
-    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
-    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus, w.message) == (
-        "Deployment",
-        "finished",
-        "h100",
-        0,
-        2,
-        None,
-    )
-    assert w.intervals == [(3600, 14400)]
+    w = staging_example_with("Deployment", "deployment", 2, tmp_path)
+    assert w.message is None
     assert w.gpu_seconds * w.gpus == 2 * 3 * 3600
 
 

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from gpu_queues.whatif import fast
-from tests.toolchain.test_whatif_engine import by_name, one_queue, replay
+from tests.toolchain.test_whatif_engine import by_name, one_queue, replay, staging_example_with
 
 pytestmark = pytest.mark.toolchain
 
@@ -100,31 +99,7 @@ def test_the_docs_trainjob_example_replays_on_staging_with_the_integration_as_it
     trainer.kubeflow.org/trainjob (and its runtime no row); with it added, research's 4 H100 are
     free, so the TrainJob is admitted the second it is submitted (1h) and its pods run its 3h
     (to 4h)."""
-    from sandbox.shape import load_stack
-
-    root = Path(__file__).resolve().parents[2]
-    example = root / "docs" / "examples" / "mixes" / "trainjob.yaml"
-    staging = (root / "Pulumi.staging.yaml").read_text()
-    (w,) = fast.replay_mix(
-        load_stack(root / "Pulumi.staging.yaml"), example, stack="staging", label="example"
-    ).workloads
-    assert (w.kind, w.outcome) == ("TrainJob", "unsupported")
-    assert "integration trainer.kubeflow.org/trainjob is not enabled" in (w.message or "")
-    added = staging.replace(
-        "kubeflow.org/pytorchjob]", "kubeflow.org/pytorchjob, trainer.kubeflow.org/trainjob]"
-    )
-    assert added != staging
-    (tmp_path / "Pulumi.staging.yaml").write_text(added)
-    config = load_stack(tmp_path / "Pulumi.staging.yaml")
-    (w,) = fast.replay_mix(config, example, stack="staging", label="example").workloads
-    assert (w.kind, w.outcome, w.flavor, w.wait_seconds, w.gpus) == (
-        "TrainJob",
-        "finished",
-        "h100",
-        0,
-        4,
-    )
-    assert w.intervals == [(3600, 14400)]
+    staging_example_with("TrainJob", "trainer.kubeflow.org/trainjob", 4, tmp_path)
 
 
 def runtime_of(name: str, policy: dict[str, Any], *steps: dict[str, Any]) -> dict[str, Any]:

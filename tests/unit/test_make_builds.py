@@ -1,6 +1,7 @@
 """What each make target builds (issue 22, item 9), read from its dry run (`make -n`): the
 demo, the sandbox and a rehearsal on the pin build Kueue at the pinned release only, never
-every supported one (each a cold build of 10-30 minutes); `make test` builds every one. And
+every supported one (each a cold build of 10-30 minutes); `make test` builds every one; `make
+lint` builds actionlint only where there is none at its pin. And
 toolchain/build.sh itself, with a stand-in `go`, builds exactly the releases KUEUE_VERSIONS
 names, with the pin."""
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from gpu_queues.kueue.versions import supported
-from gpu_queues.pins import kueue_version
+from gpu_queues.pins import kueue_version, read_pins
 
 pytestmark = pytest.mark.unit
 
@@ -91,6 +92,43 @@ def test_the_suites_that_run_other_releases_build_every_supported_one(target: st
 def test_the_suites_on_the_host_build_nothing() -> None:
     for target in ("test-unit", "test-policy", "test-deep"):
         assert "toolchain/build.sh" not in dry_run(target), target
+
+
+def lint_workflows_dry_run(tmp_path: Path, built: str | None) -> str:
+    """`make -n lint-workflows` in a copy of the Makefile and what it reads, where
+    .toolchain/bin/actionlint says `built` is its version (None: there is none)."""
+    project = tmp_path / "project"
+    (project / "toolchain").mkdir(parents=True)
+    for name in ("Makefile", "requirements.txt", "requirements.lock", "pyproject.toml"):
+        shutil.copy(ROOT / name, project / name)
+    shutil.copy(ROOT / "toolchain" / "pins.env", project / "toolchain" / "pins.env")
+    if built is not None:
+        actionlint = project / ".toolchain" / "bin" / "actionlint"
+        actionlint.parent.mkdir(parents=True)
+        actionlint.write_text(f"#!/bin/sh\necho {built}\necho installed by building from source\n")
+        actionlint.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "MAKEFLAGS"}
+    return subprocess.run(
+        ["make", "-n", "--no-print-directory", "lint-workflows"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+@pytest.mark.parametrize(
+    ("built", "builds"),
+    [(None, True), (read_pins()["ACTIONLINT_VERSION"], False), ("v0.0.1", True)],
+    ids=["none", "at the pin", "another version"],
+)
+def test_the_workflow_lint_builds_actionlint_only_when_none_is_there_at_the_pin(
+    tmp_path: Path, built: str | None, builds: bool
+) -> None:
+    lines = lint_workflows_dry_run(tmp_path, built).splitlines()
+    assert ("bash toolchain/build.sh actionlint" in lines) == builds, lines
+    assert lines[-1].startswith(".toolchain/bin/actionlint -shellcheck "), lines
 
 
 # --- toolchain/build.sh, with a `go` that only records what it is asked to build ----------

@@ -1,6 +1,6 @@
-"""sandbox/jobset.py without a cluster: when the sandbox runs JobSet's controller, how its
-webhooks are reached and configured, and how the replay tells a JobSet's pods (through its child
-Jobs) from a Job's."""
+"""sandbox/jobset.py without a cluster: how JobSet's controller's webhooks are reached (when it
+runs and its Configuration are every operator's: tests/unit/sandbox/test_operators.py), and how
+the replay tells a JobSet's pods (through its child Jobs) from a Job's."""
 
 from __future__ import annotations
 
@@ -9,16 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from gpu_queues.config.model import Integrations
 from sandbox import jobset
-from sandbox import shape as fake_cluster
 from sandbox.replay.owners import pod_key, workload_owner
-from sandbox.topology import Cluster
-from tests.conftest import ROOT
+from tests.unit.sandbox.test_operators import CLUSTER
 
 pytestmark = pytest.mark.unit
-
-CLUSTER = Cluster("c", "127.0.0.2", "10.245.0.0/16", Path("/x"), "s", Path("/x/s.yaml"))
 
 MANIFESTS = """---
 apiVersion: admissionregistration.k8s.io/v1
@@ -38,31 +33,6 @@ webhooks:
 """
 
 
-def test_the_local_stack_runs_jobset_as_the_release_default_enables_it() -> None:
-    config = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
-    assert config.kueue.manager.integrations is None  # the release's default Configuration
-    assert jobset.wanted(config)
-
-
-def test_a_stack_without_the_integration_runs_no_jobset_controller() -> None:
-    config = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
-    manager = config.kueue.manager.model_copy(
-        update={"integrations": Integrations(frameworks=["batch/job"])}
-    )
-    jobs_only = config.model_copy(
-        update={"kueue": config.kueue.model_copy(update={"manager": manager})}
-    )
-    assert not jobset.wanted(jobs_only)
-
-
-def test_a_multikueue_manager_listing_no_integrations_runs_none_as_the_program_limits_it() -> None:
-    manager = fake_cluster.load_stack(ROOT / "tests/e2e/stacks/Pulumi.local-mk-manager.yaml")
-    worker = fake_cluster.load_stack(ROOT / "tests/e2e/stacks/Pulumi.local-mk-worker-a.yaml")
-    assert manager.kueue.manager.integrations is None
-    assert not jobset.wanted(manager)  # batch/job only (effective_kueue)
-    assert jobset.wanted(worker)  # a worker keeps the release default
-
-
 def test_webhooks_are_dialled_at_the_manager_s_address_with_the_cluster_ca(
     tmp_path: Path,
 ) -> None:
@@ -76,15 +46,6 @@ def test_webhooks_are_dialled_at_the_manager_s_address_with_the_cluster_ca(
         "caBundle": base64.b64encode(b"CA").decode(),
     }
     assert hook["failurePolicy"] == "Fail"
-
-
-def test_the_manager_binds_the_cluster_address_only_and_rotates_no_certs() -> None:
-    cfg = jobset.configuration(CLUSTER, Path("/certs"))
-    assert cfg["internalCertManagement"] == {"enable": False}
-    assert cfg["leaderElection"] == {"leaderElect": False}
-    assert cfg["webhook"] == {"port": 9444, "host": "127.0.0.2", "certDir": "/certs"}
-    assert cfg["health"] == {"healthProbeBindAddress": "127.0.0.2:8181"}
-    assert cfg["metrics"] == {"bindAddress": "0"}  # off
 
 
 def test_a_jobset_s_pods_are_its_own_through_its_child_jobs() -> None:

@@ -1,6 +1,7 @@
-"""sandbox/lws.py without a cluster: when the sandbox runs LeaderWorkerSet's controller, how its
-webhooks are reached (the release's patches applied) and how it is configured; and how the
-sandbox's replay takes an LWS (one group only, its pods by its name, its end its deletion)."""
+"""sandbox/lws.py without a cluster: how LeaderWorkerSet's controller's webhooks are reached
+(the release's patches applied; when it runs and its Configuration are every operator's:
+tests/unit/sandbox/test_operators.py); and how the sandbox's replay takes an LWS (one group
+only, its pods by its name, its end its deletion)."""
 
 from __future__ import annotations
 
@@ -9,19 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from gpu_queues.config.model import Integrations
 from gpu_queues.whatif.mix import Entry
 from gpu_queues.whatif.workloads import holds_quota, is_true
-from sandbox import jobset, lws
-from sandbox import shape as fake_cluster
+from sandbox import lws
 from sandbox.replay.engine import on_the_sandbox
 from sandbox.replay.owners import ended_by_deletion, pod_key, workload_owner
-from sandbox.topology import Cluster
-from tests.conftest import ROOT
+from tests.unit.sandbox.test_operators import CLUSTER
 
 pytestmark = pytest.mark.unit
-
-CLUSTER = Cluster("c", "127.0.0.2", "10.245.0.0/16", Path("/x"), "s", Path("/x/s.yaml"))
 
 MANIFESTS = """---
 apiVersion: admissionregistration.k8s.io/v1
@@ -56,28 +52,6 @@ PATCH = """- op: replace
 """
 
 
-def test_the_local_stack_runs_lws_as_the_release_default_enables_it() -> None:
-    config = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
-    assert config.kueue.manager.integrations is None  # the release's default Configuration
-    assert lws.wanted(config)
-
-
-def test_a_stack_without_the_integration_runs_no_lws_controller() -> None:
-    config = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
-    manager = config.kueue.manager.model_copy(
-        update={"integrations": Integrations(frameworks=["batch/job", "jobset.x-k8s.io/jobset"])}
-    )
-    without = config.model_copy(
-        update={"kueue": config.kueue.model_copy(update={"manager": manager})}
-    )
-    assert not lws.wanted(without)
-
-
-def test_a_multikueue_manager_listing_no_integrations_runs_none_as_the_program_limits_it() -> None:
-    manager = fake_cluster.load_stack(ROOT / "tests/e2e/stacks/Pulumi.local-mk-manager.yaml")
-    assert not lws.wanted(manager)  # batch/job only (effective_kueue)
-
-
 def test_webhooks_are_dialled_at_the_manager_s_address_with_the_release_s_patches(
     tmp_path: Path,
 ) -> None:
@@ -106,21 +80,6 @@ def test_a_patch_that_is_not_a_webhook_replacement_is_refused(tmp_path: Path) ->
     (tmp_path / "mutating-patch.yaml").write_text("- op: remove\n  path: /webhooks/1\n")
     with pytest.raises(ValueError, match="cannot apply remove /webhooks/1"):
         lws.webhook_configurations(CLUSTER, b"CA", source)
-
-
-def test_the_manager_binds_the_cluster_address_only_and_rotates_no_certs() -> None:
-    cfg = lws.configuration(CLUSTER, Path("/certs"))
-    assert cfg["apiVersion"] == "config.lws.x-k8s.io/v1alpha1"
-    assert cfg["internalCertManagement"] == {"enable": False}
-    assert cfg["leaderElection"] == {"leaderElect": False}
-    assert cfg["webhook"] == {"port": 9445, "host": "127.0.0.2", "certDir": "/certs"}
-    assert cfg["health"] == {"healthProbeBindAddress": "127.0.0.2:8182"}
-    assert cfg["metrics"] == {"bindAddress": "0"}  # off
-
-
-def test_jobset_and_lws_listen_on_ports_of_their_own() -> None:
-    taken = {9443, 8081, jobset.WEBHOOK_PORT, jobset.HEALTH_PORT}  # Kueue's, JobSet's
-    assert not {lws.WEBHOOK_PORT, lws.HEALTH_PORT} & taken
 
 
 def lws_entry(replicas: int | None) -> Entry:

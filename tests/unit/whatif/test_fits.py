@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
-from gpu_queues.whatif.fits import FLAVOR_ANNOTATION, Ceilings
+from gpu_queues.config.model import load_config
+from gpu_queues.config.stackfile import read_config
+from gpu_queues.whatif import fits
+from gpu_queues.whatif.fits import FLAVOR_ANNOTATION, Ceilings, never_fits
 from gpu_queues.whatif.mix import Entry
 
 pytestmark = pytest.mark.unit
@@ -145,3 +148,18 @@ def test_entries_not_replayed_or_without_a_cluster_queue_are_not_judged() -> Non
     assert c.never(refused) is None
     assert c.never(job("nowhere", 9, 9)) is None
     assert Fraction(0) == c.potential("cq/a", ("h100", "memory"))
+
+
+def test_never_fits_judges_by_the_objects_it_is_given_without_rendering_the_stack_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    config = load_config(read_config("prod"))
+
+    def rendered(_: object) -> list[dict[str, Any]]:
+        raise AssertionError("the stack's objects were rendered again")
+
+    monkeypatch.setattr(fits, "kueue_objects", rendered)
+    # prod has no ClusterQueue a: only TREE, given, can say that 11 GPUs never fit in its 10.
+    (why,) = never_fits(config, [job("a", 11, 1)], [], [obj("Namespace", "ns", {}), *TREE])
+    assert "more than ClusterQueue a can ever hold" in why
+    assert never_fits(config, [job("a", 10, 1)], [], TREE) == []

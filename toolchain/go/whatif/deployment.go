@@ -53,9 +53,7 @@ func decodeDeployment(j JobInput) (*appsv1.Deployment, error) {
 	if err := decodeAs(j.Manifest, d); err != nil {
 		return nil, fmt.Errorf("deployment %d: %w", j.Index, err)
 	}
-	if d.Spec.Replicas == nil {
-		d.Spec.Replicas = ptr(int32(1))
-	}
+	d.Spec.Replicas = defaultReplicas(d.Spec.Replicas)
 	return d, nil
 }
 

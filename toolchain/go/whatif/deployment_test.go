@@ -5,28 +5,18 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 )
 
 // gpuDeployment: team-a's Deployment of `replicas` pods of gpus GPUs each, submitted at `at`,
 // serving for `runs` seconds (negative: until the end).
 func gpuDeployment(t *testing.T, index int, name string, replicas int32, gpus string, at, runs float64) JobInput {
 	t.Helper()
-	labels := map[string]string{"app": name}
-	d := appsv1.Deployment{
-		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a",
-			Labels: map[string]string{"kueue.x-k8s.io/queue-name": "gpu-queue"}},
-		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: "serve", Image: "serve:1", Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: mustParse("1"), "nvidia.com/gpu": mustParse(gpus)},
-					Limits:   corev1.ResourceList{"nvidia.com/gpu": mustParse(gpus)}}}}}}},
-	}
+	meta, selector, template := servingPods(name, gpus)
+	d := appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta,
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: selector, Template: template}}
 	return JobInput{Kind: "Deployment", Index: index, Manifest: rawJSON(t, d), SubmitAt: at, Duration: runs}
 }
 
@@ -131,19 +121,9 @@ func TestADeploymentWithAReplicaNeverAdmittedIsNotAdmitted(t *testing.T) {
 // stays admitted at 0 s (both replicas were then); its replicas ran together 0-60 s and from
 // 180 s on, one was evicted once: (1000 + 60 + 820) / 2 pod seconds a replica.
 func TestAPreemptedReplicaIsMadeAgainUnderANewNameAndAdmittedAgain(t *testing.T) {
-	objs := gpuStack(t, "8", kueue.BestEffortFIFO)
-	cq := utiltestingapi.MakeClusterQueue("team-a").Preemption(kueue.ClusterQueuePreemption{
-		WithinClusterQueue: kueue.PreemptionPolicyLowerPriority}).ResourceGroup(
-		*utiltestingapi.MakeFlavorQuotas("gpu").Resource(corev1.ResourceCPU, "64").Resource(corev1.ResourceMemory, "256Gi").
-			Resource("nvidia.com/gpu", "8").Obj()).Obj()
-	objs[2] = withKind(t, cq)
-	objs = append(objs, withKind(t, utiltestingapi.MakeWorkloadPriorityClass("low").PriorityValue(10).Obj()),
-		withKind(t, utiltestingapi.MakeWorkloadPriorityClass("high").PriorityValue(1000).Obj()))
-	low := gpuDeployment(t, 0, "low", 2, "4", 0, -1)
-	low.Manifest = withLabel(t, low.Manifest, "kueue.x-k8s.io/priority-class", "low")
-	high := gpuJob(t, 1, "high", "4", 60, 120)
-	high.Manifest = withLabel(t, high.Manifest, "kueue.x-k8s.io/priority-class", "high")
-	in := &Input{Objects: objs, CRDs: releaseCRDs(t), Configuration: releaseConfiguration(t), Nodes: gpuNodes(1),
+	low := withPriority(t, gpuDeployment(t, 0, "low", 2, "4", 0, -1), "low")
+	high := withPriority(t, gpuJob(t, 1, "high", "4", 60, 120), "high")
+	in := &Input{Objects: preemptingStack(t), CRDs: releaseCRDs(t), Configuration: releaseConfiguration(t), Nodes: gpuNodes(1),
 		Jobs: []JobInput{low, high}, Until: 1000}
 	results, _ := replayed(t, in)
 	r := results[0]
@@ -178,5 +158,24 @@ func TestADeploymentWithNoPodsIsARowOfItsOwn(t *testing.T) {
 	}
 	if r := results[1]; !strings.Contains(r.Problem, "Deployment webhook refused it") || r.Workload != nil {
 		t.Errorf("the refused Deployment: problem %q; want Kueue's Deployment webhook's refusal", r.Problem)
+	}
+}
+
+// Replicas not given are 1, as the API server stores them, for a Deployment and a StatefulSet
+// alike (defaultReplicas); given, they are kept.
+func TestReplicasNotGivenAreOneAndGivenAreKept(t *testing.T) {
+	for _, c := range []struct {
+		manifest string
+		want     int32
+	}{{`{"metadata":{"name":"s"},"spec":{}}`, 1}, {`{"metadata":{"name":"s"},"spec":{"replicas":3}}`, 3}} {
+		in := JobInput{Manifest: []byte(c.manifest)}
+		d, err := decodeDeployment(in)
+		if err != nil || d.Spec.Replicas == nil || *d.Spec.Replicas != c.want || d.Namespace != "default" {
+			t.Errorf("the Deployment %s: %v, %v; want %d replicas in default", c.manifest, d, err, c.want)
+		}
+		sts, err := decodeStatefulSet(in)
+		if err != nil || sts.Spec.Replicas == nil || *sts.Spec.Replicas != c.want {
+			t.Errorf("the StatefulSet %s: %v, %v; want %d replicas", c.manifest, sts, err, c.want)
+		}
 	}
 }

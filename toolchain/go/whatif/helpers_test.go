@@ -97,6 +97,58 @@ func gpuStack(t *testing.T, gpus string, strategy kueue.QueueingStrategy) []json
 	return out
 }
 
+// preemptingStack: gpuStack of 8 GPUs whose ClusterQueue preempts lower priorities within it,
+// and the WorkloadPriorityClasses low (10) and high (1000).
+func preemptingStack(t *testing.T) []json.RawMessage {
+	t.Helper()
+	objs := gpuStack(t, "8", kueue.BestEffortFIFO)
+	cq := utiltestingapi.MakeClusterQueue("team-a").Preemption(kueue.ClusterQueuePreemption{
+		WithinClusterQueue: kueue.PreemptionPolicyLowerPriority}).ResourceGroup(
+		*utiltestingapi.MakeFlavorQuotas("gpu").Resource(corev1.ResourceCPU, "64").Resource(corev1.ResourceMemory, "256Gi").
+			Resource("nvidia.com/gpu", "8").Obj()).Obj()
+	objs[2] = withKind(t, cq) // gpuStack's ClusterQueue, with preemption
+	return append(objs, withKind(t, utiltestingapi.MakeWorkloadPriorityClass("low").PriorityValue(10).Obj()),
+		withKind(t, utiltestingapi.MakeWorkloadPriorityClass("high").PriorityValue(1000).Obj()))
+}
+
+// withPriority: the job with Kueue's priority-class label naming class.
+func withPriority(t *testing.T, j JobInput, class string) JobInput {
+	t.Helper()
+	j.Manifest = withLabel(t, j.Manifest, "kueue.x-k8s.io/priority-class", class)
+	return j
+}
+
+// checkLowPreemptedByHigh replays low (8 GPUs in all from 0 s, for 100 s) on preemptingStack
+// beside Job high (8 GPUs) at 60 s, which preempts it and runs 120 s: low runs 0-60 s, is
+// evicted once, readmitted at 180 s and runs its whole 100 s again, to 280 s; high 60-180 s.
+func checkLowPreemptedByHigh(t *testing.T, low JobInput, runtimes []json.RawMessage) {
+	t.Helper()
+	in := &Input{Objects: preemptingStack(t), CRDs: releaseCRDs(t), Configuration: releaseConfiguration(t), Nodes: gpuNodes(1),
+		Jobs: []JobInput{withPriority(t, low, "low"), withPriority(t, gpuJob(t, 1, "high", "8", 60, 120), "high")}, Runtimes: runtimes}
+	results, _ := replayed(t, in)
+	if got, want := string(mustJSON(t, results[0].Intervals)), `[{"start":0,"end":60},{"start":180,"end":280}]`; got != want {
+		t.Errorf("low ran %s, want %s", got, want)
+	}
+	if len(results[0].Evictions) != 1 {
+		t.Errorf("low was evicted %d times, want once", len(results[0].Evictions))
+	}
+	if got, want := string(mustJSON(t, results[1].Intervals)), `[{"start":60,"end":180}]`; got != want {
+		t.Errorf("high ran %s, want %s", got, want)
+	}
+}
+
+// servingPods: what a Deployment and a StatefulSet of team-a share: their metadata (queued to
+// gpu-queue), and the selector and template of their pods (app=name, gpus GPUs each).
+func servingPods(name, gpus string) (metav1.ObjectMeta, *metav1.LabelSelector, corev1.PodTemplateSpec) {
+	labels := map[string]string{"app": name}
+	meta := metav1.ObjectMeta{Name: name, Namespace: "team-a", Labels: map[string]string{"kueue.x-k8s.io/queue-name": "gpu-queue"}}
+	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "serve", Image: "serve:1", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: mustParse("1"), "nvidia.com/gpu": mustParse(gpus)},
+			Limits:   corev1.ResourceList{"nvidia.com/gpu": mustParse(gpus)}}}}}}
+	return meta, &metav1.LabelSelector{MatchLabels: labels}, template
+}
+
 // withKind: a Kueue object's JSON with its apiVersion and kind, which the wrappers leave out.
 func withKind(t *testing.T, obj any) json.RawMessage {
 	t.Helper()

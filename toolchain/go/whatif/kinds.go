@@ -155,6 +155,15 @@ func decodeAs(manifest []byte, obj ctrl.Object) error {
 	return nil
 }
 
+// defaultReplicas: a Deployment's or StatefulSet's replicas as the API server stores them: 1
+// when not given.
+func defaultReplicas(replicas *int32) *int32 {
+	if replicas == nil {
+		return ptr(int32(1))
+	}
+	return replicas
+}
+
 // submitFamily creates the job as kubectl would after Kueue's webhook for its kind: suspended.
 func (s *sim) submitFamily(j *jobState) error {
 	obj, err := j.family.decode(j.in.Manifest)

@@ -51,9 +51,7 @@ func decodeStatefulSet(j JobInput) (*appsv1.StatefulSet, error) {
 	if err := decodeAs(j.Manifest, sts); err != nil {
 		return nil, fmt.Errorf("statefulset %d: %w", j.Index, err)
 	}
-	if sts.Spec.Replicas == nil {
-		sts.Spec.Replicas = ptr(int32(1))
-	}
+	sts.Spec.Replicas = defaultReplicas(sts.Spec.Replicas)
 	return sts, nil
 }
 

@@ -4,28 +4,18 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 )
 
 // gpuStatefulSet: team-a's StatefulSet of `replicas` pods of gpus GPUs each, submitted at
 // `at`, serving for `runs` seconds (negative: until the end).
 func gpuStatefulSet(t *testing.T, index int, name string, replicas int32, gpus string, at, runs float64) JobInput {
 	t.Helper()
-	labels := map[string]string{"app": name}
-	sts := appsv1.StatefulSet{
-		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a",
-			Labels: map[string]string{"kueue.x-k8s.io/queue-name": "gpu-queue"}},
-		Spec: appsv1.StatefulSetSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: "serve", Image: "serve:1", Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: mustParse("1"), "nvidia.com/gpu": mustParse(gpus)},
-					Limits:   corev1.ResourceList{"nvidia.com/gpu": mustParse(gpus)}}}}}}},
-	}
+	meta, selector, template := servingPods(name, gpus)
+	sts := appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}, ObjectMeta: meta,
+		Spec: appsv1.StatefulSetSpec{Replicas: &replicas, Selector: selector, Template: template}}
 	return JobInput{Kind: "StatefulSet", Index: index, Manifest: rawJSON(t, sts), SubmitAt: at, Duration: runs}
 }
 
@@ -78,28 +68,5 @@ func TestAStatefulSetServesToTheEnd(t *testing.T) {
 // priorities: low (two pods of 4 GPUs) from 0 s; Job high (8 GPUs) at 60 s preempts it and runs
 // 120 s; low is admitted again at 180 s and serves its 100 s again, to 280 s.
 func TestAPreemptedStatefulSetGetsItsPodsBackAndRunsAgain(t *testing.T) {
-	objs := gpuStack(t, "8", kueue.BestEffortFIFO)
-	cq := utiltestingapi.MakeClusterQueue("team-a").Preemption(kueue.ClusterQueuePreemption{
-		WithinClusterQueue: kueue.PreemptionPolicyLowerPriority}).ResourceGroup(
-		*utiltestingapi.MakeFlavorQuotas("gpu").Resource(corev1.ResourceCPU, "64").Resource(corev1.ResourceMemory, "256Gi").
-			Resource("nvidia.com/gpu", "8").Obj()).Obj()
-	objs[2] = withKind(t, cq)
-	objs = append(objs, withKind(t, utiltestingapi.MakeWorkloadPriorityClass("low").PriorityValue(10).Obj()),
-		withKind(t, utiltestingapi.MakeWorkloadPriorityClass("high").PriorityValue(1000).Obj()))
-	low := gpuStatefulSet(t, 0, "low", 2, "4", 0, 100)
-	low.Manifest = withLabel(t, low.Manifest, "kueue.x-k8s.io/priority-class", "low")
-	high := gpuJob(t, 1, "high", "8", 60, 120)
-	high.Manifest = withLabel(t, high.Manifest, "kueue.x-k8s.io/priority-class", "high")
-	in := &Input{Objects: objs, CRDs: releaseCRDs(t), Configuration: releaseConfiguration(t), Nodes: gpuNodes(1),
-		Jobs: []JobInput{low, high}}
-	results, _ := replayed(t, in)
-	if got, want := string(mustJSON(t, results[0].Intervals)), `[{"start":0,"end":60},{"start":180,"end":280}]`; got != want {
-		t.Errorf("low ran %s, want %s", got, want)
-	}
-	if len(results[0].Evictions) != 1 {
-		t.Errorf("low was evicted %d times, want once", len(results[0].Evictions))
-	}
-	if got, want := string(mustJSON(t, results[1].Intervals)), `[{"start":60,"end":180}]`; got != want {
-		t.Errorf("high ran %s, want %s", got, want)
-	}
+	checkLowPreemptedByHigh(t, gpuStatefulSet(t, 0, "low", 2, "4", 0, 100), nil)
 }
