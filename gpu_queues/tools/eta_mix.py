@@ -25,7 +25,7 @@ workload ends at once).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Final, Literal
@@ -36,8 +36,22 @@ from gpu_queues.tools.status import Snapshot
 from gpu_queues.values import as_dict
 from gpu_queues.whatif.documents import MixDocument
 from gpu_queues.whatif.durations import DurationError, format_duration, parse_duration
-from gpu_queues.whatif.mix import ANNOTATION_DURATION, Catalog, Entry, check
+from gpu_queues.whatif.mix import (
+    ANNOTATION_DURATION,
+    DEFAULT_NAMESPACE,
+    Catalog,
+    Entry,
+    check,
+    runtimes_of,
+)
 from gpu_queues.whatif.podsets import pod_sets
+from gpu_queues.whatif.trainjob import (
+    Runtimes,
+    is_runtime,
+    runtime_object,
+    runtime_ref,
+    runtime_where,
+)
 from gpu_queues.whatif.workloads import admitted_flavor, assigned_flavors, condition
 
 Basis = Literal["annotation", "median", "unknown"]
@@ -302,3 +316,44 @@ def _entry(
         return
     left = item.left
     item.entry = replace(entry, submit_at=0.0, duration=None if left is None else left)
+
+
+def submitted_runtimes(submit: Sequence[MixDocument], owners: OwnerLookup) -> Runtimes:
+    """The Trainer runtimes the --submit TrainJobs name (trainjob.py: Kueue counts a
+    TrainJob's pods from its runtime): each from the --submit file when it holds it beside
+    them (a runtime not yet on the cluster either), else the live cluster's (`owners`, which
+    reads them as Owners does). EtaError when the file's runtime is refused (naming its field)
+    or a TrainJob's is in neither (naming spec.runtimeRef)."""
+    given = [d for d in submit if is_runtime(d.body)]
+    runtimes = _runtimes(given)
+    read: dict[tuple[str, str, str], MixDocument] = {}
+    for doc in submit:
+        body = as_dict(doc.body)
+        if doc.error is not None or body.get("kind") != "TrainJob":
+            continue
+        namespace = as_dict(body.get("metadata")).get("namespace") or DEFAULT_NAMESPACE
+        try:
+            key = runtime_ref(body, str(namespace))
+        except LookupError:
+            continue  # no Trainer runtime: `check` refuses the TrainJob, naming why
+        if key in runtimes.by_key or key in read:
+            continue
+        live = owners(*key)
+        if live is None:
+            raise EtaError(
+                f"--submit {doc.source}: spec.runtimeRef: {key[0]} {runtime_where(key)} is "
+                "neither in the --submit file nor in the cluster (Kueue counts a TrainJob's pods "
+                "from its runtime: put the runtime's document beside the TrainJob)"
+            )
+        where = f"the cluster's {key[0]} {runtime_where(key)}"
+        read[key] = MixDocument(where, runtime_object(live, key[1]))
+    return _runtimes([*given, *read.values()]) if read else runtimes
+
+
+def _runtimes(docs: list[MixDocument]) -> Runtimes:
+    """The runtimes of `docs`, checked as a mix's are; EtaError for the first refused."""
+    runtimes, refused = runtimes_of(docs)
+    for rows in refused.values():
+        for row in rows:
+            raise EtaError(f"--submit {row.source}: {row.status}: {row.problem}")
+    return runtimes

@@ -115,6 +115,17 @@ OWNER_PATHS: Final[dict[str, str]] = {
 }
 
 
+# The Trainer's runtimes a TrainJob names (gpu_queues/whatif/trainjob.py): no owners of a
+# Workload, but read as they are, so the replay can carry the runtime a TrainJob's pods come
+# from (`gpuq status --eta --submit` of a TrainJob whose runtime is on the cluster).
+RUNTIME_PATHS: Final[dict[str, str]] = {
+    "ClusterTrainingRuntime": "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes",
+    "TrainingRuntime": (
+        "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{namespace}/trainingruntimes"
+    ),
+}
+
+
 RECORDED_KINDS: Final = (
     "Jobs, Pods, JobSets, StatefulSets, MPIJobs, RayJobs, RayClusters and the Kubeflow v1 jobs ("
     + ", ".join(KUBEFLOW_V1)
@@ -128,14 +139,15 @@ def recorded_owner(wl: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 class Owners:
-    """The owners of the Workloads, read once per namespace and kind (a Pod: one by one)."""
+    """The owners of the Workloads (and the Trainer runtimes: RUNTIME_PATHS), read once per
+    namespace and kind (a Pod: one by one)."""
 
     def __init__(self, rest: Rest) -> None:
         self.rest = rest
         self.listed: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        path = OWNER_PATHS.get(kind)
+        path = OWNER_PATHS.get(kind) or RUNTIME_PATHS.get(kind)
         if path is None:
             return None
         if "{name}" in path:
