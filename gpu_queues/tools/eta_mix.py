@@ -36,6 +36,7 @@ from gpu_queues.tools.status import Snapshot
 from gpu_queues.values import as_dict
 from gpu_queues.whatif.documents import MixDocument
 from gpu_queues.whatif.durations import DurationError, format_duration, parse_duration
+from gpu_queues.whatif.engine_input import not_fast
 from gpu_queues.whatif.mix import (
     ANNOTATION_DURATION,
     DEFAULT_NAMESPACE,
@@ -313,6 +314,10 @@ def _entry(
     entry = check(MixDocument(f"live {item.namespace}/{item.workload}", manifest), index, catalog)
     if entry.status != "ok":
         item.problem = entry.problem or entry.status
+        return
+    # An LWS's groups are read (owners.py) but the fast engine plays no LWS controller.
+    item.problem = not_fast(entry)
+    if item.problem is not None:
         return
     left = item.left
     item.entry = replace(entry, submit_at=0.0, duration=None if left is None else left)

@@ -1,5 +1,6 @@
 """A live Workload's owner as the what-if mix writes it: which owner kinds are read (Jobs,
-plain Pods and pod groups, JobSets, MPIJobs, the Kubeflow v1 jobs), how they are read from the
+plain Pods and pod groups, JobSets, MPIJobs, the Kubeflow v1 jobs, the Ray kinds, StatefulSets,
+LeaderWorkerSets and, through their pods, Deployments), how they are read from the
 API (`Owners`, once per namespace and kind), and the manifest made of an owner and its
 Workload (`workload_manifest`; a pod group's Pods, `pod_group_manifests`), keeping only what
 admission depends on. `gpuq record` (record.py) writes these manifests to files; `gpuq status
@@ -20,7 +21,14 @@ from gpu_queues.kueue.quantity import QuantityError, parse_quantity
 from gpu_queues.values import as_dict, as_list, as_str
 from gpu_queues.whatif.mix import PRIORITY_LABEL, QUEUE_LABEL
 from gpu_queues.whatif.podgroups import GROUP_LABEL, TOTAL_COUNT
-from gpu_queues.whatif.podsets import KUBEFLOW_V1, MPI_REPLICA_TYPES, SUBMITTER
+from gpu_queues.whatif.podsets import (
+    KUBEFLOW_V1,
+    LWS_LEADER,
+    LWS_WORKER,
+    MAIN,
+    MPI_REPLICA_TYPES,
+    SUBMITTER,
+)
 from gpu_queues.whatif.podsets import pod_sets as pod_sets_of
 from gpu_queues.whatif.workloads import KubeError, Rest, owner
 
@@ -99,12 +107,14 @@ RAY_KINDS: Final = ("RayJob", "RayCluster")
 
 
 # The owner kinds recorded, and where the API lists (or, for a Pod, gets) them: Kueue's
-# integrations whose Workloads the what-if replays from a recording. Another owner (a
-# Deployment, a LeaderWorkerSet, ...) is a comment naming it.
+# integrations whose Workloads the what-if replays from a recording. Another owner (an
+# AppWrapper, a RayService, ...) is a comment naming it.
 OWNER_PATHS: Final[dict[str, str]] = {
     "Job": "/apis/batch/v1/namespaces/{namespace}/jobs",
-    # Before Pod: a StatefulSet's Workload is owned by its pods too (Kueue makes them a group).
+    # Before Pod: a StatefulSet's Workload, and each of an LWS's groups', is owned by its pods
+    # too (Kueue makes them a group).
     "StatefulSet": "/apis/apps/v1/namespaces/{namespace}/statefulsets",
+    "LeaderWorkerSet": "/apis/leaderworkerset.x-k8s.io/v1/namespaces/{namespace}/leaderworkersets",
     "Pod": "/api/v1/namespaces/{namespace}/pods/{name}",
     "JobSet": "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{namespace}/jobsets",
     **{
@@ -112,6 +122,14 @@ OWNER_PATHS: Final[dict[str, str]] = {
         for kind, (api, _, _) in REPLICA_KINDS.items()
     },
     **{kind: f"/apis/ray.io/v1/namespaces/{{namespace}}/{kind.lower()}s" for kind in RAY_KINDS},
+}
+
+
+# A Deployment owns no Workload: Kueue's pod integration makes one of each of its pods, owned
+# by the Pod, which its ReplicaSet owns, which the Deployment owns. Read to find it from a Pod.
+ANCESTOR_PATHS: Final[dict[str, str]] = {
+    "ReplicaSet": "/apis/apps/v1/namespaces/{namespace}/replicasets",
+    "Deployment": "/apis/apps/v1/namespaces/{namespace}/deployments",
 }
 
 
@@ -127,9 +145,8 @@ RUNTIME_PATHS: Final[dict[str, str]] = {
 
 
 RECORDED_KINDS: Final = (
-    "Jobs, Pods, JobSets, StatefulSets, MPIJobs, RayJobs, RayClusters and the Kubeflow v1 jobs ("
-    + ", ".join(KUBEFLOW_V1)
-    + ")"
+    "Jobs, Pods, JobSets, StatefulSets, Deployments, LeaderWorkerSets, MPIJobs, RayJobs, "
+    "RayClusters and the Kubeflow v1 jobs (" + ", ".join(KUBEFLOW_V1) + ")"
 )
 
 
@@ -139,15 +156,15 @@ def recorded_owner(wl: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 class Owners:
-    """The owners of the Workloads (and the Trainer runtimes: RUNTIME_PATHS), read once per
-    namespace and kind (a Pod: one by one)."""
+    """The owners of the Workloads (and a Pod's ReplicaSet and Deployment, the Trainer
+    runtimes), read once per namespace and kind (a Pod: one by one)."""
 
     def __init__(self, rest: Rest) -> None:
         self.rest = rest
         self.listed: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        path = OWNER_PATHS.get(kind) or RUNTIME_PATHS.get(kind)
+        path = OWNER_PATHS.get(kind) or ANCESTOR_PATHS.get(kind) or RUNTIME_PATHS.get(kind)
         if path is None:
             return None
         if "{name}" in path:
@@ -179,9 +196,9 @@ def workload_manifest(
     Unrecordable when it cannot be."""
     pod_sets = [as_dict(p) for p in as_list(as_dict(wl.get("spec")).get("podSets"))]
     metadata = _metadata(wl, namespace, name, found)
-    if kind == "StatefulSet":
-        return _statefulset(metadata, pod_sets, as_dict(as_dict(found).get("spec")))
-    if kind == "JobSet" or kind in REPLICA_KINDS or kind in RAY_KINDS:
+    if kind in ("StatefulSet", "Deployment"):
+        return _replicated(kind, metadata, pod_sets, as_dict(as_dict(found).get("spec")))
+    if kind in ("JobSet", "LeaderWorkerSet") or kind in REPLICA_KINDS or kind in RAY_KINDS:
         return _multi_pod_set(kind, metadata, pod_sets, as_dict(as_dict(found).get("spec")))
     if len(pod_sets) != 1:
         raise Unrecordable(f"malformed: a {kind}'s Workload has {len(pod_sets)} pod sets, not one")
@@ -311,6 +328,8 @@ def _multi_pod_set(
         templates[str(p.get("name"))] = _pod_spec(as_dict(p.get("template")).get("spec"))
     if kind == "JobSet":
         api, spec = "jobset.x-k8s.io/v1alpha2", _jobset_spec(owner, templates)
+    elif kind == "LeaderWorkerSet":
+        api, spec = "leaderworkerset.x-k8s.io/v1", _lws_spec(owner, templates)
     elif kind in RAY_KINDS:
         api, spec = "ray.io/v1", _ray_spec(kind, owner, templates)
     else:
@@ -327,15 +346,17 @@ def _multi_pod_set(
     return manifest
 
 
-def _statefulset(
-    metadata: dict[str, Any], pod_sets: list[dict[str, Any]], owner: Mapping[str, Any]
+def _replicated(
+    kind: str, metadata: dict[str, Any], pod_sets: list[dict[str, Any]], owner: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """A StatefulSet: its replicas and selector from the owner, of its pods' labels only those
-    the selector reads (the API wants the template to match it), the pod template from the
-    Workload's one pod set (Kueue's group of its replicas, named by their role hash); the
-    replicas must be the pod set's count, or it was scaled since Kueue made its Workload."""
+    """A StatefulSet or a Deployment: its replicas and selector from the owner, of its pods'
+    labels only those the selector reads (the API wants the template to match it), the pod
+    template from the Workload's one pod set (a StatefulSet's: Kueue's group of its replicas,
+    named by their role hash, whose count must be the replicas, or it was scaled since Kueue
+    made its Workload; a Deployment's: one of its pods, the Workload of one pod Kueue's pod
+    integration makes of each, counted against its replicas by owner_sets.py)."""
     if len(pod_sets) != 1:
-        raise Unrecordable(f"malformed: a StatefulSet's Workload has {len(pod_sets)} pod sets")
+        raise Unrecordable(f"malformed: a {kind}'s Workload has {len(pod_sets)} pod sets")
     selector = as_dict(owner.get("selector"))
     read = set(map(str, as_dict(selector.get("matchLabels"))))
     read |= {str(as_dict(e).get("key")) for e in as_list(selector.get("matchExpressions"))}
@@ -349,8 +370,13 @@ def _statefulset(
     spec = _numbers(owner, ("replicas",), "its")
     spec["selector"] = _plain(selector)
     spec["template"] = {"metadata": {"labels": labels}, "spec": pod}
-    manifest = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": metadata}
-    manifest["spec"] = spec
+    manifest = {"apiVersion": "apps/v1", "kind": kind, "metadata": metadata, "spec": spec}
+    if kind == "Deployment":
+        if _count(pod_sets[0]) != 1:
+            raise Unrecordable(
+                f"malformed: a Deployment's pod's Workload of {_count(pod_sets[0])} pods"
+            )
+        return manifest
     (counted,) = [p.count for p in pod_sets_of("StatefulSet", manifest)]
     if counted != _count(pod_sets[0]):
         raise Unrecordable(
@@ -373,6 +399,21 @@ def _jobset_spec(owner: Mapping[str, Any], templates: Mapping[str, Any]) -> dict
         entry.update(_numbers(rj, ("replicas",), f"replicated job {rj_name}'s"))
         replicated.append({**entry, "template": {"spec": job_spec}})
     return {"replicatedJobs": replicated}
+
+
+def _lws_spec(owner: Mapping[str, Any], templates: Mapping[str, Any]) -> dict[str, Any]:
+    """A LeaderWorkerSet's groups (replicas) and their size, its leader template when it has
+    one: the pod sets Kueue makes of each group are then leader and worker, else main."""
+    lwt = as_dict(owner.get("leaderWorkerTemplate"))
+    kept = _numbers(lwt, ("size",), "its leaderWorkerTemplate's")
+    if isinstance(lwt.get("leaderTemplate"), dict):
+        kept["leaderTemplate"] = {"spec": templates.get(LWS_LEADER, {})}
+        kept["workerTemplate"] = {"spec": templates.get(LWS_WORKER, {})}
+    else:
+        kept["workerTemplate"] = {"spec": templates.get(MAIN, {})}
+    spec = _numbers(owner, ("replicas",), "its")
+    spec["leaderWorkerTemplate"] = kept
+    return spec
 
 
 def _replica_specs(
