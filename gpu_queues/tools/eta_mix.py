@@ -31,7 +31,8 @@ from datetime import datetime
 from typing import Any, Final, Literal
 
 from gpu_queues.config.model import StackConfig
-from gpu_queues.tools.owners import RECORDED_KINDS, Unrecordable, recorded_owner, workload_manifest
+from gpu_queues.tools.owner_trainjob import manifest_and_runtime
+from gpu_queues.tools.owners import RECORDED_KINDS, Unrecordable, recorded_owner
 from gpu_queues.tools.status import Snapshot
 from gpu_queues.values import as_dict
 from gpu_queues.whatif.documents import MixDocument
@@ -49,6 +50,7 @@ from gpu_queues.whatif.podsets import pod_sets
 from gpu_queues.whatif.trainjob import (
     Runtimes,
     is_runtime,
+    runtime_key,
     runtime_object,
     runtime_ref,
     runtime_where,
@@ -286,7 +288,7 @@ def plan(
     for index, (item, wl, owner_obj) in enumerate(ordered):
         item.run_time = run_time(owner_obj, item.team, out, history)
         if item.problem is None:
-            _entry(item, wl, owner_obj, index, config, catalog)
+            _entry(item, wl, owner_obj, index, config, catalog, owners)
         out.items.append(item)
     return out
 
@@ -298,20 +300,23 @@ def _entry(
     index: int,
     config: StackConfig,
     catalog: Catalog,
+    owners: OwnerLookup,
 ) -> None:
-    """The item's mix entry, or its problem."""
+    """The item's mix entry (a TrainJob's with its runtime), or its problem."""
     ref = recorded_owner(wl) or {}
     kind = str(ref.get("kind"))
     try:
-        manifest = workload_manifest(wl, kind, item.namespace, item.name, found)
+        manifest, runtime = manifest_and_runtime(wl, kind, item.namespace, item.name, found, owners)
     except Unrecordable as exc:
         item.problem = str(exc)
         return
+    runtimes = Runtimes({runtime_key(runtime, item.namespace): runtime} if runtime else {})
     if item.state == "admitted":
         pin = flavor_labels(config, wl)
         if pin:
             manifest = pinned(manifest, pin)
-    entry = check(MixDocument(f"live {item.namespace}/{item.workload}", manifest), index, catalog)
+    doc = MixDocument(f"live {item.namespace}/{item.workload}", manifest)
+    entry = check(doc, index, catalog, runtimes)
     if entry.status != "ok":
         item.problem = entry.problem or entry.status
         return

@@ -6,10 +6,10 @@ that replays what the cluster was asked to admit.
     make record STACK=prod SINCE=24h OUT=mix/
 
 Each Workload whose owner is a Job, a plain Pod (Kueue's pod integration), a JobSet, a
-StatefulSet, a LeaderWorkerSet, a Deployment (through its pod), an MPIJob, a RayJob, a
-RayCluster or a Kubeflow v1 job (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob:
-OWNER_PATHS) and that was created within --since of now
-becomes one manifest of its owner's kind, named as its owner (namespace/name):
+StatefulSet, a LeaderWorkerSet, a Deployment (through its pod), a TrainJob (with the runtime
+it names, once per file: owner_trainjob.py), an MPIJob, a RayJob, a RayCluster or a Kubeflow v1
+job (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob: OWNER_PATHS) and that was created
+within --since of now becomes one manifest of its owner's kind, named as its owner (namespace/name):
   gpu-queues.dev/submit-at  the owner's creation, offset from the earliest one recorded
   gpu-queues.dev/duration   from its (last) admission (QuotaReserved) to Finished, to the
                             second (at least 1s); none when it had not finished, and then
@@ -75,6 +75,7 @@ from gpu_queues.kueue.client import KubeconfigError
 from gpu_queues.kueue.fields import is_dns_label
 from gpu_queues.progress import Progress
 from gpu_queues.tools.owner_sets import set_manifest
+from gpu_queues.tools.owner_trainjob import manifest_and_runtime
 from gpu_queues.tools.owners import (
     KEPT_NOTE,
     RECORDED_KINDS,
@@ -87,7 +88,6 @@ from gpu_queues.tools.owners import (
     pod_group_manifests,
     pod_owners,
     recorded_owner,
-    workload_manifest,
 )
 from gpu_queues.tools.record_out import HEADER, RecordError, write
 from gpu_queues.tools.status import KUEUE, StatusError, connect, team_queues
@@ -97,6 +97,7 @@ from gpu_queues.whatif.mix import (
     ANNOTATION_DURATION,
     ANNOTATION_SUBMIT_AT,
 )
+from gpu_queues.whatif.trainjob import runtime_key
 from gpu_queues.whatif.workloads import KubeError, Rest, condition, owner
 
 ANNOTATION_RUNNING: Final = "gpu-queues.dev/running"
@@ -119,6 +120,8 @@ class Item:
     """A pod group's Pod documents, written in place of `manifest` (its first)."""
     kind: str = "Workload"
     """What a comment names: the Workload, or the owner of several (owner_sets.py)."""
+    runtime: dict[str, Any] | None = None
+    """A TrainJob's runtime, written once in each file before the documents (owner_trainjob.py)."""
 
     def documents(self) -> tuple[dict[str, Any], ...]:
         """What is written of it: its manifest, or a pod group's Pods; none when skipped."""
@@ -164,7 +167,7 @@ class Recording:
                 groups.setdefault(name, []).append(item)
         out = {}
         for name, items in sorted(groups.items()):
-            docs = []
+            docs = _runtimes(items) if start is not None else []
             for item in items:
                 if start is None:
                     continue
@@ -192,6 +195,17 @@ class Recording:
 
     def skipped(self) -> list[Item]:
         return [i for i in self.items if i.skipped is not None]
+
+
+def _runtimes(items: list[Item]) -> list[str]:
+    """The Trainer runtimes of a file's TrainJobs, each once, as YAML documents: no workloads,
+    so no submit-at (the mix reads them before any TrainJob that names them)."""
+    seen: dict[tuple[str, str, str], str] = {}
+    for item in items:
+        if item.runtime is not None and item.manifest is not None:
+            key = runtime_key(item.runtime, item.namespace)
+            seen.setdefault(key, yaml.safe_dump(item.runtime, sort_keys=False, width=100))
+    return list(seen.values())
 
 
 def file_name(namespace: str) -> str:
@@ -397,6 +411,7 @@ def _item(
     found = _owner(ref, namespace, owners)
     owner_name = str(ref.get("name"))
     members: tuple[dict[str, Any], ...] = ()
+    runtime = None
     if kind == "Pod" and group_of(found) is not None:
         # A pod group: the Workload, named after the group, is owned by each of its Pods.
         # It was queued once its last Pod existed, when Kueue made it: that is its submit-at.
@@ -410,11 +425,13 @@ def _item(
         created = _created(found, kind)
         if created < now - since:
             return None
-        manifest = workload_manifest(wl, kind, namespace, owner_name, found)
+        manifest, runtime = manifest_and_runtime(wl, kind, namespace, owner_name, found, owners.get)
     durations = _run(wl)
     for doc in members or (manifest,):
         doc["metadata"]["annotations"].update(durations)
-    return Item(namespace, owner_name, created, manifest, workload=name, members=members)
+    return Item(
+        namespace, owner_name, created, manifest, workload=name, members=members, runtime=runtime
+    )
 
 
 def _owner(ref: Mapping[str, Any], namespace: str, owners: Owners) -> dict[str, Any]:

@@ -525,7 +525,8 @@ def submission_order(entries: Iterable[Entry]) -> list[Entry]:
 
 def runtimes_of(docs: list[MixDocument]) -> tuple[Runtimes, dict[int, list[Entry]]]:
     """The mix's Trainer runtimes (trainjob.py), and a row for each refused one: its shape, its
-    names, a duplicate of an earlier one. A valid runtime is no row: it is no workload."""
+    names, a different one of an earlier one's name (an identical copy is the same runtime).
+    A valid runtime is no row: it is no workload."""
     found: dict[tuple[str, str, str], dict[str, Any]] = {}
     sources: dict[tuple[str, str, str], str] = {}
     refused: dict[int, list[Entry]] = {}
@@ -544,6 +545,8 @@ def runtimes_of(docs: list[MixDocument]) -> tuple[Runtimes, dict[int, list[Entry
             except _Refused as names:
                 problem = names.problem
         key = runtime_key(body, head.namespace)
+        if problem is None and found.get(key) == runtime_object(body, head.namespace):
+            continue  # the same runtime again: a recording's files each carry their TrainJobs'
         if problem is None and key in found:
             problem = (
                 f"a {head.kind} {head.name} comes earlier in the mix ({sources[key]}); "

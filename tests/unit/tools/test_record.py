@@ -397,8 +397,8 @@ def test_bad_input_is_a_comment_with_the_reason_never_a_traceback() -> None:
         "job-js-abcde": "its JobSet alpha/js is no longer in the API (deleted)",
         "job-rj-abcde": (
             "its owner is a RayService; the mix records Jobs, Pods, JobSets, StatefulSets, "
-            "Deployments, LeaderWorkerSets, MPIJobs, RayJobs, RayClusters and the Kubeflow v1 "
-            "jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob)"
+            "Deployments, LeaderWorkerSets, TrainJobs, MPIJobs, RayJobs, RayClusters and the "
+            "Kubeflow v1 jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob)"
         ),
         "job-remade-abcde": "its Job alpha/remade was deleted and made again (new uid)",
         "job-nullspec-abcde": "malformed: no spec.queueName",

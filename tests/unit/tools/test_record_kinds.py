@@ -158,8 +158,8 @@ def test_the_kinds_recorded_are_named_where_another_owner_is_refused() -> None:
     (item,) = recorded(rest).items
     assert item.skipped == (
         "its owner is a RayService; the mix records Jobs, Pods, JobSets, StatefulSets, "
-        "Deployments, LeaderWorkerSets, MPIJobs, RayJobs, RayClusters and the Kubeflow v1 jobs "
-        "(PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob)"
+        "Deployments, LeaderWorkerSets, TrainJobs, MPIJobs, RayJobs, RayClusters and the "
+        "Kubeflow v1 jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob)"
     )
 
 
