@@ -341,8 +341,8 @@ def _set_owner(
     wl: Mapping[str, Any], namespace: str, owners: Owners
 ) -> tuple[str, str, dict[str, Any]] | None:
     """The owner of the Workload and others (owner_sets.py): its LeaderWorkerSet, or the
-    Deployment of its Pod's ReplicaSet; None for another owner (a ReplicaSet of no Deployment's
-    pods are plain Pods). Unrecordable when one of them is gone or made again."""
+    Deployment of its Pod's ReplicaSet; None for another owner (the pods of a ReplicaSet that
+    no Deployment owns are plain Pods). Unrecordable when one of them is gone or made again."""
     ref = recorded_owner(wl)
     if ref is None:
         return None
