@@ -36,7 +36,15 @@ from gpu_queues.config.model import StackConfig
 from gpu_queues.kueue.client import KubeconfigError
 from gpu_queues.progress import Progress
 from gpu_queues.tools import status
-from gpu_queues.tools.eta_mix import DEFAULT_HISTORY, EtaError, Item, Plan, plan, run_time
+from gpu_queues.tools.eta_mix import (
+    DEFAULT_HISTORY,
+    EtaError,
+    Item,
+    Plan,
+    plan,
+    run_time,
+    submitted_runtimes,
+)
 from gpu_queues.tools.owners import Owners
 from gpu_queues.whatif.documents import MixDocument, MixTooLarge, read_documents
 from gpu_queues.whatif.durations import DurationError, format_duration, parse_duration
@@ -44,6 +52,7 @@ from gpu_queues.whatif.engine_input import FastEngineError, frameworks, manager_
 from gpu_queues.whatif.fast import replay_entries
 from gpu_queues.whatif.mix import Catalog, Entry, check
 from gpu_queues.whatif.report import Run, WorkloadResult
+from gpu_queues.whatif.trainjob import Runtimes, is_runtime
 from gpu_queues.whatif.workloads import KubeError, Rest, is_true
 
 # How far ahead the replay looks: a day of the cluster, not the whole backlog (at 1,000 pending
@@ -200,7 +209,15 @@ def predict(
     configuration = manager_configuration(config)
     catalog = Catalog.from_stack(config, frameworks(configuration))
     mix = plan(snapshot, owners, config, catalog, history)
-    new = [_new_item(doc, mix, catalog, history) for doc in submit]  # refused before any replay
+    # Refused before any replay; a runtime of the file is no workload, but beside its TrainJobs.
+    runtimes = submitted_runtimes(submit, owners)
+    new = [
+        _new_item(doc, mix, catalog, history, runtimes)
+        for doc in submit
+        if not is_runtime(doc.body)
+    ]
+    if submit and not new:
+        raise EtaError(f"--submit {submit[0].source}: only Trainer runtimes, no workload in it")
     assumptions = _assumptions(config, mix, nodes, history, horizon)
     submitted = [
         _submitted(config, item, mix, configuration, nodes, source, horizon) for item in new
@@ -229,10 +246,13 @@ def predict(
     return Estimate(mix, run, predictions, assumptions, source, submitted)
 
 
-def _new_item(doc: MixDocument, mix: Plan, catalog: Catalog, history: float) -> Item:
-    """A manifest not yet submitted as the last pending item of the mix, created now; EtaError
-    when the stack refuses it or the cluster already has it."""
-    entry = check(doc, len(mix.items), catalog)
+def _new_item(
+    doc: MixDocument, mix: Plan, catalog: Catalog, history: float, runtimes: Runtimes
+) -> Item:
+    """A manifest not yet submitted as the last pending item of the mix, created now (a
+    TrainJob with its runtime among `runtimes`); EtaError when the stack refuses it or the
+    cluster already has it."""
+    entry = check(doc, len(mix.items), catalog, runtimes)
     if entry.status != "ok":
         raise EtaError(f"--submit {entry.source}: {entry.status}: {entry.problem}")
     for other in mix.items:

@@ -25,19 +25,36 @@ workload ends at once).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Final, Literal
 
 from gpu_queues.config.model import StackConfig
-from gpu_queues.tools.owners import RECORDED_KINDS, Unrecordable, recorded_owner, workload_manifest
+from gpu_queues.tools.owner_trainjob import manifest_and_runtime
+from gpu_queues.tools.owners import RECORDED_KINDS, Unrecordable, recorded_owner
 from gpu_queues.tools.status import Snapshot
 from gpu_queues.values import as_dict
 from gpu_queues.whatif.documents import MixDocument
 from gpu_queues.whatif.durations import DurationError, format_duration, parse_duration
-from gpu_queues.whatif.mix import ANNOTATION_DURATION, Catalog, Entry, check
+from gpu_queues.whatif.engine_input import not_fast
+from gpu_queues.whatif.mix import (
+    ANNOTATION_DURATION,
+    DEFAULT_NAMESPACE,
+    Catalog,
+    Entry,
+    check,
+    runtimes_of,
+)
 from gpu_queues.whatif.podsets import pod_sets
+from gpu_queues.whatif.trainjob import (
+    Runtimes,
+    is_runtime,
+    runtime_key,
+    runtime_object,
+    runtime_ref,
+    runtime_where,
+)
 from gpu_queues.whatif.workloads import admitted_flavor, assigned_flavors, condition
 
 Basis = Literal["annotation", "median", "unknown"]
@@ -271,7 +288,7 @@ def plan(
     for index, (item, wl, owner_obj) in enumerate(ordered):
         item.run_time = run_time(owner_obj, item.team, out, history)
         if item.problem is None:
-            _entry(item, wl, owner_obj, index, config, catalog)
+            _entry(item, wl, owner_obj, index, config, catalog, owners)
         out.items.append(item)
     return out
 
@@ -283,22 +300,70 @@ def _entry(
     index: int,
     config: StackConfig,
     catalog: Catalog,
+    owners: OwnerLookup,
 ) -> None:
-    """The item's mix entry, or its problem."""
+    """The item's mix entry (a TrainJob's with its runtime), or its problem."""
     ref = recorded_owner(wl) or {}
     kind = str(ref.get("kind"))
     try:
-        manifest = workload_manifest(wl, kind, item.namespace, item.name, found)
+        manifest, runtime = manifest_and_runtime(wl, kind, item.namespace, item.name, found, owners)
     except Unrecordable as exc:
         item.problem = str(exc)
         return
+    runtimes = Runtimes({runtime_key(runtime, item.namespace): runtime} if runtime else {})
     if item.state == "admitted":
         pin = flavor_labels(config, wl)
         if pin:
             manifest = pinned(manifest, pin)
-    entry = check(MixDocument(f"live {item.namespace}/{item.workload}", manifest), index, catalog)
+    doc = MixDocument(f"live {item.namespace}/{item.workload}", manifest)
+    entry = check(doc, index, catalog, runtimes)
     if entry.status != "ok":
         item.problem = entry.problem or entry.status
         return
+    # An LWS's groups are read (owners.py) but the fast engine plays no LWS controller.
+    item.problem = not_fast(entry)
+    if item.problem is not None:
+        return
     left = item.left
     item.entry = replace(entry, submit_at=0.0, duration=None if left is None else left)
+
+
+def submitted_runtimes(submit: Sequence[MixDocument], owners: OwnerLookup) -> Runtimes:
+    """The Trainer runtimes the --submit TrainJobs name (trainjob.py: Kueue counts a
+    TrainJob's pods from its runtime): each from the --submit file when it holds it beside
+    them (a runtime not yet on the cluster either), else the live cluster's (`owners`, which
+    reads them as Owners does). EtaError when the file's runtime is refused (naming its field)
+    or a TrainJob's is in neither (naming spec.runtimeRef)."""
+    given = [d for d in submit if is_runtime(d.body)]
+    runtimes = _runtimes(given)
+    read: dict[tuple[str, str, str], MixDocument] = {}
+    for doc in submit:
+        body = as_dict(doc.body)
+        if doc.error is not None or body.get("kind") != "TrainJob":
+            continue
+        namespace = as_dict(body.get("metadata")).get("namespace") or DEFAULT_NAMESPACE
+        try:
+            key = runtime_ref(body, str(namespace))
+        except LookupError:
+            continue  # no Trainer runtime: `check` refuses the TrainJob, naming why
+        if key in runtimes.by_key or key in read:
+            continue
+        live = owners(*key)
+        if live is None:
+            raise EtaError(
+                f"--submit {doc.source}: spec.runtimeRef: {key[0]} {runtime_where(key)} is "
+                "neither in the --submit file nor in the cluster (Kueue counts a TrainJob's pods "
+                "from its runtime: put the runtime's document beside the TrainJob)"
+            )
+        where = f"the cluster's {key[0]} {runtime_where(key)}"
+        read[key] = MixDocument(where, runtime_object(live, key[1]))
+    return _runtimes([*given, *read.values()]) if read else runtimes
+
+
+def _runtimes(docs: list[MixDocument]) -> Runtimes:
+    """The runtimes of `docs`, checked as a mix's are; EtaError for the first refused."""
+    runtimes, refused = runtimes_of(docs)
+    for rows in refused.values():
+        for row in rows:
+            raise EtaError(f"--submit {row.source}: {row.status}: {row.problem}")
+    return runtimes

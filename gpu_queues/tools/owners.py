@@ -1,5 +1,7 @@
 """A live Workload's owner as the what-if mix writes it: which owner kinds are read (Jobs,
-plain Pods and pod groups, JobSets, MPIJobs, the Kubeflow v1 jobs), how they are read from the
+plain Pods and pod groups, JobSets, MPIJobs, the Kubeflow v1 jobs, the Ray kinds, StatefulSets,
+LeaderWorkerSets, TrainJobs (owner_trainjob.py, with their runtimes) and, through their pods,
+Deployments), how they are read from the
 API (`Owners`, once per namespace and kind), and the manifest made of an owner and its
 Workload (`workload_manifest`; a pod group's Pods, `pod_group_manifests`), keeping only what
 admission depends on. `gpuq record` (record.py) writes these manifests to files; `gpuq status
@@ -20,7 +22,14 @@ from gpu_queues.kueue.quantity import QuantityError, parse_quantity
 from gpu_queues.values import as_dict, as_list, as_str
 from gpu_queues.whatif.mix import PRIORITY_LABEL, QUEUE_LABEL
 from gpu_queues.whatif.podgroups import GROUP_LABEL, TOTAL_COUNT
-from gpu_queues.whatif.podsets import KUBEFLOW_V1, MPI_REPLICA_TYPES, SUBMITTER
+from gpu_queues.whatif.podsets import (
+    KUBEFLOW_V1,
+    LWS_LEADER,
+    LWS_WORKER,
+    MAIN,
+    MPI_REPLICA_TYPES,
+    SUBMITTER,
+)
 from gpu_queues.whatif.podsets import pod_sets as pod_sets_of
 from gpu_queues.whatif.workloads import KubeError, Rest, owner
 
@@ -99,12 +108,14 @@ RAY_KINDS: Final = ("RayJob", "RayCluster")
 
 
 # The owner kinds recorded, and where the API lists (or, for a Pod, gets) them: Kueue's
-# integrations whose Workloads the what-if replays from a recording. Another owner (a
-# Deployment, a LeaderWorkerSet, ...) is a comment naming it.
+# integrations whose Workloads the what-if replays from a recording. Another owner (an
+# AppWrapper, a RayService, ...) is a comment naming it.
 OWNER_PATHS: Final[dict[str, str]] = {
     "Job": "/apis/batch/v1/namespaces/{namespace}/jobs",
-    # Before Pod: a StatefulSet's Workload is owned by its pods too (Kueue makes them a group).
+    # Before Pod: a StatefulSet's Workload, and each of an LWS's groups', is owned by its pods
+    # too (Kueue makes them a group).
     "StatefulSet": "/apis/apps/v1/namespaces/{namespace}/statefulsets",
+    "LeaderWorkerSet": "/apis/leaderworkerset.x-k8s.io/v1/namespaces/{namespace}/leaderworkersets",
     "Pod": "/api/v1/namespaces/{namespace}/pods/{name}",
     "JobSet": "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{namespace}/jobsets",
     **{
@@ -112,13 +123,33 @@ OWNER_PATHS: Final[dict[str, str]] = {
         for kind, (api, _, _) in REPLICA_KINDS.items()
     },
     **{kind: f"/apis/ray.io/v1/namespaces/{{namespace}}/{kind.lower()}s" for kind in RAY_KINDS},
+    # Its runtime is read too (RUNTIME_PATHS) and recorded beside it: owner_trainjob.py.
+    "TrainJob": "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{namespace}/trainjobs",
+}
+
+
+# A Deployment owns no Workload: Kueue's pod integration makes one of each of its pods, owned
+# by the Pod, which its ReplicaSet owns, which the Deployment owns. Read to find it from a Pod.
+ANCESTOR_PATHS: Final[dict[str, str]] = {
+    "ReplicaSet": "/apis/apps/v1/namespaces/{namespace}/replicasets",
+    "Deployment": "/apis/apps/v1/namespaces/{namespace}/deployments",
+}
+
+
+# The Trainer's runtimes a TrainJob names (gpu_queues/whatif/trainjob.py): no owners of a
+# Workload, but read as they are, so the mix can carry the runtime a TrainJob's pods come from
+# (a recorded TrainJob's, or `gpuq status --eta --submit` of one whose runtime is on the cluster).
+RUNTIME_PATHS: Final[dict[str, str]] = {
+    "ClusterTrainingRuntime": "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes",
+    "TrainingRuntime": (
+        "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{namespace}/trainingruntimes"
+    ),
 }
 
 
 RECORDED_KINDS: Final = (
-    "Jobs, Pods, JobSets, StatefulSets, MPIJobs, RayJobs, RayClusters and the Kubeflow v1 jobs ("
-    + ", ".join(KUBEFLOW_V1)
-    + ")"
+    "Jobs, Pods, JobSets, StatefulSets, Deployments, LeaderWorkerSets, TrainJobs, MPIJobs, "
+    "RayJobs, RayClusters and the Kubeflow v1 jobs (" + ", ".join(KUBEFLOW_V1) + ")"
 )
 
 
@@ -128,14 +159,15 @@ def recorded_owner(wl: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 class Owners:
-    """The owners of the Workloads, read once per namespace and kind (a Pod: one by one)."""
+    """The owners of the Workloads (and a Pod's ReplicaSet and Deployment, the Trainer
+    runtimes), read once per namespace and kind (a Pod: one by one)."""
 
     def __init__(self, rest: Rest) -> None:
         self.rest = rest
         self.listed: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        path = OWNER_PATHS.get(kind)
+        path = OWNER_PATHS.get(kind) or ANCESTOR_PATHS.get(kind) or RUNTIME_PATHS.get(kind)
         if path is None:
             return None
         if "{name}" in path:
@@ -166,20 +198,22 @@ def workload_manifest(
     pods and pod templates (what admission reads, from the Workload), its queue and priority;
     Unrecordable when it cannot be."""
     pod_sets = [as_dict(p) for p in as_list(as_dict(wl.get("spec")).get("podSets"))]
-    metadata = _metadata(wl, namespace, name, found)
-    if kind == "StatefulSet":
-        return _statefulset(metadata, pod_sets, as_dict(as_dict(found).get("spec")))
-    if kind == "JobSet" or kind in REPLICA_KINDS or kind in RAY_KINDS:
+    metadata = manifest_metadata(wl, namespace, name, found)
+    if kind == "TrainJob":  # its pods come from its runtime: owner_trainjob.py reads both
+        raise Unrecordable("a TrainJob is read with its runtime (owner_trainjob.py)")
+    if kind in ("StatefulSet", "Deployment"):
+        return _replicated(kind, metadata, pod_sets, as_dict(as_dict(found).get("spec")))
+    if kind in ("JobSet", "LeaderWorkerSet") or kind in REPLICA_KINDS or kind in RAY_KINDS:
         return _multi_pod_set(kind, metadata, pod_sets, as_dict(as_dict(found).get("spec")))
     if len(pod_sets) != 1:
         raise Unrecordable(f"malformed: a {kind}'s Workload has {len(pod_sets)} pod sets, not one")
     pod_set = pod_sets[0]
-    pod_spec = _pod_spec(as_dict(pod_set.get("template")).get("spec"))
+    pod_spec = kept_pod_spec(as_dict(pod_set.get("template")).get("spec"))
     if kind == "Pod":
         if len(pod_owners(wl)) != 1 or pod_set.get("count", 1) != 1:
             raise Unrecordable("a group of pods (one Workload of several Pods): not read here")
         return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
-    count = _count(pod_set)
+    count = pod_set_count(pod_set)
     min_count = pod_set.get("minCount")
     if isinstance(min_count, int) and not isinstance(min_count, bool) and min_count < count:
         metadata["annotations"][MIN_PARALLELISM] = str(min_count)
@@ -192,7 +226,7 @@ def workload_manifest(
     }
 
 
-def _metadata(
+def manifest_metadata(
     wl: Mapping[str, Any], namespace: str, name: str, found: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     """An owner's metadata in the mix: its name, and the Workload's queue and priority (else
@@ -253,12 +287,12 @@ def pod_group_manifests(
         roles[role] = roles.get(role, 0) + 1
         total = annotations.get(TOTAL_COUNT)
         totals.add(total if isinstance(total, str) else comment_text(repr(total)))
-        metadata = _metadata(wl, namespace, name, pod)
+        metadata = manifest_metadata(wl, namespace, name, pod)
         metadata["labels"][GROUP_LABEL] = group
         metadata["annotations"][TOTAL_COUNT] = str(len(pods))
-        spec = _pod_spec(as_dict(pod_sets[role].get("template")).get("spec"))
+        spec = kept_pod_spec(as_dict(pod_sets[role].get("template")).get("spec"))
         out.append({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
-    kept = sorted((n, _count(p)) for n, p in pod_sets.items())
+    kept = sorted((n, pod_set_count(p)) for n, p in pod_sets.items())
     if sorted(roles.items()) != kept or totals != {str(len(pods))}:
         raise Unrecordable(
             f"its pod group {group} no longer matches its Workload: {len(pods)} pods of total "
@@ -269,7 +303,7 @@ def pod_group_manifests(
     return out
 
 
-def _count(pod_set: Mapping[str, Any]) -> int:
+def pod_set_count(pod_set: Mapping[str, Any]) -> int:
     count = pod_set.get("count", 1)
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         raise Unrecordable(f"malformed: pod set count {count!r}")
@@ -296,9 +330,11 @@ def _multi_pod_set(
     for count, or the owner changed since Kueue made its Workload."""
     templates = {}
     for p in pod_sets:
-        templates[str(p.get("name"))] = _pod_spec(as_dict(p.get("template")).get("spec"))
+        templates[str(p.get("name"))] = kept_pod_spec(as_dict(p.get("template")).get("spec"))
     if kind == "JobSet":
         api, spec = "jobset.x-k8s.io/v1alpha2", _jobset_spec(owner, templates)
+    elif kind == "LeaderWorkerSet":
+        api, spec = "leaderworkerset.x-k8s.io/v1", _lws_spec(owner, templates)
     elif kind in RAY_KINDS:
         api, spec = "ray.io/v1", _ray_spec(kind, owner, templates)
     else:
@@ -306,7 +342,7 @@ def _multi_pod_set(
         spec = {specs: _replica_specs(kind, as_dict(owner.get(specs)), types, templates)}
     manifest = {"apiVersion": api, "kind": kind, "metadata": metadata, "spec": spec}
     counted = [(p.name, p.count) for p in pod_sets_of(kind, manifest)]
-    kept = [(str(p.get("name")), _count(p)) for p in pod_sets]
+    kept = [(str(p.get("name")), pod_set_count(p)) for p in pod_sets]
     if counted != kept:
         raise Unrecordable(
             f"its {kind} no longer matches its Workload: pod sets {comment_text(repr(counted))} "
@@ -315,15 +351,17 @@ def _multi_pod_set(
     return manifest
 
 
-def _statefulset(
-    metadata: dict[str, Any], pod_sets: list[dict[str, Any]], owner: Mapping[str, Any]
+def _replicated(
+    kind: str, metadata: dict[str, Any], pod_sets: list[dict[str, Any]], owner: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """A StatefulSet: its replicas and selector from the owner, of its pods' labels only those
-    the selector reads (the API wants the template to match it), the pod template from the
-    Workload's one pod set (Kueue's group of its replicas, named by their role hash); the
-    replicas must be the pod set's count, or it was scaled since Kueue made its Workload."""
+    """A StatefulSet or a Deployment: its replicas and selector from the owner, of its pods'
+    labels only those the selector reads (the API wants the template to match it), the pod
+    template from the Workload's one pod set (a StatefulSet's: Kueue's group of its replicas,
+    named by their role hash, whose count must be the replicas, or it was scaled since Kueue
+    made its Workload; a Deployment's: one of its pods, the Workload of one pod Kueue's pod
+    integration makes of each, counted against its replicas by owner_sets.py)."""
     if len(pod_sets) != 1:
-        raise Unrecordable(f"malformed: a StatefulSet's Workload has {len(pod_sets)} pod sets")
+        raise Unrecordable(f"malformed: a {kind}'s Workload has {len(pod_sets)} pod sets")
     selector = as_dict(owner.get("selector"))
     read = set(map(str, as_dict(selector.get("matchLabels"))))
     read |= {str(as_dict(e).get("key")) for e in as_list(selector.get("matchExpressions"))}
@@ -333,17 +371,22 @@ def _statefulset(
         for k, v in sorted(as_dict(as_dict(template.get("metadata")).get("labels")).items())
         if k in read
     }
-    pod = _pod_spec(as_dict(pod_sets[0].get("template")).get("spec"))
-    spec = _numbers(owner, ("replicas",), "its")
+    pod = kept_pod_spec(as_dict(pod_sets[0].get("template")).get("spec"))
+    spec = kept_numbers(owner, ("replicas",), "its")
     spec["selector"] = _plain(selector)
     spec["template"] = {"metadata": {"labels": labels}, "spec": pod}
-    manifest = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": metadata}
-    manifest["spec"] = spec
+    manifest = {"apiVersion": "apps/v1", "kind": kind, "metadata": metadata, "spec": spec}
+    if kind == "Deployment":
+        if pod_set_count(pod_sets[0]) != 1:
+            raise Unrecordable(
+                f"malformed: a Deployment's pod's Workload of {pod_set_count(pod_sets[0])} pods"
+            )
+        return manifest
     (counted,) = [p.count for p in pod_sets_of("StatefulSet", manifest)]
-    if counted != _count(pod_sets[0]):
+    if counted != pod_set_count(pod_sets[0]):
         raise Unrecordable(
             f"its StatefulSet no longer matches its Workload: {counted} replicas against the "
-            f"Workload's {_count(pod_sets[0])} pods"
+            f"Workload's {pod_set_count(pod_sets[0])} pods"
         )
     return manifest
 
@@ -355,12 +398,27 @@ def _jobset_spec(owner: Mapping[str, Any], templates: Mapping[str, Any]) -> dict
         rj = as_dict(raw)
         rj_name = checked_name(rj.get("name"), "label", "a replicated job's name")
         job = as_dict(as_dict(rj.get("template")).get("spec"))
-        job_spec = _numbers(job, ("parallelism", "completions"), f"replicated job {rj_name}'s")
+        job_spec = kept_numbers(job, ("parallelism", "completions"), f"replicated job {rj_name}'s")
         job_spec["template"] = {"spec": templates.get(rj_name, {})}
         entry: dict[str, Any] = {"name": rj_name}
-        entry.update(_numbers(rj, ("replicas",), f"replicated job {rj_name}'s"))
+        entry.update(kept_numbers(rj, ("replicas",), f"replicated job {rj_name}'s"))
         replicated.append({**entry, "template": {"spec": job_spec}})
     return {"replicatedJobs": replicated}
+
+
+def _lws_spec(owner: Mapping[str, Any], templates: Mapping[str, Any]) -> dict[str, Any]:
+    """A LeaderWorkerSet's groups (replicas) and their size, its leader template when it has
+    one: the pod sets Kueue makes of each group are then leader and worker, else main."""
+    lwt = as_dict(owner.get("leaderWorkerTemplate"))
+    kept = kept_numbers(lwt, ("size",), "its leaderWorkerTemplate's")
+    if isinstance(lwt.get("leaderTemplate"), dict):
+        kept["leaderTemplate"] = {"spec": templates.get(LWS_LEADER, {})}
+        kept["workerTemplate"] = {"spec": templates.get(LWS_WORKER, {})}
+    else:
+        kept["workerTemplate"] = {"spec": templates.get(MAIN, {})}
+    spec = kept_numbers(owner, ("replicas",), "its")
+    spec["leaderWorkerTemplate"] = kept
+    return spec
 
 
 def _replica_specs(
@@ -369,7 +427,7 @@ def _replica_specs(
     """A Kubeflow v1 job's or MPIJob's replica specs: each type's replicas."""
     out = {}
     for replica_type, raw in specs.items():
-        entry = _numbers(as_dict(raw), ("replicas",), f"replica type {replica_type}'s")
+        entry = kept_numbers(as_dict(raw), ("replicas",), f"replica type {replica_type}'s")
         pod_set = str(replica_type).lower()
         entry["template"] = {"spec": templates.get(pod_set, {})}
         # The training operator camel-cases a replica type; the mpi-operator takes only its own.
@@ -395,7 +453,7 @@ def _ray_spec(kind: str, owner: Mapping[str, Any], templates: Mapping[str, Any])
         group = as_dict(raw)
         name = checked_name(group.get("groupName"), "label", "a worker group's name")
         entry: dict[str, Any] = {"groupName": name}
-        entry.update(_numbers(group, ("replicas", "numOfHosts"), f"worker group {name}'s"))
+        entry.update(kept_numbers(group, ("replicas", "numOfHosts"), f"worker group {name}'s"))
         groups.append({**entry, "template": {"spec": templates.get(name, {})}})
     ray: dict[str, Any] = {"headGroupSpec": {"template": {"spec": templates.get("head", {})}}}
     if groups:
@@ -411,7 +469,7 @@ def _ray_spec(kind: str, owner: Mapping[str, Any], templates: Mapping[str, Any])
     return spec
 
 
-def _numbers(owner: Mapping[str, Any], keys: tuple[str, ...], whose: str) -> dict[str, Any]:
+def kept_numbers(owner: Mapping[str, Any], keys: tuple[str, ...], whose: str) -> dict[str, Any]:
     """The counts of `keys` the owner sets (unset: its API's default applies)."""
     out = {}
     for key in keys:
@@ -421,7 +479,7 @@ def _numbers(owner: Mapping[str, Any], keys: tuple[str, ...], whose: str) -> dic
     return out
 
 
-def _pod_spec(raw: Any) -> dict[str, Any]:
+def kept_pod_spec(raw: Any) -> dict[str, Any]:
     """What admission and the scheduler's fit read of a pod spec; nothing else."""
     spec = as_dict(raw)
     out: dict[str, Any] = {}
@@ -468,7 +526,7 @@ def _container(raw: Any, init: bool) -> dict[str, Any]:
         values = as_dict(resources.get(kind))
         if values:
             kept[kind] = {
-                checked_name(r, "key", f"container {name}'s resource"): _quantity(q, name)
+                checked_name(r, "key", f"container {name}'s resource"): kept_quantity(q, name)
                 for r, q in sorted(values.items(), key=lambda rq: str(rq[0]))
             }
     if kept:
@@ -476,7 +534,7 @@ def _container(raw: Any, init: bool) -> dict[str, Any]:
     return out
 
 
-def _quantity(value: Any, container: str) -> str:
+def kept_quantity(value: Any, container: str) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise Unrecordable(f"malformed: container {container}'s resource quantity {value!r}")
     try:

@@ -6,9 +6,10 @@ that replays what the cluster was asked to admit.
     make record STACK=prod SINCE=24h OUT=mix/
 
 Each Workload whose owner is a Job, a plain Pod (Kueue's pod integration), a JobSet, a
-StatefulSet, an MPIJob, a RayJob, a RayCluster or a Kubeflow v1 job (PyTorchJob, TFJob,
-XGBoostJob, PaddleJob, JAXJob: OWNER_PATHS) and that was created within --since of now
-becomes one manifest of its owner's kind, named as its owner (namespace/name):
+StatefulSet, a LeaderWorkerSet, a Deployment (through its pod), a TrainJob (with the runtime
+it names, once per file: owner_trainjob.py), an MPIJob, a RayJob, a RayCluster or a Kubeflow v1
+job (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob: OWNER_PATHS) and that was created
+within --since of now becomes one manifest of its owner's kind, named as its owner (namespace/name):
   gpu-queues.dev/submit-at  the owner's creation, offset from the earliest one recorded
   gpu-queues.dev/duration   from its (last) admission (QuotaReserved) to Finished, to the
                             second (at least 1s); none when it had not finished, and then
@@ -20,6 +21,11 @@ becomes one manifest of its owner's kind, named as its owner (namespace/name):
   replicated jobs (an MPIJob's or Kubeflow job's replica types, a Ray kind's worker groups)
   keep their replicas, parallelism and completions (numOfHosts) from the owner, each pod
   template from the Workload's pod set of its name.
+A LeaderWorkerSet (a Workload per group) and a Deployment (a Workload per pod, owned by the Pod,
+owned by a ReplicaSet it owns) become one manifest of their kind for all their Workloads,
+checked against each of them (gpu_queues/tools/owner_sets.py): submit-at the owner's creation,
+a duration from the first admission to the last Finished when all finished, else running when
+all hold quota, else waiting.
 A pod group (Pods labelled kueue.x-k8s.io/pod-group-name: one Workload, owned by each) becomes
 its Pods, each with the template of its role's pod set and the group's label and total count,
 all with the group's times: submit-at its last pod's creation (when Kueue could queue it), and
@@ -68,6 +74,8 @@ from gpu_queues.invoked import prog
 from gpu_queues.kueue.client import KubeconfigError
 from gpu_queues.kueue.fields import is_dns_label
 from gpu_queues.progress import Progress
+from gpu_queues.tools.owner_sets import set_manifest
+from gpu_queues.tools.owner_trainjob import manifest_and_runtime
 from gpu_queues.tools.owners import (
     KEPT_NOTE,
     RECORDED_KINDS,
@@ -80,7 +88,6 @@ from gpu_queues.tools.owners import (
     pod_group_manifests,
     pod_owners,
     recorded_owner,
-    workload_manifest,
 )
 from gpu_queues.tools.record_out import HEADER, RecordError, write
 from gpu_queues.tools.status import KUEUE, StatusError, connect, team_queues
@@ -90,7 +97,8 @@ from gpu_queues.whatif.mix import (
     ANNOTATION_DURATION,
     ANNOTATION_SUBMIT_AT,
 )
-from gpu_queues.whatif.workloads import KubeError, Rest, condition
+from gpu_queues.whatif.trainjob import runtime_key
+from gpu_queues.whatif.workloads import KubeError, Rest, condition, owner
 
 ANNOTATION_RUNNING: Final = "gpu-queues.dev/running"
 ANNOTATION_WAITING: Final = "gpu-queues.dev/waiting"
@@ -110,6 +118,10 @@ class Item:
     workload: str = ""
     members: tuple[dict[str, Any], ...] = ()
     """A pod group's Pod documents, written in place of `manifest` (its first)."""
+    kind: str = "Workload"
+    """What a comment names: the Workload, or the owner of several (owner_sets.py)."""
+    runtime: dict[str, Any] | None = None
+    """A TrainJob's runtime, written once in each file before the documents (owner_trainjob.py)."""
 
     def documents(self) -> tuple[dict[str, Any], ...]:
         """What is written of it: its manifest, or a pod group's Pods; none when skipped."""
@@ -127,8 +139,9 @@ class Item:
         return file_name(self.namespace) if is_dns_label(self.namespace) else None
 
     def shown(self) -> str:
-        """`Workload namespace/name` as one line of ASCII, whatever the cluster sent."""
-        return f"Workload {_shown(self.namespace)}/{_shown(self.workload or self.name)}"
+        """`Workload namespace/name` (or the owner of several's kind) as one line of ASCII,
+        whatever the cluster sent."""
+        return f"{self.kind} {_shown(self.namespace)}/{_shown(self.workload or self.name)}"
 
 
 @dataclass
@@ -154,7 +167,7 @@ class Recording:
                 groups.setdefault(name, []).append(item)
         out = {}
         for name, items in sorted(groups.items()):
-            docs = []
+            docs = _runtimes(items) if start is not None else []
             for item in items:
                 if start is None:
                     continue
@@ -182,6 +195,17 @@ class Recording:
 
     def skipped(self) -> list[Item]:
         return [i for i in self.items if i.skipped is not None]
+
+
+def _runtimes(items: list[Item]) -> list[str]:
+    """The Trainer runtimes of a file's TrainJobs, each once, as YAML documents: no workloads,
+    so no submit-at (the mix reads them before any TrainJob that names them)."""
+    seen: dict[tuple[str, str, str], str] = {}
+    for item in items:
+        if item.runtime is not None and item.manifest is not None:
+            key = runtime_key(item.runtime, item.namespace)
+            seen.setdefault(key, yaml.safe_dump(item.runtime, sort_keys=False, width=100))
+    return list(seen.values())
 
 
 def file_name(namespace: str) -> str:
@@ -256,6 +280,8 @@ def record(
     cluster_queues = {cq for _, cq in teams}
     owners = Owners(rest)
     recording = Recording(source, since_text)
+    # An owner of several Workloads (owner_sets.py), by kind, namespace and name: its Workloads.
+    sets: dict[tuple[str, str, str], tuple[dict[str, Any], list[dict[str, Any]]]] = {}
     listed = as_list(as_dict(rest.get(f"{KUEUE}/workloads")).get("items"))
     for raw in listed:
         wl = as_dict(raw)
@@ -286,6 +312,11 @@ def record(
             continue
         item: Item | None
         try:
+            in_set = _set_owner(wl, namespace, owners)
+            if in_set is not None:
+                kind, owner_name, found = in_set
+                sets.setdefault((kind, namespace, owner_name), (found, []))[1].append(wl)
+                continue
             item = _item(wl, namespace, name, owners, now, since)
         except Unrecordable as skip:
             item = Item(namespace, name, _created_or(meta, now), skipped=str(skip), workload=name)
@@ -297,7 +328,60 @@ def record(
             recording.older += 1
             continue
         recording.items.append(item)
+    for (kind, namespace, owner_name), (found, workloads) in sorted(sets.items()):
+        item = _set_item(kind, namespace, owner_name, found, workloads, now, since)
+        if item is None:
+            recording.older += len(workloads)
+            continue
+        recording.items.append(item)
     return recording
+
+
+def _set_owner(
+    wl: Mapping[str, Any], namespace: str, owners: Owners
+) -> tuple[str, str, dict[str, Any]] | None:
+    """The owner of the Workload and others (owner_sets.py): its LeaderWorkerSet, or the
+    Deployment of its Pod's ReplicaSet; None for another owner (the pods of a ReplicaSet that
+    no Deployment owns are plain Pods). Unrecordable when one of them is gone or made again."""
+    ref = recorded_owner(wl)
+    if ref is None:
+        return None
+    if ref.get("kind") == "LeaderWorkerSet":
+        return "LeaderWorkerSet", str(ref.get("name")), _owner(ref, namespace, owners)
+    if ref.get("kind") != "Pod" or len(pod_owners(wl)) != 1:
+        return None
+    pod = _owner(ref, namespace, owners)
+    replica_set = owner(pod, "ReplicaSet")
+    if replica_set is None or group_of(pod) is not None:
+        return None
+    deployment = owner(_owner(replica_set, namespace, owners), "Deployment")
+    if deployment is None:
+        return None
+    return "Deployment", str(deployment.get("name")), _owner(deployment, namespace, owners)
+
+
+def _set_item(
+    kind: str,
+    namespace: str,
+    name: str,
+    found: dict[str, Any],
+    workloads: list[dict[str, Any]],
+    now: float,
+    since: float,
+) -> Item | None:
+    """An owner of several Workloads as one manifest, submitted at its creation and running as
+    they ran together (_run); None when it was created before the window."""
+    created = _created_or(as_dict(found.get("metadata")), now)
+    if created < now - since:
+        return None
+    try:
+        manifest = set_manifest(kind, namespace, name, found, workloads)
+        manifest["metadata"]["annotations"].update(_run(*workloads))
+    except Unrecordable as skip:
+        return Item(namespace, name, created, skipped=str(skip), kind=kind)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return Item(namespace, name, created, skipped=f"malformed: {exc}", kind=kind)
+    return Item(namespace, name, created, manifest, kind=kind)
 
 
 def _created_or(meta: Mapping[str, Any], default: float) -> float:
@@ -321,12 +405,13 @@ def _item(
     kind = str(ref.get("kind"))
     others = sorted({str(as_dict(r).get("kind")) for r in refs} - {kind})
     if kind == "Pod" and others:
-        # Kueue's LeaderWorkerSet integration makes its pods a group whose Workload it owns
-        # too: they are no group a user wrote (a StatefulSet's are read as it: OWNER_PATHS).
+        # A group of pods whose Workload an owner of a kind not recorded owns too: no group a
+        # user wrote (a StatefulSet's and an LWS's are read as it: OWNER_PATHS).
         raise Unrecordable(f"its owner is a {', '.join(others)}; the mix records {RECORDED_KINDS}")
     found = _owner(ref, namespace, owners)
     owner_name = str(ref.get("name"))
     members: tuple[dict[str, Any], ...] = ()
+    runtime = None
     if kind == "Pod" and group_of(found) is not None:
         # A pod group: the Workload, named after the group, is owned by each of its Pods.
         # It was queued once its last Pod existed, when Kueue made it: that is its submit-at.
@@ -340,11 +425,13 @@ def _item(
         created = _created(found, kind)
         if created < now - since:
             return None
-        manifest = workload_manifest(wl, kind, namespace, owner_name, found)
+        manifest, runtime = manifest_and_runtime(wl, kind, namespace, owner_name, found, owners.get)
     durations = _run(wl)
     for doc in members or (manifest,):
         doc["metadata"]["annotations"].update(durations)
-    return Item(namespace, owner_name, created, manifest, workload=name, members=members)
+    return Item(
+        namespace, owner_name, created, manifest, workload=name, members=members, runtime=runtime
+    )
 
 
 def _owner(ref: Mapping[str, Any], namespace: str, owners: Owners) -> dict[str, Any]:
@@ -370,20 +457,21 @@ def _created(found: Mapping[str, Any], kind: str) -> float:
     return _stamp(meta.get("creationTimestamp"), f"the {kind}'s creationTimestamp")
 
 
-def _run(wl: Mapping[str, Any]) -> dict[str, str]:
-    """How the Workload ran, as the mix's annotations: its duration, or running or waiting."""
-    annotations = {}
-    admitted = _true_since(wl, "QuotaReserved")
-    finished = _true_since(wl, "Finished")
-    if finished is not None:
-        if admitted is None:
+def _run(*workloads: Mapping[str, Any]) -> dict[str, str]:
+    """How the Workload ran (or an owner's several together: owner_sets.py), as the mix's
+    annotations: its duration, from the first admission to the last Finished, when all
+    finished; else running when all hold quota; else waiting."""
+    admitted = [_true_since(wl, "QuotaReserved") for wl in workloads]
+    finished = [_true_since(wl, "Finished") for wl in workloads]
+    ends = [f for f in finished if f is not None]
+    starts = [a for a in admitted if a is not None]
+    if len(ends) == len(workloads):
+        if len(starts) != len(workloads):
             raise Unrecordable("it finished without being admitted: it never held quota")
-        annotations[ANNOTATION_DURATION] = exact_duration(max(math.floor(finished - admitted), 1))
-    elif admitted is not None:
-        annotations[ANNOTATION_RUNNING] = "true"
-    else:
-        annotations[ANNOTATION_WAITING] = "true"
-    return annotations
+        return {ANNOTATION_DURATION: exact_duration(max(math.floor(max(ends) - min(starts)), 1))}
+    if len(starts) == len(workloads):
+        return {ANNOTATION_RUNNING: "true"}
+    return {ANNOTATION_WAITING: "true"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

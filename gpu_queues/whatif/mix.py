@@ -494,7 +494,7 @@ def load_mix(
     entries: list[Entry] = []
     seen: dict[tuple[str, str, str], str] = {}
     docs = list(read_documents(path, root, limits))
-    runtimes, refused = _runtimes(docs)
+    runtimes, refused = runtimes_of(docs)
     for index, doc in enumerate(docs):
         if is_runtime(doc.body):
             entries.extend(refused.get(index, ()))
@@ -523,9 +523,10 @@ def submission_order(entries: Iterable[Entry]) -> list[Entry]:
     return sorted((e for e in entries if e.status == "ok"), key=lambda e: (e.submit_at, e.index))
 
 
-def _runtimes(docs: list[MixDocument]) -> tuple[Runtimes, dict[int, list[Entry]]]:
+def runtimes_of(docs: list[MixDocument]) -> tuple[Runtimes, dict[int, list[Entry]]]:
     """The mix's Trainer runtimes (trainjob.py), and a row for each refused one: its shape, its
-    names, a duplicate of an earlier one. A valid runtime is no row: it is no workload."""
+    names, a different one of an earlier one's name (an identical copy is the same runtime).
+    A valid runtime is no row: it is no workload."""
     found: dict[tuple[str, str, str], dict[str, Any]] = {}
     sources: dict[tuple[str, str, str], str] = {}
     refused: dict[int, list[Entry]] = {}
@@ -544,6 +545,8 @@ def _runtimes(docs: list[MixDocument]) -> tuple[Runtimes, dict[int, list[Entry]]
             except _Refused as names:
                 problem = names.problem
         key = runtime_key(body, head.namespace)
+        if problem is None and found.get(key) == runtime_object(body, head.namespace):
+            continue  # the same runtime again: a recording's files each carry their TrainJobs'
         if problem is None and key in found:
             problem = (
                 f"a {head.kind} {head.name} comes earlier in the mix ({sources[key]}); "

@@ -68,6 +68,26 @@ def runtime_key(body: Mapping[str, Any], default_namespace: str) -> RuntimeKey:
     return (kind, namespace, str(meta.get("name") or ""))
 
 
+def runtime_ref(trainjob: Mapping[str, Any], namespace: str) -> RuntimeKey:
+    """The runtime a TrainJob's spec.runtimeRef names, as a RuntimeKey (the Trainer's CRD
+    defaults the ref's apiGroup to trainer.kubeflow.org and its kind to
+    ClusterTrainingRuntime); LookupError when it names no Trainer runtime."""
+    ref = as_dict(as_dict(trainjob.get("spec")).get("runtimeRef"))
+    group, kind = ref.get("apiGroup") or GROUP, ref.get("kind") or CLUSTER_RUNTIME
+    if group != GROUP or not isinstance(kind, str) or kind not in RUNTIME_KINDS:
+        raise LookupError(
+            f"spec.runtimeRef: {kind} of apiGroup {group} is not a Trainer runtime (Kueue "
+            f"reads a {CLUSTER_RUNTIME} or a {NAMESPACED_RUNTIME} of {GROUP})"
+        )
+    return (kind, "" if kind == CLUSTER_RUNTIME else namespace, str(ref.get("name")))
+
+
+def runtime_where(key: RuntimeKey) -> str:
+    """A runtime's name as a message gives it: namespace/name for a TrainingRuntime."""
+    kind, namespace, name = key
+    return name if kind == CLUSTER_RUNTIME else f"{namespace}/{name}"
+
+
 @dataclass(frozen=True)
 class Runtimes:
     """The mix's runtimes, by RuntimeKey, as the engine creates them."""
@@ -78,18 +98,9 @@ class Runtimes:
 
     def named(self, trainjob: Mapping[str, Any], namespace: str) -> dict[str, Any]:
         """The runtime a TrainJob's spec.runtimeRef names; LookupError saying why when the mix
-        holds none (the Trainer's CRD defaults the ref's apiGroup to trainer.kubeflow.org and
-        its kind to ClusterTrainingRuntime)."""
-        ref = as_dict(as_dict(trainjob.get("spec")).get("runtimeRef"))
-        group, kind = ref.get("apiGroup") or GROUP, ref.get("kind") or CLUSTER_RUNTIME
-        if group != GROUP or not isinstance(kind, str) or kind not in RUNTIME_KINDS:
-            raise LookupError(
-                f"spec.runtimeRef: {kind} of apiGroup {group} is not a Trainer runtime (Kueue "
-                f"reads a {CLUSTER_RUNTIME} or a {NAMESPACED_RUNTIME} of {GROUP})"
-            )
-        name = str(ref.get("name"))
-        key = (kind, "" if kind == CLUSTER_RUNTIME else namespace, name)
-        where = name if kind == CLUSTER_RUNTIME else f"{namespace}/{name}"
+        holds none."""
+        key = runtime_ref(trainjob, namespace)
+        kind, where = key[0], runtime_where(key)
         found = self.by_key.get(key)
         if found is None and key in self.refused:
             raise LookupError(

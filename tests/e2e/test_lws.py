@@ -8,13 +8,21 @@ LWSs and a Job worked out by hand (whatif/lws-mix/mix.yaml says the story)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from gpu_queues.kueue.client import file_client
+from gpu_queues.tools import record
+from gpu_queues.whatif.documents import MixDocument
 from gpu_queues.whatif.fast import replay_mix as fast_replay
+from gpu_queues.whatif.mix import Catalog, check
+from gpu_queues.whatif.workloads import Rest
+from sandbox.paths import KUBECONFIG
 from sandbox.replay.engine import replay_mix
 from sandbox.shape import load_stack
 from sandbox.walkthrough import QUEUE_LABEL, KubeSession, condition, is_true
@@ -23,6 +31,7 @@ from tests.conftest import ROOT
 pytestmark = pytest.mark.e2e
 
 LWS = ("leaderworkerset.x-k8s.io", "v1")
+FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
 NS = "default"
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 # Kueue's gate on a pod of a group it has not admitted (podconstants.SchedulingGateName).
@@ -48,13 +57,13 @@ def template(name: str, gpus: int) -> dict[str, Any]:
     return {"spec": {"containers": [container]}}
 
 
-def leader_worker_set(name: str) -> dict[str, Any]:
+def leader_worker_set(name: str, replicas: int = 1) -> dict[str, Any]:
     return {
         "apiVersion": "leaderworkerset.x-k8s.io/v1",
         "kind": "LeaderWorkerSet",
         "metadata": {"name": name, "namespace": NS, "labels": {QUEUE_LABEL: "gpu-queue"}},
         "spec": {
-            "replicas": 1,
+            "replicas": replicas,
             "leaderWorkerTemplate": {
                 "size": 3,
                 "leaderTemplate": template("leader", 1),
@@ -68,9 +77,9 @@ class LeaderWorkerSets:
     def __init__(self, k: KubeSession) -> None:
         self.k = k
 
-    def create(self, name: str) -> None:
+    def create(self, name: str, replicas: int = 1) -> None:
         self.k.custom.create_namespaced_custom_object(
-            *LWS, NS, "leaderworkersets", leader_worker_set(name)
+            *LWS, NS, "leaderworkersets", leader_worker_set(name, replicas)
         )
 
     def delete(self, name: str) -> None:
@@ -186,3 +195,37 @@ def test_the_sandbox_engine_replays_lwss_deleting_each_when_its_time_is_up(
     fast = {r.name: r for r in fast_replay(config, MIX, stack="local", label="local").workloads}
     assert (fast["serve-a"].outcome, fast["batch-a"].outcome) == ("unsupported", "finished")
     assert "ENGINE=sandbox" in (fast["serve-a"].message or "")
+
+
+def test_record_reads_an_lws_of_two_groups_back_as_one_leaderworkerset(
+    sets: LeaderWorkerSets,
+) -> None:
+    """`gpuq record` (gpu_queues/tools/owner_sets.py) of a live LWS of 2 groups of 5 GPUs on the
+    flavor's 8: Kueue makes a Workload per group and admits one, the other waits. Recorded as
+    one LeaderWorkerSet of 2 groups of size 3 with its leader and worker templates from the
+    Workloads, waiting (not every group holds quota), which the mix reads back as 2 x 5 GPUs."""
+    lws, k = sets, sets.k
+    lws.create("serve-rec", replicas=2)
+    k.wait("serve-rec's first group admitted and its second evaluated", lambda: (
+        len(w := lws.workloads("serve-rec")) == 2
+        and sorted(is_true(x, "Admitted") for x in w) == [False, True]
+        and all(condition(x, "QuotaReserved") for x in w)
+    ))  # fmt: skip
+    rest = Rest(file_client(KUBECONFIG))
+    rec = record.record(rest, None, time.time(), 600.0, "the sandbox", "10m")
+    (item,) = [i for i in rec.items if i.namespace == NS and i.name == "serve-rec"]
+    assert item.skipped is None and item.manifest is not None
+    (written,) = [
+        d for d in yaml.safe_load_all(rec.files(single=True)[""])
+        if d and d["metadata"]["name"] == "serve-rec"
+    ]  # fmt: skip
+    assert (written["kind"], written["spec"]["replicas"]) == ("LeaderWorkerSet", 2)
+    lwt = written["spec"]["leaderWorkerTemplate"]
+    assert (lwt["size"], sorted(lwt)) == (3, ["leaderTemplate", "size", "workerTemplate"])
+    assert written["metadata"]["annotations"]["gpu-queues.dev/waiting"] == "true"
+    text = yaml.safe_dump(written)
+    for dropped in ("vllm", "sleep"):
+        assert dropped not in text, dropped
+    catalog = Catalog.from_stack(load_stack(ROOT / "Pulumi.local.yaml"), [FRAMEWORK])
+    read = check(MixDocument("recorded", written), 0, catalog)
+    assert (read.status, read.problem, read.gpus, read.pods) == ("ok", None, 10, 6)

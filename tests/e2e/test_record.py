@@ -26,6 +26,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -33,9 +34,10 @@ import yaml
 from gpu_queues.kueue.client import file_client
 from gpu_queues.tools import record
 from gpu_queues.tools.status import KUEUE
+from gpu_queues.whatif.documents import MixDocument
 from gpu_queues.whatif.durations import parse_duration
 from gpu_queues.whatif.markdown import render
-from gpu_queues.whatif.mix import COMPLETE_AFTER, Catalog, load_mix, submission_order
+from gpu_queues.whatif.mix import COMPLETE_AFTER, Catalog, check, load_mix, submission_order
 from gpu_queues.whatif.podsets import pod_sets
 from gpu_queues.whatif.report import Run
 from gpu_queues.whatif.workloads import Rest, is_true
@@ -232,3 +234,60 @@ def test_a_run_recorded_back_replays_as_the_mix_does(
         ),
         file=sys.stderr,
     )
+
+
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+
+
+def test_a_deployment_is_recorded_back_from_its_pods_workloads(cluster: KubeSession) -> None:
+    """A Deployment of 2 pods of 1 GPU on the local stack's gpu-queue: the Deployment
+    controller makes its ReplicaSet and pods, Kueue's pod integration a Workload of each pod
+    (owned by the Pod) and admits both. `gpuq record` finds the Deployment through Pod and
+    ReplicaSet (gpu_queues/tools/owner_sets.py) and writes it once: 2 replicas, its selector and
+    the one label it reads, running, 2 GPUs when the mix reads it back."""
+    rest = Rest(file_client(KUBECONFIG))
+    container = {"name": "serve", "image": "registry.example/serve:1",
+                 "command": ["sleep", "infinity"],
+                 "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
+                               "limits": {"nvidia.com/gpu": "1"}}}  # fmt: skip
+    rest.create(DEPLOYMENTS, {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "rec-web", "namespace": "default",
+                     "labels": {"kueue.x-k8s.io/queue-name": "gpu-queue"}},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "rec-web"}},
+                 "template": {"metadata": {"labels": {"app": "rec-web",
+                                                      "team": "not-for-a-recording"}},
+                              "spec": {"containers": [container]}}},
+    })  # fmt: skip
+
+    def mine() -> list[dict[str, Any]]:
+        return [
+            wl for wl in cluster.workloads("default")
+            if any(o["kind"] == "Pod" and o["name"].startswith("rec-web-")
+                   for o in wl["metadata"].get("ownerReferences", []))
+        ]  # fmt: skip
+
+    try:
+        cluster.wait(
+            "rec-web's two pods' Workloads admitted",
+            lambda: len(w := mine()) == 2 and all(is_true(x, "Admitted") for x in w),
+        )
+        rec = record.record(rest, None, time.time(), 600.0, "the sandbox", "10m")
+        (item,) = [i for i in rec.items if i.namespace == "default" and i.name == "rec-web"]
+        assert item.skipped is None, item.skipped
+        (written,) = [
+            d for d in yaml.safe_load_all(rec.files(single=True)[""])
+            if d and d["metadata"]["name"] == "rec-web"
+        ]  # fmt: skip
+        assert (written["kind"], written["spec"]["replicas"]) == ("Deployment", 2)
+        assert written["spec"]["selector"] == {"matchLabels": {"app": "rec-web"}}
+        assert written["spec"]["template"]["metadata"] == {"labels": {"app": "rec-web"}}
+        assert written["metadata"]["annotations"]["gpu-queues.dev/running"] == "true"
+        for dropped in ("not-for-a-recording", "registry.example", "sleep"):
+            assert dropped not in yaml.safe_dump(written), dropped
+        catalog = Catalog.from_stack(load_stack(stack.ROOT / "Pulumi.local.yaml"), ["deployment"])
+        read = check(MixDocument("recorded", written), 0, catalog)
+        assert (read.status, read.problem, read.gpus, read.pods) == ("ok", None, 2, 2)
+    finally:
+        rest.request("DELETE", f"{DEPLOYMENTS}/rec-web", {"propagationPolicy": "Foreground"})
+        cluster.wait("rec-web's Workloads gone", lambda: not mine(), timeout=90)

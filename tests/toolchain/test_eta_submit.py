@@ -10,8 +10,9 @@ nodes have 8 GPUs each:
 - 16 GPUs as a JobSet of 2 pods of 8 fit both;
 - 2 GPUs with nothing pending start at once.
 
-The estimates of the live workloads are the same with or without a submission. The engine must
-be built (`make toolchain`)."""
+The estimates of the live workloads are the same with or without a submission. A TrainJob is
+answered on the runtime it names, the cluster's or the --submit file's. The engine must be built
+(`make toolchain`)."""
 
 from __future__ import annotations
 
@@ -19,14 +20,17 @@ from typing import Any
 
 import pytest
 
+from gpu_queues.config.model import load_config
 from gpu_queues.config.stackfile import ROOT
 from gpu_queues.tools import eta
 from gpu_queues.tools.eta_mix import EtaError
+from gpu_queues.tools.status import Snapshot
 from gpu_queues.whatif.documents import MixDocument
 from gpu_queues.whatif.nodes import nodes
 from sandbox.bench.eta import owner_of, synthetic
 from sandbox.shape import load_stack
 from tests.builders import Job, JobSet
+from tests.toolchain.test_whatif_trainjob import RUNTIME, trainjob, trainjob_queue
 
 pytestmark = pytest.mark.toolchain
 
@@ -129,3 +133,43 @@ def test_a_manifest_already_in_the_cluster_is_refused() -> None:
     )
     with pytest.raises(EtaError, match="is already in the cluster"):
         estimate(3, job(live, 2))
+
+
+# A TrainJob not yet submitted, on team a's 8 GPUs (tests/toolchain/test_whatif_trainjob.py's
+# stack): its runtime is the cluster's, or the --submit file's beside it (eta_mix.py
+# submitted_runtimes), and the engine counts its pods from it as Kueue does.
+def trainjob_estimate(*manifests: dict[str, Any], on_cluster: bool) -> eta.Estimate:
+    config = load_config(trainjob_queue().raw())
+    snapshot = Snapshot(NOW, [("a", "a-cq")], {}, [], {})
+    cluster = {("ClusterTrainingRuntime", "", "torch-distributed"): RUNTIME} if on_cluster else {}
+    docs = [MixDocument(f"job.yaml#{i + 1}", m) for i, m in enumerate(manifests)]
+    return eta.predict(
+        config, snapshot, lambda kind, ns, name: cluster.get((kind, ns, name)), nodes(config),
+        source="test", submit=docs,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("on_cluster", [True, False])
+def test_a_trainjob_that_fits_starts_now_on_its_runtime_from_the_cluster_or_the_file(
+    on_cluster: bool,
+) -> None:
+    # 2 nodes x 3 GPUs = 6 of 8, nothing else: admitted in the first cycle.
+    given = () if on_cluster else (RUNTIME,)
+    estimate = trainjob_estimate(*given, trainjob("tune", 2, 3, 0, 600), on_cluster=on_cluster)
+    (answer,) = estimate.submitted
+    assert answer.never is None
+    assert answer.prediction is not None
+    assert (answer.prediction.at, answer.prediction.flavor) == (NOW, "gpu")
+    assert (answer.entry.gpus, answer.entry.pods) == (6, 2)
+
+
+def test_a_trainjob_over_the_quota_can_never_start_in_kueues_words() -> None:
+    # 2 nodes x 5 GPUs = 10 > the flavor's 8: Kueue names the runtime's trainer step (pod set
+    # node), the resource, the flavor and the count it made of the runtime.
+    (answer,) = trainjob_estimate(trainjob("huge", 2, 5, 0, 600), on_cluster=True).submitted
+    assert answer.prediction is None
+    assert answer.never == (
+        "Kueue does not admit it even alone on the empty cluster: couldn't assign flavors to pod "
+        "set node: insufficient quota for nvidia.com/gpu in flavor gpu, previously considered "
+        "podsets requests (0) + current podset request (10) > maximum capacity (8)"
+    )

@@ -282,3 +282,47 @@ def test_an_admitted_jobset_keeps_each_pod_sets_flavor() -> None:
     ]
     assert selector == [{"gpu-queues.dev/pool": "cpu"}, {"gpu-queues.dev/pool": "h100"}]
     assert (entry.kind, entry.gpus, entry.pods) == ("JobSet", 4, 3)
+
+
+def test_an_lws_group_is_read_but_left_to_the_sandbox_and_a_deployments_pod_is_a_pod() -> None:
+    # An LWS group's Workload (owned by the LWS and its pods) holding quota: read as its LWS,
+    # which the fast engine does not replay, so it says so (and its quota counts as free). A
+    # Deployment's pod's Workload (owned by the Pod): Kueue queues each pod alone, and so does
+    # the replay, as a plain Pod.
+    lws_api = "leaderworkerset.x-k8s.io/v1"
+    group = (
+        Workload("leaderworkerset-serve-0-abcde", "vision").created(iso(20))
+        .owner("LeaderWorkerSet", "serve", "uid-serve", lws_api).owner("Pod", "serve-0", "p0", "v1")
+        .queue("vision-queue").pod_set(POD_SPEC, name="leader").pod_set(POD_SPEC, name="worker")
+        .reserve_quota("vision-cq", {"nvidia.com/gpu": "h100"}, iso(10))
+    ).obj()  # fmt: skip
+    pod_wl = (
+        Workload("pod-web-1-abcde", "nlp").created(iso(5)).owner("Pod", "web-1", "p1", "v1")
+        .queue("nlp-queue").pod_set(POD_SPEC).pending(iso(5))
+    ).obj()  # fmt: skip
+    lws = {
+        "apiVersion": lws_api, "kind": "LeaderWorkerSet",
+        "metadata": {"name": "serve", "namespace": "vision", "uid": "uid-serve"},
+        "spec": {"replicas": 1, "leaderWorkerTemplate": {
+            "size": 2, "leaderTemplate": {"spec": POD_SPEC}, "workerTemplate": {"spec": POD_SPEC}}},
+    }  # fmt: skip
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web-1", "namespace": "nlp", "uid": "p1"},
+        "spec": POD_SPEC,
+    }
+    found = {("LeaderWorkerSet", "vision", "serve"): lws, ("Pod", "nlp", "web-1"): pod}
+    snap = Snapshot(NOW, [("vision", "vision-cq"), ("nlp", "nlp-cq")], {},
+                    [(group, "vision-cq", "vision"), (pod_wl, "nlp-cq", "nlp")], {})  # fmt: skip
+    cfg = config()
+    frameworks = ["batch/job", "pod", "leaderworkerset.x-k8s.io/leaderworkerset"]
+    mix = plan(snap, lambda kind, ns, name: found.get((kind, ns, name)), cfg,
+               Catalog.from_stack(cfg, frameworks), history=7 * DAY)  # fmt: skip
+    problems = {(i.name, i.state): i.problem for i in mix.items}
+    assert problems == {
+        ("serve", "admitted"): "the fast engine plays no LeaderWorkerSet controller (its groups' "
+        "pods come from StatefulSets); ENGINE=sandbox replays it with LWS's own",
+        ("web-1", "pending"): None,
+    }
+    assert [(e.kind, e.name, e.gpus) for e in mix.entries()] == [("Pod", "web-1", 2)]

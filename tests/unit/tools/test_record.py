@@ -358,7 +358,7 @@ def test_bad_input_is_a_comment_with_the_reason_never_a_traceback() -> None:
     jobset = workload("js", "alpha", "2026-12-01T10:00:00Z", "j1")
     jobset["metadata"]["ownerReferences"][0]["kind"] = "JobSet"  # and no JobSet js in the API
     rayjob = workload("rj", "alpha", "2026-12-01T10:00:00Z", "r1")
-    rayjob["metadata"]["ownerReferences"][0].update(apiVersion="apps/v1", kind="Deployment")
+    rayjob["metadata"]["ownerReferences"][0].update(apiVersion="ray.io/v1", kind="RayService")
     remade = workload("remade", "alpha", "2026-12-01T10:00:00Z", "old-uid")
     null_spec = workload("nullspec", "alpha", "2026-12-01T10:00:00Z", "n1")
     null_spec["spec"] = None
@@ -396,9 +396,9 @@ def test_bad_input_is_a_comment_with_the_reason_never_a_traceback() -> None:
         "job-orphan-abcde": "it has no owner (made directly, not by a Job): nothing to submit",
         "job-js-abcde": "its JobSet alpha/js is no longer in the API (deleted)",
         "job-rj-abcde": (
-            "its owner is a Deployment; the mix records Jobs, Pods, JobSets, StatefulSets, "
-            "MPIJobs, RayJobs, RayClusters and the Kubeflow v1 jobs (PyTorchJob, TFJob, "
-            "XGBoostJob, PaddleJob, JAXJob)"
+            "its owner is a RayService; the mix records Jobs, Pods, JobSets, StatefulSets, "
+            "Deployments, LeaderWorkerSets, TrainJobs, MPIJobs, RayJobs, RayClusters and the "
+            "Kubeflow v1 jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob)"
         ),
         "job-remade-abcde": "its Job alpha/remade was deleted and made again (new uid)",
         "job-nullspec-abcde": "malformed: no spec.queueName",

@@ -154,12 +154,12 @@ def test_a_replica_kind_whose_crd_is_not_installed_is_a_comment_saying_its_owner
 def test_the_kinds_recorded_are_named_where_another_owner_is_refused() -> None:
     rest = owner_day("JAXJob", {"Worker": 1}, [("worker", 1)])
     wl: dict[str, Any] = rest.objects["/apis/kueue.x-k8s.io/v1beta2/workloads"]["items"][0]
-    wl["metadata"]["ownerReferences"][0].update(kind="Deployment", apiVersion="apps/v1")
+    wl["metadata"]["ownerReferences"][0].update(kind="RayService", apiVersion="ray.io/v1")
     (item,) = recorded(rest).items
     assert item.skipped == (
-        "its owner is a Deployment; the mix records Jobs, Pods, JobSets, StatefulSets, MPIJobs, "
-        "RayJobs, RayClusters and the Kubeflow v1 jobs (PyTorchJob, TFJob, XGBoostJob, "
-        "PaddleJob, JAXJob)"
+        "its owner is a RayService; the mix records Jobs, Pods, JobSets, StatefulSets, "
+        "Deployments, LeaderWorkerSets, TrainJobs, MPIJobs, RayJobs, RayClusters and the "
+        "Kubeflow v1 jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob)"
     )
 
 

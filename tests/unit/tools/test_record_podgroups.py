@@ -151,16 +151,15 @@ def test_a_group_that_no_longer_matches_its_workload_is_a_comment(change: str, w
 
 
 def test_pods_of_a_group_another_kind_owns_too_are_not_recorded_as_a_group() -> None:
-    # Kueue's LeaderWorkerSet integration labels its pods a group and the LeaderWorkerSet owns
-    # their Workload too: they are its pods, not a group a user wrote (a StatefulSet's are read
-    # as the StatefulSet: test_record_kinds.py).
+    # An owner of a kind not recorded that owns a group's Workload too (as Kueue's
+    # LeaderWorkerSet integration does its groups'): they are its pods, not a group a user wrote
+    # (a StatefulSet's and an LWS's are read as their owner: test_record_kinds.py,
+    # test_record_sets.py).
     rest = group_day()
     wl = rest.objects["/apis/kueue.x-k8s.io/v1beta2/workloads"]["items"][0]
     wl["metadata"]["ownerReferences"].insert(0, {
-        "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "g",
-        "uid": "uid-lws"})  # fmt: skip
+        "apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper", "name": "g",
+        "uid": "uid-aw"})  # fmt: skip
     (item,) = recorded(rest).items
     assert item.documents() == ()
-    assert (item.skipped or "").startswith(
-        "its owner is a LeaderWorkerSet; the mix records Jobs, Pods"
-    )
+    assert (item.skipped or "").startswith("its owner is a AppWrapper; the mix records Jobs, Pods")

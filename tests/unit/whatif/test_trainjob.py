@@ -175,6 +175,27 @@ def test_a_runtime_given_twice_is_a_row_and_the_first_one_serves(tmp_path: Path)
     assert (entries[1].gpus, entries[1].pods) == (2, 2)  # the first's numNodes, 1, + initializer
 
 
+def test_a_runtime_given_twice_identically_is_the_same_runtime_and_no_row(
+    tmp_path: Path,
+) -> None:
+    # A recording's folder carries a ClusterTrainingRuntime in each namespace's file whose
+    # TrainJobs name it: the same object, not a clash of names.
+    folder = tmp_path / "day"
+    folder.mkdir()
+    for name in ("a", "b"):
+        job = trainjob(resourcesPerNode=GPUS_2)
+        job["metadata"]["name"] = name
+        (folder / f"{name}.yaml").write_text(yaml.safe_dump_all([RUNTIME, job]))
+    entries = load_mix(folder, CATALOG)
+    assert [(e.kind, e.name, e.status, e.gpus) for e in entries] == [
+        ("TrainJob", "a", "ok", 2), ("TrainJob", "b", "ok", 2)
+    ]  # fmt: skip
+    different = copy.deepcopy(RUNTIME)
+    different["spec"]["mlPolicy"]["numNodes"] = 7
+    (folder / "b.yaml").write_text(yaml.safe_dump(different))
+    assert [e.status for e in load_mix(folder, CATALOG)] == ["ok", "invalid"]
+
+
 def test_a_trainjob_on_a_refused_runtime_says_so(tmp_path: Path) -> None:
     broken = put(RUNTIME, ("spec", "template", "spec", "replicatedJobs"), "x")
     runtime_row, job_row = mix(tmp_path, broken, trainjob(numNodes=2))
