@@ -308,7 +308,7 @@ func (s *sim) stamp(obj ctrl.Object) {
 		for _, ref := range wl.OwnerReferences {
 			if i, ok := s.workloadOwner(ref.UID, wl.Name); ok {
 				uid := uidFor("workload", s.jobs[i].in.Index)
-				if given, ok := s.workloadUIDs[s.jobs[i].in.Index]; ok {
+				if given, ok := s.workloadUIDs[s.givenUIDIndex(i)]; ok {
 					uid = types.UID(given)
 				}
 				wl.SetUID(uid)

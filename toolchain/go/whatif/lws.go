@@ -15,8 +15,9 @@ package main
 // workerTemplate) and size-1 workers <name>-<g>-<k>, with LWS's labels, through Kueue's Pod
 // webhooks; a deleted group's pods made again (Kueue preempts a serving group by deleting its
 // pods). An LWS serves until the end of the replay, or its user deletes it that long after all
-// its groups first ran, and its StatefulSets, pods and, as the garbage collector would, its
-// Workloads go with it.
+// its groups began to run together (again, after a preemption: as the sandbox engine counts a
+// run, all its pods running), and its StatefulSets, pods and, as the garbage collector would,
+// its Workloads go with it.
 
 import (
 	"context"
@@ -61,7 +62,7 @@ type leaderWorkerSet struct {
 	size       int
 	groups     []int
 	byWorkload map[string]int // a group's Workload name -> its job
-	served     bool           // all its groups have run (its duration counts from then)
+	together   bool           // all its groups run now (its duration counts from when they began)
 	gone       bool           // its user deleted it
 }
 
@@ -269,7 +270,8 @@ func slicesIndex(xs []int, v int) int {
 
 // lwsPodChanged: a changed pod of an LWS, to Kueue's LWS reconciler (its pod handler: pods its
 // webhook marked, on create and update, not delete); running, it may be the last of its LWS's
-// groups to run, from which its duration counts.
+// groups to run, from which its duration counts (a run of the LWS: the row's run, a stale end
+// of an earlier one ignored); stopped, that run is over.
 func (s *sim) lwsPodChanged(key types.NamespacedName) {
 	i, ok := s.byPod[key]
 	if !ok || !isLWSGroup(s.jobs[i]) {
@@ -281,16 +283,18 @@ func (s *sim) lwsPodChanged(key types.NamespacedName) {
 		}
 	}
 	d := s.jobs[i].lws
-	if !s.jobs[i].running || d.served {
+	all := len(d.groups) == d.replicas
+	for _, g := range d.groups {
+		all = all && s.jobs[g].running
+	}
+	if !all || d.together {
+		d.together = all
 		return
 	}
-	for _, g := range d.groups {
-		if len(s.jobs[g].intervals) == 0 {
-			return
-		}
-	}
-	d.served = true
-	if row := s.jobs[d.row]; row.in.Duration >= 0 {
+	d.together = true
+	row := s.jobs[d.row]
+	row.run++
+	if row.in.Duration >= 0 {
 		s.push(ev{at: s.now + row.in.Duration, kind: evFinish, idx: d.row, run: row.run})
 	}
 }
@@ -303,6 +307,16 @@ func (s *sim) workloadOwner(uid types.UID, wl string) (int, bool) {
 		i, ok = s.jobs[i].lws.byWorkload[wl]
 	}
 	return i, ok
+}
+
+// givenUIDIndex: the mix index whose Workload UID the input may give (Input.WorkloadUIDs, by
+// row) for job i's Workload: an LWS of one group's row is its group's Workload (as the sandbox
+// engine's row of it is), else the job's own.
+func (s *sim) givenUIDIndex(i int) int {
+	if j := s.jobs[i]; isLWSGroup(j) && j.lws.replicas == 1 {
+		return s.jobs[j.lws.row].in.Index
+	}
+	return s.jobs[i].in.Index
 }
 
 // lwsWorkloadChanged: a Workload an LWS owns, to Kueue's LWS reconciler (its Workload

@@ -118,10 +118,11 @@ func TestALeaderWorkerSetWaitsForItsLastGroupWithKueuesMessage(t *testing.T) {
 
 // Kueue preempts a group by deleting its pods; LWS's StatefulSets make them again, gated, and
 // the group waits to be admitted again. One queue of 32 GPUs preempting lower priorities, 4
-// nodes: LWS low (one group of 4 pods of 8 GPUs) from 0 s; Job high (8 GPUs) at 60 s preempts
-// it and runs 120 s; low's group is admitted again at 180 s and serves to the end (1000 s).
+// nodes: LWS low (one group of 4 pods of 8 GPUs, kept 300 s) from 0 s; Job high (8 GPUs) at
+// 60 s preempts it and runs 120 s; low's group is admitted again at 180 s and, its run begun
+// again, is deleted 300 s later, at 480 s (as the sandbox engine counts a run).
 func TestAPreemptedLeaderWorkerSetGroupIsMadeAgainAndReadmitted(t *testing.T) {
-	low := gpuLWS(t, 0, "low", 1, 4, "8", 0, -1)
+	low := gpuLWS(t, 0, "low", 1, 4, "8", 0, 300)
 	low.Manifest = withLabel(t, low.Manifest, "kueue.x-k8s.io/priority-class", "low")
 	high := gpuJob(t, 1, "high", "8", 60, 120)
 	high.Manifest = withLabel(t, high.Manifest, "kueue.x-k8s.io/priority-class", "high")
@@ -129,11 +130,11 @@ func TestAPreemptedLeaderWorkerSetGroupIsMadeAgainAndReadmitted(t *testing.T) {
 		Jobs: []JobInput{low, high}, Until: 1000}
 	results, _ := replayed(t, in)
 	r := results[0]
-	if got, want := string(mustJSON(t, r.Intervals)), `[{"start":0,"end":60},{"start":180,"end":null}]`; got != want {
+	if got, want := string(mustJSON(t, r.Intervals)), `[{"start":0,"end":60},{"start":180,"end":480}]`; got != want {
 		t.Errorf("low ran %s, want %s", got, want)
 	}
-	if len(r.Evictions) != 1 || !r.AllRunning || r.RunSeconds != 880 {
-		t.Errorf("low: evicted %d times, running %v, %v s; want once, running, 60+820 s", len(r.Evictions), r.AllRunning, r.RunSeconds)
+	if len(r.Evictions) != 1 || r.AllRunning || !r.Deleted || r.RunSeconds != 360 {
+		t.Errorf("low: evicted %d times, running %v, deleted %v, %v s; want once, deleted, 60+300 s", len(r.Evictions), r.AllRunning, r.Deleted, r.RunSeconds)
 	}
 	checkRuns(t, results[1:], []runWant{{admitted: 60, ran: `[{"start":60,"end":180}]`, pods: 1}})
 }
