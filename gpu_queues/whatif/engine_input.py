@@ -54,6 +54,7 @@ FAST_KINDS = frozenset(
         "TrainJob",
         "StatefulSet",
         "Deployment",
+        "LeaderWorkerSet",
     }
 )
 
@@ -246,15 +247,8 @@ def not_fast(e: Entry) -> str | None:
     if e.kind not in FAST_KINDS:
         kinds = (
             "Jobs, Pods, JobSets, PyTorchJobs, RayJobs, MPIJobs, TFJobs, XGBoostJobs, PaddleJobs, "
-            "JAXJobs, RayClusters, StatefulSets, Deployments and TrainJobs"
+            "JAXJobs, RayClusters, StatefulSets, Deployments, LeaderWorkerSets and TrainJobs"
         )
-        if e.kind == "LeaderWorkerSet":
-            # Kueue's integration admits an LWS's groups but its pods come from StatefulSets,
-            # which the fast engine does not play; the sandbox runs LWS's own controller.
-            return (
-                "the fast engine plays no LeaderWorkerSet controller (its groups' pods come "
-                "from StatefulSets); ENGINE=sandbox replays it with LWS's own"
-            )
         return f"the fast engine replays {kinds}, not {e.kind}s"
     return None
 

@@ -161,7 +161,7 @@ def result_of(e: Entry, line: dict[str, Any]) -> WorkloadResult:
     )
     if line.get("firstAdmission"):
         result.first_flavor = admitted_flavor({"status": {"admission": line["firstAdmission"]}})
-    if e.kind == "Deployment":
+    if e.kind in ("Deployment", "LeaderWorkerSet"):
         result = replicas_row(e, result, line.get("replicas") or [], line.get("admittedAt"))
     return result
 

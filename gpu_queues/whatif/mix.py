@@ -78,13 +78,15 @@ FRAMEWORKS: Final[dict[tuple[str, str], str]] = {
 # What an engine replays: Jobs and Pods on both (the sandbox's Job controller is
 # kube-controller-manager's, kwok plays every pod's kubelet), JobSets on both (the fast one
 # plays the JobSet controller as far as Kueue reads it; the sandbox runs JobSet's own when
-# Kueue's integration is on: sandbox/jobset.py), the Kubeflow v1 jobs (PyTorchJobs, TFJobs,
-# XGBoostJobs, PaddleJobs, JAXJobs), RayJobs, RayClusters, MPIJobs, StatefulSets, Deployments
-# and TrainJobs on the fast one only (it plays their controllers as far as Kueue reads them; the
-# sandbox has none of the Kubeflow, Ray or Trainer controllers, and its replay does not yet make
-# and delete StatefulSets and Deployments: sandbox/replay/engine.py refuses them there),
-# LeaderWorkerSets on the sandbox only (it runs LWS's own controller when Kueue's integration is
-# on: sandbox/lws.py). Other kinds need controllers neither has (RayService, ...).
+# Kueue's integration is on: sandbox/jobset.py), LeaderWorkerSets on both (the fast one plays
+# the LWS and StatefulSet controllers as far as Kueue reads them, toolchain/go/whatif/lws.go;
+# the sandbox runs LWS's own when Kueue's integration is on, sandbox/lws.py, for an LWS of one
+# group), the Kubeflow v1 jobs (PyTorchJobs, TFJobs, XGBoostJobs, PaddleJobs, JAXJobs),
+# RayJobs, RayClusters, MPIJobs, StatefulSets, Deployments and TrainJobs on the fast one only (it
+# plays their controllers as far as Kueue reads them; the sandbox has none of the Kubeflow, Ray
+# or Trainer controllers, and its replay does not yet make and delete StatefulSets and
+# Deployments: sandbox/replay/engine.py refuses them there). Other kinds need controllers
+# neither has (RayService, ...).
 REPLAYABLE: Final = frozenset(
     {
         "batch/job",

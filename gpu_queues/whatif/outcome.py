@@ -8,6 +8,7 @@ from typing import Any
 
 from gpu_queues.whatif.mix import DELETED_WHEN_DONE, Entry
 from gpu_queues.whatif.podgroups import missing
+from gpu_queues.whatif.podsets import pod_sets
 from gpu_queues.whatif.report import WorkloadResult
 from gpu_queues.whatif.workloads import (
     admitted_flavor,
@@ -85,20 +86,27 @@ def replicas_row(
     e: Entry, row: WorkloadResult, replicas: list[dict[str, Any]], admitted_at: float | None
 ) -> WorkloadResult:
     """A Deployment's row (`row`, from the Workload of one of its pods: one not admitted when
-    there is one), its pods each a Workload of its own to Kueue, `replicas` the current ones'.
+    there is one), its pods each a Workload of its own to Kueue, `replicas` the current ones';
+    or a LeaderWorkerSet's, its groups each a Workload of its own, `replicas` theirs.
     It is admitted once all its replicas have been (`admitted_at`, when the last one first
-    was): until then pending, saying how many of its pods are admitted and Kueue's message for
-    one that is not. Its flavor is its admitted pods'; when they differ, the message says so."""
+    was): until then pending, saying how many of its pods (groups) are admitted and Kueue's
+    message for one that is not. Its flavor is its admitted pods'; when they differ, the
+    message says so."""
     if row.outcome in ("invalid", "unsupported"):
         return row
     held = [w for w in replicas if holds_quota(w)]
     flavors = sorted({f for w in held if (f := admitted_flavor(w))})
     notes: list[str] = []
-    if len(held) < e.pods and row.outcome != "finished":
+    wanted, unit = e.pods, "pods"
+    if e.kind == "LeaderWorkerSet":
+        wanted, unit = max((ps.copies for ps in pod_sets(e.kind, e.manifest)), default=1), "groups"
+        if wanted == 1:  # one Workload: the row is its own, as the sandbox engine's row is
+            return row
+    if len(held) < wanted and row.outcome != "finished":
         waiting = next((w for w in replicas if not holds_quota(w)), None)
-        # Once admitted, the row's own message (classify's) is the waiting pod's already.
+        # Once admitted, the row's own message (classify's) is the waiting one's already.
         says = pending_message(waiting) if waiting is not None and admitted_at is None else None
-        notes.append(f"{len(held)} of {e.pods} pods admitted" + (f": {says}" if says else ""))
+        notes.append(f"{len(held)} of {wanted} {unit} admitted" + (f": {says}" if says else ""))
     if admitted_at is None and row.outcome != "finished":
         row.outcome, row.wait_seconds, row.message = "pending", None, None
     if len(flavors) > 1:

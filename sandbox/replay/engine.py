@@ -114,7 +114,7 @@ def lws_groups_problem(entry: Entry) -> str | None:
     return (
         f"spec.replicas: {n} groups; Kueue admits each group of an LWS as a Workload of its own "
         "and the replay follows one Workload per row, so it replays an LWS of one group "
-        "(replicas 1); give each group an LWS of its own"
+        "(replicas 1); give each group an LWS of its own, or replay it with ENGINE=fast"
     )
 
 

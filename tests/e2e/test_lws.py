@@ -4,7 +4,8 @@ installs admits its group through its leaderworkerset integration (on in the rel
 Configuration: one Workload per group, a leader pod set and a worker pod set of size - 1
 pods), holds the next LWS with its quota message (its pods made, but gated) and admits it once
 the first is gone; kwok plays the pods. Then the what-if's sandbox engine replays a mix of
-LWSs and a Job worked out by hand (whatif/lws-mix/mix.yaml says the story)."""
+LWSs and a Job worked out by hand (whatif/lws-mix/mix.yaml says the story), and the fast
+engine tells the same story of it."""
 
 from __future__ import annotations
 
@@ -167,7 +168,7 @@ def test_kueue_admits_an_lws_group_and_holds_the_next_with_its_quota_message(
 
 
 def test_the_sandbox_engine_replays_lwss_deleting_each_when_its_time_is_up(
-    sets: LeaderWorkerSets,
+    sets: LeaderWorkerSets, tmp_path: Path
 ) -> None:
     k = sets.k
     config = load_stack(ROOT / "Pulumi.local.yaml")
@@ -191,10 +192,23 @@ def test_the_sandbox_engine_replays_lwss_deleting_each_when_its_time_is_up(
     assert (by_name["serve-wide"].message or "").startswith("spec.replicas: 2 groups;")
     assert (by_name["serve-bad"].message or "").startswith("spec.leaderWorkerTemplate.size: 0")
     assert not sets.workloads("serve-a")  # gone with its LWS
-    # The fast engine leaves every LWS to this one, naming it.
-    fast = {r.name: r for r in fast_replay(config, MIX, stack="local", label="local").workloads}
-    assert (fast["serve-a"].outcome, fast["batch-a"].outcome) == ("unsupported", "finished")
-    assert "ENGINE=sandbox" in (fast["serve-a"].message or "")
+    # The fast engine tells the same story of the same mix but serve-wide, which it replays
+    # (its two groups admitted one by one: tests/toolchain/test_whatif_lws.py), so it is left
+    # out here: its groups would take quota the sandbox's story leaves to the others.
+    one_group = tmp_path / "mix"
+    one_group.mkdir()
+    docs = [d for d in yaml.safe_load_all((MIX / "mix.yaml").read_text()) if d]
+    kept = [d for d in docs if d["metadata"]["name"] != "serve-wide"]
+    (one_group / "mix.yaml").write_text(yaml.safe_dump_all(kept))
+    fast = fast_replay(config, one_group, stack="local", label="local").workloads
+
+    def story(rows: list[Any]) -> dict[str, Any]:
+        return {
+            r.name: (r.outcome, r.flavor, r.wait_seconds, r.intervals, r.gpus, r.message)
+            for r in rows
+        }
+
+    assert story(fast) == {k: v for k, v in story(run.workloads).items() if k != "serve-wide"}
 
 
 def test_record_reads_an_lws_of_two_groups_back_as_one_leaderworkerset(

@@ -380,3 +380,24 @@ def test_pod_groups_on_both_engines(tmp_path: Path):
         ("g", "finished"),
         ("h", "pending"),
     ]
+
+
+def test_a_preempted_lws_group_is_made_again_and_readmitted_on_both_engines(tmp_path: Path):
+    """A LeaderWorkerSet's group is a Workload of Kueue's leaderworkerset integration; Kueue
+    preempts it by deleting its pods, and LWS's StatefulSets (the sandbox's real ones, the
+    fast engine's part of them) make them again, gated, until it is admitted again. One 8-GPU
+    node, quota 8; serve (low) is one group: a leader (2 GPUs) and 2 workers (3 GPUs each):
+    - 0s: serve runs, kept 30m. 5m: urgent (high, 4 GPUs, 10m) preempts it (InClusterQueue).
+    - 15m: urgent ends; serve's group is admitted again, its pods run again, and its user
+      deletes it 30m after, at 45m (its run begun again).
+    - 20m: later (low, one group of 2 pods of 2 GPUs, no leader template) waits for quota;
+      serve's deletion frees it at 45m, and later serves its 10m, to 55m."""
+    same_story("lws", tmp_path, {
+        "serve": [(0, "admitted", "pool"), (0, "ran", "pool-0, pool-0, pool-0"),
+                  (300, "evicted", "Preempted (InClusterQueue)"), (300, "stopped", ""),
+                  (900, "admitted", "pool"), (900, "ran", "pool-0, pool-0, pool-0"),
+                  (2700, "stopped", "")],
+        "urgent": [(300, "admitted", "pool"), (300, "ran", "pool-0"), (900, "stopped", "")],
+        "later": [(2700, "admitted", "pool"), (2700, "ran", "pool-0, pool-0"),
+                  (3300, "stopped", "")],
+    })  # fmt: skip

@@ -140,7 +140,8 @@ case "$1" in
   list) d=$FAKE_GO_LOG.module  # a module folder for the what-if engine's copy
         mkdir -p "$d/pkg/scheduler/flavorassigner" "$d/pkg/cache/hierarchy" "$d/pkg/cache/queue" \
           "$d/pkg/controller/core" "$d/pkg/controller/jobs/pod" "$d/pkg/scheduler/preemption" \
-          "$d/pkg/controller/jobs/statefulset" "$d/pkg/controller/jobs/deployment"
+          "$d/pkg/controller/jobs/statefulset" "$d/pkg/controller/jobs/deployment" \
+          "$d/pkg/controller/jobs/leaderworkerset"
         # the lines the engine's rewrites (toolchain/go/whatif/overlay/rewrites.tsv) look for
         # (FAKE_GO_MOVED: a release that moved the first of them)
         s="$d/pkg/scheduler" c="$d/pkg/cache/hierarchy/cohort.go"
@@ -309,8 +310,8 @@ def test_each_overlay_file_goes_to_the_package_its_first_line_names(tmp_path: Pa
     assert build_kueue(tmp_path, kueue_version()).returncode == 0
     placed = sorted((tmp_path / "go.log.overlay").read_text().split())
     packages = ("cache/hierarchy", "cache/queue", "controller/core", "controller/jobs/deployment",
-                "controller/jobs/pod", "controller/jobs/statefulset", "scheduler",
-                "scheduler/flavorassigner")  # fmt: skip
+                "controller/jobs/leaderworkerset", "controller/jobs/pod",
+                "controller/jobs/statefulset", "scheduler", "scheduler/flavorassigner")  # fmt: skip
     assert placed == sorted(f"pkg/{p}/zz_whatif.go" for p in packages)
 
 

@@ -1,7 +1,7 @@
 """LeaderWorkerSets in the what-if's mix: counted as Kueue's leaderworkerset integration counts
 them (a Workload per group, each a leader pod set of 1 pod and a worker pod set of size - 1),
-refused by field where LWS's webhook and CRD or Kueue's webhook would refuse them, and left to
-ENGINE=sandbox by the fast engine."""
+refused by field where LWS's webhook and CRD or Kueue's webhook would refuse them, and replayed
+by the fast engine (it plays LWS's controller as far as Kueue reads it)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import yaml
 
 from gpu_queues.whatif.engine_input import not_fast
 from gpu_queues.whatif.mix import COMPLETE_AFTER, QUEUE_LABEL, Catalog, Entry, TeamQueue, load_mix
+from gpu_queues.whatif.outcome import outcome, replicas_row
 from gpu_queues.whatif.podsets import pod_sets
 
 pytestmark = pytest.mark.unit
@@ -157,9 +158,47 @@ def test_an_lws_on_a_stack_without_the_integration_names_it_to_enable(tmp_path: 
     )
 
 
-def test_the_fast_engine_leaves_an_lws_to_the_sandbox_engine(tmp_path: Path) -> None:
-    entry = load(tmp_path, lws())
+def test_the_fast_engine_replays_an_lws_of_several_groups(tmp_path: Path) -> None:
+    entry = load(tmp_path, lws(replicas=2))
     assert entry.status == "ok"
-    why = not_fast(entry) or ""
-    assert "plays no LeaderWorkerSet controller" in why
-    assert "ENGINE=sandbox" in why
+    assert not_fast(entry) is None
+
+
+def group_workload(flavor: str | None) -> dict[str, Any]:
+    """A group's Workload: admitted to flavor, or (None) pending with Kueue's message."""
+    if flavor is None:
+        pending = {"type": "QuotaReserved", "status": "False", "message": "6 more needed"}
+        return {"status": {"conditions": [pending]}}
+    assignments = [
+        {"name": name, "flavors": {"nvidia.com/gpu": flavor}, "count": count}
+        for name, count in (("leader", 1), ("worker", 3))
+    ]
+    admission = {"clusterQueue": "research-cq", "podSetAssignments": assignments}
+    admitted = [{"type": t, "status": "True"} for t in ("QuotaReserved", "Admitted")]
+    return {"status": {"admission": admission, "conditions": admitted}}
+
+
+def test_an_lws_short_of_groups_is_pending_saying_how_many_and_why(tmp_path: Path) -> None:
+    # The fast engine's row of an LWS of two groups, one admitted (its Workload the waiting
+    # group's, as the engine gives it): pending, counting groups, not pods.
+    e = load(tmp_path, lws(replicas=2))
+    groups = [group_workload("a100"), group_workload(None)]
+    base = outcome(e, groups[1], running=False, stuck=None, evictions=[], admitted_at=None,
+                   gpu_seconds=0.0, problem=None)  # fmt: skip
+    r = replicas_row(e, base, groups, None)
+    assert (r.outcome, r.wait_seconds) == ("pending", None)
+    assert r.message == "1 of 2 groups admitted: 6 more needed"
+    both = replicas_row(e, outcome(e, groups[0], running=True, stuck=None, evictions=[],
+                                   admitted_at=60.0, gpu_seconds=0.0, problem=None),
+                        [groups[0]] * 2, 60.0)  # fmt: skip
+    assert (both.outcome, both.flavor, both.message) == ("admitted", "a100", None)
+
+
+def test_an_lws_of_one_group_is_the_row_of_its_one_workload(tmp_path: Path) -> None:
+    # As the sandbox engine's row of it: Kueue's message alone, no count of groups.
+    e = load(tmp_path, lws(replicas=1))
+    waiting = group_workload(None)
+    base = outcome(e, waiting, running=False, stuck=None, evictions=[], admitted_at=None,
+                   gpu_seconds=0.0, problem=None)  # fmt: skip
+    r = replicas_row(e, base, [waiting], None)
+    assert (r.outcome, r.message) == ("pending", "6 more needed")

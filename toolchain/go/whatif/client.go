@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
@@ -91,8 +92,9 @@ func (s *sim) clientBuilder() (*fake.ClientBuilder, error) {
 	// Kueue's test scheme with each family's API (JobSet, Kubeflow's, ...), as Kueue's manager
 	// adds each integration's (jobframework's AddToScheme callbacks); the same scheme, from a
 	// builder of its own.
-	var addToScheme []func(*runtime.Scheme) error
-	withStatus := []ctrl.Object{&kueue.Workload{}, &batchv1.Job{}, &corev1.Pod{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}, &kueue.Cohort{}}
+	addToScheme := []func(*runtime.Scheme) error{lwsv1.AddToScheme}
+	withStatus := []ctrl.Object{&kueue.Workload{}, &batchv1.Job{}, &corev1.Pod{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}, &kueue.Cohort{},
+		&lwsv1.LeaderWorkerSet{}}
 	for _, f := range s.families {
 		addToScheme = append(addToScheme, f.addToScheme)
 		withStatus = append(withStatus, f.empty())
@@ -304,9 +306,9 @@ func (s *sim) stamp(obj ctrl.Object) {
 			}
 		}
 		for _, ref := range wl.OwnerReferences {
-			if i, ok := s.byUID[ref.UID]; ok {
+			if i, ok := s.workloadOwner(ref.UID, wl.Name); ok {
 				uid := uidFor("workload", s.jobs[i].in.Index)
-				if given, ok := s.workloadUIDs[s.jobs[i].in.Index]; ok {
+				if given, ok := s.workloadUIDs[s.givenUIDIndex(i)]; ok {
 					uid = types.UID(given)
 				}
 				wl.SetUID(uid)

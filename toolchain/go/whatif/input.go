@@ -94,6 +94,8 @@ func (s *sim) addJobs(jobs []JobInput) error {
 			err = s.addStatefulSet(st, i)
 		case j.Kind == "Deployment":
 			err = s.addDeployment(st, i)
+		case j.Kind == "LeaderWorkerSet":
+			err = s.addLWS(st, i)
 		case st.pod && len(j.Members) > 0:
 			if st.key, st.members, st.sets, err = decodeGroup(j); err == nil {
 				for k, m := range st.members {

@@ -120,6 +120,9 @@ func (s *sim) groupLife(i int) error {
 		if j.set != nil { // its controller makes its deleted pods again
 			return s.makeSetPods(j)
 		}
+		if j.lws != nil { // as LWS's controller and StatefulSets make a group's again
+			return s.makeGroupPods(j)
+		}
 	case gated > 0:
 		delete(s.waiting, i)
 		j.stuck = ""

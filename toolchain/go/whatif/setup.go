@@ -19,6 +19,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	deploymentjob "sigs.k8s.io/kueue/pkg/controller/jobs/deployment"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/job"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/leaderworkerset"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/pod"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/statefulset"
 	"sigs.k8s.io/kueue/pkg/features"
@@ -56,6 +58,7 @@ func newSim(in *Input) (*sim, error) {
 		byJob:    map[types.NamespacedName]int{},
 		byPod:    map[types.NamespacedName]int{},
 		sts:      statefulSets{by: map[types.NamespacedName]int{}, seen: map[types.NamespacedName]ctrl.Object{}},
+		lwss:     leaderWorkerSets{seen: map[types.NamespacedName]ctrl.Object{}},
 		byUID:    map[types.UID]int{},
 		seen:     map[types.NamespacedName]*kueue.Workload{},
 		holders:  map[types.NamespacedName]bool{},
@@ -226,6 +229,12 @@ func (s *sim) newJobControllers(cfg *configapi.Configuration) error {
 	}
 	if s.sts.podRec, err = statefulset.NewPodReconciler(s.ctx, s.cl, nil, nopRecorder{}, opts...); err != nil {
 		return err
+	}
+	if s.lwss.rec, err = leaderworkerset.NewReconciler(s.ctx, s.cl, nil, nopRecorder{}, opts...); err != nil {
+		return err
+	}
+	s.lwss.admit = func(ctx context.Context, l *lwsv1.LeaderWorkerSet) error {
+		return leaderworkerset.WhatIfAdmit(ctx, s.cl, s.queues, cfg.ManageJobsWithoutQueueName, nsSelector, l)
 	}
 	s.deploys.admit = func(ctx context.Context, d *appsv1.Deployment) error {
 		return deploymentjob.WhatIfAdmit(ctx, s.cl, s.queues, cfg.ManageJobsWithoutQueueName, nsSelector, d)

@@ -76,6 +76,7 @@ type sim struct {
 	podRec      reconcile.Reconciler // nil without Kueue's pod integration
 	sts         statefulSets
 	deploys     deployments
+	lwss        leaderWorkerSets
 	families    []*family            // the kinds whose controllers kinds.go plays, with Kueue's reconcilers
 	lqRec       reconcile.Reconciler // Kueue's LocalQueue controller: only with admission fair sharing (afs.go)
 	lqQ         workQueue
@@ -215,7 +216,7 @@ func (s *sim) apply(e ev) error {
 		return s.submit(s.jobs[e.idx])
 	case evFinish:
 		j := s.jobs[e.idx]
-		if (j.running || j.deploy != nil) && j.run == e.run && !j.finished {
+		if (j.running || j.deploy != nil || j.lws != nil) && j.run == e.run && !j.finished {
 			return s.complete(j)
 		}
 	case evTimer:
@@ -242,6 +243,8 @@ func (s *sim) queue(k objKind) *workQueue {
 		return &s.sts.q
 	case kindStatefulSetPod:
 		return &s.sts.podQ
+	case kindLWS:
+		return &s.lwss.q
 	}
 	if k >= kindFamily {
 		return &s.families[k-kindFamily].q
@@ -268,6 +271,8 @@ func (s *sim) submit(j *jobState) error {
 		return s.submitStatefulSet(j)
 	case j.deploy != nil:
 		return s.submitDeployment(j)
+	case j.lws != nil:
+		return s.submitLWS(j)
 	case j.members != nil:
 		return s.submitGroup(j)
 	case j.pod:
@@ -306,6 +311,8 @@ func (s *sim) complete(j *jobState) error {
 		err = s.completeStatefulSet(j)
 	case j.deploy != nil: // its row: its pods serve until it is deleted
 		err = s.deleteDeployment(j)
+	case j.lws != nil && !isLWSGroup(j): // its row: its groups serve until it is deleted
+		err = s.deleteLWS(j)
 	case j.members != nil:
 		err = s.completeGroup(j)
 	case j.pod:
@@ -391,6 +398,7 @@ func (s *sim) observe(key types.NamespacedName) error {
 		if old != nil {
 			s.wlRec.Delete(event.TypedDeleteEvent[*kueue.Workload]{Object: old})
 			s.see(key, nil)
+			s.lwsWorkloadChanged(old)
 		}
 		return nil
 	case err != nil:
@@ -415,9 +423,10 @@ func (s *sim) observe(key types.NamespacedName) error {
 		}
 		fmt.Fprintf(os.Stderr, "  wl %s rv=%s %v\n", key.Name, wl.ResourceVersion, cs)
 	}
+	s.lwsWorkloadChanged(wl)
 	seen := map[int]bool{} // a pod group's Workload is owned by each of its members
 	for _, ref := range wl.OwnerReferences {
-		if i, ok := s.byUID[ref.UID]; ok && !seen[i] {
+		if i, ok := s.workloadOwner(ref.UID, key.Name); ok && !seen[i] {
 			seen[i] = true
 			j := s.jobs[i]
 			j.workload, j.last = &key, wl
@@ -527,7 +536,7 @@ func (s *sim) settle() error {
 		if err := s.informFamilies(others); err != nil {
 			return err
 		}
-		if err := s.informStatefulSets(others); err != nil {
+		if err := s.informServing(others); err != nil {
 			return err
 		}
 		retry := slices.Collect(maps.Keys(s.retry))
@@ -540,7 +549,7 @@ func (s *sim) settle() error {
 		if err := s.reconcileAll(wq, jq, pq, fq); err != nil {
 			return err
 		}
-		sq, err := s.reconcileStatefulSets()
+		sq, err := s.reconcileServing()
 		if err != nil {
 			return err
 		}
@@ -569,7 +578,7 @@ func (s *sim) settle() error {
 			s.stats.Cycles++
 			s.sched.WhatIfCycle(s.ctx)
 			s.wg.Wait()
-			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+s.lqQ.len()+s.familiesQueued()+s.sts.q.len()+s.sts.podQ.len()+len(s.retry) > 0 || !maps.Equal(s.queueState(), before) {
+			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+s.lqQ.len()+s.familiesQueued()+s.sts.q.len()+s.sts.podQ.len()+s.lwss.q.len()+len(s.retry) > 0 || !maps.Equal(s.queueState(), before) {
 				continue
 			}
 			if s.flavorsLeft() {
@@ -646,6 +655,7 @@ func (s *sim) inform(wls, jobs, pods []types.NamespacedName) error {
 		}
 		s.podQ.add(s.podRequest(k))
 		s.setPodChanged(k)
+		s.lwsPodChanged(k)
 		if err := s.replicaChanged(k); err != nil {
 			return err
 		}
@@ -705,7 +715,7 @@ func (s *sim) familiesQueued() int {
 func (s *sim) results() []Result {
 	out := make([]Result, 0, len(s.jobs))
 	for _, j := range s.jobs {
-		if isReplica(j) { // its Deployment's row tells of it
+		if isReplica(j) || isLWSGroup(j) { // its Deployment's or LWS's row tells of it
 			continue
 		}
 		r := Result{Type: "workload", Index: j.in.Index, AdmittedAt: j.admittedAt, FirstAdmission: j.first, RunSeconds: j.runSeconds,
@@ -721,6 +731,9 @@ func (s *sim) results() []Result {
 		}
 		if j.deploy != nil {
 			r = s.deploymentResult(j, r)
+		}
+		if j.lws != nil {
+			r = s.lwsResult(j, r)
 		}
 		if j.workload != nil {
 			wl := &kueue.Workload{}

@@ -89,6 +89,9 @@ type jobState struct {
 	// deploy: a Deployment's (deployment.go): on its row, and on each pod made for it (a
 	// plain Pod), else nil.
 	deploy *deployment
+	// lws: a LeaderWorkerSet's (lws.go): on its row, and on each of its groups (a pod group),
+	// else nil.
+	lws *leaderWorkerSet
 }
 
 // step: one change of a workload's hold on quota or of its pods, when it happened: admitted
@@ -173,6 +176,7 @@ const (
 	kindLocalQueue // only with admission fair sharing (afs.go)
 	kindStatefulSet
 	kindStatefulSetPod // Kueue's StatefulSet pod reconciler's (statefulset.go)
+	kindLWS            // Kueue's LeaderWorkerSet reconciler's (lws.go)
 	kindFamily         // the first family's (kinds.go); the next ones' follow
 )
 

@@ -25,6 +25,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	podconstants "sigs.k8s.io/kueue/pkg/controller/jobs/pod/constants"
@@ -154,11 +156,13 @@ func (s *sim) completeStatefulSet(j *jobState) error {
 // informStatefulSets: the changed StatefulSets to Kueue's StatefulSet reconciler.
 func (s *sim) informStatefulSets(changed map[reflect.Type][]types.NamespacedName) error {
 	for _, k := range changed[statefulSetType] {
-		moved, err := s.changed(k, s.sts.seen, &appsv1.StatefulSet{})
+		sts := &appsv1.StatefulSet{}
+		moved, err := s.changed(k, s.sts.seen, sts)
 		if err != nil {
 			return err
 		}
-		if moved {
+		// Its predicate: not a StatefulSet another framework manages (an LWS's).
+		if p, ok := s.sts.rec.(predicate.Predicate); moved && (!ok || sts.Name == "" || p.Update(event.UpdateEvent{ObjectNew: sts})) {
 			s.sts.q.add(k)
 		}
 	}
