@@ -310,6 +310,9 @@ def _entry(
     except Unrecordable as exc:
         item.problem = str(exc)
         return
+    if kind == "LeaderWorkerSet":
+        manifest = _one_group(manifest, item)
+        item.name = str(manifest["metadata"]["name"])  # the row the replay gives it
     runtimes = Runtimes({runtime_key(runtime, item.namespace): runtime} if runtime else {})
     if item.state == "admitted":
         pin = flavor_labels(config, wl)
@@ -320,12 +323,23 @@ def _entry(
     if entry.status != "ok":
         item.problem = entry.problem or entry.status
         return
-    # An LWS's groups are read (owners.py) but the fast engine plays no LWS controller.
     item.problem = not_fast(entry)
     if item.problem is not None:
         return
     left = item.left
     item.entry = replace(entry, submit_at=0.0, duration=None if left is None else left)
+
+
+def _one_group(manifest: dict[str, Any], item: Item) -> dict[str, Any]:
+    """An LWS's group as the replay takes it: Kueue makes a Workload per group, each admitted
+    or pending on its own, and the snapshot reads each; so each is an LWS of that one group,
+    named after its Workload when the LWS has several (a row per group)."""
+    spec = as_dict(manifest.get("spec"))
+    groups = spec.get("replicas", 1)
+    metadata = dict(as_dict(manifest.get("metadata")))
+    if groups != 1:
+        metadata["name"] = item.workload
+    return {**manifest, "metadata": metadata, "spec": {**spec, "replicas": 1}}
 
 
 def submitted_runtimes(submit: Sequence[MixDocument], owners: OwnerLookup) -> Runtimes:

@@ -284,18 +284,23 @@ def test_an_admitted_jobset_keeps_each_pod_sets_flavor() -> None:
     assert (entry.kind, entry.gpus, entry.pods) == ("JobSet", 4, 3)
 
 
-def test_an_lws_group_is_read_but_left_to_the_sandbox_and_a_deployments_pod_is_a_pod() -> None:
-    # An LWS group's Workload (owned by the LWS and its pods) holding quota: read as its LWS,
-    # which the fast engine does not replay, so it says so (and its quota counts as free). A
-    # Deployment's pod's Workload (owned by the Pod): Kueue queues each pod alone, and so does
-    # the replay, as a plain Pod.
+def test_an_lws_group_is_an_lws_of_that_group_and_a_deployments_pod_is_a_pod() -> None:
+    # Two LWS group Workloads (owned by the LWS and their pods), one holding quota, one
+    # pending: each replays as an LWS of that one group, named after its Workload (the LWS has
+    # two), so each has its row. A Deployment's pod's Workload (owned by the Pod): Kueue queues
+    # each pod alone, and so does the replay, as a plain Pod.
     lws_api = "leaderworkerset.x-k8s.io/v1"
-    group = (
-        Workload("leaderworkerset-serve-0-abcde", "vision").created(iso(20))
-        .owner("LeaderWorkerSet", "serve", "uid-serve", lws_api).owner("Pod", "serve-0", "p0", "v1")
-        .queue("vision-queue").pod_set(POD_SPEC, name="leader").pod_set(POD_SPEC, name="worker")
-        .reserve_quota("vision-cq", {"nvidia.com/gpu": "h100"}, iso(10))
-    ).obj()  # fmt: skip
+
+    def group(index: int) -> Workload:
+        return (
+            Workload(f"leaderworkerset-serve-{index}-abcde", "vision").created(iso(20))
+            .owner("LeaderWorkerSet", "serve", "uid-serve", lws_api)
+            .owner("Pod", f"serve-{index}", f"p{index}", "v1").queue("vision-queue")
+            .pod_set(POD_SPEC, name="leader").pod_set(POD_SPEC, name="worker")
+        )  # fmt: skip
+
+    admitted = group(0).reserve_quota("vision-cq", {"nvidia.com/gpu": "h100"}, iso(10)).obj()
+    waiting = group(1).pending(iso(20)).obj()
     pod_wl = (
         Workload("pod-web-1-abcde", "nlp").created(iso(5)).owner("Pod", "web-1", "p1", "v1")
         .queue("nlp-queue").pod_set(POD_SPEC).pending(iso(5))
@@ -303,7 +308,7 @@ def test_an_lws_group_is_read_but_left_to_the_sandbox_and_a_deployments_pod_is_a
     lws = {
         "apiVersion": lws_api, "kind": "LeaderWorkerSet",
         "metadata": {"name": "serve", "namespace": "vision", "uid": "uid-serve"},
-        "spec": {"replicas": 1, "leaderWorkerTemplate": {
+        "spec": {"replicas": 2, "leaderWorkerTemplate": {
             "size": 2, "leaderTemplate": {"spec": POD_SPEC}, "workerTemplate": {"spec": POD_SPEC}}},
     }  # fmt: skip
     pod = {
@@ -314,15 +319,21 @@ def test_an_lws_group_is_read_but_left_to_the_sandbox_and_a_deployments_pod_is_a
     }
     found = {("LeaderWorkerSet", "vision", "serve"): lws, ("Pod", "nlp", "web-1"): pod}
     snap = Snapshot(NOW, [("vision", "vision-cq"), ("nlp", "nlp-cq")], {},
-                    [(group, "vision-cq", "vision"), (pod_wl, "nlp-cq", "nlp")], {})  # fmt: skip
+                    [(admitted, "vision-cq", "vision"), (waiting, "vision-cq", "vision"),
+                     (pod_wl, "nlp-cq", "nlp")], {})  # fmt: skip
     cfg = config()
     frameworks = ["batch/job", "pod", "leaderworkerset.x-k8s.io/leaderworkerset"]
     mix = plan(snap, lambda kind, ns, name: found.get((kind, ns, name)), cfg,
                Catalog.from_stack(cfg, frameworks), history=7 * DAY)  # fmt: skip
-    problems = {(i.name, i.state): i.problem for i in mix.items}
-    assert problems == {
-        ("serve", "admitted"): "the fast engine plays no LeaderWorkerSet controller (its groups' "
-        "pods come from StatefulSets); ENGINE=sandbox replays it with LWS's own",
-        ("web-1", "pending"): None,
+    assert [(i.name, i.state, i.problem) for i in mix.items] == [
+        ("leaderworkerset-serve-0-abcde", "admitted", None),
+        ("leaderworkerset-serve-1-abcde", "pending", None),  # created first (across queues)
+        ("web-1", "pending", None),
+    ]
+    entries = {e.name: e for e in mix.entries()}
+    assert {n: (e.kind, e.gpus, e.pods) for n, e in entries.items()} == {
+        "leaderworkerset-serve-0-abcde": ("LeaderWorkerSet", 4, 2),
+        "leaderworkerset-serve-1-abcde": ("LeaderWorkerSet", 4, 2),
+        "web-1": ("Pod", 2, 1),
     }
-    assert [(e.kind, e.name, e.gpus) for e in mix.entries()] == [("Pod", "web-1", 2)]
+    assert entries["leaderworkerset-serve-1-abcde"].manifest["spec"]["replicas"] == 1
