@@ -123,7 +123,7 @@ func TestADeploymentWithAReplicaNeverAdmittedIsNotAdmitted(t *testing.T) {
 func TestAPreemptedReplicaIsMadeAgainUnderANewNameAndAdmittedAgain(t *testing.T) {
 	low := withPriority(t, gpuDeployment(t, 0, "low", 2, "4", 0, -1), "low")
 	high := withPriority(t, gpuJob(t, 1, "high", "4", 60, 120), "high")
-	in := &Input{Objects: preemptingStack(t), CRDs: releaseCRDs(t), Configuration: releaseConfiguration(t), Nodes: gpuNodes(1),
+	in := &Input{Objects: preemptingStack(t, "8"), CRDs: releaseCRDs(t), Configuration: releaseConfiguration(t), Nodes: gpuNodes(1),
 		Jobs: []JobInput{low, high}, Until: 1000}
 	results, _ := replayed(t, in)
 	r := results[0]

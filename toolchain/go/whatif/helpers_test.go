@@ -97,15 +97,15 @@ func gpuStack(t *testing.T, gpus string, strategy kueue.QueueingStrategy) []json
 	return out
 }
 
-// preemptingStack: gpuStack of 8 GPUs whose ClusterQueue preempts lower priorities within it,
-// and the WorkloadPriorityClasses low (10) and high (1000).
-func preemptingStack(t *testing.T) []json.RawMessage {
+// preemptingStack: gpuStack of gpus GPUs whose ClusterQueue preempts lower priorities within
+// it, and the WorkloadPriorityClasses low (10) and high (1000).
+func preemptingStack(t *testing.T, gpus string) []json.RawMessage {
 	t.Helper()
-	objs := gpuStack(t, "8", kueue.BestEffortFIFO)
+	objs := gpuStack(t, gpus, kueue.BestEffortFIFO)
 	cq := utiltestingapi.MakeClusterQueue("team-a").Preemption(kueue.ClusterQueuePreemption{
 		WithinClusterQueue: kueue.PreemptionPolicyLowerPriority}).ResourceGroup(
 		*utiltestingapi.MakeFlavorQuotas("gpu").Resource(corev1.ResourceCPU, "64").Resource(corev1.ResourceMemory, "256Gi").
-			Resource("nvidia.com/gpu", "8").Obj()).Obj()
+			Resource("nvidia.com/gpu", gpus).Obj()).Obj()
 	objs[2] = withKind(t, cq) // gpuStack's ClusterQueue, with preemption
 	return append(objs, withKind(t, utiltestingapi.MakeWorkloadPriorityClass("low").PriorityValue(10).Obj()),
 		withKind(t, utiltestingapi.MakeWorkloadPriorityClass("high").PriorityValue(1000).Obj()))
@@ -123,7 +123,7 @@ func withPriority(t *testing.T, j JobInput, class string) JobInput {
 // evicted once, readmitted at 180 s and runs its whole 100 s again, to 280 s; high 60-180 s.
 func checkLowPreemptedByHigh(t *testing.T, low JobInput, runtimes []json.RawMessage) {
 	t.Helper()
-	in := &Input{Objects: preemptingStack(t), CRDs: releaseCRDs(t), Configuration: releaseConfiguration(t), Nodes: gpuNodes(1),
+	in := &Input{Objects: preemptingStack(t, "8"), CRDs: releaseCRDs(t), Configuration: releaseConfiguration(t), Nodes: gpuNodes(1),
 		Jobs: []JobInput{withPriority(t, low, "low"), withPriority(t, gpuJob(t, 1, "high", "8", 60, 120), "high")}, Runtimes: runtimes}
 	results, _ := replayed(t, in)
 	if got, want := string(mustJSON(t, results[0].Intervals)), `[{"start":0,"end":60},{"start":180,"end":280}]`; got != want {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -12,7 +11,6 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/leaderworkerset"
-	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 )
 
 // gpuLWS: team-a's LeaderWorkerSet of `groups` groups of `size` pods (a leader template and a
@@ -35,19 +33,6 @@ func gpuLWS(t *testing.T, index int, name string, groups, size int32, gpus strin
 			Size: &size, LeaderTemplate: &leader, WorkerTemplate: template("worker")}},
 	}
 	return JobInput{Kind: "LeaderWorkerSet", Index: index, Manifest: rawJSON(t, l), SubmitAt: at, Duration: runs}
-}
-
-// preemptingStack: one queue of gpus GPUs that preempts lower priorities, and the priority
-// classes low (10) and high (1000).
-func preemptingStack(t *testing.T, gpus string) []json.RawMessage {
-	objs := gpuStack(t, gpus, kueue.BestEffortFIFO)
-	cq := utiltestingapi.MakeClusterQueue("team-a").Preemption(kueue.ClusterQueuePreemption{
-		WithinClusterQueue: kueue.PreemptionPolicyLowerPriority}).ResourceGroup(
-		*utiltestingapi.MakeFlavorQuotas("gpu").Resource(corev1.ResourceCPU, "64").Resource(corev1.ResourceMemory, "256Gi").
-			Resource("nvidia.com/gpu", gpus).Obj()).Obj()
-	objs[2] = withKind(t, cq)
-	return append(objs, withKind(t, utiltestingapi.MakeWorkloadPriorityClass("low").PriorityValue(10).Obj()),
-		withKind(t, utiltestingapi.MakeWorkloadPriorityClass("high").PriorityValue(1000).Obj()))
 }
 
 // Kueue makes a Workload per group, named from the LWS and the group's index, with pod sets
