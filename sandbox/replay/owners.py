@@ -1,5 +1,6 @@
 """Which replayed object a Workload or a pod belongs to, for every kind the sandbox replays
-(Job, Pod, JobSet, LeaderWorkerSet), and where the replay creates each.
+(Job, Pod, JobSet, LeaderWorkerSet), where the replay creates each, and the replay's index of
+the cluster's Workloads and pods by the workload they are for (`Owners`).
 
 A JobSet's pods carry its UID (JobSet's label on its child Jobs' pods). A LeaderWorkerSet's
 carry only its name (`leaderworkerset.sigs.k8s.io/name`: they belong to StatefulSets, the
@@ -10,7 +11,8 @@ names are unique in a namespace, and in a mix (gpu_queues.whatif.mix refuses a s
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from gpu_queues.whatif.workloads import owner
@@ -89,3 +91,58 @@ def ended_by_deletion(wl: dict[str, Any]) -> dict[str, Any]:
         },
     ]
     return out
+
+
+@dataclass
+class Owners:
+    """The replay's bookkeeping of which workload each Workload and pod is for: a pod group's
+    pods map to its first pod's UID (the UID the replay knows the group by), an LWS's name to
+    its UID; and the index of the cluster's Workloads and pods by it."""
+
+    member_of: dict[str, str] = field(default_factory=dict)
+    """A pod group's pods' UIDs -> its first's."""
+    lws_uids: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(namespace, name) -> UID of each LWS the replay made (pod_key)."""
+
+    def made(self, kind: str, namespace: str, name: str, made: list[dict[str, Any]]) -> str:
+        """The replay created `made` (a pod group's pods, or one object): the UID it knows the
+        workload by from now on."""
+        key = uid(made[0])
+        self.member_of.update((uid(m), key) for m in made)
+        if kind == "LeaderWorkerSet":
+            self.lws_uids[(namespace, name)] = key
+        return key
+
+    def key(self, owner_uid: str) -> str:
+        """The UID the replay knows a workload by, from one of its owners' (a group's pods')."""
+        return self.member_of.get(owner_uid, owner_uid)
+
+    def pod(self, pod: dict[str, Any]) -> str:
+        """The UID the replay knows the workload a pod runs for by."""
+        return self.key(pod_key(pod, self.lws_uids))
+
+    def index(
+        self,
+        live: list[dict[str, Any]],
+        departed: list[dict[str, Any]],
+        pods: list[dict[str, Any]],
+        deleted_at_its_end: Callable[[str], bool],
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+        """Workloads by the UID the replay knows their workload by, and pods likewise (the Job,
+        or the pod itself for plain pods). A Workload the garbage collector deleted (its plain
+        Pod was deleted on preemption) stays as it was last; one of a workload the replay
+        deleted when its time was up (`deleted_at_its_end`, by that UID) is finished
+        (ended_by_deletion)."""
+        workloads: dict[str, dict[str, Any]] = {}
+        for wl in departed + live:
+            ref = workload_owner(wl)
+            if ref is not None:
+                workloads[self.key(str(ref.get("uid")))] = wl
+        owned = {self.key(str((workload_owner(wl) or {}).get("uid"))) for wl in live}
+        for key in set(workloads) - owned:
+            if deleted_at_its_end(key):
+                workloads[key] = ended_by_deletion(workloads[key])
+        by_owner: dict[str, list[dict[str, Any]]] = {}
+        for pod in pods:
+            by_owner.setdefault(self.pod(pod), []).append(pod)
+        return workloads, by_owner

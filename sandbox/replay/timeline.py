@@ -46,7 +46,7 @@ from gpu_queues.whatif.workloads import (
 )
 from sandbox.paths import KUBECONFIG
 from sandbox.replay import gate
-from sandbox.replay.owners import COLLECTIONS, ended_by_deletion, pod_key, workload_owner
+from sandbox.replay.owners import COLLECTIONS, Owners, workload_owner
 from sandbox.replay.tracked import (
     Tracked,
     all_running,
@@ -117,7 +117,7 @@ class Replay:
         self.quota: dict[str, list[tuple[float, str, str, str]]] = {}
         self._holds: dict[str, bool] = {}
         self.workload_uids: dict[str, str] = {}  # by its owner's UID
-        self.member_of: dict[str, str] = {}  # a pod group's pods' UIDs -> its first's (_key)
+        self.owners = Owners()
         # Each owner's admissions' places among all, as the watch saw them (re-admissions
         # included): the last one is the order in which the gate lets their pods go, all of
         # them go to WorkloadResult.admission_order.
@@ -139,7 +139,6 @@ class Replay:
         self.tracked = [Tracked(e) for e in submission_order(entries)]
         gate.install(self.rest, {t.entry.namespace for t in self.tracked})
         self.by_uid: dict[str, Tracked] = {}
-        self.lws_uids: dict[tuple[str, str], str] = {}  # (namespace, name) -> UID (pod_key)
         self.now = 0.0
         self.events: list[tuple[float, int, str, int, int]] = []  # (time, order, kind, i, run)
         self.settles: list[float] = []
@@ -157,7 +156,7 @@ class Replay:
         ref = workload_owner(wl)
         if ref is None:
             return
-        key, holds = self._key(str(ref.get("uid"))), holds_quota(wl)
+        key, holds = self.owners.key(str(ref.get("uid"))), holds_quota(wl)
         with self._quota_lock:
             held = self._holds.get(key, False)
             self.workload_uids[key] = str((wl.get("metadata") or {}).get("uid") or "")
@@ -180,29 +179,19 @@ class Replay:
     # --- reading the cluster -------------------------------------------------------------
 
     def _index(self) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
-        """Workloads by their owner's UID, pods by their owner's UID (the Job, or the pod
-        itself for plain pods). A Workload the garbage collector deleted (its plain Pod was
-        deleted on preemption) stays as it was last; one of a kind the replay deleted when its
-        time was up is finished (ended_by_deletion)."""
-        workloads: dict[str, dict[str, Any]] = {}
+        """Workloads and pods by the UID the replay knows their workload by (Owners.index)."""
         informer = self.informers["workloads"]
-        live = informer.snapshot()
-        for wl in informer.departed() + live:
-            ref = workload_owner(wl)
-            if ref is not None:
-                workloads[self._key(str(ref.get("uid")))] = wl
-        owned = {self._key(str((workload_owner(wl) or {}).get("uid"))) for wl in live}
-        for key in set(workloads) - owned:
-            if (t := self.by_uid.get(key)) and t.completing and t.entry.kind in DELETED_WHEN_DONE:
-                workloads[key] = ended_by_deletion(workloads[key])
-        pods: dict[str, list[dict[str, Any]]] = {}
-        for pod in self.informers["pods"].snapshot():
-            pods.setdefault(self._key(pod_key(pod, self.lws_uids)), []).append(pod)
-        return workloads, pods
+        return self.owners.index(
+            informer.snapshot(),
+            informer.departed(),
+            self.informers["pods"].snapshot(),
+            self._deleted_at_its_end,
+        )
 
-    def _key(self, owner_uid: str) -> str:
-        """The UID the replay knows a workload by, from one of its owners' (a group's pods')."""
-        return self.member_of.get(owner_uid, owner_uid)
+    def _deleted_at_its_end(self, key: str) -> bool:
+        """The replay deleted the workload when its time was up (DELETED_WHEN_DONE)."""
+        t = self.by_uid.get(key)
+        return t is not None and t.completing and t.entry.kind in DELETED_WHEN_DONE
 
     def _settled(self) -> tuple[bool, bool]:
         """(whether the cluster is at rest apart from timers, whether a workload waits)."""
@@ -264,7 +253,7 @@ class Replay:
         jobs: dict[str, list[dict[str, Any]]] = {}
         for pod in self.informers["pods"].snapshot():
             if gate.gated(pod) and not pod.get("metadata", {}).get("deletionTimestamp"):
-                jobs.setdefault(self._key(pod_key(pod, self.lws_uids)), []).append(pod)
+                jobs.setdefault(self.owners.pod(pod), []).append(pod)
         if not jobs:
             return []
         first = min(jobs, key=lambda k: (order.get(k, 1 << 62), k))
@@ -337,11 +326,8 @@ class Replay:
         except KubeError as exc:
             t.problem = f"the API server refused it: {exc}"
             return
-        t.uid, t.submitted = uid(made[0]), True
-        self.member_of.update((uid(m), t.uid) for m in made)
+        t.uid, t.submitted = self.owners.made(e.kind, e.namespace, e.name, made), True
         self.by_uid[t.uid] = t
-        if e.kind == "LeaderWorkerSet":
-            self.lws_uids[(e.namespace, e.name)] = t.uid
         if missing(e):
             return  # Kueue makes no Workload for a group short of pods
         deadline = time.monotonic() + WORKLOAD_CAP
