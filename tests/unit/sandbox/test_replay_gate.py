@@ -129,7 +129,7 @@ def test_the_gate_lets_jobs_go_in_the_order_of_their_last_admission():
     replay = Replay.__new__(Replay)
     replay.now, replay._holds, replay.quota, replay.workload_uids = 0.0, {}, {}, {}
     replay.admission_order, replay._admitted, replay._quota_lock = {}, 0, threading.Lock()
-    replay.owners = Owners()  # no pod groups, no LeaderWorkerSets
+    replay.owners, replay.by_uid = Owners(), {}  # no pod groups, no LeaderWorkerSets
     seen = [("a", True), ("b", True), ("a", False), ("b", False), ("b", True), ("a", True)]
     for job, holds in seen:
         replay._workload_seen(workload(job, holds))

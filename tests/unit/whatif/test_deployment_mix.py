@@ -1,5 +1,5 @@
 """Deployments in a mix: one row of the report, its pods Kueue's Workloads, one each (the fast
-engine replays it; the sandbox's replay does not yet); malformed replicas, template or
+engine replays it, and the sandbox's: sandbox/replay/serving.py); malformed replicas, template or
 selector an invalid row naming the field; the row pending until all its replicas are
 admitted, saying how many are."""
 
@@ -49,16 +49,13 @@ def entries(tmp_path: Path, *docs: Any, catalog: Catalog = SERVING) -> list[Entr
     return load_mix(path, catalog)
 
 
-def test_a_deployment_holds_the_gpus_of_all_its_replicas_on_the_fast_engine(
+def test_a_deployment_holds_the_gpus_of_all_its_replicas_on_both_engines(
     tmp_path: Path,
 ) -> None:
     (e,) = entries(tmp_path, deployment())
     assert (e.status, e.kind, e.gpus, e.pods) == ("ok", "Deployment", 6, 3)
     assert "Deployment" in FAST_KINDS and not_fast(e) is None
-    there = on_the_sandbox(e)
-    assert there.status == "unsupported"
-    assert "does not make Deployments yet" in (there.problem or "")
-    assert "ENGINE=fast replays it" in (there.problem or "")
+    assert on_the_sandbox(e) == e  # kube-controller-manager makes its pods there
     (one,) = entries(tmp_path, deployment(replicas=None))
     assert (one.gpus, one.pods) == (2, 1)  # replicas default to 1, as the API server's
 

@@ -1,5 +1,5 @@
 """StatefulSets in a mix: a StatefulSet is one workload of its replicas (the fast engine
-replays it; the sandbox's replay does not yet), malformed replicas or template an invalid row
+replays it, and so does the sandbox's), malformed replicas or template an invalid row
 naming the field. Deployments: test_deployment_mix."""
 
 from __future__ import annotations
@@ -47,14 +47,13 @@ def entries(tmp_path: Path, *docs: Any, catalog: Catalog = SERVING) -> list[Entr
     return load_mix(path, catalog)
 
 
-def test_a_statefulset_holds_the_gpus_of_all_its_replicas_on_the_fast_engine(
+def test_a_statefulset_holds_the_gpus_of_all_its_replicas_on_both_engines(
     tmp_path: Path,
 ) -> None:
     (e,) = entries(tmp_path, statefulset())
     assert (e.status, e.kind, e.gpus, e.pods) == ("ok", "StatefulSet", 6, 3)
     assert not_fast(e) is None
-    there = on_the_sandbox(e)
-    assert there.status == "unsupported" and "ENGINE=fast replays it" in (there.problem or "")
+    assert on_the_sandbox(e) == e  # kube-controller-manager makes its pods there
     (one,) = entries(tmp_path, statefulset(replicas=None))
     assert (one.gpus, one.pods) == (2, 1)  # replicas default to 1, as the API server's
 
