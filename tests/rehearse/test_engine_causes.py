@@ -407,3 +407,24 @@ def test_a_deployment_and_a_statefulset_serving_on_both_engines(tmp_path: Path):
     assert [(w.name, w.outcome) for w in real.workloads] == [
         ("a", "finished"), ("web", "finished"), ("db", "finished"), ("b", "finished"),
     ]  # fmt: skip
+
+
+def test_a_deployment_s_preempted_replica_is_made_again_serving_on_both_engines(tmp_path: Path):
+    """Kueue preempts a Deployment's replica by deleting its pod; the ReplicaSet makes another
+    in its place, a new Workload that queues on its own. One 8-GPU node, quota 8, priorities
+    low and high:
+    - 0s: web (low, 2 replicas of 4 GPUs) is admitted and runs whole; it serves 1h from then.
+    - 1m: high (4 GPUs, 2m) preempts one of web's pods (InClusterQueue): web runs short a
+      replica from then; the new pod waits.
+    - 3m: high ends; the new pod is admitted and runs; web runs whole again to 1h, when its
+      user deletes it. Its GPU time is its pods' runs (1h, 1m and 57m of 4 GPUs)."""
+    real = same_story("serving-preempted", tmp_path, {
+        "web": [(0, "admitted", "pool"), (0, "ran", "pool-0"), (0, "admitted", "pool"),
+                (0, "ran", "pool-0"), (60, "evicted", "Preempted (InClusterQueue)"),
+                (60, "stopped", ""), (180, "admitted", "pool"), (180, "ran", "pool-0"),
+                (3600, "stopped", "")],
+        "high": [(60, "admitted", "pool"), (60, "ran", "pool-0"), (180, "stopped", "")],
+    })  # fmt: skip
+    web = next(w for w in real.workloads if w.name == "web")
+    assert (web.outcome, web.wait_seconds, web.preemptions) == ("finished", 0, 1)
+    assert web.gpu_seconds * web.gpus == 4 * (3600 + 60 + 3420)
