@@ -12,7 +12,7 @@ import yaml
 from gpu_queues.config.model import load_config
 from gpu_queues.config.stackfile import parse_config
 from gpu_queues.whatif.mix import Catalog, load_mix
-from sandbox.crosscheck.generate import KINDS_FROM, ORG_FROM, generate
+from sandbox.crosscheck.generate import KINDS_FROM, ORG_FROM, SERVING_FROM, generate
 
 pytestmark = pytest.mark.unit
 SEEDS = range(1, 61)
@@ -131,3 +131,27 @@ def test_kinds_seeds_mix_jobsets_of_the_same_pods_and_earlier_seeds_stay_jobs(tm
     for seed in (KINDS_FROM - 1, 1, ORG_FROM):
         kinds = {d["kind"] for d in yaml.safe_load_all(generate(seed).mix_text) if d}
         assert kinds == {"Job"}, seed
+
+
+def test_serving_seeds_mix_deployments_and_statefulsets_and_earlier_seeds_do_not(tmp_path: Path):
+    """Seeds from SERVING_FROM on: some jobs are Deployments or StatefulSets of their pods as
+    replicas, each checked `ok` against its stack with the integrations on, their GPUs, pods
+    and duration those of the Job they stand for; a seed below has none."""
+    seen = {"Deployment": 0, "StatefulSet": 0}
+    catalog_kinds = ["batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment", "statefulset"]
+    for seed in range(SERVING_FROM, SERVING_FROM + 20):
+        case = generate(seed)
+        config = load_config(parse_config(case.stack_text, case.stack))
+        mix = tmp_path / f"mix-{seed}.yaml"
+        mix.write_text(case.mix_text)
+        entries = load_mix(mix, Catalog.from_stack(config, catalog_kinds), tmp_path)
+        assert [e.problem for e in entries if e.status != "ok"] == []
+        for e in entries:
+            if e.kind in seen:
+                seen[e.kind] += 1
+                assert e.pods == e.manifest["spec"]["replicas"] >= 1
+                assert e.duration is not None
+    assert all(count >= 5 for count in seen.values()), seen
+    for seed in (SERVING_FROM - 1, KINDS_FROM, 1):
+        kinds = {d["kind"] for d in yaml.safe_load_all(generate(seed).mix_text) if d}
+        assert kinds <= {"Job", "JobSet"}, seed
