@@ -75,18 +75,18 @@ FRAMEWORKS: Final[dict[tuple[str, str], str]] = {
     ("workload.codeflare.dev", "AppWrapper"): "workload.codeflare.dev/appwrapper",
     ("sparkoperator.k8s.io", "SparkApplication"): "sparkoperator.k8s.io/sparkapplication",
 }
-# What an engine replays: Jobs and Pods on both (the sandbox's Job controller is
-# kube-controller-manager's, kwok plays every pod's kubelet), JobSets on both (the fast one
-# plays the JobSet controller as far as Kueue reads it; the sandbox runs JobSet's own when
-# Kueue's integration is on: sandbox/jobset.py), LeaderWorkerSets on both (the fast one plays
-# the LWS and StatefulSet controllers as far as Kueue reads them, toolchain/go/whatif/lws.go;
+# What an engine replays: Jobs, Pods, StatefulSets and Deployments on both (the sandbox's Job,
+# StatefulSet, Deployment and ReplicaSet controllers are kube-controller-manager's, kwok plays
+# every pod's kubelet: sandbox/replay/serving.py follows a Deployment's pods), JobSets on both
+# (the fast one plays the JobSet controller as far as Kueue reads it; the sandbox runs JobSet's
+# own when Kueue's integration is on: sandbox/jobset.py), LeaderWorkerSets on both (the fast one
+# plays the LWS and StatefulSet controllers as far as Kueue reads them, toolchain/go/whatif/lws.go;
 # the sandbox runs LWS's own when Kueue's integration is on, sandbox/lws.py, for an LWS of one
-# group), the Kubeflow v1 jobs (PyTorchJobs, TFJobs, XGBoostJobs, PaddleJobs, JAXJobs),
-# RayJobs, RayClusters, MPIJobs, StatefulSets, Deployments and TrainJobs on the fast one only (it
-# plays their controllers as far as Kueue reads them; the sandbox has none of the Kubeflow, Ray
-# or Trainer controllers, and its replay does not yet make and delete StatefulSets and
-# Deployments: sandbox/replay/engine.py refuses them there). Other kinds need controllers
-# neither has (RayService, ...).
+# group), the Kubeflow v1 jobs (PyTorchJobs, TFJobs, XGBoostJobs, PaddleJobs, JAXJobs), RayJobs,
+# RayClusters, MPIJobs and TrainJobs on the fast one only (it plays their controllers as far as
+# Kueue reads them; the sandbox has none of the Kubeflow, Ray or Trainer controllers:
+# sandbox/replay/engine.py refuses them there). Other kinds need controllers neither has
+# (RayService, ...).
 REPLAYABLE: Final = frozenset(
     {
         "batch/job",

@@ -31,8 +31,10 @@ below KINDS_FROM give exactly the mixes they always gave.
 Seeds from EVERY_KIND_FROM on mix in every other kind both engines replay: a multi-pod job
 becomes a JobSet, a pod group of plain Pods (`kueue.x-k8s.io/pod-group-name`), a
 LeaderWorkerSet of one group of its pods, a StatefulSet or a Deployment of its pods as
-replicas, or stays a Job. The serving kinds keep the job's duration: their user deletes them
-that long after they run.
+replicas, or stays a Job; a job of one pod becomes, one time in ten, a Deployment or a
+StatefulSet of one replica. The serving kinds keep the job's duration: their user deletes them
+that long after they run (kube-controller-manager's controllers play them on the sandbox,
+sandbox/replay/serving.py following a Deployment's pods).
 """
 
 from __future__ import annotations
@@ -278,17 +280,32 @@ def _jobset(r: random.Random, job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _serving_pod(job: dict[str, Any], app: str) -> dict[str, Any]:
-    """The job's pod as a serving replica's template: restarted always, labelled for its
-    owner's selector."""
-    spec = {k: v for k, v in job["spec"]["template"]["spec"].items() if k != "restartPolicy"}
-    return {"metadata": {"labels": {"app": app}}, "spec": spec}
+def _serving(r: random.Random, job: dict[str, Any]) -> dict[str, Any]:
+    """The Job as a Deployment or a StatefulSet of its pods as replicas (the pod template's
+    restartPolicy Always, as the API wants of serving pods)."""
+    name = job["metadata"]["name"]
+    template = {
+        "metadata": {"labels": {"app": name}},
+        "spec": dict(job["spec"]["template"]["spec"]),
+    }
+    template["spec"]["restartPolicy"] = "Always"
+    spec: dict[str, Any] = {
+        "replicas": int(job["spec"].get("parallelism", 1)),
+        "selector": {"matchLabels": {"app": name}},
+        "template": template,
+    }
+    kind = r.choice(("Deployment", "StatefulSet"))
+    if kind == "StatefulSet":
+        spec["podManagementPolicy"] = "Parallel"  # all at once, as the fast engine makes them
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": job["metadata"], "spec": spec}
 
 
-def _other_kind(r: random.Random, job: dict[str, Any]) -> list[dict[str, Any]]:
-    """The multi-pod Job as one of the kinds (EVERY_KIND_FROM), the same pods: the documents
-    that stand for it."""
+def _every_kind(r: random.Random, job: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Job as one of the kinds (EVERY_KIND_FROM), the same pods: the documents that stand
+    for it."""
     pick = r.random()
+    if job["spec"].get("parallelism", 1) == 1:
+        return [_serving(r, job) if pick < 0.1 else job]
     if pick < 0.3:
         return [_jobset(r, job)]
     pods = int(job["spec"]["parallelism"])
@@ -313,18 +330,14 @@ def _other_kind(r: random.Random, job: dict[str, Any]) -> list[dict[str, Any]]:
             }
             for k in range(pods)
         ]
-    pod = _serving_pod(job, name)
     if pick < 0.65:
-        group = {"size": pods, "workerTemplate": {"spec": pod["spec"]}}
+        pod = {k: v for k, v in job["spec"]["template"]["spec"].items() if k != "restartPolicy"}
+        group = {"size": pods, "workerTemplate": {"spec": pod}}
         lws = {"replicas": 1, "leaderWorkerTemplate": group}
         return [{"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
                  "metadata": meta, "spec": lws}]  # fmt: skip
-    spec = {"replicas": pods, "selector": {"matchLabels": {"app": name}}, "template": pod}
-    if pick < 0.8:
-        return [{"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta,
-                 "spec": {**spec, "serviceName": name}}]  # fmt: skip
     if pick < 0.9:
-        return [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": spec}]
+        return [_serving(r, job)]
     return [job]
 
 
@@ -425,11 +438,9 @@ def generate(seed: int, release: str | None = None) -> Case:
     for i, at in enumerate(times):
         job = _job(r, i, r.choice(teams), shapes, classes)
         job["metadata"]["annotations"]["gpu-queues.dev/submit-at"] = f"{at}s"
-        if job["spec"].get("parallelism", 1) == 1:
-            jobs.append(job)
-        elif seed >= EVERY_KIND_FROM:
-            jobs.extend(_other_kind(r, job))
-        elif seed >= KINDS_FROM and r.random() < 0.5:
+        if seed >= EVERY_KIND_FROM:
+            jobs.extend(_every_kind(r, job))
+        elif seed >= KINDS_FROM and job["spec"].get("parallelism", 1) > 1 and r.random() < 0.5:
             jobs.append(_jobset(r, job))
         else:
             jobs.append(job)

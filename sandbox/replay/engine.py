@@ -75,30 +75,23 @@ def quiet_for(config: StackConfig) -> float:
     return LONG_REQUEUE_QUIET if gates.get(LONG_REQUEUE_GATE) else DEFAULT_QUIET
 
 
-# Job: kube-controller-manager's Job controller; JobSet, LeaderWorkerSet: their own controllers,
-# which the sandbox runs when the stack's Kueue has their integrations (sandbox/jobset.py,
-# sandbox/lws.py), the only way they reach the mix (gpu_queues.whatif.mix checks the
-# integration first).
-SANDBOX_KINDS = frozenset({"Job", "Pod", "JobSet", "LeaderWorkerSet"})
+# Job, StatefulSet, Deployment: kube-controller-manager's controllers; JobSet, LeaderWorkerSet:
+# their own controllers, which the sandbox runs when the stack's Kueue has their integrations
+# (sandbox/jobset.py, sandbox/lws.py), the only way they reach the mix (gpu_queues.whatif.mix
+# checks the integration first).
+SANDBOX_KINDS = frozenset({"Job", "Pod", "JobSet", "LeaderWorkerSet", "StatefulSet", "Deployment"})
 
 
 def on_the_sandbox(entry: Entry) -> Entry:
     """The entry as the sandbox replays it: a kind whose controller the sandbox does not run
     is unsupported here, though the fast engine may replay it (the Kubeflow v1 jobs, RayJobs,
     MPIJobs and TrainJobs: the fast engine plays their controllers as far as Kueue reads
-    them); so is an LWS of other than one group (lws_groups_problem), and StatefulSets and
-    Deployments, whose controllers it has but whose serving pods its replay does not follow."""
+    them); so is an LWS of other than one group (lws_groups_problem)."""
     if entry.status != "ok":
         return entry
     why = lws_groups_problem(entry) if entry.kind == "LeaderWorkerSet" else None
     if entry.kind not in SANDBOX_KINDS:
         why = f"the sandbox has no {entry.kind} controller; ENGINE=fast replays it"
-    if entry.kind in ("StatefulSet", "Deployment"):  # kube-controller-manager's runs there
-        why = (
-            f"the sandbox's replay does not make {entry.kind}s yet (kube-controller-manager's "
-            "controller would make their pods, but the replay neither tracks a serving "
-            "workload's pods nor deletes it at its time); ENGINE=fast replays it"
-        )
     if why is None:
         return entry
     return dataclasses.replace(entry, status="unsupported", problem=why, manifest={})

@@ -1,61 +1,74 @@
 """Which replayed object a Workload or a pod belongs to, for every kind the sandbox replays
-(Job, Pod, JobSet, LeaderWorkerSet), and where the replay creates each.
+(Job, Pod, JobSet, LeaderWorkerSet, StatefulSet, Deployment), where the replay creates each,
+and the replay's index of the cluster's Workloads and pods by the workload they are for
+(`Owners`).
 
 A JobSet's pods carry its UID (JobSet's label on its child Jobs' pods). A LeaderWorkerSet's
 carry only its name (`leaderworkerset.sigs.k8s.io/name`: they belong to StatefulSets, the
 workers' owned by the leader pod), which the replay maps to the UID of the LWS it created;
-names are unique in a namespace, and in a mix (gpu_queues.whatif.mix refuses a second).
+names are unique in a namespace, and in a mix (gpu_queues.whatif.mix refuses a second). A
+StatefulSet's pods are its own (their owner reference); a Deployment's are its ReplicaSet's,
+each a workload of its own to Kueue (sandbox/replay/serving.py follows them).
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from gpu_queues.whatif.workloads import owner
 from sandbox.replay.watch import uid
 
 # Where the replay creates each kind it replays (the JobSet and LWS controllers run in the
-# sandbox when the stack's Kueue has their integrations: sandbox/jobset.py, sandbox/lws.py).
+# sandbox when the stack's Kueue has their integrations: sandbox/jobset.py, sandbox/lws.py;
+# kube-controller-manager's StatefulSet, Deployment and ReplicaSet controllers always do).
 COLLECTIONS: Final = {
     "Job": ("/apis/batch/v1", "jobs"),
     "Pod": ("/api/v1", "pods"),
     "JobSet": ("/apis/jobset.x-k8s.io/v1alpha2", "jobsets"),
     "LeaderWorkerSet": ("/apis/leaderworkerset.x-k8s.io/v1", "leaderworkersets"),
+    "StatefulSet": ("/apis/apps/v1", "statefulsets"),
+    "Deployment": ("/apis/apps/v1", "deployments"),
 }
 # The kinds a Workload may belong to, the first found its owner: Kueue lists an LWS group's pods
-# among its Workload's owners beside the LWS (as a pod group's), so the LWS comes before Pod.
-WORKLOAD_OWNERS: Final = ("LeaderWorkerSet", "JobSet", "Job", "Pod")
+# among its Workload's owners beside the LWS (as a pod group's), so the LWS comes before Pod, and
+# so does a StatefulSet. (A Deployment's pods' Workloads are each its pod's.)
+WORKLOAD_OWNERS: Final = ("LeaderWorkerSet", "StatefulSet", "JobSet", "Job", "Pod")
+# The kinds whose Workloads Kueue labels with their UID (LABELLED_OWNERS).
+LABELLED_OWNERS: Final = ("LeaderWorkerSet", "StatefulSet")
 # JobSet's label on every pod of its child Jobs: the pods of a JobSet are one workload's.
 JOBSET_UID_LABEL: Final = "jobset.sigs.k8s.io/jobset-uid"
 # LWS's label on every pod of its groups (leader and workers).
 LWS_NAME_LABEL: Final = "leaderworkerset.sigs.k8s.io/name"
 
 
-# What Kueue's leaderworkerset integration writes on each Workload it makes (constructWorkload):
-# the LWS's UID and kind, which stay when its owner reference goes.
+# What Kueue's leaderworkerset and statefulset integrations write on each Workload they make
+# (constructWorkload): the owner's UID and kind, which stay when its owner reference goes.
 JOB_UID_LABEL: Final = "kueue.x-k8s.io/job-uid"
 OWNER_GVK_ANNOTATION: Final = "kueue.x-k8s.io/job-owner-gvk"
 
 
 def workload_owner(wl: dict[str, Any]) -> dict[str, Any] | None:
-    """The replayed object a Workload belongs to (a Job, Pod, JobSet or LeaderWorkerSet). An
-    LWS's is read from the labels Kueue writes, not only from its owner references: once the
-    LWS is deleted, the garbage collector drops the reference to it but keeps the Workload
-    while its pods, owners too, are being deleted, so its last state names only pods."""
+    """The replayed object a Workload belongs to (a Job, Pod, JobSet, LeaderWorkerSet or
+    StatefulSet). An LWS's or a StatefulSet's is read from the labels Kueue writes, not only
+    from its owner references: once the LWS is deleted, the garbage collector drops the
+    reference to it but keeps the Workload while its pods, owners too, are being deleted, so
+    its last state names only pods."""
     meta = wl.get("metadata") or {}
     gvk = str((meta.get("annotations") or {}).get(OWNER_GVK_ANNOTATION, ""))
-    lws_uid = (meta.get("labels") or {}).get(JOB_UID_LABEL)
-    if gvk.endswith("Kind=LeaderWorkerSet") and lws_uid:
-        return {"kind": "LeaderWorkerSet", "uid": str(lws_uid)}
+    owner_uid = (meta.get("labels") or {}).get(JOB_UID_LABEL)
+    for kind in LABELLED_OWNERS:
+        if gvk.endswith(f"Kind={kind}") and owner_uid:
+            return {"kind": kind, "uid": str(owner_uid)}
     return next((ref for kind in WORKLOAD_OWNERS if (ref := owner(wl, kind))), None)
 
 
 def pod_key(pod: dict[str, Any], lws_uids: Mapping[tuple[str, str], str] | None = None) -> str:
     """The UID of the replayed object a pod runs for: its JobSet (through its child Job), its
-    LeaderWorkerSet (by name, through `lws_uids`: (namespace, name) -> UID), its Job, or the
-    pod itself."""
+    LeaderWorkerSet (by name, through `lws_uids`: (namespace, name) -> UID), its StatefulSet,
+    its Job, or the pod itself (a Deployment's pods too: each is a workload of its own)."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
     jobset = labels.get(JOBSET_UID_LABEL)
@@ -64,7 +77,9 @@ def pod_key(pod: dict[str, Any], lws_uids: Mapping[tuple[str, str], str] | None 
     lws = (lws_uids or {}).get((str(meta.get("namespace")), str(labels.get(LWS_NAME_LABEL))))
     if lws:
         return lws
-    ref = owner(pod, "Job")
+    # An LWS's pods belong to its StatefulSets too, but are the LWS's, not theirs.
+    of_a_statefulset = None if LWS_NAME_LABEL in labels else owner(pod, "StatefulSet")
+    ref = of_a_statefulset or owner(pod, "Job")
     return str(ref.get("uid")) if ref else uid(pod)
 
 
@@ -89,3 +104,58 @@ def ended_by_deletion(wl: dict[str, Any]) -> dict[str, Any]:
         },
     ]
     return out
+
+
+@dataclass
+class Owners:
+    """The replay's bookkeeping of which workload each Workload and pod is for: a pod group's
+    pods map to its first pod's UID (the UID the replay knows the group by), an LWS's name to
+    its UID; and the index of the cluster's Workloads and pods by it."""
+
+    member_of: dict[str, str] = field(default_factory=dict)
+    """A pod group's pods' UIDs -> its first's."""
+    lws_uids: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(namespace, name) -> UID of each LWS the replay made (pod_key)."""
+
+    def made(self, kind: str, namespace: str, name: str, made: list[dict[str, Any]]) -> str:
+        """The replay created `made` (a pod group's pods, or one object): the UID it knows the
+        workload by from now on."""
+        key = uid(made[0])
+        self.member_of.update((uid(m), key) for m in made)
+        if kind == "LeaderWorkerSet":
+            self.lws_uids[(namespace, name)] = key
+        return key
+
+    def key(self, owner_uid: str) -> str:
+        """The UID the replay knows a workload by, from one of its owners' (a group's pods')."""
+        return self.member_of.get(owner_uid, owner_uid)
+
+    def pod(self, pod: dict[str, Any]) -> str:
+        """The UID the replay knows the workload a pod runs for by."""
+        return self.key(pod_key(pod, self.lws_uids))
+
+    def index(
+        self,
+        live: list[dict[str, Any]],
+        departed: list[dict[str, Any]],
+        pods: list[dict[str, Any]],
+        deleted_at_its_end: Callable[[str], bool],
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+        """Workloads by the UID the replay knows their workload by, and pods likewise (the Job,
+        or the pod itself for plain pods). A Workload the garbage collector deleted (its plain
+        Pod was deleted on preemption) stays as it was last; one of a workload the replay
+        deleted when its time was up (`deleted_at_its_end`, by that UID) is finished
+        (ended_by_deletion)."""
+        workloads: dict[str, dict[str, Any]] = {}
+        for wl in departed + live:
+            ref = workload_owner(wl)
+            if ref is not None:
+                workloads[self.key(str(ref.get("uid")))] = wl
+        owned = {self.key(str((workload_owner(wl) or {}).get("uid"))) for wl in live}
+        for key in set(workloads) - owned:
+            if deleted_at_its_end(key):
+                workloads[key] = ended_by_deletion(workloads[key])
+        by_owner: dict[str, list[dict[str, Any]]] = {}
+        for pod in pods:
+            by_owner.setdefault(self.pod(pod), []).append(pod)
+        return workloads, by_owner

@@ -45,8 +45,9 @@ from gpu_queues.whatif.workloads import (
     pod_phase,
 )
 from sandbox.paths import KUBECONFIG
-from sandbox.replay import gate
-from sandbox.replay.owners import COLLECTIONS, ended_by_deletion, pod_key, workload_owner
+from sandbox.replay import gate, queues
+from sandbox.replay.owners import COLLECTIONS, Owners, workload_owner
+from sandbox.replay.serving import Deployments, Serving, gone
 from sandbox.replay.tracked import (
     Tracked,
     all_running,
@@ -79,7 +80,6 @@ END_QUIET = 0.2
 # sets off has the rest of the second.
 SECOND_START = 0.05
 WORKLOAD_CAP = 20.0
-KUEUE_API = "/apis/kueue.x-k8s.io/v1beta2"
 BACKGROUND = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
 # An instant's events in order: the ends, the stack's changes, the submissions.
 ORDER = {"complete": 0, "change": 1, "submit": 2}
@@ -117,7 +117,7 @@ class Replay:
         self.quota: dict[str, list[tuple[float, str, str, str]]] = {}
         self._holds: dict[str, bool] = {}
         self.workload_uids: dict[str, str] = {}  # by its owner's UID
-        self.member_of: dict[str, str] = {}  # a pod group's pods' UIDs -> its first's (_key)
+        self.owners = Owners()
         # Each owner's admissions' places among all, as the watch saw them (re-admissions
         # included): the last one is the order in which the gate lets their pods go, all of
         # them go to WorkloadResult.admission_order.
@@ -139,7 +139,7 @@ class Replay:
         self.tracked = [Tracked(e) for e in submission_order(entries)]
         gate.install(self.rest, {t.entry.namespace for t in self.tracked})
         self.by_uid: dict[str, Tracked] = {}
-        self.lws_uids: dict[tuple[str, str], str] = {}  # (namespace, name) -> UID (pod_key)
+        self.serving = Deployments()  # and their pods, each a workload of its own
         self.now = 0.0
         self.events: list[tuple[float, int, str, int, int]] = []  # (time, order, kind, i, run)
         self.settles: list[float] = []
@@ -153,11 +153,12 @@ class Replay:
 
     def _workload_seen(self, wl: dict[str, Any]) -> None:
         """One Workload as a change left it (the informer's thread): note when it came to hold
-        quota and when it lost it other than by finishing."""
+        quota and when it lost it other than by finishing or by the replay deleting its owner
+        at its time (a deleted Deployment's pods' Workloads are not finished for having run)."""
         ref = workload_owner(wl)
         if ref is None:
             return
-        key, holds = self._key(str(ref.get("uid"))), holds_quota(wl)
+        key, holds = self.owners.key(str(ref.get("uid"))), holds_quota(wl)
         with self._quota_lock:
             held = self._holds.get(key, False)
             self.workload_uids[key] = str((wl.get("metadata") or {}).get("uid") or "")
@@ -166,7 +167,7 @@ class Replay:
                 steps.append((self.now, "admitted", admitted_flavor(wl) or "", ""))
                 self._admitted += 1
                 self.admission_order.setdefault(key, []).append(self._admitted)
-            elif held and not holds and not finished_done(wl):
+            elif held and not holds and not finished_done(wl) and not self._deleted_at_its_end(key):
                 why = eviction(wl)
                 said = f"{why[0]}: {why[1]}" if why else "evicted"
                 steps.append((self.now, "evicted", why[0] if why else "", said))
@@ -180,41 +181,47 @@ class Replay:
     # --- reading the cluster -------------------------------------------------------------
 
     def _index(self) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
-        """Workloads by their owner's UID, pods by their owner's UID (the Job, or the pod
-        itself for plain pods). A Workload the garbage collector deleted (its plain Pod was
-        deleted on preemption) stays as it was last; one of a kind the replay deleted when its
-        time was up is finished (ended_by_deletion)."""
-        workloads: dict[str, dict[str, Any]] = {}
+        """Workloads and pods by the UID the replay knows their workload by (Owners.index)."""
         informer = self.informers["workloads"]
-        live = informer.snapshot()
-        for wl in informer.departed() + live:
-            ref = workload_owner(wl)
-            if ref is not None:
-                workloads[self._key(str(ref.get("uid")))] = wl
-        owned = {self._key(str((workload_owner(wl) or {}).get("uid"))) for wl in live}
-        for key in set(workloads) - owned:
-            if (t := self.by_uid.get(key)) and t.completing and t.entry.kind in DELETED_WHEN_DONE:
-                workloads[key] = ended_by_deletion(workloads[key])
-        pods: dict[str, list[dict[str, Any]]] = {}
-        for pod in self.informers["pods"].snapshot():
-            pods.setdefault(self._key(pod_key(pod, self.lws_uids)), []).append(pod)
+        return self.owners.index(
+            informer.snapshot(),
+            informer.departed(),
+            self.informers["pods"].snapshot(),
+            self._deleted_at_its_end,
+        )
+
+    def _deleted_at_its_end(self, key: str) -> bool:
+        """The replay deleted the workload when its time was up (DELETED_WHEN_DONE)."""
+        t = self.by_uid.get(key)
+        return t is not None and t.completing and t.entry.kind in DELETED_WHEN_DONE
+
+    def _adopted(self) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+        """_index, the pods the ReplicaSets made since the last look followed from now on."""
+        workloads, pods = self._index()
+        for r in self.serving.adopt(self.informers["pods"].snapshot(), pods):
+            self.by_uid[r.uid or ""] = r
         return workloads, pods
 
-    def _key(self, owner_uid: str) -> str:
-        """The UID the replay knows a workload by, from one of its owners' (a group's pods')."""
-        return self.member_of.get(owner_uid, owner_uid)
+    def _following(self) -> list[Tracked]:
+        """The workloads of the mix, then the pods of its Deployments (serving.py)."""
+        return [*self.tracked, *self.serving.replicas()]
 
     def _settled(self) -> tuple[bool, bool]:
         """(whether the cluster is at rest apart from timers, whether a workload waits)."""
-        workloads, pods = self._index()
+        workloads, pods = self._adopted()
         for pod in self.informers["pods"].snapshot():
             if pod.get("metadata", {}).get("deletionTimestamp"):
                 return False, True
         waiting = False
-        for t in self.tracked:
-            if t.uid is None or t.finished or t.problem:
-                continue
+        there = {uid(w) for w in self.informers["workloads"].snapshot()}
+        for t in self._following():
+            if t.uid is None or t.finished or t.problem or t.uid in self.serving.by_uid:
+                continue  # a Deployment is its pods' Workloads
             wl = workloads.get(t.uid)
+            if t.entry.kind == "Deployment" and gone(pods.get(t.uid, [])):
+                if wl is not None and uid(wl) in there and holds_quota(wl):
+                    return False, True  # its pod gone: Kueue has yet to release its quota
+                continue
             if wl is None and missing(t.entry):
                 waiting = True  # a pod group short of pods: Kueue makes no Workload for it
                 continue
@@ -264,7 +271,7 @@ class Replay:
         jobs: dict[str, list[dict[str, Any]]] = {}
         for pod in self.informers["pods"].snapshot():
             if gate.gated(pod) and not pod.get("metadata", {}).get("deletionTimestamp"):
-                jobs.setdefault(self._key(pod_key(pod, self.lws_uids)), []).append(pod)
+                jobs.setdefault(self.owners.pod(pod), []).append(pod)
         if not jobs:
             return []
         first = min(jobs, key=lambda k: (order.get(k, 1 << 62), k))
@@ -337,19 +344,16 @@ class Replay:
         except KubeError as exc:
             t.problem = f"the API server refused it: {exc}"
             return
-        t.uid, t.submitted = uid(made[0]), True
-        self.member_of.update((uid(m), t.uid) for m in made)
+        t.uid, t.submitted = self.owners.made(e.kind, e.namespace, e.name, made), True
         self.by_uid[t.uid] = t
-        if e.kind == "LeaderWorkerSet":
-            self.lws_uids[(e.namespace, e.name)] = t.uid
+        if e.kind == "Deployment":
+            self.serving.made(t)
         if missing(e):
             return  # Kueue makes no Workload for a group short of pods
         deadline = time.monotonic() + WORKLOAD_CAP
         while time.monotonic() < deadline:
-            workloads, _ = self._index()
-            wl = workloads.get(t.uid)
-            if wl is not None:
-                self.last_submit_second = math.floor(created_at(wl))
+            if made_workloads := self._workloads_of(t):
+                self.last_submit_second = math.floor(max(map(created_at, made_workloads)))
                 return
             time.sleep(0.05)
         t.problem = (
@@ -357,6 +361,15 @@ class Replay:
             "is its namespace one Kueue manages (kueue.manager.managedJobsNamespaceSelector)?"
         )
         self.last_submit_second = math.floor(time.time())
+
+    def _workloads_of(self, t: Tracked) -> list[dict[str, Any]]:
+        """The submitted workload's Workloads, once Kueue has made them all: a Deployment's,
+        one per replica; else its one."""
+        workloads, _ = self._adopted()
+        if (serving := self.serving.by_uid.get(t.uid or "")) is None:
+            return [wl] if (wl := workloads.get(t.uid or "")) is not None else []
+        made = [workloads[r.uid] for r in serving.current() if r.uid in workloads]
+        return made if len(made) >= serving.replicas else []
 
     def complete(self, t: Tracked) -> None:
         """The job's time is up: its pods complete (kwok's stage, on our annotation).
@@ -372,6 +385,7 @@ class Replay:
         (DELETED_WHEN_DONE) is deleted instead, as its user would."""
         if t.entry.kind in DELETED_WHEN_DONE:
             t.completing = True
+            self.serving.deleting(t)
             self._delete(t)
             return
         _, pods = self._index()
@@ -439,44 +453,16 @@ class Replay:
             f"waiting pods on its end, {cap:.0f}s after its time was up; the replay went on"
         )
 
-    def change(self, c: StackChange) -> None:
-        """The stack changes (gpu_queues.whatif.changes): each object's spec replaced, in the
-        change's order, as the fast engine does (toolchain/go/whatif/changes.go); Kueue's
-        controllers do the rest (HoldAndDrain evicts through its workload controller)."""
-        written: dict[str, int] = {}
-        for obj in c.objects:
-            meta = obj["metadata"]
-            plural = f"{str(obj['kind']).lower()}s"
-            where = f"/namespaces/{meta['namespace']}" if meta.get("namespace") else ""
-            path = f"{KUEUE_API}{where}/{plural}/{meta['name']}"
-            current = self.rest.get(path)
-            current["spec"] = obj.get("spec") or {}
-            stored = self.rest.replace(path, current)
-            if obj["kind"] != "Cohort":  # Cohorts have no condition to tell it by
-                written[path] = int((stored.get("metadata") or {}).get("generation") or 0)
-        # The quiet that ends the instant counts from here, and Kueue's queue controllers must
-        # have seen the change first (what they do about it is what the instant is for).
+    def change(self, c: StackChange, cap: float = 30.0) -> None:
+        """The stack changes (sandbox/replay/queues.py). The quiet that ends the instant counts
+        from here, and Kueue's queue controllers must have seen the change first (what they do
+        about it is what the instant is for)."""
+        written = queues.write(self.rest, c)
         self._changed()
-        self._until_observed(written)
-
-    def _until_observed(self, written: dict[str, int], cap: float = 30.0) -> None:
-        """Wait until Kueue's controllers have judged each queue's new spec: its Active
-        condition's observedGeneration reaches the generation the change wrote."""
-        deadline = time.monotonic() + cap
-        pending = dict(written)
-        while pending and time.monotonic() < deadline:
-            for path, generation in list(pending.items()):
-                status = self.rest.get(path).get("status") or {}
-                active: dict[str, Any] = next(
-                    (c for c in status.get("conditions") or [] if c.get("type") == "Active"), {}
-                )
-                if int(active.get("observedGeneration") or 0) >= generation:
-                    del pending[path]
-            time.sleep(0.05)
-        if pending:
+        if pending := queues.until_observed(self.rest, written, cap):
             self.notes.append(
                 f"at {self.now:.0f}s simulated, Kueue had not judged the stack's change of "
-                f"{', '.join(sorted(pending))} {cap:.0f}s after it was written; the replay went on"
+                f"{', '.join(pending)} {cap:.0f}s after it was written; the replay went on"
             )
         self._changed()
 
@@ -484,8 +470,8 @@ class Replay:
 
     def observe(self) -> None:
         """What the last event led to, at the current simulated instant."""
-        workloads, pods = self._index()
-        for i, t in enumerate(self.tracked):
+        workloads, pods = self._adopted()
+        for i, t in enumerate(self._following()):  # a Deployment's pods after the mix's
             if t.uid is None or t.problem:
                 continue
             wl = workloads.get(t.uid)
@@ -523,6 +509,18 @@ class Replay:
             if not running and t.started_at is not None:
                 self._stop_run(t)
             t.finished = is_true(wl, "Finished")
+        for served in self.serving.newly_served():
+            self._serve(served)
+
+    def _serve(self, s: Serving) -> None:
+        """All the Deployment's replicas have run: its duration counts from now (serving.py)."""
+        t = s.parent
+        t.started_at, t.run = self.now, t.run + 1
+        if t.entry.duration is not None:
+            i = self.tracked.index(t)
+            heapq.heappush(
+                self.events, (self.now + t.entry.duration, ORDER["complete"], "complete", i, t.run)
+            )
 
     def _stop_run(self, t: Tracked) -> None:
         assert t.started_at is not None
@@ -588,13 +586,15 @@ class Replay:
         if until is not None and until > self.now:
             self.now = until
         self.observe()
-        for t in self.tracked:  # running at the end: count their GPU time until then
+        for t in self._following():  # running at the end: count their GPU time until then
             if t.started_at is not None:
                 t.gpu_seconds += self.now - t.started_at
                 t.started_at = self.now
         workloads, pods = self._index()
         results = {
-            t.entry.index: result(t, workloads.get(t.uid or ""), pods.get(t.uid or "", []))
+            t.entry.index: s.row(workloads, pods)
+            if (s := self.serving.by_uid.get(t.uid or ""))
+            else result(t, workloads.get(t.uid or ""), pods.get(t.uid or "", []))
             for t in self.tracked
         }
         return [results[e.index] if e.index in results else not_replayed(e) for e in self.entries]

@@ -401,3 +401,51 @@ def test_a_preempted_lws_group_is_made_again_and_readmitted_on_both_engines(tmp_
         "later": [(2700, "admitted", "pool"), (2700, "ran", "pool-0, pool-0"),
                   (3300, "stopped", "")],
     })  # fmt: skip
+
+
+def test_a_deployment_and_a_statefulset_serving_on_both_engines(tmp_path: Path):
+    """Serving workloads: a Deployment's pods are each a Workload of Kueue's pod integration,
+    admitted one by one (kube-controller-manager's ReplicaSet makes them on the sandbox); a
+    StatefulSet's are one group Workload. Neither ends by itself: its user deletes it when its
+    duration is up, counted from when all its replicas ran. One 8-GPU node, quota 8:
+    - 0s: a (a Job, 6 GPUs) runs to 10m.
+    - 1m: web (a Deployment, 2 replicas of 2 GPUs): one pod is admitted beside a (6+2), the
+      other waits; a ends at 10m and it is admitted: web's wait is 9m (its last replica's),
+      and it serves its 20m from then, deleted at 30m.
+    - 11m: db (a StatefulSet, 2 pods of 2 GPUs) takes the 4 GPUs left, to 21m, when its user
+      deletes it.
+    - 12m: b (4 GPUs) waits for db's deletion, then runs 21m-26m."""
+    real = same_story("serving", tmp_path, {
+        "a": [(0, "admitted", "pool"), (0, "ran", "pool-0"), (600, "stopped", "")],
+        "web": [(60, "admitted", "pool"), (60, "ran", "pool-0"), (600, "admitted", "pool"),
+                (600, "ran", "pool-0"), (1800, "stopped", "")],
+        "db": [(660, "admitted", "pool"), (660, "ran", "pool-0, pool-0"), (1260, "stopped", "")],
+        "b": [(1260, "admitted", "pool"), (1260, "ran", "pool-0"), (1560, "stopped", "")],
+    })  # fmt: skip
+    web = next(w for w in real.workloads if w.name == "web")
+    assert (web.outcome, web.wait_seconds, web.flavor) == ("finished", 540, "pool")
+    assert web.gpu_seconds * web.gpus == 2 * (1740 + 1200)  # its pods' runs, 2 GPUs each
+    assert [(w.name, w.outcome) for w in real.workloads] == [
+        ("a", "finished"), ("web", "finished"), ("db", "finished"), ("b", "finished"),
+    ]  # fmt: skip
+
+
+def test_a_deployment_s_preempted_replica_is_made_again_serving_on_both_engines(tmp_path: Path):
+    """Kueue preempts a Deployment's replica by deleting its pod; the ReplicaSet makes another
+    in its place, a new Workload that queues on its own. One 8-GPU node, quota 8, priorities
+    low and high:
+    - 0s: web (low, 2 replicas of 4 GPUs) is admitted and runs whole; it serves 1h from then.
+    - 1m: high (4 GPUs, 2m) preempts one of web's pods (InClusterQueue): web runs short a
+      replica from then; the new pod waits.
+    - 3m: high ends; the new pod is admitted and runs; web runs whole again to 1h, when its
+      user deletes it. Its GPU time is its pods' runs (1h, 1m and 57m of 4 GPUs)."""
+    real = same_story("serving-preempted", tmp_path, {
+        "web": [(0, "admitted", "pool"), (0, "ran", "pool-0"), (0, "admitted", "pool"),
+                (0, "ran", "pool-0"), (60, "evicted", "Preempted (InClusterQueue)"),
+                (60, "stopped", ""), (180, "admitted", "pool"), (180, "ran", "pool-0"),
+                (3600, "stopped", "")],
+        "high": [(60, "admitted", "pool"), (60, "ran", "pool-0"), (180, "stopped", "")],
+    })  # fmt: skip
+    web = next(w for w in real.workloads if w.name == "web")
+    assert (web.outcome, web.wait_seconds, web.preemptions) == ("finished", 0, 1)
+    assert web.gpu_seconds * web.gpus == 4 * (3600 + 60 + 3420)

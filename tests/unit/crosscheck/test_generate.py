@@ -136,7 +136,8 @@ def test_kinds_seeds_mix_jobsets_of_the_same_pods_and_earlier_seeds_stay_jobs(tm
 
 def test_every_kind_seeds_mix_each_kind_both_engines_replay_of_the_same_pods(tmp_path: Path):
     """Seeds from EVERY_KIND_FROM on: multi-pod jobs become JobSets, pod groups,
-    LeaderWorkerSets, StatefulSets or Deployments of the same pods, each `ok` against its
+    LeaderWorkerSets, StatefulSets or Deployments of the same pods (a single-pod job a serving
+    one of one replica, one time in ten), each `ok` against its
     stack with the release's default integrations (every one of these on); a pod group is one
     entry of its Pods; the serving kinds keep the job's duration; earlier seeds unchanged."""
     rel = release("v0.18.3")
@@ -153,8 +154,13 @@ def test_every_kind_seeds_mix_each_kind_both_engines_replay_of_the_same_pods(tmp
         assert len(entries) == case.jobs
         for e in entries:
             seen[e.kind] = seen.get(e.kind, 0) + 1
-            if e.kind != "Job":
+            if e.kind in ("Deployment", "StatefulSet"):
+                # a replica per pod; a job of one pod becomes one one time in ten
+                assert 1 <= e.pods == e.manifest["spec"]["replicas"] <= 4, (seed, e.name)
+                assert e.manifest["spec"].get("podManagementPolicy", "Parallel") == "Parallel"
+            elif e.kind != "Job":
                 assert 2 <= e.pods <= 5, (seed, e.name)  # a JobSet may add a leader
+            if e.kind != "Job":
                 assert e.duration is not None and e.duration > 0
     kinds = {"Job", "JobSet", "Pod", "LeaderWorkerSet", "StatefulSet", "Deployment"}
     assert set(seen) == kinds and all(n >= 5 for n in seen.values()), seen

@@ -10,6 +10,7 @@ import pytest
 
 from gpu_queues.whatif.workloads import KubeError
 from sandbox.replay import gate
+from sandbox.replay.owners import Owners
 
 pytestmark = pytest.mark.unit
 
@@ -128,8 +129,7 @@ def test_the_gate_lets_jobs_go_in_the_order_of_their_last_admission():
     replay = Replay.__new__(Replay)
     replay.now, replay._holds, replay.quota, replay.workload_uids = 0.0, {}, {}, {}
     replay.admission_order, replay._admitted, replay._quota_lock = {}, 0, threading.Lock()
-    replay.member_of = {}
-    replay.lws_uids = {}  # no LeaderWorkerSets (pod_key)
+    replay.owners, replay.by_uid = Owners(), {}  # no pod groups, no LeaderWorkerSets
     seen = [("a", True), ("b", True), ("a", False), ("b", False), ("b", True), ("a", True)]
     for job, holds in seen:
         replay._workload_seen(workload(job, holds))

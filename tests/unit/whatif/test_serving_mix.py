@@ -1,5 +1,6 @@
 """Deployments and StatefulSets in a mix, alike: each holds the GPUs of all its replicas (1
-when not given) and the fast engine replays it (the sandbox's replay does not yet); malformed
+when not given) and both engines replay it (the sandbox's kube-controller-manager makes its
+pods: sandbox/replay/serving.py follows a Deployment's); malformed
 replicas, template or selector an invalid row naming the field; without its integration,
 unsupported, naming it. A Deployment's row: test_deployment_mix."""
 
@@ -23,16 +24,13 @@ KINDS = pytest.mark.parametrize(
 
 
 @KINDS
-def test_it_holds_the_gpus_of_all_its_replicas_on_the_fast_engine(
+def test_it_holds_the_gpus_of_all_its_replicas_on_both_engines(
     tmp_path: Path, kind: str, framework: str
 ) -> None:
     (e,) = entries(tmp_path, serving(kind))
     assert (e.status, e.kind, e.gpus, e.pods) == ("ok", kind, 6, 3)
     assert kind in FAST_KINDS and not_fast(e) is None
-    there = on_the_sandbox(e)
-    assert there.status == "unsupported"
-    assert f"does not make {kind}s yet" in (there.problem or "")
-    assert "ENGINE=fast replays it" in (there.problem or "")
+    assert on_the_sandbox(e) == e  # kube-controller-manager makes its pods there
     (one,) = entries(tmp_path, serving(kind, replicas=None))
     assert (one.gpus, one.pods) == (2, 1)  # replicas default to 1, as the API server's
 
