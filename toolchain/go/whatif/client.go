@@ -175,7 +175,10 @@ func (s *sim) onList(ctx context.Context, c ctrl.WithWatch, list ctrl.ObjectList
 
 func (s *sim) onUpdate(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, opts ...ctrl.UpdateOption) error {
 	s.simulatedTimes(obj)
-	err := s.reads.write(obj, func() error { return c.Update(ctx, obj, opts...) })
+	uo := &ctrl.UpdateOptions{}
+	uo.ApplyOptions(opts)
+	err := s.reads.patch(obj, func() error { return s.fastUpdate(ctx, obj, len(uo.DryRun) == 0) },
+		func() error { return c.Update(ctx, obj, opts...) })
 	s.dirty.mark(obj)
 	return err
 }
@@ -199,7 +202,11 @@ func (s *sim) onDelete(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, o
 
 func (s *sim) onSubResourceUpdate(ctx context.Context, c ctrl.Client, sub string, obj ctrl.Object, opts ...ctrl.SubResourceUpdateOption) error {
 	s.simulatedTimes(obj)
-	err := s.reads.write(obj, func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
+	uo := &ctrl.SubResourceUpdateOptions{}
+	uo.ApplyOptions(opts)
+	plain := sub == "status" && uo.SubResourceBody == nil && len(uo.DryRun) == 0
+	err := s.reads.patch(obj, func() error { return s.fastStatusUpdate(ctx, obj, plain) },
+		func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
 	s.dirty.mark(obj)
 	return err
 }

@@ -88,6 +88,80 @@ func (s *sim) fastPatch(ctx context.Context, obj ctrl.Object, patch ctrl.Patch, 
 	return s.store(obj, old, updated, gvk, gvr, key, status)
 }
 
+// fastStatusUpdate: an update of the status subresource (the engine's own kubelet and Job
+// controller write one per pod run and per Job start and end) as the in-memory client makes
+// it, without its four whole-object JSON round trips: the stored object with the caller's
+// status, that status through JSON as the client's would go, the version compared and raised
+// (commit). Only a plain update of a kind with a status subresource that names its version
+// takes this path; the client keeps the rest (an empty version may be an unconditional
+// update, a kind without the subresource is not found).
+func (s *sim) fastStatusUpdate(ctx context.Context, obj ctrl.Object, plain bool) error {
+	if !cacheable(obj) || !plain || obj.GetResourceVersion() == "" {
+		return errSlowPath
+	}
+	gvk, err := apiutil.GVKForObject(obj, s.scheme)
+	if err != nil || !s.statusTypes[gvk] {
+		return errSlowPath
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	old, err := s.reads.storedLocked(ctx, s.base, key, obj)
+	if apierrors.IsNotFound(err) {
+		return errSlowPath // the client may create it (allowsCreateOnUpdate)
+	} else if err != nil {
+		return err
+	}
+	given := reflect.ValueOf(obj).Elem().FieldByName("Status")
+	data, err := json.Marshal(given.Interface())
+	if err != nil {
+		return err
+	}
+	fresh := reflect.New(given.Type())
+	if err := json.Unmarshal(data, fresh.Interface()); err != nil {
+		return err
+	}
+	updated := old.DeepCopyObject().(ctrl.Object)
+	reflect.ValueOf(updated).Elem().FieldByName("Status").Set(fresh.Elem())
+	updated.SetResourceVersion(obj.GetResourceVersion())
+	return s.commit(obj, old, updated, gvr, key)
+}
+
+// fastUpdate: an update of the whole object (Kueue's Job reconciler unsuspends and suspends
+// Jobs so) as the in-memory client makes it, in one JSON round trip of the caller's object
+// where the client makes four: the status kept from the stored object, the version compared
+// and raised (store). An update without a version (an unconditional one for some kinds), or
+// one that moves the deletionTimestamp (the client's own error), is left to the client.
+func (s *sim) fastUpdate(ctx context.Context, obj ctrl.Object, plain bool) error {
+	if !cacheable(obj) || !plain || obj.GetResourceVersion() == "" {
+		return errSlowPath
+	}
+	gvk, err := apiutil.GVKForObject(obj, s.scheme)
+	if err != nil {
+		return errSlowPath
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	old, err := s.reads.storedLocked(ctx, s.base, key, obj)
+	if apierrors.IsNotFound(err) {
+		return errSlowPath // the client may create it (allowsCreateOnUpdate)
+	} else if err != nil {
+		return err
+	}
+	if !sameDeletionTimestamp(obj, old) {
+		return errSlowPath
+	}
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	updated := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(ctrl.Object)
+	if err := json.Unmarshal(data, updated); err != nil {
+		return err
+	}
+	updated.SetManagedFields(old.GetManagedFields()) // the client keeps the stored ones
+	return s.store(obj, old, updated, gvk, gvr, key, false)
+}
+
 // applyPatch: a patch of type t applied to an object's JSON, by the libraries the client
 // uses (typed: the object type, for a strategic merge's patch keys); errSlowPath for a type
 // this path does not take.
@@ -151,7 +225,9 @@ func (s *sim) commit(obj, old, updated ctrl.Object, gvr schema.GroupVersionResou
 	updated.SetManagedFields(nil)
 	updated.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{}) // typed: no TypeMeta, as the client returns it
 	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(updated.DeepCopyObject()).Elem())
-	if !deleted {
+	if deleted {
+		delete(s.reads.objs, key) // a read now finds nothing, as the client's would
+	} else {
 		s.reads.keepLocked(key, updated) // the tracker and obj have copies of their own
 	}
 	return nil

@@ -279,3 +279,127 @@ func errorKind(err error) string {
 	}
 	return err.Error()
 }
+
+// The engine's updates (fastStatusUpdate of the status subresource, fastUpdate of the whole
+// object) store and hand back what the in-memory client would, and refuse what it would: each
+// update is made on two engines' clients, one with the path and one without
+// (GPUQ_WHATIF_PLAIN_CLIENT), and the stored objects, the caller's objects and the errors
+// compared.
+func TestTheUpdatePathsStoreWhatTheClientWould(t *testing.T) {
+	cases := []struct {
+		name   string
+		status bool
+		change func(cq *kueue.ClusterQueue)
+	}{
+		{"a new status", true, func(cq *kueue.ClusterQueue) {
+			cq.Status.PendingWorkloads = 4
+			cq.Status.Conditions = []metav1.Condition{{Type: "Active", Status: "True", Reason: "Ready", Message: "m",
+				LastTransitionTime: metav1.NewTime(epoch.Add(1500 * time.Millisecond))}} // JSON keeps the second
+		}},
+		{"a status with a spec changed (the subresource keeps the stored spec)", true, func(cq *kueue.ClusterQueue) {
+			cq.Spec.CohortName = "other"
+			cq.Status.PendingWorkloads = 1
+		}},
+		{"a status of a stale version", true, func(cq *kueue.ClusterQueue) {
+			cq.ResourceVersion = "1"
+			cq.Status.PendingWorkloads = 3
+		}},
+		{"a status without a version", true, func(cq *kueue.ClusterQueue) {
+			cq.ResourceVersion = ""
+			cq.Status.PendingWorkloads = 2
+		}},
+		{"a spec with a status changed (the object keeps the stored status)", false, func(cq *kueue.ClusterQueue) {
+			cq.Spec.CohortName = "other"
+			cq.Labels = map[string]string{"a": "b"}
+			cq.Status.PendingWorkloads = 7
+		}},
+		{"a spec of a stale version", false, func(cq *kueue.ClusterQueue) {
+			cq.ResourceVersion = "1"
+			cq.Spec.CohortName = "other"
+		}},
+		{"a spec without a version", false, func(cq *kueue.ClusterQueue) {
+			cq.ResourceVersion = ""
+			cq.Spec.CohortName = "other"
+		}},
+		{"a deletionTimestamp set", false, func(cq *kueue.ClusterQueue) {
+			cq.DeletionTimestamp = &metav1.Time{Time: epoch}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var stored, returned, errs []string
+			for _, plain := range []string{"", "1"} {
+				t.Setenv("GPUQ_WHATIF_PLAIN_CLIENT", plain)
+				s, err := newSim(gpuInput(t, kueue.BestEffortFIFO))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cq := &kueue.ClusterQueue{}
+				if err := s.cl.Get(context.Background(), types.NamespacedName{Name: "team-a"}, cq); err != nil {
+					t.Fatal(err)
+				}
+				tc.change(cq)
+				if tc.status {
+					err = s.cl.Status().Update(context.Background(), cq)
+				} else {
+					err = s.cl.Update(context.Background(), cq)
+				}
+				errs = append(errs, errorKind(err))
+				if _, kept := s.reads.objs[types.NamespacedName{Name: "team-a"}]; plain == "" && err == nil && !kept {
+					t.Errorf("the update path left the update to the client")
+				}
+				returned = append(returned, string(rawJSON(t, cq)))
+				fresh := &kueue.ClusterQueue{}
+				if err := s.base.Get(context.Background(), types.NamespacedName{Name: "team-a"}, fresh); err != nil {
+					t.Fatal(err)
+				}
+				stored = append(stored, string(rawJSON(t, fresh)))
+			}
+			if errs[0] != errs[1] {
+				t.Errorf("errors: %s with the path, %s without", errs[0], errs[1])
+			}
+			if stored[0] != stored[1] {
+				t.Errorf("stored with the path:\n%s\nwithout:\n%s", stored[0], stored[1])
+			}
+			if errs[0] == "none" && returned[0] != returned[1] {
+				t.Errorf("handed back with the path:\n%s\nwithout:\n%s", returned[0], returned[1])
+			}
+		})
+	}
+}
+
+// An update that takes the last finalizer off an object being deleted removes it: a read
+// after it finds nothing, with the engine's paths (whose read cache held the object) as
+// without them.
+func TestAnUpdateThatRemovesTheLastFinalizerLeavesNothingToRead(t *testing.T) {
+	key := types.NamespacedName{Name: "team-a"}
+	for _, plain := range []string{"", "1"} {
+		t.Setenv("GPUQ_WHATIF_PLAIN_CLIENT", plain)
+		s, err := newSim(gpuInput(t, kueue.BestEffortFIFO))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		cq := &kueue.ClusterQueue{}
+		if err := s.cl.Get(ctx, key, cq); err != nil {
+			t.Fatal(err)
+		}
+		cq.Finalizers = []string{"example.com/hold"}
+		if err := s.cl.Update(ctx, cq); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.cl.Delete(ctx, cq); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.cl.Get(ctx, key, cq); err != nil || cq.DeletionTimestamp == nil {
+			t.Fatalf("plain=%q: the ClusterQueue being deleted: %v, deletionTimestamp %v", plain, err, cq.DeletionTimestamp)
+		}
+		cq.Finalizers = nil
+		if err := s.cl.Update(ctx, cq); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.cl.Get(ctx, key, &kueue.ClusterQueue{}); !apierrors.IsNotFound(err) {
+			t.Errorf("plain=%q: a read after the last finalizer went: %v, want not found", plain, err)
+		}
+	}
+}

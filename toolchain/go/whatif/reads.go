@@ -6,10 +6,14 @@ import (
 	"reflect"
 	"sync"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
 // reads: what the in-memory client last returned for each object, handed out again (a deep
@@ -53,7 +57,7 @@ func (r *reads) get(ctx context.Context, c ctrl.Reader, key types.NamespacedName
 func (r *reads) getLocked(ctx context.Context, c ctrl.Reader, key types.NamespacedName, obj ctrl.Object) error {
 	t := reflect.TypeOf(obj)
 	if o, ok := r.objs[key][t]; ok {
-		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(o.DeepCopyObject()).Elem())
+		copyInto(obj, o)
 		return nil
 	}
 	if err := c.Get(ctx, key, obj); err != nil {
@@ -111,4 +115,24 @@ func (r *reads) write(obj ctrl.Object, do func() error) error {
 	defer r.mu.Unlock()
 	delete(r.objs, types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
 	return do()
+}
+
+// copyInto: dst becomes a deep copy of src (both of one type). The kinds read most (Kueue
+// reads a workload's Namespace for each inadmissible workload it requeues, millions of reads
+// on Kueue's harness baseline) are copied in place; any other through a fresh copy.
+func copyInto(dst, src ctrl.Object) {
+	switch d := dst.(type) {
+	case *corev1.Namespace:
+		src.(*corev1.Namespace).DeepCopyInto(d)
+	case *kueue.Workload:
+		src.(*kueue.Workload).DeepCopyInto(d)
+	case *batchv1.Job:
+		src.(*batchv1.Job).DeepCopyInto(d)
+	case *corev1.Pod:
+		src.(*corev1.Pod).DeepCopyInto(d)
+	case *kueue.ClusterQueue:
+		src.(*kueue.ClusterQueue).DeepCopyInto(d)
+	default:
+		reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src.DeepCopyObject()).Elem())
+	}
 }

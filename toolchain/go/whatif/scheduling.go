@@ -329,7 +329,10 @@ func (s *sim) pods(key types.NamespacedName) error {
 
 // holding: the Workloads that hold quota now, as one string (the set `see` keeps).
 func (s *sim) holding() string {
-	return fmt.Sprint(sortedKeys(s.holders))
+	if !s.heldValid { // sorted and printed again only when a Workload came or went (see)
+		s.heldText, s.heldValid = fmt.Sprint(sortedKeys(s.holders)), true
+	}
+	return s.heldText
 }
 
 // heldJobs: the jobs whose pods wait for Kueue to be done with the instant, sampled with the

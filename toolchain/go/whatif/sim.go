@@ -62,6 +62,11 @@ const (
 // trace: GPUQ_WHATIF_TRACE=1 prints what each settling step handled, to stderr.
 var trace = os.Getenv("GPUQ_WHATIF_TRACE") != ""
 
+// progress: GPUQ_WHATIF_PROGRESS=1 prints a line per instant settled (its simulated second,
+// the scheduling cycles and events so far), to stderr: how far a replay stopped by a time
+// bound got, as the output comes only when it ends.
+var progress = os.Getenv("GPUQ_WHATIF_PROGRESS") != ""
+
 type sim struct {
 	ctx         context.Context
 	clock       *testingclock.FakeClock
@@ -89,7 +94,9 @@ type sim struct {
 	byPod       map[types.NamespacedName]int
 	byUID       map[types.UID]int
 	seen        map[types.NamespacedName]*kueue.Workload
-	holders     map[types.NamespacedName]bool        // the seen Workloads that hold quota now (holding)
+	holders     map[types.NamespacedName]bool // the seen Workloads that hold quota now (holding)
+	heldText    string                        // holding's last answer, while holders has not changed since
+	heldValid   bool
 	seenJobs    map[types.NamespacedName]ctrl.Object // Jobs and Pods, as their informers last saw them
 	seenPods    map[types.NamespacedName]ctrl.Object
 	owned       map[owner][]types.NamespacedName  // a Job or Pod -> its Workloads
@@ -177,6 +184,9 @@ func (s *sim) replay() error {
 		}
 		if err := s.settle(); err != nil {
 			return err
+		}
+		if progress {
+			fmt.Fprintf(os.Stderr, "at %.3fs: %d instants, %d events, %d cycles\n", at, s.stats.Instants, s.stats.Events, s.stats.Cycles)
 		}
 		if timers && s.changes == changes {
 			idle++
@@ -373,16 +383,20 @@ func defaultJob(j *batchv1.Job) {
 // holds quota, so that sampling the holders (holding) costs the holders, not every Workload
 // the replay has seen.
 func (s *sim) see(key types.NamespacedName, wl *kueue.Workload) {
-	if wl == nil {
+	had := s.holders[key]
+	switch {
+	case wl == nil:
 		delete(s.seen, key)
 		delete(s.holders, key)
-		return
-	}
-	s.seen[key] = wl
-	if workload.HasQuotaReservation(wl) && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
+	case workload.HasQuotaReservation(wl) && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished):
+		s.seen[key] = wl
 		s.holders[key] = true
-	} else {
+	default:
+		s.seen[key] = wl
 		delete(s.holders, key)
+	}
+	if had != s.holders[key] {
+		s.heldValid = false
 	}
 }
 
