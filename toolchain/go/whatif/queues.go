@@ -1,6 +1,11 @@
 package main
 
 import (
+	"fmt"
+	"maps"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 )
@@ -39,5 +44,48 @@ func (s *sim) flavorsLeft() bool {
 			return true
 		}
 	}
+	return false
+}
+
+// leftByCycle: what the last scheduling cycle left to do. others: work beside Workloads (a job
+// or pod written, a controller's queue, pods to try again); busy: that, or a Workload written
+// or queued, or the queues' counts other than `before`.
+func (s *sim) leftByCycle(before map[kueue.ClusterQueueReference]qcache.WhatIfCounts) (others, busy bool) {
+	others = !s.dirty.onlyWorkloads() || s.jobQ.len()+s.podQ.len()+s.lqQ.len()+s.familiesQueued()+s.sts.q.len()+s.sts.podQ.len()+s.lwss.q.len()+len(s.retry) > 0
+	busy = others || !s.dirty.empty() || s.wlQ.len() > 0 || !maps.Equal(s.queueState(), before)
+	return others, busy
+}
+
+// comeRound: whether the last scheduling cycle left what an earlier cycle of the instant left
+// (`seen` holds those): the queues' counts, who holds quota, and each of the cycle's heads with
+// its Workload's conditions and the flavors it has tried. Kueue's scheduler is then going round
+// a loop it leaves only when something else happens, so the instant is at rest. A StrictFIFO
+// head that fits nowhere and whose attempts alternate spins so on a cluster: a JobSet whose CPU
+// leader is tried on one flavor and then the other writes one message and then the other, and
+// each write of a pending Workload puts it back into its heap (the workload controller's
+// AddOrUpdateWorkload); the sandbox counts a rewording as no change (`strict`). Such a JobSet
+// of a cross-check seed (speech/j004, 3720 s) kept the engine from ever coming to rest. Asked
+// only of long instants (churnAfter steps): the heads' reads cost.
+func (s *sim) comeRound(seen map[string]bool) bool {
+	var b strings.Builder
+	fmt.Fprint(&b, s.queueState(), s.holding())
+	for _, h := range s.sched.WhatIfHeads() {
+		fmt.Fprint(&b, "|", h)
+		if info := s.queues.WhatIfInHeap(h); info != nil && info.LastAssignment != nil {
+			fmt.Fprintf(&b, "%+v", *info.LastAssignment)
+		}
+		ns, name, _ := strings.Cut(string(h), "/")
+		wl := &kueue.Workload{}
+		if err := s.get(types.NamespacedName{Namespace: ns, Name: name}, wl); err == nil {
+			for _, c := range wl.Status.Conditions {
+				fmt.Fprint(&b, ";", c.Type, c.Status, c.Reason, c.Message)
+			}
+		}
+	}
+	key := b.String()
+	if seen[key] {
+		return true
+	}
+	seen[key] = true
 	return false
 }

@@ -535,7 +535,8 @@ func (s *sim) reconcile(r reconcile.Reconciler, key types.NamespacedName, kind o
 // settle runs everything the current instant sets off until nothing is left to do.
 func (s *sim) settle() error {
 	limit := maxSteps + 100*len(s.jobs)
-	holders := newRingWatch() // who holds quota, sampled as the instant goes on
+	holders := newRingWatch()   // who holds quota, sampled as the instant goes on
+	rounds := map[string]bool{} // what the instant's cycles left, once it is long (comeRound)
 	if v, err := strconv.Atoi(os.Getenv("GPUQ_WHATIF_MAX_STEPS")); err == nil {
 		limit = v
 	}
@@ -592,15 +593,14 @@ func (s *sim) settle() error {
 			s.stats.Cycles++
 			s.sched.WhatIfCycle(s.ctx)
 			s.wg.Wait()
-			if !s.dirty.empty() || s.wlQ.len()+s.jobQ.len()+s.podQ.len()+s.lqQ.len()+s.familiesQueued()+s.sts.q.len()+s.sts.podQ.len()+s.lwss.q.len()+len(s.retry) > 0 || !maps.Equal(s.queueState(), before) {
+			others, busy := s.leftByCycle(before)
+			// A head gone back to its heap to try its next flavors is busy too: the next cycle
+			// differs, though this one wrote nothing new (its message may read as the last one's).
+			if (busy || s.flavorsLeft()) && (others || step < churnAfter || !s.comeRound(rounds)) {
 				continue
 			}
-			if s.flavorsLeft() {
-				// A head went back to its heap to try its next flavors: the next cycle differs,
-				// though this one wrote nothing new (its message may read as the last one's).
-				continue
-			}
-			// A fixed point: the cycle changed nothing (a StrictFIFO head that fits nowhere).
+			// A fixed point: the cycle changed nothing (a StrictFIFO head that fits nowhere), or
+			// left what an earlier cycle of the instant left (comeRound: a loop).
 		}
 		if s.afterCycles.len() > 0 {
 			for _, k := range s.afterCycles.drain() {

@@ -251,6 +251,13 @@ func (d *dirty) empty() bool {
 	return len(d.workloads)+len(d.jobs)+len(d.pods)+len(d.others) == 0
 }
 
+// onlyWorkloads: whether nothing but Workloads was written since the last take.
+func (d *dirty) onlyWorkloads() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.jobs)+len(d.pods)+len(d.others) == 0
+}
+
 func (d *dirty) reset() {
 	d.workloads, d.jobs, d.pods = map[types.NamespacedName]int{}, map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}
 	d.others = map[reflect.Type]map[types.NamespacedName]bool{}
