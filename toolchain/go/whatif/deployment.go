@@ -81,15 +81,9 @@ func (s *sim) submitDeployment(j *jobState) error {
 		return err
 	}
 	d.UID, d.ResourceVersion = j.uid, ""
-	if err := s.deploys.admit(s.ctx, d); err != nil {
-		j.problem = fmt.Sprintf("Kueue's Deployment webhook refused it: %v", err)
+	if !admitAndCreate(s, j, d, s.deploys.admit, "Deployment") {
 		return nil
 	}
-	if err := s.cl.Create(s.ctx, d); err != nil {
-		j.problem = fmt.Sprintf("the API refused it: %v", err)
-		return nil
-	}
-	j.submitted = true
 	for k := range j.deploy.replicas {
 		if err := s.makeReplica(j.deploy, k); err != nil {
 			return err

@@ -271,3 +271,18 @@ func (s *sim) informFamilies(changed map[reflect.Type][]types.NamespacedName) er
 	}
 	return nil
 }
+
+// admitAndCreate: obj through Kueue's webhook for its kind (admit), then created, and the job
+// submitted; false, with the job's problem naming which refused it, when either does.
+func admitAndCreate[T ctrl.Object](s *sim, j *jobState, obj T, admit func(context.Context, T) error, kind string) bool {
+	if err := admit(s.ctx, obj); err != nil {
+		j.problem = fmt.Sprintf("Kueue's %s webhook refused it: %v", kind, err)
+		return false
+	}
+	if err := s.cl.Create(s.ctx, obj); err != nil {
+		j.problem = fmt.Sprintf("the API refused it: %v", err)
+		return false
+	}
+	j.submitted = true
+	return true
+}

@@ -104,15 +104,9 @@ func (s *sim) submitLWS(j *jobState) error {
 		return err
 	}
 	l.UID, l.ResourceVersion = j.uid, ""
-	if err := s.lwss.admit(s.ctx, l); err != nil {
-		j.problem = fmt.Sprintf("Kueue's LeaderWorkerSet webhook refused it: %v", err)
+	if !admitAndCreate(s, j, l, s.lwss.admit, "LeaderWorkerSet") {
 		return nil
 	}
-	if err := s.cl.Create(s.ctx, l); err != nil {
-		j.problem = fmt.Sprintf("the API refused it: %v", err)
-		return nil
-	}
-	j.submitted = true
 	if p, ok := s.lwss.rec.(predicate.Predicate); !ok || p.Create(event.CreateEvent{Object: l}) {
 		s.lwss.q.add(j.key)
 	}

@@ -83,15 +83,9 @@ func (s *sim) submitStatefulSet(j *jobState) error {
 		return err
 	}
 	sts.UID, sts.ResourceVersion = j.uid, ""
-	if err := s.sts.admit(s.ctx, sts); err != nil {
-		j.problem = fmt.Sprintf("Kueue's StatefulSet webhook refused it: %v", err)
+	if !admitAndCreate(s, j, sts, s.sts.admit, "StatefulSet") {
 		return nil
 	}
-	if err := s.cl.Create(s.ctx, sts); err != nil {
-		j.problem = fmt.Sprintf("the API refused it: %v", err)
-		return nil
-	}
-	j.submitted = true
 	return s.makeSetPods(j)
 }
 
