@@ -13,10 +13,11 @@ from sandbox.crosscheck.run import check_seed
 
 pytestmark = pytest.mark.rehearse
 
-# Two of the smaller mixes the generator gives (20 and 21 jobs), and its first with JobSets (21
+# Two of the smaller mixes the generator gives (20 and 21 jobs), its first with JobSets (21
 # workloads, 2 JobSets: one that never fits, whose attempts flavor after flavor the fast engine
-# once took for rest).
-SEEDS = (79, 41, 600)
+# once took for rest), and one of every kind both engines replay (29 workloads: Jobs, JobSets,
+# pod groups, a LeaderWorkerSet, StatefulSets and Deployments).
+SEEDS = (79, 41, 600, 709)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

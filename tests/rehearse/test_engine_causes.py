@@ -449,3 +449,38 @@ def test_a_deployment_s_preempted_replica_is_made_again_serving_on_both_engines(
     web = next(w for w in real.workloads if w.name == "web")
     assert (web.outcome, web.wait_seconds, web.preemptions) == ("finished", 0, 1)
     assert web.gpu_seconds * web.gpus == 4 * (3600 + 60 + 3420)
+
+
+def test_a_strict_fifo_head_whose_attempts_alternate_comes_to_rest(tmp_path: Path):
+    """A StrictFIFO head that fits nowhere and whose attempts alternate: speech's JobSet j004 (a
+    CPU leader of 24 cpu, 2 workers of 4 GPUs) is tried with its leader on one flavor, then on
+    the other, each attempt writing the other message, and each write of a pending Workload
+    puts it back into its heap (Kueue's workload controller), so Kueue's scheduler goes round
+    and round until something else happens. The fast engine never came to rest at 3720 s (it
+    took each rewording for a change); it now takes a cycle that leaves what an earlier cycle of
+    the instant left for rest. The story:
+    - 300s: rl's j000 on h100; 1020s: nlp's j001 on a100, to 8220s. 1320s: rl's j002 waits.
+    - 3720s: j004 waits, going round, until j001 ends at 8220s: its workers on a100, its
+      leader on the flavor the round was at, and it runs 3h, to 19020s.
+    - j002 then, to 26220s; j003 (2880s) after it, to 27420s.
+    Which flavor the leader is at when j001 ends is the wall clock's on a cluster (the round
+    takes milliseconds): the fast engine stops the round at its first repeat, the leader on
+    h100; the sandbox's was on a100 when it ran. Every other step is the same."""
+    real, quick = stories("alternating", tmp_path)
+    want: Story = {
+        "j000": [(300, "admitted", "h100"), (300, "ran", "h100-0"), (7500, "stopped", "")],
+        "j001": [(1020, "admitted", "a100"), (1020, "ran", "a100-0"), (8220, "stopped", "")],
+        "j002": [(19020, "admitted", "a100"), (19020, "ran", "a100-0"), (26220, "stopped", "")],
+        "j003": [(26220, "admitted", "a100"), (26220, "ran", "a100-0, a100-1"),
+                 (27420, "stopped", "")],
+        "j004": [(8220, "admitted", "a100"), (8220, "ran", "a100-0, a100-1, h100-1"),
+                 (19020, "stopped", "")],
+    }  # fmt: skip
+    assert told(quick) == want, "the fast engine tells another story than the hand-worked one"
+    assert agreement.differences(real, quick) == []  # outcome, flavor and wait of each
+    on_sandbox = told(real)
+    leader = on_sandbox["j004"][1]
+    assert leader[:2] == (8220, "ran") and leader[2] in ("a100-0, a100-1, h100-1",
+                                                         "a100-0, a100-1, a100-2")  # fmt: skip
+    on_sandbox["j004"][1] = want["j004"][1]
+    assert on_sandbox == want

@@ -327,10 +327,23 @@ func (s *sim) pods(key types.NamespacedName) error {
 	return nil
 }
 
-// holding: the Workloads that hold quota now, as one string (the set `see` keeps).
+// holding: the Workloads that hold quota now, as one string (the set `see` keeps), a
+// Deployment's replica's by its replica: Kueue preempts a replica by deleting its pod and the
+// ReplicaSet makes another, a Workload of another name in the same place, so a loop of
+// preemptions of replicas comes round to the same holders (a fair-sharing preemptor and the
+// replica made again taking turns: cross-check seed 707 at 16440 s never came to rest).
 func (s *sim) holding() string {
 	if !s.heldValid { // sorted and printed again only when a Workload came or went (see)
-		s.heldText, s.heldValid = fmt.Sprint(sortedKeys(s.holders)), true
+		held := make([]string, 0, len(s.holders))
+		for key := range s.holders {
+			if as, ok := s.heldAs[key]; ok {
+				held = append(held, as)
+			} else {
+				held = append(held, key.String())
+			}
+		}
+		slices.Sort(held)
+		s.heldText, s.heldValid = fmt.Sprint(held), true
 	}
 	return s.heldText
 }

@@ -71,6 +71,7 @@ func newSim(in *Input) (*sim, error) {
 		retry:    map[int]bool{},
 		toPlace:  map[int]bool{},
 		stopping: map[int]bool{},
+		heldAs:   map[types.NamespacedName]string{},
 		services: services{},
 	}
 	s.dirty.reset()

@@ -97,6 +97,7 @@ type sim struct {
 	holders     map[types.NamespacedName]bool // the seen Workloads that hold quota now (holding)
 	heldText    string                        // holding's last answer, while holders has not changed since
 	heldValid   bool
+	heldAs      map[types.NamespacedName]string      // a Deployment's replica's Workload: its replica (holding)
 	seenJobs    map[types.NamespacedName]ctrl.Object // Jobs and Pods, as their informers last saw them
 	seenPods    map[types.NamespacedName]ctrl.Object
 	owned       map[owner][]types.NamespacedName  // a Job or Pod -> its Workloads
@@ -444,6 +445,9 @@ func (s *sim) observe(key types.NamespacedName) error {
 			seen[i] = true
 			j := s.jobs[i]
 			j.workload, j.last = &key, wl
+			if isReplica(j) && s.heldAs[key] == "" {
+				s.heldAs[key], s.heldValid = fmt.Sprintf("%s replica %d", j.deploy.name, j.deploy.slot[i]), false
+			}
 			s.ownerQueue(j).add(j.key)
 			s.track(j, wl)
 		}
