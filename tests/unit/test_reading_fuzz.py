@@ -4,10 +4,11 @@ plausible document of its kind with hostile lines spliced in at any depth (alias
 deep nesting, long integers, tags, directives, stray indicators, NUL, a byte-order mark,
 bytes that are no UTF-8), or text and bytes at random.
 
-Every input must end in a result or the reader's own error naming the input, within a
-second, never a traceback; and nothing may be written outside the folder given (record's
-output). Hypothesis is seeded (derandomize) so a run is repeatable; the deep suite runs ten
-times the examples (tests/properties.py).
+Every input must end in a result or the reader's own error naming the input, within ten
+seconds (an alias bomb or a quadratic reader takes minutes; CI's loaded lanes once took a
+plain example to 1.9 s), never a traceback; and nothing may be written outside the folder
+given (record's output). Hypothesis is seeded (derandomize) so a run is repeatable; the deep
+suite runs ten times the examples (tests/properties.py).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
 FUZZ = settings(
     max_examples=examples(50),
-    deadline=None,  # each reader is timed below, against the promise's second
+    deadline=None,  # each reader is timed below, against the hang guard (HANG)
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
@@ -127,9 +128,13 @@ def inputs(base: str) -> st.SearchStrategy[bytes]:
     )
 
 
+# A reader that hangs: far longer than any example takes, even on a loaded machine.
+HANG = 10.0
+
+
 def ends_well(call: Callable[[], Any], errors: tuple[type[Exception], ...], named: str) -> Any:
-    """`call()` returns, or raises one of `errors` naming the input (`named`), within a second;
-    any other exception fails the example with its traceback."""
+    """`call()` returns, or raises one of `errors` naming the input (`named`), within HANG
+    seconds; any other exception fails the example with its traceback."""
     start = time.perf_counter()
     try:
         result = call()
@@ -137,7 +142,7 @@ def ends_well(call: Callable[[], Any], errors: tuple[type[Exception], ...], name
         assert named in str(exc), f"{type(exc).__name__} does not name {named}: {exc}"
         result = exc
     took = time.perf_counter() - start
-    assert took < 1.0, f"took {took:.2f} s"
+    assert took < HANG, f"took {took:.2f} s"
     return result
 
 
