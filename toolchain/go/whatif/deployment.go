@@ -146,7 +146,7 @@ func (s *sim) replicaChanged(key types.NamespacedName) error {
 	}
 	if apierrors.IsNotFound(err) && j.workload != nil {
 		wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: j.workload.Namespace, Name: j.workload.Name}}
-		if err := s.cl.Delete(s.ctx, wl); ctrl.IgnoreNotFound(err) != nil {
+		if err := s.deleteIfThere(wl); err != nil {
 			return err
 		}
 	}
@@ -194,17 +194,17 @@ func (s *sim) deleteDeployment(j *jobState) error {
 		s.stop(rj)
 		rj.finished = true
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: rj.key.Namespace, Name: rj.key.Name}}
-		if err := s.cl.Delete(s.ctx, p); ctrl.IgnoreNotFound(err) != nil {
+		if err := s.deleteIfThere(p); err != nil {
 			return err
 		}
 		if rj.workload == nil {
 			continue
 		}
 		wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: rj.workload.Namespace, Name: rj.workload.Name}}
-		if err := s.cl.Delete(s.ctx, wl); ctrl.IgnoreNotFound(err) != nil {
+		if err := s.deleteIfThere(wl); err != nil {
 			return err
 		}
 	}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: d.name.Namespace, Name: d.name.Name}}
-	return ctrl.IgnoreNotFound(s.cl.Delete(s.ctx, dep))
+	return s.deleteIfThere(dep)
 }

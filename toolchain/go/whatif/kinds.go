@@ -286,3 +286,9 @@ func admitAndCreate[T ctrl.Object](s *sim, j *jobState, obj T, admit func(contex
 	j.submitted = true
 	return true
 }
+
+// deleteIfThere deletes obj, which its owner's deletion or the garbage collector may have
+// taken already (nothing to do then).
+func (s *sim) deleteIfThere(obj ctrl.Object) error {
+	return ctrl.IgnoreNotFound(s.cl.Delete(s.ctx, obj))
+}

@@ -335,27 +335,27 @@ func (s *sim) deleteLWS(j *jobState) error {
 		s.stop(gj)
 		gj.finished = true
 		for _, m := range gj.members {
-			if err := s.cl.Delete(s.ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}); ctrl.IgnoreNotFound(err) != nil {
+			if err := s.deleteIfThere(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}); err != nil {
 				return err
 			}
 		}
 		sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: d.name.Namespace, Name: lwsPodName(d.name.Name, g, 0)}}
-		if err := s.cl.Delete(s.ctx, sts); ctrl.IgnoreNotFound(err) != nil {
+		if err := s.deleteIfThere(sts); err != nil {
 			return err
 		}
 		if gj.workload == nil {
 			continue
 		}
 		wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: gj.workload.Namespace, Name: gj.workload.Name}}
-		if err := s.cl.Delete(s.ctx, wl); ctrl.IgnoreNotFound(err) != nil {
+		if err := s.deleteIfThere(wl); err != nil {
 			return err
 		}
 	}
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: d.name.Namespace, Name: d.name.Name}}
-	if err := s.cl.Delete(s.ctx, sts); ctrl.IgnoreNotFound(err) != nil {
+	if err := s.deleteIfThere(sts); err != nil {
 		return err
 	}
-	return ctrl.IgnoreNotFound(s.cl.Delete(s.ctx, &lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Namespace: d.name.Namespace, Name: d.name.Name}}))
+	return s.deleteIfThere(&lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Namespace: d.name.Namespace, Name: d.name.Name}})
 }
 
 // informLWSs: the changed LWSs to Kueue's LWS reconciler (its predicate: those Kueue manages).

@@ -96,20 +96,12 @@ func (s *sim) fastPatch(ctx context.Context, obj ctrl.Object, patch ctrl.Patch, 
 // takes this path; the client keeps the rest (an empty version may be an unconditional
 // update, a kind without the subresource is not found).
 func (s *sim) fastStatusUpdate(ctx context.Context, obj ctrl.Object, plain bool) error {
-	if !cacheable(obj) || !plain || obj.GetResourceVersion() == "" {
-		return errSlowPath
-	}
-	gvk, err := apiutil.GVKForObject(obj, s.scheme)
-	if err != nil || !s.statusTypes[gvk] {
-		return errSlowPath
-	}
-	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
-	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-	old, err := s.reads.storedLocked(ctx, s.base, key, obj)
-	if apierrors.IsNotFound(err) {
-		return errSlowPath // the client may create it (allowsCreateOnUpdate)
-	} else if err != nil {
+	gvk, gvr, key, old, err := s.updating(ctx, obj, plain)
+	if err != nil {
 		return err
+	}
+	if !s.statusTypes[gvk] {
+		return errSlowPath
 	}
 	given := reflect.ValueOf(obj).Elem().FieldByName("Status")
 	data, err := json.Marshal(given.Interface())
@@ -126,25 +118,34 @@ func (s *sim) fastStatusUpdate(ctx context.Context, obj ctrl.Object, plain bool)
 	return s.commit(obj, old, updated, gvr, key)
 }
 
+// updating: what both fast updates start from, the object's kind, resource and key and the
+// object as stored; errSlowPath when the client takes the update instead (not a plain update
+// of a cached kind naming its version, or nothing stored: the client may create it).
+func (s *sim) updating(ctx context.Context, obj ctrl.Object, plain bool) (schema.GroupVersionKind, schema.GroupVersionResource, types.NamespacedName, ctrl.Object, error) {
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	if !cacheable(obj) || !plain || obj.GetResourceVersion() == "" {
+		return schema.GroupVersionKind{}, schema.GroupVersionResource{}, key, nil, errSlowPath
+	}
+	gvk, err := apiutil.GVKForObject(obj, s.scheme)
+	if err != nil {
+		return gvk, schema.GroupVersionResource{}, key, nil, errSlowPath
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+	old, err := s.reads.storedLocked(ctx, s.base, key, obj)
+	if apierrors.IsNotFound(err) {
+		return gvk, gvr, key, nil, errSlowPath // the client may create it (allowsCreateOnUpdate)
+	}
+	return gvk, gvr, key, old, err
+}
+
 // fastUpdate: an update of the whole object (Kueue's Job reconciler unsuspends and suspends
 // Jobs so) as the in-memory client makes it, in one JSON round trip of the caller's object
 // where the client makes four: the status kept from the stored object, the version compared
 // and raised (store). An update without a version (an unconditional one for some kinds), or
 // one that moves the deletionTimestamp (the client's own error), is left to the client.
 func (s *sim) fastUpdate(ctx context.Context, obj ctrl.Object, plain bool) error {
-	if !cacheable(obj) || !plain || obj.GetResourceVersion() == "" {
-		return errSlowPath
-	}
-	gvk, err := apiutil.GVKForObject(obj, s.scheme)
+	gvk, gvr, key, old, err := s.updating(ctx, obj, plain)
 	if err != nil {
-		return errSlowPath
-	}
-	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
-	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-	old, err := s.reads.storedLocked(ctx, s.base, key, obj)
-	if apierrors.IsNotFound(err) {
-		return errSlowPath // the client may create it (allowsCreateOnUpdate)
-	} else if err != nil {
 		return err
 	}
 	if !sameDeletionTimestamp(obj, old) {

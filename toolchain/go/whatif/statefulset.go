@@ -132,19 +132,19 @@ func (s *sim) completeStatefulSet(j *jobState) error {
 	j.finished = true
 	for _, m := range j.members {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}
-		if err := s.cl.Delete(s.ctx, p); ctrl.IgnoreNotFound(err) != nil {
+		if err := s.deleteIfThere(p); err != nil {
 			return err
 		}
 	}
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: j.set.Namespace, Name: j.set.Name}}
-	if err := s.cl.Delete(s.ctx, sts); ctrl.IgnoreNotFound(err) != nil || j.workload == nil {
-		return ctrl.IgnoreNotFound(err)
+	if err := s.deleteIfThere(sts); err != nil || j.workload == nil {
+		return err
 	}
 	// Its Workload's owners (it, its pods) are all gone: the garbage collector deletes it
 	// (Kueue finishes only a Workload with a controller, and a group's has none), and Kueue
 	// frees its quota.
 	wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: j.workload.Namespace, Name: j.workload.Name}}
-	return ctrl.IgnoreNotFound(s.cl.Delete(s.ctx, wl))
+	return s.deleteIfThere(wl)
 }
 
 // informStatefulSets: the changed StatefulSets to Kueue's StatefulSet reconciler.
