@@ -936,6 +936,36 @@ def test_an_evicted_job_holds_its_quota_while_kueue_goes_on_scheduling(tmp_path:
     )
 
 
+def test_a_preempted_replica_s_new_pod_comes_after_the_preemptor(tmp_path: Path) -> None:
+    """Cross-check seed 707, where the sandbox's real Kueue is the judge (fair sharing on). At
+    4h34m nlp/j028 (4 GPUs) preempts a replica of vision/j009, a Deployment. Kueue deletes the
+    replica's pod; the ReplicaSet makes another, but its Workload reaches Kueue's queue after
+    Kueue's next cycles (76 ms on the sandbox, cycles every 10 ms): j028 is admitted at once,
+    the new replica waits. The engine made the new pod before any cycle, the new replica
+    (vision now the lower share) took the quota, j028 preempted it again, and so on: the
+    replay ended the loop with a note, j028 a minute late and j027 admitted 51 minutes early.
+    The figures are the sandbox's."""
+    from gpu_queues.config.model import load_config
+    from gpu_queues.config.stackfile import parse_config
+    from sandbox.crosscheck.generate import generate
+
+    case = generate(707)
+    config = load_config(parse_config(case.stack_text, case.stack))
+    mix = tmp_path / "mix.yaml"
+    mix.write_text(case.mix_text)
+    replayed = fast.replay_mix(config, mix, stack=case.stack, label="seed 707")
+    assert replayed.meta.notes == []  # no preemption loop
+    run = by_name(replayed)
+    at = 16440.0  # 4h34m
+    assert [t for t in run["j009"].timeline if t[0] == at] == [
+        (at, "evicted", "Preempted (InCohortFairSharing)")
+    ]
+    assert run["j009"].preemptions == 1
+    assert (run["j028"].timeline[0][:2], run["j028"].wait_seconds) == ((at, "admitted"), 0)
+    assert (run["j029"].timeline[0][:2], run["j029"].wait_seconds) == ((16500.0, "admitted"), 0)
+    assert (run["j027"].timeline[0][:2], run["j027"].wait_seconds) == ((19560.0, "admitted"), 3780)
+
+
 def test_the_docs_pytorchjob_example_replays_on_staging_as_its_comment_says() -> None:
     """docs/examples/mixes/pytorchjob.yaml on staging, alone: research's 4 H100 are free, so the
     PyTorchJob is admitted the second it is submitted (1h) and its pods run its 3h (to 4h)

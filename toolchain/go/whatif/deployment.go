@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
@@ -131,7 +132,7 @@ func (s *sim) makeReplica(d *deployment, k int) error {
 }
 
 // replicaChanged: a changed pod of a Deployment. Deleted (Kueue preempts a plain Pod by
-// deleting it), the ReplicaSet makes another for its replica; gone, the garbage collector
+// deleting it) and stopped, the ReplicaSet makes another for its replica; gone, the garbage collector
 // deletes its Workload. Running, it may be the last of its Deployment's replicas to run.
 func (s *sim) replicaChanged(key types.NamespacedName) error {
 	i, ok := s.byPod[key]
@@ -150,7 +151,15 @@ func (s *sim) replicaChanged(key types.NamespacedName) error {
 			return err
 		}
 	}
-	if (apierrors.IsNotFound(err) || p.DeletionTimestamp != nil) && !d.gone && !d.replaced[i] {
+	// The ReplicaSet makes another as soon as the pod is marked deleted, but the new one's way to
+	// Kueue's queue (its webhook, the pod reconciler, the Workload) takes longer than Kueue's
+	// next cycles: on the sandbox (cross-check seed 707) its Workload came 76 ms after the
+	// eviction, and the preemptor, tried every 10 ms, had the quota first. So here it comes once
+	// the old pod is gone: at once for one that never ran, else when its kubelet is done, once
+	// Kueue is done with the instant (kubeletHold). Made before the preemptor's next cycle, it
+	// took the quota first, was preempted in turn, and so on without end.
+	deleted := p.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(&p, kubeletHold)
+	if (apierrors.IsNotFound(err) || deleted) && !d.gone && !d.replaced[i] {
 		d.replaced[i] = true
 		return s.makeReplica(d, d.slot[i])
 	}

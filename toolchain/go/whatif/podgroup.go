@@ -88,11 +88,12 @@ func (s *sim) submitGroup(j *jobState) error {
 
 // groupLife: kube-scheduler and the kubelets, for a group's members: while one is gated they
 // wait; once all are ungated they are placed (all, or they wait for nodes) and run; when one
-// is gone or being deleted, Kueue stopped the group, and the others stop with it.
+// is gone or being deleted, Kueue stopped the group, and the others stop with it (once Kueue
+// is done with the instant, while one being deleted still runs on its node: stopping.go).
 func (s *sim) groupLife(i int) error {
 	j := s.jobs[i]
 	pods := make([]corev1.Pod, len(j.members))
-	gated, stopped, ended := 0, 0, 0
+	gated, stopped, ended, dying := 0, 0, 0, 0
 	for k, m := range j.members {
 		if err := s.get(m, &pods[k]); err != nil {
 			if !apierrors.IsNotFound(err) {
@@ -105,12 +106,22 @@ func (s *sim) groupLife(i int) error {
 		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
 			ended++
 		case p.DeletionTimestamp != nil:
-			stopped++
+			running, err := s.terminating(p, len(j.where) > 0)
+			if err != nil {
+				return err
+			}
+			if running {
+				dying++
+			} else {
+				stopped++
+			}
 		case len(p.Spec.SchedulingGates) > 0:
 			gated++
 		}
 	}
 	switch {
+	case dying > 0:
+		return nil
 	case j.finished || ended == len(j.members):
 		delete(s.waiting, i)
 	case stopped > 0:

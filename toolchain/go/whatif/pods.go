@@ -41,6 +41,7 @@ func (s *sim) createPod(j *jobState, manifest []byte, uid types.UID) (bool, erro
 		j.problem = fmt.Sprintf("Kueue's pod webhook refused it: %v", err)
 		return false, nil
 	}
+	p.Finalizers = append(p.Finalizers, kubeletHold) // its kubelet's part in its deletion (stopping.go)
 	if err := s.cl.Create(s.ctx, &p); err != nil {
 		j.problem = fmt.Sprintf("the API refused it: %v", err)
 		return false, nil
@@ -72,7 +73,8 @@ func (s *sim) succeedPod(p *corev1.Pod) error {
 }
 
 // podLife: kube-scheduler and the kubelet, for one plain Pod: a gated pod waits, an ungated
-// one is placed if it fits a node and runs; a pod being deleted stops at once.
+// one is placed if it fits a node and runs; a pod being deleted stops, once Kueue is done with
+// the instant if it runs on a node (stopping.go).
 func (s *sim) podLife(key types.NamespacedName) error {
 	i, ok := s.byPod[key]
 	if !ok {
@@ -95,6 +97,9 @@ func (s *sim) podLife(key types.NamespacedName) error {
 	case j.finished || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
 		delete(s.waiting, i)
 	case p.DeletionTimestamp != nil:
+		if running, err := s.terminating(&p, len(j.where) > 0); err != nil || running {
+			return err
+		}
 		s.stop(j)
 		delete(s.waiting, i)
 		j.stuck = ""

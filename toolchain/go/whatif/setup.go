@@ -71,6 +71,7 @@ func newSim(in *Input) (*sim, error) {
 		retry:    map[int]bool{},
 		toPlace:  map[int]bool{},
 		stopping: map[int]bool{},
+		dying:    map[types.NamespacedName]bool{},
 		heldAs:   map[types.NamespacedName]string{},
 		services: services{},
 	}
@@ -343,11 +344,14 @@ func stackQueues(objs []ctrl.Object) map[string][]types.NamespacedName {
 		}
 	}
 	for _, keys := range byCQ {
-		slices.SortFunc(keys, func(a, b types.NamespacedName) int {
-			return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-		})
+		slices.SortFunc(keys, byKey)
 	}
 	return byCQ
+}
+
+// byKey orders keys by namespace, then name.
+func byKey(a, b types.NamespacedName) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
 // loadingQueues answers, while load runs, the one List Kueue's cache and queue manager each

@@ -118,13 +118,14 @@ type sim struct {
 	until       float64
 	wg          sync.WaitGroup
 	stats       Summary
-	waiting     map[int]bool // running-but-unplaced jobs (unsuspended, pods pending)
-	waitSeq     int          // jobs that began to wait for nodes so far (jobState.waitingSince)
-	services    services     // the Services jobs' controllers made (spread.go)
-	tas         *tasFeed     // the TAS cache's feed of pods that are not TAS pods; nil without a Topology (tas.go)
-	toPlace     map[int]bool // jobs whose new pods wait until Kueue is done with the instant (held)
-	stopping    map[int]bool // suspended jobs whose pods run until Kueue is done with the instant (stopping.go)
-	admitSeq    int          // admissions so far (jobState.admittedSeq)
+	waiting     map[int]bool                  // running-but-unplaced jobs (unsuspended, pods pending)
+	waitSeq     int                           // jobs that began to wait for nodes so far (jobState.waitingSince)
+	services    services                      // the Services jobs' controllers made (spread.go)
+	tas         *tasFeed                      // the TAS cache's feed of pods that are not TAS pods; nil without a Topology (tas.go)
+	toPlace     map[int]bool                  // jobs whose new pods wait until Kueue is done with the instant (held)
+	stopping    map[int]bool                  // suspended jobs whose pods run until Kueue is done with the instant (stopping.go)
+	dying       map[types.NamespacedName]bool // deleted pods that run until Kueue is done with the instant (stopping.go)
+	admitSeq    int                           // admissions so far (jobState.admittedSeq)
 	// requeuePeriod: how long after a change Kueue requeues the inadmissible workloads it may
 	// let in (its batch period: 1 s; 10 s with SchedulerLongRequeueInterval).
 	requeuePeriod time.Duration
@@ -618,8 +619,8 @@ func (s *sim) settle() error {
 			s.clock.SetTime(s.clock.Now().Add(s.requeuePeriod))
 			continue
 		}
-		if len(s.stopping) > 0 {
-			if err := s.stopSuspended(); err != nil {
+		if len(s.stopping)+len(s.dying) > 0 {
+			if err := s.stopWhatRan(); err != nil {
 				return err
 			}
 			continue
