@@ -291,3 +291,62 @@ def test_a_deployment_is_recorded_back_from_its_pods_workloads(cluster: KubeSess
     finally:
         rest.request("DELETE", f"{DEPLOYMENTS}/rec-web", {"propagationPolicy": "Foreground"})
         cluster.wait("rec-web's Workloads gone", lambda: not mine(), timeout=90)
+
+
+STATEFULSETS = "/apis/apps/v1/namespaces/default/statefulsets"
+
+
+def test_a_statefulset_is_recorded_back_from_its_group_s_workload(cluster: KubeSession) -> None:
+    """A StatefulSet of 2 pods of 1 GPU (podManagementPolicy Parallel) on the local stack's
+    gpu-queue: the StatefulSet controller makes its pods, Kueue's statefulset integration makes
+    them one pod group and one Workload of 2, and admits it. `gpuq record` finds the
+    StatefulSet through the Workload's owners and writes it from its spec: 2 replicas, its
+    selector and policy, the one label it reads, running; the what-if reads it back as one
+    group of 2 pods, 2 GPUs, as Kueue counts it."""
+    rest = Rest(file_client(KUBECONFIG))
+    container = {"name": "serve", "image": "registry.example/serve:1",
+                 "command": ["sleep", "infinity"],
+                 "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
+                               "limits": {"nvidia.com/gpu": "1"}}}  # fmt: skip
+    rest.create(STATEFULSETS, {
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": "rec-serve", "namespace": "default",
+                     "labels": {"kueue.x-k8s.io/queue-name": "gpu-queue"}},
+        "spec": {"replicas": 2, "podManagementPolicy": "Parallel", "serviceName": "rec-serve",
+                 "selector": {"matchLabels": {"app": "rec-serve"}},
+                 "template": {"metadata": {"labels": {"app": "rec-serve",
+                                                      "team": "not-for-a-recording"}},
+                              "spec": {"containers": [container]}}},
+    })  # fmt: skip
+
+    def mine() -> list[dict[str, Any]]:
+        return [
+            wl for wl in cluster.workloads("default")
+            if any(o["name"].startswith("rec-serve")
+                   for o in wl["metadata"].get("ownerReferences", []))
+        ]  # fmt: skip
+
+    try:
+        cluster.wait(
+            "rec-serve's group Workload admitted",
+            lambda: len(w := mine()) == 1 and is_true(w[0], "Admitted"),
+        )
+        rec = record.record(rest, None, time.time(), 600.0, "the sandbox", "10m")
+        (item,) = [i for i in rec.items if i.namespace == "default" and i.name == "rec-serve"]
+        assert item.skipped is None, item.skipped
+        (written,) = [
+            d for d in yaml.safe_load_all(rec.files(single=True)[""])
+            if d and d["metadata"]["name"] == "rec-serve"
+        ]  # fmt: skip
+        assert (written["kind"], written["spec"]["replicas"]) == ("StatefulSet", 2)
+        assert written["spec"]["selector"] == {"matchLabels": {"app": "rec-serve"}}
+        assert written["spec"]["template"]["metadata"]["labels"]["app"] == "rec-serve"
+        assert written["metadata"]["annotations"]["gpu-queues.dev/running"] == "true"
+        for dropped in ("not-for-a-recording", "registry.example", "sleep"):
+            assert dropped not in yaml.safe_dump(written), dropped
+        catalog = Catalog.from_stack(load_stack(stack.ROOT / "Pulumi.local.yaml"), ["statefulset"])
+        read = check(MixDocument("recorded", written), 0, catalog)
+        assert (read.status, read.problem, read.gpus, read.pods) == ("ok", None, 2, 2)
+    finally:
+        rest.request("DELETE", f"{STATEFULSETS}/rec-serve", {"propagationPolicy": "Foreground"})
+        cluster.wait("rec-serve's Workload gone", lambda: not mine(), timeout=90)
