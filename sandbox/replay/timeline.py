@@ -58,11 +58,10 @@ from sandbox.replay.tracked import (
 )
 from sandbox.replay.watch import (
     WATCHED,
-    Informer,
     created_at,
     scheduler_busy,
     uid,
-    workload_state,
+    watching,
 )
 
 # Kueue retries inadmissible workloads in batches, one second after the change that may let
@@ -125,13 +124,7 @@ class Replay:
         self._admitted = 0  # admissions seen so far
         self._quota_lock = threading.Lock()
         self.informers = {
-            name: Informer(
-                path,
-                self._changed,
-                self._workload_seen if name == "workloads" else None,
-                workload_state if name == "workloads" else None,
-            ).start()
-            for name, path in WATCHED.items()
+            name: watching(name, self._changed, self._workload_seen).start() for name in WATCHED
         }
         for informer in self.informers.values():
             if not informer.synced.wait(60):
@@ -298,6 +291,7 @@ class Replay:
         sees while a workload waits for quota (and at the very end, where a job's end must
         reach its Workload): then the full quiet spell is needed. Otherwise a short one does."""
         started = time.monotonic()
+        self.informers["workloads"].forget_wordings()
         while True:
             now = time.monotonic()
             quiet = now - self.last_change

@@ -32,6 +32,16 @@ def _lines(resp: Any) -> Iterator[str]:
     return lines
 
 
+def watching(
+    name: str, changed: Callable[[], None], seen: Callable[[dict[str, Any]], None]
+) -> Informer:
+    """The informer of WATCHED[name]; for Workloads, `seen` told each one and their changes
+    counted as workload_state and workload_wording have them."""
+    if name != "workloads":
+        return Informer(WATCHED[name], changed)
+    return Informer(WATCHED[name], changed, seen, workload_state, workload_wording)
+
+
 def uid(obj: dict[str, Any]) -> str:
     return str(obj.get("metadata", {}).get("uid", ""))
 
@@ -47,6 +57,7 @@ class Informer:
         changed: Callable[[], None],
         seen: Callable[[dict[str, Any]], None] | None = None,
         counts: Callable[[dict[str, Any]], Any] | None = None,
+        worded: Callable[[dict[str, Any]], Any] | None = None,
     ) -> None:
         self.path = path
         self.changed = changed
@@ -55,6 +66,10 @@ class Informer:
         """What of an object a change must touch to count as one for `changed` (default:
         anything): a write that leaves it as it was is no change the cluster settles from."""
         self.counted: dict[str, Any] = {}
+        self.worded = worded
+        """The object's wording `counts` leaves out: a write that gives it a wording it has not
+        had since `forget_wordings` counts too (workload_wording says why)."""
+        self.wordings: dict[str, set[Any]] = {}
         self.lock = threading.Lock()
         self.objects: dict[str, dict[str, Any]] = {}
         self.gone: dict[str, dict[str, Any]] = {}
@@ -70,6 +85,11 @@ class Informer:
     def snapshot(self) -> list[dict[str, Any]]:
         with self.lock:
             return list(self.objects.values())
+
+    def forget_wordings(self) -> None:
+        """From now on, each object's first write of any wording counts again."""
+        with self.lock:
+            self.wordings.clear()
 
     def departed(self) -> list[dict[str, Any]]:
         """The objects deleted since the informer started, as they were last."""
@@ -133,7 +153,14 @@ class Informer:
         now = self.counts(obj)
         before = self.counted.get(key, None)
         self.counted[key] = now
-        return bool(before != now)
+        if self.worded is None:
+            return bool(before != now)
+        wording = self.worded(obj)
+        with self.lock:
+            had = self.wordings.setdefault(key, set())
+            new = wording not in had
+            had.add(wording)
+        return bool(before != now) or new
 
 
 def workload_state(wl: dict[str, Any]) -> Any:
@@ -150,6 +177,23 @@ def workload_state(wl: dict[str, Any]) -> Any:
         if isinstance(c, dict)
     ]
     return (wl.get("spec"), status, (wl.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def workload_wording(wl: dict[str, Any]) -> Any:
+    """The wording workload_state leaves out: its conditions' messages. A pending Workload's
+    new message is Kueue at work all the same when it is one the Workload has not had in this
+    settle: after a change frees quota, Kueue's requeue puts a ClusterQueue's inadmissible
+    workloads back and its scheduler tries them one head per cycle, each rewriting its message
+    ("... 3 more needed" where it said 4); on the sandbox a walk of 24 took 2.5 s of such writes
+    alone, the 23rd fitted, and with messages left out of the count the replay took the walk for
+    quiet and moved on before that admission (cross-check seed 717 at 1h20m: nlp/j038, admitted
+    in the instant on the fast engine, read as admitted at the next event, an hour later). A
+    StrictFIFO head's round of messages comes back to ones it had, and goes quiet."""
+    return tuple(
+        (c.get("type"), c.get("message"))
+        for c in (wl.get("status") or {}).get("conditions") or []
+        if isinstance(c, dict)
+    )
 
 
 def scheduler_busy() -> int | None:
