@@ -42,8 +42,9 @@ from gpu_queues.whatif.workloads import (
 )
 from sandbox.paths import KUBECONFIG
 from sandbox.replay import gate, queues
+from sandbox.replay.groups import Groups, groups_of
 from sandbox.replay.holds import Holds
-from sandbox.replay.owners import COLLECTIONS, Owners, workload_owner
+from sandbox.replay.owners import COLLECTIONS, Owners
 from sandbox.replay.serving import Deployments, Serving, gone
 from sandbox.replay.tracked import (
     Tracked,
@@ -128,7 +129,8 @@ class Replay:
         self.tracked = [Tracked(e) for e in submission_order(entries)]
         gate.install(self.rest, {t.entry.namespace for t in self.tracked})
         self.by_uid: dict[str, Tracked] = {}
-        self.serving = Deployments()  # and their pods, each a workload of its own
+        # Deployments and their pods, each a workload of its own; LWSs of several groups, theirs
+        self.serving = Deployments()
         self.now = 0.0
         self.events: list[tuple[float, int, str, int, int]] = []  # (time, order, kind, i, run)
         self.settles: list[float] = []
@@ -143,11 +145,9 @@ class Replay:
     def _workload_seen(self, wl: dict[str, Any]) -> None:
         """One Workload as a change left it, or as it was deleted (the informer's thread):
         Holds.seen, told whether the replay deleted its owner at its time."""
-        ref = workload_owner(wl)
-        if ref is None:
-            return
-        key = self.owners.key(str(ref.get("uid")))
-        self.holds.seen(key, wl, self.now, self._deleted_at_its_end(key))
+        key = self.owners.workload(wl)
+        if key is not None:
+            self.holds.seen(key, wl, self.now, self._deleted_at_its_end(key))
 
     def close(self) -> None:
         gate.remove(self.rest)
@@ -324,6 +324,9 @@ class Replay:
         self.by_uid[t.uid] = t
         if e.kind == "Deployment":
             self.serving.made(t)
+        if t.uid in self.owners.grouped:  # an LWS of several groups, each a workload (groups.py)
+            self.serving.follow(groups := Groups.made(t, groups_of(made[0])))
+            self.by_uid.update((g.uid or "", g) for g in groups.current())
         if missing(e):
             return  # Kueue makes no Workload for a group short of pods
         deadline = time.monotonic() + WORKLOAD_CAP
