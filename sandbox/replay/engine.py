@@ -86,7 +86,7 @@ def on_the_sandbox(entry: Entry) -> Entry:
     """The entry as the sandbox replays it: a kind whose controller the sandbox does not run
     is unsupported here, though the fast engine may replay it (the Kubeflow v1 jobs, RayJobs,
     MPIJobs and TrainJobs: the fast engine plays their controllers as far as Kueue reads
-    them); so is an LWS of other than one group (lws_groups_problem)."""
+    them); so is an LWS of no groups (lws_groups_problem)."""
     if entry.status != "ok":
         return entry
     why = lws_groups_problem(entry) if entry.kind == "LeaderWorkerSet" else None
@@ -98,16 +98,14 @@ def on_the_sandbox(entry: Entry) -> Entry:
 
 
 def lws_groups_problem(entry: Entry) -> str | None:
-    """Kueue makes one Workload per group of an LWS (its replicas), each admitted on its own,
-    and the report follows one Workload per row: the replay takes an LWS of one group only."""
+    """An LWS of no groups has no Workload to follow (Kueue makes one per group, each followed
+    as a workload of its own and summed up into the LWS's row: sandbox/replay/groups.py)."""
     groups = {ps.copies for ps in pod_sets(entry.kind, entry.manifest)}
-    if groups == {1}:
+    if groups != {0}:
         return None
-    (n,) = groups
     return (
-        f"spec.replicas: {n} groups; Kueue admits each group of an LWS as a Workload of its own "
-        "and the replay follows one Workload per row, so it replays an LWS of one group "
-        "(replicas 1); give each group an LWS of its own, or replay it with ENGINE=fast"
+        "spec.replicas: 0 groups; Kueue makes a Workload per group of an LWS, so one of no groups "
+        "has none to queue and the sandbox's replay none to follow; replay it with ENGINE=fast"
     )
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from gpu_queues.whatif.workloads import owner
+from sandbox.replay.groups import group_key, groups_of, pod_group, workload_group
 from sandbox.replay.watch import uid
 
 # Where the replay creates each kind it replays (the JobSet and LWS controllers run in the
@@ -116,6 +117,9 @@ class Owners:
     """A pod group's pods' UIDs -> its first's."""
     lws_uids: dict[tuple[str, str], str] = field(default_factory=dict)
     """(namespace, name) -> UID of each LWS the replay made (pod_key)."""
+    grouped: set[str] = field(default_factory=set)
+    """The UIDs of the LWSs of several groups: their Workloads and pods are their groups'
+    (groups.group_key), an LWS of one group's its own."""
 
     def made(self, kind: str, namespace: str, name: str, made: list[dict[str, Any]]) -> str:
         """The replay created `made` (a pod group's pods, or one object): the UID it knows the
@@ -124,6 +128,8 @@ class Owners:
         self.member_of.update((uid(m), key) for m in made)
         if kind == "LeaderWorkerSet":
             self.lws_uids[(namespace, name)] = key
+            if groups_of(made[0]) > 1:
+                self.grouped.add(key)
         return key
 
     def key(self, owner_uid: str) -> str:
@@ -131,8 +137,20 @@ class Owners:
         return self.member_of.get(owner_uid, owner_uid)
 
     def pod(self, pod: dict[str, Any]) -> str:
-        """The UID the replay knows the workload a pod runs for by."""
-        return self.key(pod_key(pod, self.lws_uids))
+        """The UID the replay knows the workload a pod runs for by (an LWS's group's, when it
+        has several)."""
+        return self._of_group(self.key(pod_key(pod, self.lws_uids)), pod_group(pod))
+
+    def workload(self, wl: dict[str, Any]) -> str | None:
+        """The UID the replay knows the workload a Workload is for by (an LWS's group's, when it
+        has several), None when it is for no replayed object."""
+        ref = workload_owner(wl)
+        if ref is None:
+            return None
+        return self._of_group(self.key(str(ref.get("uid"))), workload_group(wl))
+
+    def _of_group(self, key: str, group: str | None) -> str:
+        return group_key(key, group) if key in self.grouped and group is not None else key
 
     def index(
         self,
@@ -148,10 +166,9 @@ class Owners:
         (ended_by_deletion)."""
         workloads: dict[str, dict[str, Any]] = {}
         for wl in departed + live:
-            ref = workload_owner(wl)
-            if ref is not None:
-                workloads[self.key(str(ref.get("uid")))] = wl
-        owned = {self.key(str((workload_owner(wl) or {}).get("uid"))) for wl in live}
+            if (key := self.workload(wl)) is not None:
+                workloads[key] = wl
+        owned = {self.workload(wl) for wl in live}
         for key in set(workloads) - owned:
             if deleted_at_its_end(key):
                 workloads[key] = ended_by_deletion(workloads[key])

@@ -81,6 +81,13 @@ class Serving:
     def current(self) -> list[Tracked]:
         return [slot[-1] for slot in self.slots]
 
+    def starts_serving(self) -> bool:
+        """Every replica has now had a pod running, for the first time: its duration counts
+        from now."""
+        fresh = not self.served and self.all_ran()
+        self.served = self.served or fresh
+        return fresh
+
     def all_ran(self) -> bool:
         return len(self.slots) >= self.replicas and all(
             any(r.intervals for r in slot) for slot in self.slots
@@ -151,6 +158,12 @@ class Deployments:
         self.by_uid[t.uid] = Serving(t)
         self.by_name[(t.entry.namespace, t.entry.name)] = t.uid
 
+    def follow(self, s: Serving) -> None:
+        """Another workload of several Workloads made with it (an LWS's groups: groups.py),
+        followed and summed up alike; no pods are adopted for it."""
+        assert s.parent.uid is not None
+        self.by_uid[s.parent.uid] = s
+
     def adopt(
         self, live: Iterable[dict[str, Any]], pods: Mapping[str, list[dict[str, Any]]]
     ) -> list[Tracked]:
@@ -174,12 +187,8 @@ class Deployments:
         return [r for s in self.by_uid.values() for r in s.replicas_all()]
 
     def newly_served(self) -> list[Serving]:
-        """The Deployments all of whose replicas have now had a pod running, for the first
-        time."""
-        out = [s for s in self.by_uid.values() if not s.served and s.all_ran()]
-        for s in out:
-            s.served = True
-        return out
+        """The workloads whose duration counts from now (Serving.starts_serving)."""
+        return [s for s in self.by_uid.values() if s.starts_serving()]
 
 
 def together(runs: list[list[tuple[float, float | None]]]) -> list[tuple[float, float | None]]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -36,9 +35,6 @@ from gpu_queues.whatif.report import WorkloadResult
 from gpu_queues.whatif.workloads import (
     KubeError,
     Rest,
-    admitted_flavor,
-    eviction,
-    finished_done,
     holds_quota,
     is_terminal,
     is_true,
@@ -46,7 +42,9 @@ from gpu_queues.whatif.workloads import (
 )
 from sandbox.paths import KUBECONFIG
 from sandbox.replay import gate, queues
-from sandbox.replay.owners import COLLECTIONS, Owners, workload_owner
+from sandbox.replay.groups import Groups, groups_of
+from sandbox.replay.holds import Holds
+from sandbox.replay.owners import COLLECTIONS, Owners
 from sandbox.replay.serving import Deployments, Serving, gone
 from sandbox.replay.tracked import (
     Tracked,
@@ -108,21 +106,13 @@ class Replay:
         self.last_change = time.monotonic()
         self.changes: list[float] = []
         self.silences: list[float] = []
-        # Every Workload's hold on quota as it changed, by its owner's UID: (simulated second,
-        # "admitted" or "evicted", flavor or reason, the eviction's "reason: message"). Read off
-        # the watch, change by change: an admission Kueue undoes within the same instant (a
-        # workload admitted, then preempted by a reclaim in the next cycle) is one all the same,
-        # and the settled cluster no longer shows it.
-        self.quota: dict[str, list[tuple[float, str, str, str]]] = {}
-        self._holds: dict[str, bool] = {}
-        self.workload_uids: dict[str, str] = {}  # by its owner's UID
+        # Every Workload's hold on quota as it changed (holds.py). Read off the watch, change by
+        # change: an admission Kueue undoes within the same instant (a workload admitted, then
+        # preempted by a reclaim in the next cycle) is one all the same, and the settled cluster
+        # no longer shows it. The admissions' order is the one in which the gate lets their
+        # pods go (the last of each), and WorkloadResult.admission_order (all).
+        self.holds = Holds()
         self.owners = Owners()
-        # Each owner's admissions' places among all, as the watch saw them (re-admissions
-        # included): the last one is the order in which the gate lets their pods go, all of
-        # them go to WorkloadResult.admission_order.
-        self.admission_order: dict[str, list[int]] = {}
-        self._admitted = 0  # admissions seen so far
-        self._quota_lock = threading.Lock()
         self.informers = {
             name: watching(name, self._changed, self._workload_seen).start() for name in WATCHED
         }
@@ -132,7 +122,8 @@ class Replay:
         self.tracked = [Tracked(e) for e in submission_order(entries)]
         gate.install(self.rest, {t.entry.namespace for t in self.tracked})
         self.by_uid: dict[str, Tracked] = {}
-        self.serving = Deployments()  # and their pods, each a workload of its own
+        # Deployments and their pods, each a workload of its own; LWSs of several groups, theirs
+        self.serving = Deployments()
         self.now = 0.0
         self.events: list[tuple[float, int, str, int, int]] = []  # (time, order, kind, i, run)
         self.settles: list[float] = []
@@ -145,26 +136,11 @@ class Replay:
         self.changes.append(self.last_change)
 
     def _workload_seen(self, wl: dict[str, Any]) -> None:
-        """One Workload as a change left it (the informer's thread): note when it came to hold
-        quota and when it lost it other than by finishing or by the replay deleting its owner
-        at its time (a deleted Deployment's pods' Workloads are not finished for having run)."""
-        ref = workload_owner(wl)
-        if ref is None:
-            return
-        key, holds = self.owners.key(str(ref.get("uid"))), holds_quota(wl)
-        with self._quota_lock:
-            held = self._holds.get(key, False)
-            self.workload_uids[key] = str((wl.get("metadata") or {}).get("uid") or "")
-            steps = self.quota.setdefault(key, [])
-            if holds and not held:
-                steps.append((self.now, "admitted", admitted_flavor(wl) or "", ""))
-                self._admitted += 1
-                self.admission_order.setdefault(key, []).append(self._admitted)
-            elif held and not holds and not finished_done(wl) and not self._deleted_at_its_end(key):
-                why = eviction(wl)
-                said = f"{why[0]}: {why[1]}" if why else "evicted"
-                steps.append((self.now, "evicted", why[0] if why else "", said))
-            self._holds[key] = holds
+        """One Workload as a change left it, or as it was deleted (the informer's thread):
+        Holds.seen, told whether the replay deleted its owner at its time."""
+        key = self.owners.workload(wl)
+        if key is not None:
+            self.holds.seen(key, wl, self.now, self._deleted_at_its_end(key))
 
     def close(self) -> None:
         gate.remove(self.rest)
@@ -259,8 +235,8 @@ class Replay:
 
     def _next_gated(self) -> list[dict[str, Any]]:
         """The gated pods of the job Kueue admitted first of those that have any."""
-        with self._quota_lock:
-            order = {key: seen[-1] for key, seen in self.admission_order.items()}
+        with self.holds.lock:
+            order = {key: seen[-1] for key, seen in self.holds.admission_order.items()}
         jobs: dict[str, list[dict[str, Any]]] = {}
         for pod in self.informers["pods"].snapshot():
             if gate.gated(pod) and not pod.get("metadata", {}).get("deletionTimestamp"):
@@ -342,6 +318,9 @@ class Replay:
         self.by_uid[t.uid] = t
         if e.kind == "Deployment":
             self.serving.made(t)
+        if t.uid in self.owners.grouped:  # an LWS of several groups, each a workload (groups.py)
+            self.serving.follow(groups := Groups.made(t, groups_of(made[0])))
+            self.by_uid.update((g.uid or "", g) for g in groups.current())
         if missing(e):
             return  # Kueue makes no Workload for a group short of pods
         deadline = time.monotonic() + WORKLOAD_CAP
@@ -472,10 +451,10 @@ class Replay:
             if wl is None:
                 continue
             mine = pods.get(t.uid, [])
-            with self._quota_lock:
-                steps = list(self.quota.get(t.uid, []))
-                t.admission_order = tuple(self.admission_order.get(t.uid, []))
-            t.workload_uid = self.workload_uids.get(t.uid) or None
+            with self.holds.lock:
+                steps = list(self.holds.steps.get(t.uid, []))
+                t.admission_order = tuple(self.holds.admission_order.get(t.uid, []))
+                t.workload_uid = self.holds.workload_uids.get(t.uid) or None
             t.timeline = sorted(
                 [(at, event, detail) for at, event, detail, _ in steps] + t.placed,
                 key=lambda step: step[0],

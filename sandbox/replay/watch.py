@@ -49,7 +49,8 @@ def uid(obj: dict[str, Any]) -> str:
 class Informer:
     """List, then watch, one resource across namespaces; keeps the objects by UID and tells
     `changed` about every change, and `seen` (when given) every object as each change left it,
-    in the order the API server made them. Reconnects (and lists again when it must)."""
+    a deleted one as it was at the end, in the order the API server made them. Reconnects (and
+    lists again when it must)."""
 
     def __init__(
         self,
@@ -131,7 +132,7 @@ class Informer:
                             self.gone[uid(obj)] = obj
                         else:
                             self.objects[uid(obj)] = obj
-                    if self.seen is not None and event.get("type") != "DELETED":
+                    if self.seen is not None:  # a deleted object too, as it was at the end
                         self.seen(obj)
                     if self._counts(event.get("type"), obj):
                         self.changed()

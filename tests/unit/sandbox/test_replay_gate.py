@@ -3,7 +3,6 @@ gates the mix's pods, and how a pod is read and let go."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
@@ -124,17 +123,17 @@ def test_the_gate_lets_jobs_go_in_the_order_of_their_last_admission():
     """Two jobs admitted, both evicted, then admitted again at one instant, b before a: b's
     pods go first. (Counting each job once numbered a re-admission like the next new one: two
     re-admissions tied, and the tie went by the Jobs' random UIDs.)"""
+    from sandbox.replay.holds import Holds
     from sandbox.replay.timeline import Replay
 
     replay = Replay.__new__(Replay)
-    replay.now, replay._holds, replay.quota, replay.workload_uids = 0.0, {}, {}, {}
-    replay.admission_order, replay._admitted, replay._quota_lock = {}, 0, threading.Lock()
+    replay.now, replay.holds = 0.0, Holds()
     replay.owners, replay.by_uid = Owners(), {}  # no pod groups, no LeaderWorkerSets
     seen = [("a", True), ("b", True), ("a", False), ("b", False), ("b", True), ("a", True)]
     for job, holds in seen:
         replay._workload_seen(workload(job, holds))
-    assert replay.admission_order["b"][-1] < replay.admission_order["a"][-1]
+    assert replay.holds.admission_order["b"][-1] < replay.holds.admission_order["a"][-1]
     # Every admission in the order seen, for the cross-check's fast engine.
-    assert replay.admission_order == {"a": [1, 4], "b": [2, 3]}
+    assert replay.holds.admission_order == {"a": [1, 4], "b": [2, 3]}
     replay.informers = {"pods": Snapshot([gated_pod("a"), gated_pod("b")])}
     assert [p["metadata"]["uid"] for p in replay._next_gated()] == ["pod-b"]

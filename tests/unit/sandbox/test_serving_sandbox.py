@@ -5,7 +5,6 @@ its replica's slot, and the Deployment's row summed up by the fast engine's rule
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
@@ -170,19 +169,16 @@ def test_a_replica_s_quota_lost_when_the_replay_deleted_its_deployment_is_no_evi
     """Deleted at its time, a Deployment's pods' Workloads lose their quota without being
     finished for having run (seen on the sandbox): that is their end, not an eviction. Lost
     before, it is one."""
-    from sandbox.replay.timeline import Replay
+    from sandbox.replay.holds import Holds
 
-    replay = Replay.__new__(Replay)
-    replay.now, replay._holds, replay.quota, replay.workload_uids = 0.0, {}, {}, {}
-    replay.admission_order, replay._admitted, replay._quota_lock = {}, 0, threading.Lock()
-    replay.owners = Owners()
+    holds = Holds()
     d, parent = deployment()
-    a, b = d.adopt([pod("a", at=1), pod("b", at=2)], {})
-    replay.by_uid = {"uid-a": a, "uid-b": b}
+    _, b = d.adopt([pod("a", at=1), pod("b", at=2)], {})
     for held in (True, False):
-        replay._workload_seen(workload("uid-a", admitted=held))
+        holds.seen("uid-a", workload("uid-a", admitted=held), 0.0, deleted_at_its_end=False)
     d.deleting(parent)
+    assert b.completing  # what Replay._deleted_at_its_end reads
     for held in (True, False):
-        replay._workload_seen(workload("uid-b", admitted=held))
-    assert [step[1] for step in replay.quota["uid-a"]] == ["admitted", "evicted"]
-    assert [step[1] for step in replay.quota["uid-b"]] == ["admitted"]
+        holds.seen("uid-b", workload("uid-b", admitted=held), 0.0, deleted_at_its_end=True)
+    assert [step[1] for step in holds.steps["uid-a"]] == ["admitted", "evicted"]
+    assert [step[1] for step in holds.steps["uid-b"]] == ["admitted"]
