@@ -966,6 +966,32 @@ def test_a_preempted_replica_s_new_pod_comes_after_the_preemptor(tmp_path: Path)
     assert (run["j027"].timeline[0][:2], run["j027"].wait_seconds) == ((19560.0, "admitted"), 3780)
 
 
+def test_an_lws_group_s_pods_spread_as_its_service_and_statefulsets_select_them(
+    tmp_path: Path,
+) -> None:
+    """Cross-check seed 716, the sandbox's kube-scheduler the judge. At 1h21m nlp/j021, an LWS of
+    one group of 3 pods of 1 GPU (no leader template), is admitted on h100. kube-scheduler's
+    default spreading scores pods that a Service or their controlling StatefulSet selects: LWS's
+    headless Service selects them all, and the worker StatefulSet's selector (the group's index
+    and hash) takes in the leader too, so the workers keep off the leader's node and each
+    other's: h100-0, h100-2 and h100-3 on the sandbox. The engine spread only a JobSet's pods
+    and put two of them on h100-2."""
+    from gpu_queues.config.model import load_config
+    from gpu_queues.config.stackfile import parse_config
+    from sandbox.crosscheck.generate import generate
+
+    case = generate(716)
+    config = load_config(parse_config(case.stack_text, case.stack))
+    mix = tmp_path / "mix.yaml"
+    mix.write_text(case.mix_text)
+    run = by_name(fast.replay_mix(config, mix, stack=case.stack, label="seed 716"))
+    assert run["j021"].kind == "LeaderWorkerSet"
+    assert run["j021"].timeline[:2] == [
+        (4860.0, "admitted", "h100"),
+        (4860.0, "ran", "h100-0, h100-2, h100-3"),
+    ]
+
+
 def test_the_docs_pytorchjob_example_replays_on_staging_as_its_comment_says() -> None:
     """docs/examples/mixes/pytorchjob.yaml on staging, alone: research's 4 H100 are free, so the
     PyTorchJob is admitted the second it is submitted (1h) and its pods run its 3h (to 4h)

@@ -117,7 +117,8 @@ func (s *sim) makeReplica(d *deployment, k int) error {
 	in := JobInput{Kind: "Pod", Index: 1_000_000*(row.in.Index+1) + d.made, Manifest: raw, Duration: -1}
 	rj := &jobState{in: in, uid: uidFor("job", in.Index), pod: true, deploy: d, count: 1,
 		key:      types.NamespacedName{Namespace: p.Namespace, Name: p.Name},
-		template: corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}, sets: []podSet{{count: 1}}}
+		template: corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}, sets: []podSet{{count: 1}},
+		spread: spreadGroup(p.Namespace, "ReplicaSet/"+rs.Name)} // the ReplicaSet's selector's pods
 	i := len(s.jobs)
 	s.jobs = append(s.jobs, rj)
 	s.byPod[rj.key], s.byUID[rj.uid] = i, i

@@ -134,14 +134,19 @@ func (s *sim) addLWSGroup(row *jobState, l *lwsv1.LeaderWorkerSet, g int) {
 		leader = t.Spec
 	}
 	i := len(s.jobs)
+	// The spread (spread.go): a worker counts its group's pods (its StatefulSet's selector: the
+	// group's index and hash, which its leader carries too), a leader the LWS's leaders (the
+	// leader StatefulSet's: worker index 0), each ANDed with the headless Service's.
+	group := spreadGroup(l.Namespace, fmt.Sprintf("LeaderWorkerSet/%s/%d", l.Name, g))
+	leaders := spreadIn(spreadGroup(l.Namespace, "LeaderWorkerSet/"+l.Name), group)
 	for k := range d.size {
 		m := types.NamespacedName{Namespace: l.Namespace, Name: lwsPodName(l.Name, g, k)}
-		spec := l.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec
+		spec, spread := l.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec, group
 		if k == 0 {
-			spec = leader
+			spec, spread = leader, leaders
 		}
 		gj.members = append(gj.members, m)
-		gj.sets = append(gj.sets, podSet{spec: spec, count: 1})
+		gj.sets = append(gj.sets, podSet{spec: spec, count: 1, spread: spread})
 		s.byPod[m] = i
 	}
 	s.jobs = append(s.jobs, gj)

@@ -267,10 +267,12 @@ type ask struct {
 	bestEffort bool // nothing requested at all: BalancedAllocation does not score it
 	preferNo   []corev1.Toleration
 	preferred  []corev1.PreferredSchedulingTerm
-	// group: the Service-selected group its pods belong to ("" none); ownSpread: it has spread
-	// constraints of its own (then the scheduler applies no default ones); selector and
-	// required: its node selector and required node affinity terms (the spread's domains).
+	// group: the group whose pods its spread counts ("" none); counted: every group it counts
+	// in (spread.go, spreadIn); ownSpread: it has spread constraints of its own (then the
+	// scheduler applies no default ones); selector and required: its node selector and
+	// required node affinity terms (the spread's domains).
 	group     string
+	counted   []string
 	ownSpread bool
 	selector  map[string]string
 	required  []corev1.NodeSelectorTerm
@@ -285,8 +287,12 @@ const (
 )
 
 func (c *cluster) ask(spec *corev1.PodSpec, group string) ask {
-	a := ask{req: c.request(spec), group: group, ownSpread: len(spec.TopologySpreadConstraints) > 0,
+	a := ask{req: c.request(spec), ownSpread: len(spec.TopologySpreadConstraints) > 0,
 		selector: spec.NodeSelector, required: requiredTerms(spec)}
+	if group != "" {
+		a.counted = strings.Split(group, spreadAlso)
+		a.group = a.counted[0]
+	}
 	a.nonZero = nonZeroRequests(spec)
 	a.bestEffort = a.nonZero == [2]int64{}
 	for _, t := range spec.Tolerations {
@@ -492,11 +498,11 @@ func (n *node) take(a *ask, sign int64) {
 	n.nonZero[0] += sign * a.nonZero[0]
 	n.nonZero[1] += sign * a.nonZero[1]
 	n.pods += sign
-	if a.group != "" {
+	for _, g := range a.counted {
 		if n.groups == nil {
 			n.groups = map[string]int64{}
 		}
-		n.groups[a.group] += sign
+		n.groups[g] += sign
 	}
 }
 

@@ -91,7 +91,7 @@ func (s *sim) unbind(j *jobState) {
 // unbindSet: the job's pods of pod set k on the nodes of p are gone (and from the TAS cache's
 // count of pods that are not TAS pods, when they are counted there).
 func (s *sim) unbindSet(j *jobState, k int, p placement) {
-	s.nodes.release(&j.sets[k].spec, p, j.spread)
+	s.nodes.release(&j.sets[k].spec, p, j.spreadOf(k))
 	if !j.sets[k].tas {
 		s.goneNonTAS(j, k, p)
 	}
@@ -238,7 +238,7 @@ func (s *sim) bind(i int, specs []corev1.PodSpec) bool {
 func (s *sim) bindSet(j *jobState, k int) (placement, string) {
 	set := &j.sets[k]
 	if set.parts == nil {
-		more, short := s.nodes.place(&set.spec, set.count-countOf(j.whose, k), j.spread)
+		more, short := s.nodes.place(&set.spec, set.count-countOf(j.whose, k), j.spreadOf(k))
 		if !set.tas {
 			s.placedNonTAS(j, k, &set.spec, more)
 		}
@@ -254,7 +254,7 @@ func (s *sim) bindSet(j *jobState, k int) (placement, string) {
 				bound++
 			}
 		}
-		more, short := s.nodes.place(&part.spec, part.count-bound, j.spread)
+		more, short := s.nodes.place(&part.spec, part.count-bound, j.spreadOf(k))
 		all = append(all, more...)
 		if why == "" {
 			why = short

@@ -14,8 +14,11 @@ package main
 //     topologySpreadConstraints of its own, and only when helper.DefaultSelector is not empty:
 //     the merged selectors of the Services in the pod's namespace whose (non-nil) selector
 //     matches the pod's labels, and of its controlling ReplicationController, ReplicaSet or
-//     StatefulSet (the mix's kinds have none). Its pods are counted by that selector in the
-//     pod's namespace (countPodsMatchSelector).
+//     StatefulSet: a JobSet's pods (its headless Service; their controller is a Job), a
+//     StatefulSet's (its own selector), a Deployment's (its ReplicaSet's), an LWS's (its
+//     headless Service's name label with the controlling StatefulSet's: the leaders of every
+//     group, or one group's pods, its leader among them). Its pods are counted by that selector
+//     in the pod's namespace (countPodsMatchSelector), so one pod can count in two groups.
 //   - scoring.go, PreScore: with system defaulting no node is ignored for missing a key
 //     (requireAllTopologies is false). A zone's count sums the matching pods of every node
 //     whose zone value some feasible node has, skipping nodes the pod's required node affinity
@@ -34,6 +37,7 @@ package main
 
 import (
 	"math"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,10 +56,18 @@ var systemSpread = []spreadConstraint{
 	{corev1.LabelTopologyZone, 5},
 }
 
-// spreadGroup: the pods one Service's selector picks out, as a key ("" none). The engine's
-// only such pods are a JobSet's (jobset.go, spreadGroup): the jobs of its mix carry no pod
-// labels a Service of another job selects.
+// spreadGroup: the pods one selector picks out, as a key ("" none): a JobSet's Service's
+// (jobset.go), a StatefulSet's, a Deployment's ReplicaSet's, an LWS's leaders' or one of its
+// groups' (lws.go). The jobs of the mix carry no pod labels another job's selects.
 func spreadGroup(ns, name string) string { return ns + "/" + name }
+
+// spreadAlso joins the groups a pod counts in: the first is the one its own spread counts.
+const spreadAlso = "\n"
+
+// spreadIn: the spread of a pod scored by group and counted in others too (an LWS leader's).
+func spreadIn(group string, others ...string) string {
+	return strings.Join(append([]string{group}, others...), spreadAlso)
+}
 
 // spreadScores: PodTopologySpread's normalised scores of the feasible nodes for a pod of
 // group a.group; nil when the plugin does not score the pod (no Service selects it, or it has

@@ -35,6 +35,9 @@ type podSet struct {
 	// (tas.go), else nil.
 	tas   bool
 	parts []domainPart
+	// spread: its pods' groups for PodTopologySpread when they are not the job's (spread.go,
+	// spreadIn), e.g. an LWS group's leader and workers; "" the job's.
+	spread string
 }
 
 // jobState follows one job of the mix (a batch/v1 Job, a plain Pod, or a job of a family:
@@ -83,8 +86,8 @@ type jobState struct {
 	workload    *types.NamespacedName
 	submitted   bool
 	problem     string
-	// spread: the group of its pods a Service selects ("" none; spread.go), for the scheduler's
-	// PodTopologySpread score.
+	// spread: the group of its pods a Service, a StatefulSet or a ReplicaSet selects ("" none;
+	// spread.go), for the scheduler's PodTopologySpread score; a pod set's own comes first.
 	spread string
 	// deploy: a Deployment's (deployment.go): on its row, and on each pod made for it (a
 	// plain Pod), else nil.
@@ -374,4 +377,12 @@ func (r *ringWatch) seen(step int, held string) (int, bool) {
 	}
 	r.first[held] = step
 	return 0, false
+}
+
+// spreadOf: the PodTopologySpread groups of pod set k's pods (spread.go).
+func (j *jobState) spreadOf(k int) string {
+	if j.sets[k].spread != "" {
+		return j.sets[k].spread
+	}
+	return j.spread
 }

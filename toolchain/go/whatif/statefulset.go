@@ -65,6 +65,7 @@ func (s *sim) addStatefulSet(st *jobState, i int) error {
 	}
 	set := types.NamespacedName{Namespace: sts.Namespace, Name: sts.Name}
 	st.set, st.pod = &set, true
+	st.spread = spreadGroup(sts.Namespace, "StatefulSet/"+sts.Name) // its selector's pods
 	st.key = groupRequest(sts.Namespace, statefulset.GetWorkloadName(st.uid, sts.Name))
 	for k := range int(*sts.Spec.Replicas) {
 		m := types.NamespacedName{Namespace: sts.Namespace, Name: fmt.Sprintf("%s-%d", sts.Name, k)}
