@@ -84,7 +84,8 @@ FRAMEWORKS: Final[dict[tuple[str, str], str]] = {
 # the sandbox runs LWS's own when Kueue's integration is on, sandbox/lws.py, for an LWS of one
 # group), the Kubeflow v1 jobs (PyTorchJobs, TFJobs, XGBoostJobs, PaddleJobs, JAXJobs), RayJobs,
 # RayClusters, MPIJobs and TrainJobs on the fast one only (it plays their controllers as far as
-# Kueue reads them; the sandbox has none of the Kubeflow, Ray or Trainer controllers:
+# Kueue reads them; the sandbox has none of the Kubeflow or Trainer controllers, and runs
+# KubeRay's, sandbox/kuberay.py, but its replay does not follow the Ray kinds:
 # sandbox/replay/engine.py refuses them there). Other kinds need controllers neither has
 # (RayService, ...).
 REPLAYABLE: Final = frozenset(

@@ -1,12 +1,12 @@
 """`gpuq record` of the kinds beyond the PyTorchJob whose Workloads the fast engine replays (the
 other Kubeflow v1 jobs, MPIJobs, RayJobs, RayClusters and StatefulSets) from hand-made owner
-and Workload pairs: the sandbox runs no training operator, mpi-operator or KubeRay, and its
-replay does not make StatefulSets yet, so no round trip covers them (tests/e2e/test_record.py
-covers Jobs, JobSets and pod groups). Each owner comes back as its kind with its replica
-types' (worker groups', a StatefulSet's) replicas from the owner and each template from the
-Workload's pod set, and the what-if reads it back as Kueue counts it; an owner that no longer
-matches its Workload, or a replica type its operator does not know, is a comment naming
-why."""
+and Workload pairs: the sandbox runs no training operator or mpi-operator, its replay does not
+follow KubeRay's kinds nor make StatefulSets yet, so no round trip covers them
+(tests/e2e/test_record.py covers Jobs, JobSets and pod groups). Each owner comes back as its
+kind with its replica types' (worker groups', a StatefulSet's) replicas from the owner and each
+template from the Workload's pod set, and the what-if reads it back as Kueue counts it; an owner
+that no longer matches its Workload, or a replica type its operator does not know, is a comment
+naming why."""
 
 from __future__ import annotations
 
