@@ -75,17 +75,18 @@ def quiet_for(config: StackConfig) -> float:
     return LONG_REQUEUE_QUIET if gates.get(LONG_REQUEUE_GATE) else DEFAULT_QUIET
 
 
-# Job, StatefulSet, Deployment: kube-controller-manager's controllers; JobSet, LeaderWorkerSet:
-# their own controllers, which the sandbox runs when the stack's Kueue has their integrations
-# (sandbox/jobset.py, sandbox/lws.py), the only way they reach the mix (gpu_queues.whatif.mix
-# checks the integration first).
-SANDBOX_KINDS = frozenset({"Job", "Pod", "JobSet", "LeaderWorkerSet", "StatefulSet", "Deployment"})
+# Job, StatefulSet, Deployment: kube-controller-manager's controllers; JobSet, LeaderWorkerSet,
+# RayCluster: their own controllers, which the sandbox runs when the stack's Kueue has their
+# integrations (sandbox/jobset.py, sandbox/lws.py, sandbox/kuberay.py), the only way they reach
+# the mix (gpu_queues.whatif.mix checks the integration first).
+SANDBOX_KINDS = frozenset(
+    {"Job", "Pod", "JobSet", "LeaderWorkerSet", "StatefulSet", "Deployment", "RayCluster"}
+)
 # Kinds whose controller the sandbox runs (KubeRay's operator: sandbox/kuberay.py) but does not
 # replay, and why.
 NOT_REPLAYED = {
     "RayJob": "the sandbox's KubeRay cannot end a RayJob (it reads the job's status from the Ray "
     "head's dashboard, which kwok's pods do not serve); ENGINE=fast replays it",
-    "RayCluster": "the sandbox's replay does not follow RayClusters yet; ENGINE=fast replays it",
 }
 
 

@@ -1,14 +1,17 @@
 """sandbox/kuberay.py without a cluster: when the sandbox runs KubeRay's operator beside Kueue
 (the stack's Kueue runs either Ray integration) and how it is started there (the cluster's
-address only, no metrics, no leader election, a port of its own)."""
+address only, no metrics, no leader election, a port of its own); and how the sandbox's replay
+takes a RayCluster (its pods and Workload by its owner references, its end its deletion)."""
 
 from __future__ import annotations
 
 import pytest
 
 from gpu_queues.config.model import Integrations, StackConfig
+from gpu_queues.whatif.mix import DELETED_WHEN_DONE
 from sandbox import jobset, kuberay, lws
 from sandbox import shape as fake_cluster
+from sandbox.replay.owners import COLLECTIONS, pod_key, workload_owner
 from tests.conftest import ROOT
 from tests.unit.sandbox.test_operators import CLUSTER
 
@@ -63,3 +66,16 @@ def test_kuberay_s_probe_port_is_its_own() -> None:
     taken = {9443, 8081, 8082, jobset.WEBHOOK_PORT, jobset.HEALTH_PORT}  # Kueue's, JobSet's
     taken |= {lws.WEBHOOK_PORT, lws.HEALTH_PORT}
     assert kuberay.HEALTH_PORT not in taken
+
+
+def test_a_rayclusters_pods_and_workload_are_its_own_through_kuberays_owner_references() -> None:
+    cluster = {"kind": "RayCluster", "uid": "rc-uid", "controller": True}
+    head = {"metadata": {"uid": "p1", "labels": {"ray.io/node-type": "head"}}}
+    head["metadata"]["ownerReferences"] = [cluster]
+    worker = {"metadata": {"uid": "p2", "ownerReferences": [cluster]}}
+    assert [pod_key(p) for p in (head, worker)] == ["rc-uid", "rc-uid"]
+    wl = {"metadata": {"ownerReferences": [cluster]}}
+    assert workload_owner(wl) == cluster
+    # The replay creates it where KubeRay's CRD serves it, and deletes it when its time is up.
+    assert COLLECTIONS["RayCluster"] == ("/apis/ray.io/v1", "rayclusters")
+    assert "RayCluster" in DELETED_WHEN_DONE
