@@ -145,7 +145,7 @@ def test_kueue_admits_a_raycluster_kuberay_makes_its_pods_and_the_next_is_held_f
     )
     kinds = sorted(p.metadata.labels["ray.io/node-type"] for p in running)
     assert kinds == ["head", "worker", "worker"]
-    assert {p.spec.node_name for p in running} != {None}
+    assert all(p.spec.node_name for p in running)
     assert ray.get("notebook-a")["spec"]["suspend"] is False
 
     ray.create("notebook-b")
@@ -158,6 +158,7 @@ def test_kueue_admits_a_raycluster_kuberay_makes_its_pods_and_the_next_is_held_f
     assert not ray.pods("notebook-b")  # KubeRay makes no pod of a suspended cluster
 
     ray.delete("notebook-a")
-    k.wait("notebook-b admitted", lambda: is_true(ray.workload("notebook-b"), "Admitted"), 90)
-    assert ray.get("notebook-b")["spec"]["suspend"] is False
+    # Kueue admits the Workload first, then its RayCluster reconciler unsuspends the cluster.
+    k.wait("notebook-b unsuspended", lambda: ray.get("notebook-b")["spec"]["suspend"] is False, 90)
+    assert is_true(ray.workload("notebook-b"), "Admitted")
     k.wait("notebook-b's three pods Running", lambda: len(ray.running("notebook-b")) == 3, 90)
