@@ -323,6 +323,14 @@ lws() {
   build lws lws sigs.k8s.io/lws/cmd "-X sigs.k8s.io/lws/pkg/version.GitVersion=$LWS_VERSION -X sigs.k8s.io/lws/pkg/version.GitCommit=$LWS_VERSION"
   module_dir lws sigs.k8s.io/lws >/dev/null
 }
+# KubeRay's operator (pins.env: KUBERAY_VERSION), built as its Makefile builds bin/manager (main
+# package at the module root; its -X flags name variables v1.6.2 no longer has, and its version is
+# a constant, so none here); the sandbox installs KubeRay's CRDs from the module's config/crd,
+# offline, as for JobSet.
+kuberay() {
+  build kuberay kuberay github.com/ray-project/kuberay/ray-operator ""
+  module_dir kuberay github.com/ray-project/kuberay/ray-operator >/dev/null
+}
 actionlint() { build actionlint actionlint github.com/rhysd/actionlint/cmd/actionlint ""; }
 pulumi() { build pulumi pulumi github.com/pulumi/pulumi/pkg/v3/cmd/pulumi "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION"; }
 
@@ -367,7 +375,7 @@ kubernetes_provider() {
   place "$out" "$name"
 }
 
-all=(pulumi language_python language_yaml kubernetes_provider etcd k8s kueue kwok jobset lws actionlint staticcheck)
+all=(pulumi language_python language_yaml kubernetes_provider etcd k8s kueue kwok jobset lws kuberay actionlint staticcheck)
 # Steps run only when named, never part of a default build: on the what-if engine's module,
 # and Kueue's scheduler performance harness.
 steps=(whatif_prepare whatif_check kueue_harness)

@@ -65,6 +65,9 @@ wrapper jobset 1.26.0
 # LeaderWorkerSet's controller manager (sandbox): no replaces; its main package is cmd/.
 wrapper lws 1.26.0
 ( cd "$here/go/lws"; go mod edit -require="sigs.k8s.io/lws@$LWS_VERSION" -tool=sigs.k8s.io/lws/cmd; go mod tidy )
+# KubeRay's operator (sandbox): no replaces; its main package is the module root.
+wrapper kuberay 1.26.0
+( cd "$here/go/kuberay"; go mod edit -require="github.com/ray-project/kuberay/ray-operator@$KUBERAY_VERSION" -tool=github.com/ray-project/kuberay/ray-operator; go mod tidy )
 # pulumi-yaml's language host: its own module graph (pins.env says why), no replaces.
 wrapper pulumi-language-yaml 1.26.0
 ( cd "$here/go/pulumi-language-yaml"; go mod edit -require="github.com/pulumi/pulumi-yaml@$PULUMI_YAML_VERSION" -tool=github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml; go mod tidy )

@@ -82,11 +82,13 @@ FRAMEWORKS: Final[dict[tuple[str, str], str]] = {
 # own when Kueue's integration is on: sandbox/jobset.py), LeaderWorkerSets on both (the fast one
 # plays the LWS and StatefulSet controllers as far as Kueue reads them, toolchain/go/whatif/lws.go;
 # the sandbox runs LWS's own when Kueue's integration is on, sandbox/lws.py, for an LWS of one
-# group), the Kubeflow v1 jobs (PyTorchJobs, TFJobs, XGBoostJobs, PaddleJobs, JAXJobs), RayJobs,
-# RayClusters, MPIJobs and TrainJobs on the fast one only (it plays their controllers as far as
-# Kueue reads them; the sandbox has none of the Kubeflow, Ray or Trainer controllers:
-# sandbox/replay/engine.py refuses them there). Other kinds need controllers neither has
-# (RayService, ...).
+# group), RayClusters on both (the fast one plays KubeRay as far as Kueue reads it,
+# toolchain/go/whatif/ray.go; the sandbox runs KubeRay's own operator, sandbox/kuberay.py), the
+# Kubeflow v1 jobs (PyTorchJobs, TFJobs, XGBoostJobs, PaddleJobs, JAXJobs), RayJobs, MPIJobs and
+# TrainJobs on the fast one only (it plays their controllers as far as Kueue reads them; the
+# sandbox has none of the Kubeflow or Trainer controllers, and its KubeRay cannot end a RayJob,
+# whose status it asks the Ray head's dashboard for: sandbox/replay/engine.py refuses them
+# there). Other kinds need controllers neither has (RayService, ...).
 REPLAYABLE: Final = frozenset(
     {
         "batch/job",

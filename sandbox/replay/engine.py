@@ -75,23 +75,33 @@ def quiet_for(config: StackConfig) -> float:
     return LONG_REQUEUE_QUIET if gates.get(LONG_REQUEUE_GATE) else DEFAULT_QUIET
 
 
-# Job, StatefulSet, Deployment: kube-controller-manager's controllers; JobSet, LeaderWorkerSet:
-# their own controllers, which the sandbox runs when the stack's Kueue has their integrations
-# (sandbox/jobset.py, sandbox/lws.py), the only way they reach the mix (gpu_queues.whatif.mix
-# checks the integration first).
-SANDBOX_KINDS = frozenset({"Job", "Pod", "JobSet", "LeaderWorkerSet", "StatefulSet", "Deployment"})
+# Job, StatefulSet, Deployment: kube-controller-manager's controllers; JobSet, LeaderWorkerSet,
+# RayCluster: their own controllers, which the sandbox runs when the stack's Kueue has their
+# integrations (sandbox/jobset.py, sandbox/lws.py, sandbox/kuberay.py), the only way they reach
+# the mix (gpu_queues.whatif.mix checks the integration first).
+SANDBOX_KINDS = frozenset(
+    {"Job", "Pod", "JobSet", "LeaderWorkerSet", "StatefulSet", "Deployment", "RayCluster"}
+)
+# Kinds whose controller the sandbox runs (KubeRay's operator: sandbox/kuberay.py) but does not
+# replay, and why.
+NOT_REPLAYED = {
+    "RayJob": "the sandbox's KubeRay cannot end a RayJob (it reads the job's status from the Ray "
+    "head's dashboard, which kwok's pods do not serve); ENGINE=fast replays it",
+}
 
 
 def on_the_sandbox(entry: Entry) -> Entry:
     """The entry as the sandbox replays it: a kind whose controller the sandbox does not run
-    is unsupported here, though the fast engine may replay it (the Kubeflow v1 jobs, RayJobs,
-    MPIJobs and TrainJobs: the fast engine plays their controllers as far as Kueue reads
-    them); so is an LWS of no groups (lws_groups_problem)."""
+    (the Kubeflow v1 jobs, MPIJobs and TrainJobs), or does not replay (NOT_REPLAYED), is
+    unsupported here, though the fast engine may replay it (it plays their controllers as far
+    as Kueue reads them); so is an LWS of no groups (lws_groups_problem)."""
     if entry.status != "ok":
         return entry
     why = lws_groups_problem(entry) if entry.kind == "LeaderWorkerSet" else None
     if entry.kind not in SANDBOX_KINDS:
-        why = f"the sandbox has no {entry.kind} controller; ENGINE=fast replays it"
+        why = NOT_REPLAYED.get(
+            entry.kind, f"the sandbox has no {entry.kind} controller; ENGINE=fast replays it"
+        )
     if why is None:
         return entry
     return dataclasses.replace(entry, status="unsupported", problem=why, manifest={})

@@ -1,7 +1,7 @@
 """Which replayed object a Workload or a pod belongs to, for every kind the sandbox replays
-(Job, Pod, JobSet, LeaderWorkerSet, StatefulSet, Deployment), where the replay creates each,
-and the replay's index of the cluster's Workloads and pods by the workload they are for
-(`Owners`).
+(Job, Pod, JobSet, LeaderWorkerSet, StatefulSet, Deployment, RayCluster), where the replay
+creates each, and the replay's index of the cluster's Workloads and pods by the workload they
+are for (`Owners`). A RayCluster's pods are its own (KubeRay's owner reference).
 
 A JobSet's pods carry its UID (JobSet's label on its child Jobs' pods). A LeaderWorkerSet's
 carry only its name (`leaderworkerset.sigs.k8s.io/name`: they belong to StatefulSets, the
@@ -32,11 +32,12 @@ COLLECTIONS: Final = {
     "LeaderWorkerSet": ("/apis/leaderworkerset.x-k8s.io/v1", "leaderworkersets"),
     "StatefulSet": ("/apis/apps/v1", "statefulsets"),
     "Deployment": ("/apis/apps/v1", "deployments"),
+    "RayCluster": ("/apis/ray.io/v1", "rayclusters"),
 }
 # The kinds a Workload may belong to, the first found its owner: Kueue lists an LWS group's pods
 # among its Workload's owners beside the LWS (as a pod group's), so the LWS comes before Pod, and
 # so does a StatefulSet. (A Deployment's pods' Workloads are each its pod's.)
-WORKLOAD_OWNERS: Final = ("LeaderWorkerSet", "StatefulSet", "JobSet", "Job", "Pod")
+WORKLOAD_OWNERS: Final = ("LeaderWorkerSet", "StatefulSet", "JobSet", "RayCluster", "Job", "Pod")
 # The kinds whose Workloads Kueue labels with their UID (LABELLED_OWNERS).
 LABELLED_OWNERS: Final = ("LeaderWorkerSet", "StatefulSet")
 # JobSet's label on every pod of its child Jobs: the pods of a JobSet are one workload's.
@@ -80,7 +81,8 @@ def pod_key(pod: dict[str, Any], lws_uids: Mapping[tuple[str, str], str] | None 
         return lws
     # An LWS's pods belong to its StatefulSets too, but are the LWS's, not theirs.
     of_a_statefulset = None if LWS_NAME_LABEL in labels else owner(pod, "StatefulSet")
-    ref = of_a_statefulset or owner(pod, "Job")
+    # A RayCluster's head and worker pods are its own (KubeRay's owner reference).
+    ref = of_a_statefulset or owner(pod, "RayCluster") or owner(pod, "Job")
     return str(ref.get("uid")) if ref else uid(pod)
 
 

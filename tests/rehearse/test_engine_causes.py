@@ -424,6 +424,28 @@ def test_an_lws_s_groups_are_admitted_each_on_its_own_on_both_engines(tmp_path: 
     assert serve.gpu_seconds * serve.gpus == 4 * (1740 + 1200)  # its groups' runs, 4 GPUs each
 
 
+def test_a_preempted_raycluster_is_suspended_and_readmitted_on_both_engines(tmp_path: Path):
+    """A RayCluster is a Workload of Kueue's raycluster integration (a `head` pod set and one
+    per worker group); Kueue preempts it by suspending it, and KubeRay (the sandbox's real
+    operator, the fast engine's part of it) deletes its pods, then makes them again once it is
+    admitted again. One 8-GPU node, quota 8; notebook (low) is a head (no GPU) and a worker
+    group of 2 pods of 3 GPUs:
+    - 0s: notebook runs, kept 30m. 5m: urgent (high, 4 GPUs, 10m) preempts it (InClusterQueue).
+    - 15m: urgent ends; notebook is admitted again, its pods run again, and its user deletes it
+      30m after, at 45m (its run begun again).
+    - 20m: later (low, a head and one worker of 4 GPUs) waits for quota; notebook's deletion
+      frees it at 45m, and later runs its 10m, to 55m."""
+    same_story("raycluster", tmp_path, {
+        "notebook": [(0, "admitted", "pool"), (0, "ran", "pool-0, pool-0, pool-0"),
+                     (300, "evicted", "Preempted (InClusterQueue)"), (300, "stopped", ""),
+                     (900, "admitted", "pool"), (900, "ran", "pool-0, pool-0, pool-0"),
+                     (2700, "stopped", "")],
+        "urgent": [(300, "admitted", "pool"), (300, "ran", "pool-0"), (900, "stopped", "")],
+        "later": [(2700, "admitted", "pool"), (2700, "ran", "pool-0, pool-0"),
+                  (3300, "stopped", "")],
+    })  # fmt: skip
+
+
 def test_a_deployment_and_a_statefulset_serving_on_both_engines(tmp_path: Path):
     """Serving workloads: a Deployment's pods are each a Workload of Kueue's pod integration,
     admitted one by one (kube-controller-manager's ReplicaSet makes them on the sandbox); a

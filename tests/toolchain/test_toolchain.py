@@ -80,6 +80,15 @@ def test_lws_reports_its_pinned_version() -> None:
     assert f"Version: {PINS['LWS_VERSION']}" in out.splitlines(), out[:2000]
 
 
+def test_kuberay_is_built_from_its_pinned_module() -> None:
+    # No --version flag and no version logged (v1.6.2's is a constant used in its user agent):
+    # the binary's build info names the main module it was built from, at its version.
+    out = output("go", "version", "-m", tool("kuberay"))
+    assert "\tpath\tgithub.com/ray-project/kuberay/ray-operator" in out, out[:2000]
+    mod = f"\tmod\tgithub.com/ray-project/kuberay/ray-operator\t{PINS['KUBERAY_VERSION']}\t"
+    assert mod in out, out[:2000]
+
+
 def test_kubernetes_provider_plugin_is_installed_at_its_pin(tmp_path: Path) -> None:
     env = {**os.environ, "GPU_QUEUES_PULUMI_DIR": str(tmp_path)}
     out = subprocess.run(
