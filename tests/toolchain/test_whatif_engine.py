@@ -734,24 +734,54 @@ def raw_engine_output(version: str, document: dict[str, Any]) -> bytes:
     return re.sub(rb'"wallSeconds":[0-9.eE+-]+,', b"", done.stdout)
 
 
-def test_the_engine_writes_the_same_bytes_on_every_run_on_the_staging_mix() -> None:
-    """staging's committed day (a cohort tree of two weighted divisions and a reserve, fair
-    sharing, waitForPodsReady, reclaims and priority preemption) on the stack's own release:
-    five runs, one output, byte for byte (but the summary's wall-clock seconds): every
-    Workload as Kueue left it with its resourceVersion, the timelines, the count of
-    reconciles and scheduling cycles. A dependence on Go's map order or the goroutines'
-    order anywhere in the engine or its copy of Kueue moves one of them (docs/what-if.md,
-    Ties, the same on every run)."""
-    config = load_config(read_config("staging"))
+def staging_day() -> tuple[StackConfig, Path]:
+    return load_config(read_config("staging")), ROOT / "workloads" / "staging"
+
+
+def serving_preempted() -> tuple[StackConfig, Path]:
+    config = load_config(parse_config(stack_text("serving-preempted"), "serving-preempted"))
+    return config, CASES / "serving-preempted" / "mix.yaml"
+
+
+@pytest.mark.parametrize(
+    ("mix", "preempts"),
+    [
+        pytest.param(staging_day, 3, id="staging"),
+        pytest.param(serving_preempted, 1, id="serving-preempted"),
+    ],
+)
+def test_the_engine_writes_the_same_bytes_on_every_run_on_a_committed_mix(
+    mix: Callable[[], tuple[StackConfig, Path]], preempts: int
+) -> None:
+    """A committed mix on the stack's own release: five runs, one output, byte for byte (but
+    the summary's wall-clock seconds): every Workload as Kueue left it with its
+    resourceVersion, the timelines, the count of reconciles and scheduling cycles. A
+    dependence on Go's map order or the goroutines' order anywhere in the engine or its copy
+    of Kueue moves one of them (docs/what-if.md, Ties, the same on every run), and so does a
+    time taken from the wall clock. staging's day: a cohort tree of two weighted divisions and
+    a reserve, fair sharing, waitForPodsReady, reclaims and priority preemption.
+    serving-preempted: a Deployment's replica preempted and its Workloads deleted while
+    Kueue's finalizer holds them, whose deletionTimestamp the in-memory client takes from the
+    wall clock (metav1.Now()) and the engine makes the simulated now; the runs are a second
+    apart on the wall clock, so a wall-clock time among them differs."""
+    config, path = mix()
     configuration = engine_input.manager_configuration(config)
-    mix = ROOT / "workloads" / "staging"
-    entries = load_mix(mix, Catalog.from_stack(config, frameworks(configuration)))
+    entries = load_mix(path, Catalog.from_stack(config, frameworks(configuration)))
     document = engine_input.engine_input(config, entries, configuration, None)
-    outputs = {raw_engine_output(config.kueue.version, document) for _ in range(5)}
+    outputs = set()
+    for _ in range(5):
+        outputs.add(raw_engine_output(config.kueue.version, document))
+        time.sleep(0.3)  # five runs span more than a wall-clock second
     assert len(outputs) == 1
-    lines = [json.loads(line) for line in outputs.pop().splitlines()]
-    assert sum(len(line.get("evictions") or []) for line in lines) >= 3  # it preempts
+    text = outputs.pop()
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert sum(len(line.get("evictions") or []) for line in lines) >= preempts
     assert lines[-1]["reconciles"] > 0 and lines[-1]["type"] == "summary"
+    deleted = re.findall(rb'"deletionTimestamp":"([^"]+)"', text)
+    end = EPOCH + timedelta(seconds=lines[-1]["simulatedSeconds"])
+    assert all(t.decode() <= end.strftime("%Y-%m-%dT%H:%M:%SZ") for t in deleted)
+    if mix is serving_preempted:
+        assert deleted  # the deleted replicas' Workloads are there to be written
 
 
 def test_kueue_s_message_for_a_job_that_does_not_fit_is_the_same_on_every_run(

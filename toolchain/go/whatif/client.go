@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -195,9 +196,61 @@ func (s *sim) onPatch(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, pa
 }
 
 func (s *sim) onDelete(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, opts ...ctrl.DeleteOption) error {
-	err := s.reads.write(obj, func() error { return c.Delete(ctx, obj, opts...) })
+	err := s.reads.write(obj, func() error {
+		gvk, err := apiutil.GVKForObject(obj, s.scheme)
+		if err != nil {
+			return c.Delete(ctx, obj, opts...) // the client's own error
+		}
+		gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+		since := s.deletingSince(gvr, obj)
+		if err := c.Delete(ctx, obj, opts...); err != nil {
+			return err
+		}
+		return s.simulatedDeletion(gvr, obj, since)
+	})
 	s.dirty.mark(obj)
 	return err
+}
+
+// deletingSince: when the stored object's deletion began (nil: it is not being deleted, or
+// not stored).
+func (s *sim) deletingSince(gvr schema.GroupVersionResource, obj ctrl.Object) *metav1.Time {
+	stored, err := s.tracker.Get(gvr, obj.GetNamespace(), obj.GetName())
+	if err != nil {
+		return nil
+	}
+	m, err := meta.Accessor(stored)
+	if err != nil {
+		return nil
+	}
+	return m.GetDeletionTimestamp()
+}
+
+// simulatedDeletion: an object a delete left waiting on its finalizers (a deleted replica's
+// Workload, Kueue's resource-in-use finalizer on it) got its deletionTimestamp from the wall
+// clock: the in-memory client's Delete takes metav1.Now(), and takes it again on each delete
+// of an object already being deleted. On a cluster it is the API server's now at the first
+// delete, kept after; here the simulated now, or the time of the first delete (since). It is
+// written to the tracker as it stands, in the same write: the resourceVersion the client's
+// delete gave it stays.
+func (s *sim) simulatedDeletion(gvr schema.GroupVersionResource, obj ctrl.Object, since *metav1.Time) error {
+	stored, err := s.tracker.Get(gvr, obj.GetNamespace(), obj.GetName())
+	if apierrors.IsNotFound(err) {
+		return nil // no finalizer held it: gone
+	}
+	if err != nil {
+		return err
+	}
+	m, err := meta.Accessor(stored)
+	if err != nil || m.GetDeletionTimestamp() == nil {
+		return err
+	}
+	if since == nil {
+		now := metav1.NewTime(s.clock.Now())
+		since = &now
+	}
+	m.SetDeletionTimestamp(since)
+	return s.tracker.Update(gvr, stored, obj.GetNamespace())
 }
 
 func (s *sim) onSubResourceUpdate(ctx context.Context, c ctrl.Client, sub string, obj ctrl.Object, opts ...ctrl.SubResourceUpdateOption) error {

@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"time"
@@ -72,6 +73,7 @@ func run(in io.Reader, out io.Writer) error {
 	if err := sim.replay(); err != nil {
 		return err
 	}
+	heapProfile(sim)
 	w := bufio.NewWriterSize(out, 1<<20)
 	enc := json.NewEncoder(w)
 	for _, r := range sim.results() {
@@ -95,4 +97,21 @@ func run(in io.Reader, out io.Writer) error {
 func memoryLimit(jobs int) int64 {
 	const base, perJob, most = 1536 << 20, 128 << 10, 3584 << 20
 	return min(base+int64(jobs)*perJob, most)
+}
+
+// heapProfile: GPUQ_WHATIF_HEAP_PROFILE=<file> writes Go's heap profile when the replay ends
+// (`go tool pprof -sample_index=inuse_space`: what the engine still holds then, sim kept
+// alive to there; alloc_space: everything allocated on the way), a replay cut short by the
+// input's until included.
+func heapProfile(sim *sim) {
+	path := os.Getenv("GPUQ_WHATIF_HEAP_PROFILE")
+	if path == "" {
+		return
+	}
+	runtime.GC()
+	if f, err := os.Create(path); err == nil {
+		_ = pprof.WriteHeapProfile(f)
+		_ = f.Close()
+	}
+	runtime.KeepAlive(sim)
 }

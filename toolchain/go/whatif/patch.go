@@ -227,7 +227,7 @@ func (s *sim) commit(obj, old, updated ctrl.Object, gvr schema.GroupVersionResou
 	updated.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{}) // typed: no TypeMeta, as the client returns it
 	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(updated.DeepCopyObject()).Elem())
 	if deleted {
-		delete(s.reads.objs, key) // a read now finds nothing, as the client's would
+		s.reads.forgetLocked(key) // a read now finds nothing, as the client's would
 	} else {
 		s.reads.keepLocked(key, updated) // the tracker and obj have copies of their own
 	}

@@ -403,3 +403,42 @@ func TestAnUpdateThatRemovesTheLastFinalizerLeavesNothingToRead(t *testing.T) {
 		}
 	}
 }
+
+// A delete that leaves an object waiting on its finalizers gives it the simulated now as
+// its deletionTimestamp, not the wall clock's (the in-memory client's metav1.Now()), and a
+// later delete of it keeps the first one's, as an API server does: with the engine's paths
+// and without.
+func TestADeletionWaitingOnAFinalizerHasTheSimulatedTime(t *testing.T) {
+	key := types.NamespacedName{Name: "team-a"}
+	for _, plain := range []string{"", "1"} {
+		t.Setenv("GPUQ_WHATIF_PLAIN_CLIENT", plain)
+		s, err := newSim(gpuInput(t, kueue.BestEffortFIFO))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		cq := &kueue.ClusterQueue{}
+		if err := s.cl.Get(ctx, key, cq); err != nil {
+			t.Fatal(err)
+		}
+		cq.Finalizers = []string{"example.com/hold"}
+		if err := s.cl.Update(ctx, cq); err != nil {
+			t.Fatal(err)
+		}
+		deleted := s.clock.Now().Add(90 * time.Minute)
+		s.clock.SetTime(deleted)
+		for range 2 {
+			if err := s.cl.Delete(ctx, cq); err != nil {
+				t.Fatal(err)
+			}
+			s.clock.SetTime(s.clock.Now().Add(time.Hour))
+		}
+		if err := s.cl.Get(ctx, key, cq); err != nil || cq.DeletionTimestamp == nil {
+			t.Fatalf("plain=%q: the ClusterQueue being deleted: %v, deletionTimestamp %v", plain, err, cq.DeletionTimestamp)
+		}
+		if got := cq.DeletionTimestamp.Time; got.Unix() != deleted.Unix() {
+			t.Errorf("plain=%q: deletionTimestamp %v, want the simulated time of the first delete %v (wall clock: %v)",
+				plain, got.UTC(), deleted.UTC(), time.Now().UTC())
+		}
+	}
+}

@@ -25,14 +25,61 @@ import (
 // GPUQ_WHATIF_PLAIN_CLIENT=1 turns this and the engine's patch path (patch.go) off: every
 // read and patch goes to the in-memory client as it is. The toolchain tests replay a mix
 // both ways and require the same answer.
+//
+// What is kept is what was read or written lately: objs, since the last turn (the engine
+// turns once an instant is settled), and old, the turn before, whose objects move back to
+// objs when read again and are dropped at the next turn when not. Without it the cache held
+// a third copy of every Job and Workload of the replay to its end, finished ones included
+// (the client's store and the informers' last-seen copies are the others), and a read after
+// a drop goes to the client: the same answer, one round trip.
 type reads struct {
 	mu   sync.Mutex
 	objs map[types.NamespacedName]map[reflect.Type]ctrl.Object
+	old  map[types.NamespacedName]map[reflect.Type]ctrl.Object
 	off  bool
 }
 
 func newReads() *reads {
 	return &reads{objs: map[types.NamespacedName]map[reflect.Type]ctrl.Object{}, off: os.Getenv("GPUQ_WHATIF_PLAIN_CLIENT") != ""}
+}
+
+// turn: objects neither read nor written since the turn before last are dropped.
+func (r *reads) turn() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.old, r.objs = r.objs, map[types.NamespacedName]map[reflect.Type]ctrl.Object{}
+}
+
+// keptLocked: the object kept for key as type t, one kept at the turn before moved back
+// (with its other types) to this turn's.
+func (r *reads) keptLocked(key types.NamespacedName, t reflect.Type) (ctrl.Object, bool) {
+	if byType, ok := r.old[key]; ok {
+		delete(r.old, key)
+		if r.objs[key] == nil {
+			r.objs[key] = byType
+		} else {
+			for kt, o := range byType {
+				if _, ok := r.objs[key][kt]; !ok {
+					r.objs[key][kt] = o
+				}
+			}
+		}
+	}
+	o, ok := r.objs[key][t]
+	return o, ok
+}
+
+// forgetLocked: nothing kept for key.
+func (r *reads) forgetLocked(key types.NamespacedName) {
+	delete(r.objs, key)
+	delete(r.old, key)
+}
+
+// kept: how many objects are kept (tests).
+func (r *reads) kept() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.objs) + len(r.old)
 }
 
 // cacheable: typed objects only (an unstructured or metadata-only read goes to the client).
@@ -56,7 +103,7 @@ func (r *reads) get(ctx context.Context, c ctrl.Reader, key types.NamespacedName
 // getLocked: get, with the lock held.
 func (r *reads) getLocked(ctx context.Context, c ctrl.Reader, key types.NamespacedName, obj ctrl.Object) error {
 	t := reflect.TypeOf(obj)
-	if o, ok := r.objs[key][t]; ok {
+	if o, ok := r.keptLocked(key, t); ok {
 		copyInto(obj, o)
 		return nil
 	}
@@ -73,7 +120,7 @@ func (r *reads) getLocked(ctx context.Context, c ctrl.Reader, key types.Namespac
 // storedLocked: what a read of key as obj's type returns, for the caller to read and never
 // change: the kept object itself when there is one (no copy), else a fresh read, kept.
 func (r *reads) storedLocked(ctx context.Context, c ctrl.Reader, key types.NamespacedName, obj ctrl.Object) (ctrl.Object, error) {
-	if o, ok := r.objs[key][reflect.TypeOf(obj)]; ok {
+	if o, ok := r.keptLocked(key, reflect.TypeOf(obj)); ok {
 		return o, nil
 	}
 	fresh := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(ctrl.Object)
@@ -86,6 +133,7 @@ func (r *reads) storedLocked(ctx context.Context, c ctrl.Reader, key types.Names
 // keepLocked: obj is what a read of key returns now (the lock held; the caller has written
 // it). obj itself is kept: the caller hands it over and does not touch it again.
 func (r *reads) keepLocked(key types.NamespacedName, obj ctrl.Object) {
+	delete(r.old, key)
 	r.objs[key] = map[reflect.Type]ctrl.Object{reflect.TypeOf(obj): obj}
 }
 
@@ -101,7 +149,7 @@ func (r *reads) patch(obj ctrl.Object, fast, slow func() error) error {
 	if err == nil {
 		return nil
 	}
-	delete(r.objs, types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
+	r.forgetLocked(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
 	if err == errSlowPath {
 		return slow()
 	}
@@ -113,7 +161,7 @@ func (r *reads) patch(obj ctrl.Object, fast, slow func() error) error {
 func (r *reads) write(obj ctrl.Object, do func() error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.objs, types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
+	r.forgetLocked(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
 	return do()
 }
 

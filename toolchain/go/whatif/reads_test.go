@@ -135,3 +135,39 @@ func TestAPatchLeftToTheClientForgetsTheObject(t *testing.T) {
 		})
 	}
 }
+
+// The reads keep an object until a turn passes without a read or write of it: read after one
+// turn, it is still kept (and kept on); after two turns untouched it is dropped, and the next
+// read goes to the client, with the same answer.
+func TestReadsDropWhatTwoTurnsDidNotTouch(t *testing.T) {
+	r, c := readsOn(false)
+	ctx := context.Background()
+	read := func() *corev1.Pod {
+		t.Helper()
+		p := &corev1.Pod{}
+		if err := r.get(ctx, c, podKey, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first := read()
+	r.turn()
+	read()
+	r.turn()
+	read() // read in each turn: kept
+	if c.gets != 1 || r.kept() != 1 {
+		t.Fatalf("read in every turn: %d reads of the client, %d kept; want 1, 1", c.gets, r.kept())
+	}
+	r.turn()
+	r.turn()
+	if r.kept() != 0 {
+		t.Fatalf("two turns untouched: %d kept, want 0", r.kept())
+	}
+	if again := read(); c.gets != 2 || !reflect.DeepEqual(again, first) {
+		t.Errorf("after the drop: %d reads of the client (want 2), the same object: %v", c.gets, reflect.DeepEqual(again, first))
+	}
+	r.turn()
+	if err := r.write(first, func() error { return nil }); err != nil || r.kept() != 0 {
+		t.Errorf("a write forgets the object kept at the turn before: %v, %d kept", err, r.kept())
+	}
+}

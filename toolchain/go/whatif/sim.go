@@ -187,6 +187,7 @@ func (s *sim) replay() error {
 		if err := s.settle(); err != nil {
 			return err
 		}
+		s.reads.turn() // the reads kept of what this instant and the last did not touch go (reads.go)
 		if progress {
 			fmt.Fprintf(os.Stderr, "at %.3fs: %d instants, %d events, %d cycles\n", at, s.stats.Instants, s.stats.Events, s.stats.Cycles)
 		}
