@@ -237,6 +237,43 @@ def test_a_run_recorded_back_replays_as_the_mix_does(
 
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+STATEFULSETS = "/apis/apps/v1/namespaces/default/statefulsets"
+
+
+def serving_template(app: str) -> dict[str, Any]:
+    """A serving owner's pod template: 1 GPU, labelled `app` (its selector) and with a label
+    the recording must drop."""
+    container = {"name": "serve", "image": "registry.example/serve:1",
+                 "command": ["sleep", "infinity"],
+                 "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
+                               "limits": {"nvidia.com/gpu": "1"}}}  # fmt: skip
+    return {
+        "metadata": {"labels": {"app": app, "team": "not-for-a-recording"}},
+        "spec": {"containers": [container]},
+    }
+
+
+def recorded_back(rest: Rest, name: str) -> dict[str, Any]:
+    """`gpuq record` of the last 10 minutes: default/`name`'s one document, recorded."""
+    rec = record.record(rest, None, time.time(), 600.0, "the sandbox", "10m")
+    (item,) = [i for i in rec.items if i.namespace == "default" and i.name == name]
+    assert item.skipped is None, item.skipped
+    (written,) = [
+        d for d in yaml.safe_load_all(rec.files(single=True)[""])
+        if d and d["metadata"]["name"] == name
+    ]  # fmt: skip
+    assert written["metadata"]["annotations"]["gpu-queues.dev/running"] == "true"
+    for dropped in ("not-for-a-recording", "registry.example", "sleep"):
+        assert dropped not in yaml.safe_dump(written), dropped
+    return written
+
+
+def read_back(written: dict[str, Any], framework: str) -> tuple[Any, ...]:
+    """The mix's reading of a recorded document on the local stack with Kueue's `framework`:
+    (status, problem, GPUs, pods)."""
+    catalog = Catalog.from_stack(load_stack(stack.ROOT / "Pulumi.local.yaml"), [framework])
+    read = check(MixDocument("recorded", written), 0, catalog)
+    return read.status, read.problem, read.gpus, read.pods
 
 
 def test_a_deployment_is_recorded_back_from_its_pods_workloads(cluster: KubeSession) -> None:
@@ -246,18 +283,12 @@ def test_a_deployment_is_recorded_back_from_its_pods_workloads(cluster: KubeSess
     ReplicaSet (gpu_queues/tools/owner_sets.py) and writes it once: 2 replicas, its selector and
     the one label it reads, running, 2 GPUs when the mix reads it back."""
     rest = Rest(file_client(KUBECONFIG))
-    container = {"name": "serve", "image": "registry.example/serve:1",
-                 "command": ["sleep", "infinity"],
-                 "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
-                               "limits": {"nvidia.com/gpu": "1"}}}  # fmt: skip
     rest.create(DEPLOYMENTS, {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "rec-web", "namespace": "default",
                      "labels": {"kueue.x-k8s.io/queue-name": "gpu-queue"}},
         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "rec-web"}},
-                 "template": {"metadata": {"labels": {"app": "rec-web",
-                                                      "team": "not-for-a-recording"}},
-                              "spec": {"containers": [container]}}},
+                 "template": serving_template("rec-web")},
     })  # fmt: skip
 
     def mine() -> list[dict[str, Any]]:
@@ -272,28 +303,14 @@ def test_a_deployment_is_recorded_back_from_its_pods_workloads(cluster: KubeSess
             "rec-web's two pods' Workloads admitted",
             lambda: len(w := mine()) == 2 and all(is_true(x, "Admitted") for x in w),
         )
-        rec = record.record(rest, None, time.time(), 600.0, "the sandbox", "10m")
-        (item,) = [i for i in rec.items if i.namespace == "default" and i.name == "rec-web"]
-        assert item.skipped is None, item.skipped
-        (written,) = [
-            d for d in yaml.safe_load_all(rec.files(single=True)[""])
-            if d and d["metadata"]["name"] == "rec-web"
-        ]  # fmt: skip
+        written = recorded_back(rest, "rec-web")
         assert (written["kind"], written["spec"]["replicas"]) == ("Deployment", 2)
         assert written["spec"]["selector"] == {"matchLabels": {"app": "rec-web"}}
         assert written["spec"]["template"]["metadata"] == {"labels": {"app": "rec-web"}}
-        assert written["metadata"]["annotations"]["gpu-queues.dev/running"] == "true"
-        for dropped in ("not-for-a-recording", "registry.example", "sleep"):
-            assert dropped not in yaml.safe_dump(written), dropped
-        catalog = Catalog.from_stack(load_stack(stack.ROOT / "Pulumi.local.yaml"), ["deployment"])
-        read = check(MixDocument("recorded", written), 0, catalog)
-        assert (read.status, read.problem, read.gpus, read.pods) == ("ok", None, 2, 2)
+        assert read_back(written, "deployment") == ("ok", None, 2, 2)
     finally:
         rest.request("DELETE", f"{DEPLOYMENTS}/rec-web", {"propagationPolicy": "Foreground"})
         cluster.wait("rec-web's Workloads gone", lambda: not mine(), timeout=90)
-
-
-STATEFULSETS = "/apis/apps/v1/namespaces/default/statefulsets"
 
 
 def test_a_statefulset_is_recorded_back_from_its_group_s_workload(cluster: KubeSession) -> None:
@@ -304,19 +321,13 @@ def test_a_statefulset_is_recorded_back_from_its_group_s_workload(cluster: KubeS
     selector and policy, the one label it reads, running; the what-if reads it back as one
     group of 2 pods, 2 GPUs, as Kueue counts it."""
     rest = Rest(file_client(KUBECONFIG))
-    container = {"name": "serve", "image": "registry.example/serve:1",
-                 "command": ["sleep", "infinity"],
-                 "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
-                               "limits": {"nvidia.com/gpu": "1"}}}  # fmt: skip
     rest.create(STATEFULSETS, {
         "apiVersion": "apps/v1", "kind": "StatefulSet",
         "metadata": {"name": "rec-serve", "namespace": "default",
                      "labels": {"kueue.x-k8s.io/queue-name": "gpu-queue"}},
         "spec": {"replicas": 2, "podManagementPolicy": "Parallel", "serviceName": "rec-serve",
                  "selector": {"matchLabels": {"app": "rec-serve"}},
-                 "template": {"metadata": {"labels": {"app": "rec-serve",
-                                                      "team": "not-for-a-recording"}},
-                              "spec": {"containers": [container]}}},
+                 "template": serving_template("rec-serve")},
     })  # fmt: skip
 
     def mine() -> list[dict[str, Any]]:
@@ -331,22 +342,11 @@ def test_a_statefulset_is_recorded_back_from_its_group_s_workload(cluster: KubeS
             "rec-serve's group Workload admitted",
             lambda: len(w := mine()) == 1 and is_true(w[0], "Admitted"),
         )
-        rec = record.record(rest, None, time.time(), 600.0, "the sandbox", "10m")
-        (item,) = [i for i in rec.items if i.namespace == "default" and i.name == "rec-serve"]
-        assert item.skipped is None, item.skipped
-        (written,) = [
-            d for d in yaml.safe_load_all(rec.files(single=True)[""])
-            if d and d["metadata"]["name"] == "rec-serve"
-        ]  # fmt: skip
+        written = recorded_back(rest, "rec-serve")
         assert (written["kind"], written["spec"]["replicas"]) == ("StatefulSet", 2)
         assert written["spec"]["selector"] == {"matchLabels": {"app": "rec-serve"}}
         assert written["spec"]["template"]["metadata"]["labels"]["app"] == "rec-serve"
-        assert written["metadata"]["annotations"]["gpu-queues.dev/running"] == "true"
-        for dropped in ("not-for-a-recording", "registry.example", "sleep"):
-            assert dropped not in yaml.safe_dump(written), dropped
-        catalog = Catalog.from_stack(load_stack(stack.ROOT / "Pulumi.local.yaml"), ["statefulset"])
-        read = check(MixDocument("recorded", written), 0, catalog)
-        assert (read.status, read.problem, read.gpus, read.pods) == ("ok", None, 2, 2)
+        assert read_back(written, "statefulset") == ("ok", None, 2, 2)
     finally:
         rest.request("DELETE", f"{STATEFULSETS}/rec-serve", {"propagationPolicy": "Foreground"})
         cluster.wait("rec-serve's Workload gone", lambda: not mine(), timeout=90)
