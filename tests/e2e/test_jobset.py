@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from sandbox.walkthrough import QUEUE_LABEL, KubeSession, condition, is_true
+from tests.e2e.operated import NS, Kind, Operated, wiped
 
 pytestmark = pytest.mark.e2e
 
-JOBSET = ("jobset.x-k8s.io", "v1alpha2")
-NS = "default"
+JOBSETS = Kind("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", "jobset.sigs.k8s.io/jobset-name")
 # leader 1 pod x 1 GPU + workers 2 pods x 2 GPUs = 5 of the flavor's 8: a second needs 2 more.
 HELD_MESSAGE = (
     "couldn't assign flavors to pod set workers: insufficient unused quota for nvidia.com/gpu "
@@ -58,80 +58,16 @@ def jobset(name: str) -> dict[str, Any]:
     }
 
 
-class JobSets:
-    def __init__(self, k: KubeSession) -> None:
-        self.k = k
-
-    def create(self, name: str) -> None:
-        self.k.custom.create_namespaced_custom_object(*JOBSET, NS, "jobsets", jobset(name))
-
-    def get(self, name: str) -> dict[str, Any]:
-        got: dict[str, Any] = self.k.custom.get_namespaced_custom_object(
-            *JOBSET, NS, "jobsets", name
-        )
-        return got
-
-    def delete(self, name: str) -> None:
-        self.k.custom.delete_namespaced_custom_object(
-            *JOBSET, NS, "jobsets", name, propagation_policy="Background"
-        )
-
-    def names(self) -> list[str]:
-        items = self.k.custom.list_namespaced_custom_object(*JOBSET, NS, "jobsets")["items"]
-        return [str(j["metadata"]["name"]) for j in items]
-
-    def workload(self, name: str) -> dict[str, Any] | None:
-        for wl in self.k.workloads(NS):
-            if any(
-                o["kind"] == "JobSet" and o["name"] == name
-                for o in wl["metadata"].get("ownerReferences", [])
-            ):
-                return wl
-        return None
-
-    def workloads(self) -> list[dict[str, Any]]:
-        return [
-            wl
-            for wl in self.k.workloads(NS)
-            if any(o["kind"] == "JobSet" for o in wl["metadata"].get("ownerReferences", []))
-        ]
-
-    def all_pods(self) -> list[Any]:
-        items: list[Any] = self.k.core.list_namespaced_pod(
-            NS, label_selector="jobset.sigs.k8s.io/jobset-name"
-        ).items
-        return items
-
-    def pods(self, name: str) -> list[Any]:
-        items: list[Any] = self.k.core.list_namespaced_pod(
-            NS, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}"
-        ).items
-        return items
-
-
 @pytest.fixture
-def jobsets(cluster: KubeSession) -> Iterator[JobSets]:
-    js = JobSets(cluster)
-
-    def wipe() -> None:
-        for name in js.names():
-            js.delete(name)
-        # Only what JobSets left: other modules' Jobs and pods in default are theirs to clean.
-        cluster.wait(
-            "no jobsets, nor their workloads or pods, in default",
-            lambda: not (js.names() or js.workloads() or js.all_pods()),
-        )
-
-    wipe()
-    yield js
-    wipe()
+def jobsets(cluster: KubeSession) -> Iterator[Operated]:
+    yield from wiped(cluster, JOBSETS)
 
 
 def test_kueue_admits_a_jobset_and_holds_the_next_with_its_quota_message(
-    jobsets: JobSets,
+    jobsets: Operated,
 ) -> None:
     js, k = jobsets, jobsets.k
-    js.create("train-a")
+    js.create(jobset("train-a"))
     wl_a = k.wait(
         "train-a admitted", lambda: (w := js.workload("train-a")) and is_true(w, "Admitted") and w
     )
@@ -143,11 +79,7 @@ def test_kueue_admits_a_jobset_and_holds_the_next_with_its_quota_message(
     # The JobSet controller made its Jobs and their pods; kwok runs them on the GPU node.
     running = k.wait(
         "train-a's three pods Running",
-        lambda: (
-            (p := [p for p in js.pods("train-a") if p.status.phase == "Running"])
-            and len(p) == 3
-            and p
-        ),
+        lambda: (p := js.running("train-a")) and len(p) == 3 and p,
     )
     assert {p.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"] for p in running} == {
         "leader",
@@ -155,7 +87,7 @@ def test_kueue_admits_a_jobset_and_holds_the_next_with_its_quota_message(
     }
     assert js.get("train-a")["spec"]["suspend"] is False
 
-    js.create("train-b")
+    js.create(jobset("train-b"))
     held = k.wait("train-b evaluated", lambda: condition(js.workload("train-b"), "QuotaReserved"))
     assert (held["status"], held["reason"]) == ("False", "Pending")
     assert held["message"] == HELD_MESSAGE
@@ -167,5 +99,5 @@ def test_kueue_admits_a_jobset_and_holds_the_next_with_its_quota_message(
     assert is_true(js.workload("train-b"), "Admitted")
     k.wait(
         "train-b's three pods Running",
-        lambda: len([p for p in js.pods("train-b") if p.status.phase == "Running"]) == 3,
+        lambda: len(js.running("train-b")) == 3,
     )

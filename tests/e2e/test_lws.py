@@ -28,13 +28,13 @@ from sandbox.replay.engine import replay_mix
 from sandbox.shape import load_stack
 from sandbox.walkthrough import QUEUE_LABEL, KubeSession, condition, is_true
 from tests.conftest import ROOT
+from tests.e2e.operated import NS, Kind, Operated, wiped
 
 pytestmark = pytest.mark.e2e
 
-LWS = ("leaderworkerset.x-k8s.io", "v1")
-FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
-NS = "default"
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWSS = Kind("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet", NAME_LABEL)
+FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
 # Kueue's gate on a pod of a group it has not admitted (podconstants.SchedulingGateName).
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
 MIX = Path(__file__).parent / "whatif" / "lws-mix"
@@ -74,69 +74,16 @@ def leader_worker_set(name: str, replicas: int = 1) -> dict[str, Any]:
     }
 
 
-class LeaderWorkerSets:
-    def __init__(self, k: KubeSession) -> None:
-        self.k = k
-
-    def create(self, name: str, replicas: int = 1) -> None:
-        self.k.custom.create_namespaced_custom_object(
-            *LWS, NS, "leaderworkersets", leader_worker_set(name, replicas)
-        )
-
-    def delete(self, name: str) -> None:
-        self.k.custom.delete_namespaced_custom_object(
-            *LWS, NS, "leaderworkersets", name, propagation_policy="Background"
-        )
-
-    def names(self) -> list[str]:
-        items = self.k.custom.list_namespaced_custom_object(*LWS, NS, "leaderworkersets")["items"]
-        return [str(j["metadata"]["name"]) for j in items]
-
-    def workloads(self, name: str | None = None) -> list[dict[str, Any]]:
-        return [
-            wl
-            for wl in self.k.workloads(NS)
-            if any(
-                o["kind"] == "LeaderWorkerSet" and name in (None, o["name"])
-                for o in wl["metadata"].get("ownerReferences", [])
-            )
-        ]
-
-    def workload(self, name: str) -> dict[str, Any] | None:
-        return next(iter(self.workloads(name)), None)
-
-    def pods(self, name: str | None = None) -> list[Any]:
-        selector = NAME_LABEL if name is None else f"{NAME_LABEL}={name}"
-        items: list[Any] = self.k.core.list_namespaced_pod(NS, label_selector=selector).items
-        return items
-
-    def running(self, name: str) -> list[Any]:
-        return [p for p in self.pods(name) if p.status.phase == "Running"]
-
-
 @pytest.fixture
-def sets(cluster: KubeSession) -> Iterator[LeaderWorkerSets]:
-    lws = LeaderWorkerSets(cluster)
-
-    def wipe() -> None:
-        for name in lws.names():
-            lws.delete(name)
-        # Only what LWSs left: other modules' objects in default are theirs to clean.
-        cluster.wait(
-            "no leaderworkersets, nor their workloads or pods, in default",
-            lambda: not (lws.names() or lws.workloads() or lws.pods()),
-        )
-
-    wipe()
-    yield lws
-    wipe()
+def sets(cluster: KubeSession) -> Iterator[Operated]:
+    yield from wiped(cluster, LWSS)
 
 
 def test_kueue_admits_an_lws_group_and_holds_the_next_with_its_quota_message(
-    sets: LeaderWorkerSets,
+    sets: Operated,
 ) -> None:
     lws, k = sets, sets.k
-    lws.create("serve-a")
+    lws.create(leader_worker_set("serve-a"))
     wl_a = k.wait(
         "serve-a admitted", lambda: (w := lws.workload("serve-a")) and is_true(w, "Admitted") and w
     )
@@ -154,7 +101,7 @@ def test_kueue_admits_an_lws_group_and_holds_the_next_with_its_quota_message(
     roles = sorted(p.metadata.labels["leaderworkerset.sigs.k8s.io/worker-index"] for p in running)
     assert roles == ["0", "1", "2"]  # the leader is worker 0
 
-    lws.create("serve-b")
+    lws.create(leader_worker_set("serve-b"))
     held = k.wait("serve-b evaluated", lambda: condition(lws.workload("serve-b"), "QuotaReserved"))
     assert (held["status"], held["reason"]) == ("False", "Pending")
     assert held["message"] == HELD_MESSAGE
@@ -168,7 +115,7 @@ def test_kueue_admits_an_lws_group_and_holds_the_next_with_its_quota_message(
 
 
 def test_the_sandbox_engine_replays_lwss_deleting_each_when_its_time_is_up(
-    sets: LeaderWorkerSets,
+    sets: Operated,
 ) -> None:
     k = sets.k
     config = load_stack(ROOT / "Pulumi.local.yaml")
@@ -207,14 +154,14 @@ def test_the_sandbox_engine_replays_lwss_deleting_each_when_its_time_is_up(
 
 
 def test_record_reads_an_lws_of_two_groups_back_as_one_leaderworkerset(
-    sets: LeaderWorkerSets,
+    sets: Operated,
 ) -> None:
     """`gpuq record` (gpu_queues/tools/owner_sets.py) of a live LWS of 2 groups of 5 GPUs on the
     flavor's 8: Kueue makes a Workload per group and admits one, the other waits. Recorded as
     one LeaderWorkerSet of 2 groups of size 3 with its leader and worker templates from the
     Workloads, waiting (not every group holds quota), which the mix reads back as 2 x 5 GPUs."""
     lws, k = sets, sets.k
-    lws.create("serve-rec", replicas=2)
+    lws.create(leader_worker_set("serve-rec", replicas=2))
     k.wait("serve-rec's first group admitted and its second evaluated", lambda: (
         len(w := lws.workloads("serve-rec")) == 2
         and sorted(is_true(x, "Admitted") for x in w) == [False, True]

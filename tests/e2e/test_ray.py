@@ -12,12 +12,11 @@ from typing import Any
 import pytest
 
 from sandbox.walkthrough import QUEUE_LABEL, KubeSession, condition, is_true
+from tests.e2e.operated import NS, Kind, Operated, wiped
 
 pytestmark = pytest.mark.e2e
 
-RAY = ("ray.io", "v1")
-NS = "default"
-CLUSTER_LABEL = "ray.io/cluster"
+RAY_CLUSTERS = Kind("ray.io", "v1", "rayclusters", "RayCluster", "ray.io/cluster")
 # The head takes no GPU; the worker group 2 pods x 3 GPUs = 6 of the flavor's 8: a second
 # RayCluster needs 4 more.
 HELD_MESSAGE = (
@@ -59,73 +58,16 @@ def ray_cluster(name: str) -> dict[str, Any]:
     }
 
 
-class RayClusters:
-    def __init__(self, k: KubeSession) -> None:
-        self.k = k
-
-    def create(self, name: str) -> None:
-        self.k.custom.create_namespaced_custom_object(*RAY, NS, "rayclusters", ray_cluster(name))
-
-    def get(self, name: str) -> dict[str, Any]:
-        got: dict[str, Any] = self.k.custom.get_namespaced_custom_object(
-            *RAY, NS, "rayclusters", name
-        )
-        return got
-
-    def delete(self, name: str) -> None:
-        self.k.custom.delete_namespaced_custom_object(
-            *RAY, NS, "rayclusters", name, propagation_policy="Background"
-        )
-
-    def names(self) -> list[str]:
-        items = self.k.custom.list_namespaced_custom_object(*RAY, NS, "rayclusters")["items"]
-        return [str(j["metadata"]["name"]) for j in items]
-
-    def workloads(self, name: str | None = None) -> list[dict[str, Any]]:
-        return [
-            wl
-            for wl in self.k.workloads(NS)
-            if any(
-                o["kind"] == "RayCluster" and name in (None, o["name"])
-                for o in wl["metadata"].get("ownerReferences", [])
-            )
-        ]
-
-    def workload(self, name: str) -> dict[str, Any] | None:
-        return next(iter(self.workloads(name)), None)
-
-    def pods(self, name: str | None = None) -> list[Any]:
-        selector = CLUSTER_LABEL if name is None else f"{CLUSTER_LABEL}={name}"
-        items: list[Any] = self.k.core.list_namespaced_pod(NS, label_selector=selector).items
-        return items
-
-    def running(self, name: str) -> list[Any]:
-        return [p for p in self.pods(name) if p.status.phase == "Running"]
-
-
 @pytest.fixture
-def clusters(cluster: KubeSession) -> Iterator[RayClusters]:
-    ray = RayClusters(cluster)
-
-    def wipe() -> None:
-        for name in ray.names():
-            ray.delete(name)
-        # Only what RayClusters left: other modules' objects in default are theirs to clean.
-        cluster.wait(
-            "no rayclusters, nor their workloads or pods, in default",
-            lambda: not (ray.names() or ray.workloads() or ray.pods()),
-        )
-
-    wipe()
-    yield ray
-    wipe()
+def clusters(cluster: KubeSession) -> Iterator[Operated]:
+    yield from wiped(cluster, RAY_CLUSTERS)
 
 
 def test_kueue_admits_a_raycluster_kuberay_makes_its_pods_and_the_next_is_held_for_quota(
-    clusters: RayClusters,
+    clusters: Operated,
 ) -> None:
     ray, k = clusters, clusters.k
-    ray.create("notebook-a")
+    ray.create(ray_cluster("notebook-a"))
     wl_a = k.wait(
         "notebook-a admitted",
         lambda: (w := ray.workload("notebook-a")) and is_true(w, "Admitted") and w,
@@ -148,7 +90,7 @@ def test_kueue_admits_a_raycluster_kuberay_makes_its_pods_and_the_next_is_held_f
     assert all(p.spec.node_name for p in running)
     assert ray.get("notebook-a")["spec"]["suspend"] is False
 
-    ray.create("notebook-b")
+    ray.create(ray_cluster("notebook-b"))
     held = k.wait(
         "notebook-b evaluated", lambda: condition(ray.workload("notebook-b"), "QuotaReserved")
     )
