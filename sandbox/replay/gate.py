@@ -10,8 +10,8 @@ MutatingAdmissionPolicy (Kubernetes' own admission, in the API server) adds the 
 `gpu-queues.dev/replay` to every pod created in the mix's namespaces, and once the cluster has
 settled the replay removes it job by job in the order Kueue admitted the jobs (the order of
 their admissions on the Workload watch; Replay.settle), each job's pods tried by the scheduler
-before the next job's are let go. The fast engine places them so too
-(toolchain/go/whatif/scheduling.go, nextToPlace).
+before the next job's are let go (an LWS group's leader before its workers: `waves`). The fast
+engine places them so too (toolchain/go/whatif/scheduling.go, nextToPlace and bind).
 """
 
 from __future__ import annotations
@@ -26,6 +26,10 @@ GATE = "gpu-queues.dev/replay"
 POLICY = "gpu-queues-replay-gate"
 POLICIES = "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies"
 BINDINGS = "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings"
+# Kueue's gate on a pod of a group it has not admitted (podconstants.SchedulingGateName).
+KUEUE_GATE = "kueue.x-k8s.io/admission"
+# LWS's label on each pod of a group: 0 on the leader, 1 to size - 1 on the workers.
+LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 
 
 def policy(namespaces: Iterable[str]) -> dict[str, Any]:
@@ -107,6 +111,16 @@ def gated(pod: dict[str, Any]) -> bool:
     return any(isinstance(g, dict) and g.get("name") == GATE for g in gates)
 
 
+def kueue_holds(pod: dict[str, Any]) -> bool:
+    """Kueue's admission gate is still on the pod: a pod of a group (an LWS's, a StatefulSet's,
+    a `pod-group-name` group) made before Kueue admitted it. It is not the replay's to let go
+    yet: Kueue lifts its gate from a group's pods in parallel (v0.18.3 pod_controller.go, Run),
+    so were the replay's gate already gone, their order at the scheduler would be that race's
+    (seed 714: an LWS's worker placed before its leader)."""
+    gates = (pod.get("spec") or {}).get("schedulingGates") or []
+    return any(isinstance(g, dict) and g.get("name") == KUEUE_GATE for g in gates)
+
+
 def tried(pod: dict[str, Any]) -> bool:
     """The scheduler has placed the pod, or found no node for it."""
     if (pod.get("spec") or {}).get("nodeName"):
@@ -117,6 +131,25 @@ def tried(pod: dict[str, Any]) -> bool:
         for c in conditions
         if isinstance(c, dict)
     )
+
+
+def waves(pods: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """A job's gated pods in the waves the replay lets them go, each tried by the scheduler
+    before the next: an LWS group's leader before its workers, as the fast engine places a
+    Workload's pod sets in their order (scheduling.go, bind); every other job's pods at once.
+
+    Kueue ungates a group's pods in parallel (v0.18.3 pod_controller.go, Run), so on a cluster
+    either the leader or a worker may reach kube-scheduler first, and it matters: a worker's
+    StatefulSet selects its leader, so the worker's default spreading counts the leader, while
+    the leader's counts no worker (seed 714 at 5h26m: both on one node when the worker went
+    first, on two when the leader did). The replay gives the leader-first answer."""
+    first = [p for p in pods if labels(p).get(LWS_WORKER_INDEX) in (None, "0")]
+    rest = [p for p in pods if labels(p).get(LWS_WORKER_INDEX) not in (None, "0")]
+    return [wave for wave in (first, rest) if wave]
+
+
+def labels(pod: dict[str, Any]) -> dict[str, Any]:
+    return (pod.get("metadata") or {}).get("labels") or {}
 
 
 def ungate(rest: Rest, pod: dict[str, Any]) -> None:

@@ -228,18 +228,21 @@ class Replay:
         after each (sandbox/replay/gate.py says why)."""
         self._quiet(final)
         while pods := self._next_gated():
-            for pod in pods:
-                gate.ungate(self.rest, pod)
-            self._until_tried({uid(p) for p in pods})
+            for wave in gate.waves(pods):
+                for pod in wave:
+                    gate.ungate(self.rest, pod)
+                self._until_tried({uid(p) for p in wave})
             self._quiet(final)
 
     def _next_gated(self) -> list[dict[str, Any]]:
-        """The gated pods of the job Kueue admitted first of those that have any."""
+        """The gated pods of the job Kueue admitted first of those that have any, but for pods
+        Kueue still holds (gate.kueue_holds: they are let go once it admits them)."""
         with self.holds.lock:
             order = {key: seen[-1] for key, seen in self.holds.admission_order.items()}
         jobs: dict[str, list[dict[str, Any]]] = {}
         for pod in self.informers["pods"].snapshot():
-            if gate.gated(pod) and not pod.get("metadata", {}).get("deletionTimestamp"):
+            gone = pod.get("metadata", {}).get("deletionTimestamp")
+            if gate.gated(pod) and not gate.kueue_holds(pod) and not gone:
                 jobs.setdefault(self.owners.pod(pod), []).append(pod)
         if not jobs:
             return []

@@ -137,3 +137,46 @@ def test_the_gate_lets_jobs_go_in_the_order_of_their_last_admission():
     assert replay.holds.admission_order == {"a": [1, 4], "b": [2, 3]}
     replay.informers = {"pods": Snapshot([gated_pod("a"), gated_pod("b")])}
     assert [p["metadata"]["uid"] for p in replay._next_gated()] == ["pod-b"]
+
+
+def lws_pod(name: str, index: str) -> dict[str, Any]:
+    p = pod([gate.GATE])
+    p["metadata"].update(name=name, labels={gate.LWS_WORKER_INDEX: index})
+    return p
+
+
+def names(waves: list[list[dict[str, Any]]]) -> list[list[str]]:
+    return [[p["metadata"]["name"] for p in wave] for wave in waves]
+
+
+def test_an_lws_group_s_leader_goes_to_the_scheduler_before_its_workers():
+    """Kueue ungates a group's pods in parallel; the worker's default spreading counts its
+    leader, so which goes first decides where the worker lands (seed 714). The replay lets the
+    leader go first, as the fast engine places the leader's pod set first."""
+    group = [lws_pod("s-0-2", "2"), lws_pod("s-0", "0"), lws_pod("s-0-1", "1")]
+    assert names(gate.waves(group)) == [["s-0"], ["s-0-2", "s-0-1"]]
+
+
+def test_every_other_job_s_pods_go_at_once():
+    job = [pod([gate.GATE]), pod([gate.GATE])]
+    assert gate.waves(job) == [job]
+    assert names(gate.waves([lws_pod("only-leader", "0")])) == [["only-leader"]]
+    assert gate.waves([]) == []
+
+
+def test_pods_kueue_still_holds_are_not_let_go_before_it_admits_them():
+    """A group's pods are made before Kueue admits the group, its gate and the replay's on
+    each: the replay waits for Kueue's to go, so that its own order, not Kueue's parallel
+    ungating, is the order the scheduler sees them in."""
+    from sandbox.replay.holds import Holds
+    from sandbox.replay.timeline import Replay
+
+    replay = Replay.__new__(Replay)
+    replay.now, replay.holds = 0.0, Holds()
+    replay.owners, replay.by_uid = Owners(), {}
+    held = gated_pod("group")
+    held["spec"]["schedulingGates"].insert(0, {"name": gate.KUEUE_GATE})
+    replay.informers = {"pods": Snapshot([held])}
+    assert gate.kueue_holds(held) and replay._next_gated() == []
+    replay.informers = {"pods": Snapshot([gated_pod("group")])}  # Kueue admitted it
+    assert [p["metadata"]["uid"] for p in replay._next_gated()] == ["pod-group"]
