@@ -2,7 +2,8 @@
 training-operator v1 beside Kueue (the stack's Kueue runs one of its integrations), which CRDs,
 schemes and webhooks it gets (those integrations' only, never MPIJob v1's), how it is started
 (the cluster's address for probes, ports of its own, no metrics, no leader election, its fixed
-certificate folder private to it) and the certificates its rotator keeps."""
+certificate folder private to it) and the certificates its rotator keeps; and how the sandbox's
+replay takes a Kubeflow v1 job (its pods and Workload by its owner references)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from pathlib import Path
 import pytest
 
 from gpu_queues.config.model import Integrations, StackConfig
+from gpu_queues.whatif.mix import DELETED_WHEN_DONE
 from sandbox import jobset, kuberay, lws, training_operator
 from sandbox import shape as fake_cluster
+from sandbox.replay.engine import SANDBOX_KINDS
+from sandbox.replay.owners import COLLECTIONS, pod_key, workload_owner
 from tests.conftest import ROOT
 from tests.unit.sandbox.test_operators import CLUSTER
 
@@ -143,3 +147,20 @@ def test_the_rotator_s_secret_holds_a_pkcs1_ca_for_its_name_and_a_cert_for_servi
     secret = training_operator.secret(certs)
     assert secret["metadata"] == {"name": "training-operator-webhook-cert", "namespace": "kubeflow"}
     assert sorted(secret["data"]) == ["ca.crt", "ca.key", "tls.crt", "tls.key"]
+
+
+@pytest.mark.parametrize("kind", ["PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob"])
+def test_a_kubeflow_v1_job_s_pods_and_workload_are_its_own_through_the_owner_references(
+    kind: str,
+) -> None:
+    job = {"kind": kind, "uid": "job-uid", "controller": True}
+    master = {"metadata": {"uid": "p1", "ownerReferences": [job]}}
+    worker = {"metadata": {"uid": "p2", "ownerReferences": [job]}}
+    assert [pod_key(p) for p in (master, worker)] == ["job-uid", "job-uid"]
+    assert workload_owner({"metadata": {"ownerReferences": [job]}}) == job
+    # The replay creates it where the operator's CRD serves it, and replays it on the sandbox;
+    # its end is its pods' (the operator then marks it Succeeded), not a deletion.
+    assert COLLECTIONS[kind][0] == "/apis/kubeflow.org/v1"
+    assert COLLECTIONS[kind][1] == training_operator.KINDS[f"kubeflow.org/{kind.lower()}"]
+    assert kind in SANDBOX_KINDS
+    assert kind not in DELETED_WHEN_DONE
