@@ -469,6 +469,24 @@ def test_a_preempted_pytorchjob_is_suspended_and_readmitted_on_both_engines(tmp_
     })  # fmt: skip
 
 
+def test_the_other_kubeflow_v1_jobs_run_and_wait_for_quota_on_both_engines(tmp_path: Path):
+    """A TFJob, an XGBoostJob, a PaddleJob and a JAXJob, each through its own Kueue integration
+    and the training-operator's scheme for it (the sandbox's real one), each ended at its
+    duration by its pods' end, which the operator reads as its success. One 8-GPU node, quota
+    8; each takes 4 GPUs, 10m:
+    - 0s: tf (a PS of no GPU, 2 Workers of 2) runs to 10m. 1m: xgb (a Master and a Worker of 2)
+      fills the node, to 11m.
+    - 2m: paddle (a Master and a Worker of 2) waits for tf's end: 10m-20m.
+    - 3m: jax (2 Workers of 2) waits for xgb's: 11m-21m."""
+    same_story("kubeflow-v1", tmp_path, {
+        "tf": [(0, "admitted", "pool"), (0, "ran", "pool-0, pool-0, pool-0"), (600, "stopped", "")],
+        "xgb": [(60, "admitted", "pool"), (60, "ran", "pool-0, pool-0"), (660, "stopped", "")],
+        "paddle": [(600, "admitted", "pool"), (600, "ran", "pool-0, pool-0"),
+                   (1200, "stopped", "")],
+        "jax": [(660, "admitted", "pool"), (660, "ran", "pool-0, pool-0"), (1260, "stopped", "")],
+    })  # fmt: skip
+
+
 def test_a_deployment_and_a_statefulset_serving_on_both_engines(tmp_path: Path):
     """Serving workloads: a Deployment's pods are each a Workload of Kueue's pod integration,
     admitted one by one (kube-controller-manager's ReplicaSet makes them on the sandbox); a
