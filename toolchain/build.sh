@@ -331,6 +331,13 @@ kuberay() {
   build kuberay kuberay github.com/ray-project/kuberay/ray-operator ""
   module_dir kuberay github.com/ray-project/kuberay/ray-operator >/dev/null
 }
+# Kubeflow's training-operator v1 (pins.env: TRAINING_OPERATOR_VERSION), built as its Dockerfile
+# builds its manager (cmd/training-operator.v1; no version variables); the sandbox installs its
+# CRDs and webhooks from the module's manifests/base, offline, as for JobSet.
+training_operator() {
+  build training-operator training-operator github.com/kubeflow/training-operator/cmd/training-operator.v1 ""
+  module_dir training-operator github.com/kubeflow/training-operator >/dev/null
+}
 actionlint() { build actionlint actionlint github.com/rhysd/actionlint/cmd/actionlint ""; }
 pulumi() { build pulumi pulumi github.com/pulumi/pulumi/pkg/v3/cmd/pulumi "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION"; }
 
@@ -375,7 +382,7 @@ kubernetes_provider() {
   place "$out" "$name"
 }
 
-all=(pulumi language_python language_yaml kubernetes_provider etcd k8s kueue kwok jobset lws kuberay actionlint staticcheck)
+all=(pulumi language_python language_yaml kubernetes_provider etcd k8s kueue kwok jobset lws kuberay training_operator actionlint staticcheck)
 # Steps run only when named, never part of a default build: on the what-if engine's module,
 # and Kueue's scheduler performance harness.
 steps=(whatif_prepare whatif_check kueue_harness)

@@ -84,9 +84,10 @@ FRAMEWORKS: Final[dict[tuple[str, str], str]] = {
 # the sandbox runs LWS's own when Kueue's integration is on, sandbox/lws.py, for an LWS of one
 # group), RayClusters on both (the fast one plays KubeRay as far as Kueue reads it,
 # toolchain/go/whatif/ray.go; the sandbox runs KubeRay's own operator, sandbox/kuberay.py), the
-# Kubeflow v1 jobs (PyTorchJobs, TFJobs, XGBoostJobs, PaddleJobs, JAXJobs), RayJobs, MPIJobs and
+# Kubeflow v1 jobs (PyTorchJobs, TFJobs, XGBoostJobs, PaddleJobs, JAXJobs) on both (the sandbox
+# runs the training-operator, sandbox/training_operator.py), RayJobs, MPIJobs and
 # TrainJobs on the fast one only (it plays their controllers as far as Kueue reads them; the
-# sandbox has none of the Kubeflow or Trainer controllers, and its KubeRay cannot end a RayJob,
+# sandbox has neither the mpi-operator nor Trainer, and its KubeRay cannot end a RayJob,
 # whose status it asks the Ray head's dashboard for: sandbox/replay/engine.py refuses them
 # there). Other kinds need controllers neither has (RayService, ...).
 REPLAYABLE: Final = frozenset(

@@ -81,7 +81,7 @@ def quiet_for(config: StackConfig) -> float:
 # the mix (gpu_queues.whatif.mix checks the integration first).
 SANDBOX_KINDS = frozenset(
     {"Job", "Pod", "JobSet", "LeaderWorkerSet", "StatefulSet", "Deployment", "RayCluster"}
-)
+) | {"PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob"}  # sandbox/training_operator.py
 # Kinds whose controller the sandbox runs (KubeRay's operator: sandbox/kuberay.py) but does not
 # replay, and why.
 NOT_REPLAYED = {
@@ -92,7 +92,7 @@ NOT_REPLAYED = {
 
 def on_the_sandbox(entry: Entry) -> Entry:
     """The entry as the sandbox replays it: a kind whose controller the sandbox does not run
-    (the Kubeflow v1 jobs, MPIJobs and TrainJobs), or does not replay (NOT_REPLAYED), is
+    (MPIJobs and TrainJobs), or does not replay (NOT_REPLAYED), is
     unsupported here, though the fast engine may replay it (it plays their controllers as far
     as Kueue reads them); so is an LWS of no groups (lws_groups_problem)."""
     if entry.status != "ok":

@@ -1,7 +1,8 @@
 """Which replayed object a Workload or a pod belongs to, for every kind the sandbox replays
-(Job, Pod, JobSet, LeaderWorkerSet, StatefulSet, Deployment, RayCluster), where the replay
-creates each, and the replay's index of the cluster's Workloads and pods by the workload they
-are for (`Owners`). A RayCluster's pods are its own (KubeRay's owner reference).
+(Job, Pod, JobSet, LeaderWorkerSet, StatefulSet, Deployment, RayCluster, the Kubeflow v1 jobs),
+where the replay creates each, and the replay's index of the cluster's Workloads and pods by the
+workload they are for (`Owners`). A RayCluster's pods are its own (KubeRay's owner reference),
+and so are a PyTorchJob's or another Kubeflow v1 job's (the training-operator's).
 
 A JobSet's pods carry its UID (JobSet's label on its child Jobs' pods). A LeaderWorkerSet's
 carry only its name (`leaderworkerset.sigs.k8s.io/name`: they belong to StatefulSets, the
@@ -33,11 +34,28 @@ COLLECTIONS: Final = {
     "StatefulSet": ("/apis/apps/v1", "statefulsets"),
     "Deployment": ("/apis/apps/v1", "deployments"),
     "RayCluster": ("/apis/ray.io/v1", "rayclusters"),
+    # The training-operator's (sandbox/training_operator.py).
+    "PyTorchJob": ("/apis/kubeflow.org/v1", "pytorchjobs"),
+    "TFJob": ("/apis/kubeflow.org/v1", "tfjobs"),
+    "XGBoostJob": ("/apis/kubeflow.org/v1", "xgboostjobs"),
+    "PaddleJob": ("/apis/kubeflow.org/v1", "paddlejobs"),
+    "JAXJob": ("/apis/kubeflow.org/v1", "jaxjobs"),
 }
+# The Kubeflow v1 jobs: their pods and Workload are theirs (the training-operator's owner
+# reference, Kueue's).
+KUBEFLOW_V1: Final = ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob")
 # The kinds a Workload may belong to, the first found its owner: Kueue lists an LWS group's pods
 # among its Workload's owners beside the LWS (as a pod group's), so the LWS comes before Pod, and
 # so does a StatefulSet. (A Deployment's pods' Workloads are each its pod's.)
-WORKLOAD_OWNERS: Final = ("LeaderWorkerSet", "StatefulSet", "JobSet", "RayCluster", "Job", "Pod")
+WORKLOAD_OWNERS: Final = (
+    "LeaderWorkerSet",
+    "StatefulSet",
+    "JobSet",
+    "RayCluster",
+    *KUBEFLOW_V1,
+    "Job",
+    "Pod",
+)
 # The kinds whose Workloads Kueue labels with their UID (LABELLED_OWNERS).
 LABELLED_OWNERS: Final = ("LeaderWorkerSet", "StatefulSet")
 # JobSet's label on every pod of its child Jobs: the pods of a JobSet are one workload's.
@@ -81,8 +99,10 @@ def pod_key(pod: dict[str, Any], lws_uids: Mapping[tuple[str, str], str] | None 
         return lws
     # An LWS's pods belong to its StatefulSets too, but are the LWS's, not theirs.
     of_a_statefulset = None if LWS_NAME_LABEL in labels else owner(pod, "StatefulSet")
-    # A RayCluster's head and worker pods are its own (KubeRay's owner reference).
+    # A RayCluster's head and worker pods are its own (KubeRay's owner reference), and so are a
+    # Kubeflow v1 job's (the training-operator's).
     ref = of_a_statefulset or owner(pod, "RayCluster") or owner(pod, "Job")
+    ref = ref or next((r for kind in KUBEFLOW_V1 if (r := owner(pod, kind))), None)
     return str(ref.get("uid")) if ref else uid(pod)
 
 

@@ -446,6 +446,47 @@ def test_a_preempted_raycluster_is_suspended_and_readmitted_on_both_engines(tmp_
     })  # fmt: skip
 
 
+def test_a_preempted_pytorchjob_is_suspended_and_readmitted_on_both_engines(tmp_path: Path):
+    """A PyTorchJob is a Workload of Kueue's pytorchjob integration (a `master` and a `worker`
+    pod set); Kueue preempts it by suspending it (runPolicy.suspend), and the training-operator
+    (the sandbox's real one, the fast engine's part of it) deletes its pods, then makes them
+    again once it is admitted again. Its time up, its pods end and the operator marks it
+    Succeeded, which Kueue reads as finished. One 8-GPU node, quota 8; train (low) is a Master
+    and 2 Workers of 2 GPUs each:
+    - 0s: train runs, 30m. 5m: urgent (high, 4 GPUs, 10m) preempts it (InClusterQueue).
+    - 15m: urgent ends; train is admitted again, its pods run again, and it ends 30m after, at
+      45m (its run begun again).
+    - 20m: later (low, a Master and a Worker of 2 GPUs) waits for quota; train's end frees it
+      at 45m, and later runs its 10m, to 55m."""
+    same_story("pytorchjob", tmp_path, {
+        "train": [(0, "admitted", "pool"), (0, "ran", "pool-0, pool-0, pool-0"),
+                  (300, "evicted", "Preempted (InClusterQueue)"), (300, "stopped", ""),
+                  (900, "admitted", "pool"), (900, "ran", "pool-0, pool-0, pool-0"),
+                  (2700, "stopped", "")],
+        "urgent": [(300, "admitted", "pool"), (300, "ran", "pool-0"), (900, "stopped", "")],
+        "later": [(2700, "admitted", "pool"), (2700, "ran", "pool-0, pool-0"),
+                  (3300, "stopped", "")],
+    })  # fmt: skip
+
+
+def test_the_other_kubeflow_v1_jobs_run_and_wait_for_quota_on_both_engines(tmp_path: Path):
+    """A TFJob, an XGBoostJob, a PaddleJob and a JAXJob, each through its own Kueue integration
+    and the training-operator's scheme for it (the sandbox's real one), each ended at its
+    duration by its pods' end, which the operator reads as its success. One 8-GPU node, quota
+    8; each takes 4 GPUs, 10m:
+    - 0s: tf (a PS of no GPU, 2 Workers of 2) runs to 10m. 1m: xgb (a Master and a Worker of 2)
+      fills the node, to 11m.
+    - 2m: paddle (a Master and a Worker of 2) waits for tf's end: 10m-20m.
+    - 3m: jax (2 Workers of 2) waits for xgb's: 11m-21m."""
+    same_story("kubeflow-v1", tmp_path, {
+        "tf": [(0, "admitted", "pool"), (0, "ran", "pool-0, pool-0, pool-0"), (600, "stopped", "")],
+        "xgb": [(60, "admitted", "pool"), (60, "ran", "pool-0, pool-0"), (660, "stopped", "")],
+        "paddle": [(600, "admitted", "pool"), (600, "ran", "pool-0, pool-0"),
+                   (1200, "stopped", "")],
+        "jax": [(660, "admitted", "pool"), (660, "ran", "pool-0, pool-0"), (1260, "stopped", "")],
+    })  # fmt: skip
+
+
 def test_a_deployment_and_a_statefulset_serving_on_both_engines(tmp_path: Path):
     """Serving workloads: a Deployment's pods are each a Workload of Kueue's pod integration,
     admitted one by one (kube-controller-manager's ReplicaSet makes them on the sandbox); a

@@ -89,6 +89,16 @@ def test_kuberay_is_built_from_its_pinned_module() -> None:
     assert mod in out, out[:2000]
 
 
+def test_training_operator_is_built_from_its_pinned_module() -> None:
+    # No version flag nor variable in v1.9.3's main: the binary's build info names its main
+    # package and the module it came from, at its version.
+    out = output("go", "version", "-m", tool("training-operator"))
+    path = "\tpath\tgithub.com/kubeflow/training-operator/cmd/training-operator.v1"
+    assert path in out, out[:2000]
+    mod = f"\tmod\tgithub.com/kubeflow/training-operator\t{PINS['TRAINING_OPERATOR_VERSION']}\t"
+    assert mod in out, out[:2000]
+
+
 def test_kubernetes_provider_plugin_is_installed_at_its_pin(tmp_path: Path) -> None:
     env = {**os.environ, "GPU_QUEUES_PULUMI_DIR": str(tmp_path)}
     out = subprocess.run(

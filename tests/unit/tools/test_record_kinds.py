@@ -1,12 +1,12 @@
 """`gpuq record` of the kinds beyond the PyTorchJob whose Workloads the fast engine replays (the
-other Kubeflow v1 jobs, MPIJobs, RayJobs, RayClusters and StatefulSets) from hand-made owner
-and Workload pairs: the sandbox runs no training operator or mpi-operator, and no round trip
-records a Ray kind from its KubeRay yet, so none covers those (tests/e2e/test_record.py covers
-Jobs, JobSets and pod groups, and records a live Deployment and StatefulSet back). Each owner
-comes back as its kind with its replica types' (worker groups', a StatefulSet's) replicas from
-the owner and each template from the Workload's pod set, and the what-if reads it back as Kueue
-counts it; an owner that no longer matches its Workload, or a replica type its operator does not
-know, is a comment naming why."""
+other Kubeflow v1 jobs, MPIJobs, RayJobs, RayClusters and StatefulSets) from hand-made owner and
+Workload pairs: the sandbox runs no mpi-operator, and no round trip records a Kubeflow v1 job
+from its training-operator or a Ray kind from its KubeRay yet, so none covers those
+(tests/e2e/test_record.py covers Jobs, JobSets and pod groups, and records a live Deployment and
+StatefulSet back). Each owner comes back as its kind with its replica types' (worker groups', a
+StatefulSet's) replicas from the owner and each template from the Workload's pod set, and the
+what-if reads it back as Kueue counts it; an owner that no longer matches its Workload, or a
+replica type its operator does not know, is a comment naming why."""
 
 from __future__ import annotations
 
