@@ -107,8 +107,13 @@ def start(c: Cluster) -> None:
     if not (BIN / NAME).is_file():
         raise RuntimeError(f"{BIN / NAME} is missing: run `bash toolchain/build.sh mpi_operator`")
     kubectl("apply", "--server-side", "-f", str(stripped_crd(c)), kubeconfig=c.kubeconfig)
-    wait = ("wait", "--for=condition=Established", "--timeout=60s", f"crd/{CRD}")
-    kubectl(*wait, kubeconfig=c.kubeconfig)
+    # Polled, as sandbox/operators.py does: a one-shot `kubectl wait` right after the apply
+    # failed one `up` of the first three here (exit 1; its message was not kept).
+    established = "jsonpath={.status.conditions[?(@.type=='Established')].status}"
+    wait_for(
+        f"{CRD} established",
+        lambda: kubectl("get", "crd", CRD, "-o", established, kubeconfig=c.kubeconfig) == "True",
+    )
     process = c.process(NAME)
     # KUBECONFIG, when set, overrides --kubeConfig (server.go): name this cluster's in both.
     spawn(process, argv(c), env={"KUBECONFIG": str(c.kubeconfig)})
