@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from gpu_queues.config.model import StackConfig
+from gpu_queues.whatif.mix import DELETED_WHEN_DONE
 from sandbox import jobset, kuberay, lws, mpi_operator
 from sandbox import shape as fake_cluster
+from sandbox.replay.owners import COLLECTIONS, Owners, workload_owner
 from sandbox.topology import multikueue
 from tests.conftest import ROOT
 from tests.unit.sandbox.test_kuberay_sandbox import local_with
@@ -80,3 +82,30 @@ def test_its_crd_is_installed_with_the_same_schema_less_the_descriptions(tmp_pat
     # The copy is the cluster's, not the repository's.
     assert mpi_operator.stripped_crd(cluster).is_relative_to(tmp_path)
 
+
+def mpi_pod(pod_uid: str, namespace: str, job: str, owner: dict[str, object]) -> dict[str, object]:
+    labels = {"training.kubeflow.org/operator-name": "mpi-operator"}
+    labels["training.kubeflow.org/job-name"] = job
+    meta = {"uid": pod_uid, "namespace": namespace, "labels": labels, "ownerReferences": [owner]}
+    return {"metadata": meta}
+
+
+def test_an_mpijob_s_launcher_and_workers_are_its_own_by_the_name_the_operator_labels_them() -> (
+    None
+):
+    owners = Owners()
+    made = {"metadata": {"uid": "mj-uid", "name": "allreduce", "namespace": "ns"}}
+    assert owners.made("MPIJob", "ns", "allreduce", [made]) == "mj-uid"
+    mpijob = {"kind": "MPIJob", "uid": "mj-uid", "controller": True}
+    launcher_job = {"kind": "Job", "uid": "launcher-job-uid", "controller": True}
+    launcher = mpi_pod("p0", "ns", "allreduce", launcher_job)
+    workers = [mpi_pod(f"p{i}", "ns", "allreduce", mpijob) for i in (1, 2)]
+    assert [owners.pod(p) for p in (launcher, *workers)] == ["mj-uid"] * 3
+    # Another namespace's MPIJob of that name is not the replay's: its launcher is its Job's.
+    assert owners.pod(mpi_pod("q0", "other", "allreduce", launcher_job)) == "launcher-job-uid"
+    # Kueue's Workload is the MPIJob's (its owner reference).
+    assert workload_owner({"metadata": {"ownerReferences": [mpijob]}}) == mpijob
+    assert COLLECTIONS["MPIJob"] == ("/apis/kubeflow.org/v2beta1", "mpijobs")
+    # It ends by itself when its launcher ends (the replay completes its pods at its duration),
+    # so the replay does not delete it.
+    assert "MPIJob" not in DELETED_WHEN_DONE
