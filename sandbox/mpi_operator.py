@@ -20,8 +20,9 @@ told where to listen or not to elect a leader (cmd/mpi-operator/app/server.go):
 
 The CRD is 670 KB, almost all of it field descriptions the API server parses at every `up`:
 the sandbox installs a copy without them, written under the cluster's state folder
-(`stripped_crd`; sandbox/README.md has what it saved). The operator makes an MPIJob's launcher Job, worker pods, Service, ConfigMap
-and SSH Secret (its keys generated in-process: no network); kwok runs the pods.
+(`stripped_crd`; sandbox/README.md has what it saved). The operator makes an MPIJob's
+launcher Job, worker pods, Service, ConfigMap and SSH Secret (its keys generated in-process: no
+network); kwok runs the pods.
 """
 
 from __future__ import annotations
