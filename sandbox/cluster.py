@@ -25,7 +25,7 @@ from pathlib import Path
 from gpu_queues.config.model import StackConfig
 from gpu_queues.release.module import render_release, rendered_path
 from gpu_queues.whatif.nodes import FLAVOR_ANNOTATION
-from sandbox import jobset, kuberay, lws, topology, training_operator
+from sandbox import jobset, kuberay, lws, mpi_operator, topology, training_operator
 from sandbox import shape as fake_cluster
 from sandbox.control_plane import https_ok, kubectl, start_control_plane
 from sandbox.paths import KUBECONFIG, KUBECTL, LOGS, ROOT, STATE
@@ -113,6 +113,10 @@ def start_cluster(c: Cluster, stack: StackConfig, manifest: Path, alone: bool = 
         # Kueue's Kubeflow v1 integrations need the training-operator's CRDs and manager; its
         # webhooks take every address, so one cluster's only (sandbox/training_operator.py).
         training_operator.start(c, stack)
+    if mpi_operator.wanted(stack, c):
+        # Kueue's MPIJob integration needs the mpi-operator's CRD and controller
+        # (sandbox/mpi_operator.py: the primary cluster's only).
+        mpi_operator.start(c)
     if not stack.kueue.install:
         # The stack expects Kueue preinstalled: the cloud installed the same release.
         run("apply", "--server-side", "-f", str(manifest))

@@ -338,6 +338,13 @@ training_operator() {
   build training-operator training-operator github.com/kubeflow/training-operator/cmd/training-operator.v1 ""
   module_dir training-operator github.com/kubeflow/training-operator >/dev/null
 }
+# The mpi-operator (pins.env: MPI_OPERATOR_VERSION), built as its Makefile builds
+# mpi-operator.v2 (cmd/mpi-operator, its version ldflags; no build date, so builds are the same
+# bytes); the sandbox installs its MPIJob CRD from the module's manifests/base, offline.
+mpi_operator() {
+  build mpi-operator mpi-operator github.com/kubeflow/mpi-operator/cmd/mpi-operator "-X github.com/kubeflow/mpi-operator/pkg/version.Version=$MPI_OPERATOR_VERSION -X github.com/kubeflow/mpi-operator/pkg/version.GitSHA=$MPI_OPERATOR_VERSION"
+  module_dir mpi-operator github.com/kubeflow/mpi-operator >/dev/null
+}
 actionlint() { build actionlint actionlint github.com/rhysd/actionlint/cmd/actionlint ""; }
 pulumi() { build pulumi pulumi github.com/pulumi/pulumi/pkg/v3/cmd/pulumi "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION"; }
 
@@ -382,7 +389,7 @@ kubernetes_provider() {
   place "$out" "$name"
 }
 
-all=(pulumi language_python language_yaml kubernetes_provider etcd k8s kueue kwok jobset lws kuberay training_operator actionlint staticcheck)
+all=(pulumi language_python language_yaml kubernetes_provider etcd k8s kueue kwok jobset lws kuberay training_operator mpi_operator actionlint staticcheck)
 # Steps run only when named, never part of a default build: on the what-if engine's module,
 # and Kueue's scheduler performance harness.
 steps=(whatif_prepare whatif_check kueue_harness)

@@ -71,6 +71,9 @@ wrapper kuberay 1.26.0
 # Kubeflow's training-operator v1 (sandbox): no replaces; its main package is cmd/training-operator.v1.
 wrapper training-operator 1.26.0
 ( cd "$here/go/training-operator"; go mod edit -require="github.com/kubeflow/training-operator@$TRAINING_OPERATOR_VERSION" -tool=github.com/kubeflow/training-operator/cmd/training-operator.v1; go mod tidy )
+# The mpi-operator (sandbox): no replaces; its main package is cmd/mpi-operator.
+wrapper mpi-operator 1.26.0
+( cd "$here/go/mpi-operator"; go mod edit -require="github.com/kubeflow/mpi-operator@$MPI_OPERATOR_VERSION" -tool=github.com/kubeflow/mpi-operator/cmd/mpi-operator; go mod tidy )
 # pulumi-yaml's language host: its own module graph (pins.env says why), no replaces.
 wrapper pulumi-language-yaml 1.26.0
 ( cd "$here/go/pulumi-language-yaml"; go mod edit -require="github.com/pulumi/pulumi-yaml@$PULUMI_YAML_VERSION" -tool=github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml; go mod tidy )

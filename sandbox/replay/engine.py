@@ -76,12 +76,14 @@ def quiet_for(config: StackConfig) -> float:
 
 
 # Job, StatefulSet, Deployment: kube-controller-manager's controllers; JobSet, LeaderWorkerSet,
-# RayCluster: their own controllers, which the sandbox runs when the stack's Kueue has their
-# integrations (sandbox/jobset.py, sandbox/lws.py, sandbox/kuberay.py), the only way they reach
-# the mix (gpu_queues.whatif.mix checks the integration first).
+# RayCluster, the Kubeflow v1 jobs, MPIJob: their own controllers, which the sandbox runs when
+# the stack's Kueue has their integrations (sandbox/jobset.py, sandbox/lws.py, sandbox/kuberay.py,
+# sandbox/training_operator.py, sandbox/mpi_operator.py), the only way they reach the mix
+# (gpu_queues.whatif.mix checks the integration first).
 SANDBOX_KINDS = frozenset(
     {"Job", "Pod", "JobSet", "LeaderWorkerSet", "StatefulSet", "Deployment", "RayCluster"}
-) | {"PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob"}  # sandbox/training_operator.py
+    | {"PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob"}
+)
 # Kinds whose controller the sandbox runs (KubeRay's operator: sandbox/kuberay.py) but does not
 # replay, and why.
 NOT_REPLAYED = {
@@ -92,9 +94,9 @@ NOT_REPLAYED = {
 
 def on_the_sandbox(entry: Entry) -> Entry:
     """The entry as the sandbox replays it: a kind whose controller the sandbox does not run
-    (MPIJobs and TrainJobs), or does not replay (NOT_REPLAYED), is
-    unsupported here, though the fast engine may replay it (it plays their controllers as far
-    as Kueue reads them); so is an LWS of no groups (lws_groups_problem)."""
+    (TrainJobs), or does not replay (NOT_REPLAYED), is unsupported here, though the fast engine
+    may replay it (it plays their controllers as far as Kueue reads them); so is an LWS of no
+    groups (lws_groups_problem)."""
     if entry.status != "ok":
         return entry
     why = lws_groups_problem(entry) if entry.kind == "LeaderWorkerSet" else None

@@ -1,8 +1,10 @@
 """Which replayed object a Workload or a pod belongs to, for every kind the sandbox replays
-(Job, Pod, JobSet, LeaderWorkerSet, StatefulSet, Deployment, RayCluster, the Kubeflow v1 jobs),
-where the replay creates each, and the replay's index of the cluster's Workloads and pods by the
-workload they are for (`Owners`). A RayCluster's pods are its own (KubeRay's owner reference),
-and so are a PyTorchJob's or another Kubeflow v1 job's (the training-operator's).
+(Job, Pod, JobSet, LeaderWorkerSet, StatefulSet, Deployment, RayCluster, the Kubeflow v1 jobs,
+MPIJob), where the replay creates each, and the replay's index of the cluster's Workloads and
+pods by the workload they are for (`Owners`). A RayCluster's pods are its own (KubeRay's owner
+reference), and so are a PyTorchJob's or another Kubeflow v1 job's (the training-operator's).
+An MPIJob's workers are its own, but its launcher pod is its launcher Job's: both carry the
+MPIJob's name (the mpi-operator's labels), which the replay maps to its UID as for an LWS.
 
 A JobSet's pods carry its UID (JobSet's label on its child Jobs' pods). A LeaderWorkerSet's
 carry only its name (`leaderworkerset.sigs.k8s.io/name`: they belong to StatefulSets, the
@@ -40,6 +42,7 @@ COLLECTIONS: Final = {
     "XGBoostJob": ("/apis/kubeflow.org/v1", "xgboostjobs"),
     "PaddleJob": ("/apis/kubeflow.org/v1", "paddlejobs"),
     "JAXJob": ("/apis/kubeflow.org/v1", "jaxjobs"),
+    "MPIJob": ("/apis/kubeflow.org/v2beta1", "mpijobs"),
 }
 # The Kubeflow v1 jobs: their pods and Workload are theirs (the training-operator's owner
 # reference, Kueue's).
@@ -53,6 +56,7 @@ WORKLOAD_OWNERS: Final = (
     "JobSet",
     "RayCluster",
     *KUBEFLOW_V1,
+    "MPIJob",
     "Job",
     "Pod",
 )
@@ -62,6 +66,9 @@ LABELLED_OWNERS: Final = ("LeaderWorkerSet", "StatefulSet")
 JOBSET_UID_LABEL: Final = "jobset.sigs.k8s.io/jobset-uid"
 # LWS's label on every pod of its groups (leader and workers).
 LWS_NAME_LABEL: Final = "leaderworkerset.sigs.k8s.io/name"
+# The mpi-operator's labels on its launcher's and workers' pods: the MPIJob's name, and its own.
+MPIJOB_NAME_LABEL: Final = "training.kubeflow.org/job-name"
+MPI_OPERATOR_LABEL: Final = "training.kubeflow.org/operator-name"
 
 
 # What Kueue's leaderworkerset and statefulset integrations write on each Workload they make
@@ -85,15 +92,24 @@ def workload_owner(wl: dict[str, Any]) -> dict[str, Any] | None:
     return next((ref for kind in WORKLOAD_OWNERS if (ref := owner(wl, kind))), None)
 
 
-def pod_key(pod: dict[str, Any], lws_uids: Mapping[tuple[str, str], str] | None = None) -> str:
+def pod_key(
+    pod: dict[str, Any],
+    lws_uids: Mapping[tuple[str, str], str] | None = None,
+    mpijob_uids: Mapping[tuple[str, str], str] | None = None,
+) -> str:
     """The UID of the replayed object a pod runs for: its JobSet (through its child Job), its
-    LeaderWorkerSet (by name, through `lws_uids`: (namespace, name) -> UID), its StatefulSet,
-    its Job, or the pod itself (a Deployment's pods too: each is a workload of its own)."""
+    LeaderWorkerSet (by name, through `lws_uids`: (namespace, name) -> UID), its MPIJob (by
+    name, through `mpijob_uids`, the launcher's pod through its Job too), its StatefulSet, its
+    Job, or the pod itself (a Deployment's pods too: each is a workload of its own)."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
     jobset = labels.get(JOBSET_UID_LABEL)
     if jobset:
         return str(jobset)
+    if labels.get(MPI_OPERATOR_LABEL) == "mpi-operator":
+        name = (str(meta.get("namespace")), str(labels.get(MPIJOB_NAME_LABEL)))
+        if mpijob := (mpijob_uids or {}).get(name):
+            return mpijob
     lws = (lws_uids or {}).get((str(meta.get("namespace")), str(labels.get(LWS_NAME_LABEL))))
     if lws:
         return lws
@@ -139,6 +155,8 @@ class Owners:
     """A pod group's pods' UIDs -> its first's."""
     lws_uids: dict[tuple[str, str], str] = field(default_factory=dict)
     """(namespace, name) -> UID of each LWS the replay made (pod_key)."""
+    mpijob_uids: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(namespace, name) -> UID of each MPIJob the replay made (pod_key)."""
     grouped: set[str] = field(default_factory=set)
     """The UIDs of the LWSs of several groups: their Workloads and pods are their groups'
     (groups.group_key), an LWS of one group's its own."""
@@ -152,6 +170,8 @@ class Owners:
             self.lws_uids[(namespace, name)] = key
             if groups_of(made[0]) > 1:
                 self.grouped.add(key)
+        if kind == "MPIJob":
+            self.mpijob_uids[(namespace, name)] = key
         return key
 
     def key(self, owner_uid: str) -> str:
@@ -161,7 +181,8 @@ class Owners:
     def pod(self, pod: dict[str, Any]) -> str:
         """The UID the replay knows the workload a pod runs for by (an LWS's group's, when it
         has several)."""
-        return self._of_group(self.key(pod_key(pod, self.lws_uids)), pod_group(pod))
+        key = pod_key(pod, self.lws_uids, self.mpijob_uids)
+        return self._of_group(self.key(key), pod_group(pod))
 
     def workload(self, wl: dict[str, Any]) -> str | None:
         """The UID the replay knows the workload a Workload is for by (an LWS's group's, when it

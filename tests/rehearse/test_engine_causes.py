@@ -469,6 +469,31 @@ def test_a_preempted_pytorchjob_is_suspended_and_readmitted_on_both_engines(tmp_
     })  # fmt: skip
 
 
+def test_a_preempted_mpijob_is_suspended_readmitted_and_ends_with_its_launcher_on_both_engines(
+    tmp_path: Path,
+):
+    """An MPIJob is a Workload of Kueue's mpijob integration (a `launcher` and a `worker` pod
+    set); Kueue preempts it by suspending it, and the mpi-operator (the sandbox's real one, the
+    fast engine's part of it) deletes its workers and suspends its launcher Job, then runs them
+    again once it is admitted again. It ends by itself: its launcher's end is its end, when the
+    replay completes its pods at its duration (the fast engine marks it Succeeded then). One
+    8-GPU node, quota 8; allreduce (low) is a launcher (no GPU) and 2 workers of 3 GPUs:
+    - 0s: allreduce runs, for 30m. 5m: urgent (high, 4 GPUs, 10m) preempts it (InClusterQueue).
+    - 15m: urgent ends; allreduce is admitted again, its pods run again, and it runs its 30m
+      anew, to 45m.
+    - 20m: later (low, a launcher and one worker of 4 GPUs) waits for quota; allreduce's end
+      frees it at 45m, and later runs its 10m, to 55m."""
+    same_story("mpijob", tmp_path, {
+        "allreduce": [(0, "admitted", "pool"), (0, "ran", "pool-0, pool-0, pool-0"),
+                      (300, "evicted", "Preempted (InClusterQueue)"), (300, "stopped", ""),
+                      (900, "admitted", "pool"), (900, "ran", "pool-0, pool-0, pool-0"),
+                      (2700, "stopped", "")],
+        "urgent": [(300, "admitted", "pool"), (300, "ran", "pool-0"), (900, "stopped", "")],
+        "later": [(2700, "admitted", "pool"), (2700, "ran", "pool-0, pool-0"),
+                  (3300, "stopped", "")],
+    })  # fmt: skip
+
+
 def test_the_other_kubeflow_v1_jobs_run_and_wait_for_quota_on_both_engines(tmp_path: Path):
     """A TFJob, an XGBoostJob, a PaddleJob and a JAXJob, each through its own Kueue integration
     and the training-operator's scheme for it (the sandbox's real one), each ended at its

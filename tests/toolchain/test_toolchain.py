@@ -99,6 +99,16 @@ def test_training_operator_is_built_from_its_pinned_module() -> None:
     assert mod in out, out[:2000]
 
 
+def test_mpi_operator_is_built_from_its_pinned_module() -> None:
+    # Its --version prints the version ldflags name (the Makefile's); its build info the module.
+    out = output(tool("mpi-operator"), "--version")
+    assert f"Version: {PINS['MPI_OPERATOR_VERSION']}" in out.splitlines(), out[:2000]
+    info = output("go", "version", "-m", tool("mpi-operator"))
+    assert "\tpath\tgithub.com/kubeflow/mpi-operator/cmd/mpi-operator" in info, info[:2000]
+    mod = f"\tmod\tgithub.com/kubeflow/mpi-operator\t{PINS['MPI_OPERATOR_VERSION']}\t"
+    assert mod in info, info[:2000]
+
+
 def test_kubernetes_provider_plugin_is_installed_at_its_pin(tmp_path: Path) -> None:
     env = {**os.environ, "GPU_QUEUES_PULUMI_DIR": str(tmp_path)}
     out = subprocess.run(

@@ -340,15 +340,16 @@ def test_the_fast_engine_takes_pods_pod_groups_and_the_kinds_it_plays() -> None:
     assert engine_input.not_fast(entries[6]) is None
     assert all(engine_input.not_fast(e) is None for e in entries[7:])
     # The sandbox runs JobSet's controller (sandbox/jobset.py), KubeRay's (sandbox/kuberay.py) and
-    # the training-operator (sandbox/training_operator.py): a JobSet, a RayCluster and the
-    # Kubeflow v1 jobs are replayed there too; it has no mpi-operator or Trainer, and its KubeRay
-    # cannot end a RayJob: there RayJobs, MPIJobs and TrainJobs are unsupported, saying why and
+    # the training-operator (sandbox/training_operator.py), and the mpi-operator
+    # (sandbox/mpi_operator.py): a JobSet, a RayCluster, the Kubeflow v1 jobs and an MPIJob are
+    # replayed there too; it has no Trainer, and its KubeRay cannot end a RayJob: there RayJobs
+    # and TrainJobs are unsupported, saying why and
     # which engine replays them.
     from sandbox.replay.engine import on_the_sandbox
 
     there = [on_the_sandbox(e) for e in entries]
     assert [e.status for e in there] == [
-        "ok", "ok", "ok", "ok", "ok", "ok", "unsupported", "unsupported", *["ok"] * 5,
+        *["ok"] * 6, "unsupported", *["ok"] * 6,
         "unsupported",
     ]  # fmt: skip
     assert there[12].manifest == entries[12].manifest
@@ -356,5 +357,5 @@ def test_the_fast_engine_takes_pods_pod_groups_and_the_kinds_it_plays() -> None:
     assert all(there[i].manifest == entries[i].manifest for i in (5, 8, 9, 10, 11))
     assert there[6].problem.startswith("the sandbox's KubeRay cannot end a RayJob (it reads")
     assert there[6].problem.endswith("; ENGINE=fast replays it")
-    assert there[7].problem == "the sandbox has no MPIJob controller; ENGINE=fast replays it"
+    assert there[7].manifest == entries[7].manifest
     assert there[13].problem == "the sandbox has no TrainJob controller; ENGINE=fast replays it"
