@@ -29,7 +29,7 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[3]
 PREVIEW = ROOT / ".github" / "workflows" / "preview.yml"
-SANDBOX_TOOLS = {"etcd", "k8s", "kwok", "jobset", "lws", "kuberay", "kueue"}
+SANDBOX_TOOLS = {"etcd", "k8s", "kwok", "jobset", "lws", "kuberay", "trainer", "kueue"}
 
 
 def _workflow() -> dict[str, Any]:
