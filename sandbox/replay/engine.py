@@ -78,9 +78,11 @@ def quiet_for(config: StackConfig) -> float:
 # Job, StatefulSet, Deployment: kube-controller-manager's controllers; JobSet, LeaderWorkerSet,
 # RayCluster: their own controllers, which the sandbox runs when the stack's Kueue has their
 # integrations (sandbox/jobset.py, sandbox/lws.py, sandbox/kuberay.py), the only way they reach
-# the mix (gpu_queues.whatif.mix checks the integration first).
+# the mix (gpu_queues.whatif.mix checks the integration first). TrainJob: the Trainer's manager,
+# beside JobSet's (sandbox/trainer.py), its runtimes created first (owners.install_runtimes).
 SANDBOX_KINDS = frozenset(
     {"Job", "Pod", "JobSet", "LeaderWorkerSet", "StatefulSet", "Deployment", "RayCluster"}
+    | {"TrainJob"}
 )
 # Kinds whose controller the sandbox runs (KubeRay's operator: sandbox/kuberay.py) but does not
 # replay, and why.
@@ -92,7 +94,7 @@ NOT_REPLAYED = {
 
 def on_the_sandbox(entry: Entry) -> Entry:
     """The entry as the sandbox replays it: a kind whose controller the sandbox does not run
-    (the Kubeflow v1 jobs, MPIJobs and TrainJobs), or does not replay (NOT_REPLAYED), is
+    (the Kubeflow v1 jobs and MPIJobs), or does not replay (NOT_REPLAYED), is
     unsupported here, though the fast engine may replay it (it plays their controllers as far
     as Kueue reads them); so is an LWS of no groups (lws_groups_problem)."""
     if entry.status != "ok":

@@ -1,14 +1,17 @@
 """Which replayed object a Workload or a pod belongs to, for every kind the sandbox replays
-(Job, Pod, JobSet, LeaderWorkerSet, StatefulSet, Deployment, RayCluster), where the replay
-creates each, and the replay's index of the cluster's Workloads and pods by the workload they
-are for (`Owners`). A RayCluster's pods are its own (KubeRay's owner reference).
+(Job, Pod, JobSet, LeaderWorkerSet, StatefulSet, Deployment, RayCluster, TrainJob), where the
+replay creates each, and the replay's index of the cluster's Workloads and pods by the workload
+they are for (`Owners`). A RayCluster's pods are its own (KubeRay's owner reference).
 
 A JobSet's pods carry its UID (JobSet's label on its child Jobs' pods). A LeaderWorkerSet's
 carry only its name (`leaderworkerset.sigs.k8s.io/name`: they belong to StatefulSets, the
 workers' owned by the leader pod), which the replay maps to the UID of the LWS it created;
 names are unique in a namespace, and in a mix (gpu_queues.whatif.mix refuses a second). A
 StatefulSet's pods are its own (their owner reference); a Deployment's are its ReplicaSet's,
-each a workload of its own to Kueue (sandbox/replay/serving.py follows them).
+each a workload of its own to Kueue (sandbox/replay/serving.py follows them). A TrainJob's
+pods are its JobSet's, which the Trainer names after it: they carry the JobSet's UID, and its
+name, which the replay maps to the UID of the TrainJob it created (a JobSet of the mix cannot
+share a TrainJob's name in its namespace: the Trainer could not make its own).
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from gpu_queues.whatif.workloads import owner
+from gpu_queues.whatif.mix import Entry
+from gpu_queues.whatif.trainjob import distinct
+from gpu_queues.whatif.workloads import KubeError, Rest, owner
 from sandbox.replay.groups import group_key, groups_of, pod_group, workload_group
 from sandbox.replay.watch import uid
 
@@ -33,15 +38,51 @@ COLLECTIONS: Final = {
     "StatefulSet": ("/apis/apps/v1", "statefulsets"),
     "Deployment": ("/apis/apps/v1", "deployments"),
     "RayCluster": ("/apis/ray.io/v1", "rayclusters"),
+    "TrainJob": ("/apis/trainer.kubeflow.org/v1alpha1", "trainjobs"),
 }
+# Where the replay creates the runtimes of the mix's TrainJobs, before any submission.
+RUNTIMES: Final = {
+    "ClusterTrainingRuntime": "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes",
+    "TrainingRuntime": "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{}/trainingruntimes",
+}
+
+
+def install_runtimes(rest: Rest, entries: list[Entry]) -> list[str]:
+    """Create the runtimes of the mix's TrainJobs replayed here, each once, before any
+    submission, as the Trainer's install puts them on a cluster (the Trainer's webhook refuses
+    a TrainJob whose runtime is not there). A runtime the API server refuses is a note; its
+    TrainJobs' rows say what it then answers them."""
+    notes = []
+    for runtime in distinct(e.runtime for e in entries if e.status == "ok"):
+        meta = runtime.get("metadata") or {}
+        path = RUNTIMES[str(runtime.get("kind"))].format(meta.get("namespace"))
+        try:
+            rest.create(path, runtime)
+        except KubeError as exc:
+            notes.append(
+                f"the API server refused the mix's {runtime.get('kind')} {meta.get('name')}: {exc}"
+            )
+    return notes
+
+
 # The kinds a Workload may belong to, the first found its owner: Kueue lists an LWS group's pods
 # among its Workload's owners beside the LWS (as a pod group's), so the LWS comes before Pod, and
 # so does a StatefulSet. (A Deployment's pods' Workloads are each its pod's.)
-WORKLOAD_OWNERS: Final = ("LeaderWorkerSet", "StatefulSet", "JobSet", "RayCluster", "Job", "Pod")
+WORKLOAD_OWNERS: Final = (
+    "LeaderWorkerSet",
+    "StatefulSet",
+    "JobSet",
+    "RayCluster",
+    "TrainJob",
+    "Job",
+    "Pod",
+)
 # The kinds whose Workloads Kueue labels with their UID (LABELLED_OWNERS).
 LABELLED_OWNERS: Final = ("LeaderWorkerSet", "StatefulSet")
 # JobSet's label on every pod of its child Jobs: the pods of a JobSet are one workload's.
 JOBSET_UID_LABEL: Final = "jobset.sigs.k8s.io/jobset-uid"
+# ... and its name: a TrainJob's JobSet's is the TrainJob's.
+JOBSET_NAME_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
 # LWS's label on every pod of its groups (leader and workers).
 LWS_NAME_LABEL: Final = "leaderworkerset.sigs.k8s.io/name"
 
@@ -53,11 +94,11 @@ OWNER_GVK_ANNOTATION: Final = "kueue.x-k8s.io/job-owner-gvk"
 
 
 def workload_owner(wl: dict[str, Any]) -> dict[str, Any] | None:
-    """The replayed object a Workload belongs to (a Job, Pod, JobSet, LeaderWorkerSet or
-    StatefulSet). An LWS's or a StatefulSet's is read from the labels Kueue writes, not only
-    from its owner references: once the LWS is deleted, the garbage collector drops the
-    reference to it but keeps the Workload while its pods, owners too, are being deleted, so
-    its last state names only pods."""
+    """The replayed object a Workload belongs to (a Job, Pod, JobSet, LeaderWorkerSet,
+    StatefulSet, RayCluster or TrainJob). An LWS's or a StatefulSet's is read from the labels
+    Kueue writes, not only from its owner references: once the LWS is deleted, the garbage
+    collector drops the reference to it but keeps the Workload while its pods, owners too, are
+    being deleted, so its last state names only pods."""
     meta = wl.get("metadata") or {}
     gvk = str((meta.get("annotations") or {}).get(OWNER_GVK_ANNOTATION, ""))
     owner_uid = (meta.get("labels") or {}).get(JOB_UID_LABEL)
@@ -67,15 +108,21 @@ def workload_owner(wl: dict[str, Any]) -> dict[str, Any] | None:
     return next((ref for kind in WORKLOAD_OWNERS if (ref := owner(wl, kind))), None)
 
 
-def pod_key(pod: dict[str, Any], lws_uids: Mapping[tuple[str, str], str] | None = None) -> str:
-    """The UID of the replayed object a pod runs for: its JobSet (through its child Job), its
-    LeaderWorkerSet (by name, through `lws_uids`: (namespace, name) -> UID), its StatefulSet,
-    its Job, or the pod itself (a Deployment's pods too: each is a workload of its own)."""
+def pod_key(
+    pod: dict[str, Any],
+    lws_uids: Mapping[tuple[str, str], str] | None = None,
+    trainjob_uids: Mapping[tuple[str, str], str] | None = None,
+) -> str:
+    """The UID of the replayed object a pod runs for: its TrainJob (by its JobSet's name,
+    through `trainjob_uids`: (namespace, name) -> UID), its JobSet (through its child Job), its
+    LeaderWorkerSet (by name, through `lws_uids`), its StatefulSet, its Job, or the pod itself
+    (a Deployment's pods too: each is a workload of its own)."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
     jobset = labels.get(JOBSET_UID_LABEL)
     if jobset:
-        return str(jobset)
+        named = (str(meta.get("namespace")), str(labels.get(JOBSET_NAME_LABEL)))
+        return (trainjob_uids or {}).get(named) or str(jobset)
     lws = (lws_uids or {}).get((str(meta.get("namespace")), str(labels.get(LWS_NAME_LABEL))))
     if lws:
         return lws
@@ -119,6 +166,8 @@ class Owners:
     """A pod group's pods' UIDs -> its first's."""
     lws_uids: dict[tuple[str, str], str] = field(default_factory=dict)
     """(namespace, name) -> UID of each LWS the replay made (pod_key)."""
+    trainjob_uids: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(namespace, name) -> UID of each TrainJob the replay made (pod_key)."""
     grouped: set[str] = field(default_factory=set)
     """The UIDs of the LWSs of several groups: their Workloads and pods are their groups'
     (groups.group_key), an LWS of one group's its own."""
@@ -132,6 +181,8 @@ class Owners:
             self.lws_uids[(namespace, name)] = key
             if groups_of(made[0]) > 1:
                 self.grouped.add(key)
+        if kind == "TrainJob":
+            self.trainjob_uids[(namespace, name)] = key
         return key
 
     def key(self, owner_uid: str) -> str:
@@ -141,7 +192,9 @@ class Owners:
     def pod(self, pod: dict[str, Any]) -> str:
         """The UID the replay knows the workload a pod runs for by (an LWS's group's, when it
         has several)."""
-        return self._of_group(self.key(pod_key(pod, self.lws_uids)), pod_group(pod))
+        return self._of_group(
+            self.key(pod_key(pod, self.lws_uids, self.trainjob_uids)), pod_group(pod)
+        )
 
     def workload(self, wl: dict[str, Any]) -> str | None:
         """The UID the replay knows the workload a Workload is for by (an LWS's group's, when it

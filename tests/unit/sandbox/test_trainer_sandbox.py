@@ -1,12 +1,14 @@
 """sandbox/trainer.py without a cluster: when the sandbox runs Kubeflow Trainer's manager beside
 Kueue (the stack's Kueue runs its trainjob and jobset integrations), the Configuration it is
 given there, its webhooks dialled at it under the release's names, and the CRDs it applies
-without their descriptions."""
+without their descriptions; and how the sandbox's replay takes a TrainJob (its runtime created
+first, its pods by its JobSet's name, its Workload by its owner reference)."""
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +16,17 @@ import pytest
 import yaml
 
 from gpu_queues.config.model import Integrations, StackConfig
+from gpu_queues.whatif.mix import DELETED_WHEN_DONE, Entry, Status
+from gpu_queues.whatif.workloads import KubeError, Rest
 from sandbox import jobset, kuberay, lws, trainer
 from sandbox import shape as fake_cluster
+from sandbox.replay.owners import (
+    COLLECTIONS,
+    JOBSET_NAME_LABEL,
+    JOBSET_UID_LABEL,
+    Owners,
+    install_runtimes,
+)
 from sandbox.topology import Cluster
 from tests.conftest import ROOT
 from tests.unit.sandbox.test_operators import CLUSTER
@@ -128,3 +139,71 @@ def test_the_crds_it_applies_are_the_modules_but_their_descriptions(tmp_path: Pa
         assert copy.stat().st_size < source.stat().st_size / 5
     names = [json.loads(p.read_text())["metadata"]["name"] for p in written]
     assert names == [f"{plural}.trainer.kubeflow.org" for plural in trainer.CRDS]
+
+
+def test_a_trainjobs_pods_and_workload_are_its_own_through_its_jobsets_name() -> None:
+    # Its pods are its JobSet's (named after it by the Trainer), its Workload its own.
+    owners = Owners()
+    made = {"metadata": {"uid": "tj-uid", "name": "tune", "namespace": "ns"}}
+    assert owners.made("TrainJob", "ns", "tune", [made]) == "tj-uid"
+    labels = {JOBSET_UID_LABEL: "js-uid", JOBSET_NAME_LABEL: "tune"}
+    pod = {"metadata": {"uid": "p1", "namespace": "ns", "labels": labels}}
+    assert owners.pod(pod) == "tj-uid"
+    # A JobSet of the mix's of the same name elsewhere is its own.
+    elsewhere = {"metadata": {"uid": "p2", "namespace": "other", "labels": labels}}
+    assert owners.pod(elsewhere) == "js-uid"
+    wl = {"metadata": {"ownerReferences": [{"kind": "TrainJob", "uid": "tj-uid"}]}}
+    assert owners.workload(wl) == "tj-uid"
+    # The replay creates it where the Trainer's CRD serves it, and lets it end by itself: its
+    # JobSet's Jobs complete, and the Trainer copies that to it, which Kueue reads as finished.
+    assert COLLECTIONS["TrainJob"] == ("/apis/trainer.kubeflow.org/v1alpha1", "trainjobs")
+    assert "TrainJob" not in DELETED_WHEN_DONE
+
+
+class Recorded(Rest):
+    """A Rest that records what it is asked to create, and refuses one name."""
+
+    def __init__(self, refuse: str = "") -> None:
+        self.created: list[tuple[str, str]] = []
+        self.refuse = refuse
+
+    def create(self, path: str, body: Mapping[str, Any]) -> Any:
+        if body["metadata"]["name"] == self.refuse:
+            raise KubeError(422, "spec.mlPolicy: Invalid value")
+        self.created.append((path, body["metadata"]["name"]))
+        return body
+
+
+def trainjob_entry(index: int, runtime: dict[str, Any], status: Status = "ok") -> Entry:
+    return Entry(
+        index=index,
+        source=f"mix.yaml#{index + 1}",
+        kind="TrainJob",
+        name=f"t{index}",
+        namespace="ns",
+        queue="q",
+        status=status,
+        runtime=runtime,
+    )
+
+
+def test_the_runtimes_of_the_replayed_trainjobs_are_created_once_each_before_any() -> None:
+    cluster_wide = {"kind": "ClusterTrainingRuntime", "metadata": {"name": "torch"}}
+    own = {"kind": "TrainingRuntime", "metadata": {"name": "mine", "namespace": "ns"}}
+    unused = {"kind": "TrainingRuntime", "metadata": {"name": "unused", "namespace": "ns"}}
+    entries = [
+        trainjob_entry(0, cluster_wide),
+        trainjob_entry(1, own),
+        trainjob_entry(2, cluster_wide),
+        trainjob_entry(3, unused, status="unsupported"),  # not replayed: its runtime is not made
+    ]
+    rest = Recorded()
+    assert install_runtimes(rest, entries) == []
+    assert rest.created == [
+        ("/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes", "torch"),
+        ("/apis/trainer.kubeflow.org/v1alpha1/namespaces/ns/trainingruntimes", "mine"),
+    ]
+    refused = install_runtimes(Recorded(refuse="mine"), entries)
+    assert len(refused) == 1
+    assert refused[0].startswith("the API server refused the mix's TrainingRuntime mine: ")
+    assert "spec.mlPolicy: Invalid value" in refused[0]

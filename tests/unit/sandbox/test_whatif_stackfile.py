@@ -339,22 +339,24 @@ def test_the_fast_engine_takes_pods_pod_groups_and_the_kinds_it_plays() -> None:
     assert engine_input.not_fast(entries[5]) is None
     assert engine_input.not_fast(entries[6]) is None
     assert all(engine_input.not_fast(e) is None for e in entries[7:])
-    # The sandbox runs JobSet's controller (sandbox/jobset.py) and KubeRay's (sandbox/kuberay.py):
-    # a JobSet and a RayCluster are replayed there too; it has no training operator, mpi-operator
-    # or Trainer, and its KubeRay cannot end a RayJob: there the Kubeflow v1 jobs, RayJobs, MPIJobs
-    # and TrainJobs are unsupported, saying why and which engine replays them.
+    # The sandbox runs JobSet's controller (sandbox/jobset.py), KubeRay's (sandbox/kuberay.py) and
+    # the Trainer's (sandbox/trainer.py): a JobSet, a RayCluster and a TrainJob are replayed there
+    # too; it has no training operator or mpi-operator, and its KubeRay cannot end a RayJob: there
+    # the Kubeflow v1 jobs, RayJobs and MPIJobs are unsupported, saying why and which engine
+    # replays them.
     from sandbox.replay.engine import on_the_sandbox
 
     there = [on_the_sandbox(e) for e in entries]
     assert [e.status for e in there] == [
-        "ok", "ok", "ok", "ok", "ok", *["unsupported"] * 7, "ok", "unsupported"
+        "ok", "ok", "ok", "ok", "ok", *["unsupported"] * 7, "ok", "ok"
     ]  # fmt: skip
+    assert there[13] == entries[13]
+    assert there[13].runtime == runtime  # created before it (owners.install_runtimes)
     assert there[12].manifest == entries[12].manifest
     assert there[3].manifest == entries[3].manifest
     assert there[5].problem == "the sandbox has no PyTorchJob controller; ENGINE=fast replays it"
     assert there[6].problem.startswith("the sandbox's KubeRay cannot end a RayJob (it reads")
     assert there[6].problem.endswith("; ENGINE=fast replays it")
     assert there[7].problem == "the sandbox has no MPIJob controller; ENGINE=fast replays it"
-    assert there[13].problem == "the sandbox has no TrainJob controller; ENGINE=fast replays it"
-    for e in there[8:12] + there[13:]:
+    for e in there[8:12]:
         assert e.problem == f"the sandbox has no {e.kind} controller; ENGINE=fast replays it"
