@@ -20,6 +20,7 @@ from gpu_queues.whatif.mix import DELETED_WHEN_DONE, Entry, Status
 from gpu_queues.whatif.workloads import KubeError, Rest
 from sandbox import jobset, kuberay, lws, trainer
 from sandbox import shape as fake_cluster
+from sandbox.replay.engine import on_the_sandbox
 from sandbox.replay.owners import (
     COLLECTIONS,
     JOBSET_NAME_LABEL,
@@ -207,3 +208,32 @@ def test_the_runtimes_of_the_replayed_trainjobs_are_created_once_each_before_any
     assert len(refused) == 1
     assert refused[0].startswith("the API server refused the mix's TrainingRuntime mine: ")
     assert "spec.mlPolicy: Invalid value" in refused[0]
+
+
+def staged_runtime(status: str) -> dict[str, Any]:
+    """A runtime shaped as the Trainer's torchtune ones: its trainer step after an initializer."""
+    init = {"name": "dataset-initializer", "template": {}}
+    node = {"name": "node", "dependsOn": [{"name": "dataset-initializer", "status": status}]}
+    return {
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "staged"},
+        "spec": {"template": {"spec": {"replicatedJobs": [init, node]}}},
+    }
+
+
+def test_a_trainjob_whose_runtime_waits_for_a_step_to_complete_is_unsupported_on_the_sandbox() -> (
+    None
+):
+    # Seen on the sandbox (6 December 2026): admitted, its initializer's pod running, its node
+    # Job never made, "admitted; its pods are not running" where the fast engine ran it 10m.
+    staged = on_the_sandbox(trainjob_entry(0, staged_runtime("Complete")))
+    assert staged.status == "unsupported"
+    assert staged.problem == (
+        "its runtime's replicated job node waits for dataset-initializer to complete "
+        "(dependsOn), which its kwok pods never do before the replay ends the whole TrainJob; "
+        "ENGINE=fast replays it (every step together)"
+    )
+    # Waiting for a step's pods to be ready is no obstacle: kwok makes them ready at once.
+    assert on_the_sandbox(trainjob_entry(0, staged_runtime("Ready"))).status == "ok"
+    plain = {"kind": "ClusterTrainingRuntime", "metadata": {"name": "torch"}, "spec": {}}
+    assert on_the_sandbox(trainjob_entry(0, plain)).status == "ok"
