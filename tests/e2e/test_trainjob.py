@@ -7,10 +7,12 @@ kwok plays the pods."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from sandbox.walkthrough import QUEUE_LABEL, KubeSession, condition, is_true
 
@@ -181,3 +183,20 @@ def test_kueue_admits_a_trainjob_the_trainer_makes_its_jobset_and_the_next_is_he
     k.wait("train-b unsuspended", lambda: jobs.get("train-b")["spec"]["suspend"] is False, 90)
     assert is_true(jobs.workload("train-b"), "Admitted")
     k.wait("train-b's two pods Running", lambda: len(jobs.running("train-b")) == 2, 90)
+
+
+def test_the_trainers_own_webhook_refuses_a_trainjob_whose_runtime_is_not_there(
+    trainjobs: TrainJobs,
+) -> None:
+    # Its validating webhook, dialled at the manager by url with the sandbox's CA, answers: the
+    # TrainJob names a TrainingRuntime the namespace does not hold.
+    body = train_job("train-a")
+    body["spec"]["runtimeRef"]["name"] = "no-such-runtime"
+    with pytest.raises(ApiException) as refused:
+        trainjobs.k.custom.create_namespaced_custom_object(*TRAINER, NS, "trainjobs", body)
+    message = json.loads(refused.value.body)["message"]
+    # controller-runtime answers a validator's plain error as a denial: 403, not 422.
+    assert refused.value.status == 403, message
+    assert 'admission webhook "validator.trainjob.trainer.kubeflow.org" denied' in message
+    assert "specified trainingRuntime must be created before the TrainJob is created" in message
+    assert not trainjobs.names()
