@@ -25,7 +25,7 @@ from pathlib import Path
 from gpu_queues.config.model import StackConfig
 from gpu_queues.release.module import render_release, rendered_path
 from gpu_queues.whatif.nodes import FLAVOR_ANNOTATION
-from sandbox import jobset, kuberay, lws, mpi_operator, topology, training_operator
+from sandbox import jobset, kuberay, lws, mpi_operator, topology, trainer, training_operator
 from sandbox import shape as fake_cluster
 from sandbox.control_plane import https_ok, kubectl, start_control_plane
 from sandbox.paths import KUBECONFIG, KUBECTL, LOGS, ROOT, STATE
@@ -109,6 +109,9 @@ def start_cluster(c: Cluster, stack: StackConfig, manifest: Path, alone: bool = 
     if kuberay.wanted(stack):
         # Kueue's Ray integrations need KubeRay's CRDs and operator (sandbox/kuberay.py).
         kuberay.start(c)
+    if trainer.wanted(stack):
+        # Kueue's trainjob integration needs the Trainer's CRDs and manager (sandbox/trainer.py).
+        trainer.start(c)
     if training_operator.wanted(stack) and alone:
         # Kueue's Kubeflow v1 integrations need the training-operator's CRDs and manager; its
         # webhooks take every address, so one cluster's only (sandbox/training_operator.py).

@@ -345,6 +345,13 @@ mpi_operator() {
   build mpi-operator mpi-operator github.com/kubeflow/mpi-operator/cmd/mpi-operator "-X github.com/kubeflow/mpi-operator/pkg/version.Version=$MPI_OPERATOR_VERSION -X github.com/kubeflow/mpi-operator/pkg/version.GitSHA=$MPI_OPERATOR_VERSION"
   module_dir mpi-operator github.com/kubeflow/mpi-operator >/dev/null
 }
+# Kubeflow Trainer v2's controller manager (pins.env: TRAINER_VERSION), built as its Dockerfile
+# builds /bin/manager (cmd/trainer-controller-manager; no version ldflags: it has no version
+# variable); the sandbox installs its CRDs from the module's manifests/base/crds, offline.
+trainer() {
+  build trainer trainer github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager ""
+  module_dir trainer github.com/kubeflow/trainer/v2 >/dev/null
+}
 actionlint() { build actionlint actionlint github.com/rhysd/actionlint/cmd/actionlint ""; }
 pulumi() { build pulumi pulumi github.com/pulumi/pulumi/pkg/v3/cmd/pulumi "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION"; }
 
@@ -389,7 +396,7 @@ kubernetes_provider() {
   place "$out" "$name"
 }
 
-all=(pulumi language_python language_yaml kubernetes_provider etcd k8s kueue kwok jobset lws kuberay training_operator mpi_operator actionlint staticcheck)
+all=(pulumi language_python language_yaml kubernetes_provider etcd k8s kueue kwok jobset lws kuberay training_operator mpi_operator trainer actionlint staticcheck)
 # Steps run only when named, never part of a default build: on the what-if engine's module,
 # and Kueue's scheduler performance harness.
 steps=(whatif_prepare whatif_check kueue_harness)

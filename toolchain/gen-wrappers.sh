@@ -74,6 +74,10 @@ wrapper training-operator 1.26.0
 # The mpi-operator (sandbox): no replaces; its main package is cmd/mpi-operator.
 wrapper mpi-operator 1.26.0
 ( cd "$here/go/mpi-operator"; go mod edit -require="github.com/kubeflow/mpi-operator@$MPI_OPERATOR_VERSION" -tool=github.com/kubeflow/mpi-operator/cmd/mpi-operator; go mod tidy )
+# Kubeflow Trainer v2's controller manager (sandbox): no replaces; its main package is
+# cmd/trainer-controller-manager.
+wrapper trainer 1.26.0
+( cd "$here/go/trainer"; go mod edit -require="github.com/kubeflow/trainer/v2@$TRAINER_VERSION" -tool=github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager; go mod tidy )
 # pulumi-yaml's language host: its own module graph (pins.env says why), no replaces.
 wrapper pulumi-language-yaml 1.26.0
 ( cd "$here/go/pulumi-language-yaml"; go mod edit -require="github.com/pulumi/pulumi-yaml@$PULUMI_YAML_VERSION" -tool=github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml; go mod tidy )

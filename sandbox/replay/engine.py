@@ -79,10 +79,11 @@ def quiet_for(config: StackConfig) -> float:
 # RayCluster, the Kubeflow v1 jobs, MPIJob: their own controllers, which the sandbox runs when
 # the stack's Kueue has their integrations (sandbox/jobset.py, sandbox/lws.py, sandbox/kuberay.py,
 # sandbox/training_operator.py, sandbox/mpi_operator.py), the only way they reach the mix
-# (gpu_queues.whatif.mix checks the integration first).
+# (gpu_queues.whatif.mix checks the integration first). TrainJob: the Trainer's manager,
+# beside JobSet's (sandbox/trainer.py), its runtimes created first (owners.install_runtimes).
 SANDBOX_KINDS = frozenset(
     {"Job", "Pod", "JobSet", "LeaderWorkerSet", "StatefulSet", "Deployment", "RayCluster"}
-    | {"PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob"}
+    | {"PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob", "TrainJob"}
 )
 # Kinds whose controller the sandbox runs (KubeRay's operator: sandbox/kuberay.py) but does not
 # replay, and why.
@@ -94,12 +95,15 @@ NOT_REPLAYED = {
 
 def on_the_sandbox(entry: Entry) -> Entry:
     """The entry as the sandbox replays it: a kind whose controller the sandbox does not run
-    (TrainJobs), or does not replay (NOT_REPLAYED), is unsupported here, though the fast engine
-    may replay it (it plays their controllers as far as Kueue reads them); so is an LWS of no
-    groups (lws_groups_problem)."""
+    (SANDBOX_KINDS), or does not replay (NOT_REPLAYED: a RayJob), is unsupported here, though
+    the fast engine may replay it (it plays their controllers as far as Kueue reads them); so
+    is an LWS of no groups
+    (lws_groups_problem), and a TrainJob whose runtime holds a step back until another
+    completes (steps_problem)."""
     if entry.status != "ok":
         return entry
     why = lws_groups_problem(entry) if entry.kind == "LeaderWorkerSet" else None
+    why = steps_problem(entry) if entry.kind == "TrainJob" else why
     if entry.kind not in SANDBOX_KINDS:
         why = NOT_REPLAYED.get(
             entry.kind, f"the sandbox has no {entry.kind} controller; ENGINE=fast replays it"
@@ -119,6 +123,25 @@ def lws_groups_problem(entry: Entry) -> str | None:
         "spec.replicas: 0 groups; Kueue makes a Workload per group of an LWS, so one of no groups "
         "has none to queue and the sandbox's replay none to follow; replay it with ENGINE=fast"
     )
+
+
+def steps_problem(entry: Entry) -> str | None:
+    """A TrainJob's runtime whose replicated job `dependsOn` another's `Complete` (the Trainer's
+    torchtune runtimes: the trainer after the initializers) never runs whole on the sandbox:
+    JobSet's controller holds that step back until the other's pods succeed, and kwok's pods
+    run until the replay ends them, at the TrainJob's duration counted from when all its pods
+    run; so it would stay admitted with its pods not running. The fast engine starts every step
+    together (docs/what-if.md, What the replay does not model)."""
+    spec = ((entry.runtime or {}).get("spec") or {}).get("template", {}).get("spec") or {}
+    for job in spec.get("replicatedJobs") or []:
+        for dep in job.get("dependsOn") or []:
+            if dep.get("status") == "Complete":
+                return (
+                    f"its runtime's replicated job {job.get('name')} waits for {dep.get('name')} "
+                    "to complete (dependsOn), which its kwok pods never do before the replay "
+                    "ends the whole TrainJob; ENGINE=fast replays it (every step together)"
+                )
+    return None
 
 
 def replay_mix(

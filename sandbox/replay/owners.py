@@ -1,9 +1,10 @@
 """Which replayed object a Workload or a pod belongs to, for every kind the sandbox replays
 (Job, Pod, JobSet, LeaderWorkerSet, StatefulSet, Deployment, RayCluster, the Kubeflow v1 jobs,
-MPIJob), where the replay creates each, and the replay's index of the cluster's Workloads and
-pods by the workload they are for (`Owners`). A RayCluster's pods are its own (KubeRay's owner
-reference), and so are a PyTorchJob's or another Kubeflow v1 job's (the training-operator's).
-An MPIJob's workers are its own, but its launcher pod is its launcher Job's: both carry the
+MPIJob, TrainJob), where the replay creates each, and the replay's index of the cluster's
+Workloads and pods by the workload they are for (`Owners`). A RayCluster's pods are its own
+(KubeRay's owner reference), and so are a PyTorchJob's or another Kubeflow v1 job's (the
+training-operator's). A TrainJob's are its JobSet's, named after it (the Trainer's). An
+MPIJob's workers are its own, but its launcher pod is its launcher Job's: both carry the
 MPIJob's name (the mpi-operator's labels), which the replay maps to its UID as for an LWS.
 
 A JobSet's pods carry its UID (JobSet's label on its child Jobs' pods). A LeaderWorkerSet's
@@ -11,7 +12,10 @@ carry only its name (`leaderworkerset.sigs.k8s.io/name`: they belong to Stateful
 workers' owned by the leader pod), which the replay maps to the UID of the LWS it created;
 names are unique in a namespace, and in a mix (gpu_queues.whatif.mix refuses a second). A
 StatefulSet's pods are its own (their owner reference); a Deployment's are its ReplicaSet's,
-each a workload of its own to Kueue (sandbox/replay/serving.py follows them).
+each a workload of its own to Kueue (sandbox/replay/serving.py follows them). A TrainJob's
+pods are its JobSet's, which the Trainer names after it: they carry the JobSet's UID, and its
+name, which the replay maps to the UID of the TrainJob it created (a JobSet of the mix cannot
+share a TrainJob's name in its namespace: the Trainer could not make its own).
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from gpu_queues.whatif.workloads import owner
+from gpu_queues.whatif.mix import Entry
+from gpu_queues.whatif.trainjob import distinct
+from gpu_queues.whatif.workloads import KubeError, Rest, owner
 from sandbox.replay.groups import group_key, groups_of, pod_group, workload_group
 from sandbox.replay.watch import uid
 
@@ -43,10 +49,36 @@ COLLECTIONS: Final = {
     "PaddleJob": ("/apis/kubeflow.org/v1", "paddlejobs"),
     "JAXJob": ("/apis/kubeflow.org/v1", "jaxjobs"),
     "MPIJob": ("/apis/kubeflow.org/v2beta1", "mpijobs"),
+    "TrainJob": ("/apis/trainer.kubeflow.org/v1alpha1", "trainjobs"),
 }
 # The Kubeflow v1 jobs: their pods and Workload are theirs (the training-operator's owner
 # reference, Kueue's).
 KUBEFLOW_V1: Final = ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob")
+# Where the replay creates the runtimes of the mix's TrainJobs, before any submission.
+RUNTIMES: Final = {
+    "ClusterTrainingRuntime": "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes",
+    "TrainingRuntime": "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{}/trainingruntimes",
+}
+
+
+def install_runtimes(rest: Rest, entries: list[Entry]) -> list[str]:
+    """Create the runtimes of the mix's TrainJobs replayed here, each once, before any
+    submission, as the Trainer's install puts them on a cluster (the Trainer's webhook refuses
+    a TrainJob whose runtime is not there). A runtime the API server refuses is a note; its
+    TrainJobs' rows say what it then answers them."""
+    notes = []
+    for runtime in distinct(e.runtime for e in entries if e.status == "ok"):
+        meta = runtime.get("metadata") or {}
+        path = RUNTIMES[str(runtime.get("kind"))].format(meta.get("namespace"))
+        try:
+            rest.create(path, runtime)
+        except KubeError as exc:
+            notes.append(
+                f"the API server refused the mix's {runtime.get('kind')} {meta.get('name')}: {exc}"
+            )
+    return notes
+
+
 # The kinds a Workload may belong to, the first found its owner: Kueue lists an LWS group's pods
 # among its Workload's owners beside the LWS (as a pod group's), so the LWS comes before Pod, and
 # so does a StatefulSet. (A Deployment's pods' Workloads are each its pod's.)
@@ -57,6 +89,7 @@ WORKLOAD_OWNERS: Final = (
     "RayCluster",
     *KUBEFLOW_V1,
     "MPIJob",
+    "TrainJob",
     "Job",
     "Pod",
 )
@@ -64,6 +97,8 @@ WORKLOAD_OWNERS: Final = (
 LABELLED_OWNERS: Final = ("LeaderWorkerSet", "StatefulSet")
 # JobSet's label on every pod of its child Jobs: the pods of a JobSet are one workload's.
 JOBSET_UID_LABEL: Final = "jobset.sigs.k8s.io/jobset-uid"
+# ... and its name: a TrainJob's JobSet's is the TrainJob's.
+JOBSET_NAME_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
 # LWS's label on every pod of its groups (leader and workers).
 LWS_NAME_LABEL: Final = "leaderworkerset.sigs.k8s.io/name"
 # The mpi-operator's labels on its launcher's and workers' pods: the MPIJob's name, and its own.
@@ -78,11 +113,11 @@ OWNER_GVK_ANNOTATION: Final = "kueue.x-k8s.io/job-owner-gvk"
 
 
 def workload_owner(wl: dict[str, Any]) -> dict[str, Any] | None:
-    """The replayed object a Workload belongs to (a Job, Pod, JobSet, LeaderWorkerSet or
-    StatefulSet). An LWS's or a StatefulSet's is read from the labels Kueue writes, not only
-    from its owner references: once the LWS is deleted, the garbage collector drops the
-    reference to it but keeps the Workload while its pods, owners too, are being deleted, so
-    its last state names only pods."""
+    """The replayed object a Workload belongs to (a Job, Pod, JobSet, LeaderWorkerSet,
+    StatefulSet, RayCluster or TrainJob). An LWS's or a StatefulSet's is read from the labels
+    Kueue writes, not only from its owner references: once the LWS is deleted, the garbage
+    collector drops the reference to it but keeps the Workload while its pods, owners too, are
+    being deleted, so its last state names only pods."""
     meta = wl.get("metadata") or {}
     gvk = str((meta.get("annotations") or {}).get(OWNER_GVK_ANNOTATION, ""))
     owner_uid = (meta.get("labels") or {}).get(JOB_UID_LABEL)
@@ -96,16 +131,19 @@ def pod_key(
     pod: dict[str, Any],
     lws_uids: Mapping[tuple[str, str], str] | None = None,
     mpijob_uids: Mapping[tuple[str, str], str] | None = None,
+    trainjob_uids: Mapping[tuple[str, str], str] | None = None,
 ) -> str:
-    """The UID of the replayed object a pod runs for: its JobSet (through its child Job), its
-    LeaderWorkerSet (by name, through `lws_uids`: (namespace, name) -> UID), its MPIJob (by
-    name, through `mpijob_uids`, the launcher's pod through its Job too), its StatefulSet, its
-    Job, or the pod itself (a Deployment's pods too: each is a workload of its own)."""
+    """The UID of the replayed object a pod runs for: its TrainJob (by its JobSet's name,
+    through `trainjob_uids`: (namespace, name) -> UID), its JobSet (through its child Job), its
+    LeaderWorkerSet (by name, through `lws_uids`), its MPIJob (by name, through `mpijob_uids`,
+    the launcher's pod through its Job too), its StatefulSet, its Job, or the pod itself (a
+    Deployment's pods too: each is a workload of its own)."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
     jobset = labels.get(JOBSET_UID_LABEL)
     if jobset:
-        return str(jobset)
+        named = (str(meta.get("namespace")), str(labels.get(JOBSET_NAME_LABEL)))
+        return (trainjob_uids or {}).get(named) or str(jobset)
     if labels.get(MPI_OPERATOR_LABEL) == "mpi-operator":
         name = (str(meta.get("namespace")), str(labels.get(MPIJOB_NAME_LABEL)))
         if mpijob := (mpijob_uids or {}).get(name):
@@ -157,6 +195,8 @@ class Owners:
     """(namespace, name) -> UID of each LWS the replay made (pod_key)."""
     mpijob_uids: dict[tuple[str, str], str] = field(default_factory=dict)
     """(namespace, name) -> UID of each MPIJob the replay made (pod_key)."""
+    trainjob_uids: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(namespace, name) -> UID of each TrainJob the replay made (pod_key)."""
     grouped: set[str] = field(default_factory=set)
     """The UIDs of the LWSs of several groups: their Workloads and pods are their groups'
     (groups.group_key), an LWS of one group's its own."""
@@ -172,6 +212,8 @@ class Owners:
                 self.grouped.add(key)
         if kind == "MPIJob":
             self.mpijob_uids[(namespace, name)] = key
+        if kind == "TrainJob":
+            self.trainjob_uids[(namespace, name)] = key
         return key
 
     def key(self, owner_uid: str) -> str:
@@ -181,7 +223,7 @@ class Owners:
     def pod(self, pod: dict[str, Any]) -> str:
         """The UID the replay knows the workload a pod runs for by (an LWS's group's, when it
         has several)."""
-        key = pod_key(pod, self.lws_uids, self.mpijob_uids)
+        key = pod_key(pod, self.lws_uids, self.mpijob_uids, self.trainjob_uids)
         return self._of_group(self.key(key), pod_group(pod))
 
     def workload(self, wl: dict[str, Any]) -> str | None:

@@ -44,7 +44,7 @@ from sandbox.paths import KUBECONFIG
 from sandbox.replay import gate, queues
 from sandbox.replay.groups import Groups, groups_of
 from sandbox.replay.holds import Holds
-from sandbox.replay.owners import COLLECTIONS, Owners
+from sandbox.replay.owners import COLLECTIONS, Owners, install_runtimes
 from sandbox.replay.serving import Deployments, Serving, gone
 from sandbox.replay.tracked import (
     Tracked,
@@ -507,6 +507,7 @@ class Replay:
     # --- the replay --------------------------------------------------------------------
 
     def run(self) -> list[WorkloadResult]:
+        self.notes += install_runtimes(self.rest, [t.entry for t in self.tracked])
         for i, t in enumerate(self.tracked):
             heapq.heappush(self.events, (t.entry.submit_at, ORDER["submit"], "submit", i, 0))
         for i, c in enumerate(self.stack_changes):

@@ -512,6 +512,28 @@ def test_the_other_kubeflow_v1_jobs_run_and_wait_for_quota_on_both_engines(tmp_p
     })  # fmt: skip
 
 
+def test_a_preempted_trainjob_is_suspended_and_readmitted_on_both_engines(tmp_path: Path):
+    """A TrainJob is a Workload of Kueue's trainjob integration, a pod set per replicated job of
+    its runtime (the mix's ClusterTrainingRuntime: one, `node`, of numNodes pods); Kueue preempts
+    it by suspending it, the Trainer suspends its JobSet and JobSet's controller its Jobs, whose
+    pods go (the sandbox's real controllers; the fast engine's Kueue reconciler with the part of
+    the Trainer it reads), and they are made again once it is admitted again. One 8-GPU node,
+    quota 8; tune (low) is 2 nodes of 3 GPUs:
+    - 0s: tune runs, 30m. 5m: urgent (high, 4 GPUs, 10m) preempts it (InClusterQueue).
+    - 15m: urgent ends; tune is admitted again, its pods run again, and it runs its whole 30m
+      again, to 45m.
+    - 20m: later (low, 1 node of 4 GPUs) waits for quota; tune's end frees it at 45m, and later
+      runs its 10m, to 55m."""
+    same_story("trainjob", tmp_path, {
+        "tune": [(0, "admitted", "pool"), (0, "ran", "pool-0, pool-0"),
+                 (300, "evicted", "Preempted (InClusterQueue)"), (300, "stopped", ""),
+                 (900, "admitted", "pool"), (900, "ran", "pool-0, pool-0"),
+                 (2700, "stopped", "")],
+        "urgent": [(300, "admitted", "pool"), (300, "ran", "pool-0"), (900, "stopped", "")],
+        "later": [(2700, "admitted", "pool"), (2700, "ran", "pool-0"), (3300, "stopped", "")],
+    })  # fmt: skip
+
+
 def test_a_deployment_and_a_statefulset_serving_on_both_engines(tmp_path: Path):
     """Serving workloads: a Deployment's pods are each a Workload of Kueue's pod integration,
     admitted one by one (kube-controller-manager's ReplicaSet makes them on the sandbox); a

@@ -109,6 +109,16 @@ def test_mpi_operator_is_built_from_its_pinned_module() -> None:
     assert mod in info, info[:2000]
 
 
+def test_trainer_is_built_from_its_pinned_module() -> None:
+    # No --version flag and no version logged by v2.2.1's manager: the binary's build info names
+    # the main package and the module it was built from, at its version.
+    out = output("go", "version", "-m", tool("trainer"))
+    path = "\tpath\tgithub.com/kubeflow/trainer/v2/cmd/trainer-controller-manager\n"
+    assert path in out, out[:2000]
+    mod = f"\tmod\tgithub.com/kubeflow/trainer/v2\t{PINS['TRAINER_VERSION']}\t"
+    assert mod in out, out[:2000]
+
+
 def test_kubernetes_provider_plugin_is_installed_at_its_pin(tmp_path: Path) -> None:
     env = {**os.environ, "GPU_QUEUES_PULUMI_DIR": str(tmp_path)}
     out = subprocess.run(

@@ -340,22 +340,22 @@ def test_the_fast_engine_takes_pods_pod_groups_and_the_kinds_it_plays() -> None:
     assert engine_input.not_fast(entries[6]) is None
     assert all(engine_input.not_fast(e) is None for e in entries[7:])
     # The sandbox runs JobSet's controller (sandbox/jobset.py), KubeRay's (sandbox/kuberay.py) and
-    # the training-operator (sandbox/training_operator.py), and the mpi-operator
-    # (sandbox/mpi_operator.py): a JobSet, a RayCluster, the Kubeflow v1 jobs and an MPIJob are
-    # replayed there too; it has no Trainer, and its KubeRay cannot end a RayJob: there RayJobs
-    # and TrainJobs are unsupported, saying why and
-    # which engine replays them.
+    # the training-operator (sandbox/training_operator.py), the mpi-operator
+    # (sandbox/mpi_operator.py) and the Trainer (sandbox/trainer.py): every kind here but a
+    # RayJob is replayed there too; its KubeRay cannot end a RayJob: there RayJobs are
+    # unsupported, saying why and which engine replays them.
     from sandbox.replay.engine import on_the_sandbox
 
     there = [on_the_sandbox(e) for e in entries]
     assert [e.status for e in there] == [
-        *["ok"] * 6, "unsupported", *["ok"] * 6,
-        "unsupported",
+        *["ok"] * 6, "unsupported", *["ok"] * 7,
     ]  # fmt: skip
+    assert there[13] == entries[13]
+    assert there[13].runtime == runtime  # created before it (owners.install_runtimes)
     assert there[12].manifest == entries[12].manifest
     assert there[3].manifest == entries[3].manifest
     assert all(there[i].manifest == entries[i].manifest for i in (5, 8, 9, 10, 11))
     assert there[6].problem.startswith("the sandbox's KubeRay cannot end a RayJob (it reads")
     assert there[6].problem.endswith("; ENGINE=fast replays it")
     assert there[7].manifest == entries[7].manifest
-    assert there[13].problem == "the sandbox has no TrainJob controller; ENGINE=fast replays it"
+    assert there[13].manifest == entries[13].manifest

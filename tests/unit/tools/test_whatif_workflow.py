@@ -30,7 +30,7 @@ pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[3]
 PREVIEW = ROOT / ".github" / "workflows" / "preview.yml"
 SANDBOX_TOOLS = {"etcd", "k8s", "kwok", "jobset", "lws", "kuberay", "training_operator", "kueue"}
-SANDBOX_TOOLS |= {"mpi_operator"}
+SANDBOX_TOOLS |= {"mpi_operator", "trainer"}
 
 
 def _workflow() -> dict[str, Any]:
