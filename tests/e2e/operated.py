@@ -38,6 +38,12 @@ class Operated:
         got: dict[str, Any] = self.k.custom.get_namespaced_custom_object(*self._api, name)
         return got
 
+    def suspended(self, name: str) -> bool:
+        """Suspended, as the kind says it: `spec.suspend` (JobSet, RayCluster) or
+        `spec.runPolicy.suspend` (the Kubeflow jobs)."""
+        spec = self.get(name)["spec"]
+        return bool(spec.get("suspend", (spec.get("runPolicy") or {}).get("suspend")))
+
     def delete(self, name: str) -> None:
         self.k.custom.delete_namespaced_custom_object(
             *self._api, name, propagation_policy="Background"

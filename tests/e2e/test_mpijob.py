@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 
 from sandbox.walkthrough import QUEUE_LABEL, KubeSession, condition, is_true
+from tests.e2e.operated import NS, Kind, Operated, wiped
 
 pytestmark = pytest.mark.e2e
 
-MPI = ("kubeflow.org", "v2beta1")
-NS = "default"
 # The mpi-operator's labels on the launcher's and the workers' pods.
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 ROLE_LABEL = "training.kubeflow.org/job-role"
+MPIJOBS = Kind("kubeflow.org", "v2beta1", "mpijobs", "MPIJob", JOB_NAME_LABEL)
 # The launcher takes no GPU; the workers 2 pods x 3 GPUs = 6 of the flavor's 8: a second MPIJob
 # needs 4 more.
 HELD_MESSAGE = (
@@ -51,74 +51,16 @@ def mpi_job(name: str) -> dict[str, Any]:
     }
 
 
-class MPIJobs:
-    def __init__(self, k: KubeSession) -> None:
-        self.k = k
-
-    def create(self, name: str) -> None:
-        self.k.custom.create_namespaced_custom_object(*MPI, NS, "mpijobs", mpi_job(name))
-
-    def get(self, name: str) -> dict[str, Any]:
-        got: dict[str, Any] = self.k.custom.get_namespaced_custom_object(*MPI, NS, "mpijobs", name)
-        return got
-
-    def delete(self, name: str) -> None:
-        self.k.custom.delete_namespaced_custom_object(
-            *MPI, NS, "mpijobs", name, propagation_policy="Background"
-        )
-
-    def names(self) -> list[str]:
-        items = self.k.custom.list_namespaced_custom_object(*MPI, NS, "mpijobs")["items"]
-        return [str(j["metadata"]["name"]) for j in items]
-
-    def workloads(self, name: str | None = None) -> list[dict[str, Any]]:
-        return [
-            wl
-            for wl in self.k.workloads(NS)
-            if any(
-                o["kind"] == "MPIJob" and name in (None, o["name"])
-                for o in wl["metadata"].get("ownerReferences", [])
-            )
-        ]
-
-    def workload(self, name: str) -> dict[str, Any] | None:
-        return next(iter(self.workloads(name)), None)
-
-    def suspended(self, name: str) -> bool:
-        return bool(self.get(name)["spec"].get("runPolicy", {}).get("suspend"))
-
-    def pods(self, name: str | None = None) -> list[Any]:
-        selector = JOB_NAME_LABEL if name is None else f"{JOB_NAME_LABEL}={name}"
-        items: list[Any] = self.k.core.list_namespaced_pod(NS, label_selector=selector).items
-        return items
-
-    def running(self, name: str) -> list[Any]:
-        return [p for p in self.pods(name) if p.status.phase == "Running"]
-
-
 @pytest.fixture
-def jobs(cluster: KubeSession) -> Iterator[MPIJobs]:
-    mpi = MPIJobs(cluster)
-
-    def wipe() -> None:
-        for name in mpi.names():
-            mpi.delete(name)
-        # Only what MPIJobs left: other modules' objects in default are theirs to clean.
-        cluster.wait(
-            "no mpijobs, nor their workloads or pods, in default",
-            lambda: not (mpi.names() or mpi.workloads() or mpi.pods()),
-        )
-
-    wipe()
-    yield mpi
-    wipe()
+def jobs(cluster: KubeSession) -> Iterator[Operated]:
+    yield from wiped(cluster, MPIJOBS)
 
 
 def test_kueue_admits_an_mpijob_the_operator_makes_its_pods_and_the_next_is_held_for_quota(
-    jobs: MPIJobs,
+    jobs: Operated,
 ) -> None:
     mpi, k = jobs, jobs.k
-    mpi.create("allreduce-a")
+    mpi.create(mpi_job("allreduce-a"))
     wl_a = k.wait(
         "allreduce-a admitted",
         lambda: (w := mpi.workload("allreduce-a")) and is_true(w, "Admitted") and w,
@@ -143,7 +85,7 @@ def test_kueue_admits_an_mpijob_the_operator_makes_its_pods_and_the_next_is_held
     assert all(p.spec.node_name for p in running)
     assert not mpi.suspended("allreduce-a")
 
-    mpi.create("allreduce-b")
+    mpi.create(mpi_job("allreduce-b"))
     held = k.wait(
         "allreduce-b evaluated", lambda: condition(mpi.workload("allreduce-b"), "QuotaReserved")
     )

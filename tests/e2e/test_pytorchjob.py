@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 
 from sandbox.walkthrough import QUEUE_LABEL, KubeSession, condition, is_true
+from tests.e2e.operated import NS, Kind, Operated, wiped
 
 pytestmark = pytest.mark.e2e
 
-KUBEFLOW = ("kubeflow.org", "v1")
-NS = "default"
-JOB_LABEL = "training.kubeflow.org/job-name"
+PYTORCHJOBS = Kind(
+    "kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", "training.kubeflow.org/job-name"
+)
 # The master 2 GPUs, 2 workers x 2: 6 of the flavor's 8. The next job's master fits in the 2
 # left, its workers find none: 4 more needed.
 HELD_MESSAGE = (
@@ -52,78 +53,16 @@ def pytorch_job(name: str) -> dict[str, Any]:
     }
 
 
-class PyTorchJobs:
-    def __init__(self, k: KubeSession) -> None:
-        self.k = k
-
-    def create(self, name: str) -> None:
-        self.k.custom.create_namespaced_custom_object(
-            *KUBEFLOW, NS, "pytorchjobs", pytorch_job(name)
-        )
-
-    def get(self, name: str) -> dict[str, Any]:
-        got: dict[str, Any] = self.k.custom.get_namespaced_custom_object(
-            *KUBEFLOW, NS, "pytorchjobs", name
-        )
-        return got
-
-    def suspended(self, name: str) -> bool:
-        return bool(self.get(name)["spec"].get("runPolicy", {}).get("suspend"))
-
-    def delete(self, name: str) -> None:
-        self.k.custom.delete_namespaced_custom_object(
-            *KUBEFLOW, NS, "pytorchjobs", name, propagation_policy="Background"
-        )
-
-    def names(self) -> list[str]:
-        items = self.k.custom.list_namespaced_custom_object(*KUBEFLOW, NS, "pytorchjobs")["items"]
-        return [str(j["metadata"]["name"]) for j in items]
-
-    def workloads(self, name: str | None = None) -> list[dict[str, Any]]:
-        return [
-            wl
-            for wl in self.k.workloads(NS)
-            if any(
-                o["kind"] == "PyTorchJob" and name in (None, o["name"])
-                for o in wl["metadata"].get("ownerReferences", [])
-            )
-        ]
-
-    def workload(self, name: str) -> dict[str, Any] | None:
-        return next(iter(self.workloads(name)), None)
-
-    def pods(self, name: str | None = None) -> list[Any]:
-        selector = JOB_LABEL if name is None else f"{JOB_LABEL}={name}"
-        items: list[Any] = self.k.core.list_namespaced_pod(NS, label_selector=selector).items
-        return items
-
-    def running(self, name: str) -> list[Any]:
-        return [p for p in self.pods(name) if p.status.phase == "Running"]
-
-
 @pytest.fixture
-def jobs(cluster: KubeSession) -> Iterator[PyTorchJobs]:
-    pt = PyTorchJobs(cluster)
-
-    def wipe() -> None:
-        for name in pt.names():
-            pt.delete(name)
-        # Only what PyTorchJobs left: other modules' objects in default are theirs to clean.
-        cluster.wait(
-            "no pytorchjobs, nor their workloads or pods, in default",
-            lambda: not (pt.names() or pt.workloads() or pt.pods()),
-        )
-
-    wipe()
-    yield pt
-    wipe()
+def jobs(cluster: KubeSession) -> Iterator[Operated]:
+    yield from wiped(cluster, PYTORCHJOBS)
 
 
 def test_kueue_admits_a_pytorchjob_the_operator_makes_its_pods_and_the_next_is_held_for_quota(
-    jobs: PyTorchJobs,
+    jobs: Operated,
 ) -> None:
     pt, k = jobs, jobs.k
-    pt.create("train-a")
+    pt.create(pytorch_job("train-a"))
     wl_a = k.wait(
         "train-a admitted",
         lambda: (w := pt.workload("train-a")) and is_true(w, "Admitted") and w,
@@ -147,7 +86,7 @@ def test_kueue_admits_a_pytorchjob_the_operator_makes_its_pods_and_the_next_is_h
     assert not pt.suspended("train-a")
     k.wait("train-a Running", lambda: is_true(pt.get("train-a"), "Running"))
 
-    pt.create("train-b")
+    pt.create(pytorch_job("train-b"))
     held = k.wait("train-b evaluated", lambda: condition(pt.workload("train-b"), "QuotaReserved"))
     assert (held["status"], held["reason"]) == ("False", "Pending")
     assert held["message"] == HELD_MESSAGE
