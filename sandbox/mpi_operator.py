@@ -15,7 +15,9 @@ told where to listen or not to elect a leader (cmd/mpi-operator/app/server.go):
   workers' MPIJobs are not run there);
 - it always elects a leader, through a Lease in --lock-namespace (default `mpi-operator`, a
   namespace the sandbox would have to make): kube-system here. One replica takes the Lease at
-  its first try;
+  its first try. It exits when it cannot renew the Lease for 5 s (renewDeadline, a constant;
+  klog.Fatalf "Leader election stopped"), as when the API server restarts: on a cluster the
+  kubelet starts its pod again, here the sandbox does (procs.restarting);
 - its metrics server is off by default (--monitoring-port 0), left so.
 
 The CRD is 670 KB, almost all of it field descriptions the API server parses at every `up`:
@@ -37,7 +39,7 @@ from gpu_queues.config.model import StackConfig
 from sandbox.control_plane import _module_dir, kubectl
 from sandbox.operators import integration_on
 from sandbox.paths import BIN
-from sandbox.procs import spawn, wait_for
+from sandbox.procs import restarting, spawn, wait_for
 from sandbox.topology import Cluster
 
 NAME: Final = "mpi-operator"
@@ -117,5 +119,5 @@ def start(c: Cluster) -> None:
     )
     process = c.process(NAME)
     # KUBECONFIG, when set, overrides --kubeConfig (server.go): name this cluster's in both.
-    spawn(process, argv(c), env={"KUBECONFIG": str(c.kubeconfig)})
+    spawn(process, restarting(argv(c)), env={"KUBECONFIG": str(c.kubeconfig)})
     wait_for(f"{process} /healthz", lambda: _ready(c))

@@ -87,6 +87,15 @@ def spawn(name: str, argv: list[str], env: dict[str, str] | None = None) -> None
         save_state(state)
 
 
+def restarting(argv: list[str], delay: float = 1.0) -> list[str]:
+    """`argv` run again `delay` seconds after each exit, as a kubelet restarts a pod's container
+    (restartPolicy Always), for an operator that exits by design when it loses the API server
+    (the mpi-operator's leader election: sandbox/mpi_operator.py). Its group is stopped whole
+    (stop), the loop with it."""
+    loop = f'while :; do "$@"; echo "exited ($?); again in {delay:g} s" >&2; sleep {delay:g}; done'
+    return ["bash", "-c", loop, "restarting", *argv]
+
+
 def signal_group(entry: dict[str, Any], sig: signal.Signals) -> None:
     """Send the signal to the process's group, if the process is still ours and there."""
     if alive(entry):

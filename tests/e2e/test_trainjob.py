@@ -185,18 +185,24 @@ def test_kueue_admits_a_trainjob_the_trainer_makes_its_jobset_and_the_next_is_he
     k.wait("train-b's two pods Running", lambda: len(jobs.running("train-b")) == 2, 90)
 
 
-def test_the_trainers_own_webhook_refuses_a_trainjob_whose_runtime_is_not_there(
+def test_the_trainers_own_webhook_refuses_a_runtime_whose_trainer_step_is_not_one_job(
     trainjobs: TrainJobs,
 ) -> None:
-    # Its validating webhook, dialled at the manager by url with the sandbox's CA, answers: the
-    # TrainJob names a TrainingRuntime the namespace does not hold.
-    body = train_job("train-a")
-    body["spec"]["runtimeRef"]["name"] = "no-such-runtime"
+    # Its validating webhook, dialled at the manager by url with the sandbox's CA, answers: a
+    # runtime's trainer step must be one Job (replicas 1). Kueue has no webhook for runtimes, so
+    # the answer can only be the Trainer's. (A TrainJob naming a missing runtime is refused by
+    # both Kueue's webhook and the Trainer's, and the API server reports whichever answers
+    # first: a CI run got Kueue's.)
+    body = runtime()
+    body["metadata"]["name"] = "two-trainer-jobs"
+    body["spec"]["template"]["spec"]["replicatedJobs"][0]["replicas"] = 2
     with pytest.raises(ApiException) as refused:
-        trainjobs.k.custom.create_namespaced_custom_object(*TRAINER, NS, "trainjobs", body)
+        trainjobs.k.custom.create_namespaced_custom_object(*TRAINER, NS, "trainingruntimes", body)
     message = json.loads(refused.value.body)["message"]
     # controller-runtime answers a validator's plain error as a denial: 403, not 422.
     assert refused.value.status == 403, message
-    assert 'admission webhook "validator.trainjob.trainer.kubeflow.org" denied' in message
-    assert "specified trainingRuntime must be created before the TrainJob is created" in message
-    assert not trainjobs.names()
+    assert 'admission webhook "validator.trainingruntime.trainer.kubeflow.org" denied' in message
+    assert "spec.template.spec.replicatedJobs[0].replicas: Invalid value: 2: always must be 1" in (
+        message
+    )
+    assert "two-trainer-jobs" not in trainjobs.names("trainingruntimes")

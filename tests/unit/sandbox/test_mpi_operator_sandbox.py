@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ from gpu_queues.config.model import StackConfig
 from gpu_queues.whatif.mix import DELETED_WHEN_DONE
 from sandbox import jobset, kuberay, lws, mpi_operator
 from sandbox import shape as fake_cluster
+from sandbox.procs import restarting
 from sandbox.replay.owners import COLLECTIONS, Owners, workload_owner
 from sandbox.topology import multikueue
 from tests.conftest import ROOT
@@ -109,3 +113,16 @@ def test_an_mpijob_s_launcher_and_workers_are_its_own_by_the_name_the_operator_l
     # It ends by itself when its launcher ends (the replay completes its pods at its duration),
     # so the replay does not delete it.
     assert "MPIJob" not in DELETED_WHEN_DONE
+
+
+def test_the_operator_is_started_again_each_time_it_exits_as_a_kubelet_would() -> None:
+    """v0.8.0 exits when it cannot renew its Lease for 5 s (an API server restart): the sandbox
+    runs it in a loop, as a kubelet restarts its pod. The loop is real: a command that exits
+    runs again."""
+    looped = restarting(["sh", "-c", 'echo ran >> "$0"; exit 3', "COUNT"], delay=0.05)
+    assert looped[-4:] == ["sh", "-c", 'echo ran >> "$0"; exit 3', "COUNT"]
+    script = "timeout 1 " + shlex.join(looped) + "; cat COUNT"
+    with tempfile.TemporaryDirectory() as d:
+        out = subprocess.run(["bash", "-c", script], cwd=d, capture_output=True, text=True)
+    assert out.stdout.count("ran") >= 2, out
+    assert "exited (3); again in 0.05 s" in out.stderr
