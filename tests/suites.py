@@ -9,7 +9,8 @@ lanes run at once: the host's checks (lint, the unit, policy and property tests,
 tests) and MultiKueue; the e2e suite then the sandbox suite; the killed-install tests, the
 generated stacks' rehearsals, then the committed stacks' (moved here when the toolchain suite
 grew to 13 minutes and made the checks lane the longest); the what-if's engines held to each
-other on hand-worked causes (about 37 minutes); and on generated days (about 22 minutes). Each
+other on hand-worked causes (65 minutes on 6 December 2026, 25 causes with five lanes' load:
+the longest lane again); and on generated days (26.5 minutes). Each
 lane drives a sandbox of its own (GPUQ_SANDBOX, sandbox/paths.py: its own state folder and
 network namespace), so no suite sees another's cluster. Run alone, a suite uses the sandbox the
 caller chose (by default the checkout's one, which `make sandbox-shell` enters).
