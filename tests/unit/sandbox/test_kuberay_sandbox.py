@@ -7,23 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_queues.config.model import Integrations, StackConfig
 from gpu_queues.whatif.mix import DELETED_WHEN_DONE
 from sandbox import jobset, kuberay, lws
 from sandbox import shape as fake_cluster
 from sandbox.replay.owners import COLLECTIONS, pod_key, workload_owner
 from tests.conftest import ROOT
-from tests.unit.sandbox.test_operators import CLUSTER
+from tests.unit.sandbox.test_operators import CLUSTER, local_with
 
 pytestmark = pytest.mark.unit
-
-
-def local_with(frameworks: list[str]) -> StackConfig:
-    config = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
-    manager = config.kueue.manager.model_copy(
-        update={"integrations": Integrations(frameworks=frameworks)}
-    )
-    return config.model_copy(update={"kueue": config.kueue.model_copy(update={"manager": manager})})
 
 
 def test_the_local_stack_runs_kuberay_as_the_release_default_enables_both_ray_integrations() -> (

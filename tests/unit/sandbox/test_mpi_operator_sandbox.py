@@ -22,8 +22,8 @@ from sandbox.procs import restarting
 from sandbox.replay.owners import COLLECTIONS, Owners, workload_owner
 from sandbox.topology import multikueue
 from tests.conftest import ROOT
-from tests.unit.sandbox.test_kuberay_sandbox import local_with
 from tests.unit.sandbox.test_operators import CLUSTER as OTHER
+from tests.unit.sandbox.test_operators import local_with
 
 pytestmark = pytest.mark.unit
 

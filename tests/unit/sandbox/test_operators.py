@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-from gpu_queues.config.model import Integrations
+from gpu_queues.config.model import Integrations, StackConfig
 from sandbox import jobset, lws
 from sandbox import shape as fake_cluster
 from sandbox.operators import Operator
@@ -19,6 +19,17 @@ from tests.conftest import ROOT
 pytestmark = pytest.mark.unit
 
 CLUSTER = Cluster("c", "127.0.0.2", "10.245.0.0/16", Path("/x"), "s", Path("/x/s.yaml"))
+
+
+def local_with(frameworks: list[str]) -> StackConfig:
+    """The local stack with its Kueue running the integrations `frameworks` only."""
+    config = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
+    manager = config.kueue.manager.model_copy(
+        update={"integrations": Integrations(frameworks=frameworks)}
+    )
+    return config.model_copy(update={"kueue": config.kueue.model_copy(update={"manager": manager})})
+
+
 # Each operator's module, and the other's: a stack may run one integration and not the other.
 OPERATORS = pytest.mark.parametrize(
     ("operator", "other"), [(jobset, lws), (lws, jobset)], ids=["jobset", "lws"]
@@ -38,13 +49,7 @@ def test_the_local_stack_runs_the_operator_as_the_release_default_enables_it(
 def test_a_stack_without_the_integration_runs_no_controller_of_it(
     operator: ModuleType, other: ModuleType
 ) -> None:
-    config = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
-    manager = config.kueue.manager.model_copy(
-        update={"integrations": Integrations(frameworks=["batch/job", other.FRAMEWORK])}
-    )
-    without = config.model_copy(
-        update={"kueue": config.kueue.model_copy(update={"manager": manager})}
-    )
+    without = local_with(["batch/job", other.FRAMEWORK])
     assert not operator.wanted(without)
     assert other.wanted(without)
 

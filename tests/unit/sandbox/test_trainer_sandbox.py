@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_queues.config.model import Integrations, StackConfig
 from gpu_queues.whatif.mix import DELETED_WHEN_DONE, Entry, Status
 from gpu_queues.whatif.workloads import KubeError, Rest
 from sandbox import jobset, kuberay, lws, trainer
@@ -30,17 +29,9 @@ from sandbox.replay.owners import (
 )
 from sandbox.topology import Cluster
 from tests.conftest import ROOT
-from tests.unit.sandbox.test_operators import CLUSTER
+from tests.unit.sandbox.test_operators import CLUSTER, local_with
 
 pytestmark = pytest.mark.unit
-
-
-def local_with(frameworks: list[str]) -> StackConfig:
-    config = fake_cluster.load_stack(ROOT / "Pulumi.local.yaml")
-    manager = config.kueue.manager.model_copy(
-        update={"integrations": Integrations(frameworks=frameworks)}
-    )
-    return config.model_copy(update={"kueue": config.kueue.model_copy(update={"manager": manager})})
 
 
 def test_the_local_stack_runs_the_trainer_as_the_release_default_enables_trainjob_and_jobset() -> (
