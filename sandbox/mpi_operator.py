@@ -32,12 +32,12 @@ from __future__ import annotations
 import json
 import urllib.request
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from gpu_queues import yamlio
 from gpu_queues.config.model import StackConfig
 from sandbox.control_plane import _module_dir, kubectl
-from sandbox.operators import integration_on
+from sandbox.operators import integration_on, without_descriptions
 from sandbox.paths import BIN
 from sandbox.procs import restarting, spawn, wait_for
 from sandbox.topology import Cluster
@@ -63,19 +63,6 @@ def crd_file() -> Path:
     return _module_dir(MODULE, WRAPPER) / "manifests" / "base" / "kubeflow.org_mpijobs.yaml"
 
 
-def _without_descriptions(node: Any) -> Any:
-    if isinstance(node, dict):
-        # A string only: a property named `description` (a mapping) is a field, kept.
-        return {
-            k: _without_descriptions(v)
-            for k, v in node.items()
-            if not (k == "description" and isinstance(v, str))
-        }
-    if isinstance(node, list):
-        return [_without_descriptions(v) for v in node]
-    return node
-
-
 def stripped_crd(c: Cluster) -> Path:
     """The module's CRD without its `description` fields, under the cluster's state folder:
     72 KB of JSON instead of 322 KB, the same schema to the API server (descriptions are
@@ -83,7 +70,7 @@ def stripped_crd(c: Cluster) -> Path:
     crd = yamlio.load(crd_file().read_text(), str(crd_file()))
     out = c.state / NAME / "kubeflow.org_mpijobs.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(_without_descriptions(crd)))
+    out.write_text(json.dumps(without_descriptions(crd)))
     return out
 
 

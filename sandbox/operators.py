@@ -147,6 +147,21 @@ class Operator:
         )
 
 
+def without_descriptions(node: Any) -> Any:
+    """A CRD (or any part of its schema) without its `description:` prose, most of a CRD's
+    bytes and nothing the API server validates with; the schema is the same to it. A string
+    only: a field named `description` is a mapping (its schema), kept."""
+    if isinstance(node, dict):
+        return {
+            k: without_descriptions(v)
+            for k, v in node.items()
+            if not (k == "description" and isinstance(v, str))
+        }
+    if isinstance(node, list):
+        return [without_descriptions(v) for v in node]
+    return node
+
+
 def manifests(path: Path) -> list[dict[str, Any]]:
     """The non-empty YAML documents of a module's manifest file."""
     return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]

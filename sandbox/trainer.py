@@ -36,7 +36,7 @@ import yaml
 from gpu_queues.config.model import StackConfig
 from sandbox.control_plane import _module_dir, kubectl
 from sandbox.jobset import FRAMEWORK as JOBSET_FRAMEWORK
-from sandbox.operators import Operator, integration_on, manifests
+from sandbox.operators import Operator, integration_on, manifests, without_descriptions
 from sandbox.paths import BIN
 from sandbox.procs import spawn, wait_for
 from sandbox.topology import Cluster
@@ -74,20 +74,6 @@ def crd_files() -> list[Path]:
 
 def webhooks_file() -> Path:
     return module() / "manifests" / "base" / "webhook" / "manifests.yaml"
-
-
-def without_descriptions(schema: Any, fields: bool = False) -> Any:
-    """An OpenAPI schema without its `description:` prose. `fields`: `schema` is a
-    `properties` mapping, whose keys are field names (one may be called description)."""
-    if isinstance(schema, dict):
-        return {
-            k: without_descriptions(v, k == "properties" and not fields)
-            for k, v in schema.items()
-            if fields or k != "description"
-        }
-    if isinstance(schema, list):
-        return [without_descriptions(v) for v in schema]
-    return schema
 
 
 def crds(c: Cluster) -> list[Path]:

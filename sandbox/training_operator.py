@@ -36,7 +36,7 @@ import yaml
 
 from gpu_queues.config.model import StackConfig
 from sandbox.control_plane import _module_dir, kubectl
-from sandbox.operators import integration_on
+from sandbox.operators import integration_on, without_descriptions
 from sandbox.paths import BIN
 from sandbox.procs import run_checked, spawn, wait_for
 from sandbox.topology import Cluster
@@ -77,27 +77,14 @@ def module() -> Path:
     return _module_dir(MODULE, NAME)
 
 
-def strip_descriptions(node: Any) -> Any:
-    """A schema without its `description:` texts, which are three quarters of the CRDs' bytes
-    and nothing the API server validates with (a property named description is a mapping, and
-    stays)."""
-    if isinstance(node, dict):
-        return {
-            k: strip_descriptions(v)
-            for k, v in node.items()
-            if not (k == "description" and isinstance(v, str))
-        }
-    if isinstance(node, list):
-        return [strip_descriptions(v) for v in node]
-    return node
-
-
 def crds(config: StackConfig, source: Path | None = None) -> list[dict[str, Any]]:
     """The CRDs of the stack's integrations, descriptions stripped."""
     bases = source or module() / "manifests" / "base" / "crds"
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # 0.2 s, not 2 s, per CRD
     return [
-        strip_descriptions(yaml.load((bases / f"kubeflow.org_{KINDS[f]}.yaml").read_text(), loader))
+        without_descriptions(
+            yaml.load((bases / f"kubeflow.org_{KINDS[f]}.yaml").read_text(), loader)
+        )
         for f in integrations(config)
     ]
 

@@ -19,6 +19,7 @@ from gpu_queues.whatif.mix import DELETED_WHEN_DONE, Entry, Status
 from gpu_queues.whatif.workloads import KubeError, Rest
 from sandbox import jobset, kuberay, lws, trainer
 from sandbox import shape as fake_cluster
+from sandbox.operators import without_descriptions
 from sandbox.replay.engine import on_the_sandbox
 from sandbox.replay.owners import (
     COLLECTIONS,
@@ -110,7 +111,7 @@ def test_descriptions_go_but_a_field_named_description_stays() -> None:
             "items": {"type": "array", "items": {"type": "string", "description": "more"}},
         },
     }
-    assert trainer.without_descriptions(schema) == {
+    assert without_descriptions(schema) == {
         "type": "object",
         "properties": {
             "description": {"type": "string"},
@@ -126,7 +127,7 @@ def test_the_crds_it_applies_are_the_modules_but_their_descriptions(tmp_path: Pa
     for source, copy in zip(trainer.crd_files(), written, strict=True):
         original = yaml.load(source.read_text(), Loader=yaml.CSafeLoader)
         stripped = json.loads(copy.read_text())
-        assert stripped == trainer.without_descriptions(original)
+        assert stripped == without_descriptions(original)
         assert "description" in source.read_text()
         assert copy.stat().st_size < source.stat().st_size / 5
     names = [json.loads(p.read_text())["metadata"]["name"] for p in written]

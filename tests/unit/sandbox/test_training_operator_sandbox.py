@@ -15,6 +15,7 @@ import pytest
 from gpu_queues.whatif.mix import DELETED_WHEN_DONE
 from sandbox import jobset, kuberay, lws, training_operator
 from sandbox import shape as fake_cluster
+from sandbox.operators import without_descriptions
 from sandbox.replay.engine import SANDBOX_KINDS
 from sandbox.replay.owners import COLLECTIONS, pod_key, workload_owner
 from tests.conftest import ROOT
@@ -100,9 +101,7 @@ def test_a_property_named_description_is_kept_and_only_description_texts_go() ->
         "description": "a text",
         "properties": {"description": {"type": "string", "description": "its text"}},
     }
-    assert training_operator.strip_descriptions(schema) == {
-        "properties": {"description": {"type": "string"}}
-    }
+    assert without_descriptions(schema) == {"properties": {"description": {"type": "string"}}}
 
 
 @needs_module
