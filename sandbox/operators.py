@@ -125,15 +125,7 @@ class Operator:
         self._certificates(c, certs)
         config = work / "config.yaml"
         config.write_text(json.dumps(self.configuration(c, certs), indent=1))
-        kubectl("apply", "--server-side", "-f", str(self.crd_file()), kubeconfig=c.kubeconfig)
-        established = "jsonpath={.status.conditions[?(@.type=='Established')].status}"
-        wait_for(
-            f"{self.crd} established",
-            lambda: (
-                kubectl("get", "crd", self.crd, "-o", established, kubeconfig=c.kubeconfig)
-                == "True"
-            ),
-        )
+        install_crd(c, self.crd_file(), self.crd)
         process = c.process(self.name)
         spawn(process, [str(binary), f"--config={config}", f"--kubeconfig={c.kubeconfig}"])
         wait_for(f"{process} /readyz", lambda: self._ready(c))
@@ -145,6 +137,18 @@ class Operator:
             stdin="\n---\n".join(json.dumps(h) for h in written),
             kubeconfig=c.kubeconfig,
         )
+
+
+def install_crd(c: Cluster, path: Path, name: str) -> None:
+    """Apply a CRD (server-side: too large for client-side apply's annotation) and wait until
+    it is Established, polled (a one-shot `kubectl wait` right after the apply failed one `up`
+    of the mpi-operator's first three; its message was not kept)."""
+    kubectl("apply", "--server-side", "-f", str(path), kubeconfig=c.kubeconfig)
+    established = "jsonpath={.status.conditions[?(@.type=='Established')].status}"
+    wait_for(
+        f"{name} established",
+        lambda: kubectl("get", "crd", name, "-o", established, kubeconfig=c.kubeconfig) == "True",
+    )
 
 
 def without_descriptions(node: Any) -> Any:
