@@ -141,6 +141,16 @@ def start_cluster(c: Cluster, stack: StackConfig, manifest: Path, alone: bool = 
 # --- commands --------------------------------------------------------------------------
 
 
+def keep_previous_logs() -> None:
+    """The last sandbox's logs move to logs.previous (the one before goes), so this start's logs
+    begin empty: its processes append to theirs, and a failed start's dump (sandbox.sh) would
+    otherwise end with what the last sandbox said when it was stopped."""
+    if LOGS.is_dir():
+        previous = LOGS.with_name("logs.previous")
+        shutil.rmtree(previous, ignore_errors=True)
+        LOGS.rename(previous)
+
+
 def up(
     stack_name: str = "local", stack_file: Path | None = None, topology_name: str | None = None
 ) -> None:
@@ -150,6 +160,7 @@ def up(
     shaped like the given stack; the other topologies' clusters by their own stacks."""
     t0 = time.monotonic()
     STATE.mkdir(parents=True, exist_ok=True)
+    keep_previous_logs()
     name = topology_name or os.environ.get(topology.TOPOLOGY_ENV) or topology.SINGLE
     if name == topology.SINGLE:
         clusters = topology.single(stack_name, fake_cluster.stack_path(stack_name, stack_file))

@@ -73,14 +73,21 @@ up() {
   in_ns ip addr add 10.244.0.0/16 dev lo
   local args=()
   if [ "$topology" = single ]; then args=("$stack" ${file:+"$file"}); fi
-  if ! GPUQ_TOPOLOGY=$topology in_ns "$py" -m sandbox.cluster up "${args[@]}"; then
+  # Its errors are kept too, and said again after the logs: a reader of the output's end (a
+  # test's failure message) sees why the start failed, not only what the components said.
+  local errors=$state/up.errors
+  if ! GPUQ_TOPOLOGY=$topology in_ns "$py" -m sandbox.cluster up "${args[@]}" \
+    2> >(tee "$errors" >&2); then
     echo "sandbox: start failed; logs follow" >&2
     in_ns "$py" -m sandbox.cluster logs >&2 || true
     # Nothing half-started is left behind (processes, namespace); the logs stay in
     # .sandbox/logs for a look afterwards.
     down >&2 || true
+    echo "sandbox: start failed; its last errors:" >&2
+    tail -n 15 "$errors" >&2 || true
     return 1
   fi
+  rm -f "$errors"
 }
 
 down() {

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from sandbox import procs
+from sandbox import cluster, procs
 
 pytestmark = pytest.mark.unit
 
@@ -45,3 +45,22 @@ def test_readers_never_see_a_half_written_state_file(tmp_path, monkeypatch):
             w.join()
     assert not errors, f"a reader saw a half-written state file: {errors[0]!r}"
     assert not [p for p in tmp_path.iterdir() if p.name != "state.json"], "temp files left"
+
+
+def test_a_start_s_logs_begin_empty_and_the_last_sandbox_s_are_kept_once(tmp_path, monkeypatch):
+    """Processes append to their logs, so a failed start's dump would end with what the last
+    sandbox said as it was stopped (CI's run of 6 December: a stopped operator's last words
+    hid why the next start failed)."""
+    logs = tmp_path / "logs"
+    monkeypatch.setattr(cluster, "LOGS", logs)
+    cluster.keep_previous_logs()  # nothing there yet: nothing to keep
+    assert not logs.exists() and not (tmp_path / "logs.previous").exists()
+    for said in ("first", "second"):
+        (logs / "worker").mkdir(parents=True)
+        (logs / "op.log").write_text(f"{said} sandbox stopped\n")
+        (logs / "worker" / "kueue.log").write_text(f"{said}\n")
+        cluster.keep_previous_logs()
+        assert not logs.exists()
+    previous = tmp_path / "logs.previous"
+    assert (previous / "op.log").read_text() == "second sandbox stopped\n"
+    assert (previous / "worker" / "kueue.log").read_text() == "second\n"
