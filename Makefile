@@ -321,9 +321,10 @@ test-rehearse: venv toolchain-all
 	$(SUITES) rehearse-stacks rehearse
 
 # The what-if's engines held to each other on the sandbox: the causes of their parting worked
-# out by hand, and a few seeds of the randomized cross-check (make crosscheck runs more).
+# out by hand (Kueue's scheduling, then its integrations), and a few seeds of the randomized
+# cross-check (make crosscheck runs more).
 test-engines: venv toolchain-all
-	$(SUITES) engines crosscheck
+	$(SUITES) engines integrations crosscheck
 
 # Everything CI runs (.ci/run calls exactly this), with every supported Kueue release built.
 # SERIAL=1: the suites one after another instead, on the checkout's sandbox.

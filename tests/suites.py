@@ -9,8 +9,9 @@ lanes run at once: the host's checks (lint, the unit, policy and property tests,
 tests) and MultiKueue; the e2e suite then the sandbox suite; the killed-install tests, the
 generated stacks' rehearsals, then the committed stacks' (moved here when the toolchain suite
 grew to 13 minutes and made the checks lane the longest); the what-if's engines held to each
-other on hand-worked causes (65 minutes on 6 December 2026, 25 causes with five lanes' load:
-the longest lane again); and on generated days (26.5 minutes). Each
+other on hand-worked causes of Kueue's scheduling; and on generated days, then on the causes of
+Kueue's integrations (the causes were one suite and lane of 65 minutes on 6 December 2026, 25
+causes under five lanes' load, the longest lane; split so, they are about 40 and 25). Each
 lane drives a sandbox of its own (GPUQ_SANDBOX, sandbox/paths.py: its own state folder and
 network namespace), so no suite sees another's cluster. Run alone, a suite uses the sandbox the
 caller chose (by default the checkout's one, which `make sandbox-shell` enters).
@@ -84,10 +85,12 @@ FAULTS = "tests/sandbox/test_install_faults.py"
 STACKS = (
     "test_the_committed_stack_rehearses or test_the_committed_mix_replays_the_same_on_both_engines"
 )
-# The what-if's engines held to each other: each cause of their parting worked out by hand;
-# and a few seeds of the randomized cross-check, a suite and lane of their own (together they
-# made the longest lane, 59 minutes, on 4 December 2026).
+# The what-if's engines held to each other: each cause of their parting worked out by hand, in
+# Kueue's scheduling and in its integrations (a module each); and a few seeds of the randomized
+# cross-check. Each a suite of its own (together they made the longest lane, 59 minutes, on 4
+# December 2026; the causes alone 65 minutes on 6 December).
 ENGINES = "test_engine_causes"
+INTEGRATIONS = "test_integration_causes"
 CROSSCHECK = "test_crosscheck"
 
 
@@ -158,7 +161,8 @@ SUITES = {
             pytest(
                 "rehearse",
                 "-k",
-                f"not ({STACKS}) and not ({ENGINES}) and not ({CROSSCHECK})",
+                f"not ({STACKS}) and not ({ENGINES}) and not ({INTEGRATIONS})"
+                f" and not ({CROSSCHECK})",
                 *ORDERED,
                 *DURATIONS,
             ),
@@ -168,7 +172,13 @@ SUITES = {
         Suite(
             "engines",
             pytest("rehearse", "-k", ENGINES, *ORDERED, *DURATIONS),
-            "the what-if's engines on hand-worked causes",
+            "the what-if's engines on hand-worked causes of Kueue's scheduling",
+            sandbox=True,
+        ),
+        Suite(
+            "integrations",
+            pytest("rehearse", "-k", INTEGRATIONS, *ORDERED, *DURATIONS),
+            "the what-if's engines on hand-worked causes of Kueue's integrations",
             sandbox=True,
         ),
         Suite(
@@ -193,7 +203,7 @@ LANES: list[tuple[str, str, list[str]]] = [
     ("e2e", "e2e", ["e2e", "sandbox"]),
     ("faults", "faults", ["faults", "rehearse", "rehearse-stacks"]),
     ("engines", "engines", ["engines"]),
-    ("crosscheck", "crosscheck", ["crosscheck"]),
+    ("crosscheck", "crosscheck", ["crosscheck", "integrations"]),
 ]
 
 # The same suites one after another (--serial: a one-core machine, or a baseline to measure).
@@ -208,6 +218,7 @@ SERIAL = [
     "rehearse-stacks",
     "rehearse",
     "engines",
+    "integrations",
     "crosscheck",
     "multikueue",
 ]

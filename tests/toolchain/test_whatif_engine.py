@@ -44,7 +44,7 @@ from tests.builders import (
     Stack,
     Team,
 )
-from tests.rehearse.test_engine_causes import CASES, stack_text
+from tests.rehearse.stories import CASES, stack_text
 
 pytestmark = pytest.mark.toolchain
 

@@ -106,14 +106,19 @@ def test_the_split_suites_take_every_test_of_their_marker() -> None:
     engines = args("engines")
     assert engines[:2] == ["-m", "rehearse"]
     assert engines[engines.index("-k") + 1] == suites.ENGINES
+    integrations = args("integrations")
+    assert integrations[:2] == ["-m", "rehearse"]
+    assert integrations[integrations.index("-k") + 1] == suites.INTEGRATIONS
     crosscheck = args("crosscheck")
     assert crosscheck[:2] == ["-m", "rehearse"]
     assert crosscheck[crosscheck.index("-k") + 1] == suites.CROSSCHECK
     assert rest[rest.index("-k") + 1] == (
-        f"not ({suites.STACKS}) and not ({suites.ENGINES}) and not ({suites.CROSSCHECK})"
+        f"not ({suites.STACKS}) and not ({suites.ENGINES}) and not ({suites.INTEGRATIONS})"
+        f" and not ({suites.CROSSCHECK})"
     )
     tests = "".join(p.read_text() for p in sorted((ROOT / "tests/rehearse").glob("test_*.py")))
     for name in suites.STACKS.split(" or "):  # each name is a test that exists
         assert f"def {name}(" in tests, name
-    for module in (suites.ENGINES, suites.CROSSCHECK):  # each name is a module of the marker
+    # Each name is a module of the marker.
+    for module in (suites.ENGINES, suites.INTEGRATIONS, suites.CROSSCHECK):
         assert (ROOT / "tests/rehearse" / f"{module}.py").is_file(), module
