@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Final
 
 from gpu_queues.config.model import StackConfig
-from sandbox.control_plane import _module_dir, kubectl
-from sandbox.operators import integration_on
+from sandbox.control_plane import _module_dir
+from sandbox.operators import install_crds, integration_on
 from sandbox.paths import BIN
 from sandbox.procs import spawn, wait_for
 from sandbox.topology import Cluster
@@ -70,13 +70,7 @@ def start(c: Cluster) -> None:
     waitForAPI retries (jobframework/setup.go) for a CRD that came later."""
     if not (BIN / NAME).is_file():
         raise RuntimeError(f"{BIN / NAME} is missing: run `bash toolchain/build.sh {NAME}`")
-    # Server-side: the CRDs are too large for client-side apply's last-applied annotation. One
-    # kubectl each for all three (apply, then wait): a kubectl call costs a second on a loaded
-    # machine.
-    files = [a for f in crd_files() for a in ("-f", str(f))]
-    kubectl("apply", "--server-side", *files, kubeconfig=c.kubeconfig)
-    crds = [f"crd/{plural}.ray.io" for plural in CRDS]
-    kubectl("wait", "--for=condition=Established", "--timeout=60s", *crds, kubeconfig=c.kubeconfig)
+    install_crds(c, crd_files(), [f"{plural}.ray.io" for plural in CRDS])
     process = c.process(NAME)
     spawn(process, argv(c))
     wait_for(f"{process} /readyz", lambda: _ready(c))

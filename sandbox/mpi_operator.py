@@ -37,7 +37,7 @@ from typing import Final
 from gpu_queues import yamlio
 from gpu_queues.config.model import StackConfig
 from sandbox.control_plane import _module_dir
-from sandbox.operators import install_crd, integration_on, without_descriptions
+from sandbox.operators import install_crds, integration_on, without_descriptions
 from sandbox.paths import BIN
 from sandbox.procs import restarting, spawn, wait_for
 from sandbox.topology import Cluster
@@ -96,7 +96,7 @@ def start(c: Cluster) -> None:
     its waitForAPI retries (jobframework/setup.go) for a CRD that came later."""
     if not (BIN / NAME).is_file():
         raise RuntimeError(f"{BIN / NAME} is missing: run `bash toolchain/build.sh mpi_operator`")
-    install_crd(c, stripped_crd(c), CRD)
+    install_crds(c, [stripped_crd(c)], [CRD])
     process = c.process(NAME)
     # KUBECONFIG, when set, overrides --kubeConfig (server.go): name this cluster's in both.
     spawn(process, restarting(argv(c)), env={"KUBECONFIG": str(c.kubeconfig)})

@@ -125,7 +125,7 @@ class Operator:
         self._certificates(c, certs)
         config = work / "config.yaml"
         config.write_text(json.dumps(self.configuration(c, certs), indent=1))
-        install_crd(c, self.crd_file(), self.crd)
+        install_crds(c, [self.crd_file()], [self.crd])
         process = c.process(self.name)
         spawn(process, [str(binary), f"--config={config}", f"--kubeconfig={c.kubeconfig}"])
         wait_for(f"{process} /readyz", lambda: self._ready(c))
@@ -139,16 +139,23 @@ class Operator:
         )
 
 
-def install_crd(c: Cluster, path: Path, name: str) -> None:
-    """Apply a CRD (server-side: too large for client-side apply's annotation) and wait until
-    it is Established, polled (a one-shot `kubectl wait` right after the apply failed one `up`
-    of the mpi-operator's first three; its message was not kept)."""
-    kubectl("apply", "--server-side", "-f", str(path), kubeconfig=c.kubeconfig)
-    established = "jsonpath={.status.conditions[?(@.type=='Established')].status}"
-    wait_for(
-        f"{name} established",
-        lambda: kubectl("get", "crd", name, "-o", established, kubeconfig=c.kubeconfig) == "True",
-    )
+def install_crds(c: Cluster, paths: list[Path], names: list[str]) -> None:
+    """Apply CRDs (one kubectl for all, server-side: too large for client-side apply's
+    annotation) and wait until every one of `names` (a CRD's name, as `jobsets.jobset.x-k8s.io`)
+    is Established, polled with one kubectl for all (a one-shot `kubectl wait` right after the
+    apply failed one `up` of the mpi-operator's first three; its message was not kept)."""
+    kubectl("apply", "--server-side", *[a for p in paths for a in ("-f", str(p))],
+            kubeconfig=c.kubeconfig)  # fmt: skip
+
+    def all_established() -> bool:
+        said = json.loads(kubectl("get", "crd", *names, "-o", "json", kubeconfig=c.kubeconfig))
+        crds = said["items"] if said.get("kind") == "List" else [said]  # one name: the CRD
+        said_of = [crd.get("status", {}).get("conditions", []) for crd in crds]
+        established = [any(x["type"] == "Established" and x["status"] == "True" for x in conditions)
+                       for conditions in said_of]  # fmt: skip
+        return len(crds) == len(names) and all(established)
+
+    wait_for(f"{', '.join(names)} established", all_established)
 
 
 def without_descriptions(node: Any) -> Any:

@@ -36,7 +36,13 @@ import yaml
 from gpu_queues.config.model import StackConfig
 from sandbox.control_plane import _module_dir, kubectl
 from sandbox.jobset import FRAMEWORK as JOBSET_FRAMEWORK
-from sandbox.operators import Operator, integration_on, manifests, without_descriptions
+from sandbox.operators import (
+    Operator,
+    install_crds,
+    integration_on,
+    manifests,
+    without_descriptions,
+)
 from sandbox.paths import BIN
 from sandbox.procs import spawn, wait_for
 from sandbox.topology import Cluster
@@ -141,11 +147,7 @@ def start(c: Cluster) -> None:
     OPERATOR._certificates(c, tmp / "k8s-webhook-server" / "serving-certs")
     config = work / "config.yaml"
     config.write_text(json.dumps(configuration(c), indent=1))
-    # Server-side: one kubectl each for all three (apply, then wait).
-    files = [a for f in crds(c) for a in ("-f", str(f))]
-    kubectl("apply", "--server-side", *files, kubeconfig=c.kubeconfig)
-    names = [f"crd/{plural}.{GROUP}" for plural in CRDS]
-    kubectl("wait", "--for=condition=Established", "--timeout=60s", *names, kubeconfig=c.kubeconfig)
+    install_crds(c, crds(c), [f"{plural}.{GROUP}" for plural in CRDS])
     process = c.process(NAME)
     argv = [str(binary), f"--config={config}", f"--kubeconfig={c.kubeconfig}"]
     spawn(process, argv, env={"TMPDIR": str(tmp)})

@@ -36,7 +36,7 @@ import yaml
 
 from gpu_queues.config.model import StackConfig
 from sandbox.control_plane import _module_dir, kubectl
-from sandbox.operators import integration_on, without_descriptions
+from sandbox.operators import install_crds, integration_on, without_descriptions
 from sandbox.paths import BIN
 from sandbox.procs import run_checked, spawn, wait_for
 from sandbox.topology import Cluster
@@ -192,15 +192,13 @@ def start(c: Cluster, config: StackConfig) -> None:
         )
     work = c.state / NAME
     certs = certificates(c, work)
-    written = work / "crds.json"  # a List: one kubectl for all, server-side (they are large)
+    written = work / "crds.json"  # a List: one file for all
     written.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": crds(config)}))
-    kubectl("apply", "--server-side", "-f", str(written), kubeconfig=c.kubeconfig)
+    install_crds(c, [written], [f"{KINDS[f]}.kubeflow.org" for f in integrations(config)])
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
     docs = [namespace, secret(certs)]
     stdin = "\n---\n".join(json.dumps(d) for d in docs)
     kubectl("apply", "-f", "-", stdin=stdin, kubeconfig=c.kubeconfig)
-    names = [f"crd/{KINDS[f]}.kubeflow.org" for f in integrations(config)]
-    kubectl("wait", "--for=condition=Established", "--timeout=60s", *names, kubeconfig=c.kubeconfig)
     process = c.process(NAME)
     spawn(process, in_private_tmp(certs, argv(c, config)), env={"MY_POD_NAMESPACE": NAMESPACE})
     wait_for(f"{process} /readyz", lambda: _ready(c))

@@ -4,13 +4,16 @@ manager is given there, and the ports that keep the operators apart."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
 from gpu_queues.config.model import Integrations, StackConfig
-from sandbox import jobset, lws
+from sandbox import jobset, lws, operators
 from sandbox import shape as fake_cluster
 from sandbox.operators import Operator
 from sandbox.topology import Cluster
@@ -89,3 +92,61 @@ def test_the_manager_binds_the_cluster_address_only_and_rotates_no_certs(
 def test_jobset_and_lws_listen_on_ports_of_their_own() -> None:
     taken = {9443, 8081, jobset.WEBHOOK_PORT, jobset.HEALTH_PORT}  # Kueue's, JobSet's
     assert not {lws.WEBHOOK_PORT, lws.HEALTH_PORT} & taken
+
+
+def test_crds_are_applied_in_one_call_and_waited_for_until_every_one_is_established(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """install_crds polls: not there yet, there but not Established, one of two Established,
+    then both; kubectl's answer for one name is the CRD itself, for several a List."""
+    calls: list[tuple[str, ...]] = []
+
+    def crd(name: str, established: str | None) -> dict[str, Any]:
+        conditions = [{"type": "NamesAccepted", "status": "True"}]
+        if established:
+            conditions.append({"type": "Established", "status": established})
+        return {"kind": "CustomResourceDefinition", "metadata": {"name": name},
+                "status": {"conditions": conditions}}  # fmt: skip
+
+    answers = iter([
+        RuntimeError('crds "b.x" not found'),
+        {"kind": "List", "items": [crd("a.x", "False"), {"metadata": {"name": "b.x"}}]},
+        {"kind": "List", "items": [crd("a.x", "True"), crd("b.x", None)]},
+        {"kind": "List", "items": [crd("a.x", "True"), crd("b.x", "True")]},
+        crd("c.x", "False"),
+        crd("c.x", "True"),
+    ])  # fmt: skip
+
+    def kubectl(*args: str, kubeconfig: Path) -> str:
+        calls.append(args)
+        if args[0] == "apply":
+            return ""
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return json.dumps(answer)
+
+    monkeypatch.setattr(operators, "kubectl", kubectl)
+    monkeypatch.setattr(operators, "wait_for", lambda what, check: _poll(check))
+    operators.install_crds(CLUSTER, [Path("/m/a.yaml"), Path("/m/b.yaml")], ["a.x", "b.x"])
+    assert calls[0] == ("apply", "--server-side", "-f", "/m/a.yaml", "-f", "/m/b.yaml")
+    assert calls[1:] == [("get", "crd", "a.x", "b.x", "-o", "json")] * 4
+    calls.clear()
+    operators.install_crds(CLUSTER, [Path("/m/c.yaml")], ["c.x"])
+    assert (
+        calls
+        == [("apply", "--server-side", "-f", "/m/c.yaml")]
+        + [("get", "crd", "c.x", "-o", "json")] * 2
+    )
+    assert next(answers, None) is None  # every answer was asked for
+
+
+def _poll(check: Callable[[], bool]) -> None:
+    """procs.wait_for without its clock: a check that raises is asked again, as there."""
+    for _ in range(10):
+        try:
+            if check():
+                return
+        except RuntimeError:
+            pass
+    raise AssertionError("never true")
