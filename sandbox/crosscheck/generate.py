@@ -35,6 +35,14 @@ replicas, or stays a Job; a job of one pod becomes, one time in ten, a Deploymen
 StatefulSet of one replica. The serving kinds keep the job's duration: their user deletes them
 that long after they run (kube-controller-manager's controllers play them on the sandbox,
 sandbox/replay/serving.py following a Deployment's pods).
+
+Seeds from OPERATORS_FROM on also mix the kinds of the operators the sandbox runs beside Kueue
+(sandbox/README.md): a multi-pod job becomes, one time in two, a PyTorchJob (a Master and
+Workers), another Kubeflow v1 job (TFJob, XGBoostJob, PaddleJob, JAXJob), an MPIJob (its
+workers, and a launcher of one pod and no GPU), a TrainJob (numNodes of its pods, on a
+ClusterTrainingRuntime shaped as the Trainer's torch-distributed, which the mix then holds) or
+a RayCluster (a worker group of its pods, and a head of one pod and no GPU); else as from
+EVERY_KIND_FROM. Each kind's containers are named as its operator's webhook wants them.
 """
 
 from __future__ import annotations
@@ -56,6 +64,8 @@ DIVISIONS = ("lab-a", "lab-b")
 ORG_FROM = 300  # seeds from here on are organisations (the module's docstring)
 KINDS_FROM = 600  # seeds from here on mix JobSets in (the module's docstring)
 EVERY_KIND_FROM = 700  # seeds from here on mix every kind both engines replay (the docstring)
+OPERATORS_FROM = 800  # seeds from here on mix the operators' kinds too (the docstring)
+RUNTIME = "torch-distributed"  # the TrainJobs' ClusterTrainingRuntime
 GPU = "nvidia.com/gpu"
 PREFIX = "gpu-queues"
 
@@ -341,6 +351,81 @@ def _every_kind(r: random.Random, job: dict[str, Any]) -> list[dict[str, Any]]:
     return [job]
 
 
+def _pod(job: dict[str, Any], container: str, gpus: bool = True) -> dict[str, Any]:
+    """The Job's pod template for an operator's replica: its one container named `container`,
+    without its GPU limit unless `gpus`, and no restartPolicy (the operator sets it)."""
+    spec = {k: v for k, v in job["spec"]["template"]["spec"].items() if k != "restartPolicy"}
+    main = dict(spec["containers"][0], name=container)
+    if not gpus:
+        main["resources"] = {"requests": dict(main["resources"]["requests"])}
+    return {"spec": {**spec, "containers": [main]}}
+
+
+# Each Kubeflow v1 kind: its API's replica specs field, its container's name (what its webhook
+# looks for), and the replica types a job of n pods is split into (the first takes one pod).
+KUBEFLOW_V1 = {
+    "PyTorchJob": ("pytorchReplicaSpecs", "pytorch", ("Master", "Worker")),
+    "TFJob": ("tfReplicaSpecs", "tensorflow", ("PS", "Worker")),
+    "XGBoostJob": ("xgbReplicaSpecs", "xgboost", ("Master", "Worker")),
+    "PaddleJob": ("paddleReplicaSpecs", "paddle", ("Master", "Worker")),
+    "JAXJob": ("jaxReplicaSpecs", "jax", ("Worker",)),
+}
+
+
+def _kubeflow_v1(kind: str, job: dict[str, Any]) -> dict[str, Any]:
+    """The multi-pod Job as a Kubeflow v1 job of the same pods."""
+    field, container, types = KUBEFLOW_V1[kind]
+    pods = int(job["spec"]["parallelism"])
+    counts = [pods] if len(types) == 1 else [1, pods - 1]
+    replicas = {
+        t: {"replicas": n, "restartPolicy": "OnFailure", "template": _pod(job, container)}
+        for t, n in zip(types, counts, strict=True)
+    }
+    return {"apiVersion": "kubeflow.org/v1", "kind": kind, "metadata": job["metadata"],
+            "spec": {field: replicas}}  # fmt: skip
+
+
+def _operator_kind(r: random.Random, job: dict[str, Any]) -> dict[str, Any]:
+    """The multi-pod Job as one of the operators' kinds (OPERATORS_FROM)."""
+    pods = int(job["spec"]["parallelism"])
+    meta = job["metadata"]
+    kind = r.choice(("PyTorchJob", "KubeflowV1", "MPIJob", "TrainJob", "RayCluster"))
+    if kind == "PyTorchJob":
+        return _kubeflow_v1(kind, job)
+    if kind == "KubeflowV1":
+        return _kubeflow_v1(r.choice(("TFJob", "XGBoostJob", "PaddleJob", "JAXJob")), job)
+    if kind == "MPIJob":
+        specs = {"Launcher": {"replicas": 1, "template": _pod(job, "launcher", gpus=False)},
+                 "Worker": {"replicas": pods, "template": _pod(job, "worker")}}  # fmt: skip
+        return {"apiVersion": "kubeflow.org/v2beta1", "kind": kind, "metadata": meta,
+                "spec": {"mpiReplicaSpecs": specs}}  # fmt: skip
+    if kind == "TrainJob":
+        resources = job["spec"]["template"]["spec"]["containers"][0]["resources"]
+        trainer = {"numNodes": pods, "resourcesPerNode": resources}
+        return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": kind, "metadata": meta,
+                "spec": {"runtimeRef": {"name": RUNTIME}, "trainer": trainer}}  # fmt: skip
+    head = {"rayStartParams": {"num-gpus": "0"}, "template": _pod(job, "ray-head", gpus=False)}
+    workers = {"groupName": "gpu", "replicas": pods, "minReplicas": pods, "maxReplicas": pods,
+               "rayStartParams": {}, "template": _pod(job, "ray-worker")}  # fmt: skip
+    return {"apiVersion": "ray.io/v1", "kind": kind, "metadata": meta,
+            "spec": {"headGroupSpec": head, "workerGroupSpecs": [workers]}}  # fmt: skip
+
+
+def _runtime() -> dict[str, Any]:
+    """The TrainJobs' ClusterTrainingRuntime, shaped as the Trainer's torch-distributed: its
+    trainer step one Job of numNodes pods running the container `node`."""
+    step = {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+            "spec": {"template": {"spec": {"containers": [
+                {"name": "node", "image": "registry.example/torch:1"}]}}}}  # fmt: skip
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": RUNTIME, "labels": {"trainer.kubeflow.org/framework": "torch"}},
+        "spec": {"mlPolicy": {"numNodes": 1, "torch": {}},
+                 "template": {"spec": {"replicatedJobs": [{"name": "node", "template": step}]}}},
+    }  # fmt: skip
+
+
 def _division_quota(r: random.Random, team: dict[str, Any]) -> dict[str, Any] | None:
     """Quota for the team's division, moved out of the team's own: half the GPUs of one of its
     flavors, with their cpu and memory (None when the team has too little to give)."""
@@ -438,12 +523,16 @@ def generate(seed: int, release: str | None = None) -> Case:
     for i, at in enumerate(times):
         job = _job(r, i, r.choice(teams), shapes, classes)
         job["metadata"]["annotations"]["gpu-queues.dev/submit-at"] = f"{at}s"
-        if seed >= EVERY_KIND_FROM:
+        if seed >= OPERATORS_FROM and job["spec"].get("parallelism", 1) > 1 and r.random() < 0.5:
+            jobs.append(_operator_kind(r, job))
+        elif seed >= EVERY_KIND_FROM:
             jobs.extend(_every_kind(r, job))
         elif seed >= KINDS_FROM and job["spec"].get("parallelism", 1) > 1 and r.random() < 0.5:
             jobs.append(_jobset(r, job))
         else:
             jobs.append(job)
+    if any(j["kind"] == "TrainJob" for j in jobs):
+        jobs.insert(0, _runtime())
     header = f"# cross-check seed {seed}: generated by sandbox/crosscheck/generate.py\n"
     return Case(
         seed=seed,

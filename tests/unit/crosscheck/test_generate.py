@@ -13,7 +13,13 @@ from gpu_queues.config.model import load_config
 from gpu_queues.config.stackfile import parse_config
 from gpu_queues.kueue.versions import release
 from gpu_queues.whatif.mix import Catalog, load_mix
-from sandbox.crosscheck.generate import EVERY_KIND_FROM, KINDS_FROM, ORG_FROM, generate
+from sandbox.crosscheck.generate import (
+    EVERY_KIND_FROM,
+    KINDS_FROM,
+    OPERATORS_FROM,
+    ORG_FROM,
+    generate,
+)
 
 pytestmark = pytest.mark.unit
 SEEDS = range(1, 61)
@@ -166,3 +172,38 @@ def test_every_kind_seeds_mix_each_kind_both_engines_replay_of_the_same_pods(tmp
     assert set(seen) == kinds and all(n >= 5 for n in seen.values()), seen
     below = {d["kind"] for d in yaml.safe_load_all(generate(EVERY_KIND_FROM - 1).mix_text) if d}
     assert below <= {"Job", "JobSet"}
+
+
+def test_operator_seeds_mix_each_operator_kind_of_the_same_pods(tmp_path: Path):
+    """Seeds from OPERATORS_FROM on: multi-pod jobs become, besides the kinds of
+    EVERY_KIND_FROM, PyTorchJobs, the other Kubeflow v1 jobs, MPIJobs and RayClusters (a
+    launcher or head of one pod more) and TrainJobs on the mix's one ClusterTrainingRuntime,
+    each `ok` against its stack with the release's default integrations; earlier seeds
+    unchanged (seed 709 is one make test runs)."""
+    rel = release("v0.18.3")
+    assert rel is not None
+    seen: dict[str, int] = {}
+    for seed in range(OPERATORS_FROM, OPERATORS_FROM + 20):
+        case = generate(seed)
+        config = load_config(parse_config(case.stack_text, case.stack))
+        mix = tmp_path / f"mix-{seed}.yaml"
+        mix.write_text(case.mix_text)
+        entries = load_mix(mix, Catalog.from_stack(config, rel.default_frameworks), tmp_path)
+        assert [(e.name, e.problem) for e in entries if e.status != "ok"] == []
+        assert len(entries) == case.jobs
+        docs = [d for d in yaml.safe_load_all(case.mix_text) if d]
+        runtimes = [d for d in docs if d["kind"] == "ClusterTrainingRuntime"]
+        assert len(runtimes) == any(e.kind == "TrainJob" for e in entries)
+        for e in entries:
+            seen[e.kind] = seen.get(e.kind, 0) + 1
+            if e.kind in ("MPIJob", "RayCluster"):
+                assert 3 <= e.pods <= 5, (seed, e.name)  # its workers and one more
+            elif e.kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob"):
+                assert 2 <= e.pods <= 4, (seed, e.name)
+    operators = {"PyTorchJob", "MPIJob", "TrainJob", "RayCluster"}
+    assert operators <= set(seen) and all(seen[k] >= 3 for k in operators), seen
+    assert len(set(seen) & {"TFJob", "XGBoostJob", "PaddleJob", "JAXJob"}) >= 3, seen
+    assert {"JobSet", "Pod", "LeaderWorkerSet"} <= set(seen), seen
+    assert generate(OPERATORS_FROM - 1) == generate(OPERATORS_FROM - 1)
+    below = {d["kind"] for d in yaml.safe_load_all(generate(OPERATORS_FROM - 1).mix_text) if d}
+    assert below <= {"Job", "JobSet", "Pod", "LeaderWorkerSet", "StatefulSet", "Deployment"}
