@@ -11,7 +11,8 @@ generated stacks' rehearsals, then the committed stacks' (moved here when the to
 grew to 13 minutes and made the checks lane the longest); the what-if's engines held to each
 other on hand-worked causes of Kueue's scheduling; and on generated days, then on the causes of
 Kueue's integrations (the causes were one suite and lane of 65 minutes on 6 December 2026, 25
-causes under five lanes' load, the longest lane; split so, they are about 40 and 25). Each
+causes under five lanes' load, the longest lane; split so, 54 and 40 minutes in a heavier run
+the same day, the crosscheck lane then 71 of its 76). Each
 lane drives a sandbox of its own (GPUQ_SANDBOX, sandbox/paths.py: its own state folder and
 network namespace), so no suite sees another's cluster. Run alone, a suite uses the sandbox the
 caller chose (by default the checkout's one, which `make sandbox-shell` enters).
