@@ -1022,6 +1022,35 @@ def test_an_lws_group_s_pods_spread_as_its_service_and_statefulsets_select_them(
     ]
 
 
+def test_an_mpijob_s_pods_spread_as_its_service_selects_them_its_workers_placed_first(
+    tmp_path: Path,
+) -> None:
+    """Cross-check seed 802, the sandbox's kube-scheduler and mpi-operator the judges. At 1h36m
+    nlp/j006, an MPIJob of a launcher (no GPU) and 4 workers of 1 GPU, is admitted on l40s (3
+    nodes). The mpi-operator's headless Service selects the launcher's and the workers' pods
+    (its operator-name and job-name labels), so default spreading keeps them apart: l40s-0, two
+    on l40s-1, two on l40s-2 on the sandbox, where the engine had put them 2+3. And its
+    workers' pods reach the scheduler before the launcher's (the mpi-operator makes them
+    itself, the launcher as a batch Job whose pod comes after): placing the launcher first
+    instead leaves j006 on the sandbox's nodes but moves the next placements, speech/j014 at
+    3h18m onto h100-1 where the sandbox's ran it on h100-3."""
+    from gpu_queues.config.model import load_config
+    from gpu_queues.config.stackfile import parse_config
+    from sandbox.crosscheck.generate import generate
+
+    case = generate(802)
+    config = load_config(parse_config(case.stack_text, case.stack))
+    mix = tmp_path / "mix.yaml"
+    mix.write_text(case.mix_text)
+    run = by_name(fast.replay_mix(config, mix, stack=case.stack, label="seed 802"))
+    assert run["j006"].kind == "MPIJob"
+    assert run["j006"].timeline[:2] == [
+        (5760.0, "admitted", "l40s"),
+        (5760.0, "ran", "l40s-0, l40s-1, l40s-1, l40s-2, l40s-2"),
+    ]
+    assert run["j014"].timeline[:2] == [(11880.0, "admitted", "h100"), (11880.0, "ran", "h100-3")]
+
+
 def test_the_docs_pytorchjob_example_replays_on_staging_as_its_comment_says() -> None:
     """docs/examples/mixes/pytorchjob.yaml on staging, alone: research's 4 H100 are free, so the
     PyTorchJob is admitted the second it is submitted (1h) and its pods run its 3h (to 4h)

@@ -205,7 +205,7 @@ func (s *sim) bind(i int, specs []corev1.PodSpec) bool {
 		}
 	}
 	why := ""
-	for k := range j.sets {
+	for _, k := range bindOrder(j) {
 		more, short := s.bindSet(j, k)
 		j.where = append(j.where, more...)
 		for range more {
@@ -229,6 +229,27 @@ func (s *sim) bind(i int, specs []corev1.PodSpec) bool {
 		s.push(ev{at: s.now + j.in.Duration, kind: evFinish, idx: i, run: j.run})
 	}
 	return true
+}
+
+// bindOrderer: a kind whose controller makes its pod sets' pods in another order than Kueue's
+// pod sets: the order they reach kube-scheduler (mpijob.go).
+type bindOrderer interface {
+	bindOrder(sets int) []int
+}
+
+// bindOrder: the job's pod sets in the order their pods are placed: Kueue's, unless the kind's
+// controller makes them in another.
+func bindOrder(j *jobState) []int {
+	if j.family != nil {
+		if o, ok := j.family.jobKind.(bindOrderer); ok {
+			return o.bindOrder(len(j.sets))
+		}
+	}
+	order := make([]int, len(j.sets))
+	for k := range order {
+		order[k] = k
+	}
+	return order
 }
 
 // bindSet: pod set k's pods that are not bound yet, placed; a pod set Kueue admitted by TAS
