@@ -110,6 +110,20 @@ def by_name(run: Run) -> Mapping[str, Any]:
     return {w.name: w for w in run.workloads}
 
 
+def replayed_seed(seed: int, tmp_path: Path) -> Run:
+    """The cross-check's generated stack and mix of `seed` (sandbox/crosscheck/generate.py) on
+    the fast engine alone, to be held to the figures of that seed's sandbox run."""
+    from gpu_queues.config.model import load_config
+    from gpu_queues.config.stackfile import parse_config
+    from sandbox.crosscheck.generate import generate
+
+    case = generate(seed)
+    mix = tmp_path / "mix.yaml"
+    mix.write_text(case.mix_text)
+    config = load_config(parse_config(case.stack_text, case.stack))
+    return fast.replay_mix(config, mix, stack=case.stack, label=f"seed {seed}")
+
+
 def waits(run: Run) -> dict[str, float | None]:
     return {w.name: w.wait_seconds for w in run.workloads}
 
@@ -918,15 +932,7 @@ def test_a_head_left_with_flavors_to_try_is_tried_again_before_the_instant_ends(
     the same message, so a cycle wrote nothing and left the queues as long as before: the
     engine took that for rest and admitted j011 a minute late (at j013's submission), j012 7
     minutes late, and never j019. The waits are the sandbox's."""
-    from gpu_queues.config.model import load_config
-    from gpu_queues.config.stackfile import parse_config
-    from sandbox.crosscheck.generate import generate
-
-    case = generate(600)
-    config = load_config(parse_config(case.stack_text, case.stack))
-    mix = tmp_path / "mix.yaml"
-    mix.write_text(case.mix_text)
-    run = by_name(fast.replay_mix(config, mix, stack=case.stack, label="seed 600"))
+    run = by_name(replayed_seed(600, tmp_path))
     assert run["j010"].kind == "JobSet" and run["j010"].outcome == "pending"
     assert {n: run[n].wait_seconds for n in ("j011", "j012", "j019")} == {
         "j011": 2160, "j012": 7680, "j019": 5640
@@ -943,15 +949,7 @@ def test_an_evicted_job_holds_its_quota_while_kueue_goes_on_scheduling(tmp_path:
     fits, and j048 is admitted again the same second. The engine stopped j048's pods at once and
     admitted j046 (wait 1h33m), j040 waiting an hour more on h100. The figures are the
     sandbox's."""
-    from gpu_queues.config.model import load_config
-    from gpu_queues.config.stackfile import parse_config
-    from sandbox.crosscheck.generate import generate
-
-    case = generate(602)
-    config = load_config(parse_config(case.stack_text, case.stack))
-    mix = tmp_path / "mix.yaml"
-    mix.write_text(case.mix_text)
-    run = by_name(fast.replay_mix(config, mix, stack=case.stack, label="seed 602"))
+    run = by_name(replayed_seed(602, tmp_path))
     at = 15720.0  # 4h22m
     assert run["j040"].timeline[0] == (at, "admitted", "a100")
     assert (run["j040"].flavor, run["j040"].wait_seconds) == ("a100", 6120)
@@ -975,15 +973,7 @@ def test_a_preempted_replica_s_new_pod_comes_after_the_preemptor(tmp_path: Path)
     (vision now the lower share) took the quota, j028 preempted it again, and so on: the
     replay ended the loop with a note, j028 a minute late and j027 admitted 51 minutes early.
     The figures are the sandbox's."""
-    from gpu_queues.config.model import load_config
-    from gpu_queues.config.stackfile import parse_config
-    from sandbox.crosscheck.generate import generate
-
-    case = generate(707)
-    config = load_config(parse_config(case.stack_text, case.stack))
-    mix = tmp_path / "mix.yaml"
-    mix.write_text(case.mix_text)
-    replayed = fast.replay_mix(config, mix, stack=case.stack, label="seed 707")
+    replayed = replayed_seed(707, tmp_path)
     assert replayed.meta.notes == []  # no preemption loop
     run = by_name(replayed)
     at = 16440.0  # 4h34m
@@ -1006,15 +996,7 @@ def test_an_lws_group_s_pods_spread_as_its_service_and_statefulsets_select_them(
     and hash) takes in the leader too, so the workers keep off the leader's node and each
     other's: h100-0, h100-2 and h100-3 on the sandbox. The engine spread only a JobSet's pods
     and put two of them on h100-2."""
-    from gpu_queues.config.model import load_config
-    from gpu_queues.config.stackfile import parse_config
-    from sandbox.crosscheck.generate import generate
-
-    case = generate(716)
-    config = load_config(parse_config(case.stack_text, case.stack))
-    mix = tmp_path / "mix.yaml"
-    mix.write_text(case.mix_text)
-    run = by_name(fast.replay_mix(config, mix, stack=case.stack, label="seed 716"))
+    run = by_name(replayed_seed(716, tmp_path))
     assert run["j021"].kind == "LeaderWorkerSet"
     assert run["j021"].timeline[:2] == [
         (4860.0, "admitted", "h100"),
@@ -1034,15 +1016,7 @@ def test_an_mpijob_s_pods_spread_as_its_service_selects_them_its_workers_placed_
     itself, the launcher as a batch Job whose pod comes after): placing the launcher first
     instead leaves j006 on the sandbox's nodes but moves the next placements, speech/j014 at
     3h18m onto h100-1 where the sandbox's ran it on h100-3."""
-    from gpu_queues.config.model import load_config
-    from gpu_queues.config.stackfile import parse_config
-    from sandbox.crosscheck.generate import generate
-
-    case = generate(802)
-    config = load_config(parse_config(case.stack_text, case.stack))
-    mix = tmp_path / "mix.yaml"
-    mix.write_text(case.mix_text)
-    run = by_name(fast.replay_mix(config, mix, stack=case.stack, label="seed 802"))
+    run = by_name(replayed_seed(802, tmp_path))
     assert run["j006"].kind == "MPIJob"
     assert run["j006"].timeline[:2] == [
         (5760.0, "admitted", "l40s"),
