@@ -20,6 +20,22 @@ from tests.rehearse.stories import Story, same_story, stories, told
 pytestmark = pytest.mark.rehearse
 
 
+def preempted_then_readmitted(job: str, pods: int, later_pods: int) -> Story:
+    """The story the operators' preemption causes share, on one 8-GPU node of quota 8 (their
+    mixes alike but for the kind): `job` (low, `pods` pods) runs from 0s; at 5m urgent (high, 4
+    GPUs, 10m) preempts it (InClusterQueue); at 15m urgent ends and `job` is admitted again, its
+    pods made again, and runs its 30m anew, to 45m; later (low, `later_pods` pods), submitted at
+    20m, waits for quota until `job` ends at 45m and runs its 10m, to 55m."""
+    nodes, later = ", ".join(["pool-0"] * pods), ", ".join(["pool-0"] * later_pods)
+    return {
+        job: [(0, "admitted", "pool"), (0, "ran", nodes),
+              (300, "evicted", "Preempted (InClusterQueue)"), (300, "stopped", ""),
+              (900, "admitted", "pool"), (900, "ran", nodes), (2700, "stopped", "")],
+        "urgent": [(300, "admitted", "pool"), (300, "ran", "pool-0"), (900, "stopped", "")],
+        "later": [(2700, "admitted", "pool"), (2700, "ran", later), (3300, "stopped", "")],
+    }  # fmt: skip
+
+
 def test_a_jobset_jobs_and_a_pod_on_both_engines(tmp_path: Path):
     """Issue 40: a mix of every kind the sandbox replays. A JobSet goes through JobSet's own
     controller on the sandbox (sandbox/jobset.py) and Kueue's jobset reconciler on the fast
@@ -157,15 +173,7 @@ def test_a_preempted_raycluster_is_suspended_and_readmitted_on_both_engines(tmp_
       30m after, at 45m (its run begun again).
     - 20m: later (low, a head and one worker of 4 GPUs) waits for quota; notebook's deletion
       frees it at 45m, and later runs its 10m, to 55m."""
-    same_story("raycluster", tmp_path, {
-        "notebook": [(0, "admitted", "pool"), (0, "ran", "pool-0, pool-0, pool-0"),
-                     (300, "evicted", "Preempted (InClusterQueue)"), (300, "stopped", ""),
-                     (900, "admitted", "pool"), (900, "ran", "pool-0, pool-0, pool-0"),
-                     (2700, "stopped", "")],
-        "urgent": [(300, "admitted", "pool"), (300, "ran", "pool-0"), (900, "stopped", "")],
-        "later": [(2700, "admitted", "pool"), (2700, "ran", "pool-0, pool-0"),
-                  (3300, "stopped", "")],
-    })  # fmt: skip
+    same_story("raycluster", tmp_path, preempted_then_readmitted("notebook", 3, 2))
 
 
 def test_a_preempted_pytorchjob_is_suspended_and_readmitted_on_both_engines(tmp_path: Path):
@@ -180,15 +188,7 @@ def test_a_preempted_pytorchjob_is_suspended_and_readmitted_on_both_engines(tmp_
       45m (its run begun again).
     - 20m: later (low, a Master and a Worker of 2 GPUs) waits for quota; train's end frees it
       at 45m, and later runs its 10m, to 55m."""
-    same_story("pytorchjob", tmp_path, {
-        "train": [(0, "admitted", "pool"), (0, "ran", "pool-0, pool-0, pool-0"),
-                  (300, "evicted", "Preempted (InClusterQueue)"), (300, "stopped", ""),
-                  (900, "admitted", "pool"), (900, "ran", "pool-0, pool-0, pool-0"),
-                  (2700, "stopped", "")],
-        "urgent": [(300, "admitted", "pool"), (300, "ran", "pool-0"), (900, "stopped", "")],
-        "later": [(2700, "admitted", "pool"), (2700, "ran", "pool-0, pool-0"),
-                  (3300, "stopped", "")],
-    })  # fmt: skip
+    same_story("pytorchjob", tmp_path, preempted_then_readmitted("train", 3, 2))
 
 
 def test_a_preempted_mpijob_is_suspended_readmitted_and_ends_with_its_launcher_on_both_engines(
@@ -205,15 +205,7 @@ def test_a_preempted_mpijob_is_suspended_readmitted_and_ends_with_its_launcher_o
       anew, to 45m.
     - 20m: later (low, a launcher and one worker of 4 GPUs) waits for quota; allreduce's end
       frees it at 45m, and later runs its 10m, to 55m."""
-    same_story("mpijob", tmp_path, {
-        "allreduce": [(0, "admitted", "pool"), (0, "ran", "pool-0, pool-0, pool-0"),
-                      (300, "evicted", "Preempted (InClusterQueue)"), (300, "stopped", ""),
-                      (900, "admitted", "pool"), (900, "ran", "pool-0, pool-0, pool-0"),
-                      (2700, "stopped", "")],
-        "urgent": [(300, "admitted", "pool"), (300, "ran", "pool-0"), (900, "stopped", "")],
-        "later": [(2700, "admitted", "pool"), (2700, "ran", "pool-0, pool-0"),
-                  (3300, "stopped", "")],
-    })  # fmt: skip
+    same_story("mpijob", tmp_path, preempted_then_readmitted("allreduce", 3, 2))
 
 
 def test_the_other_kubeflow_v1_jobs_run_and_wait_for_quota_on_both_engines(tmp_path: Path):
@@ -246,14 +238,7 @@ def test_a_preempted_trainjob_is_suspended_and_readmitted_on_both_engines(tmp_pa
       again, to 45m.
     - 20m: later (low, 1 node of 4 GPUs) waits for quota; tune's end frees it at 45m, and later
       runs its 10m, to 55m."""
-    same_story("trainjob", tmp_path, {
-        "tune": [(0, "admitted", "pool"), (0, "ran", "pool-0, pool-0"),
-                 (300, "evicted", "Preempted (InClusterQueue)"), (300, "stopped", ""),
-                 (900, "admitted", "pool"), (900, "ran", "pool-0, pool-0"),
-                 (2700, "stopped", "")],
-        "urgent": [(300, "admitted", "pool"), (300, "ran", "pool-0"), (900, "stopped", "")],
-        "later": [(2700, "admitted", "pool"), (2700, "ran", "pool-0"), (3300, "stopped", "")],
-    })  # fmt: skip
+    same_story("trainjob", tmp_path, preempted_then_readmitted("tune", 2, 1))
 
 
 def test_a_deployment_and_a_statefulset_serving_on_both_engines(tmp_path: Path):
