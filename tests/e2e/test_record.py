@@ -48,6 +48,10 @@ from sandbox.replay.timeline import COLLECTIONS
 from sandbox.shape import load_stack
 from sandbox.walkthrough import KubeSession
 from tests.e2e.deployments import Deployments
+from tests.e2e.operated import wiped
+from tests.e2e.test_mpijob import MPIJOBS, mpi_job
+from tests.e2e.test_pytorchjob import PYTORCHJOBS, pytorch_job
+from tests.e2e.test_ray import RAY_CLUSTERS, ray_cluster
 
 pytestmark = pytest.mark.e2e
 
@@ -350,3 +354,66 @@ def test_a_statefulset_is_recorded_back_from_its_group_s_workload(cluster: KubeS
     finally:
         rest.request("DELETE", f"{STATEFULSETS}/rec-serve", {"propagationPolicy": "Foreground"})
         cluster.wait("rec-serve's Workload gone", lambda: not mine(), timeout=90)
+
+
+def templates(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """An operated kind's pod templates: a Kubeflow job's or MPIJob's replica types', a
+    RayCluster's head's and worker groups'."""
+    spec = doc["spec"]
+    if doc["kind"] == "RayCluster":
+        return [g["template"] for g in (spec["headGroupSpec"], *spec["workerGroupSpecs"])]
+    (specs,) = [v for k, v in spec.items() if k.endswith("ReplicaSpecs")]
+    return [r["template"] for r in specs.values()]
+
+
+def shape(doc: dict[str, Any]) -> list[tuple[str, int]]:
+    """An operated kind's roles and their pods, as its manifest says them: a Kubeflow job's or
+    MPIJob's replica types, a RayCluster's head and worker groups."""
+    spec = doc["spec"]
+    if doc["kind"] == "RayCluster":
+        workers = [(g["groupName"], g["replicas"]) for g in spec["workerGroupSpecs"]]
+        return [("head", 1), *workers]
+    (specs,) = [v for k, v in spec.items() if k.endswith("ReplicaSpecs")]
+    return [(role, r["replicas"]) for role, r in specs.items()]
+
+
+# kind: (its Kind, a manifest of it named, Kueue's framework, GPUs, pods); each manifest is the
+# one its own e2e test admits on the local stack's gpu-queue (6 of the flavor's 8 GPUs)
+OPERATED = {
+    "PyTorchJob": (PYTORCHJOBS, pytorch_job, "kubeflow.org/pytorchjob", 6, 3),
+    "MPIJob": (MPIJOBS, mpi_job, "kubeflow.org/mpijob", 6, 3),
+    "RayCluster": (RAY_CLUSTERS, ray_cluster, "ray.io/raycluster", 6, 3),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(OPERATED))
+def test_an_operated_kind_is_recorded_back_as_its_roles(cluster: KubeSession, kind: str) -> None:
+    """A PyTorchJob, an MPIJob and a RayCluster, each run by its own operator on the sandbox
+    (the training-operator, the mpi-operator, KubeRay) and admitted by Kueue, recorded back by
+    `gpuq record` as the kind it is: its roles and their replicas as the manifest had them,
+    their image and command dropped, running; the mix reads it back with the GPUs and pods
+    Kueue counted for its Workload."""
+    operated_kind, manifest_of, framework, gpus, pods = OPERATED[kind]
+    name = f"rec-{kind.lower()}"
+    manifest = manifest_of(name)
+    images = {c["image"] for t in templates(manifest) for c in t["spec"]["containers"]}
+    wipe = wiped(cluster, operated_kind)
+    objects = next(wipe)
+    try:
+        objects.create(manifest)
+        cluster.wait(
+            f"{name} admitted and its {pods} pods running",
+            lambda: (
+                (w := objects.workload(name)) is not None
+                and is_true(w, "Admitted")
+                and len(objects.running(name)) == pods
+            ),
+        )
+        written = recorded_back(Rest(file_client(KUBECONFIG)), name)
+        assert (written["apiVersion"], written["kind"]) == (manifest["apiVersion"], kind)
+        assert shape(written) == shape(manifest), written
+        text = yaml.safe_dump(written)
+        assert images and not any(i in text for i in images), images
+        assert read_back(written, framework) == ("ok", None, gpus, pods)
+    finally:
+        next(wipe, None)  # its objects, Workloads and pods gone
