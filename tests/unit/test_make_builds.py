@@ -159,6 +159,8 @@ case "$1" in
         printf '%s\n\t%s func(i int) {\n\t})\n}\n' 'func (p *Preemptor) IssuePreemptions(' \
           'workqueue.ParallelizeUntil(ctx, parallelPreemptions, len(targets),' \
           > "$s/preemption/preemption.go"
+        printf 'func (m *Manager) heads() []workload.Info {\n\t\twl := cq.Pop()\n\t\t%s\n}\n' \
+          'reportCQPendingWorkloads(m, cq)' > "$d/pkg/cache/queue/manager.go"
         echo "$d" ;;
   build)
     out=""; pkg=""; modfile=""
@@ -177,7 +179,7 @@ case "$1" in
       (cd "$m/kueue/pkg" && cat scheduler/scheduler.go scheduler/fair_sharing_iterator.go \
         cache/hierarchy/cohort.go scheduler/flavorassigner/flavorassigner.go \
         controller/core/workload_controller.go scheduler/preemption/preemption.go \
-        >> "$FAKE_GO_LOG.engine")
+        cache/queue/manager.go >> "$FAKE_GO_LOG.engine")
       (cd "$m/kueue" && find pkg -name zz_whatif.go | sort >> "$FAKE_GO_LOG.overlay")
     fi
     echo "$pkg $ldflags" >> "$FAKE_GO_LOG"; printf '#!/bin/sh\\n' > "$out"; chmod +x "$out" ;;
@@ -254,7 +256,8 @@ def test_build_sh_builds_every_supported_release_when_none_is_named(tmp_path: Pa
 
 def test_the_engine_is_built_with_ties_in_a_fixed_order(tmp_path: Path) -> None:
     """The what-if engine's copy of Kueue has the map-order ties rewritten (rewrites.tsv;
-    tests/toolchain/test_whatif_engine.py shows what they decide)."""
+    tests/toolchain/test_whatif_engine.py shows what they decide), and sets no pending gauges
+    per ClusterQueue per cycle."""
     assert build_kueue(tmp_path, kueue_version()).returncode == 0
     engine = (tmp_path / "go.log.engine").read_text()
     assert "heads := whatIfByUID(s.queues.Heads(ctx))" in engine
@@ -267,6 +270,8 @@ def test_the_engine_is_built_with_ties_in_a_fixed_order(tmp_path: Path) -> None:
     assert "time.Until" not in engine
     assert "workqueue.ParallelizeUntil(ctx, 1, len(targets)," in engine  # victims in order
     assert "parallelPreemptions" not in engine
+    assert "wl := cq.Pop()\n\t\t_ = cq\n" in engine  # no pending gauges per cycle
+    assert "reportCQPendingWorkloads" not in engine
 
 
 def engine_sources(tmp_path: Path) -> dict[str, str]:
