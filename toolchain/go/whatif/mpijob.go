@@ -79,16 +79,12 @@ func (mpiJobKind) headlessService(o ctrl.Object) (types.NamespacedName, string, 
 // bindOrder: the workers' pods first, the launcher's last. The mpi-operator makes the workers'
 // pods itself and the launcher as a batch Job, whose pod kube-controller-manager's Job
 // controller makes after, so on a cluster the workers reach kube-scheduler first (cross-check
-// seed 802). Kueue's pod sets: Launcher, then Worker.
+// seed 802). Kueue's pod sets: Launcher, then Worker; a job of one keeps Kueue's order (nil).
 func (mpiJobKind) bindOrder(sets int) []int {
 	if sets == 2 {
 		return []int{1, 0}
 	}
-	order := make([]int, sets)
-	for k := range order {
-		order[k] = k
-	}
-	return order
+	return nil
 }
 
 func mpiReplica(r *kfmpi.ReplicaSpec) (*int32, corev1.PodSpec) { return r.Replicas, r.Template.Spec }

@@ -232,7 +232,7 @@ func (s *sim) bind(i int, specs []corev1.PodSpec) bool {
 }
 
 // bindOrderer: a kind whose controller makes its pod sets' pods in another order than Kueue's
-// pod sets: the order they reach kube-scheduler (mpijob.go).
+// pod sets: the order they reach kube-scheduler (mpijob.go), or nil for Kueue's.
 type bindOrderer interface {
 	bindOrder(sets int) []int
 }
@@ -242,7 +242,9 @@ type bindOrderer interface {
 func bindOrder(j *jobState) []int {
 	if j.family != nil {
 		if o, ok := j.family.jobKind.(bindOrderer); ok {
-			return o.bindOrder(len(j.sets))
+			if order := o.bindOrder(len(j.sets)); order != nil {
+				return order
+			}
 		}
 	}
 	order := make([]int, len(j.sets))
