@@ -356,25 +356,10 @@ def test_a_statefulset_is_recorded_back_from_its_group_s_workload(cluster: KubeS
         cluster.wait("rec-serve's Workload gone", lambda: not mine(), timeout=90)
 
 
-def templates(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """An operated kind's pod templates: a Kubeflow job's or MPIJob's replica types', a
-    RayCluster's head's and worker groups'."""
-    spec = doc["spec"]
-    if doc["kind"] == "RayCluster":
-        return [g["template"] for g in (spec["headGroupSpec"], *spec["workerGroupSpecs"])]
-    (specs,) = [v for k, v in spec.items() if k.endswith("ReplicaSpecs")]
-    return [r["template"] for r in specs.values()]
-
-
 def shape(doc: dict[str, Any]) -> list[tuple[str, int]]:
-    """An operated kind's roles and their pods, as its manifest says them: a Kubeflow job's or
-    MPIJob's replica types, a RayCluster's head and worker groups."""
-    spec = doc["spec"]
-    if doc["kind"] == "RayCluster":
-        workers = [(g["groupName"], g["replicas"]) for g in spec["workerGroupSpecs"]]
-        return [("head", 1), *workers]
-    (specs,) = [v for k, v in spec.items() if k.endswith("ReplicaSpecs")]
-    return [(role, r["replicas"]) for role, r in specs.items()]
+    """An operated kind's roles and their pods, as the mix reads its manifest (its pod sets:
+    a Kubeflow job's or MPIJob's replica types, a RayCluster's head and worker groups)."""
+    return [(p.name, p.count) for p in pod_sets(doc["kind"], doc)]
 
 
 # kind: (its Kind, a manifest of it named, Kueue's framework, GPUs, pods); each manifest is the
@@ -396,7 +381,7 @@ def test_an_operated_kind_is_recorded_back_as_its_roles(cluster: KubeSession, ki
     operated_kind, manifest_of, framework, gpus, pods = OPERATED[kind]
     name = f"rec-{kind.lower()}"
     manifest = manifest_of(name)
-    images = {c["image"] for t in templates(manifest) for c in t["spec"]["containers"]}
+    images = {c["image"] for p in pod_sets(kind, manifest) for c in p.spec["containers"]}
     wipe = wiped(cluster, operated_kind)
     objects = next(wipe)
     try:
