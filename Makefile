@@ -322,9 +322,9 @@ test-rehearse: venv toolchain-all
 
 # The what-if's engines held to each other on the sandbox: the causes of their parting worked
 # out by hand (Kueue's scheduling, then its integrations), and a few seeds of the randomized
-# cross-check (make crosscheck runs more).
+# cross-check, one of them of the operators' kinds (make crosscheck runs more).
 test-engines: venv toolchain-all
-	$(SUITES) engines integrations crosscheck
+	$(SUITES) engines integrations crosscheck operators
 
 # Everything CI runs (.ci/run calls exactly this), with every supported Kueue release built.
 # SERIAL=1: the suites one after another instead, on the checkout's sandbox.

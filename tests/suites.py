@@ -93,6 +93,8 @@ STACKS = (
 ENGINES = "test_engine_causes"
 INTEGRATIONS = "test_integration_causes"
 CROSSCHECK = "test_crosscheck"
+# Its seeds of the operators' kinds (their ids say so), a suite of their own in another lane.
+OPERATORS = "operators"
 # The rehearsal suites that take their part by name; the `rehearse` suite takes everything else.
 BY_NAME = (STACKS, ENGINES, INTEGRATIONS, CROSSCHECK)
 
@@ -181,8 +183,14 @@ SUITES = {
         ),
         Suite(
             "crosscheck",
-            pytest("rehearse", "-k", CROSSCHECK, *ORDERED, *DURATIONS),
+            pytest("rehearse", "-k", f"{CROSSCHECK} and not {OPERATORS}", *ORDERED, *DURATIONS),
             "the what-if's engines on generated days",
+            sandbox=True,
+        ),
+        Suite(
+            "operators",
+            pytest("rehearse", "-k", f"{CROSSCHECK} and {OPERATORS}", *ORDERED, *DURATIONS),
+            "the what-if's engines on a generated day of the operators' kinds",
             sandbox=True,
         ),
         Suite(
@@ -200,7 +208,7 @@ LANES: list[tuple[str, str, list[str]]] = [
     ("checks", "checks", ["lint", "unit", "deep", "toolchain", "multikueue"]),
     ("e2e", "e2e", ["e2e", "sandbox"]),
     ("faults", "faults", ["faults", "rehearse", "rehearse-stacks"]),
-    ("engines", "engines", ["engines"]),
+    ("engines", "engines", ["engines", "operators"]),
     ("crosscheck", "crosscheck", ["crosscheck", "integrations"]),
 ]
 
@@ -218,6 +226,7 @@ SERIAL = [
     "engines",
     "integrations",
     "crosscheck",
+    "operators",
     "multikueue",
 ]
 

@@ -18,9 +18,15 @@ pytestmark = pytest.mark.rehearse
 # once took for rest), and one of every kind both engines replay (29 workloads: Jobs, JobSets,
 # pod groups, a LeaderWorkerSet, StatefulSets and Deployments).
 SEEDS = (79, 41, 600, 709)
+# And one of the operators' kinds (seeds from 800 on: each made by its own operator on the
+# sandbox, the training-operator's, the MPI operator's, the Trainer's; 24 workloads: a
+# PyTorchJob, 4 MPIJobs, 2 TrainJobs, a StatefulSet and a Deployment), in a suite of its own so
+# that it runs in another lane than the seeds above (its id says `operators`, tests/suites.py).
+OPERATOR_SEEDS = (802,)
+CASES = [*SEEDS, *(pytest.param(seed, id=f"operators-{seed}") for seed in OPERATOR_SEEDS)]
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", CASES)
 def test_a_generated_day_replays_the_same_on_both_engines(seed: int, tmp_path: Path):
     result = check_seed(seed, None, tmp_path)
     assert result.workloads >= 20

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from sandbox import paths
+from sandbox.crosscheck.generate import OPERATORS_FROM
 from tests import suites
+from tests.rehearse import test_crosscheck
 
 pytestmark = pytest.mark.unit
 
@@ -111,7 +113,12 @@ def test_the_split_suites_take_every_test_of_their_marker() -> None:
     assert integrations[integrations.index("-k") + 1] == suites.INTEGRATIONS
     crosscheck = args("crosscheck")
     assert crosscheck[:2] == ["-m", "rehearse"]
-    assert crosscheck[crosscheck.index("-k") + 1] == suites.CROSSCHECK
+    assert crosscheck[crosscheck.index("-k") + 1] == (
+        f"{suites.CROSSCHECK} and not {suites.OPERATORS}"
+    )
+    operators = args("operators")
+    assert operators[:2] == ["-m", "rehearse"]
+    assert operators[operators.index("-k") + 1] == f"{suites.CROSSCHECK} and {suites.OPERATORS}"
     assert rest[rest.index("-k") + 1] == (
         f"not ({suites.STACKS}) and not ({suites.ENGINES}) and not ({suites.INTEGRATIONS})"
         f" and not ({suites.CROSSCHECK})"
@@ -122,3 +129,11 @@ def test_the_split_suites_take_every_test_of_their_marker() -> None:
     # Each name is a module of the marker.
     for module in (suites.ENGINES, suites.INTEGRATIONS, suites.CROSSCHECK):
         assert (ROOT / "tests/rehearse" / f"{module}.py").is_file(), module
+    # The crosscheck's seeds of the operators' kinds, and only they, carry the name the
+    # operators suite takes (in their ids; pytest's -k matches ids too).
+    cases = test_crosscheck.CASES
+    ids = [c.id for c in cases if not isinstance(c, int)]
+    assert ids == [f"{suites.OPERATORS}-{seed}" for seed in test_crosscheck.OPERATOR_SEEDS]
+    assert [c for c in cases if isinstance(c, int)] == list(test_crosscheck.SEEDS)
+    assert all(seed >= OPERATORS_FROM for seed in test_crosscheck.OPERATOR_SEEDS)
+    assert all(seed < OPERATORS_FROM for seed in test_crosscheck.SEEDS)
