@@ -52,6 +52,7 @@ from tests.e2e.operated import wiped
 from tests.e2e.test_mpijob import MPIJOBS, mpi_job
 from tests.e2e.test_pytorchjob import PYTORCHJOBS, pytorch_job
 from tests.e2e.test_ray import RAY_CLUSTERS, ray_cluster
+from tests.e2e.test_trainjob import RUNTIME, train_job, wiped_trainjobs
 
 pytestmark = pytest.mark.e2e
 
@@ -259,17 +260,22 @@ def serving_template(app: str) -> dict[str, Any]:
 
 def recorded_back(rest: Rest, name: str) -> dict[str, Any]:
     """`gpuq record` of the last 10 minutes: default/`name`'s one document, recorded."""
+    return recording(rest, name)[0]
+
+
+def recording(rest: Rest, name: str) -> tuple[dict[str, Any], str]:
+    """recorded_back's document, and the whole file it is in."""
     rec = record.record(rest, None, time.time(), 600.0, "the sandbox", "10m")
     (item,) = [i for i in rec.items if i.namespace == "default" and i.name == name]
     assert item.skipped is None, item.skipped
+    text = rec.files(single=True)[""]
     (written,) = [
-        d for d in yaml.safe_load_all(rec.files(single=True)[""])
-        if d and d["metadata"]["name"] == name
+        d for d in yaml.safe_load_all(text) if d and d["metadata"]["name"] == name
     ]  # fmt: skip
     assert written["metadata"]["annotations"]["gpu-queues.dev/running"] == "true"
     for dropped in ("not-for-a-recording", "registry.example", "sleep"):
         assert dropped not in yaml.safe_dump(written), dropped
-    return written
+    return written, text
 
 
 def read_back(written: dict[str, Any], framework: str) -> tuple[Any, ...]:
@@ -402,3 +408,49 @@ def test_an_operated_kind_is_recorded_back_as_its_roles(cluster: KubeSession, ki
         assert read_back(written, framework) == ("ok", None, gpus, pods)
     finally:
         next(wipe, None)  # its objects, Workloads and pods gone
+
+
+def test_a_trainjob_is_recorded_back_with_the_runtime_it_names(
+    cluster: KubeSession, tmp_path: Path
+) -> None:
+    """A TrainJob of 2 nodes of 3 GPUs on a TrainingRuntime shaped as the Trainer's
+    torch-distributed (tests/e2e/test_trainjob.py), made into a JobSet by the Trainer on the
+    sandbox and admitted by Kueue, recorded back by `gpuq record`: the TrainJob as it was
+    written, with the runtime it names once in the same file before it, no image in either,
+    running; the mix reads the file back as that one TrainJob, 6 GPUs and 2 pods, as Kueue
+    counted them for its Workload (the runtime is no row)."""
+    name = "rec-trainjob"
+    manifest = train_job(name)
+    wipe = wiped_trainjobs(cluster)
+    jobs = next(wipe)
+    try:
+        jobs.create(name)
+        cluster.wait(
+            f"{name} admitted and its 2 pods running",
+            lambda: (
+                (w := jobs.workload(name)) is not None
+                and is_true(w, "Admitted")
+                and len(jobs.running(name)) == 2
+            ),
+        )
+        written, text = recording(Rest(file_client(KUBECONFIG)), name)
+        assert (written["apiVersion"], written["kind"]) == (manifest["apiVersion"], "TrainJob")
+        # as the API has it: the Trainer's webhook defaults the runtime's apiGroup
+        ref = manifest["spec"]["runtimeRef"]
+        assert written["spec"]["runtimeRef"] == {**ref, "apiGroup": "trainer.kubeflow.org"}
+        assert written["spec"]["trainer"]["numNodes"] == 2
+        docs = [d for d in yaml.safe_load_all(text) if d]
+        runtimes = [i for i, d in enumerate(docs) if d["kind"] == "TrainingRuntime"]
+        assert [docs[i]["metadata"]["name"] for i in runtimes] == [RUNTIME], text
+        assert runtimes[0] < docs.index(written)
+        assert "registry.example" not in text
+        file = tmp_path / "recorded.yaml"
+        file.write_text(text)
+        framework = "trainer.kubeflow.org/trainjob"
+        catalog = Catalog.from_stack(load_stack(stack.ROOT / "Pulumi.local.yaml"), [framework])
+        read = [e for e in load_mix(file, catalog) if e.name == name]
+        assert [(e.kind, e.status, e.problem, e.gpus, e.pods) for e in read] == [
+            ("TrainJob", "ok", None, 6, 2)
+        ], read
+    finally:
+        next(wipe, None)  # its objects, runtime, Workloads and pods gone

@@ -127,6 +127,12 @@ class TrainJobs:
 
 @pytest.fixture
 def trainjobs(cluster: KubeSession) -> Iterator[TrainJobs]:
+    yield from wiped_trainjobs(cluster)
+
+
+def wiped_trainjobs(cluster: KubeSession) -> Iterator[TrainJobs]:
+    """A fixture's body: the runtime made, no TrainJobs (nor their runtimes, Workloads or pods)
+    left before the test or after it."""
     jobs = TrainJobs(cluster)
 
     def wipe() -> None:
