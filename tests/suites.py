@@ -9,7 +9,8 @@ lanes run at once: the host's checks (lint, the unit, policy and property tests,
 tests) and MultiKueue; the e2e suite then the sandbox suite; the killed-install tests, the
 generated stacks' rehearsals, then the committed stacks' (moved here when the toolchain suite
 grew to 13 minutes and made the checks lane the longest); the what-if's engines held to each
-other on hand-worked causes of Kueue's scheduling; and on generated days, then on the causes of
+other on hand-worked causes of Kueue's scheduling, then on a generated day of the operators'
+kinds (about 6 minutes, in the shortest lane); and on generated days, then on the causes of
 Kueue's integrations (the causes were one suite and lane of 65 minutes on 6 December 2026, 25
 causes under five lanes' load, the longest lane; split so, 54 and 40 minutes in a heavier run
 the same day, the crosscheck lane then 71 of its 76). Each
