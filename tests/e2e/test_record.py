@@ -26,7 +26,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 import yaml
@@ -278,11 +278,15 @@ def recording(rest: Rest, name: str) -> tuple[dict[str, Any], str]:
     return written, text
 
 
+def local_catalog(framework: str) -> Catalog:
+    """The local stack's queues, as the mix checks against them, with Kueue's `framework`."""
+    return Catalog.from_stack(load_stack(stack.ROOT / "Pulumi.local.yaml"), [framework])
+
+
 def read_back(written: dict[str, Any], framework: str) -> tuple[Any, ...]:
     """The mix's reading of a recorded document on the local stack with Kueue's `framework`:
     (status, problem, GPUs, pods)."""
-    catalog = Catalog.from_stack(load_stack(stack.ROOT / "Pulumi.local.yaml"), [framework])
-    read = check(MixDocument("recorded", written), 0, catalog)
+    read = check(MixDocument("recorded", written), 0, local_catalog(framework))
     return read.status, read.problem, read.gpus, read.pods
 
 
@@ -368,6 +372,26 @@ def shape(doc: dict[str, Any]) -> list[tuple[str, int]]:
     return [(p.name, p.count) for p in pod_sets(doc["kind"], doc)]
 
 
+class OwnedBy(Protocol):
+    """The objects of an operated kind as its e2e tests drive them (Operated, TrainJobs)."""
+
+    def workload(self, name: str) -> dict[str, Any] | None: ...
+
+    def running(self, name: str) -> list[Any]: ...
+
+
+def admitted_and_running(cluster: KubeSession, objects: OwnedBy, name: str, pods: int) -> None:
+    """Wait until `name`'s Workload is admitted and its `pods` pods run."""
+    cluster.wait(
+        f"{name} admitted and its {pods} pods running",
+        lambda: (
+            (w := objects.workload(name)) is not None
+            and is_true(w, "Admitted")
+            and len(objects.running(name)) == pods
+        ),
+    )
+
+
 # kind: (its Kind, a manifest of it named, Kueue's framework, GPUs, pods); each manifest is the
 # one its own e2e test admits on the local stack's gpu-queue (6 of the flavor's 8 GPUs)
 OPERATED = {
@@ -392,14 +416,7 @@ def test_an_operated_kind_is_recorded_back_as_its_roles(cluster: KubeSession, ki
     objects = next(wipe)
     try:
         objects.create(manifest)
-        cluster.wait(
-            f"{name} admitted and its {pods} pods running",
-            lambda: (
-                (w := objects.workload(name)) is not None
-                and is_true(w, "Admitted")
-                and len(objects.running(name)) == pods
-            ),
-        )
+        admitted_and_running(cluster, objects, name, pods)
         written = recorded_back(Rest(file_client(KUBECONFIG)), name)
         assert (written["apiVersion"], written["kind"]) == (manifest["apiVersion"], kind)
         assert shape(written) == shape(manifest), written
@@ -425,14 +442,7 @@ def test_a_trainjob_is_recorded_back_with_the_runtime_it_names(
     jobs = next(wipe)
     try:
         jobs.create(name)
-        cluster.wait(
-            f"{name} admitted and its 2 pods running",
-            lambda: (
-                (w := jobs.workload(name)) is not None
-                and is_true(w, "Admitted")
-                and len(jobs.running(name)) == 2
-            ),
-        )
+        admitted_and_running(cluster, jobs, name, 2)
         written, text = recording(Rest(file_client(KUBECONFIG)), name)
         assert (written["apiVersion"], written["kind"]) == (manifest["apiVersion"], "TrainJob")
         # as the API has it: the Trainer's webhook defaults the runtime's apiGroup
@@ -446,8 +456,7 @@ def test_a_trainjob_is_recorded_back_with_the_runtime_it_names(
         assert "registry.example" not in text
         file = tmp_path / "recorded.yaml"
         file.write_text(text)
-        framework = "trainer.kubeflow.org/trainjob"
-        catalog = Catalog.from_stack(load_stack(stack.ROOT / "Pulumi.local.yaml"), [framework])
+        catalog = local_catalog("trainer.kubeflow.org/trainjob")
         read = [e for e in load_mix(file, catalog) if e.name == name]
         assert [(e.kind, e.status, e.problem, e.gpus, e.pods) for e in read] == [
             ("TrainJob", "ok", None, 6, 2)
