@@ -161,6 +161,11 @@ case "$1" in
           > "$s/preemption/preemption.go"
         printf 'func (m *Manager) heads() []workload.Info {\n\t\twl := cq.Pop()\n\t\t%s\n}\n' \
           'reportCQPendingWorkloads(m, cq)' > "$d/pkg/cache/queue/manager.go"
+        printf '%s\n\treturn func(a, b *workload.Info) int {\n\t\t%s\n\t\t%s\n\t}\n}\n' \
+          'func baseCompareFunc(sw *stickyWorkload) func(a, b *workload.Info) int {' \
+          'aSticky := sw.matches(workload.Key(a.Obj))' \
+          'bSticky := sw.matches(workload.Key(b.Obj))' \
+          > "$d/pkg/cache/queue/cluster_queue.go"
         echo "$d" ;;
   build)
     out=""; pkg=""; modfile=""
@@ -179,7 +184,7 @@ case "$1" in
       (cd "$m/kueue/pkg" && cat scheduler/scheduler.go scheduler/fair_sharing_iterator.go \
         cache/hierarchy/cohort.go scheduler/flavorassigner/flavorassigner.go \
         controller/core/workload_controller.go scheduler/preemption/preemption.go \
-        cache/queue/manager.go >> "$FAKE_GO_LOG.engine")
+        cache/queue/manager.go cache/queue/cluster_queue.go >> "$FAKE_GO_LOG.engine")
       (cd "$m/kueue" && find pkg -name zz_whatif.go | sort >> "$FAKE_GO_LOG.overlay")
     fi
     echo "$pkg $ldflags" >> "$FAKE_GO_LOG"; printf '#!/bin/sh\\n' > "$out"; chmod +x "$out" ;;
@@ -288,7 +293,8 @@ def engine_sources(tmp_path: Path) -> dict[str, str]:
 
 def test_a_rewrite_for_some_releases_is_applied_to_those_only(tmp_path: Path) -> None:
     """The flavor assigner's resource order (rewrites.tsv: v0.18.0-v0.18.4 only; v0.19 checks
-    every resource, and its requests are no map)."""
+    every resource, and its requests are no map), and the queue order's sticky workload
+    (v0.18 only)."""
     assert build_kueue(tmp_path, None).returncode == 0
     sources = engine_sources(tmp_path)
     assert sorted(sources) == sorted(supported())
@@ -296,6 +302,13 @@ def test_a_rewrite_for_some_releases_is_applied_to_those_only(tmp_path: Path) ->
         rewritten = "for _, rName := range whatIfResourceOrder(requests) { val := requests[rName]"
         assert (rewritten in text) == release.startswith("v0.18."), release
         assert ("for rName, val := range requests {" in text) != (rewritten in text), release
+        # the sticky workload's key, compared without being built (v0.18 only: v0.19's
+        # comparison takes a matcher of its own)
+        for side in "ab":
+            sticky = f"{side}Sticky := whatIfSticky(sw.workloadName.Load(), {side}.Obj)"
+            assert (sticky in text) == release.startswith("v0.18."), release
+            built = f"{side}Sticky := sw.matches(workload.Key({side}.Obj))"
+            assert (built in text) != (sticky in text), release
 
 
 def test_a_release_that_moved_the_code_fails_the_engine_build(tmp_path: Path) -> None:
