@@ -26,7 +26,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pytest
 import yaml
@@ -48,11 +48,11 @@ from sandbox.replay.timeline import COLLECTIONS
 from sandbox.shape import load_stack
 from sandbox.walkthrough import KubeSession
 from tests.e2e.deployments import Deployments
-from tests.e2e.operated import wiped
+from tests.e2e.operated import Operated, wiped
 from tests.e2e.test_mpijob import MPIJOBS, mpi_job
 from tests.e2e.test_pytorchjob import PYTORCHJOBS, pytorch_job
 from tests.e2e.test_ray import RAY_CLUSTERS, ray_cluster
-from tests.e2e.test_trainjob import RUNTIME, train_job, wiped_trainjobs
+from tests.e2e.test_trainjob import RECORDED, RUNTIME, train_job, wiped_trainjobs
 
 pytestmark = pytest.mark.e2e
 
@@ -372,15 +372,7 @@ def shape(doc: dict[str, Any]) -> list[tuple[str, int]]:
     return [(p.name, p.count) for p in pod_sets(doc["kind"], doc)]
 
 
-class OwnedBy(Protocol):
-    """The objects of an operated kind as its e2e tests drive them (Operated, TrainJobs)."""
-
-    def workload(self, name: str) -> dict[str, Any] | None: ...
-
-    def running(self, name: str) -> list[Any]: ...
-
-
-def admitted_and_running(cluster: KubeSession, objects: OwnedBy, name: str, pods: int) -> None:
+def admitted_and_running(cluster: KubeSession, objects: Operated, name: str, pods: int) -> None:
     """Wait until `name`'s Workload is admitted and its `pods` pods run."""
     cluster.wait(
         f"{name} admitted and its {pods} pods running",
@@ -436,12 +428,12 @@ def test_a_trainjob_is_recorded_back_with_the_runtime_it_names(
     written, with the runtime it names once in the same file before it, no image in either,
     running; the mix reads the file back as that one TrainJob, 6 GPUs and 2 pods, as Kueue
     counted them for its Workload (the runtime is no row)."""
-    name = "rec-trainjob"
+    name = RECORDED
     manifest = train_job(name)
     wipe = wiped_trainjobs(cluster)
     jobs = next(wipe)
     try:
-        jobs.create(name)
+        jobs.create(manifest)
         admitted_and_running(cluster, jobs, name, 2)
         written, text = recording(Rest(file_client(KUBECONFIG)), name)
         assert (written["apiVersion"], written["kind"]) == (manifest["apiVersion"], "TrainJob")

@@ -15,6 +15,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from sandbox.walkthrough import QUEUE_LABEL, KubeSession, condition, is_true
+from tests.e2e.operated import Kind, Operated, wiped
 
 pytestmark = pytest.mark.e2e
 
@@ -22,7 +23,8 @@ TRAINER = ("trainer.kubeflow.org", "v1alpha1")
 NS = "default"
 RUNTIME = "torch-e2e"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
-NAMES = ("train-a", "train-b")
+RECORDED = "rec-trainjob"  # tests/e2e/test_record.py's
+NAMES = ("train-a", "train-b", RECORDED)
 # 2 nodes x 3 GPUs = 6 of the flavor's 8: a second TrainJob needs 4 more.
 HELD_MESSAGE = (
     "couldn't assign flavors to pod set node: insufficient unused quota for nvidia.com/gpu "
@@ -76,87 +78,29 @@ def train_job(name: str) -> dict[str, Any]:
     }
 
 
-class TrainJobs:
-    def __init__(self, k: KubeSession) -> None:
-        self.k = k
-
-    def create_runtime(self) -> None:
-        self.k.custom.create_namespaced_custom_object(*TRAINER, NS, "trainingruntimes", runtime())
-
-    def create(self, name: str) -> None:
-        self.k.custom.create_namespaced_custom_object(*TRAINER, NS, "trainjobs", train_job(name))
-
-    def get(self, name: str) -> dict[str, Any]:
-        got: dict[str, Any] = self.k.custom.get_namespaced_custom_object(
-            *TRAINER, NS, "trainjobs", name
-        )
-        return got
-
-    def delete(self, name: str) -> None:
-        self.k.custom.delete_namespaced_custom_object(
-            *TRAINER, NS, "trainjobs", name, propagation_policy="Background"
-        )
-
-    def names(self, plural: str = "trainjobs") -> list[str]:
-        items = self.k.custom.list_namespaced_custom_object(*TRAINER, NS, plural)["items"]
-        return [str(j["metadata"]["name"]) for j in items]
-
-    def workloads(self, name: str | None = None) -> list[dict[str, Any]]:
-        return [
-            wl
-            for wl in self.k.workloads(NS)
-            if any(
-                o["kind"] == "TrainJob" and name in (None, o["name"])
-                for o in wl["metadata"].get("ownerReferences", [])
-            )
-        ]
-
-    def workload(self, name: str) -> dict[str, Any] | None:
-        return next(iter(self.workloads(name)), None)
-
-    def pods(self, name: str | None = None) -> list[Any]:
-        """The pods of the TrainJob's JobSet (the Trainer names it after the TrainJob)."""
-        names = ",".join(NAMES if name is None else (name,))  # not other modules' JobSets'
-        selector = f"{JOBSET_NAME_LABEL} in ({names})"
-        items: list[Any] = self.k.core.list_namespaced_pod(NS, label_selector=selector).items
-        return items
-
-    def running(self, name: str) -> list[Any]:
-        return [p for p in self.pods(name) if p.status.phase == "Running"]
+TRAINJOBS = Kind(*TRAINER, "trainjobs", "TrainJob", JOBSET_NAME_LABEL, NAMES)
 
 
 @pytest.fixture
-def trainjobs(cluster: KubeSession) -> Iterator[TrainJobs]:
+def trainjobs(cluster: KubeSession) -> Iterator[Operated]:
     yield from wiped_trainjobs(cluster)
 
 
-def wiped_trainjobs(cluster: KubeSession) -> Iterator[TrainJobs]:
+def wiped_trainjobs(cluster: KubeSession) -> Iterator[Operated]:
     """A fixture's body: the runtime made, no TrainJobs (nor their runtimes, Workloads or pods)
     left before the test or after it."""
-    jobs = TrainJobs(cluster)
-
-    def wipe() -> None:
-        for name in jobs.names():
-            jobs.delete(name)
-        for name in jobs.names("trainingruntimes"):
-            cluster.custom.delete_namespaced_custom_object(*TRAINER, NS, "trainingruntimes", name)
-        # Only what TrainJobs left: other modules' objects in default are theirs to clean.
-        cluster.wait(
-            "no trainjobs, nor their workloads or pods, in default",
-            lambda: not (jobs.names() or jobs.workloads() or jobs.pods()),
-        )
-
-    wipe()
-    jobs.create_runtime()
+    wipe = wiped(cluster, TRAINJOBS, also=("trainingruntimes",))
+    jobs = next(wipe)
+    cluster.custom.create_namespaced_custom_object(*TRAINER, NS, "trainingruntimes", runtime())
     yield jobs
-    wipe()
+    next(wipe, None)
 
 
 def test_kueue_admits_a_trainjob_the_trainer_makes_its_jobset_and_the_next_is_held_for_quota(
-    trainjobs: TrainJobs,
+    trainjobs: Operated,
 ) -> None:
     jobs, k = trainjobs, trainjobs.k
-    jobs.create("train-a")
+    jobs.create(train_job("train-a"))
     wl_a = k.wait(
         "train-a admitted",
         lambda: (w := jobs.workload("train-a")) and is_true(w, "Admitted") and w,
@@ -177,7 +121,7 @@ def test_kueue_admits_a_trainjob_the_trainer_makes_its_jobset_and_the_next_is_he
     assert limits == [{"nvidia.com/gpu": "3"}] * 2
     assert jobs.get("train-a")["spec"]["suspend"] is False
 
-    jobs.create("train-b")
+    jobs.create(train_job("train-b"))
     held = k.wait("train-b evaluated", lambda: condition(jobs.workload("train-b"), "QuotaReserved"))
     assert (held["status"], held["reason"]) == ("False", "Pending")
     assert held["message"] == HELD_MESSAGE
@@ -192,7 +136,7 @@ def test_kueue_admits_a_trainjob_the_trainer_makes_its_jobset_and_the_next_is_he
 
 
 def test_the_trainers_own_webhook_refuses_a_runtime_whose_trainer_step_is_not_one_job(
-    trainjobs: TrainJobs,
+    trainjobs: Operated,
 ) -> None:
     # Its validating webhook, dialled at the manager by url with the sandbox's CA, answers: a
     # runtime's trainer step must be one Job (replicas 1). Kueue has no webhook for runtimes, so
