@@ -142,7 +142,8 @@ whatif_rewrites() {
   return "$failed"
 }
 # whatif_overlay OVERLAY KUEUE_DIR: each OVERLAY/*.go added to the package its first line names
-# ("// Added to sigs.k8s.io/kueue/<package> at build time ..."), as zz_whatif.go.
+# ("// Added to sigs.k8s.io/kueue/<package> at build time ..."), as zz_whatif.go (a *_test.go
+# file as zz_whatif_test.go: a test run with Kueue's own tests of the package, never built in).
 whatif_overlay() {
   local f pkg
   for f in "$1"/*.go; do
@@ -151,7 +152,10 @@ whatif_overlay() {
       echo "build.sh: $f names no package of the release's module on its first line" >&2
       return 1
     fi
-    cp "$f" "$2/$pkg/zz_whatif.go"
+    case $f in
+      *_test.go) cp "$f" "$2/$pkg/zz_whatif_test.go" ;; # a test of the package, never in the engine
+      *) cp "$f" "$2/$pkg/zz_whatif.go" ;;
+    esac
   done
 }
 # whatif_kueue VERSION: the engine's module for one release, in the cache (keyed by the release's

@@ -166,6 +166,21 @@ case "$1" in
           'aSticky := sw.matches(workload.Key(a.Obj))' \
           'bSticky := sw.matches(workload.Key(b.Obj))' \
           > "$d/pkg/cache/queue/cluster_queue.go"
+        k="$d/pkg/cache/scheduler"; mkdir -p "$k"
+        printf '%s\n\t%s\n}\n%s\n\t%s\n}\n%s\n\t%s\n}\n' 'type clusterQueue struct {' \
+          'WorkloadsNotReady sets.Set' \
+          'func (c *clusterQueue) addOrUpdateWorkload(w *kueue.Workload) {' 'c.Workloads[k] = wi' \
+          'func (c *clusterQueue) deleteWorkload(wlKey workload.Reference) {' \
+          'delete(c.Workloads, wlKey)' > "$k/clusterqueue.go"
+        printf 'type ClusterQueueSnapshot struct {\n\tWorkloadsNotReady sets.Set\n}\n' \
+          > "$k/clusterqueue_snapshot.go"
+        printf '%s\n\t%s\n}\n%s\n\t%s\n}\n%s\n\t%s\n}\n' \
+          'func (c *Cache) snapshotClusterQueue(cq *clusterQueue) *ClusterQueueSnapshot {' \
+          'return &ClusterQueueSnapshot{Workloads: maps.Clone(cq.Workloads)}' \
+          'func (s *Snapshot) AddWorkload(wl *workload.Info) {' \
+          'cq.Workloads[workload.Key(wl.Obj)] = wl' \
+          'func (s *Snapshot) RemoveWorkload(wl *workload.Info) {' \
+          'delete(cq.Workloads, workload.Key(wl.Obj))' > "$k/snapshot.go"
         echo "$d" ;;
   build)
     out=""; pkg=""; modfile=""
@@ -184,7 +199,9 @@ case "$1" in
       (cd "$m/kueue/pkg" && cat scheduler/scheduler.go scheduler/fair_sharing_iterator.go \
         cache/hierarchy/cohort.go scheduler/flavorassigner/flavorassigner.go \
         controller/core/workload_controller.go scheduler/preemption/preemption.go \
-        cache/queue/manager.go cache/queue/cluster_queue.go >> "$FAKE_GO_LOG.engine")
+        cache/queue/manager.go cache/queue/cluster_queue.go cache/scheduler/clusterqueue.go \
+        cache/scheduler/clusterqueue_snapshot.go cache/scheduler/snapshot.go \
+        >> "$FAKE_GO_LOG.engine")
       (cd "$m/kueue" && find pkg -name zz_whatif.go | sort >> "$FAKE_GO_LOG.overlay")
     fi
     echo "$pkg $ldflags" >> "$FAKE_GO_LOG"; printf '#!/bin/sh\\n' > "$out"; chmod +x "$out" ;;
@@ -261,8 +278,9 @@ def test_build_sh_builds_every_supported_release_when_none_is_named(tmp_path: Pa
 
 def test_the_engine_is_built_with_ties_in_a_fixed_order(tmp_path: Path) -> None:
     """The what-if engine's copy of Kueue has the map-order ties rewritten (rewrites.tsv;
-    tests/toolchain/test_whatif_engine.py shows what they decide), and sets no pending gauges
-    per ClusterQueue per cycle."""
+    tests/toolchain/test_whatif_engine.py shows what they decide), sets no pending gauges
+    per ClusterQueue per cycle, and shares each ClusterQueue's admitted Workloads with the
+    scheduler's snapshot, copied on write, where Kueue clones them every cycle."""
     assert build_kueue(tmp_path, kueue_version()).returncode == 0
     engine = (tmp_path / "go.log.engine").read_text()
     assert "heads := whatIfByUID(s.queues.Heads(ctx))" in engine
@@ -277,6 +295,14 @@ def test_the_engine_is_built_with_ties_in_a_fixed_order(tmp_path: Path) -> None:
     assert "parallelPreemptions" not in engine
     assert "wl := cq.Pop()\n\t\t_ = cq\n" in engine  # no pending gauges per cycle
     assert "reportCQPendingWorkloads" not in engine
+    # a ClusterQueue's admitted Workloads shared with the snapshot, copied on either side's write
+    assert "Workloads: whatIfShare(cq), whatIfShared: true}" in engine
+    assert "maps.Clone" not in engine
+    assert engine.count("whatIfShared bool; WorkloadsNotReady sets.Set") == 2
+    for write in ("c.Workloads[k] = wi", "delete(c.Workloads, wlKey)"):
+        assert f"whatIfOwnCache(c); {write}" in engine
+    for write in ("cq.Workloads[workload.Key(wl.Obj)] = wl", "delete(cq.Workloads, workload.Key("):
+        assert f"whatIfOwnSnapshot(cq); {write}" in engine
 
 
 def engine_sources(tmp_path: Path) -> dict[str, str]:
@@ -327,9 +353,10 @@ def test_a_release_that_moved_the_code_fails_the_engine_build(tmp_path: Path) ->
 def test_each_overlay_file_goes_to_the_package_its_first_line_names(tmp_path: Path) -> None:
     assert build_kueue(tmp_path, kueue_version()).returncode == 0
     placed = sorted((tmp_path / "go.log.overlay").read_text().split())
-    packages = ("cache/hierarchy", "cache/queue", "controller/core", "controller/jobs/deployment",
-                "controller/jobs/leaderworkerset", "controller/jobs/pod",
-                "controller/jobs/statefulset", "scheduler", "scheduler/flavorassigner")  # fmt: skip
+    packages = ("cache/hierarchy", "cache/queue", "cache/scheduler", "controller/core",
+                "controller/jobs/deployment", "controller/jobs/leaderworkerset",
+                "controller/jobs/pod", "controller/jobs/statefulset", "scheduler",
+                "scheduler/flavorassigner")  # fmt: skip
     assert placed == sorted(f"pkg/{p}/zz_whatif.go" for p in packages)
 
 
