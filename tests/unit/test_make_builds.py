@@ -300,9 +300,9 @@ def test_the_engine_is_built_with_ties_in_a_fixed_order(tmp_path: Path) -> None:
     assert "maps.Clone" not in engine
     assert engine.count("whatIfShared bool; WorkloadsNotReady sets.Set") == 2
     for write in ("c.Workloads[k] = wi", "delete(c.Workloads, wlKey)"):
-        assert f"whatIfOwnCache(c); {write}" in engine
+        assert f"whatIfOwn(&c.Workloads, &c.whatIfShared); {write}" in engine
     for write in ("cq.Workloads[workload.Key(wl.Obj)] = wl", "delete(cq.Workloads, workload.Key("):
-        assert f"whatIfOwnSnapshot(cq); {write}" in engine
+        assert f"whatIfOwn(&cq.Workloads, &cq.whatIfShared); {write}" in engine
 
 
 def engine_sources(tmp_path: Path) -> dict[str, str]:

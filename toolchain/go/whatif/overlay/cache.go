@@ -21,22 +21,13 @@ func whatIfShare(cq *clusterQueue) map[workload.Reference]*workload.Info {
 	return cq.Workloads
 }
 
-// whatIfOwnCache: before the cache's ClusterQueue adds or deletes one of its Workloads, its own
-// copy of the map when a snapshot still shares the one it has. A snapshot never sees the
-// cache's later changes, as with Kueue's clone.
-func whatIfOwnCache(cq *clusterQueue) {
-	if cq.whatIfShared {
-		cq.Workloads = maps.Clone(cq.Workloads)
-		cq.whatIfShared = false
-	}
-}
-
-// whatIfOwnSnapshot: the same for a snapshot's ClusterQueue, before the scheduler adds or
-// removes a Workload in it (an admission in the cycle, a preemption's simulation): the cache
-// never sees a snapshot's changes, as with Kueue's clone.
-func whatIfOwnSnapshot(cq *ClusterQueueSnapshot) {
-	if cq.whatIfShared {
-		cq.Workloads = maps.Clone(cq.Workloads)
-		cq.whatIfShared = false
+// whatIfOwn: before a holder of the map (the cache's ClusterQueue, or a snapshot's) adds or
+// deletes one of its Workloads, its own copy of it when it is marked as sharing it. So neither
+// side sees the other's changes, as with Kueue's clone: a snapshot not the Workloads the cache
+// assumes mid-cycle, the cache not a preemption's simulation removing candidates in a snapshot.
+func whatIfOwn(workloads *map[workload.Reference]*workload.Info, shared *bool) {
+	if *shared {
+		*workloads = maps.Clone(*workloads)
+		*shared = false
 	}
 }
