@@ -23,9 +23,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpu_queues import yamlio
 from gpu_queues.config.model import ConfigError, KueueConfig, load_config
 from gpu_queues.config.stackfile import StackFileError, read_config
 from gpu_queues.kueue.client import KubeconfigError, resolve
@@ -87,7 +89,9 @@ ODD = [
 # would otherwise draw mostly the smallest integers).
 hostile_lines = st.one_of(
     st.sampled_from([2, 3, 5, 8, 12]).map(lambda n: "k: " + _bomb(n)),
-    st.sampled_from([50, 101, 999, 1001, 30_000]).map(lambda n: "k: " + "[" * n + "]" * n),
+    st.sampled_from([50, 98, 99, 100, 101, 999, 1001, 30_000]).map(
+        lambda n: "k: " + "[" * n + "]" * n
+    ),
     st.sampled_from([50, 101, 2_000]).map(
         lambda n: "k:\n" + "\n".join(" " * (i + 1) + f"k{i}:" for i in range(n))
     ),
@@ -173,6 +177,47 @@ CATALOG = Catalog(
     queues=(TeamQueue("research", "team-research", "gpu-queue", "research-cq"),),
     frameworks=frozenset({"batch/job", "pod"}),
 )
+
+
+def _read(load_all: Callable[[str], list[Any]], text: str) -> str:
+    """What a reader of `text` ends in, written out: its documents or its error."""
+    try:
+        return repr(load_all(text))
+    except (yamlio.YamlRefused, yaml.YAMLError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _scanned(text: str) -> list[Any]:
+    """The rule without its shortcut: every text scanned as events, then loaded."""
+    yamlio.check(text, "f.yaml")
+    try:
+        return list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+    except yaml.YAMLError:
+        return list(yaml.safe_load_all(text))
+
+
+EDGES = [  # each just past what the shortcut may take, and just within
+    'k: !!int "' + "\\x31" * 101 + '"',  # an integer of 101 digits, written with escapes
+    "k: " + "1" * 100,
+    "k: " + "1" * 101,
+    "k: " + "[" * 98 + "]" * 98,
+    "k: " + "[" * 99 + "]" * 99,
+    "k: " + "[" * 100 + "]" * 100,
+    "k: " + "[" * 99 + "{}" + "]" * 99,
+    "- " + "[" * 99 + "]" * 99,
+    "a: 1\n---\nb: " + "[" * 100 + "]" * 100,
+]
+
+
+@FUZZ
+@given(text=st.one_of(spliced(MIX), spliced(STACK), spliced(MANIFEST), st.text(max_size=400)))
+def test_the_shortcut_past_the_scan_reads_and_refuses_as_the_scan_does(text: str) -> None:
+    """yamlio reads text with no anchor, alias, tag or long digit run without scanning its
+    events, and holds what libyaml builds to the depth bound instead: the same documents, the
+    same refusal (line, key and problem) as scanning every text."""
+    for edge in EDGES:
+        assert _read(lambda t: yamlio.load_all(t, "f.yaml"), edge) == _read(_scanned, edge), edge
+    assert _read(lambda t: yamlio.load_all(t, "f.yaml"), text) == _read(_scanned, text)
 
 
 @FUZZ
