@@ -528,7 +528,10 @@ def problem(value: Any, shape: Any, path: str = "", hidden: bool = False) -> str
         if value.get(name) is None:
             return f"{_key(path, name)}: is required"
     for name, inner in shape.fields.items():
-        found = problem(value.get(name), inner, _key(path, name), hidden)
+        field = value.get(name)
+        if field is None:  # absent: no path to build (most of a manifest's known fields)
+            continue
+        found = problem(field, inner, _key(path, name), hidden)
         if found:
             return found
     return None
