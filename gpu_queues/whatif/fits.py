@@ -102,6 +102,10 @@ class Ceilings:
                 shape = {str(r): a for r, v in allocatable.items() if (a := _amount(v)) is not None}
                 self.node_shapes.setdefault(flavor, []).append(shape)
         self._subtree: dict[tuple[str, tuple[str, str]], Fraction] = {}
+        # Both asked again for every pod set of a mix, of the few ClusterQueues and pod shapes
+        # it has: kept per Ceilings, which is the stack's and the nodes' at one time.
+        self._potential: dict[tuple[str, tuple[str, str]], Fraction] = {}
+        self._too_big_of: dict[tuple[str, frozenset[tuple[str, Fraction]]], bool] = {}
 
     def _add(self, key: str, parent: Any, quotas: Quotas) -> None:
         cohort = f"cohort/{parent}" if isinstance(parent, str) and parent else None
@@ -128,13 +132,17 @@ class Ceilings:
 
     def potential(self, key: str, fr: tuple[str, str]) -> Fraction:
         """Kueue's potentialAvailable: the most the node could hold of fr with nothing used."""
+        if (key, fr) in self._potential:
+            return self._potential[(key, fr)]
         node = self._nodes[key]
         if node.parent is None or node.parent not in self._nodes:
-            return self.subtree(key, fr)
-        avail = self._local(key, fr) + self.potential(node.parent, fr)
-        borrowing = node.quotas.get(fr, (0, None, None))[1]
-        if borrowing is not None:
-            avail = min(avail, self.subtree(key, fr) + borrowing)
+            avail = self.subtree(key, fr)
+        else:
+            avail = self._local(key, fr) + self.potential(node.parent, fr)
+            borrowing = node.quotas.get(fr, (0, None, None))[1]
+            if borrowing is not None:
+                avail = min(avail, self.subtree(key, fr) + borrowing)
+        self._potential[(key, fr)] = avail
         return avail
 
     def never(self, entry: Entry) -> str | None:
@@ -181,10 +189,14 @@ class Ceilings:
 
     def _too_big(self, flavor: str, one: Mapping[str, Fraction]) -> bool:
         """The flavor declares nodes and none of them could hold the pod alone."""
-        shapes = self.node_shapes.get(flavor)
-        if not shapes:
-            return False  # capacity without nodes: kube-scheduler's fit is not known here
-        return all(any(v > shape.get(r, Fraction(0)) for r, v in one.items()) for shape in shapes)
+        key = (flavor, frozenset(one.items()))
+        if key not in self._too_big_of:
+            # capacity without nodes: kube-scheduler's fit is not known here
+            shapes = self.node_shapes.get(flavor) or []
+            self._too_big_of[key] = bool(shapes) and all(
+                any(v > shape.get(r, Fraction(0)) for r, v in one.items()) for shape in shapes
+            )
+        return self._too_big_of[key]
 
 
 def _ask(one: Mapping[str, Fraction]) -> str:
