@@ -17,8 +17,9 @@ validator.training-operator.kubeflow.org; there is no flag to turn it off. So th
 makes that Secret first with a CA of the operator's own (its key must be PKCS #1, the rotator
 parses it so) and a serving certificate for both the Service name the rotator checks and the
 cluster's address the API server dials; the rotator finds them valid and keeps them. The
-operator runs in a private mount namespace where that fixed path is the cluster's own folder,
-so two sandboxes never share it. Its webhook server listens on every address (v1.9.3 has no
+operator runs in a private mount namespace, in a root built as Kueue's pod's is, where that
+fixed path is the cluster's own folder: two sandboxes never share it, and it is never made on
+the machine. Its webhook server listens on every address (v1.9.3 has no
 host flag) at :9447, so only a sandbox of one cluster runs it; its probes take :8186 on the
 cluster's address, its metrics server is off, leader election too, gang scheduling too (no
 Volcano nor scheduler-plugins). kwok plays its pods.
@@ -37,7 +38,8 @@ import yaml
 from gpu_queues.config.model import StackConfig
 from sandbox.control_plane import _module_dir, kubectl
 from sandbox.operators import install_crds, integration_on, without_descriptions
-from sandbox.paths import BIN
+from sandbox.paths import BIN, ROOT
+from sandbox.pod_isolation import pod_root_script
 from sandbox.procs import run_checked, spawn, wait_for
 from sandbox.topology import Cluster
 
@@ -61,6 +63,7 @@ CA_NAME: Final = "training-operator-ca"
 WEBHOOK_CONFIGURATION: Final = "validator.training-operator.kubeflow.org"
 CERT_DIR: Final = "/tmp/k8s-webhook-server/serving-certs"
 SECRET_KEYS: Final = ("ca.crt", "ca.key", "tls.crt", "tls.key")
+POD_ROOT_SCRIPT: Final = "pod-root.sh"  # under the operator's folder: builds its root, execs it
 
 
 def integrations(config: StackConfig) -> list[str]:
@@ -123,20 +126,18 @@ def argv(c: Cluster, config: StackConfig) -> list[str]:
     ]
 
 
-def in_private_tmp(certs: Path, command: list[str]) -> list[str]:
-    """`command` in a mount namespace of its own where CERT_DIR is `certs`."""
-    script = f'mkdir -p {CERT_DIR} && mount --bind "$0" {CERT_DIR} && exec "$@"'
-    return [
-        "unshare",
-        "--mount",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        script,
-        str(certs),
-        *command,
-    ]
+def in_private_tmp(certs: Path, work: Path, command: list[str]) -> list[str]:
+    """`command` in a mount namespace of its own, in a root that is the machine's but where
+    CERT_DIR is `certs`: the root Kueue's pod gets (sandbox/pod_isolation.py), built at
+    work/root by the script work/pod-root.sh, which creates nothing outside it. (A `mkdir -p`
+    of CERT_DIR in the namespace made it on the machine: a private mount namespace still writes
+    to the machine's /tmp.)"""
+    root = work / "root"  # the private root's mount point
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    script = work / POD_ROOT_SCRIPT
+    # Through a file, as Kueue's pod: the script binds each of /tmp's entries one by one.
+    script.write_text(pod_root_script(root, [(certs, CERT_DIR)], ROOT, command))
+    return ["unshare", "--mount", "--propagation", "private", "sh", str(script)]
 
 
 def _openssl_req(certs: Path, name: str, cn: str, exts: list[str], *flags: str) -> None:
@@ -200,7 +201,9 @@ def start(c: Cluster, config: StackConfig) -> None:
     stdin = "\n---\n".join(json.dumps(d) for d in docs)
     kubectl("apply", "-f", "-", stdin=stdin, kubeconfig=c.kubeconfig)
     process = c.process(NAME)
-    spawn(process, in_private_tmp(certs, argv(c, config)), env={"MY_POD_NAMESPACE": NAMESPACE})
+    spawn(
+        process, in_private_tmp(certs, work, argv(c, config)), env={"MY_POD_NAMESPACE": NAMESPACE}
+    )
     wait_for(f"{process} /readyz", lambda: _ready(c))
     hooks = webhook_configuration(c, (certs / "ca.crt").read_bytes(), config)
     kubectl("apply", "-f", "-", stdin=json.dumps(hooks), kubeconfig=c.kubeconfig)

@@ -16,6 +16,7 @@ from gpu_queues.whatif.mix import DELETED_WHEN_DONE
 from sandbox import jobset, kuberay, lws, training_operator
 from sandbox import shape as fake_cluster
 from sandbox.operators import without_descriptions
+from sandbox.pod_isolation import pod_root_script
 from sandbox.replay.engine import SANDBOX_KINDS
 from sandbox.replay.owners import COLLECTIONS, pod_key, workload_owner
 from tests.conftest import ROOT
@@ -78,12 +79,25 @@ def test_its_ports_are_its_own() -> None:
     assert not {training_operator.WEBHOOK_PORT, training_operator.HEALTH_PORT} & taken
 
 
-def test_its_fixed_certificate_folder_is_the_cluster_s_own_in_a_private_mount_namespace() -> None:
-    command = training_operator.in_private_tmp(Path("/state/certs"), ["/bin/op", "--flag"])
-    assert command[:5] == ["unshare", "--mount", "--propagation", "private", "sh"]
-    script, certs, *rest = command[6:]
-    assert "mount --bind" in script and "/tmp/k8s-webhook-server/serving-certs" in script
-    assert (certs, rest) == ("/state/certs", ["/bin/op", "--flag"])
+def test_its_fixed_certificate_folder_is_the_cluster_s_own_in_a_private_root(
+    tmp_path: Path,
+) -> None:
+    """The operator gets the private root Kueue's pod gets, with the cluster's folder at the
+    fixed path; the rule that builds it makes nothing on the machine
+    (tests/unit/sandbox/test_kueue_pod.py). A `mkdir -p` of the fixed path in a private mount
+    namespace made it on the machine, which a sandbox test on a fresh machine caught."""
+    work, certs = tmp_path / "op", tmp_path / "certs"
+    command = training_operator.in_private_tmp(certs, work, ["/bin/op", "--flag"])
+    script = work / training_operator.POD_ROOT_SCRIPT
+    assert command == ["unshare", "--mount", "--propagation", "private", "sh", str(script)]
+    root = work / "root"
+    assert root.is_dir()  # the tmpfs's mount point
+    assert script.read_text() == pod_root_script(
+        root, [(certs, training_operator.CERT_DIR)], ROOT, ["/bin/op", "--flag"]
+    )
+    assert f"mount --bind {certs} {root}/tmp/k8s-webhook-server/serving-certs" in (
+        script.read_text().splitlines()
+    )
 
 
 @needs_module
