@@ -19,7 +19,7 @@ before they load.
 
 `load` and `load_all` skip the event scan for text that can break no bound but depth (`_plain`:
 no anchor, alias or tag, no run of characters an over-long integer is made of), and hold the
-documents libyaml builds of it to the depth bound instead (`_shallow`); any other text, and any
+nodes libyaml composes of it to the depth bound instead (`_shallow`); any other text, and any
 such text that fails either way, takes the scan, whose refusal names the line and the key. The
 scan of the 15,000 Jobs of Kueue's harness baseline was most of reading them."""
 
@@ -244,36 +244,46 @@ def _long_run(digits: int) -> re.Pattern[str]:
     return _runs[digits]
 
 
-def _shallow(documents: list[Any], bounds: Bounds) -> bool:
-    """Whether no mapping or sequence of `documents` (each a tree: `_plain` text has no
-    aliases to share a node) is nested deeper than `bounds.max_depth`, the scan's bound (a
-    document is at depth 1); a deeper one sends the text to the scan, which names it."""
-    todo: list[tuple[Any, int]] = [(document, 1) for document in documents]
+def _shallow(node: Any, bounds: Bounds) -> bool:
+    """Whether no mapping or sequence of the document `node` (libyaml's composed nodes, the
+    events' own structure: a key a later duplicate replaces is still there; `_plain` text has no
+    aliases to share a node) is nested deeper than `bounds.max_depth`, the scan's bound (the
+    document's node is at depth 1); a deeper one sends the text to the scan, which names it."""
+    todo: list[tuple[Any, int]] = [(node, 1)]
     while todo:
         item, depth = todo.pop()
-        children = item.values() if isinstance(item, dict) else item
         if depth > bounds.max_depth:
             return False
-        todo.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+        if isinstance(item, yaml.MappingNode):
+            children = [n for pair in item.value for n in pair]
+        else:
+            children = item.value
+        todo.extend((c, depth + 1) for c in children if isinstance(c, yaml.CollectionNode))
     return True
 
 
 def _fast(text: str | bytes, bounds: Bounds, every: bool) -> list[Any] | None:
     """Every document (`every`) or the one of `_plain` text by libyaml, None when the text is
-    not plain, when libyaml refuses it, or when a document is as deep as `_shallow` allows:
-    the caller then scans and loads as the rule says."""
+    not plain, when libyaml refuses it, or when a document is deeper than `_shallow` allows:
+    the caller then scans and loads as the rule says. Each document's nodes are held to the
+    depth bound before they are built into values."""
     if _CLoader is None or len(text) > bounds.max_bytes or not _plain(text, bounds):
         return None
+    loader = _CLoader(text)
     try:
-        loaded = (
-            list(yaml.load_all(text, Loader=_CLoader))
-            if every
-            else [yaml.load(text, Loader=_CLoader)]
-        )
+        # One document at a time, as yaml.load_all: composing them all first keeps every node
+        # alive at once, and the collector's passes over them took longer than the scan.
+        documents: list[Any] = []
+        while loader.check_node() if every else not documents:
+            node = loader.get_node() if every else loader.get_single_node()
+            if node is not None and not _shallow(node, bounds):
+                return None
+            documents.append(None if node is None else loader.construct_document(node))
+        return documents
     except (yaml.YAMLError, ValueError, RecursionError):
         return None
-    top = [x for x in loaded if isinstance(x, (dict, list))]
-    return loaded if _shallow(top, bounds) else None
+    finally:
+        loader.dispose()
 
 
 def load(text: str | bytes, where: str, bounds: Bounds = DEFAULT) -> Any:

@@ -206,6 +206,8 @@ EDGES = [  # each just past what the shortcut may take, and just within
     "k: " + "[" * 99 + "{}" + "]" * 99,
     "- " + "[" * 99 + "]" * 99,
     "a: 1\n---\nb: " + "[" * 100 + "]" * 100,
+    # too deep under a key a later duplicate replaces: gone from the value, not from the text
+    "k: " + "[" * 100 + "]" * 100 + "\nk: 1",
 ]
 
 
