@@ -25,6 +25,7 @@ scan of the 15,000 Jobs of Kueue's harness baseline was most of reading them."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -235,13 +236,11 @@ def _plain(text: str | bytes, bounds: Bounds) -> bool:
     return _long_run(bounds.max_int_digits).search(text) is None
 
 
-_runs: dict[int, re.Pattern[str]] = {}
-
-
+@functools.lru_cache(maxsize=16)
 def _long_run(digits: int) -> re.Pattern[str]:
-    if digits not in _runs:
-        _runs[digits] = re.compile(f"[-+0-9a-fox_:]{{{digits + 1},}}", re.IGNORECASE)
-    return _runs[digits]
+    """A run of more than `digits` of the characters an integer (YAML 1.1's sexagesimal and
+    hex included) is written with."""
+    return re.compile(f"[-+0-9a-fox_:]{{{digits + 1},}}", re.IGNORECASE)
 
 
 def _shallow(node: Any, bounds: Bounds) -> bool:

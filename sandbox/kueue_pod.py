@@ -34,13 +34,12 @@ from kubernetes import client
 
 from gpu_queues.kueue.client import api_client
 from sandbox.paths import BIN, LOGS, STATE
-from sandbox.pod_isolation import bind_to_pod_ip, pod_root_script
+from sandbox.pod_isolation import bind_to_pod_ip, in_pod_root, private_dir, write_private
 from sandbox.procs import start_time
 
 WORK = STATE / "kueue"
 LOG = LOGS / "kueue.log"
 PID_FILE_NAME = "kueue.json"  # under WORK: the running kueue's pid, start time and pod
-POD_ROOT_SCRIPT = "pod-root.sh"  # under WORK: builds the pod's root, then execs kueue
 KUEUE = BIN / "kueue"
 NAMESPACE = "kueue-system"
 TOKEN_REFRESH_SECONDS = 1800
@@ -48,27 +47,6 @@ SELECTOR = "control-plane=controller-manager"
 CONTAINER = "manager"
 APISERVER = ("127.0.0.1", 6443)
 CONFIG_FLAG = "--config="
-
-
-def _private_dir(d: Path) -> Path:
-    """A directory only its owner can enter, whatever the umask."""
-    d.mkdir(mode=0o700, parents=True, exist_ok=True)
-    d.chmod(0o700)
-    return d
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    """Write a file only its owner can read (tokens, keys), atomically, unless unchanged.
-    A kubelet would write secret volumes 0644 inside the pod; here they are on the machine."""
-    if path.exists() and path.read_bytes() == data:
-        return
-    _private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        os.fchmod(f.fileno(), 0o600)  # a leftover temporary file may have had other bits
-        f.write(data)
-    tmp.replace(path)
 
 
 def binary_for(image: str | None) -> Path:
@@ -181,12 +159,12 @@ class Runner:
         """Materialise the pod's volumes; returns volume name -> host directory."""
         dirs: dict[str, Path] = {}
         for vol in pod.spec.volumes or []:
-            d = _private_dir(_private_dir(_private_dir(self.work) / "volumes") / vol.name)
+            d = private_dir(private_dir(private_dir(self.work) / "volumes") / vol.name)
             dirs[vol.name] = d
             if vol.config_map is not None:
                 cm = self.core.read_namespaced_config_map(vol.config_map.name, NAMESPACE)
                 for key, value in (cm.data or {}).items():
-                    _write_private(d / key, value.encode())
+                    write_private(d / key, value.encode())
             elif vol.secret is not None:
                 try:
                     sec = self.core.read_namespaced_secret(vol.secret.secret_name, NAMESPACE)
@@ -195,7 +173,7 @@ class Runner:
                         raise
                     continue
                 for key, value in (sec.data or {}).items():
-                    _write_private(d / key, base64.b64decode(value))
+                    write_private(d / key, base64.b64decode(value))
             elif vol.projected is not None:
                 self.sync_projected(pod, vol.projected, d)
         return dirs
@@ -222,15 +200,15 @@ class Runner:
                     token = self.core.create_namespaced_service_account_token(
                         pod.spec.service_account_name, NAMESPACE, {"spec": spec}
                     )
-                    _write_private(path, token.status.token.encode())
+                    write_private(path, token.status.token.encode())
             elif src.config_map is not None:
                 cm = self.core.read_namespaced_config_map(src.config_map.name, NAMESPACE)
                 for item in src.config_map.items or []:
-                    _write_private(d / item.path, (cm.data or {})[item.key].encode())
+                    write_private(d / item.path, (cm.data or {})[item.key].encode())
             elif src.downward_api is not None:
                 for item in src.downward_api.items or []:
                     if item.field_ref and item.field_ref.field_path == "metadata.namespace":
-                        _write_private(d / item.path, NAMESPACE.encode())
+                        write_private(d / item.path, NAMESPACE.encode())
 
     def command(self, pod: Any, dirs: dict[str, Path]) -> list[str]:
         c = next(c for c in pod.spec.containers if c.name == CONTAINER)
@@ -245,12 +223,7 @@ class Runner:
             else:
                 mounts.append((src, m.mount_path))
         args = [self.bound_config(a, pod) for a in args]
-        script = pod_root_script(self.work / "root", mounts, self.work, [str(binary), *args])
-        # Through a file, not `sh -c`: the script binds every entry of the directories on the
-        # way to a mount path (all of /tmp's), and one argument may not exceed 128 KiB.
-        path = self.work / POD_ROOT_SCRIPT
-        _write_private(path, script.encode())
-        return ["unshare", "--mount", "--propagation", "private", "sh", str(path)]
+        return in_pod_root(self.work, mounts, self.work, [str(binary), *args])
 
     def bound_config(self, arg: str, pod: Any) -> str:
         """`--config=<file>` pointing at a copy bound to the pod IP (bind_to_pod_ip)."""
@@ -262,8 +235,8 @@ class Runner:
             text = source.read_text()
         except OSError:
             return arg  # Kueue itself reports a config it cannot read
-        bound = _private_dir(self.work / "bound") / source.name
-        _write_private(bound, bind_to_pod_ip(text, pod_ip).encode())
+        bound = private_dir(self.work / "bound") / source.name
+        write_private(bound, bind_to_pod_ip(text, pod_ip).encode())
         return f"{CONFIG_FLAG}{bound}"
 
     def stop(self) -> None:
@@ -285,7 +258,6 @@ class Runner:
     def launch(self, pod: Any, dirs: dict[str, Path]) -> Process:
         argv = self.command(pod, dirs)
         _pulled(binary_for(next(c for c in pod.spec.containers if c.name == CONTAINER).image))
-        _private_dir(self.work / "root")  # the private root's mount point
         # In-cluster configuration, as a kubelet gives it: the API server's address plus the
         # mounted service account token, so Kueue runs with exactly its manifest's RBAC.
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
@@ -302,7 +274,7 @@ class Runner:
                 env=env,
             )
         # unshare and sh exec in turn, so this pid becomes kueue's own: fault tests kill it.
-        _write_private(
+        write_private(
             self.pid_file,
             json.dumps(
                 {"pid": proc.pid, "start": start_time(proc.pid), "pod": pod.metadata.uid}
@@ -354,7 +326,7 @@ class Runner:
             sys.exit(0)
 
         signal.signal(signal.SIGTERM, terminate)
-        _private_dir(self.work)
+        private_dir(self.work)
         while True:
             try:
                 self.step()

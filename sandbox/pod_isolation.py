@@ -1,7 +1,8 @@
 """What a real pod has of its own, given to the process that plays Kueue's controller pod in
 the sandbox (sandbox/kueue_pod.py): its mount paths, in a root file system built in a private
-mount namespace (`pod_root_script`), and its IP, for every server Kueue opens
-(`bind_to_pod_ip`).
+mount namespace (`pod_root_script`, run by `in_pod_root`), and its IP, for every server
+Kueue opens (`bind_to_pod_ip`). The training operator's process gets the same root
+(sandbox/training_operator.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,43 @@ from typing import Any
 import yaml
 
 from gpu_queues import yamlio
+
+POD_ROOT_SCRIPT = "pod-root.sh"  # under a process's folder: builds its root, then execs it
+
+
+def private_dir(d: Path) -> Path:
+    """A directory only its owner can enter, whatever the umask."""
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    d.chmod(0o700)
+    return d
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write a file only its owner can read (tokens, keys), atomically, unless unchanged.
+    A kubelet would write secret volumes 0644 inside the pod; here they are on the machine."""
+    if path.exists() and path.read_bytes() == data:
+        return
+    private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        os.fchmod(f.fileno(), 0o600)  # a leftover temporary file may have had other bits
+        f.write(data)
+    tmp.replace(path)
+
+
+def in_pod_root(
+    work: Path, mounts: list[tuple[Path, str]], workdir: Path, argv: list[str]
+) -> list[str]:
+    """The command that runs argv in a pod's root of its own: a mount namespace of its own,
+    the root built at work/root (its mount point, made here) by the script work/pod-root.sh,
+    which creates nothing outside it. Through a file, not `sh -c`: the script binds every
+    entry of the directories on the way to a mount path (all of /tmp's), and one argument may
+    not exceed 128 KiB. unshare and sh exec in turn, so the process's pid becomes argv's."""
+    root = private_dir(work / "root")
+    script = work / POD_ROOT_SCRIPT
+    write_private(script, pod_root_script(root, mounts, workdir, argv).encode())
+    return ["unshare", "--mount", "--propagation", "private", "sh", str(script)]
 
 
 def pod_root_script(

@@ -39,7 +39,7 @@ from gpu_queues.config.model import StackConfig
 from sandbox.control_plane import _module_dir, kubectl
 from sandbox.operators import install_crds, integration_on, without_descriptions
 from sandbox.paths import BIN, ROOT
-from sandbox.pod_isolation import pod_root_script
+from sandbox.pod_isolation import in_pod_root
 from sandbox.procs import run_checked, spawn, wait_for
 from sandbox.topology import Cluster
 
@@ -63,7 +63,6 @@ CA_NAME: Final = "training-operator-ca"
 WEBHOOK_CONFIGURATION: Final = "validator.training-operator.kubeflow.org"
 CERT_DIR: Final = "/tmp/k8s-webhook-server/serving-certs"
 SECRET_KEYS: Final = ("ca.crt", "ca.key", "tls.crt", "tls.key")
-POD_ROOT_SCRIPT: Final = "pod-root.sh"  # under the operator's folder: builds its root, execs it
 
 
 def integrations(config: StackConfig) -> list[str]:
@@ -132,12 +131,7 @@ def in_private_tmp(certs: Path, work: Path, command: list[str]) -> list[str]:
     work/root by the script work/pod-root.sh, which creates nothing outside it. (A `mkdir -p`
     of CERT_DIR in the namespace made it on the machine: a private mount namespace still writes
     to the machine's /tmp.)"""
-    root = work / "root"  # the private root's mount point
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    script = work / POD_ROOT_SCRIPT
-    # Through a file, as Kueue's pod: the script binds each of /tmp's entries one by one.
-    script.write_text(pod_root_script(root, [(certs, CERT_DIR)], ROOT, command))
-    return ["unshare", "--mount", "--propagation", "private", "sh", str(script)]
+    return in_pod_root(work, [(certs, CERT_DIR)], ROOT, command)
 
 
 def _openssl_req(certs: Path, name: str, cn: str, exts: list[str], *flags: str) -> None:

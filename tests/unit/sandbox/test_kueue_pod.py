@@ -14,7 +14,9 @@ import pytest
 import yaml
 
 from sandbox import kueue_pod as kueue_pod_module
-from sandbox.kueue_pod import CrashLoopBackOff, Runner, pod_root_script
+from sandbox import pod_isolation
+from sandbox.kueue_pod import CrashLoopBackOff, Runner
+from sandbox.pod_isolation import pod_root_script
 
 pytestmark = pytest.mark.unit
 
@@ -335,7 +337,7 @@ def test_the_pod_root_script_reaches_sh_through_a_private_file_whatever_its_size
     # A machine's /tmp can hold hundreds of entries, each bound into the pod's root: the script
     # then outgrows what one argument may hold (128 KiB), and exec fails with E2BIG.
     big = "set -e\n" + "true\n" * 100_000
-    monkeypatch.setattr(kueue_pod_module, "pod_root_script", lambda *a, **k: big)
+    monkeypatch.setattr(pod_isolation, "pod_root_script", lambda *a, **k: big)
     runner = Runner(core=FakeCore(), work=tmp_path / "work", log=tmp_path / "log")
     (tmp_path / "work").mkdir(mode=0o700)
     pod = kueue_pod()

@@ -16,7 +16,7 @@ from gpu_queues.whatif.mix import DELETED_WHEN_DONE
 from sandbox import jobset, kuberay, lws, training_operator
 from sandbox import shape as fake_cluster
 from sandbox.operators import without_descriptions
-from sandbox.pod_isolation import pod_root_script
+from sandbox.pod_isolation import POD_ROOT_SCRIPT, pod_root_script
 from sandbox.replay.engine import SANDBOX_KINDS
 from sandbox.replay.owners import COLLECTIONS, pod_key, workload_owner
 from tests.conftest import ROOT
@@ -88,7 +88,7 @@ def test_its_fixed_certificate_folder_is_the_cluster_s_own_in_a_private_root(
     namespace made it on the machine, which a sandbox test on a fresh machine caught."""
     work, certs = tmp_path / "op", tmp_path / "certs"
     command = training_operator.in_private_tmp(certs, work, ["/bin/op", "--flag"])
-    script = work / training_operator.POD_ROOT_SCRIPT
+    script = work / POD_ROOT_SCRIPT
     assert command == ["unshare", "--mount", "--propagation", "private", "sh", str(script)]
     root = work / "root"
     assert root.is_dir()  # the tmpfs's mount point
