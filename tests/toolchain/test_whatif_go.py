@@ -108,9 +108,9 @@ def test_a_rewrite_that_no_longer_matches_stops_the_build_naming_release_file_an
 
 
 # The packages whose code the engine's rewrites change in how data is kept, not in an order:
-# each ClusterQueue's admitted Workloads shared with the scheduler's snapshot and copied on
-# write (cache/scheduler), the sticky workload's key compared without being built (cache/queue,
-# v0.18).
+# each ClusterQueue's admitted Workloads, and each ClusterQueue's and Cohort's Usage, shared
+# with the scheduler's snapshot and copied on write (cache/scheduler), the sticky workload's key
+# compared without being built (cache/queue, v0.18).
 KEPT_AS_KUEUE_KEEPS = ("pkg/cache/scheduler", "pkg/cache/queue")
 
 
@@ -120,13 +120,15 @@ def test_kueue_s_own_tests_pass_on_the_engine_s_copy_of_what_it_rewrites_for_spe
 ) -> None:
     """Kueue's own unit tests of those packages, run on the engine's copy of the release (the
     overlay and the rewrites applied: toolchain/build.sh whatif_kueue) with the release's own
-    go.mod, and the overlay's test of the copy on write (overlay/cache_test.go: snapshots
+    go.mod, and the overlay's tests of the copies on write (overlay/cache_test.go: snapshots
     taken, then the cache changed, and a snapshot changed, each side seeing only its own
-    changes; it fails when the sharing is not copied)."""
+    Workloads and Usage; they fail when the sharing is not copied)."""
     copy = ROOT / ".toolchain" / "whatif" / release / "kueue"
     assert (copy / "go.mod").is_file(), f"no engine copy of Kueue {release}: run make toolchain"
     snapshot = (copy / "pkg/cache/scheduler/snapshot.go").read_text()
     assert "Workloads:                     whatIfShare(cq), whatIfShared: true," in snapshot
+    assert "whatIfShareUsage(cq), whatIfUsageShared: true," in snapshot
+    assert "whatIfShareCohortUsage(snap.Cohort(cohort.Name), cohort)" in snapshot
     assert (copy / "pkg/cache/scheduler/zz_whatif_test.go").is_file()
     sticky = "whatIfSticky(sw" in (copy / "pkg/cache/queue/cluster_queue.go").read_text()
     assert sticky == release.startswith("v0.18."), release
@@ -135,5 +137,6 @@ def test_kueue_s_own_tests_pass_on_the_engine_s_copy_of_what_it_rewrites_for_spe
                env={"GOTOOLCHAIN": "local", "CGO_ENABLED": "0"})  # fmt: skip
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert "--- PASS: TestWhatIfSnapshotsAndTheCacheKeepTheirOwnWorkloads" in done.stdout
+    assert "--- PASS: TestWhatIfSnapshotsAndTheCacheKeepTheirOwnUsage" in done.stdout
     for p in KEPT_AS_KUEUE_KEEPS:
         assert f"ok  \tsigs.k8s.io/kueue/{p}\t" in done.stdout, done.stdout[-4000:]

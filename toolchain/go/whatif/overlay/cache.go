@@ -1,7 +1,7 @@
 // Added to sigs.k8s.io/kueue/pkg/cache/scheduler at build time (toolchain/build.sh whatif_kueue):
-// a ClusterQueue's admitted Workloads shared, copy on write, between Kueue's cache and the
-// snapshots its scheduler takes of it, for the rewrites in rewrites.tsv (which say why no
-// public API serves).
+// a ClusterQueue's admitted Workloads, and each ClusterQueue's and Cohort's resource Usage,
+// shared, copy on write, between Kueue's cache and the snapshots its scheduler takes of it, for
+// the rewrites in rewrites.tsv (which say why no public API serves).
 package scheduler
 
 import (
@@ -30,4 +30,50 @@ func whatIfOwn(workloads *map[workload.Reference]*workload.Info, shared *bool) {
 		*workloads = maps.Clone(*workloads)
 		*shared = false
 	}
+}
+
+// whatIfShareUsage: a cache's ClusterQueue's resource node for its snapshot, its Usage handed
+// over as it is and the ClusterQueue marked as sharing it (a whatIfUsageShared field, added to
+// the four types that hold a node by rewrites; the snapshot's literal is marked too), where
+// Kueue's resourceNode.Clone clones it for every ClusterQueue in every scheduling cycle. Quotas
+// and SubtreeQuota are shared as Clone shares them (Kueue replaces those maps, never writes
+// them in place).
+func whatIfShareUsage(cq *clusterQueue) resourceNode {
+	cq.whatIfUsageShared = true
+	return cq.resourceNode
+}
+
+// whatIfShareCohortUsage: the same for a Cohort and its snapshot.
+func whatIfShareCohortUsage(snapshot *CohortSnapshot, c *cohort) {
+	c.whatIfUsageShared = true
+	snapshot.ResourceNode = c.resourceNode
+	snapshot.whatIfUsageShared = true
+}
+
+// whatIfOwnUsage: node's resource node, as getResourceNode gives it (a copy of the struct,
+// whose maps are the node's), once the node has its own Usage: addUsage and removeUsage, the
+// only writes of a node's map in place, take it instead of getResourceNode before they write.
+// The cache's Cohorts get new maps when their tree is summed again (updateCohortResourceNode),
+// which leaves any snapshot its old one. A node of another type is given as it is: only these
+// four are ever shared.
+func whatIfOwnUsage(node flatResourceNode) resourceNode {
+	var r *resourceNode
+	var shared *bool
+	switch n := node.(type) {
+	case *clusterQueue:
+		r, shared = &n.resourceNode, &n.whatIfUsageShared
+	case *cohort:
+		r, shared = &n.resourceNode, &n.whatIfUsageShared
+	case *ClusterQueueSnapshot:
+		r, shared = &n.ResourceNode, &n.whatIfUsageShared
+	case *CohortSnapshot:
+		r, shared = &n.ResourceNode, &n.whatIfUsageShared
+	default:
+		return node.getResourceNode()
+	}
+	if *shared {
+		r.Usage = maps.Clone(r.Usage)
+		*shared = false
+	}
+	return *r
 }
