@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -140,3 +141,52 @@ def test_kueue_s_own_tests_pass_on_the_engine_s_copy_of_what_it_rewrites_for_spe
     assert "--- PASS: TestWhatIfSnapshotsAndTheCacheKeepTheirOwnUsage" in done.stdout
     for p in KEPT_AS_KUEUE_KEEPS:
         assert f"ok  \tsigs.k8s.io/kueue/{p}\t" in done.stdout, done.stdout[-4000:]
+
+
+# What Kueue's code may do with a resource group's set of covered resources, which the engine's
+# snapshots share with the cache instead of cloning (rewrites.tsv): read it (these methods of
+# k8s.io/apimachinery's sets.Set make no change to the set they are called on), or hand it to
+# these functions, each read for writes (filterRequestedResources and
+# hasOverlapWithPodRequestedResources only look names up; validateFlavorQuotas is the webhook's,
+# on the API's list of names).
+COVERED_METHODS = {"Has", "HasAll", "HasAny", "Clone", "Len", "Equal", "UnsortedList", "Union"}
+COVERED_HANDED_TO = {
+    "len", "New", "Union", "filterRequestedResources", "hasOverlapWithPodRequestedResources",
+    "validateFlavorQuotas",
+}  # fmt: skip
+COVERED = re.compile(r"CoveredResources\b")
+COVERED_METHOD = re.compile(r"CoveredResources\s*\.\s*(\w+)\(")
+COVERED_ARGUMENT = re.compile(r"\b(\w+)\((?:[^()]*,\s*)?[\w.\[\]]*\bCoveredResources\b")
+COVERED_WRITE = re.compile(r"CoveredResources\s*(\[[^]]*\])?\s*=[^=]|delete\([^)]*CoveredResources")
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_no_code_of_the_release_writes_the_covered_resources_the_engine_s_snapshots_share(
+    release: str,
+) -> None:
+    """Each line of the release's Go code (tests aside) that names a set of covered resources
+    reads it, hands it to a function read for writes, or makes a resource group: a method or a
+    function not in the lists, or an assignment to the set, fails, naming the file and line
+    (to read before adding it to the lists). The sharing itself is the rewrite checked here."""
+    copy = ROOT / ".toolchain" / "whatif" / release / "kueue"
+    assert (copy / "go.mod").is_file(), f"no engine copy of Kueue {release}: run make toolchain"
+    snapshot = (copy / "pkg/cache/scheduler/snapshot.go").read_text()
+    assert "cc.ResourceGroups[i] = rg\n" in snapshot
+    unread: list[str] = []
+    lines = 0
+    for path in sorted((copy / "pkg").rglob("*.go")):
+        if path.name.endswith("_test.go") or "/util/testing/" in str(path):
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("//", 1)[0]
+            if not COVERED.search(code):
+                continue
+            lines += 1
+            where = f"{path.relative_to(copy)}:{n}: {line.strip()}"
+            methods = set(COVERED_METHOD.findall(code)) - COVERED_METHODS
+            handed = set(COVERED_ARGUMENT.findall(code)) - COVERED_HANDED_TO
+            written = COVERED_WRITE.search(code) and "CoveredResources:" not in code
+            if methods or handed or written:
+                unread.append(where)
+    assert lines > 10, lines  # the search finds the release's uses
+    assert unread == [], "\n".join(unread)
