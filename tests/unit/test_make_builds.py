@@ -174,9 +174,19 @@ case "$1" in
           'delete(c.Workloads, wlKey)' > "$k/clusterqueue.go"
         printf 'type ClusterQueueSnapshot struct {\n\tWorkloadsNotReady sets.Set\n}\n' \
           > "$k/clusterqueue_snapshot.go"
-        printf '%s\n\t%s\n}\n%s\n\t%s\n}\n%s\n\t%s\n}\n' \
+        printf 'type cohort struct {\n\tresourceNode resourceNode\n}\n' > "$k/cohort.go"
+        printf 'type CohortSnapshot struct {\n\tResourceNode resourceNode\n}\n' \
+          > "$k/cohort_snapshot.go"
+        printf '%s\n\t%s\n}\n%s\n\t%s\n}\n' \
+          'func addUsage(node hierarchicalResourceNode) {' 'r := node.getResourceNode()' \
+          'func removeUsage(node hierarchicalResourceNode) {' 'r := node.getResourceNode()' \
+          > "$k/resource_node.go"
+        printf '%s\n\t%s\n}\n%s\n\t%s\n\t\t%s\n\t%s\n}\n%s\n\t%s\n}\n%s\n\t%s\n}\n' \
+          'func (c *Cache) Snapshot(ctx context.Context) (*Snapshot, error) {' \
+          'snap.Cohort(cohort.Name).ResourceNode = cohort.resourceNode.Clone()' \
           'func (c *Cache) snapshotClusterQueue(cq *clusterQueue) *ClusterQueueSnapshot {' \
-          'return &ClusterQueueSnapshot{Workloads: maps.Clone(cq.Workloads)}' \
+          'cc := &ClusterQueueSnapshot{Workloads: maps.Clone(cq.Workloads),' \
+          'ResourceNode: cq.resourceNode.Clone()}' 'cc.ResourceGroups[i] = rg.Clone()' \
           'func (s *Snapshot) AddWorkload(wl *workload.Info) {' \
           'cq.Workloads[workload.Key(wl.Obj)] = wl' \
           'func (s *Snapshot) RemoveWorkload(wl *workload.Info) {' \
@@ -201,6 +211,8 @@ case "$1" in
         controller/core/workload_controller.go scheduler/preemption/preemption.go \
         cache/queue/manager.go cache/queue/cluster_queue.go cache/scheduler/clusterqueue.go \
         cache/scheduler/clusterqueue_snapshot.go cache/scheduler/snapshot.go \
+        cache/scheduler/cohort.go cache/scheduler/cohort_snapshot.go \
+        cache/scheduler/resource_node.go \
         >> "$FAKE_GO_LOG.engine")
       (cd "$m/kueue" && find pkg -name zz_whatif.go | sort >> "$FAKE_GO_LOG.overlay")
     fi
@@ -296,9 +308,18 @@ def test_the_engine_is_built_with_ties_in_a_fixed_order(tmp_path: Path) -> None:
     assert "wl := cq.Pop()\n\t\t_ = cq\n" in engine  # no pending gauges per cycle
     assert "reportCQPendingWorkloads" not in engine
     # a ClusterQueue's admitted Workloads shared with the snapshot, copied on either side's write
-    assert "Workloads: whatIfShare(cq), whatIfShared: true}" in engine
+    assert "Workloads: whatIfShare(cq), whatIfShared: true," in engine
     assert "maps.Clone" not in engine
-    assert engine.count("whatIfShared bool; WorkloadsNotReady sets.Set") == 2
+    assert engine.count("whatIfShared, whatIfUsageShared bool; WorkloadsNotReady sets.Set") == 2
+    # and each node's Usage, the flag on the four types that hold a node
+    assert "ResourceNode: whatIfShareUsage(cq), whatIfUsageShared: true}" in engine
+    assert "\twhatIfShareCohortUsage(snap.Cohort(cohort.Name), cohort)\n" in engine
+    assert "whatIfUsageShared bool; resourceNode resourceNode" in engine
+    assert "whatIfUsageShared bool; ResourceNode resourceNode" in engine
+    assert engine.count("r := whatIfOwnUsage(node)") == 2
+    assert "resourceNode.Clone()" not in engine and "getResourceNode()" not in engine
+    # and each resource group's set of covered resources, never written in place
+    assert "cc.ResourceGroups[i] = rg\n" in engine
     for write in ("c.Workloads[k] = wi", "delete(c.Workloads, wlKey)"):
         assert f"whatIfOwn(&c.Workloads, &c.whatIfShared); {write}" in engine
     for write in ("cq.Workloads[workload.Key(wl.Obj)] = wl", "delete(cq.Workloads, workload.Key("):
