@@ -21,13 +21,15 @@ func whatIfShare(cq *clusterQueue) map[workload.Reference]*workload.Info {
 	return cq.Workloads
 }
 
-// whatIfOwn: before a holder of the map (the cache's ClusterQueue, or a snapshot's) adds or
-// deletes one of its Workloads, its own copy of it when it is marked as sharing it. So neither
-// side sees the other's changes, as with Kueue's clone: a snapshot not the Workloads the cache
-// assumes mid-cycle, the cache not a preemption's simulation removing candidates in a snapshot.
-func whatIfOwn(workloads *map[workload.Reference]*workload.Info, shared *bool) {
+// whatIfOwn: before a holder of a shared map changes it in place, its own copy of it when it is
+// marked as sharing it. So neither side sees the other's changes, as with Kueue's clones: for the
+// admitted Workloads (the cache's ClusterQueue's or a snapshot's, before one is added or
+// deleted), a snapshot not the Workloads the cache assumes mid-cycle, the cache not a
+// preemption's simulation removing candidates in a snapshot; for a node's Usage
+// (whatIfOwnUsage), neither side the other's admissions and removals.
+func whatIfOwn[M ~map[K]V, K comparable, V any](m *M, shared *bool) {
 	if *shared {
-		*workloads = maps.Clone(*workloads)
+		*m = maps.Clone(*m)
 		*shared = false
 	}
 }
@@ -71,9 +73,6 @@ func whatIfOwnUsage(node flatResourceNode) resourceNode {
 	default:
 		return node.getResourceNode()
 	}
-	if *shared {
-		r.Usage = maps.Clone(r.Usage)
-		*shared = false
-	}
+	whatIfOwn(&r.Usage, shared)
 	return *r
 }

@@ -6,6 +6,7 @@
 package scheduler
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -27,19 +28,8 @@ func TestWhatIfSnapshotsAndTheCacheKeepTheirOwnWorkloads(t *testing.T) {
 	if err := cache.AddClusterQueue(ctx, utiltestingapi.MakeClusterQueue("cq").ResourceGroup(*quota).Obj()); err != nil {
 		t.Fatal(err)
 	}
-	admitted := func(name string) *kueue.Workload {
-		assignment := utiltestingapi.MakePodSetAssignment(kueue.DefaultPodSetName).
-			Assignment(corev1.ResourceCPU, "default", "1").Obj()
-		return utiltestingapi.MakeWorkload(name, "").Request(corev1.ResourceCPU, "1").
-			ReserveQuotaAt(utiltestingapi.MakeAdmission("cq").PodSets(assignment).Obj(), time.Now()).Obj()
-	}
-	snapshot := func() *Snapshot {
-		s, err := cache.Snapshot(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	admitted := func(name string) *kueue.Workload { return whatIfAdmitted(name, "1") }
+	snapshot := func() *Snapshot { return whatIfSnapshot(t, ctx, cache) }
 	has := func(what string, m map[workload.Reference]*workload.Info, want ...workload.Reference) {
 		t.Helper()
 		got := slices.Sorted(func(yield func(workload.Reference) bool) {
@@ -92,19 +82,8 @@ func TestWhatIfSnapshotsAndTheCacheKeepTheirOwnUsage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	admitted := func(name, cpus string) *kueue.Workload {
-		assignment := utiltestingapi.MakePodSetAssignment(kueue.DefaultPodSetName).
-			Assignment(corev1.ResourceCPU, "default", cpus).Obj()
-		return utiltestingapi.MakeWorkload(name, "").Request(corev1.ResourceCPU, cpus).
-			ReserveQuotaAt(utiltestingapi.MakeAdmission("cq").PodSets(assignment).Obj(), time.Now()).Obj()
-	}
-	snapshot := func() *Snapshot {
-		s, err := cache.Snapshot(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	admitted := whatIfAdmitted
+	snapshot := func() *Snapshot { return whatIfSnapshot(t, ctx, cache) }
 	cpu := resources.FlavorResource{Flavor: "default", Resource: corev1.ResourceCPU}
 	// Millicores used by the ClusterQueue cq and by its Cohort (no lending limit: all of it).
 	type usage struct{ cq, cohort int64 }
@@ -145,4 +124,23 @@ func TestWhatIfSnapshotsAndTheCacheKeepTheirOwnUsage(t *testing.T) {
 	is("the cache", inCache(), usage{1000, 1000})
 	is("the first snapshot", inSnapshot(first), usage{1000, 1000})
 	is("the second snapshot", inSnapshot(second), usage{1000, 1000})
+}
+
+// whatIfAdmitted: a Workload of `cpus` CPUs of the flavor "default", its quota reserved in the
+// ClusterQueue cq.
+func whatIfAdmitted(name, cpus string) *kueue.Workload {
+	assignment := utiltestingapi.MakePodSetAssignment(kueue.DefaultPodSetName).
+		Assignment(corev1.ResourceCPU, "default", cpus).Obj()
+	return utiltestingapi.MakeWorkload(name, "").Request(corev1.ResourceCPU, cpus).
+		ReserveQuotaAt(utiltestingapi.MakeAdmission("cq").PodSets(assignment).Obj(), time.Now()).Obj()
+}
+
+// whatIfSnapshot: the scheduler's snapshot of the cache, as it takes one in a cycle.
+func whatIfSnapshot(t *testing.T, ctx context.Context, cache *Cache) *Snapshot {
+	t.Helper()
+	s, err := cache.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
