@@ -222,11 +222,16 @@ def test_a_run_recorded_back_replays_as_the_mix_does(
         other = got[name][2]
         assert wait is not None and other is not None, shown
         assert abs(other - wait) <= HANDOFF, f"{name}: waited {other}s, the mix {wait}s\n{shown}"
-    # the recorded durations: the mix's plus the live cluster's handoffs, to the second
-    for name, mix_duration in (("r-train", 20), ("r-big", 10), ("r-small", 6), ("r-prep", 8),
-                               ("r-group-w0", 5)):  # fmt: skip
+    # the recorded durations: the mix's plus the live cluster's handoffs, to the second; a
+    # HANDOFF per level of controllers between Kueue and the pods (a JobSet's two: the JobSet
+    # controller, then the Job controller), since on a loaded machine each level is late on
+    # its own (CI once recorded the JobSet's 8 s as 12 s, the Jobs' before it in bounds)
+    for name, mix_duration, controllers in (("r-train", 20, 1), ("r-big", 10, 1),
+                                            ("r-small", 6, 1), ("r-prep", 8, 2),
+                                            ("r-group-w0", 5, 1)):  # fmt: skip
         seconds = parse_duration(recorded[name][record.ANNOTATION_DURATION])
-        assert mix_duration <= seconds <= mix_duration + HANDOFF, (name, recorded[name])
+        slack = HANDOFF * controllers
+        assert mix_duration <= seconds <= mix_duration + slack, (name, recorded[name], slack)
     print(
         json.dumps(
             {
