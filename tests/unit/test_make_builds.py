@@ -151,6 +151,10 @@ case "$1" in
           > "$s/fair_sharing_iterator.go"
         printf 'func (c *Cohort[CQ, C]) %s {\n\treturn c.%s.UnsortedList()\n}\n' \
           'ChildCQs() []CQ' childCqs 'ChildCohorts() []C' childCohorts > "$c"
+        printf '%s\n\tparent       C\n}\n' \
+          'type Cohort[CQ clusterQueueNode[C], C nodeBase[kueue.CohortReference]] struct {' >> "$c"
+        printf 'type ClusterQueue[C nodeBase[kueue.CohortReference]] struct {\n\tcohort C\n}\n' \
+          > "$d/pkg/cache/hierarchy/clusterqueue.go"
         printf '%s\n\tfor rName, val := range requests {\n}\n' \
           'func (a *FlavorAssigner) findFlavorForPodSets(' > "$s/flavorassigner/flavorassigner.go"
         printf 'func (r *WorkloadReconciler) Update(e E) bool {\n\tb := %s\n}\n' \
@@ -167,30 +171,28 @@ case "$1" in
           'bSticky := sw.matches(workload.Key(b.Obj))' \
           > "$d/pkg/cache/queue/cluster_queue.go"
         k="$d/pkg/cache/scheduler"; mkdir -p "$k"
-        printf '%s\n\t%s\n}\n%s\n\t%s\n}\n%s\n\t%s\n}\n' 'type clusterQueue struct {' \
-          'WorkloadsNotReady sets.Set' \
+        printf '%s\n\t%s\n}\n%s\n\t%s\n}\n%s\n\t%s\n}\n' \
           'func (c *clusterQueue) addOrUpdateWorkload(w *kueue.Workload) {' 'c.Workloads[k] = wi' \
           'func (c *clusterQueue) deleteWorkload(wlKey workload.Reference) {' \
-          'delete(c.Workloads, wlKey)' > "$k/clusterqueue.go"
-        printf 'type ClusterQueueSnapshot struct {\n\tWorkloadsNotReady sets.Set\n}\n' \
-          > "$k/clusterqueue_snapshot.go"
-        printf 'type cohort struct {\n\tresourceNode resourceNode\n}\n' > "$k/cohort.go"
-        printf 'type CohortSnapshot struct {\n\tResourceNode resourceNode\n}\n' \
-          > "$k/cohort_snapshot.go"
+          'delete(c.Workloads, wlKey)' \
+          'func (c *clusterQueue) flavorsWithProvReqAdmissionCheck() sets.Set[F] {' \
+          'flvs := sets.New[kueue.ResourceFlavorReference]()' > "$k/clusterqueue.go"
         printf '%s\n\t%s\n}\n%s\n\t%s\n}\n' \
           'func addUsage(node hierarchicalResourceNode) {' 'r := node.getResourceNode()' \
           'func removeUsage(node hierarchicalResourceNode) {' 'r := node.getResourceNode()' \
           > "$k/resource_node.go"
+        printf 'import (\n\tutilmaps "sigs.k8s.io/kueue/pkg/util/maps"\n)\n' > "$k/snapshot.go"
         printf '%s\n\t%s\n}\n%s\n\t%s\n\t\t%s\n\t%s\n}\n%s\n\t%s\n}\n%s\n\t%s\n}\n' \
           'func (c *Cache) Snapshot(ctx context.Context) (*Snapshot, error) {' \
           'snap.Cohort(cohort.Name).ResourceNode = cohort.resourceNode.Clone()' \
           'func (c *Cache) snapshotClusterQueue(cq *clusterQueue) *ClusterQueueSnapshot {' \
           'cc := &ClusterQueueSnapshot{Workloads: maps.Clone(cq.Workloads),' \
-          'ResourceNode: cq.resourceNode.Clone()}' 'cc.ResourceGroups[i] = rg.Clone()' \
+          'ResourceNode: cq.resourceNode.Clone(), A: utilmaps.DeepCopySets(cq.AdmissionChecks)}' \
+          'cc.ResourceGroups[i] = rg.Clone()' \
           'func (s *Snapshot) AddWorkload(wl *workload.Info) {' \
           'cq.Workloads[workload.Key(wl.Obj)] = wl' \
           'func (s *Snapshot) RemoveWorkload(wl *workload.Info) {' \
-          'delete(cq.Workloads, workload.Key(wl.Obj))' > "$k/snapshot.go"
+          'delete(cq.Workloads, workload.Key(wl.Obj))' >> "$k/snapshot.go"
         echo "$d" ;;
   build)
     out=""; pkg=""; modfile=""
@@ -210,8 +212,7 @@ case "$1" in
         cache/hierarchy/cohort.go scheduler/flavorassigner/flavorassigner.go \
         controller/core/workload_controller.go scheduler/preemption/preemption.go \
         cache/queue/manager.go cache/queue/cluster_queue.go cache/scheduler/clusterqueue.go \
-        cache/scheduler/clusterqueue_snapshot.go cache/scheduler/snapshot.go \
-        cache/scheduler/cohort.go cache/scheduler/cohort_snapshot.go \
+        cache/scheduler/snapshot.go cache/hierarchy/clusterqueue.go \
         cache/scheduler/resource_node.go \
         >> "$FAKE_GO_LOG.engine")
       (cd "$m/kueue" && find pkg -name zz_whatif.go | sort >> "$FAKE_GO_LOG.overlay")
@@ -307,23 +308,29 @@ def test_the_engine_is_built_with_ties_in_a_fixed_order(tmp_path: Path) -> None:
     assert "parallelPreemptions" not in engine
     assert "wl := cq.Pop()\n\t\t_ = cq\n" in engine  # no pending gauges per cycle
     assert "reportCQPendingWorkloads" not in engine
-    # a ClusterQueue's admitted Workloads shared with the snapshot, copied on either side's write
-    assert "Workloads: whatIfShare(cq), whatIfShared: true," in engine
+    # a ClusterQueue's admitted Workloads shared with the snapshot, copied on either side's write;
+    # the flags in the hierarchy's node types, where Kueue's tests do not compare them
+    shared = "whatIfShare(cq), ClusterQueue: hierarchy.WhatIfSharingClusterQueue[*CohortSnapshot]()"
+    assert f"Workloads: {shared}," in engine
     assert "maps.Clone" not in engine
-    assert engine.count("whatIfShared, whatIfUsageShared bool; WorkloadsNotReady sets.Set") == 2
-    # and each node's Usage, the flag on the four types that hold a node
-    assert "ResourceNode: whatIfShareUsage(cq), whatIfUsageShared: true}" in engine
+    assert "\twhatIfShared, whatIfUsageShared bool; cohort C\n" in engine
+    assert "\twhatIfUsageShared bool; parent       C\n" in engine
+    # and each node's Usage
+    assert "ResourceNode: whatIfShareUsage(cq), A:" in engine
     assert "\twhatIfShareCohortUsage(snap.Cohort(cohort.Name), cohort)\n" in engine
-    assert "whatIfUsageShared bool; resourceNode resourceNode" in engine
-    assert "whatIfUsageShared bool; ResourceNode resourceNode" in engine
     assert engine.count("r := whatIfOwnUsage(node)") == 2
     assert "resourceNode.Clone()" not in engine and "getResourceNode()" not in engine
-    # and each resource group's set of covered resources, never written in place
+    # and each resource group's set of covered resources and the admission checks, never
+    # written in place; no empty set of flavors with a ProvisioningRequest check
     assert "cc.ResourceGroups[i] = rg\n" in engine
+    assert "A: cq.AdmissionChecks}" in engine and "DeepCopySets" not in engine
+    assert '\t_ "sigs.k8s.io/kueue/pkg/util/maps"\n' in engine
+    provisioning = "if len(c.provisioningAdmissionChecks) > 0 { flvs = sets.New["
+    assert f"var flvs sets.Set[kueue.ResourceFlavorReference]; {provisioning}" in engine
     for write in ("c.Workloads[k] = wi", "delete(c.Workloads, wlKey)"):
-        assert f"whatIfOwn(&c.Workloads, &c.whatIfShared); {write}" in engine
+        assert f"whatIfOwn(&c.Workloads, c.WhatIfShared()); {write}" in engine
     for write in ("cq.Workloads[workload.Key(wl.Obj)] = wl", "delete(cq.Workloads, workload.Key("):
-        assert f"whatIfOwn(&cq.Workloads, &cq.whatIfShared); {write}" in engine
+        assert f"whatIfOwn(&cq.Workloads, cq.WhatIfShared()); {write}" in engine
 
 
 def engine_sources(tmp_path: Path) -> dict[str, str]:

@@ -13,11 +13,11 @@ import (
 //lint:file-ignore U1000 each helper serves the rewrites of the releases that have its code (rewrites.tsv)
 
 // whatIfShare: the Workloads map of a cache's ClusterQueue handed to a snapshot as it is, the
-// ClusterQueue marked as sharing it (its whatIfShared field, added by a rewrite), where Kueue
-// clones it for every ClusterQueue in every scheduling cycle. The snapshot is marked too (a
-// rewrite of the literal that makes it).
+// ClusterQueue marked as sharing it (a flag of its hierarchy node, added by a rewrite:
+// overlay/hierarchy.go), where Kueue clones it for every ClusterQueue in every scheduling cycle.
+// The snapshot is marked too (a rewrite of the literal that makes it).
 func whatIfShare(cq *clusterQueue) map[workload.Reference]*workload.Info {
-	cq.whatIfShared = true
+	*cq.WhatIfShared() = true
 	return cq.Workloads
 }
 
@@ -35,21 +35,21 @@ func whatIfOwn[M ~map[K]V, K comparable, V any](m *M, shared *bool) {
 }
 
 // whatIfShareUsage: a cache's ClusterQueue's resource node for its snapshot, its Usage handed
-// over as it is and the ClusterQueue marked as sharing it (a whatIfUsageShared field, added to
-// the four types that hold a node by rewrites; the snapshot's literal is marked too), where
+// over as it is and the ClusterQueue marked as sharing it (a flag of the hierarchy node that each
+// of the four types holding a resource node embeds; the snapshot's literal is marked too), where
 // Kueue's resourceNode.Clone clones it for every ClusterQueue in every scheduling cycle. Quotas
 // and SubtreeQuota are shared as Clone shares them (Kueue replaces those maps, never writes
 // them in place).
 func whatIfShareUsage(cq *clusterQueue) resourceNode {
-	cq.whatIfUsageShared = true
+	*cq.WhatIfUsageShared() = true
 	return cq.resourceNode
 }
 
 // whatIfShareCohortUsage: the same for a Cohort and its snapshot.
 func whatIfShareCohortUsage(snapshot *CohortSnapshot, c *cohort) {
-	c.whatIfUsageShared = true
+	*c.WhatIfUsageShared() = true
 	snapshot.ResourceNode = c.resourceNode
-	snapshot.whatIfUsageShared = true
+	*snapshot.WhatIfUsageShared() = true
 }
 
 // whatIfOwnUsage: node's resource node, as getResourceNode gives it (a copy of the struct,
@@ -63,13 +63,13 @@ func whatIfOwnUsage(node flatResourceNode) resourceNode {
 	var shared *bool
 	switch n := node.(type) {
 	case *clusterQueue:
-		r, shared = &n.resourceNode, &n.whatIfUsageShared
+		r, shared = &n.resourceNode, n.WhatIfUsageShared()
 	case *cohort:
-		r, shared = &n.resourceNode, &n.whatIfUsageShared
+		r, shared = &n.resourceNode, n.WhatIfUsageShared()
 	case *ClusterQueueSnapshot:
-		r, shared = &n.ResourceNode, &n.whatIfUsageShared
+		r, shared = &n.ResourceNode, n.WhatIfUsageShared()
 	case *CohortSnapshot:
-		r, shared = &n.ResourceNode, &n.whatIfUsageShared
+		r, shared = &n.ResourceNode, n.WhatIfUsageShared()
 	default:
 		return node.getResourceNode()
 	}
