@@ -131,8 +131,11 @@ def evictions(queue: str) -> str:
 
 
 def cohort_reserved(cohort: str, flavor: str, resource: str) -> str:
-    """What the workloads of the cohort's subtree reserve of `resource` in `flavor`."""
-    return f"sum({select(COHORT_RESERVED, cohort=cohort, flavor=flavor, resource=resource)})"
+    """What the workloads of the cohort's subtree reserve of `resource` in `flavor`: 0 when they
+    reserve none, as Kueue clears the series then rather than setting it to 0 (v0.18's
+    cohort_metrics.go), which would leave an idle cohort's panel blank."""
+    reserved = select(COHORT_RESERVED, cohort=cohort, flavor=flavor, resource=resource)
+    return f"sum({reserved}) or vector(0)"
 
 
 def cohort_quota(cohort: str, flavor: str, resource: str) -> str:

@@ -224,7 +224,11 @@ def test_a_tree_gets_a_panel_per_cohort_and_a_team_a_panel_per_local_queue() -> 
     def cohort(name: str) -> list[tuple[str, str]]:
         sel = f'cohort="{name}", {gpu}'
         return [
-            ("gpu reserved", f"sum(kueue_cohort_subtree_resource_reservations{{{sel}}})"),
+            # an idle subtree reads 0: Kueue clears the series rather than setting 0
+            (
+                "gpu reserved",
+                f"sum(kueue_cohort_subtree_resource_reservations{{{sel}}}) or vector(0)",
+            ),
             ("gpu subtree quota", f"sum(kueue_cohort_subtree_quota{{{sel}}})"),
         ]
 
