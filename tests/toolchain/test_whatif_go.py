@@ -109,6 +109,13 @@ def test_a_rewrite_that_no_longer_matches_stops_the_build_naming_release_file_an
     assert left == [], "a half-made copy of the module is left in the cache"
 
 
+def engine_copy(release: str) -> Path:
+    """The engine's copy of the release's Kueue module (toolchain/build.sh whatif_kueue)."""
+    copy = ROOT / ".toolchain" / "whatif" / release / "kueue"
+    assert (copy / "go.mod").is_file(), f"no engine copy of Kueue {release}: run make toolchain"
+    return copy
+
+
 def rewritten_packages(release: str) -> list[str]:
     """Every package of the release whose code a rewrite changes (rewrites.tsv's rows that apply
     to it), or to which the overlay adds a file."""
@@ -131,8 +138,7 @@ def test_kueue_s_own_tests_pass_on_the_engine_s_copy_of_what_it_rewrites(release
     snapshot changed, each side seeing only its own Workloads and Usage; they fail when the
     sharing is not copied). Kueue's tests compare snapshots field by field: a flag the engine
     added where they look fails them (the preemption tests found one on a Cohort's snapshot)."""
-    copy = ROOT / ".toolchain" / "whatif" / release / "kueue"
-    assert (copy / "go.mod").is_file(), f"no engine copy of Kueue {release}: run make toolchain"
+    copy = engine_copy(release)
     snapshot = (copy / "pkg/cache/scheduler/snapshot.go").read_text()
     assert ("whatIfShare(cq), ClusterQueue: hierarchy.WhatIfSharingClusterQueue[*CohortSnapshot]()"
             in snapshot)  # fmt: skip
@@ -236,12 +242,6 @@ def unread_uses(copy: Path, shared: Shared) -> tuple[int, list[str]]:
                         suspects.append((m, body))
             unread += [f"{path.relative_to(copy)}:{m}: {c.strip()}" for m, c in suspects]
     return lines, unread
-
-
-def engine_copy(release: str) -> Path:
-    copy = ROOT / ".toolchain" / "whatif" / release / "kueue"
-    assert (copy / "go.mod").is_file(), f"no engine copy of Kueue {release}: run make toolchain"
-    return copy
 
 
 @pytest.mark.parametrize("release", RELEASES)

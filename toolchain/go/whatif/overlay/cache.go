@@ -13,9 +13,9 @@ import (
 //lint:file-ignore U1000 each helper serves the rewrites of the releases that have its code (rewrites.tsv)
 
 // whatIfShare: the Workloads map of a cache's ClusterQueue handed to a snapshot as it is, the
-// ClusterQueue marked as sharing it (a flag of its hierarchy node, added by a rewrite:
-// overlay/hierarchy.go), where Kueue clones it for every ClusterQueue in every scheduling cycle.
-// The snapshot is marked too (a rewrite of the literal that makes it).
+// ClusterQueue marked as sharing it (a flag of its hierarchy node that a rewrite adds and
+// overlay/hierarchy.go reaches), where Kueue clones it for every ClusterQueue in every
+// scheduling cycle. The snapshot is marked too (a rewrite of the literal that makes it).
 func whatIfShare(cq *clusterQueue) map[workload.Reference]*workload.Info {
 	*cq.WhatIfShared() = true
 	return cq.Workloads
