@@ -170,6 +170,11 @@ case "$1" in
           'aSticky := sw.matches(workload.Key(a.Obj))' \
           'bSticky := sw.matches(workload.Key(b.Obj))' \
           > "$d/pkg/cache/queue/cluster_queue.go"
+        printf '%s\n\t%s\n\t%s\n\t\t%s\n\t}\n}\n' \
+          'func queueInadmissibleWorkloads(ctx context.Context, c *ClusterQueue, client C) int {' \
+          'c.rwm.Lock()' 'for key, wInfo := range c.inadmissibleWorkloads {' \
+          'err := client.Get(ctx, types.NamespacedName{Name: wInfo.Obj.Namespace}, &ns)' \
+          > "$d/pkg/cache/queue/inadmissible_workloads.go"
         k="$d/pkg/cache/scheduler"; mkdir -p "$k"
         printf '%s\n\t%s\n}\n%s\n\t%s\n}\n%s\n\t%s\n}\n' \
           'func (c *clusterQueue) addOrUpdateWorkload(w *kueue.Workload) {' 'c.Workloads[k] = wi' \
@@ -211,7 +216,8 @@ case "$1" in
       (cd "$m/kueue/pkg" && cat scheduler/scheduler.go scheduler/fair_sharing_iterator.go \
         cache/hierarchy/cohort.go scheduler/flavorassigner/flavorassigner.go \
         controller/core/workload_controller.go scheduler/preemption/preemption.go \
-        cache/queue/manager.go cache/queue/cluster_queue.go cache/scheduler/clusterqueue.go \
+        cache/queue/manager.go cache/queue/cluster_queue.go cache/queue/inadmissible_workloads.go \
+        cache/scheduler/clusterqueue.go \
         cache/scheduler/snapshot.go cache/hierarchy/clusterqueue.go \
         cache/scheduler/resource_node.go \
         >> "$FAKE_GO_LOG.engine")
@@ -292,8 +298,9 @@ def test_build_sh_builds_every_supported_release_when_none_is_named(tmp_path: Pa
 def test_the_engine_is_built_with_ties_in_a_fixed_order(tmp_path: Path) -> None:
     """The what-if engine's copy of Kueue has the map-order ties rewritten (rewrites.tsv;
     tests/toolchain/test_whatif_engine.py shows what they decide), sets no pending gauges
-    per ClusterQueue per cycle, and shares each ClusterQueue's admitted Workloads with the
-    scheduler's snapshot, copied on write, where Kueue clones them every cycle."""
+    per ClusterQueue per cycle, shares each ClusterQueue's admitted Workloads with the
+    scheduler's snapshot, copied on write, where Kueue clones them every cycle, and reads a
+    Namespace once per requeue of a ClusterQueue's inadmissible workloads."""
     assert build_kueue(tmp_path, kueue_version()).returncode == 0
     engine = (tmp_path / "go.log.engine").read_text()
     assert "heads := whatIfByUID(s.queues.Heads(ctx))" in engine
@@ -331,6 +338,11 @@ def test_the_engine_is_built_with_ties_in_a_fixed_order(tmp_path: Path) -> None:
         assert f"whatIfOwn(&c.Workloads, c.WhatIfShared()); {write}" in engine
     for write in ("cq.Workloads[workload.Key(wl.Obj)] = wl", "delete(cq.Workloads, workload.Key("):
         assert f"whatIfOwn(&cq.Workloads, cq.WhatIfShared()); {write}" in engine
+    # each Namespace read once per requeue of a ClusterQueue's inadmissible workloads
+    assert "\tnamespaces := whatIfNamespaces{client: client}; c.rwm.Lock()\n" in engine
+    namespace = "types.NamespacedName{Name: wInfo.Obj.Namespace}, &ns)"
+    assert f"err := namespaces.get(ctx, {namespace}" in engine
+    assert f"client.Get(ctx, {namespace}" not in engine
 
 
 def engine_sources(tmp_path: Path) -> dict[str, str]:
