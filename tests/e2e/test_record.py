@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -90,14 +93,26 @@ def _wipe(k: KubeSession) -> None:
         k.wait(f"no workloads in {ns}", lambda n=ns: not k.workloads(n), namespace=ns, timeout=90)
 
 
-def run_in_wall_time(rest: Rest, mix: Path, catalog: Catalog) -> float:
+@dataclass(frozen=True)
+class Created:
+    """One object the wall-time run created: where it is, and the wall-clock window its create
+    call took (the API server stamps its creationTimestamp within it, to the second)."""
+
+    path: str
+    sent: float
+    returned: float
+
+
+def run_in_wall_time(rest: Rest, mix: Path, catalog: Catalog) -> dict[str, Created]:
     """Create each Job of the mix (a pod group's Pods together) at its submit-at of the wall
     clock, its pods ending their
     duration after they run (kwok's complete-after stage); return when every job with a
-    duration has finished and nothing has changed for a few seconds. The start, wall time."""
+    duration has finished and nothing has changed for a few seconds. Each object created, by
+    name."""
     entries = submission_order(load_mix(mix, catalog))
     assert entries and all(e.status == "ok" for e in entries)
     start = int(time.time()) + 1.2  # a fifth into a second: creation seconds are exact
+    created: dict[str, Created] = {}
     for e in entries:
         time.sleep(max(start + e.submit_at - time.time(), 0))
         for member in e.members or (e.manifest,):
@@ -107,7 +122,11 @@ def run_in_wall_time(rest: Rest, mix: Path, catalog: Catalog) -> float:
                     meta = pod_set.meta.setdefault("annotations", {})
                     meta[COMPLETE_AFTER] = f"{e.duration:.0f}s"
             api, plural = COLLECTIONS[e.kind]
-            rest.create(f"{api}/namespaces/{e.namespace}/{plural}", manifest)
+            collection = f"{api}/namespaces/{e.namespace}/{plural}"
+            sent = time.time()
+            rest.create(collection, manifest)
+            name = manifest["metadata"]["name"]
+            created[name] = Created(f"{collection}/{name}", sent, time.time())
     ends = [e.name for e in entries if e.duration is not None]
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -119,9 +138,16 @@ def run_in_wall_time(rest: Rest, mix: Path, catalog: Catalog) -> float:
                     finished.add(wl["metadata"]["name"])
         if finished >= set(ends):
             time.sleep(3)  # what the last end lets in (the sweep comes back)
-            return start
+            return created
         time.sleep(0.5)
     raise AssertionError(f"the wall-time run did not end: finished {sorted(finished)}")
+
+
+def _stamp(obj: dict[str, Any]) -> float:
+    """An object's creationTimestamp, in seconds of the wall clock."""
+    return datetime.fromisoformat(
+        obj["metadata"]["creationTimestamp"].replace("Z", "+00:00")
+    ).timestamp()
 
 
 def outcomes(run: Run) -> dict[str, tuple[str, str | None, float | None]]:
@@ -148,7 +174,7 @@ def test_a_run_recorded_back_replays_as_the_mix_does(
     frameworks = live_frameworks(rest)
     assert "pod" in frameworks, f"the sandbox's Kueue runs no pod integration: {frameworks}"
     catalog = Catalog.from_stack(config, frameworks)
-    run_in_wall_time(rest, MIX, catalog)
+    created = run_in_wall_time(rest, MIX, catalog)
     ran = time.monotonic() - started
 
     # Recorded as `make record STACK=... OUT=...` records: through the stack's kubeconfig
@@ -178,18 +204,18 @@ def test_a_run_recorded_back_replays_as_the_mix_does(
     assert "BEGIN" not in done.stdout + done.stderr  # no key material in what it prints
     docs = [d for name in files for d in yaml.safe_load_all((out / name).read_text()) if d]
     recorded = {d["metadata"]["name"]: d["metadata"]["annotations"] for d in docs}
-    # Created at the mix's offsets of the wall clock, to the second: each create is sent a fifth
-    # into its second, and the API server stamps the creation after its admission webhooks
-    # (Kueue's, and JobSet's for the JobSet), which on a loaded machine can take the rest of
-    # the second (CI once recorded the JobSet's 3 s as 4 s); so each offset is the mix's or one
-    # second off, the first one recorded (0 s) being the base. The sweep still running.
-    mix_offsets = {"r-train": 0, "r-sweep": 2, "r-prep": 3, "r-big": 6, "r-small": 9,
-                   **dict.fromkeys(GROUP, 26)}  # fmt: skip
+    # Each submit-at is its owner's creationTimestamp as the cluster has it, offset from the
+    # earliest (r-train's), exactly; a pod group's, its last Pod's (when Kueue could queue it).
+    # The cluster stamps a creation within its create call, to the second (after the admission
+    # webhooks, Kueue's and JobSet's: on a loaded machine CI once stamped the JobSet, sent 3 s
+    # after r-train, 4 s after it), so the stamps are held to the calls, not to the mix.
+    assert created.keys() == {"r-train", "r-sweep", "r-prep", "r-big", "r-small", *GROUP}
+    stamps = {n: _stamp(rest.get(c.path)) for n, c in created.items()}
+    for name, c in created.items():
+        assert math.floor(c.sent) <= stamps[name] <= c.returned, (name, stamps[name], c)
+    stamps.update(dict.fromkeys(GROUP, max(stamps[n] for n in GROUP)))
     offsets = {n: parse_duration(a[record.ANNOTATION_SUBMIT_AT]) for n, a in recorded.items()}
-    assert offsets.keys() == mix_offsets.keys(), offsets
-    assert offsets["r-train"] == 0, offsets
-    late = {n: (offsets[n], at) for n, at in mix_offsets.items() if abs(offsets[n] - at) > 1}
-    assert not late, late
+    assert offsets == {n: stamps[n] - stamps["r-train"] for n in created}, (offsets, stamps)
     # The JobSet as a JobSet: its replicated jobs' shape from the JobSet as the API server
     # stores it (its defaults written: the leader's replicas 1), its pods' from
     # the Workload.
