@@ -27,7 +27,6 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +47,7 @@ from sandbox import pulumi_stack as stack
 from sandbox.paths import KUBECONFIG
 from sandbox.replay.engine import live_frameworks, replay_mix
 from sandbox.replay.timeline import COLLECTIONS
+from sandbox.replay.watch import created_at
 from sandbox.shape import load_stack
 from sandbox.walkthrough import KubeSession
 from tests.e2e.deployments import Deployments
@@ -143,13 +143,6 @@ def run_in_wall_time(rest: Rest, mix: Path, catalog: Catalog) -> dict[str, Creat
     raise AssertionError(f"the wall-time run did not end: finished {sorted(finished)}")
 
 
-def _stamp(obj: dict[str, Any]) -> float:
-    """An object's creationTimestamp, in seconds of the wall clock."""
-    return datetime.fromisoformat(
-        obj["metadata"]["creationTimestamp"].replace("Z", "+00:00")
-    ).timestamp()
-
-
 def outcomes(run: Run) -> dict[str, tuple[str, str | None, float | None]]:
     return {w.name: (w.outcome, w.flavor, w.wait_seconds) for w in run.workloads}
 
@@ -210,7 +203,7 @@ def test_a_run_recorded_back_replays_as_the_mix_does(
     # webhooks, Kueue's and JobSet's: on a loaded machine CI once stamped the JobSet, sent 3 s
     # after r-train, 4 s after it), so the stamps are held to the calls, not to the mix.
     assert created.keys() == {"r-train", "r-sweep", "r-prep", "r-big", "r-small", *GROUP}
-    stamps = {n: _stamp(rest.get(c.path)) for n, c in created.items()}
+    stamps = {n: created_at(rest.get(c.path)) for n, c in created.items()}
     for name, c in created.items():
         assert math.floor(c.sent) <= stamps[name] <= c.returned, (name, stamps[name], c)
     stamps.update(dict.fromkeys(GROUP, max(stamps[n] for n in GROUP)))
